@@ -1,0 +1,334 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Table is an AMQP field table. Values hold the Go types listed in the
+// package doc; see DecodeFieldValue.
+type Table map[string]any
+
+// Decimal is the 'D' field type: Value * 10^-Scale.
+type Decimal struct {
+	Scale uint8
+	Value int32
+}
+
+// maxDepth bounds how deeply tables and arrays may nest, so a hostile
+// payload cannot exhaust the stack, and a Table that contains itself cannot
+// loop forever when encoded.
+const maxDepth = 64
+
+// DecodeTable decodes a field table starting at its 4-byte length prefix and
+// returns the table and the number of bytes consumed (4 + length). An empty
+// table decodes as nil. Strings and byte arrays are copied: the table does
+// not alias b.
+func DecodeTable(b []byte) (Table, int, error) {
+	return decodeTable(b, 1)
+}
+
+// DecodeFieldValue decodes one field value, its type octet first, and
+// returns it with the number of bytes consumed. Wire types map to Go types:
+//
+//	't' bool      'b' int8     'B' uint8    's' int16    'u' uint16
+//	'I' int32     'i' uint32   'l' int64    'f' float32  'd' float64
+//	'D' Decimal   'S' string   'x' []byte   'A' []any    'T' time.Time
+//	'F' Table     'V' nil
+//
+// These are the types RabbitMQ reads and writes ('s' is a signed short, as
+// in RabbitMQ, not the spec's short string). Timestamps are whole seconds
+// and decode in UTC. An empty 'x', 'A' or 'F' decodes as a nil slice or map.
+func DecodeFieldValue(b []byte) (any, int, error) {
+	return decodeValue(b, 0)
+}
+
+// decodeTable decodes a table at nesting depth (1 for a top-level table).
+// Every length is checked against the bytes present before anything is
+// allocated, so the result is at most a small multiple of len(b).
+func decodeTable(b []byte, depth int) (Table, int, error) {
+	if depth > maxDepth {
+		return nil, 0, syntaxErrorf("field tables nested deeper than %d levels", maxDepth)
+	}
+	if len(b) < 4 {
+		return nil, 0, syntaxErrorf("table length: 4 bytes needed, %d left", len(b))
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, 0, syntaxErrorf("table of %d bytes, %d left", n, len(b)-4)
+	}
+	body := b[4 : 4+int(n)]
+	var t Table
+	for off := 0; off < len(body); {
+		klen := int(body[off])
+		off++
+		if klen > len(body)-off {
+			return nil, 0, syntaxErrorf("table key of %d bytes, %d left", klen, len(body)-off)
+		}
+		key := string(body[off : off+klen])
+		off += klen
+		v, vn, err := decodeValue(body[off:], depth)
+		if err != nil {
+			return nil, 0, inContext(fmt.Sprintf("table key %q", key), err)
+		}
+		off += vn
+		if t == nil {
+			t = make(Table)
+		}
+		t[key] = v
+	}
+	return t, 4 + int(n), nil
+}
+
+// decodeArray decodes the body of an 'A' value, after its type octet.
+func decodeArray(b []byte, depth int) ([]any, int, error) {
+	if depth > maxDepth {
+		return nil, 0, syntaxErrorf("field tables nested deeper than %d levels", maxDepth)
+	}
+	if len(b) < 4 {
+		return nil, 0, syntaxErrorf("array length: 4 bytes needed, %d left", len(b))
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, 0, syntaxErrorf("array of %d bytes, %d left", n, len(b)-4)
+	}
+	body := b[4 : 4+int(n)]
+	var a []any
+	for off := 0; off < len(body); {
+		v, vn, err := decodeValue(body[off:], depth)
+		if err != nil {
+			return nil, 0, inContext(fmt.Sprintf("array index %d", len(a)), err)
+		}
+		off += vn
+		a = append(a, v)
+	}
+	return a, 4 + int(n), nil
+}
+
+// decodeValue decodes a type octet and value held in a container at depth.
+func decodeValue(b []byte, depth int) (any, int, error) {
+	if len(b) < 1 {
+		return nil, 0, syntaxErrorf("field value type: 1 byte needed, 0 left")
+	}
+	typ, v := b[0], b[1:]
+	need := func(n int) error {
+		if n > len(v) {
+			return syntaxErrorf("field value %q: %d bytes needed, %d left", typ, n, len(v))
+		}
+		return nil
+	}
+	switch typ {
+	case 't', 'b', 'B':
+		if err := need(1); err != nil {
+			return nil, 0, err
+		}
+		switch typ {
+		case 't':
+			return v[0] != 0, 2, nil
+		case 'b':
+			return int8(v[0]), 2, nil
+		}
+		return v[0], 2, nil
+	case 's', 'u':
+		if err := need(2); err != nil {
+			return nil, 0, err
+		}
+		x := binary.BigEndian.Uint16(v)
+		if typ == 's' {
+			return int16(x), 3, nil
+		}
+		return x, 3, nil
+	case 'I', 'i', 'f':
+		if err := need(4); err != nil {
+			return nil, 0, err
+		}
+		x := binary.BigEndian.Uint32(v)
+		switch typ {
+		case 'I':
+			return int32(x), 5, nil
+		case 'f':
+			return math.Float32frombits(x), 5, nil
+		}
+		return x, 5, nil
+	case 'l', 'd', 'T':
+		if err := need(8); err != nil {
+			return nil, 0, err
+		}
+		x := binary.BigEndian.Uint64(v)
+		switch typ {
+		case 'l':
+			return int64(x), 9, nil
+		case 'd':
+			return math.Float64frombits(x), 9, nil
+		}
+		return time.Unix(int64(x), 0).UTC(), 9, nil
+	case 'D':
+		if err := need(5); err != nil {
+			return nil, 0, err
+		}
+		return Decimal{Scale: v[0], Value: int32(binary.BigEndian.Uint32(v[1:]))}, 6, nil
+	case 'S', 'x':
+		if err := need(4); err != nil {
+			return nil, 0, err
+		}
+		n := binary.BigEndian.Uint32(v)
+		if uint64(n) > uint64(len(v)-4) {
+			return nil, 0, syntaxErrorf("field value %q of %d bytes, %d left", typ, n, len(v)-4)
+		}
+		s := v[4 : 4+int(n)]
+		if typ == 'S' {
+			return string(s), 5 + int(n), nil
+		}
+		if n == 0 {
+			return []byte(nil), 5, nil
+		}
+		return slices.Clone(s), 5 + int(n), nil
+	case 'A':
+		a, n, err := decodeArray(v, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		return a, 1 + n, nil
+	case 'F':
+		t, n, err := decodeTable(v, depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		return t, 1 + n, nil
+	case 'V':
+		return nil, 1, nil
+	}
+	return nil, 0, syntaxErrorf("unknown field value type %q", typ)
+}
+
+// AppendTable appends t as a field table: a 4-byte length, then each entry
+// as a short-string key and a typed value. Keys are sorted, so the same
+// table always encodes to the same bytes. A key over 255 bytes or a value
+// of an unsupported Go type is an error naming the key.
+func AppendTable(buf []byte, t Table) ([]byte, error) {
+	buf, err := appendTable(buf, t, 1)
+	if err != nil {
+		return buf, fmt.Errorf("protocol: %w", err)
+	}
+	return buf, nil
+}
+
+// AppendFieldValue appends one field value, its type octet first. It
+// accepts the Go types DecodeFieldValue returns, and also int (as 'l') and
+// map[string]any (as 'F').
+func AppendFieldValue(buf []byte, v any) ([]byte, error) {
+	buf, err := appendValue(buf, v, 0)
+	if err != nil {
+		return buf, fmt.Errorf("protocol: %w", err)
+	}
+	return buf, nil
+}
+
+func appendTable(buf []byte, t Table, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return buf, fmt.Errorf("field tables nested deeper than %d levels", maxDepth)
+	}
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	// Sort keys in a stack array when the table is small, as most are.
+	var small [16]string
+	keys := small[:0]
+	for k := range t {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if len(k) > 255 {
+			return buf, fmt.Errorf("table key %q...: longer than 255 bytes", k[:32])
+		}
+		buf = append(buf, byte(len(k)))
+		buf = append(buf, k...)
+		var err error
+		if buf, err = appendValue(buf, t[k], depth); err != nil {
+			return buf, fmt.Errorf("table key %q: %w", k, err)
+		}
+	}
+	return patchLength(buf, start)
+}
+
+// patchLength writes the length of what follows the 4 bytes at start.
+func patchLength(buf []byte, start int) ([]byte, error) {
+	n := len(buf) - start - 4
+	if uint64(n) > math.MaxUint32 {
+		return buf, fmt.Errorf("field of %d bytes is too long", n)
+	}
+	binary.BigEndian.PutUint32(buf[start:], uint32(n))
+	return buf, nil
+}
+
+// appendValue appends v, which sits in a container at depth.
+func appendValue(buf []byte, v any, depth int) ([]byte, error) {
+	switch v := v.(type) {
+	case bool:
+		b := byte(0)
+		if v {
+			b = 1
+		}
+		return append(buf, 't', b), nil
+	case int8:
+		return append(buf, 'b', byte(v)), nil
+	case uint8:
+		return append(buf, 'B', v), nil
+	case int16:
+		return binary.BigEndian.AppendUint16(append(buf, 's'), uint16(v)), nil
+	case uint16:
+		return binary.BigEndian.AppendUint16(append(buf, 'u'), v), nil
+	case int32:
+		return binary.BigEndian.AppendUint32(append(buf, 'I'), uint32(v)), nil
+	case uint32:
+		return binary.BigEndian.AppendUint32(append(buf, 'i'), v), nil
+	case int64:
+		return binary.BigEndian.AppendUint64(append(buf, 'l'), uint64(v)), nil
+	case int:
+		return binary.BigEndian.AppendUint64(append(buf, 'l'), uint64(v)), nil
+	case float32:
+		return binary.BigEndian.AppendUint32(append(buf, 'f'), math.Float32bits(v)), nil
+	case float64:
+		return binary.BigEndian.AppendUint64(append(buf, 'd'), math.Float64bits(v)), nil
+	case Decimal:
+		return binary.BigEndian.AppendUint32(append(buf, 'D', v.Scale), uint32(v.Value)), nil
+	case string:
+		if uint64(len(v)) > math.MaxUint32 {
+			return buf, fmt.Errorf("string of %d bytes is too long", len(v))
+		}
+		buf = binary.BigEndian.AppendUint32(append(buf, 'S'), uint32(len(v)))
+		return append(buf, v...), nil
+	case []byte:
+		if uint64(len(v)) > math.MaxUint32 {
+			return buf, fmt.Errorf("byte array of %d bytes is too long", len(v))
+		}
+		buf = binary.BigEndian.AppendUint32(append(buf, 'x'), uint32(len(v)))
+		return append(buf, v...), nil
+	case time.Time:
+		return binary.BigEndian.AppendUint64(append(buf, 'T'), uint64(v.Unix())), nil
+	case Table:
+		return appendTable(append(buf, 'F'), v, depth+1)
+	case map[string]any:
+		return appendTable(append(buf, 'F'), Table(v), depth+1)
+	case []any:
+		if depth+1 > maxDepth {
+			return buf, fmt.Errorf("field tables nested deeper than %d levels", maxDepth)
+		}
+		buf = append(buf, 'A')
+		start := len(buf)
+		buf = append(buf, 0, 0, 0, 0)
+		for i, e := range v {
+			var err error
+			if buf, err = appendValue(buf, e, depth+1); err != nil {
+				return buf, fmt.Errorf("array index %d: %w", i, err)
+			}
+		}
+		return patchLength(buf, start)
+	case nil:
+		return append(buf, 'V'), nil
+	}
+	return buf, fmt.Errorf("unsupported value type %T", v)
+}
