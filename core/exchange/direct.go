@@ -1,0 +1,93 @@
+package exchange
+
+import (
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Direct routes a message to the bindings whose key equals its routing key.
+type Direct struct{}
+
+func (Direct) Name() string                     { return "direct" }
+func (Direct) ValidateDeclare(Definition) error { return nil }
+func (Direct) Create(Definition) (Router, error) {
+	return &directRouter{byKey: make(map[string][]*Binding)}, nil
+}
+
+type directRouter struct {
+	byKey map[string][]*Binding
+}
+
+func (r *directRouter) ValidateBinding(*Binding) error { return nil }
+
+func (r *directRouter) AddBinding(b *Binding) error {
+	r.byKey[b.Key] = append(r.byKey[b.Key], b)
+	return nil
+}
+
+func (r *directRouter) RemoveBindings(bs []*Binding) error {
+	for _, b := range bs {
+		list := removeBinding(r.byKey[b.Key], b)
+		if len(list) == 0 {
+			delete(r.byKey, b.Key)
+		} else {
+			r.byKey[b.Key] = list
+		}
+	}
+	return nil
+}
+
+func (r *directRouter) Route(m *message.Message, res *Result) error {
+	res.Bindings = append(res.Bindings, r.byKey[m.RoutingKey]...)
+	return nil
+}
+
+func (r *directRouter) PolicyChanged(protocol.Table) error { return nil }
+func (r *directRouter) Delete()                            {}
+func (r *directRouter) Info() map[string]any               { return nil }
+
+// removeBinding deletes b from list by identity, keeping order.
+func removeBinding(list []*Binding, b *Binding) []*Binding {
+	for i, x := range list {
+		if x == b {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			return list[:len(list)-1]
+		}
+	}
+	return list
+}
+
+// Fanout routes every message to every binding; keys are ignored.
+type Fanout struct{}
+
+func (Fanout) Name() string                      { return "fanout" }
+func (Fanout) ValidateDeclare(Definition) error  { return nil }
+func (Fanout) Create(Definition) (Router, error) { return &fanoutRouter{}, nil }
+
+type fanoutRouter struct {
+	all []*Binding
+}
+
+func (r *fanoutRouter) ValidateBinding(*Binding) error { return nil }
+
+func (r *fanoutRouter) AddBinding(b *Binding) error {
+	r.all = append(r.all, b)
+	return nil
+}
+
+func (r *fanoutRouter) RemoveBindings(bs []*Binding) error {
+	for _, b := range bs {
+		r.all = removeBinding(r.all, b)
+	}
+	return nil
+}
+
+func (r *fanoutRouter) Route(_ *message.Message, res *Result) error {
+	res.Bindings = append(res.Bindings, r.all...)
+	return nil
+}
+
+func (r *fanoutRouter) PolicyChanged(protocol.Table) error { return nil }
+func (r *fanoutRouter) Delete()                            {}
+func (r *fanoutRouter) Info() map[string]any               { return nil }

@@ -1,0 +1,264 @@
+package exchange
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Headers routes on message headers instead of the routing key. A binding's
+// arguments are the headers to look for; x-match says how they combine:
+//
+//	all (default)  every argument must match
+//	any            at least one argument must match
+//	all-with-x,
+//	any-with-x     the same, but arguments starting with "x-" take part
+//	               (all and any ignore them)
+//
+// An argument with a void value matches when the header is present. Other
+// values match by value as RabbitMQ compares them: numbers across widths and
+// kinds (int 1 = long 1 = double 1.0), strings and byte arrays by bytes, but
+// never a string against a number. "all" with no arguments matches every
+// message; "any" with none matches nothing.
+type Headers struct{}
+
+func (Headers) Name() string                     { return "headers" }
+func (Headers) ValidateDeclare(Definition) error { return nil }
+func (Headers) Create(Definition) (Router, error) {
+	return &headersRouter{compiled: make(map[*Binding]*headerMatch)}, nil
+}
+
+type headersRouter struct {
+	list     []*headerMatch // in binding order
+	compiled map[*Binding]*headerMatch
+}
+
+// headerMatch is a binding compiled once at bind time.
+type headerMatch struct {
+	binding *Binding
+	any     bool
+	args    []headerArg // sorted by key
+}
+
+type headerArg struct {
+	key   string
+	value any
+	void  bool
+}
+
+func compileHeaders(b *Binding) (*headerMatch, error) {
+	hm := &headerMatch{binding: b}
+	withX := false
+	if raw, ok := b.Args["x-match"]; ok {
+		mode, isString := raw.(string)
+		if !isString {
+			mode = ""
+		}
+		switch mode {
+		case "all":
+		case "any":
+			hm.any = true
+		case "all-with-x":
+			withX = true
+		case "any-with-x":
+			hm.any, withX = true, true
+		default:
+			return nil, reply.PreconditionFailed("Invalid x-match field value %v; expected all, any, all-with-x, or any-with-x", raw)
+		}
+	}
+	for k, v := range b.Args {
+		if k == "x-match" || (!withX && strings.HasPrefix(k, "x-")) {
+			continue
+		}
+		hm.args = append(hm.args, headerArg{key: k, value: v, void: v == nil})
+	}
+	sort.Slice(hm.args, func(i, j int) bool { return hm.args[i].key < hm.args[j].key })
+	return hm, nil
+}
+
+func (r *headersRouter) ValidateBinding(b *Binding) error {
+	_, err := compileHeaders(b)
+	return err
+}
+
+func (r *headersRouter) AddBinding(b *Binding) error {
+	hm, err := compileHeaders(b)
+	if err != nil {
+		return err
+	}
+	r.compiled[b] = hm
+	r.list = append(r.list, hm)
+	return nil
+}
+
+func (r *headersRouter) RemoveBindings(bs []*Binding) error {
+	for _, b := range bs {
+		hm := r.compiled[b]
+		if hm == nil {
+			continue
+		}
+		delete(r.compiled, b)
+		for i, x := range r.list {
+			if x == hm {
+				r.list = append(r.list[:i], r.list[i+1:]...)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (r *headersRouter) Route(m *message.Message, res *Result) error {
+	if len(r.list) == 0 {
+		return nil
+	}
+	headers := m.Headers()
+	for _, hm := range r.list {
+		if hm.matches(headers) {
+			res.Bindings = append(res.Bindings, hm.binding)
+		}
+	}
+	return nil
+}
+
+func (hm *headerMatch) matches(headers protocol.Table) bool {
+	if hm.any {
+		for _, a := range hm.args {
+			if a.matches(headers) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, a := range hm.args {
+		if !a.matches(headers) {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *headerArg) matches(headers protocol.Table) bool {
+	v, present := headers[a.key]
+	if !present {
+		return false
+	}
+	return a.void || ValuesEqual(a.value, v)
+}
+
+func (r *headersRouter) PolicyChanged(protocol.Table) error { return nil }
+func (r *headersRouter) Delete()                            {}
+func (r *headersRouter) Info() map[string]any               { return nil }
+
+// ValuesEqual compares two field-table values the way RabbitMQ's headers
+// exchange does (Erlang's ==): numbers by value whatever their wire type,
+// strings and byte arrays by their bytes, tables and arrays element-wise.
+func ValuesEqual(a, b any) bool {
+	if na, ok := number(a); ok {
+		nb, ok := number(b)
+		if !ok {
+			return false
+		}
+		if na.isInt && nb.isInt {
+			return na.i == nb.i
+		}
+		return na.f == nb.f
+	}
+	switch x := a.(type) {
+	case string:
+		switch y := b.(type) {
+		case string:
+			return x == y
+		case []byte:
+			return x == string(y)
+		}
+		return false
+	case []byte:
+		switch y := b.(type) {
+		case string:
+			return string(x) == y
+		case []byte:
+			return bytes.Equal(x, y)
+		}
+		return false
+	case nil:
+		return b == nil
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case protocol.Decimal:
+		y, ok := b.(protocol.Decimal)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !ValuesEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case protocol.Table:
+		y, ok := b.(protocol.Table)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !ValuesEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// numeric is a field value read as a number. Integers keep their exact
+// value so two 64-bit integers compare without rounding; f serves the
+// comparisons that involve a float.
+type numeric struct {
+	i     int64
+	f     float64
+	isInt bool
+}
+
+// number reads any numeric field value, and a timestamp, which RabbitMQ
+// carries as an integer.
+func number(v any) (numeric, bool) {
+	var n int64
+	switch x := v.(type) {
+	case int8:
+		n = int64(x)
+	case uint8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case uint16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case uint32:
+		n = int64(x)
+	case int64:
+		n = x
+	case int:
+		n = int64(x)
+	case time.Time:
+		n = x.Unix()
+	case float32:
+		return numeric{f: float64(x)}, true
+	case float64:
+		return numeric{f: x}, true
+	default:
+		return numeric{}, false
+	}
+	return numeric{i: n, f: float64(n), isInt: true}, true
+}

@@ -1,0 +1,121 @@
+// Package message holds the message as the broker carries it from the
+// publishing channel through exchanges and queues to consumers.
+//
+// A Message is immutable once published: one value is shared by every queue
+// it was routed to and by every consumer it is delivered to, so nothing may
+// write to its fields after New returns. The property list is kept exactly as
+// the publisher sent it (Flags and Props) and written back verbatim on
+// delivery; only the few properties the broker acts on are decoded up front.
+// Headers are decoded on first use, at most once, for the exchange types and
+// dead-lettering that need them.
+package message
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// NoTTL marks a message without an expiration property.
+const NoTTL = -1
+
+// Message is one published message.
+type Message struct {
+	Exchange   string
+	RoutingKey string
+	Flags      uint16 // basic property flags as received
+	Props      []byte // raw property list as received
+	Body       []byte
+
+	Persistent bool   // delivery-mode 2
+	Priority   uint8  // 0 when absent
+	TTL        int64  // per-message expiration in ms, NoTTL when absent
+	ID         uint64 // storage id; 0 until a store assigns one
+
+	headers atomic.Pointer[protocol.Table]
+}
+
+// New builds a message from a publish. props and body are retained, not
+// copied: the caller hands them over. It fails with 406 when the expiration
+// property is not a non-negative integer, as RabbitMQ does, and with 502 when
+// the property list does not decode.
+func New(exchange, routingKey string, flags uint16, props, body []byte) (*Message, error) {
+	m := &Message{Exchange: exchange, RoutingKey: routingKey, Flags: flags, Props: props, Body: body, TTL: NoTTL}
+	if flags == 0 {
+		return m, nil
+	}
+	view, err := protocol.ScanProperties(flags, props)
+	if err != nil {
+		return nil, reply.New(protocol.SyntaxError, "%s", err.Error())
+	}
+	m.Persistent = view.DeliveryMode() == 2
+	m.Priority = view.Priority()
+	if exp, ok := view.Expiration(); ok {
+		ttl, err := ParseExpiration(exp)
+		if err != nil {
+			return nil, err
+		}
+		m.TTL = ttl
+	}
+	return m, nil
+}
+
+// ParseExpiration reads the expiration property: a decimal count of
+// milliseconds. Anything else is 406, the reply RabbitMQ gives.
+func ParseExpiration(s string) (int64, error) {
+	ttl, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ttl < 0 {
+		return 0, reply.PreconditionFailed("invalid expiration '%s'", s)
+	}
+	return ttl, nil
+}
+
+// View indexes the property list. New has validated it already, so the
+// error can only come from a Message built by hand.
+func (m *Message) View() (protocol.PropertyView, error) {
+	return protocol.ScanProperties(m.Flags, m.Props)
+}
+
+// Headers returns the decoded headers table, nil when there is none. A
+// table that does not decode reads as empty: New has validated the lengths,
+// so that only happens to field types we do not know.
+func (m *Message) Headers() protocol.Table {
+	if m.Flags&protocol.FlagHeaders == 0 {
+		return nil
+	}
+	if t := m.headers.Load(); t != nil {
+		return *t
+	}
+	view, err := m.View()
+	if err != nil {
+		return nil
+	}
+	t, err := view.Headers()
+	if err != nil {
+		t = protocol.Table{}
+	}
+	m.headers.Store(&t)
+	return t
+}
+
+// Properties decodes the whole property list, for the rare paths that must
+// rewrite it (dead-lettering adds x-death).
+func (m *Message) Properties() (protocol.Properties, error) {
+	return protocol.DecodeProperties(m.Flags, m.Props)
+}
+
+// Size is the body size, the figure length limits in bytes count.
+func (m *Message) Size() int { return len(m.Body) }
+
+// WithProperties returns a copy of m carrying new properties, for the
+// broker's own republishes (dead-lettering, delayed delivery). The body is
+// shared, which is safe because messages are immutable.
+func (m *Message) WithProperties(exchange, routingKey string, p *protocol.Properties) (*Message, error) {
+	props, err := p.Append(nil)
+	if err != nil {
+		return nil, reply.Internal("re-encoding properties: %v", err)
+	}
+	return New(exchange, routingKey, p.Flags, props, m.Body)
+}
