@@ -1,0 +1,256 @@
+// Package auth holds users, their passwords and their permissions in each
+// vhost, and answers the two questions a connection asks: who is this, and
+// may they do that here.
+//
+// Passwords are stored the way RabbitMQ stores them
+// (rabbit_password_hashing_sha256): base64 of a 4-byte random salt followed
+// by SHA-256(salt ++ password), so definitions move between the two.
+//
+// Permissions are three regular expressions per user and vhost, matched
+// against resource names: configure (declare, delete), write (publish,
+// bind into) and read (consume, get, purge, bind from). An empty expression
+// matches nothing. Like RabbitMQ, the default exchange is matched as
+// "amq.default".
+package auth
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+)
+
+// ErrBadCredentials is the one answer to a failed login: it does not say
+// whether the user or the password was wrong.
+var ErrBadCredentials = errors.New("invalid credentials")
+
+// User is an account.
+type User struct {
+	Name         string
+	PasswordHash string // base64(salt ++ sha256(salt ++ password)); "" allows no password login
+	Tags         []string
+}
+
+// HasTag reports whether the user carries a tag such as "administrator".
+func (u *User) HasTag(tag string) bool {
+	for _, t := range u.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// HashPassword returns RabbitMQ's salted SHA-256 form of a password.
+func HashPassword(password string) string {
+	salt := make([]byte, 4)
+	_, _ = rand.Read(salt)
+	return hashWithSalt(salt, password)
+}
+
+func hashWithSalt(salt []byte, password string) string {
+	h := sha256.Sum256(append(append([]byte(nil), salt...), password...))
+	return base64.StdEncoding.EncodeToString(append(append([]byte(nil), salt...), h[:]...))
+}
+
+// CheckPassword reports whether password matches the stored hash.
+func CheckPassword(hash, password string) bool {
+	raw, err := base64.StdEncoding.DecodeString(hash)
+	if err != nil || len(raw) != 4+sha256.Size {
+		return false
+	}
+	want, _ := base64.StdEncoding.DecodeString(hashWithSalt(raw[:4], password))
+	return subtle.ConstantTimeCompare(raw, want) == 1
+}
+
+// Permission is a user's rights in one vhost.
+type Permission struct {
+	Configure, Write, Read string
+	configure, write, read *regexp.Regexp
+}
+
+// NewPermission compiles the three expressions; a bad one is an error that
+// names it.
+func NewPermission(configure, write, read string) (*Permission, error) {
+	p := &Permission{Configure: configure, Write: write, Read: read}
+	var err error
+	if p.configure, err = compile("configure", configure); err != nil {
+		return nil, err
+	}
+	if p.write, err = compile("write", write); err != nil {
+		return nil, err
+	}
+	if p.read, err = compile("read", read); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func compile(which, expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("bad %s permission %q: %v", which, expr, err)
+	}
+	return re, nil
+}
+
+func permits(re *regexp.Regexp, name string) bool {
+	if name == "" {
+		name = "amq.default"
+	}
+	return re != nil && re.MatchString(name)
+}
+
+func (p *Permission) CanConfigure(name string) bool { return permits(p.configure, name) }
+func (p *Permission) CanWrite(name string) bool     { return permits(p.write, name) }
+func (p *Permission) CanRead(name string) bool      { return permits(p.read, name) }
+
+// Store is the broker's users and permissions. It is safe for concurrent use.
+type Store struct {
+	mu       sync.RWMutex
+	users    map[string]*User
+	perms    map[string]map[string]*Permission // vhost -> user -> permission
+	loopback map[string]bool                   // users allowed only from loopback
+}
+
+// NewStore returns an empty store. loopbackOnly names users who may only
+// connect from the local host (RabbitMQ's loopback_users: guest by default).
+func NewStore(loopbackOnly []string) *Store {
+	s := &Store{users: make(map[string]*User), perms: make(map[string]map[string]*Permission), loopback: make(map[string]bool)}
+	for _, u := range loopbackOnly {
+		s.loopback[u] = true
+	}
+	return s
+}
+
+// PutUser adds or replaces a user.
+func (s *Store) PutUser(u *User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[u.Name] = u
+}
+
+// DeleteUser removes a user and their permissions.
+func (s *Store) DeleteUser(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.users[name]; !ok {
+		return false
+	}
+	delete(s.users, name)
+	for _, m := range s.perms {
+		delete(m, name)
+	}
+	return true
+}
+
+// User returns a user by name.
+func (s *Store) User(name string) (*User, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.users[name]
+	return u, ok
+}
+
+// Users lists users by name.
+func (s *Store) Users() []*User {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*User, 0, len(s.users))
+	for _, u := range s.users {
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SetPermission grants a user rights in a vhost.
+func (s *Store) SetPermission(vhost, user string, p *Permission) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perms[vhost] == nil {
+		s.perms[vhost] = make(map[string]*Permission)
+	}
+	s.perms[vhost][user] = p
+}
+
+// ClearPermission revokes a user's rights in a vhost.
+func (s *Store) ClearPermission(vhost, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.perms[vhost], user)
+}
+
+// ClearVHost drops every permission in a deleted vhost.
+func (s *Store) ClearVHost(vhost string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.perms, vhost)
+}
+
+// Permission returns a user's rights in a vhost.
+func (s *Store) Permission(vhost, user string) (*Permission, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.perms[vhost][user]
+	return p, ok
+}
+
+// PermissionEntry is one grant, for listings.
+type PermissionEntry struct {
+	VHost, User string
+	*Permission
+}
+
+// Permissions lists every grant, sorted by vhost then user.
+func (s *Store) Permissions() []PermissionEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []PermissionEntry
+	for vh, m := range s.perms {
+		for u, p := range m {
+			out = append(out, PermissionEntry{VHost: vh, User: u, Permission: p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].VHost != out[j].VHost {
+			return out[i].VHost < out[j].VHost
+		}
+		return out[i].User < out[j].User
+	})
+	return out
+}
+
+// Login checks a user's password. fromLoopback says whether the client
+// connected from the local host; loopback-only users are refused otherwise.
+func (s *Store) Login(name, password string, fromLoopback bool) (*User, error) {
+	s.mu.RLock()
+	u, ok := s.users[name]
+	loopbackOnly := s.loopback[name]
+	s.mu.RUnlock()
+	if !ok || u.PasswordHash == "" || !CheckPassword(u.PasswordHash, password) {
+		return nil, ErrBadCredentials
+	}
+	if loopbackOnly && !fromLoopback {
+		return nil, fmt.Errorf("user '%s' can only connect via localhost", name)
+	}
+	return u, nil
+}
+
+// ParsePlain reads a SASL PLAIN response: authzid NUL authcid NUL password.
+func ParsePlain(response []byte) (user, password string, err error) {
+	parts := bytes.Split(response, []byte{0})
+	if len(parts) != 3 {
+		return "", "", errors.New("malformed PLAIN response")
+	}
+	return string(parts[1]), string(parts[2]), nil
+}

@@ -1,0 +1,661 @@
+// Package queue holds a queue's messages and consumers and decides who gets
+// which message when.
+//
+// A Queue is a set of ready messages (FIFO, or FIFO within each priority
+// level), a count of messages delivered but not yet settled, and a list of
+// consumers served round-robin. One mutex guards it all; every public method
+// takes it, does its work, and releases it before calling back into the
+// vhost, so the lock order is
+//
+//	vhost topology lock -> queue.mu -> channel delivery lock -> connection write lock
+//
+// and the queue never calls "up" with its lock held. Deliveries happen under
+// the queue lock: Consumer.Deliver must record the delivery and write it
+// without blocking on anything that could take a queue lock.
+//
+// Settlement is the channel's job: it keeps the Entry of every unacked
+// delivery and hands it back through Ack, Requeue or Reject. Requeued
+// entries go back to their original place in line (ordered by Seq), marked
+// redelivered, as RabbitMQ's classic queues do.
+//
+// Messages expire (TTL) only at the head of the queue, as in RabbitMQ: a
+// timer watches the earliest head, and dispatch drops expired heads first.
+// Expired, rejected, over-limit and over-delivered messages are collected
+// while the lock is held and handed to Events.DeadLetter after it is released.
+package queue
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Entry is one message's place in one queue.
+type Entry struct {
+	Msg        *message.Message
+	Seq        uint64 // position in the queue, increasing with each enqueue
+	ExpiresAt  int64  // unix ms; 0 = never
+	Deliveries uint32 // times delivered so far
+}
+
+// Reason says why a message was dead-lettered, in x-death's words.
+type Reason string
+
+const (
+	Rejected      Reason = "rejected"
+	Expired       Reason = "expired"
+	MaxLen        Reason = "maxlen"
+	DeliveryLimit Reason = "delivery_limit"
+)
+
+// Dead is a message leaving the queue for its dead-letter exchange.
+type Dead struct {
+	Entry
+	Reason Reason
+}
+
+// Delivery is a message handed to a consumer or to basic.get.
+type Delivery struct {
+	Queue       *Queue
+	Entry       Entry
+	Redelivered bool
+}
+
+// Consumer receives deliveries. The connection layer implements it.
+type Consumer interface {
+	// Deliver hands d to the consumer. It runs with the queue's lock held and
+	// returns false, having changed nothing, when the consumer cannot take a
+	// message now (prefetch full, flow stopped, socket congested); the queue
+	// then waits for a Kick.
+	Deliver(d Delivery) bool
+	// Cancelled tells the consumer its queue went away. It runs without the
+	// queue's lock.
+	Cancelled()
+	// NoAck reports whether deliveries are settled on sending.
+	NoAck() bool
+	// Exclusive reports whether the consumer asked for sole use of the queue.
+	Exclusive() bool
+}
+
+// Events are the queue's calls back into its vhost. None runs with the
+// queue's lock held.
+type Events interface {
+	DeadLetter(q *Queue, dead []Dead)
+	// Unused reports that x-expires elapsed with the queue unused.
+	Unused(q *Queue)
+	// Abandoned reports that the last consumer of an auto-delete queue left.
+	Abandoned(q *Queue)
+}
+
+// Queue is one AMQP queue.
+type Queue struct {
+	Name       string
+	VHost      string
+	Durable    bool
+	Exclusive  bool
+	AutoDelete bool
+	Args       protocol.Table
+	// Owner is the exclusive queue's connection; nil otherwise.
+	Owner  any
+	events Events
+	base   Settings // from the arguments alone
+
+	mu          sync.Mutex
+	settings    Settings // base with the policy applied
+	levels      []level  // by priority; one level unless x-max-priority
+	ready       int
+	readyBytes  int64
+	unacked     int
+	consumers   []Consumer
+	next        int // round-robin cursor into consumers
+	hadConsumer bool
+	deleted     bool
+	nextSeq     uint64
+	dead        []Dead
+	ttlTimer    *time.Timer
+	ttlAt       int64
+	idleTimer   *time.Timer
+	lastUsed    int64
+	now         func() int64
+}
+
+// level is one priority's ready messages: the FIFO of fresh messages plus
+// the requeued ones, kept sorted by Seq so they go back to their place.
+type level struct {
+	fresh    ring
+	returned []Entry
+}
+
+func (l *level) len() int { return l.fresh.len() + len(l.returned) }
+
+// peek returns the entry that leaves next: whichever of the two heads is older.
+func (l *level) peek() *Entry {
+	if len(l.returned) > 0 && (l.fresh.len() == 0 || l.returned[0].Seq < l.fresh.front().Seq) {
+		return &l.returned[0]
+	}
+	if l.fresh.len() > 0 {
+		return l.fresh.front()
+	}
+	return nil
+}
+
+func (l *level) pop() Entry {
+	if len(l.returned) > 0 && (l.fresh.len() == 0 || l.returned[0].Seq < l.fresh.front().Seq) {
+		e := l.returned[0]
+		l.returned[0] = Entry{}
+		l.returned = l.returned[1:]
+		if len(l.returned) == 0 {
+			l.returned = nil
+		}
+		return e
+	}
+	return l.fresh.pop()
+}
+
+func (l *level) putBack(e Entry) {
+	i := sort.Search(len(l.returned), func(i int) bool { return l.returned[i].Seq >= e.Seq })
+	l.returned = append(l.returned, Entry{})
+	copy(l.returned[i+1:], l.returned[i:])
+	l.returned[i] = e
+}
+
+// Config is what declaring a queue fixes.
+type Config struct {
+	Name       string
+	VHost      string
+	Durable    bool
+	Exclusive  bool
+	AutoDelete bool
+	Args       protocol.Table
+	Owner      any
+	Settings   Settings // from ParseArgs
+	Events     Events
+}
+
+// New creates an empty queue.
+func New(c Config) *Queue {
+	q := &Queue{
+		Name: c.Name, VHost: c.VHost, Durable: c.Durable, Exclusive: c.Exclusive,
+		AutoDelete: c.AutoDelete, Args: c.Args, Owner: c.Owner, events: c.Events,
+		base: c.Settings, settings: c.Settings, nextSeq: 1,
+		now: func() int64 { return time.Now().UnixMilli() },
+	}
+	q.levels = make([]level, int(c.Settings.MaxPriority)+1)
+	q.lastUsed = q.now()
+	q.mu.Lock()
+	q.armIdleTimer()
+	q.mu.Unlock()
+	return q
+}
+
+// unlock releases the lock and then hands collected dead letters to the vhost.
+func (q *Queue) unlock() {
+	dead := q.dead
+	q.dead = nil
+	q.mu.Unlock()
+	if len(dead) > 0 && q.events != nil {
+		q.events.DeadLetter(q, dead)
+	}
+}
+
+// Settings returns the settings in force.
+func (q *Queue) Settings() Settings {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.settings
+}
+
+// ApplyPolicy puts a policy definition (nil: none) on top of the queue's
+// arguments. Limits take effect at once.
+func (q *Queue) ApplyPolicy(policy protocol.Table) {
+	q.mu.Lock()
+	q.settings = q.base.WithPolicy(policy)
+	q.enforceLimits()
+	q.armIdleTimer()
+	q.dispatch()
+	q.unlock()
+}
+
+// Enqueue adds a message. It reports whether the queue took it: false when
+// the queue is gone, or full with overflow reject-publish (rejected is then
+// true and the publisher should be nacked).
+func (q *Queue) Enqueue(m *message.Message) (accepted, rejected bool) {
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return false, false
+	}
+	e := Entry{Msg: m, Seq: q.nextSeq}
+	q.nextSeq++
+	if ttl := q.ttlFor(m); ttl >= 0 {
+		e.ExpiresAt = q.now() + ttl
+	}
+	if q.full(m) && q.settings.Overflow != DropHead {
+		if q.settings.Overflow == RejectPublishDLX {
+			q.dead = append(q.dead, Dead{Entry: e, Reason: MaxLen})
+		}
+		q.unlock()
+		return false, true
+	}
+	q.push(e)
+	q.dispatch()
+	q.enforceLimits()
+	q.expireHeads()
+	q.unlock()
+	return true, false
+}
+
+func (q *Queue) ttlFor(m *message.Message) int64 {
+	ttl := q.settings.MessageTTL
+	if m.TTL != message.NoTTL && (ttl == Unlimited || m.TTL < ttl) {
+		ttl = m.TTL
+	}
+	return ttl
+}
+
+// full reports whether adding m would break a length limit.
+func (q *Queue) full(m *message.Message) bool {
+	s := &q.settings
+	return (s.MaxLength != Unlimited && int64(q.ready)+1 > s.MaxLength) ||
+		(s.MaxLengthBytes != Unlimited && q.readyBytes+int64(m.Size()) > s.MaxLengthBytes)
+}
+
+func (q *Queue) levelOf(m *message.Message) *level {
+	p := int(m.Priority)
+	if p >= len(q.levels) {
+		p = len(q.levels) - 1
+	}
+	return &q.levels[p]
+}
+
+func (q *Queue) push(e Entry) {
+	q.levelOf(e.Msg).fresh.push(e)
+	q.ready++
+	q.readyBytes += int64(e.Msg.Size())
+}
+
+// head returns the level holding the next message to leave, or nil.
+func (q *Queue) head() *level {
+	for i := len(q.levels) - 1; i >= 0; i-- {
+		if q.levels[i].len() > 0 {
+			return &q.levels[i]
+		}
+	}
+	return nil
+}
+
+func (q *Queue) popFrom(l *level) Entry {
+	e := l.pop()
+	q.ready--
+	q.readyBytes -= int64(e.Msg.Size())
+	return e
+}
+
+// enforceLimits drops messages from the head while a drop-head limit is
+// exceeded (reject-publish queues refuse at the door instead).
+func (q *Queue) enforceLimits() {
+	s := &q.settings
+	if s.Overflow != DropHead {
+		return
+	}
+	for q.ready > 0 && ((s.MaxLength != Unlimited && int64(q.ready) > s.MaxLength) ||
+		(s.MaxLengthBytes != Unlimited && q.readyBytes > s.MaxLengthBytes)) {
+		q.dead = append(q.dead, Dead{Entry: q.popFrom(q.oldest()), Reason: MaxLen})
+	}
+}
+
+// oldest returns the level whose head entered the queue first: drop-head
+// drops the oldest message, whatever its priority.
+func (q *Queue) oldest() *level {
+	var best *level
+	for i := range q.levels {
+		l := &q.levels[i]
+		if h := l.peek(); h != nil && (best == nil || h.Seq < best.peek().Seq) {
+			best = l
+		}
+	}
+	return best
+}
+
+// expireHeads dead-letters expired messages at the head of each level and
+// arms the timer for the next head to expire.
+func (q *Queue) expireHeads() {
+	var now int64
+	next := int64(0)
+	for i := range q.levels {
+		l := &q.levels[i]
+		for {
+			h := l.peek()
+			if h == nil || h.ExpiresAt == 0 {
+				break
+			}
+			if now == 0 {
+				now = q.now()
+			}
+			if h.ExpiresAt > now {
+				if next == 0 || h.ExpiresAt < next {
+					next = h.ExpiresAt
+				}
+				break
+			}
+			q.dead = append(q.dead, Dead{Entry: q.popFrom(l), Reason: Expired})
+		}
+	}
+	q.armTTLTimer(next)
+}
+
+func (q *Queue) armTTLTimer(at int64) {
+	if at == 0 || q.deleted {
+		if q.ttlTimer != nil {
+			q.ttlTimer.Stop()
+		}
+		q.ttlAt = 0
+		return
+	}
+	if q.ttlAt == at {
+		return
+	}
+	q.ttlAt = at
+	d := time.Duration(at-q.now()) * time.Millisecond
+	if q.ttlTimer == nil {
+		q.ttlTimer = time.AfterFunc(d, q.onTTLTimer)
+	} else {
+		q.ttlTimer.Reset(d)
+	}
+}
+
+func (q *Queue) onTTLTimer() {
+	q.mu.Lock()
+	q.ttlAt = 0
+	q.expireHeads()
+	q.unlock()
+}
+
+// dispatch hands ready messages to consumers until one side runs out.
+func (q *Queue) dispatch() {
+	for q.ready > 0 && len(q.consumers) > 0 {
+		l := q.head()
+		e := l.peek()
+		if e.ExpiresAt != 0 && e.ExpiresAt <= q.now() {
+			q.dead = append(q.dead, Dead{Entry: q.popFrom(l), Reason: Expired})
+			continue
+		}
+		if !q.offer(l, e) {
+			return
+		}
+	}
+}
+
+// offer tries each consumer once, starting after the last one served. A
+// single-active-consumer queue only ever offers to its first consumer.
+func (q *Queue) offer(l *level, e *Entry) bool {
+	n := len(q.consumers)
+	if q.settings.SingleActiveConsumer {
+		n = 1
+		q.next = 0
+	}
+	d := Delivery{Queue: q, Entry: *e, Redelivered: e.Deliveries > 0}
+	d.Entry.Deliveries++
+	for i := 0; i < n; i++ {
+		k := (q.next + i) % len(q.consumers)
+		c := q.consumers[k]
+		if c.Deliver(d) {
+			q.popFrom(l)
+			if !c.NoAck() {
+				q.unacked++
+			}
+			q.next = (k + 1) % len(q.consumers)
+			return true
+		}
+	}
+	return false
+}
+
+// Kick retries delivery, after a consumer regained credit.
+func (q *Queue) Kick() {
+	q.mu.Lock()
+	q.dispatch()
+	q.unlock()
+}
+
+// Get takes the next message for basic.get. ok is false when the queue is
+// empty. With noAck the message is settled at once.
+func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
+	q.mu.Lock()
+	defer q.unlock()
+	q.touch()
+	q.expireHeads()
+	l := q.head()
+	if l == nil {
+		return Delivery{}, 0, false
+	}
+	e := q.popFrom(l)
+	d = Delivery{Queue: q, Entry: e, Redelivered: e.Deliveries > 0}
+	d.Entry.Deliveries++
+	if !noAck {
+		q.unacked++
+	}
+	return d, q.ready, true
+}
+
+// Consume adds a consumer. An exclusive consumer needs the queue to itself.
+func (q *Queue) Consume(c Consumer) error {
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return reply.NotFound("no queue '%s' in vhost '%s'", q.Name, q.VHost)
+	}
+	if len(q.consumers) > 0 && (c.Exclusive() || q.consumers[0].Exclusive()) {
+		q.mu.Unlock()
+		return reply.AccessRefused("queue '%s' in vhost '%s' in exclusive use", q.Name, q.VHost)
+	}
+	if c.Exclusive() {
+		q.consumers = append([]Consumer{c}, q.consumers...)
+	} else {
+		q.consumers = append(q.consumers, c)
+	}
+	q.hadConsumer = true
+	q.touch()
+	q.dispatch()
+	q.unlock()
+	return nil
+}
+
+// Cancel removes a consumer. Its unacked messages are the channel's to
+// settle. The last consumer leaving an auto-delete queue deletes it.
+func (q *Queue) Cancel(c Consumer) {
+	q.mu.Lock()
+	for i, x := range q.consumers {
+		if x == c {
+			q.consumers = append(q.consumers[:i], q.consumers[i+1:]...)
+			if q.next > i {
+				q.next--
+			}
+			break
+		}
+	}
+	if q.next >= len(q.consumers) {
+		q.next = 0
+	}
+	abandoned := q.AutoDelete && q.hadConsumer && len(q.consumers) == 0 && !q.deleted
+	q.touch()
+	q.dispatch() // a single active consumer's successor takes over
+	q.unlock()
+	if abandoned && q.events != nil {
+		q.events.Abandoned(q)
+	}
+}
+
+// Ack settles delivered messages for good.
+func (q *Queue) Ack(entries []Entry) {
+	q.mu.Lock()
+	q.unacked -= len(entries)
+	q.dispatch()
+	q.unlock()
+}
+
+// Requeue puts delivered messages back in their place, to be redelivered;
+// one delivered more often than x-delivery-limit allows is dead-lettered.
+func (q *Queue) Requeue(entries []Entry) {
+	q.mu.Lock()
+	q.unacked -= len(entries)
+	if q.deleted {
+		q.mu.Unlock()
+		return
+	}
+	limit := q.settings.DeliveryLimit
+	for _, e := range entries {
+		if limit != Unlimited && int64(e.Deliveries) > limit {
+			q.dead = append(q.dead, Dead{Entry: e, Reason: DeliveryLimit})
+			continue
+		}
+		q.levelOf(e.Msg).putBack(e)
+		q.ready++
+		q.readyBytes += int64(e.Msg.Size())
+	}
+	q.dispatch()
+	q.enforceLimits()
+	q.expireHeads()
+	q.unlock()
+}
+
+// Reject dead-letters delivered messages (basic.reject or nack without requeue).
+func (q *Queue) Reject(entries []Entry) {
+	q.mu.Lock()
+	q.unacked -= len(entries)
+	for _, e := range entries {
+		q.dead = append(q.dead, Dead{Entry: e, Reason: Rejected})
+	}
+	q.dispatch()
+	q.unlock()
+}
+
+// Purge drops every ready message and returns how many there were.
+func (q *Queue) Purge() int {
+	q.mu.Lock()
+	n := q.ready
+	q.dropReady()
+	q.expireHeads()
+	q.mu.Unlock()
+	return n
+}
+
+func (q *Queue) dropReady() {
+	for i := range q.levels {
+		q.levels[i] = level{}
+	}
+	q.ready, q.readyBytes = 0, 0
+}
+
+// Delete removes the queue: consumers are cancelled, ready messages
+// dropped (never dead-lettered). ifUnused and ifEmpty make it conditional
+// (406 when the condition fails). It returns the number of ready messages
+// dropped.
+func (q *Queue) Delete(ifUnused, ifEmpty bool) (int, error) {
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return 0, nil
+	}
+	if ifUnused && len(q.consumers) > 0 {
+		q.mu.Unlock()
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", q.Name, q.VHost)
+	}
+	if ifEmpty && q.ready > 0 {
+		q.mu.Unlock()
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", q.Name, q.VHost)
+	}
+	n := q.ready
+	q.deleted = true
+	q.dropReady()
+	consumers := q.consumers
+	q.consumers = nil
+	if q.ttlTimer != nil {
+		q.ttlTimer.Stop()
+	}
+	if q.idleTimer != nil {
+		q.idleTimer.Stop()
+	}
+	q.mu.Unlock()
+	for _, c := range consumers {
+		c.Cancelled()
+	}
+	return n, nil
+}
+
+// Deleted reports whether the queue has been deleted.
+func (q *Queue) Deleted() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deleted
+}
+
+// Stats are a queue's counts at one moment.
+type Stats struct {
+	Ready      int
+	ReadyBytes int64
+	Unacked    int
+	Consumers  int
+}
+
+func (q *Queue) Stats() Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return Stats{Ready: q.ready, ReadyBytes: q.readyBytes, Unacked: q.unacked, Consumers: len(q.consumers)}
+}
+
+// Touch marks the queue used, for x-expires (a redeclare counts as use).
+func (q *Queue) Touch() {
+	q.mu.Lock()
+	q.touch()
+	q.mu.Unlock()
+}
+
+func (q *Queue) touch() {
+	q.lastUsed = q.now()
+	q.armIdleTimer()
+}
+
+// armIdleTimer schedules the x-expires check. A queue with consumers is in
+// use, so the timer only matters once they are gone; it is armed anyway and
+// rechecks when it fires.
+func (q *Queue) armIdleTimer() {
+	exp := q.settings.Expires
+	if exp == Unlimited || q.deleted {
+		if q.idleTimer != nil {
+			q.idleTimer.Stop()
+		}
+		return
+	}
+	d := time.Duration(q.lastUsed+exp-q.now()) * time.Millisecond
+	if q.idleTimer == nil {
+		q.idleTimer = time.AfterFunc(d, q.onIdleTimer)
+	} else {
+		q.idleTimer.Reset(d)
+	}
+}
+
+func (q *Queue) onIdleTimer() {
+	q.mu.Lock()
+	exp := q.settings.Expires
+	if q.deleted || exp == Unlimited {
+		q.mu.Unlock()
+		return
+	}
+	if len(q.consumers) > 0 {
+		q.lastUsed = q.now()
+	}
+	if q.lastUsed+exp > q.now() {
+		q.armIdleTimer()
+		q.mu.Unlock()
+		return
+	}
+	q.mu.Unlock()
+	if q.events != nil {
+		q.events.Unused(q)
+	}
+}

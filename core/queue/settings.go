@@ -1,0 +1,232 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Overflow is what a queue does when a length limit is reached.
+type Overflow uint8
+
+const (
+	DropHead Overflow = iota
+	RejectPublish
+	RejectPublishDLX
+)
+
+func (o Overflow) String() string {
+	switch o {
+	case RejectPublish:
+		return "reject-publish"
+	case RejectPublishDLX:
+		return "reject-publish-dlx"
+	}
+	return "drop-head"
+}
+
+// Unlimited marks an absent limit.
+const Unlimited = -1
+
+// Settings are a queue's behaviours as its arguments and policy decide them.
+type Settings struct {
+	MessageTTL     int64 // ms; Unlimited when none
+	Expires        int64 // ms of disuse before the queue is deleted; Unlimited when none
+	MaxLength      int64 // ready messages; Unlimited when none
+	MaxLengthBytes int64 // ready body bytes; Unlimited when none
+	Overflow       Overflow
+	DeliveryLimit  int64 // deliveries before dead-lettering; Unlimited when none
+
+	DeadLetterExchange   string
+	HasDeadLetter        bool // DeadLetterExchange is set ("" is the default exchange)
+	DeadLetterRoutingKey string
+	HasDeadLetterKey     bool
+
+	MaxPriority          uint8 // 0: not a priority queue
+	SingleActiveConsumer bool
+}
+
+// DefaultSettings has no limits, no TTL and no dead-lettering.
+func DefaultSettings() Settings {
+	return Settings{MessageTTL: Unlimited, Expires: Unlimited, MaxLength: Unlimited,
+		MaxLengthBytes: Unlimited, DeliveryLimit: Unlimited}
+}
+
+// ParseArgs validates queue.declare arguments and returns the settings they
+// ask for. Errors are 406 and name the argument, in RabbitMQ's words.
+// Arguments the broker does not know are kept and ignored, as RabbitMQ does;
+// known ones with the wrong type or range are refused, never ignored.
+func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
+	s := DefaultSettings()
+	bad := func(arg string, why any) error {
+		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %v", arg, queue, vhost, why)
+	}
+	for key, v := range args {
+		var err error
+		switch key {
+		case "x-message-ttl":
+			s.MessageTTL, err = nonNegative(v)
+		case "x-expires":
+			s.Expires, err = positive(v)
+		case "x-max-length":
+			s.MaxLength, err = nonNegative(v)
+		case "x-max-length-bytes":
+			s.MaxLengthBytes, err = nonNegative(v)
+		case "x-delivery-limit":
+			s.DeliveryLimit, err = nonNegative(v)
+		case "x-overflow":
+			s.Overflow, err = parseOverflow(v)
+		case "x-dead-letter-exchange":
+			s.DeadLetterExchange, err = str(v)
+			s.HasDeadLetter = err == nil
+		case "x-dead-letter-routing-key":
+			s.DeadLetterRoutingKey, err = str(v)
+			s.HasDeadLetterKey = err == nil
+		case "x-max-priority":
+			var p int64
+			if p, err = nonNegative(v); err == nil && p > 255 {
+				err = fmt.Errorf("{value_too_large,%d,255}", p)
+			}
+			s.MaxPriority = uint8(p)
+		case "x-single-active-consumer":
+			b, ok := v.(bool)
+			if !ok {
+				err = fmt.Errorf("{unacceptable_type,%T}", v)
+			}
+			s.SingleActiveConsumer = b
+		case "x-queue-type":
+			t, ok := v.(string)
+			if !ok || t != "classic" {
+				err = fmt.Errorf("only classic queues are supported, not %v", v)
+			}
+		case "x-queue-mode":
+			m, ok := v.(string)
+			if !ok || (m != "default" && m != "lazy") {
+				err = fmt.Errorf("{unacceptable_value,%v}", v)
+			}
+		}
+		if err != nil {
+			return s, bad(key, err)
+		}
+	}
+	if s.HasDeadLetterKey && !s.HasDeadLetter {
+		return s, reply.PreconditionFailed("invalid arg 'x-dead-letter-routing-key' for queue '%s' in vhost '%s': x-dead-letter-exchange is required when x-dead-letter-routing-key is set", queue, vhost)
+	}
+	return s, nil
+}
+
+// WithPolicy returns the settings in force once a policy definition is
+// applied on top of the arguments. As in RabbitMQ, a limit set by both takes
+// the smaller value, and for the rest the queue's own argument wins.
+func (s Settings) WithPolicy(policy protocol.Table) Settings {
+	lower := func(cur int64, key string) int64 {
+		v, ok := policy[key]
+		if !ok {
+			return cur
+		}
+		n, err := nonNegative(v)
+		if err != nil {
+			return cur
+		}
+		if cur == Unlimited || n < cur {
+			return n
+		}
+		return cur
+	}
+	s.MessageTTL = lower(s.MessageTTL, "message-ttl")
+	s.Expires = lower(s.Expires, "expires")
+	s.MaxLength = lower(s.MaxLength, "max-length")
+	s.MaxLengthBytes = lower(s.MaxLengthBytes, "max-length-bytes")
+	s.DeliveryLimit = lower(s.DeliveryLimit, "delivery-limit")
+	if v, ok := policy["overflow"]; ok {
+		if o, err := parseOverflow(v); err == nil && s.Overflow == DropHead {
+			s.Overflow = o
+		}
+	}
+	if v, ok := policy["dead-letter-exchange"]; ok && !s.HasDeadLetter {
+		if x, err := str(v); err == nil {
+			s.DeadLetterExchange, s.HasDeadLetter = x, true
+		}
+	}
+	if v, ok := policy["dead-letter-routing-key"]; ok && !s.HasDeadLetterKey {
+		if x, err := str(v); err == nil {
+			s.DeadLetterRoutingKey, s.HasDeadLetterKey = x, true
+		}
+	}
+	return s
+}
+
+// Integer reads any integer field value. Floats are refused, as RabbitMQ
+// refuses them for every integer argument.
+func Integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return int64(n), true
+	case uint8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		// Policies arrive as JSON, where every number is a float64.
+		if n == float64(int64(n)) {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+func nonNegative(v any) (int64, error) {
+	n, ok := Integer(v)
+	if !ok {
+		return 0, fmt.Errorf("{unacceptable_type,%T}", v)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("{value_negative,%d}", n)
+	}
+	return n, nil
+}
+
+func positive(v any) (int64, error) {
+	n, err := nonNegative(v)
+	if err == nil && n == 0 {
+		return 0, fmt.Errorf("{value_zero,0}")
+	}
+	return n, err
+}
+
+func str(v any) (string, error) {
+	switch s := v.(type) {
+	case string:
+		return s, nil
+	case []byte:
+		return string(s), nil
+	}
+	return "", fmt.Errorf("{unacceptable_type,%T}", v)
+}
+
+func parseOverflow(v any) (Overflow, error) {
+	s, err := str(v)
+	if err != nil {
+		return DropHead, err
+	}
+	switch s {
+	case "drop-head":
+		return DropHead, nil
+	case "reject-publish":
+		return RejectPublish, nil
+	case "reject-publish-dlx":
+		return RejectPublishDLX, nil
+	}
+	return DropHead, fmt.Errorf("{unacceptable_value,%s}", s)
+}

@@ -1,0 +1,186 @@
+package vhost
+
+import (
+	"sort"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// bindingKey identifies a binding: AMQP treats two binds with the same
+// source, destination, key and arguments as one.
+type bindingKey struct {
+	source string
+	dest   exchange.Destination
+	key    string
+	args   string // the arguments' canonical encoding (sorted keys)
+}
+
+func keyOf(source string, dest exchange.Destination, key string, args protocol.Table) (bindingKey, error) {
+	k := bindingKey{source: source, dest: dest, key: key}
+	if len(args) > 0 {
+		enc, err := protocol.AppendTable(nil, args)
+		if err != nil {
+			return k, reply.PreconditionFailed("invalid binding arguments: %v", err)
+		}
+		k.args = string(enc)
+	}
+	return k, nil
+}
+
+// Bind links source to a destination. Binding twice is a no-op. The
+// destination may be a queue (queue.bind) or an exchange (exchange.bind).
+func (v *VHost) Bind(source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
+	if source == "" {
+		return reply.AccessRefused("operation not permitted on the default exchange")
+	}
+	if dest.Kind == exchange.ToExchange && dest.Name == "" {
+		return reply.AccessRefused("operation not permitted on the default exchange")
+	}
+	bk, err := keyOf(source, dest, key, args)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	src := v.exchanges[source]
+	if src == nil {
+		return v.noExchange(source)
+	}
+	target, err := v.target(dest, owner)
+	if err != nil {
+		return err
+	}
+	if v.bindings[bk] != nil {
+		return nil
+	}
+	b := &exchange.Binding{Source: source, Destination: dest, Key: key, Args: args, Seq: v.bindSeq.Add(1), Target: target}
+	if err := src.router.ValidateBinding(b); err != nil {
+		return reply.As(err)
+	}
+	if err := src.router.AddBinding(b); err != nil {
+		return reply.As(err)
+	}
+	src.viaMu.Lock()
+	for _, r := range src.via {
+		_ = r.AddBinding(b)
+	}
+	src.viaMu.Unlock()
+	v.bindings[bk] = b
+	src.bindings = append(src.bindings, b)
+	v.byDest[dest] = append(v.byDest[dest], b)
+	return nil
+}
+
+// target resolves a destination; v.mu is held.
+func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
+	if dest.Kind == exchange.ToExchange {
+		x := v.exchanges[dest.Name]
+		if x == nil {
+			return nil, v.noExchange(dest.Name)
+		}
+		return x, nil
+	}
+	q := v.queues[dest.Name]
+	if err := v.checkQueue(q, dest.Name, owner); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Unbind removes a binding. Removing one that does not exist is a no-op, as
+// RabbitMQ has it, but a missing source or destination is 404.
+func (v *VHost) Unbind(source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
+	if source == "" {
+		return reply.AccessRefused("operation not permitted on the default exchange")
+	}
+	bk, err := keyOf(source, dest, key, args)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.exchanges[source] == nil {
+		return v.noExchange(source)
+	}
+	if _, err := v.target(dest, owner); err != nil {
+		return err
+	}
+	if b := v.bindings[bk]; b != nil {
+		v.removeBindings([]*exchange.Binding{b})
+	}
+	return nil
+}
+
+// removeBindings drops bindings from every index and from their sources'
+// routers, then deletes auto-delete exchanges left without bindings; v.mu
+// is held.
+func (v *VHost) removeBindings(bs []*exchange.Binding) {
+	bySource := make(map[string][]*exchange.Binding)
+	for _, b := range bs {
+		bk, _ := keyOf(b.Source, b.Destination, b.Key, b.Args)
+		if v.bindings[bk] != b {
+			continue
+		}
+		delete(v.bindings, bk)
+		v.byDest[b.Destination] = cut(v.byDest[b.Destination], b)
+		if len(v.byDest[b.Destination]) == 0 {
+			delete(v.byDest, b.Destination)
+		}
+		bySource[b.Source] = append(bySource[b.Source], b)
+	}
+	for source, list := range bySource {
+		src := v.exchanges[source]
+		if src == nil {
+			continue
+		}
+		for _, b := range list {
+			src.bindings = cut(src.bindings, b)
+		}
+		_ = src.router.RemoveBindings(list)
+		src.viaMu.Lock()
+		for _, r := range src.via {
+			_ = r.RemoveBindings(list)
+		}
+		src.viaMu.Unlock()
+		if src.AutoDelete && len(src.bindings) == 0 && !src.deleted {
+			v.deleteExchange(src)
+		}
+	}
+}
+
+func cut(list []*exchange.Binding, b *exchange.Binding) []*exchange.Binding {
+	for i, x := range list {
+		if x == b {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			return list[:len(list)-1]
+		}
+	}
+	return list
+}
+
+// BindingInfo is a binding for listings.
+type BindingInfo struct {
+	Source      string
+	Destination exchange.Destination
+	Key         string
+	Args        protocol.Table
+}
+
+// Bindings lists the explicit bindings in creation order.
+func (v *VHost) Bindings() []BindingInfo {
+	v.mu.RLock()
+	all := make([]*exchange.Binding, 0, len(v.bindings))
+	for _, b := range v.bindings {
+		all = append(all, b)
+	}
+	v.mu.RUnlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
+	out := make([]BindingInfo, len(all))
+	for i, b := range all {
+		out[i] = BindingInfo{Source: b.Source, Destination: b.Destination, Key: b.Key, Args: b.Args}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package vhost
+
+import (
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// DeadLetter implements queue.Events: it republishes messages that left q
+// as dead letters to q's dead-letter exchange, each with an x-death record.
+// Without a dead-letter exchange (or when it does not exist) they are
+// dropped, as RabbitMQ drops them.
+func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
+	s := q.Settings()
+	if !s.HasDeadLetter {
+		return
+	}
+	x, err := v.Exchange(s.DeadLetterExchange)
+	if err != nil {
+		v.log.Debug().Str("queue", q.Name).Str("dlx", s.DeadLetterExchange).Int("messages", len(dead)).
+			Msg("dead-letter exchange missing; messages dropped")
+		return
+	}
+	var r Router
+	now := time.Now()
+	for _, d := range dead {
+		m, err := deadLettered(d, q.Name, s, now)
+		if err != nil {
+			v.log.Warn().Err(err).Str("queue", q.Name).Msg("cannot dead-letter message; dropped")
+			continue
+		}
+		if _, err := v.route(x, m, &r, ""); err != nil {
+			v.log.Warn().Err(err).Str("queue", q.Name).Msg("dead-letter routing failed; message dropped")
+			continue
+		}
+		if d.Reason != queue.Rejected {
+			dropCycles(&r, m)
+		}
+		v.enqueue(m, &r)
+	}
+}
+
+// deadLettered builds the message republished for d: the same body and
+// properties, the expiration moved into x-death, x-death updated and the
+// x-first-death-* headers set on the first death.
+func deadLettered(d queue.Dead, queueName string, s queue.Settings, now time.Time) (*message.Message, error) {
+	old := d.Msg
+	props, err := old.Properties()
+	if err != nil {
+		return nil, err
+	}
+	routingKey := old.RoutingKey
+	if s.HasDeadLetterKey {
+		routingKey = s.DeadLetterRoutingKey
+	}
+	headers := protocol.Table{}
+	for k, v := range props.Headers {
+		headers[k] = v
+	}
+	entry := protocol.Table{
+		"reason":       string(d.Reason),
+		"queue":        queueName,
+		"time":         now.Truncate(time.Second).UTC(),
+		"exchange":     old.Exchange,
+		"routing-keys": []any{old.RoutingKey},
+		"count":        int64(1),
+	}
+	if props.Flags&protocol.FlagExpiration != 0 {
+		entry["original-expiration"] = props.Expiration
+		props.Expiration = ""
+		props.Flags &^= protocol.FlagExpiration
+	}
+	deaths, _ := headers["x-death"].([]any)
+	headers["x-death"] = recordDeath(deaths, entry)
+	if _, ok := headers["x-first-death-reason"]; !ok {
+		headers["x-first-death-reason"] = string(d.Reason)
+		headers["x-first-death-queue"] = queueName
+		headers["x-first-death-exchange"] = old.Exchange
+	}
+	props.Headers = headers
+	props.Flags |= protocol.FlagHeaders
+	return old.WithProperties(s.DeadLetterExchange, routingKey, &props)
+}
+
+// recordDeath puts entry at the front of x-death. An earlier death in the
+// same queue for the same reason is counted in its record, which moves to
+// the front, as RabbitMQ keeps x-death bounded.
+func recordDeath(deaths []any, entry protocol.Table) []any {
+	out := make([]any, 0, len(deaths)+1)
+	for _, d := range deaths {
+		t, ok := d.(protocol.Table)
+		if ok && t["queue"] == entry["queue"] && t["reason"] == entry["reason"] {
+			if n, ok := queue.Integer(t["count"]); ok {
+				entry["count"] = n + 1
+			}
+			if rk, ok := t["routing-keys"]; ok {
+				entry["routing-keys"] = rk
+			}
+			if ex, ok := t["exchange"]; ok {
+				entry["exchange"] = ex
+			}
+			continue
+		}
+		out = append(out, d)
+	}
+	return append([]any{entry}, out...)
+}
+
+// dropCycles removes from r.queues every queue the message would reach
+// again without a rejection on the way: an automatic dead-letter cycle,
+// which RabbitMQ breaks by dropping the message there.
+func dropCycles(r *Router, m *message.Message) {
+	deaths, _ := m.Headers()["x-death"].([]any)
+	if len(deaths) == 0 {
+		return
+	}
+	kept := r.queues[:0]
+	for _, q := range r.queues {
+		if !isCycle(q.Name, deaths) {
+			kept = append(kept, q)
+		}
+	}
+	clear(r.queues[len(kept):])
+	r.queues = kept
+}
+
+func isCycle(queueName string, deaths []any) bool {
+	for _, d := range deaths {
+		t, _ := d.(protocol.Table)
+		if t["reason"] == string(queue.Rejected) {
+			return false
+		}
+		if t["queue"] == queueName {
+			return true
+		}
+	}
+	return false
+}

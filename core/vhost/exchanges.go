@@ -1,0 +1,305 @@
+package vhost
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Exchange is a declared exchange: its definition, its type's router and
+// the bindings it is the source of, in creation order.
+type Exchange struct {
+	exchange.Definition
+	typ      exchange.Type
+	router   exchange.Router
+	bindings []*exchange.Binding
+	policy   *policy.Policy
+	// alternate is the alternate exchange in force: the argument, else the
+	// policy's.
+	alternate string
+	deleted   bool
+
+	viaMu sync.Mutex
+	via   map[string]exchange.Router // routers of other types over the same bindings
+}
+
+// Policy returns the name of the policy applied, "" when none.
+func (x *Exchange) Policy() string {
+	if x.policy == nil {
+		return ""
+	}
+	return x.policy.Name
+}
+
+// Alternate returns the alternate exchange in force.
+func (x *Exchange) Alternate() string { return x.alternate }
+
+// BindingCount is the number of bindings the exchange is the source of.
+func (x *Exchange) BindingCount() int { return len(x.bindings) }
+
+// missingType stands in for the router of an exchange whose type is gone
+// (its plugin was disabled): the exchange keeps its bindings but refuses to
+// route, as RabbitMQ does for an exchange of an unknown type.
+type missingType struct{ name string }
+
+func (m missingType) ValidateBinding(*exchange.Binding) error  { return nil }
+func (m missingType) AddBinding(*exchange.Binding) error       { return nil }
+func (m missingType) RemoveBindings([]*exchange.Binding) error { return nil }
+func (m missingType) PolicyChanged(protocol.Table) error       { return nil }
+func (m missingType) Delete()                                  {}
+func (m missingType) Info() map[string]any                     { return nil }
+func (m missingType) Route(*message.Message, *exchange.Result) error {
+	return reply.PreconditionFailed("exchange type '%s' is not available (its plugin is disabled)", m.name)
+}
+
+// ReservedName reports names clients may not declare.
+func ReservedName(name string) bool { return strings.HasPrefix(name, "amq.") }
+
+// Exchange returns the named exchange, or 404.
+func (v *VHost) Exchange(name string) (*Exchange, error) {
+	v.mu.RLock()
+	x := v.exchanges[name]
+	v.mu.RUnlock()
+	if x == nil {
+		return nil, v.noExchange(name)
+	}
+	return x, nil
+}
+
+func (v *VHost) noExchange(name string) error {
+	return reply.NotFound("no exchange '%s' in vhost '%s'", name, v.Name)
+}
+
+// DeclareExchange creates an exchange or checks an existing one. passive
+// only checks existence. Redeclaring with another type, flags or alternate
+// exchange is 406, naming the difference as RabbitMQ does.
+func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchange, error) {
+	def.VHost = v.Name
+	if passive {
+		return v.Exchange(def.Name)
+	}
+	if def.Name == "" || ReservedName(def.Name) {
+		return nil, reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	t, ok := v.types.Lookup(def.Type)
+	if !ok {
+		return nil, reply.CommandInvalid("invalid exchange type '%s'", def.Type)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if x := v.exchanges[def.Name]; x != nil {
+		return x, v.equivalentExchange(x, def)
+	}
+	if err := validateExchangeArgs(def); err != nil {
+		return nil, err
+	}
+	if err := t.ValidateDeclare(def); err != nil {
+		return nil, reply.As(err)
+	}
+	router, err := t.Create(def)
+	if err != nil {
+		return nil, reply.As(err)
+	}
+	x := &Exchange{Definition: def, typ: t, router: router}
+	v.exchanges[def.Name] = x
+	v.applyExchangePolicy(x)
+	return x, nil
+}
+
+func validateExchangeArgs(def exchange.Definition) error {
+	if ae, ok := def.Args["alternate-exchange"]; ok {
+		if _, isString := ae.(string); !isString {
+			return reply.PreconditionFailed("invalid arg 'alternate-exchange' for exchange '%s' in vhost '%s': must be a string", def.Name, def.VHost)
+		}
+	}
+	return nil
+}
+
+func (v *VHost) equivalentExchange(x *Exchange, def exchange.Definition) error {
+	diff := func(field string, got, cur any) error {
+		return reply.PreconditionFailed("inequivalent arg '%s' for exchange '%s' in vhost '%s': received '%v' but current is '%v'",
+			field, def.Name, v.Name, got, cur)
+	}
+	switch {
+	case x.Type != def.Type:
+		return diff("type", def.Type, x.Type)
+	case x.Durable != def.Durable:
+		return diff("durable", def.Durable, x.Durable)
+	case x.AutoDelete != def.AutoDelete:
+		return diff("auto_delete", def.AutoDelete, x.AutoDelete)
+	case x.Internal != def.Internal:
+		return diff("internal", def.Internal, x.Internal)
+	}
+	got, cur := def.Args["alternate-exchange"], x.Args["alternate-exchange"]
+	if !exchange.ValuesEqual(got, cur) {
+		return diff("alternate-exchange", got, cur)
+	}
+	return nil
+}
+
+// DeleteExchange removes an exchange and every binding to or from it.
+// ifUnused refuses (406) while it is the source of a binding.
+func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
+	if name == "" || ReservedName(name) {
+		return reply.AccessRefused("operation not permitted on exchange '%s'", name)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	x := v.exchanges[name]
+	if x == nil {
+		return v.noExchange(name)
+	}
+	if ifUnused && len(x.bindings) > 0 {
+		return reply.PreconditionFailed("exchange '%s' in vhost '%s' in use", name, v.Name)
+	}
+	v.deleteExchange(x)
+	return nil
+}
+
+// deleteExchange drops x and its bindings; v.mu is held.
+func (v *VHost) deleteExchange(x *Exchange) {
+	x.deleted = true
+	delete(v.exchanges, x.Name)
+	v.removeBindings(append([]*exchange.Binding(nil), x.bindings...))
+	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[exchange.Destination{Kind: exchange.ToExchange, Name: x.Name}]...))
+	x.router.Delete()
+	x.viaMu.Lock()
+	for _, r := range x.via {
+		r.Delete()
+	}
+	x.via = nil
+	x.viaMu.Unlock()
+}
+
+// viaRouter returns x's router of another type, built on first use from x's
+// bindings (the delayed-message type routes through one once a message is
+// due). It runs under the read lock, so creation has its own mutex.
+func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Router, error) {
+	x.viaMu.Lock()
+	defer x.viaMu.Unlock()
+	if r := x.via[name]; r != nil {
+		return r, nil
+	}
+	t, ok := types.Lookup(name)
+	if !ok || name == x.Type {
+		return nil, reply.PreconditionFailed("exchange '%s' cannot route through type '%s'", x.Name, name)
+	}
+	r, err := t.Create(x.Definition)
+	if err != nil {
+		return nil, reply.As(err)
+	}
+	for _, b := range x.bindings {
+		if err := r.AddBinding(b); err != nil {
+			r.Delete()
+			return nil, reply.As(err)
+		}
+	}
+	if x.via == nil {
+		x.via = make(map[string]exchange.Router)
+	}
+	x.via[name] = r
+	return r, nil
+}
+
+// TypeGone replaces the routers of every exchange of type name with one that
+// refuses to route; bindings are kept. The plugin host calls it when it
+// disables a plugin.
+func (v *VHost) TypeGone(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, x := range v.exchanges {
+		if x.Type == name {
+			x.router.Delete()
+			x.router = missingType{name: name}
+			x.typ = nil
+		}
+		x.viaMu.Lock()
+		if r := x.via[name]; r != nil {
+			r.Delete()
+			delete(x.via, name)
+		}
+		x.viaMu.Unlock()
+	}
+}
+
+// TypeBack rebuilds the routers of exchanges of type name from their
+// bindings, once a plugin providing it is enabled again.
+func (v *VHost) TypeBack(name string) error {
+	t, ok := v.types.Lookup(name)
+	if !ok {
+		return reply.CommandInvalid("invalid exchange type '%s'", name)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var firstErr error
+	for _, x := range v.exchanges {
+		if x.Type != name || x.typ != nil {
+			continue
+		}
+		r, err := t.Create(x.Definition)
+		if err == nil {
+			for _, b := range x.bindings {
+				if err = r.AddBinding(b); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		x.router, x.typ = r, t
+		if x.policy != nil {
+			_ = r.PolicyChanged(x.policy.Definition)
+		}
+	}
+	return firstErr
+}
+
+// ExchangeInfo is a snapshot of an exchange for listings.
+type ExchangeInfo struct {
+	exchange.Definition
+	Policy   string
+	Bindings int
+	Info     map[string]any
+}
+
+// Exchanges lists the exchanges, the default one included.
+func (v *VHost) Exchanges() []ExchangeInfo {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]ExchangeInfo, 0, len(v.exchanges))
+	for _, x := range v.exchanges {
+		out = append(out, ExchangeInfo{Definition: x.Definition, Policy: x.Policy(), Bindings: len(x.bindings), Info: x.router.Info()})
+	}
+	return out
+}
+
+// defaultRouter is the default exchange: every queue is reachable by its
+// name. It holds no bindings of its own; each queue carries the implicit
+// binding it returns.
+type defaultRouter struct{ v *VHost }
+
+func (d *defaultRouter) ValidateBinding(*exchange.Binding) error {
+	return reply.AccessRefused("operation not permitted on the default exchange")
+}
+func (d *defaultRouter) AddBinding(*exchange.Binding) error       { return d.ValidateBinding(nil) }
+func (d *defaultRouter) RemoveBindings([]*exchange.Binding) error { return d.ValidateBinding(nil) }
+func (d *defaultRouter) PolicyChanged(protocol.Table) error       { return nil }
+func (d *defaultRouter) Delete()                                  {}
+func (d *defaultRouter) Info() map[string]any                     { return nil }
+
+// Route runs under the vhost's read lock, so reading the queue map is safe.
+func (d *defaultRouter) Route(m *message.Message, r *exchange.Result) error {
+	if b := d.v.defaults[m.RoutingKey]; b != nil {
+		r.Bindings = append(r.Bindings, b)
+	}
+	return nil
+}

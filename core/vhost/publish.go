@@ -1,0 +1,159 @@
+package vhost
+
+import (
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+)
+
+// Router is the scratch space of one publisher: reusing it across messages
+// keeps routing free of allocation. It must not be shared between goroutines.
+type Router struct {
+	result  exchange.Result
+	work    []*Exchange
+	visited []*Exchange
+	queues  []*queue.Queue
+	seen    map[*queue.Queue]struct{} // only for fan-outs too wide to scan
+}
+
+// Outcome is what became of a published message.
+type Outcome struct {
+	Queues   int  // queues that took the message
+	Held     bool // held for delayed routing; counts as routed
+	Rejected bool // a queue refused it (overflow reject-publish): nack the publisher
+}
+
+// Routed reports whether the message reached a queue or is held for later.
+func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held }
+
+// Publish routes m from exchange x and enqueues it. An error (a plugin
+// type failing, say) fails this publish only.
+func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, error) {
+	held, err := v.route(x, m, r, "")
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := v.enqueue(m, r)
+	out.Held = held
+	return out, nil
+}
+
+// route fills r.queues with every queue m reaches from x. via, when set,
+// routes x itself with another type (a held message coming due). It reports
+// whether the message was held instead.
+func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (held bool, err error) {
+	r.queues = r.queues[:0]
+	r.visited = r.visited[:0]
+	r.work = append(r.work[:0], x)
+	clear(r.seen)
+
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for len(r.work) > 0 {
+		x := r.work[len(r.work)-1]
+		r.work = r.work[:len(r.work)-1]
+		if x.deleted || r.wasVisited(x) {
+			continue
+		}
+		r.visited = append(r.visited, x)
+
+		r.result.Reset()
+		router := x.router
+		if via != "" && x == r.visited[0] {
+			if router, err = x.viaRouter(v.types, via); err != nil {
+				return false, err
+			}
+		}
+		if err := router.Route(m, &r.result); err != nil {
+			return false, reply.As(err)
+		}
+		if r.result.Via != "" {
+			if r.result.Hold > 0 {
+				v.holds.add(x, m, r.result.Via, r.result.Hold)
+				held = true
+				continue
+			}
+			// Routing with another type at once: re-run this exchange
+			// through that type's router.
+			vr, err := x.viaRouter(v.types, r.result.Via)
+			if err != nil {
+				return false, err
+			}
+			r.result.Reset()
+			if err := vr.Route(m, &r.result); err != nil {
+				return false, reply.As(err)
+			}
+		}
+		if len(r.result.Bindings) == 0 {
+			if x.alternate != "" {
+				if ae := v.exchanges[x.alternate]; ae != nil {
+					r.work = append(r.work, ae)
+				}
+			}
+			continue
+		}
+		for _, b := range r.result.Bindings {
+			switch t := b.Target.(type) {
+			case *queue.Queue:
+				r.addQueue(t)
+			case *Exchange:
+				r.work = append(r.work, t)
+			}
+		}
+	}
+	return held, nil
+}
+
+func (r *Router) wasVisited(x *Exchange) bool {
+	for _, y := range r.visited {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// wideFanout is where scanning the collected queues for duplicates gives
+// way to a set.
+const wideFanout = 16
+
+func (r *Router) addQueue(q *queue.Queue) {
+	if len(r.queues) < wideFanout {
+		for _, x := range r.queues {
+			if x == q {
+				return
+			}
+		}
+		r.queues = append(r.queues, q)
+		return
+	}
+	if r.seen == nil {
+		r.seen = make(map[*queue.Queue]struct{})
+	}
+	if len(r.seen) == 0 {
+		for _, x := range r.queues {
+			r.seen[x] = struct{}{}
+		}
+	}
+	if _, dup := r.seen[q]; dup {
+		return
+	}
+	r.seen[q] = struct{}{}
+	r.queues = append(r.queues, q)
+}
+
+// enqueue hands m to the queues route collected.
+func (v *VHost) enqueue(m *message.Message, r *Router) Outcome {
+	var out Outcome
+	for i, q := range r.queues {
+		accepted, rejected := q.Enqueue(m)
+		if accepted {
+			out.Queues++
+		}
+		out.Rejected = out.Rejected || rejected
+		r.queues[i] = nil
+	}
+	r.queues = r.queues[:0]
+	return out
+}

@@ -1,0 +1,239 @@
+package vhost
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// MaxNameLength bounds exchange and queue names, as shortstr does.
+const MaxNameLength = 255
+
+// QueueDef is what queue.declare asks for.
+type QueueDef struct {
+	Name       string // "" asks for a server-named queue
+	Durable    bool
+	Exclusive  bool
+	AutoDelete bool
+	Args       protocol.Table
+	// Owner identifies the declaring connection; it owns an exclusive queue.
+	Owner any
+}
+
+// ServerNamed returns a fresh name like RabbitMQ's: amq.gen- and 22
+// URL-safe base64 characters.
+func ServerNamed() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "amq.gen-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Queue returns the named queue for a connection: 404 when missing, 405
+// when another connection owns it exclusively.
+func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
+	v.mu.RLock()
+	q := v.queues[name]
+	v.mu.RUnlock()
+	return q, v.checkQueue(q, name, owner)
+}
+
+func (v *VHost) checkQueue(q *queue.Queue, name string, owner any) error {
+	if q == nil {
+		return reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
+	}
+	if q.Exclusive && q.Owner != owner {
+		return v.locked(name)
+	}
+	return nil
+}
+
+func (v *VHost) locked(name string) error {
+	return reply.ResourceLocked("cannot obtain exclusive access to locked queue '%s' in vhost '%s'. "+
+		"It could be originally declared on another connection or the exclusive property value does not match that of the original declaration.", name, v.Name)
+}
+
+// DeclareQueue creates a queue or checks an existing one (406 when its
+// flags or arguments differ). passive only checks that it exists and is
+// accessible. It returns the queue and whether it was created.
+func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, error) {
+	if passive {
+		q, err := v.Queue(def.Name, def.Owner)
+		if err == nil {
+			q.Touch()
+		}
+		return q, false, err
+	}
+	if def.Name == "" {
+		def.Name = ServerNamed()
+	} else if ReservedName(def.Name) {
+		return nil, false, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
+	if err != nil {
+		return nil, false, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return nil, false, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
+	}
+	if q := v.queues[def.Name]; q != nil {
+		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
+			return nil, false, err
+		}
+		if err := v.equivalentQueue(q, def); err != nil {
+			return nil, false, err
+		}
+		q.Touch()
+		return q, false, nil
+	}
+	var owner any
+	if def.Exclusive {
+		owner = def.Owner
+	}
+	q := queue.New(queue.Config{
+		Name: def.Name, VHost: v.Name, Durable: def.Durable, Exclusive: def.Exclusive,
+		AutoDelete: def.AutoDelete, Args: def.Args, Owner: owner, Settings: settings, Events: v,
+	})
+	v.queues[def.Name] = q
+	v.defaults[def.Name] = &exchange.Binding{
+		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: def.Name},
+		Key:         def.Name, Target: q,
+	}
+	if p := v.policies.For(policy.Queues, def.Name); p != nil {
+		q.ApplyPolicy(p.Definition)
+	}
+	return q, true, nil
+}
+
+// queueArgsCompared are the arguments a redeclare must repeat exactly.
+var queueArgsCompared = []string{
+	"x-message-ttl", "x-expires", "x-max-length", "x-max-length-bytes", "x-overflow",
+	"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-max-priority",
+	"x-single-active-consumer", "x-delivery-limit", "x-queue-type",
+}
+
+func (v *VHost) equivalentQueue(q *queue.Queue, def QueueDef) error {
+	diff := func(field string, got, cur any) error {
+		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
+			field, def.Name, v.Name, got, cur)
+	}
+	switch {
+	case q.Durable != def.Durable:
+		return diff("durable", def.Durable, q.Durable)
+	case q.AutoDelete != def.AutoDelete:
+		return diff("auto_delete", def.AutoDelete, q.AutoDelete)
+	case q.Exclusive != def.Exclusive:
+		return v.locked(def.Name)
+	}
+	for _, k := range queueArgsCompared {
+		got, hasGot := def.Args[k]
+		cur, hasCur := q.Args[k]
+		if hasGot != hasCur || !exchange.ValuesEqual(got, cur) {
+			return diff(k, describe(got, hasGot), describe(cur, hasCur))
+		}
+	}
+	return nil
+}
+
+func describe(v any, present bool) any {
+	if !present {
+		return "none"
+	}
+	return v
+}
+
+// DeleteQueue deletes a queue (see queue.Delete for the conditions) and its
+// bindings, and returns the number of ready messages it held.
+func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	q := v.queues[name]
+	if err := v.checkQueue(q, name, owner); err != nil {
+		return 0, err
+	}
+	n, err := q.Delete(ifUnused, ifEmpty)
+	if err != nil {
+		return 0, err
+	}
+	v.forgetQueue(q)
+	return n, nil
+}
+
+// forgetQueue removes a deleted queue from the maps; v.mu is held.
+func (v *VHost) forgetQueue(q *queue.Queue) {
+	if v.queues[q.Name] != q {
+		return
+	}
+	delete(v.queues, q.Name)
+	delete(v.defaults, q.Name)
+	dest := exchange.Destination{Kind: exchange.ToQueue, Name: q.Name}
+	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[dest]...))
+}
+
+// dropQueue deletes q unconditionally, if it is still the one registered.
+func (v *VHost) dropQueue(q *queue.Queue) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.queues[q.Name] != q {
+		return
+	}
+	_, _ = q.Delete(false, false)
+	v.forgetQueue(q)
+}
+
+// PurgeQueue drops a queue's ready messages and returns how many.
+func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
+	q, err := v.Queue(name, owner)
+	if err != nil {
+		return 0, err
+	}
+	return q.Purge(), nil
+}
+
+// OwnerGone deletes the exclusive queues of a closed connection.
+func (v *VHost) OwnerGone(owner any) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, q := range v.queues {
+		if q.Exclusive && q.Owner == owner {
+			_, _ = q.Delete(false, false)
+			v.forgetQueue(q)
+		}
+	}
+}
+
+// Unused implements queue.Events: x-expires elapsed.
+func (v *VHost) Unused(q *queue.Queue) { v.dropQueue(q) }
+
+// Abandoned implements queue.Events: the last consumer of an auto-delete
+// queue left.
+func (v *VHost) Abandoned(q *queue.Queue) { v.dropQueue(q) }
+
+// QueueInfo is a snapshot of a queue for listings.
+type QueueInfo struct {
+	Name, Policy                   string
+	Durable, Exclusive, AutoDelete bool
+	Args                           protocol.Table
+	queue.Stats
+}
+
+// Queues lists the queues.
+func (v *VHost) Queues() []QueueInfo {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]QueueInfo, 0, len(v.queues))
+	for _, q := range v.queues {
+		info := QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args, Stats: q.Stats()}
+		if p := v.policies.For(policy.Queues, q.Name); p != nil {
+			info.Policy = p.Name
+		}
+		out = append(out, info)
+	}
+	return out
+}
