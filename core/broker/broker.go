@@ -1,0 +1,234 @@
+// Package broker assembles Warren: it owns the vhosts, users, exchange
+// types and listeners, and starts and stops them in order.
+//
+// Start-up: vhosts and the default user come from the configuration, then
+// the listeners open. Shutdown: listeners close first (no new clients),
+// connections get 320 CONNECTION_FORCED, then vhosts stop their timers.
+package broker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/conn"
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+)
+
+// Version is Warren's version, reported to clients in connection.start.
+const Version = "0.1.0"
+
+// Broker is a running Warren.
+type Broker struct {
+	cfg   config.Config
+	log   zerolog.Logger
+	types *exchange.Registry
+	users *auth.Store
+	alarm conn.Alarm
+	srv   *conn.Server
+
+	mu     sync.RWMutex
+	vhosts map[string]*vhost.VHost
+
+	listeners []net.Listener
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// New builds a broker from a configuration; Start opens its listeners.
+func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:    cfg,
+		log:    log,
+		types:  exchange.NewRegistry(),
+		users:  auth.NewStore(cfg.Defaults.LoopbackUsers),
+		vhosts: make(map[string]*vhost.VHost),
+		stop:   make(chan struct{}),
+	}
+	b.srv = &conn.Server{
+		Limits: conn.Limits{
+			FrameMax:         cfg.Limits.FrameMax,
+			ChannelMax:       cfg.Limits.ChannelMax,
+			Heartbeat:        time.Duration(cfg.Limits.Heartbeat),
+			MaxMessageSize:   uint64(cfg.Limits.MaxMessageSize),
+			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),
+			MaxConnections:   cfg.Limits.MaxConnections,
+		},
+		Users:   b.users,
+		VHosts:  b,
+		Alarm:   &b.alarm,
+		Log:     log,
+		Version: Version,
+	}
+	if _, err := b.AddVHost(cfg.Defaults.VHost); err != nil {
+		return nil, err
+	}
+	if cfg.Defaults.User != "" {
+		b.users.PutUser(&auth.User{Name: cfg.Defaults.User, PasswordHash: auth.HashPassword(cfg.Defaults.Password), Tags: []string{"administrator"}})
+		perm, _ := auth.NewPermission(".*", ".*", ".*")
+		b.users.SetPermission(cfg.Defaults.VHost, cfg.Defaults.User, perm)
+	}
+	return b, nil
+}
+
+// Types is the exchange type registry, for the plugin host.
+func (b *Broker) Types() *exchange.Registry { return b.types }
+
+// Users is the user store.
+func (b *Broker) Users() *auth.Store { return b.users }
+
+// Server is the AMQP connection server.
+func (b *Broker) Server() *conn.Server { return b.srv }
+
+// Alarm is the resource alarm that blocks publishers.
+func (b *Broker) Alarm() *conn.Alarm { return &b.alarm }
+
+// VHost returns a vhost by name.
+func (b *Broker) VHost(name string) (*vhost.VHost, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	v, ok := b.vhosts[name]
+	return v, ok
+}
+
+// VHosts lists vhost names, sorted.
+func (b *Broker) VHosts() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, 0, len(b.vhosts))
+	for n := range b.vhosts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// AddVHost creates a vhost; an existing one is returned as it is.
+func (b *Broker) AddVHost(name string) (*vhost.VHost, error) {
+	if name == "" {
+		return nil, errors.New("vhost name must not be empty")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.vhosts[name]; ok {
+		return v, nil
+	}
+	v := vhost.New(vhost.Config{Name: name, Types: b.types, Logger: b.log})
+	b.vhosts[name] = v
+	return v, nil
+}
+
+// DeleteVHost removes a vhost and everything in it. Its connections are
+// closed by the vhost going away under them.
+func (b *Broker) DeleteVHost(name string) error {
+	b.mu.Lock()
+	v, ok := b.vhosts[name]
+	delete(b.vhosts, name)
+	b.mu.Unlock()
+	if !ok {
+		return reply.NotFound("no vhost '%s'", name)
+	}
+	v.Close()
+	b.users.ClearVHost(name)
+	return nil
+}
+
+// Start opens the AMQP (and AMQPS) listeners and starts serving.
+func (b *Broker) Start() error {
+	if b.cfg.AMQP.Listen != "" {
+		ln, err := net.Listen("tcp", b.cfg.AMQP.Listen)
+		if err != nil {
+			return fmt.Errorf("amqp listener: %w", err)
+		}
+		b.serve(ln, "amqp")
+	}
+	if b.cfg.AMQPS.Listen != "" {
+		cert, err := tls.LoadX509KeyPair(b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile)
+		if err != nil {
+			b.closeListeners()
+			return fmt.Errorf("amqps: loading %s and %s: %w", b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile, err)
+		}
+		ln, err := tls.Listen("tcp", b.cfg.AMQPS.Listen, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			b.closeListeners()
+			return fmt.Errorf("amqps listener: %w", err)
+		}
+		b.serve(ln, "amqps")
+	}
+	b.wg.Add(1)
+	go b.watchResources()
+	return nil
+}
+
+func (b *Broker) serve(ln net.Listener, proto string) {
+	b.listeners = append(b.listeners, ln)
+	b.log.Info().Str("listener", proto).Str("addr", ln.Addr().String()).Msg("accepting connections")
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				b.log.Warn().Err(err).Msg("accept failed")
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if tcp, ok := nc.(*net.TCPConn); ok {
+				_ = tcp.SetNoDelay(true)
+			}
+			go b.srv.Serve(nc)
+		}
+	}()
+}
+
+// Addr returns the address of the first listener (AMQP if enabled).
+func (b *Broker) Addr() net.Addr {
+	if len(b.listeners) == 0 {
+		return nil
+	}
+	return b.listeners[0].Addr()
+}
+
+func (b *Broker) closeListeners() {
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+}
+
+// Shutdown stops accepting, closes every connection with 320
+// CONNECTION_FORCED and stops the vhosts. It returns when done or when ctx
+// ends.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.closeListeners()
+	close(b.stop)
+	timeout := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	b.srv.CloseAll("shutdown", timeout)
+	b.wg.Wait()
+	b.mu.RLock()
+	for _, v := range b.vhosts {
+		v.Close()
+	}
+	b.mu.RUnlock()
+	b.log.Info().Msg("broker stopped")
+	return ctx.Err()
+}

@@ -1,0 +1,238 @@
+// Package config reads broker.toml.
+//
+// Every setting has a default (Default), so an empty file, or none, gives a
+// working broker: AMQP on 127.0.0.1:5672, vhost "/", user guest/guest
+// allowed from loopback only, data in ./data. A key the broker does not
+// know is an error naming the key and its line, so a typo never passes for
+// a setting. Command-line flags override the file after it is read.
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole broker configuration.
+type Config struct {
+	Log       Log       `toml:"log"`
+	AMQP      AMQP      `toml:"amqp"`
+	AMQPS     AMQPS     `toml:"amqps"`
+	Admin     Admin     `toml:"admin"`
+	Storage   Storage   `toml:"storage"`
+	Defaults  Defaults  `toml:"defaults"`
+	Limits    Limits    `toml:"limits"`
+	Resources Resources `toml:"resources"`
+	Plugins   Plugins   `toml:"plugins"`
+}
+
+type Log struct {
+	Level  string `toml:"level"`  // trace, debug, info, warn, error
+	Format string `toml:"format"` // auto (console on a terminal, else JSON), console, json
+}
+
+type AMQP struct {
+	Listen string `toml:"listen"`
+}
+
+type AMQPS struct {
+	Listen   string `toml:"listen"` // "" disables TLS
+	CertFile string `toml:"cert_file"`
+	KeyFile  string `toml:"key_file"`
+}
+
+type Admin struct {
+	Listen string `toml:"listen"` // "" disables the admin API
+}
+
+type Storage struct {
+	DataDir string `toml:"data_dir"`
+}
+
+type Defaults struct {
+	VHost         string   `toml:"vhost"`
+	User          string   `toml:"user"`
+	Password      string   `toml:"password"`
+	LoopbackUsers []string `toml:"loopback_users"`
+}
+
+type Limits struct {
+	FrameMax         uint32   `toml:"frame_max"`
+	ChannelMax       uint16   `toml:"channel_max"`
+	Heartbeat        Duration `toml:"heartbeat"`
+	MaxConnections   int      `toml:"max_connections"`
+	MaxMessageSize   Size     `toml:"max_message_size"`
+	HandshakeTimeout Duration `toml:"handshake_timeout"`
+}
+
+type Resources struct {
+	// MemoryHighWatermark is the fraction of system memory above which
+	// publishers are blocked; 0 disables the alarm.
+	MemoryHighWatermark float64 `toml:"memory_high_watermark"`
+	// DiskFreeLimit blocks publishers when the data directory's disk has
+	// less free space; 0 disables the alarm.
+	DiskFreeLimit Size `toml:"disk_free_limit"`
+}
+
+type Plugins struct {
+	Dir      string                    `toml:"dir"`
+	Enabled  []string                  `toml:"enabled"`
+	Settings map[string]map[string]any `toml:"settings"`
+}
+
+// Default returns the configuration used for every setting the file omits.
+func Default() Config {
+	return Config{
+		Log:      Log{Level: "info", Format: "auto"},
+		AMQP:     AMQP{Listen: "127.0.0.1:5672"},
+		Admin:    Admin{Listen: "127.0.0.1:15672"},
+		Storage:  Storage{DataDir: "./data"},
+		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
+		Limits: Limits{
+			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
+			MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
+		},
+		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50 << 20},
+		Plugins:   Plugins{Dir: "./plugins"},
+	}
+}
+
+// Load reads a config file on top of the defaults.
+func Load(path string) (Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// Parse reads config text; name is used in error messages.
+func Parse(name string, src []byte) (Config, error) {
+	c := Default()
+	md, err := toml.Decode(string(src), &c)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return Config{}, fmt.Errorf("%s:%d: %s", name, perr.Position.Line, perr.Message)
+		}
+		return Config{}, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, key := range md.Undecoded() {
+		if len(key) >= 3 && key[0] == "plugins" && key[1] == "settings" {
+			continue // free-form, handed to the plugin
+		}
+		return Config{}, fmt.Errorf("%s:%d: unknown setting %q", name, lineOf(src, key), key.String())
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// lineOf finds the line that sets key: the key's last part, assigned inside
+// the table its other parts name. TOML's decoder does not report positions
+// of keys, only of syntax errors.
+func lineOf(src []byte, key toml.Key) int {
+	table := strings.Join(key[:len(key)-1], ".")
+	leaf := key[len(key)-1]
+	current := ""
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			current = strings.Trim(line, "[] \t")
+			if current == strings.Join(key, ".") {
+				return n
+			}
+			continue
+		}
+		name, _, found := strings.Cut(line, "=")
+		if found && current == table && strings.Trim(strings.TrimSpace(name), `"'`) == leaf {
+			return n
+		}
+	}
+	return 0
+}
+
+// Validate checks values the types alone do not.
+func (c *Config) Validate() error {
+	switch c.Log.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not one of trace, debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "console", "json":
+	default:
+		return fmt.Errorf("log.format: %q is not one of auto, console, json", c.Log.Format)
+	}
+	if c.AMQP.Listen == "" && c.AMQPS.Listen == "" {
+		return errors.New("amqp.listen: at least one of amqp.listen and amqps.listen is needed")
+	}
+	if c.AMQPS.Listen != "" && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
+		return errors.New("amqps: cert_file and key_file are required with amqps.listen")
+	}
+	if c.Limits.FrameMax != 0 && c.Limits.FrameMax < 4096 {
+		return fmt.Errorf("limits.frame_max: %d is below the protocol minimum 4096", c.Limits.FrameMax)
+	}
+	if c.Resources.MemoryHighWatermark < 0 || c.Resources.MemoryHighWatermark >= 1 {
+		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1)", c.Resources.MemoryHighWatermark)
+	}
+	if c.Defaults.VHost == "" {
+		return errors.New("defaults.vhost: must not be empty")
+	}
+	if c.Storage.DataDir == "" {
+		return errors.New("storage.data_dir: must not be empty")
+	}
+	return nil
+}
+
+// Duration is a time.Duration written as "60s" or "1m30s".
+type Duration time.Duration
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q: use a number with a unit, like 60s", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Size is a byte count written as a number or with a unit: "128MiB", "50MB".
+type Size uint64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   uint64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+func (s *Size) UnmarshalText(b []byte) error {
+	text := strings.TrimSpace(string(b))
+	mult := uint64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(text, u.suffix) {
+			text, mult = strings.TrimSpace(strings.TrimSuffix(text, u.suffix)), u.mult
+			break
+		}
+	}
+	var n uint64
+	if _, err := fmt.Sscanf(text, "%d", &n); err != nil || fmt.Sprint(n) != text {
+		return fmt.Errorf("bad size %q: use a whole number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB)", b)
+	}
+	*s = Size(n * mult)
+	return nil
+}
+
+func (s Size) MarshalText() ([]byte, error) { return []byte(fmt.Sprintf("%dB", uint64(s))), nil }

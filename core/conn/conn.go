@@ -1,0 +1,415 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// closeTimeout is how long the broker waits for connection.close-ok after
+// sending connection.close before it hangs up anyway.
+const closeTimeout = 3 * time.Second
+
+// Conn is one client connection.
+type Conn struct {
+	srv   *Server
+	nc    net.Conn
+	id    uint64
+	name  string
+	log   zerolog.Logger
+	r     *protocol.FrameReader
+	out   *outbound
+	dec   protocol.MethodDecoder
+	since time.Time
+
+	// Fixed by the handshake.
+	frameMax    uint32
+	channelMax  uint16
+	heartbeat   time.Duration
+	clientProps protocol.Table
+	caps        capabilities
+	user        *auth.User
+	perm        *auth.Permission
+	vh          *vhost.VHost
+
+	channels map[uint16]*channel // the reader's
+	// The method being run, named in connection.close and channel.close.
+	lastClass, lastMethod uint16
+	nchan                 atomic.Int32
+
+	// closing is set once the broker has sent connection.close; from then on
+	// only close and close-ok are read.
+	closing atomic.Bool
+	reads   atomic.Uint64 // frames read, for the heartbeat monitor
+	// blockedAt is when the reader stopped for a resource alarm (unix ns, 0
+	// when not blocked); the heartbeat monitor does not count that time.
+	blockedAt atomic.Int64
+
+	hbStart    chan time.Duration
+	writerDone chan struct{}
+
+	consumersMu sync.Mutex
+	consumers   map[*consumer]struct{} // kicked when the socket drains
+}
+
+type capabilities struct {
+	consumerCancelNotify bool
+	connectionBlocked    bool
+	authFailureClose     bool
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *Conn {
+	c := &Conn{
+		srv: s, nc: nc, id: id,
+		name:       nc.RemoteAddr().String() + " -> " + nc.LocalAddr().String(),
+		r:          protocol.NewFrameReader(nc),
+		out:        newOutbound(),
+		since:      time.Now(),
+		channels:   make(map[uint16]*channel),
+		hbStart:    make(chan time.Duration, 1),
+		writerDone: make(chan struct{}),
+		consumers:  make(map[*consumer]struct{}),
+		frameMax:   s.Limits.FrameMax,
+		channelMax: s.Limits.ChannelMax,
+	}
+	c.log = s.Log.With().Uint64("conn", id).Str("peer", nc.RemoteAddr().String()).Logger()
+	return c
+}
+
+// run serves the connection: handshake, frame loop, cleanup.
+func (c *Conn) run() {
+	go c.writeLoop()
+	defer c.finish()
+	if c.srv.Limits.HandshakeTimeout > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.Limits.HandshakeTimeout))
+	}
+	if err := c.handshake(); err != nil {
+		c.log.Debug().Err(err).Msg("handshake failed")
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	c.log.Info().Str("user", c.user.Name).Str("vhost", c.vh.Name).Msg("connection opened")
+	c.loop()
+}
+
+// finish releases everything the connection held, then lets the writer
+// flush and hang up.
+func (c *Conn) finish() {
+	for id, ch := range c.channels {
+		ch.teardown()
+		delete(c.channels, id)
+	}
+	if c.vh != nil {
+		c.vh.OwnerGone(c)
+	}
+	c.out.close()
+	select {
+	case <-c.writerDone:
+	case <-time.After(closeTimeout):
+		c.nc.Close()
+		<-c.writerDone
+	}
+	if c.user != nil {
+		c.log.Info().Msg("connection closed")
+	}
+}
+
+// loop reads and dispatches frames until the connection ends.
+func (c *Conn) loop() {
+	for {
+		f, err := c.r.ReadFrame()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.reads.Add(1)
+		if c.closing.Load() {
+			if c.whileClosing(f) {
+				return
+			}
+			continue
+		}
+		if err := c.dispatch(f); err != nil {
+			if c.fail(err, f.Channel) {
+				return
+			}
+		}
+		if !c.r.HasBufferedFrame() {
+			c.flushPoint()
+		}
+	}
+}
+
+// readFailed reports why reading stopped.
+func (c *Conn) readFailed(err error) {
+	switch {
+	case c.closing.Load():
+		// We were hanging up anyway.
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		c.log.Info().Msg("client closed the connection without connection.close")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Warn().Msg("connection timed out")
+	default:
+		var code interface{ Code() uint16 }
+		if errors.As(err, &code) {
+			c.sendClose(reply.New(code.Code(), "%s", err.Error()), 0, 0)
+			c.log.Warn().Err(err).Msg("bad frame; connection closed")
+			return
+		}
+		c.log.Info().Err(err).Msg("connection read failed")
+	}
+}
+
+// whileClosing handles a frame after the broker sent connection.close and
+// reports whether the connection is done.
+func (c *Conn) whileClosing(f protocol.Frame) bool {
+	if f.Type != protocol.FrameMethod || f.Channel != 0 {
+		return false
+	}
+	m, err := c.dec.Decode(f.Payload)
+	if err != nil {
+		return true
+	}
+	switch m.(type) {
+	case *protocol.ConnectionCloseOk:
+		return true
+	case *protocol.ConnectionClose:
+		c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionCloseOk{}))
+		return true
+	}
+	return false
+}
+
+// dispatch runs one frame.
+func (c *Conn) dispatch(f protocol.Frame) error {
+	switch f.Type {
+	case protocol.FrameHeartbeat:
+		if f.Channel != 0 {
+			return reply.New(protocol.FrameError, "heartbeat frame on channel %d", f.Channel)
+		}
+		return nil
+	case protocol.FrameMethod:
+		m, err := c.dec.Decode(f.Payload)
+		if err != nil {
+			return asReply(err)
+		}
+		c.lastClass, c.lastMethod = m.ClassID(), m.MethodID()
+		if f.Channel == 0 {
+			return c.connectionMethod(m)
+		}
+		return c.channelMethod(f.Channel, m)
+	case protocol.FrameHeader, protocol.FrameBody:
+		if f.Channel == 0 {
+			return reply.New(protocol.UnexpectedFrame, "content frame on channel 0")
+		}
+		ch := c.channels[f.Channel]
+		if ch == nil {
+			return reply.New(protocol.ChannelError, "expected 'channel.open' on channel %d", f.Channel)
+		}
+		return ch.content(f)
+	}
+	return reply.New(protocol.FrameError, "unknown frame type %d", f.Type)
+}
+
+// asReply turns a codec error into the reply it calls for.
+func asReply(err error) *reply.Error {
+	var code interface{ Code() uint16 }
+	if errors.As(err, &code) {
+		return reply.New(code.Code(), "%s", err.Error())
+	}
+	return reply.As(err)
+}
+
+// fail handles an error from dispatch: soft errors close the channel, hard
+// ones the connection. It reports whether the connection is finished.
+func (c *Conn) fail(err error, channelID uint16) bool {
+	e := reply.As(err)
+	classID, methodID := c.lastClass, c.lastMethod
+	if !e.Hard() && channelID != 0 {
+		if ch := c.channels[channelID]; ch != nil {
+			ch.closeWith(e, classID, methodID)
+			return false
+		}
+	}
+	if e.Code == protocol.InternalError {
+		c.log.Error().Str("error", e.Text).Msg("internal error; closing connection")
+	} else {
+		c.log.Warn().Uint16("code", e.Code).Str("error", e.Text).Uint16("channel", channelID).Msg("closing connection")
+	}
+	c.sendClose(e, classID, methodID)
+	return false
+}
+
+// sendClose starts the broker's side of connection.close: channels are
+// released now, and the reader waits for close-ok.
+func (c *Conn) sendClose(e *reply.Error, classID, methodID uint16) {
+	if !c.closing.CompareAndSwap(false, true) {
+		return
+	}
+	c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionClose{
+		ReplyCode: e.Code, ReplyText: e.Text, FailingClassID: classID, FailingMethodID: methodID,
+	}))
+	_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+}
+
+// forceClose closes the connection from another goroutine (shutdown).
+func (c *Conn) forceClose(reason string) {
+	c.sendClose(reply.New(protocol.ConnectionForced, "broker forced connection closure with reason '%s'", reason), 0, 0)
+}
+
+// connectionMethod handles methods on channel 0 after the handshake.
+func (c *Conn) connectionMethod(m protocol.Method) error {
+	switch m := m.(type) {
+	case *protocol.ConnectionClose:
+		c.log.Debug().Uint16("code", m.ReplyCode).Str("text", m.ReplyText).Msg("client closed the connection")
+		c.closing.Store(true)
+		for id, ch := range c.channels {
+			ch.teardown()
+			delete(c.channels, id)
+		}
+		c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionCloseOk{}))
+		_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+		return nil
+	case *protocol.ConnectionCloseOk:
+		return reply.New(protocol.UnexpectedFrame, "unexpected connection.close-ok")
+	case *protocol.ConnectionUpdateSecret:
+		return reply.NotImplemented("connection.update-secret is not supported: Warren authenticates with passwords only")
+	case *protocol.ConnectionBlocked, *protocol.ConnectionUnblocked:
+		return reply.New(protocol.CommandInvalid, "%s is sent by the broker, not the client", m.Name())
+	}
+	return reply.New(protocol.CommandInvalid, "unexpected method %s on channel 0", m.Name())
+}
+
+// send appends one method frame.
+func (c *Conn) send(channelID uint16, m protocol.Method) {
+	b := c.out.begin()
+	if b != nil {
+		b = protocol.AppendMethodFrame(b, channelID, m)
+	}
+	c.out.end(b)
+}
+
+// flushPoint runs when the reader has consumed everything buffered: the
+// moment to send coalesced publisher confirms.
+func (c *Conn) flushPoint() {
+	for _, ch := range c.channels {
+		if ch.confirm.pending() {
+			ch.flushConfirms()
+		}
+	}
+}
+
+// writeLoop owns the socket's write side and the heartbeat monitor.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	var spare []byte
+	var tick <-chan time.Time
+	var hb heartbeatMonitor
+	failed := false
+	for {
+		select {
+		case <-c.out.wake:
+		case d := <-c.hbStart:
+			t := time.NewTicker(d / 2)
+			defer t.Stop()
+			tick = t.C
+			hb = heartbeatMonitor{interval: d}
+			continue
+		case <-tick:
+			if c.heartbeatTick(&hb) {
+				c.log.Warn().Dur("timeout", 2*hb.interval).Msg("missed heartbeats from client; closing connection")
+				c.nc.Close()
+				failed = true
+			}
+		}
+		b, closing := c.out.take(spare)
+		if len(b) > 0 && !failed {
+			if _, err := c.nc.Write(b); err != nil {
+				failed = true
+				c.nc.Close() // the reader sees the failure and finishes
+			}
+			c.out.writes.Add(1)
+		}
+		if cap(b) <= keepBuffer {
+			spare = b[:0]
+		} else {
+			spare = nil
+		}
+		if c.out.relieved() {
+			c.kickConsumers()
+		}
+		if closing {
+			c.nc.Close()
+			return
+		}
+	}
+}
+
+type heartbeatMonitor struct {
+	interval   time.Duration
+	lastReads  uint64
+	lastWrites uint64
+	quietReads int // ticks without a frame from the client
+	quietWrite int // ticks without a write to the client
+}
+
+// heartbeatTick runs every half interval. It sends a heartbeat when the
+// broker has been quiet for an interval and reports a dead client after
+// two intervals without a frame (time blocked by an alarm excepted).
+func (c *Conn) heartbeatTick(hb *heartbeatMonitor) (dead bool) {
+	if w := c.out.writes.Load(); w != hb.lastWrites {
+		hb.lastWrites, hb.quietWrite = w, 0
+	} else if hb.quietWrite++; hb.quietWrite >= 2 {
+		hb.quietWrite = 0
+		b := c.out.begin()
+		if b != nil {
+			b = protocol.AppendHeartbeatFrame(b)
+		}
+		c.out.end(b)
+	}
+	if r := c.reads.Load(); r != hb.lastReads || c.blockedAt.Load() != 0 {
+		hb.lastReads, hb.quietReads = r, 0
+		return false
+	}
+	hb.quietReads++
+	return hb.quietReads > 4
+}
+
+// kickConsumers asks the queues of this connection's consumers to deliver
+// again, after congestion cleared.
+func (c *Conn) kickConsumers() {
+	c.consumersMu.Lock()
+	list := make([]*consumer, 0, len(c.consumers))
+	for k := range c.consumers {
+		list = append(list, k)
+	}
+	c.consumersMu.Unlock()
+	for _, k := range list {
+		k.q.Kick()
+	}
+}
+
+func (c *Conn) info() ConnInfo {
+	ci := ConnInfo{ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since}
+	if c.user != nil {
+		ci.User = c.user.Name
+	}
+	if c.vh != nil {
+		ci.VHost = c.vh.Name
+	}
+	return ci
+}
+
+func (c *Conn) String() string { return fmt.Sprintf("conn %d (%s)", c.id, c.name) }

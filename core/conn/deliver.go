@@ -1,0 +1,443 @@
+package conn
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"sort"
+
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// consumer is one basic.consume: it implements queue.Consumer.
+type consumer struct {
+	ch        *channel
+	q         *queue.Queue
+	tag       string
+	noAck     bool
+	exclusive bool
+	// Under ch.mu:
+	prefetch uint16 // this consumer's limit (0: none)
+	unacked  int
+	blocked  bool // a delivery was refused for want of credit
+}
+
+func (k *consumer) NoAck() bool     { return k.noAck }
+func (k *consumer) Exclusive() bool { return k.exclusive }
+
+// Deliver runs under the queue's lock: check credit, take a delivery tag,
+// remember the message until it is settled, and write it out.
+func (k *consumer) Deliver(d queue.Delivery) bool {
+	ch := k.ch
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.closed || ch.consumers[k.tag] != k {
+		return false
+	}
+	if !k.noAck && !ch.hasCredit(k) {
+		k.blocked = true
+		return false
+	}
+	o := ch.c.out
+	b := o.begin()
+	if b == nil {
+		o.end(nil)
+		return false
+	}
+	if !o.roomFor() {
+		o.end(b)
+		return false
+	}
+	ch.nextTag++
+	tag := ch.nextTag
+	m := d.Entry.Msg
+	deliver := protocol.BasicDeliver{ConsumerTag: k.tag, DeliveryTag: tag, Redelivered: d.Redelivered, Exchange: m.Exchange, RoutingKey: m.RoutingKey}
+	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
+	b = deliver.Append(b)
+	b = protocol.EndFrame(b, start)
+	b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
+	o.end(b)
+	if !k.noAck {
+		ch.unacked.push(unacked{tag: tag, q: k.q, entry: d.Entry, consumer: k})
+		k.unacked++
+	}
+	return true
+}
+
+// hasCredit applies basic.qos; ch.mu is held.
+func (ch *channel) hasCredit(k *consumer) bool {
+	if k.prefetch > 0 && k.unacked >= int(k.prefetch) {
+		return false
+	}
+	return ch.globalPrefetch == 0 || ch.unacked.len() < int(ch.globalPrefetch)
+}
+
+// Cancelled runs when the queue is deleted under the consumer: the client
+// hears of it through basic.cancel if it asked to.
+func (k *consumer) Cancelled() {
+	ch := k.ch
+	ch.mu.Lock()
+	gone := ch.consumers[k.tag] == k
+	if gone {
+		delete(ch.consumers, k.tag)
+	}
+	ch.mu.Unlock()
+	ch.c.dropConsumer(k)
+	if gone && ch.c.caps.consumerCancelNotify {
+		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: k.tag, NoWait: true})
+	}
+}
+
+func (c *Conn) addConsumer(k *consumer) {
+	c.consumersMu.Lock()
+	c.consumers[k] = struct{}{}
+	c.consumersMu.Unlock()
+}
+
+func (c *Conn) dropConsumer(k *consumer) {
+	c.consumersMu.Lock()
+	delete(c.consumers, k)
+	c.consumersMu.Unlock()
+}
+
+// unacked is a delivery awaiting settlement.
+type unacked struct {
+	tag      uint64
+	q        *queue.Queue
+	entry    queue.Entry
+	consumer *consumer // nil for basic.get
+	settled  bool
+}
+
+// unackedList keeps deliveries in tag order (tags only grow), so settling
+// one tag is a binary search and settling "multiple" takes a prefix.
+// Settled entries in the middle are only marked, and swept when they make
+// up half the list.
+type unackedList struct {
+	items   []unacked
+	settled int
+}
+
+func (l *unackedList) len() int { return len(l.items) - l.settled }
+
+func (l *unackedList) push(u unacked) { l.items = append(l.items, u) }
+
+// take removes and returns the deliveries a settlement names: tag alone,
+// or with multiple every tag up to it (tag 0 with multiple: all). ok is
+// false when a tag is not outstanding.
+func (l *unackedList) take(tag uint64, multiple bool) (out []unacked, ok bool) {
+	if multiple {
+		for i := range l.items {
+			u := &l.items[i]
+			if tag != 0 && u.tag > tag {
+				break
+			}
+			if !u.settled {
+				out = append(out, *u)
+				u.settled = true
+				l.settled++
+			}
+		}
+		l.compact()
+		return out, len(out) > 0 || tag == 0
+	}
+	i := sort.Search(len(l.items), func(i int) bool { return l.items[i].tag >= tag })
+	if i == len(l.items) || l.items[i].tag != tag || l.items[i].settled {
+		return nil, false
+	}
+	out = append(out, l.items[i])
+	l.items[i].settled = true
+	l.settled++
+	l.compact()
+	return out, true
+}
+
+func (l *unackedList) compact() {
+	n := 0
+	for n < len(l.items) && l.items[n].settled {
+		n++
+	}
+	if n > 0 {
+		clear(l.items[:n])
+		l.items = l.items[n:]
+		l.settled -= n
+	}
+	if l.settled > 0 && l.settled*2 >= len(l.items) {
+		kept := l.items[:0]
+		for _, u := range l.items {
+			if !u.settled {
+				kept = append(kept, u)
+			}
+		}
+		clear(l.items[len(kept):])
+		l.items = kept
+		l.settled = 0
+	}
+	if len(l.items) == 0 {
+		l.items = nil
+	}
+}
+
+func (l *unackedList) takeAll() []unacked {
+	var out []unacked
+	for _, u := range l.items {
+		if !u.settled {
+			out = append(out, u)
+		}
+	}
+	l.items, l.settled = nil, 0
+	return out
+}
+
+func (ch *channel) ack(tag uint64, multiple bool) error {
+	if ch.tx != nil {
+		return ch.txSettle(tag, multiple, true, false)
+	}
+	return ch.settle(tag, multiple, true, false)
+}
+
+func (ch *channel) nack(tag uint64, multiple, requeue bool) error {
+	if ch.tx != nil {
+		return ch.txSettle(tag, multiple, false, requeue)
+	}
+	return ch.settle(tag, multiple, false, requeue)
+}
+
+// txSettle checks a settlement now (an unknown tag is an error at once) but
+// applies it at commit.
+func (ch *channel) txSettle(tag uint64, multiple, ack, requeue bool) error {
+	ch.mu.Lock()
+	known := multiple || ch.unacked.has(tag)
+	ch.mu.Unlock()
+	if !known {
+		return reply.PreconditionFailed("unknown delivery tag %d", tag)
+	}
+	ch.tx.settles = append(ch.tx.settles, txSettle{tag: tag, multiple: multiple, ack: ack, requeue: requeue})
+	return nil
+}
+
+func (l *unackedList) has(tag uint64) bool {
+	i := sort.Search(len(l.items), func(i int) bool { return l.items[i].tag >= tag })
+	return i < len(l.items) && l.items[i].tag == tag && !l.items[i].settled
+}
+
+// settle acks, requeues or rejects deliveries, then lets the queues whose
+// consumers regained credit deliver again.
+func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
+	ch.mu.Lock()
+	done, ok := ch.unacked.take(tag, multiple)
+	if !ok {
+		ch.mu.Unlock()
+		return reply.PreconditionFailed("unknown delivery tag %d", tag)
+	}
+	var kick []*queue.Queue
+	for _, u := range done {
+		if k := u.consumer; k != nil {
+			k.unacked--
+			if k.blocked {
+				k.blocked = false
+				kick = append(kick, k.q)
+			}
+		}
+	}
+	if ch.globalPrefetch > 0 {
+		// A channel-wide limit may have held back consumers of other queues.
+		for _, k := range ch.consumers {
+			if k.blocked {
+				k.blocked = false
+				kick = append(kick, k.q)
+			}
+		}
+	}
+	ch.mu.Unlock()
+
+	switch {
+	case ack:
+		forEachQueue(done, func(q *queue.Queue, e []queue.Entry) { q.Ack(e) })
+	case requeueIt:
+		requeue(done)
+	default:
+		forEachQueue(done, func(q *queue.Queue, e []queue.Entry) { q.Reject(e) })
+	}
+	kickEach(kick)
+	return nil
+}
+
+// kickEach kicks each distinct queue once.
+func kickEach(qs []*queue.Queue) {
+	for i, q := range qs {
+		dup := false
+		for _, p := range qs[:i] {
+			if p == q {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			q.Kick()
+		}
+	}
+}
+
+func (ch *channel) qos(m *protocol.BasicQos) error {
+	if m.PrefetchSize != 0 {
+		return reply.NotImplemented("prefetch_size!=0 (%d)", m.PrefetchSize)
+	}
+	ch.mu.Lock()
+	var kick []*queue.Queue
+	if m.Global {
+		ch.globalPrefetch = m.PrefetchCount
+	} else {
+		ch.prefetch = m.PrefetchCount
+	}
+	for _, k := range ch.consumers {
+		if k.blocked {
+			k.blocked = false
+			kick = append(kick, k.q)
+		}
+	}
+	ch.mu.Unlock()
+	ch.c.send(ch.id, &protocol.BasicQosOk{})
+	kickEach(kick)
+	return nil
+}
+
+// queueName resolves the empty name to the channel's last declared queue,
+// as the spec allows.
+func (ch *channel) queueName(name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	if ch.lastQueue == "" {
+		return "", reply.NotFound("no previously declared queue")
+	}
+	return ch.lastQueue, nil
+}
+
+func (ch *channel) consume(m *protocol.BasicConsume) error {
+	name, err := ch.queueName(m.Queue)
+	if err != nil {
+		return err
+	}
+	if !ch.c.perm.CanRead(name) {
+		return ch.refused("read", "queue", name)
+	}
+	q, err := ch.c.vh.Queue(name, ch.c)
+	if err != nil {
+		return err
+	}
+	tag := m.ConsumerTag
+	if tag == "" {
+		tag = generatedTag()
+	}
+	ch.mu.Lock()
+	if _, dup := ch.consumers[tag]; dup {
+		ch.mu.Unlock()
+		return reply.New(protocol.NotAllowed, "attempt to reuse consumer tag '%s'", tag)
+	}
+	k := &consumer{ch: ch, q: q, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, prefetch: ch.prefetch}
+	ch.consumers[tag] = k
+	ch.mu.Unlock()
+
+	// consume-ok must reach the client before the first delivery, which
+	// can happen inside Consume: send it first and take it back on failure
+	// by closing the channel (the client treats the error as the answer).
+	if !m.NoWait {
+		ch.c.send(ch.id, &protocol.BasicConsumeOk{ConsumerTag: tag})
+	}
+	ch.c.addConsumer(k)
+	if err := q.Consume(k); err != nil {
+		ch.mu.Lock()
+		delete(ch.consumers, tag)
+		ch.mu.Unlock()
+		ch.c.dropConsumer(k)
+		return err
+	}
+	return nil
+}
+
+// generatedTag names a consumer the client left unnamed, like RabbitMQ.
+func generatedTag() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "amq.ctag-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (ch *channel) cancel(m *protocol.BasicCancel) error {
+	ch.mu.Lock()
+	k := ch.consumers[m.ConsumerTag]
+	delete(ch.consumers, m.ConsumerTag)
+	ch.mu.Unlock()
+	if k != nil {
+		ch.c.dropConsumer(k)
+		k.q.Cancel(k)
+	}
+	if !m.NoWait {
+		ch.c.send(ch.id, &protocol.BasicCancelOk{ConsumerTag: m.ConsumerTag})
+	}
+	return nil
+}
+
+func (ch *channel) get(m *protocol.BasicGet) error {
+	name, err := ch.queueName(m.Queue)
+	if err != nil {
+		return err
+	}
+	if !ch.c.perm.CanRead(name) {
+		return ch.refused("read", "queue", name)
+	}
+	q, err := ch.c.vh.Queue(name, ch.c)
+	if err != nil {
+		return err
+	}
+	d, remaining, ok := q.Get(m.NoAck)
+	if !ok {
+		ch.c.send(ch.id, &protocol.BasicGetEmpty{})
+		return nil
+	}
+	ch.mu.Lock()
+	ch.nextTag++
+	tag := ch.nextTag
+	if !m.NoAck {
+		ch.unacked.push(unacked{tag: tag, q: q, entry: d.Entry})
+	}
+	msg := d.Entry.Msg
+	getOk := protocol.BasicGetOk{DeliveryTag: tag, Redelivered: d.Redelivered, Exchange: msg.Exchange, RoutingKey: msg.RoutingKey, MessageCount: uint32(remaining)}
+	b := ch.c.out.begin()
+	if b != nil {
+		b = protocol.AppendMethodFrame(b, ch.id, &getOk)
+		b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, msg.Flags, msg.Props, msg.Body, ch.c.frameMax)
+	}
+	ch.c.out.end(b)
+	ch.mu.Unlock()
+	return nil
+}
+
+// recover requeues every unacked delivery on the channel. RabbitMQ does not
+// implement redelivery to the same consumer (requeue=false), and neither
+// does Warren.
+func (ch *channel) recover(requeueIt, answer bool) error {
+	if !requeueIt {
+		return reply.NotImplemented("requeue=false")
+	}
+	ch.mu.Lock()
+	pending := ch.unacked.takeAll()
+	var kick []*queue.Queue
+	for _, u := range pending {
+		if k := u.consumer; k != nil {
+			k.unacked--
+			if k.blocked {
+				k.blocked = false
+				kick = append(kick, k.q)
+			}
+		}
+	}
+	ch.mu.Unlock()
+	requeue(pending)
+	kickEach(kick)
+	if answer {
+		ch.c.send(ch.id, &protocol.BasicRecoverOk{})
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package conn
+
+import (
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// The methods that declare, bind and delete exchanges and queues. Each
+// checks the user's permission the way RabbitMQ does, then asks the vhost.
+
+func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
+	if !m.Passive && !ch.c.perm.CanConfigure(m.Exchange) {
+		return ch.refused("configure", "exchange", m.Exchange)
+	}
+	if m.Passive && m.Exchange == "" {
+		// The default exchange always exists.
+		return ch.ok(m.NoWait, &protocol.ExchangeDeclareOk{})
+	}
+	_, err := ch.c.vh.DeclareExchange(exchange.Definition{
+		Name: m.Exchange, Type: m.Type, Durable: m.Durable, AutoDelete: m.AutoDelete,
+		Internal: m.Internal, Args: m.Arguments,
+	}, m.Passive)
+	if err != nil {
+		return err
+	}
+	return ch.ok(m.NoWait, &protocol.ExchangeDeclareOk{})
+}
+
+// ok answers a method unless the client asked for no answer.
+func (ch *channel) ok(noWait bool, m protocol.Method) error {
+	if !noWait {
+		ch.c.send(ch.id, m)
+	}
+	return nil
+}
+
+func (ch *channel) exchangeDelete(m *protocol.ExchangeDelete) error {
+	if !ch.c.perm.CanConfigure(m.Exchange) {
+		return ch.refused("configure", "exchange", m.Exchange)
+	}
+	if err := ch.c.vh.DeleteExchange(m.Exchange, m.IfUnused); err != nil {
+		return err
+	}
+	return ch.ok(m.NoWait, &protocol.ExchangeDeleteOk{})
+}
+
+// exchangeBind handles exchange.bind and exchange.unbind: write permission
+// on the destination, read on the source.
+func (ch *channel) exchangeBind(source, dest, key string, args protocol.Table, noWait, bind bool) error {
+	if !ch.c.perm.CanWrite(dest) {
+		return ch.refused("write", "exchange", dest)
+	}
+	if !ch.c.perm.CanRead(source) {
+		return ch.refused("read", "exchange", source)
+	}
+	d := exchange.Destination{Kind: exchange.ToExchange, Name: dest}
+	if bind {
+		if err := ch.c.vh.Bind(source, d, key, args, ch.c); err != nil {
+			return err
+		}
+		return ch.ok(noWait, &protocol.ExchangeBindOk{})
+	}
+	if err := ch.c.vh.Unbind(source, d, key, args, ch.c); err != nil {
+		return err
+	}
+	return ch.ok(noWait, &protocol.ExchangeUnbindOk{})
+}
+
+func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
+	name := m.Queue
+	if m.Passive && name == "" {
+		var err error
+		if name, err = ch.queueName(""); err != nil {
+			return err
+		}
+	}
+	if !m.Passive && !ch.c.perm.CanConfigure(name) {
+		return ch.refused("configure", "queue", name)
+	}
+	q, _, err := ch.c.vh.DeclareQueue(vhost.QueueDef{
+		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
+		Args: m.Arguments, Owner: ch.c,
+	}, m.Passive)
+	if err != nil {
+		return err
+	}
+	ch.lastQueue = q.Name
+	st := q.Stats()
+	return ch.ok(m.NoWait, &protocol.QueueDeclareOk{Queue: q.Name, MessageCount: uint32(st.Ready), ConsumerCount: uint32(st.Consumers)})
+}
+
+// queueBind handles queue.bind and queue.unbind: write permission on the
+// queue, read on the exchange. An empty queue name means the last one
+// declared, and with it an empty key means that queue's name.
+func (ch *channel) queueBind(queueName, source, key string, args protocol.Table, noWait, bind bool) error {
+	if queueName == "" {
+		var err error
+		if queueName, err = ch.queueName(""); err != nil {
+			return err
+		}
+		if key == "" {
+			key = queueName
+		}
+	}
+	if !ch.c.perm.CanWrite(queueName) {
+		return ch.refused("write", "queue", queueName)
+	}
+	if !ch.c.perm.CanRead(source) {
+		return ch.refused("read", "exchange", source)
+	}
+	d := exchange.Destination{Kind: exchange.ToQueue, Name: queueName}
+	if bind {
+		if err := ch.c.vh.Bind(source, d, key, args, ch.c); err != nil {
+			return err
+		}
+		return ch.ok(noWait, &protocol.QueueBindOk{})
+	}
+	if err := ch.c.vh.Unbind(source, d, key, args, ch.c); err != nil {
+		return err
+	}
+	return ch.ok(false, &protocol.QueueUnbindOk{})
+}
+
+func (ch *channel) queuePurge(m *protocol.QueuePurge) error {
+	name, err := ch.queueName(m.Queue)
+	if err != nil {
+		return err
+	}
+	if !ch.c.perm.CanRead(name) {
+		return ch.refused("read", "queue", name)
+	}
+	n, err := ch.c.vh.PurgeQueue(name, ch.c)
+	if err != nil {
+		return err
+	}
+	return ch.ok(m.NoWait, &protocol.QueuePurgeOk{MessageCount: uint32(n)})
+}
+
+func (ch *channel) queueDelete(m *protocol.QueueDelete) error {
+	name, err := ch.queueName(m.Queue)
+	if err != nil {
+		return err
+	}
+	if !ch.c.perm.CanConfigure(name) {
+		return ch.refused("configure", "queue", name)
+	}
+	n, err := ch.c.vh.DeleteQueue(name, ch.c, m.IfUnused, m.IfEmpty)
+	if err != nil {
+		if e := reply.As(err); e.Code == protocol.NotFound {
+			// Deleting a queue that is not there succeeds, as in RabbitMQ.
+			return ch.ok(m.NoWait, &protocol.QueueDeleteOk{})
+		}
+		return err
+	}
+	return ch.ok(m.NoWait, &protocol.QueueDeleteOk{MessageCount: uint32(n)})
+}

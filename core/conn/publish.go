@@ -1,0 +1,305 @@
+package conn
+
+import (
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// publishing is a channel's content assembly: basic.publish, then one
+// header frame, then body frames until the declared size is reached.
+type publishing struct {
+	state      publishState
+	x          *vhost.Exchange
+	routingKey string
+	mandatory  bool
+	flags      uint16
+	buf        []byte // properties then body, one allocation per message
+	propsLen   int
+	bodySize   uint64
+}
+
+// preallocLimit is the most body memory reserved before frames arrive.
+const preallocLimit = 1 << 20
+
+type publishState uint8
+
+const (
+	idle publishState = iota
+	wantHeader
+	wantBody
+)
+
+// publish starts a message: the exchange must exist, be writable by the
+// user and not be internal.
+func (ch *channel) publish(m *protocol.BasicPublish) error {
+	if m.Immediate {
+		return reply.NotImplemented("immediate=true")
+	}
+	x, err := ch.c.vh.Exchange(m.Exchange)
+	if err != nil {
+		return err
+	}
+	if !ch.c.perm.CanWrite(m.Exchange) {
+		return ch.refused("write", "exchange", m.Exchange)
+	}
+	if x.Internal {
+		return reply.AccessRefused("cannot publish to internal exchange '%s' in vhost '%s'", m.Exchange, ch.c.vh.Name)
+	}
+	ch.pub = publishing{state: wantHeader, x: x, routingKey: m.RoutingKey, mandatory: m.Mandatory}
+	return nil
+}
+
+// refused is the 403 for a missing permission, in RabbitMQ's words.
+func (ch *channel) refused(perm, kind, name string) error {
+	if name == "" {
+		name = "amq.default"
+	}
+	return reply.AccessRefused("access to %s '%s' in vhost '%s' refused for user '%s'", kind, name, ch.c.vh.Name, ch.c.user.Name)
+}
+
+// content takes a header or body frame.
+func (ch *channel) content(f protocol.Frame) error {
+	if ch.closing {
+		return nil
+	}
+	p := &ch.pub
+	switch {
+	case f.Type == protocol.FrameHeader && p.state == wantHeader:
+		h, err := protocol.ParseContentHeader(f.Payload)
+		if err != nil {
+			return asReply(err)
+		}
+		if h.ClassID != protocol.ClassBasic {
+			return reply.New(protocol.UnexpectedFrame, "content header for class %d, expected class 60", h.ClassID)
+		}
+		if max := ch.c.srv.Limits.MaxMessageSize; max > 0 && h.BodySize > max {
+			ch.pub = publishing{}
+			return reply.PreconditionFailed("message size %d is larger than configured max size %d", h.BodySize, max)
+		}
+		p.flags, p.bodySize, p.propsLen = h.Flags, h.BodySize, len(h.Raw)
+		// The declared size is only a promise: allocate up to
+		// preallocLimit now and grow as frames really arrive, so a client
+		// cannot pin memory by announcing big bodies it never sends.
+		p.buf = make([]byte, len(h.Raw), len(h.Raw)+int(min(h.BodySize, preallocLimit)))
+		copy(p.buf, h.Raw)
+		p.state = wantBody
+		if h.BodySize == 0 {
+			return ch.published()
+		}
+		return nil
+	case f.Type == protocol.FrameBody && p.state == wantBody:
+		if uint64(len(p.buf)-p.propsLen+len(f.Payload)) > p.bodySize {
+			return reply.New(protocol.FrameError, "body frames exceed the declared body size %d", p.bodySize)
+		}
+		if need := len(p.buf) + len(f.Payload); need > cap(p.buf) {
+			total := p.propsLen + int(p.bodySize)
+			grown := make([]byte, len(p.buf), min(total, max(2*cap(p.buf), need)))
+			copy(grown, p.buf)
+			p.buf = grown
+		}
+		p.buf = append(p.buf, f.Payload...)
+		if uint64(len(p.buf)-p.propsLen) == p.bodySize {
+			return ch.published()
+		}
+		return nil
+	case f.Type == protocol.FrameHeader:
+		return reply.New(protocol.UnexpectedFrame, "content header on channel %d without basic.publish", ch.id)
+	}
+	return reply.New(protocol.UnexpectedFrame, "content body on channel %d without a content header", ch.id)
+}
+
+// published runs once a message's content is complete.
+func (ch *channel) published() error {
+	p := ch.pub
+	ch.pub = publishing{}
+	m, err := message.New(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
+	if err != nil {
+		return err
+	}
+	if err := ch.checkUserID(m); err != nil {
+		return err
+	}
+	if ch.tx != nil {
+		ch.tx.publish(p.x, m, p.mandatory)
+		return nil
+	}
+	return ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.enabled)
+}
+
+// checkUserID enforces RabbitMQ's rule: a user-id property must name the
+// connection's user.
+func (ch *channel) checkUserID(m *message.Message) error {
+	if m.Flags&protocol.FlagUserID == 0 {
+		return nil
+	}
+	v, _ := m.View()
+	uid, _ := v.UserID()
+	if uid != ch.c.user.Name && !ch.c.user.HasTag("impersonator") {
+		return reply.PreconditionFailed("user_id property set to '%s' but authenticated user was '%s'", uid, ch.c.user.Name)
+	}
+	return nil
+}
+
+// deliverPublish routes and enqueues a complete message, returns it if it
+// was mandatory and went nowhere, and records its confirm.
+func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) error {
+	if err := ch.waitForAlarm(); err != nil {
+		return err
+	}
+	out, err := ch.c.vh.Publish(x, m, &ch.router)
+	if err != nil {
+		return err
+	}
+	if mandatory && !out.Routed() {
+		ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
+	}
+	if confirm {
+		ch.confirm.settle(ch, ch.confirm.next(), !out.Rejected)
+	}
+	return nil
+}
+
+// basicReturn sends an unroutable message back to its publisher.
+func (ch *channel) basicReturn(m *message.Message, code uint16, text string) {
+	ret := protocol.BasicReturn{ReplyCode: code, ReplyText: text, Exchange: m.Exchange, RoutingKey: m.RoutingKey}
+	b := ch.c.out.begin()
+	if b != nil {
+		b = protocol.AppendMethodFrame(b, ch.id, &ret)
+		b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
+	}
+	ch.c.out.end(b)
+}
+
+// waitForAlarm holds a publisher while a resource alarm is raised, telling
+// the client when it announced connection.blocked.
+func (ch *channel) waitForAlarm() error {
+	c := ch.c
+	raised, reason, cleared := c.srv.Alarm.State()
+	if !raised {
+		return nil
+	}
+	if c.caps.connectionBlocked {
+		c.send(0, &protocol.ConnectionBlocked{Reason: reason})
+	}
+	c.log.Info().Str("reason", reason).Msg("publisher blocked by resource alarm")
+	c.blockedAt.Store(1)
+	<-cleared
+	c.blockedAt.Store(0)
+	if c.caps.connectionBlocked {
+		c.send(0, &protocol.ConnectionUnblocked{})
+	}
+	return nil
+}
+
+// confirms tracks publisher confirms on a channel. Sequence numbers count
+// publishes from 1; acks are coalesced into one basic.ack with multiple set
+// at each flush point, and a nack goes out at once after the acks before it,
+// so the client always sees confirms in order.
+type confirms struct {
+	enabled bool
+	seq     uint64 // last sequence number given out
+	acked   uint64 // highest settled but not yet announced ack; 0 = none
+}
+
+func (cf *confirms) next() uint64 {
+	cf.seq++
+	return cf.seq
+}
+
+func (cf *confirms) pending() bool { return cf.acked != 0 }
+
+// settle records the outcome of publish seq.
+func (cf *confirms) settle(ch *channel, seq uint64, ok bool) {
+	if ok {
+		cf.acked = seq
+		return
+	}
+	ch.flushConfirms()
+	ch.c.send(ch.id, &protocol.BasicNack{DeliveryTag: seq})
+}
+
+// flushConfirms announces the settled acks in one frame.
+func (ch *channel) flushConfirms() {
+	cf := &ch.confirm
+	if cf.acked == 0 {
+		return
+	}
+	ch.c.send(ch.id, &protocol.BasicAck{DeliveryTag: cf.acked, Multiple: true})
+	cf.acked = 0
+}
+
+func (ch *channel) confirmSelect(noWait bool) error {
+	if ch.tx != nil {
+		return reply.PreconditionFailed("cannot switch from tx to confirm mode")
+	}
+	ch.confirm.enabled = true
+	if !noWait {
+		ch.c.send(ch.id, &protocol.ConfirmSelectOk{})
+	}
+	return nil
+}
+
+// transaction buffers a tx channel's publishes and settlements until commit.
+type transaction struct {
+	publishes []txPublish
+	settles   []txSettle
+}
+
+type txPublish struct {
+	x         *vhost.Exchange
+	m         *message.Message
+	mandatory bool
+}
+
+type txSettle struct {
+	tag      uint64
+	multiple bool
+	ack      bool
+	requeue  bool
+}
+
+func (t *transaction) publish(x *vhost.Exchange, m *message.Message, mandatory bool) {
+	t.publishes = append(t.publishes, txPublish{x: x, m: m, mandatory: mandatory})
+}
+
+func (ch *channel) txSelect() error {
+	if ch.confirm.enabled {
+		return reply.PreconditionFailed("cannot switch from confirm to tx mode")
+	}
+	if ch.tx == nil {
+		ch.tx = &transaction{}
+	}
+	ch.c.send(ch.id, &protocol.TxSelectOk{})
+	return nil
+}
+
+func (ch *channel) txCommit() error {
+	if ch.tx == nil {
+		return reply.PreconditionFailed("channel is not transactional")
+	}
+	t := ch.tx
+	ch.tx = &transaction{}
+	for _, s := range t.settles {
+		if err := ch.settle(s.tag, s.multiple, s.ack, s.requeue); err != nil {
+			return err
+		}
+	}
+	for _, p := range t.publishes {
+		if err := ch.deliverPublish(p.x, p.m, p.mandatory, false); err != nil {
+			return err
+		}
+	}
+	ch.c.send(ch.id, &protocol.TxCommitOk{})
+	return nil
+}
+
+func (ch *channel) txRollback() error {
+	if ch.tx == nil {
+		return reply.PreconditionFailed("channel is not transactional")
+	}
+	ch.tx = &transaction{}
+	ch.c.send(ch.id, &protocol.TxRollbackOk{})
+	return nil
+}
