@@ -164,7 +164,7 @@ func (c *Conn) readFailed(err error) {
 	default:
 		var code interface{ Code() uint16 }
 		if errors.As(err, &code) {
-			c.sendClose(reply.New(code.Code(), "%s", err.Error()), 0, 0)
+			c.sendClose(asReply(err), 0, 0)
 			c.log.Warn().Err(err).Msg("bad frame; connection closed")
 			return
 		}
@@ -223,11 +223,12 @@ func (c *Conn) dispatch(f protocol.Frame) error {
 	return reply.New(protocol.FrameError, "unknown frame type %d", f.Type)
 }
 
-// asReply turns a codec error into the reply it calls for.
+// asReply turns a codec error into the reply it calls for. The codec's
+// texts already start with the code's name.
 func asReply(err error) *reply.Error {
 	var code interface{ Code() uint16 }
 	if errors.As(err, &code) {
-		return reply.New(code.Code(), "%s", err.Error())
+		return &reply.Error{Code: code.Code(), Text: err.Error()}
 	}
 	return reply.As(err)
 }

@@ -48,7 +48,7 @@ func New(exchange, routingKey string, flags uint16, props, body []byte) (*Messag
 	}
 	view, err := protocol.ScanProperties(flags, props)
 	if err != nil {
-		return nil, reply.New(protocol.SyntaxError, "%s", err.Error())
+		return nil, &reply.Error{Code: protocol.SyntaxError, Text: err.Error()}
 	}
 	m.Persistent = view.DeliveryMode() == 2
 	m.Priority = view.Priority()
