@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ func run() error {
 	listen := flag.String("listen", "", "AMQP listen address, overriding amqp.listen")
 	dataDir := flag.String("data", "", "data directory, overriding storage.data_dir")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown (for performance work)")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println("warren", broker.Version)
@@ -58,6 +60,17 @@ func run() error {
 	log, err := newLogger(cfg.Log)
 	if err != nil {
 		return err
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	b, err := broker.New(cfg, log)

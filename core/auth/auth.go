@@ -93,8 +93,11 @@ func NewPermission(configure, write, read string) (*Permission, error) {
 }
 
 func compile(which, expr string) (*regexp.Regexp, error) {
-	if expr == "" {
+	switch expr {
+	case "":
 		return nil, nil
+	case ".*":
+		return matchAll, nil
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
@@ -103,7 +106,14 @@ func compile(which, expr string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// matchAll stands for ".*", the permission nearly everyone has: checking
+// it needs no regular expression, which matters on the publish path.
+var matchAll = regexp.MustCompile(".*")
+
 func permits(re *regexp.Regexp, name string) bool {
+	if re == matchAll {
+		return true
+	}
 	if name == "" {
 		name = "amq.default"
 	}

@@ -98,7 +98,7 @@ func Default() Config {
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
 			MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
 		},
-		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50 << 20},
+		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
 		Plugins:   Plugins{Dir: "./plugins"},
 	}
 }

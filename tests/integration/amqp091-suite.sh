@@ -33,14 +33,17 @@ cp -r "$mod" "$work/suite" && chmod -R u+w "$work/suite"
 
 if [ -z "$url" ]; then
 	(cd "$root" && go build -o "$work/warren" ./cmd/warren)
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	"$work/warren" -listen "127.0.0.1:$port" -data "$work/data" >"$work/warren.log" 2>&1 &
+	# Port 0: the kernel picks a free port, which the JSON log reports.
+	"$work/warren" -listen 127.0.0.1:0 -data "$work/data" >"$work/warren.log" 2>&1 &
 	pid=$!
-	for _ in $(seq 50); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+	addr=""
+	for _ in $(seq 100); do
+		addr=$(sed -n 's/.*"listener":"amqp","addr":"\([^"]*\)".*/\1/p' "$work/warren.log" | head -1)
+		[ -n "$addr" ] && break
 		sleep 0.1
 	done
-	url="amqp://guest:guest@127.0.0.1:$port/"
+	[ -n "$addr" ] || { echo "warren did not start:" >&2; cat "$work/warren.log" >&2; exit 1; }
+	url="amqp://guest:guest@$addr/"
 fi
 
 cd "$work/suite"
