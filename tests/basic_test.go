@@ -5,8 +5,8 @@ import (
 )
 
 func TestPublishConsumeRoundTrip(t *testing.T) {
-	b := startBroker(t)
-	_, ch := channel(t, b)
+	s := start(t)
+	_, ch := channel(t, s)
 	q, err := ch.QueueDeclare("", false, false, true, false, nil)
 	if err != nil {
 		t.Fatal(err)

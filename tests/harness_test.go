@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,9 +17,59 @@ import (
 	"github.com/warrenmq/warren/core/config"
 )
 
+// server is the broker under test: an in-process Warren, or, when
+// WARREN_REFERENCE_URL is set, whatever broker that URL reaches (RabbitMQ),
+// so the same test shows what the reference does.
+type server struct {
+	b   *broker.Broker // nil for the reference broker
+	url string
+	t   testing.TB
+
+	mu        sync.Mutex
+	queues    []string // to delete from the reference broker at the end
+	exchanges []string
+}
+
+// reference returns the reference broker's URL, if one is configured.
+func reference() string { return os.Getenv("WARREN_REFERENCE_URL") }
+
+// start returns the broker under test for a test that needs no special
+// configuration: it runs against the reference broker too.
+func start(t testing.TB) *server {
+	t.Helper()
+	if u := reference(); u != "" {
+		return &server{url: u, t: t}
+	}
+	b := startBroker(t)
+	return &server{b: b, url: url(b), t: t}
+}
+
+// startWarren is start for tests of Warren's own configuration; they skip
+// against the reference broker.
+func startWarren(t testing.TB, tweak ...func(*config.Config)) *server {
+	t.Helper()
+	if reference() != "" {
+		t.Skip("needs Warren's configuration")
+	}
+	b := startBroker(t, tweak...)
+	return &server{b: b, url: url(b), t: t}
+}
+
 // startBroker runs an in-process broker on a free loopback port and stops
 // it when the test ends. tweak adjusts the configuration first.
 func startBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
+	t.Helper()
+	b := newBroker(t, tweak...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	return b
+}
+
+// newBroker runs an in-process broker that the test itself shuts down.
+func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	t.Helper()
 	cfg := config.Default()
 	cfg.AMQP.Listen = "127.0.0.1:0"
@@ -36,11 +89,6 @@ func startBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	if err := b.Start(); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = b.Shutdown(ctx)
-	})
 	return b
 }
 
@@ -56,9 +104,9 @@ func url(b *broker.Broker) string {
 }
 
 // dial connects as guest and closes the connection when the test ends.
-func dial(t testing.TB, b *broker.Broker) *amqp.Connection {
+func dial(t testing.TB, s *server) *amqp.Connection {
 	t.Helper()
-	c, err := amqp.Dial(url(b))
+	c, err := amqp.Dial(s.url)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -67,9 +115,9 @@ func dial(t testing.TB, b *broker.Broker) *amqp.Connection {
 }
 
 // channel opens a channel on a fresh connection.
-func channel(t testing.TB, b *broker.Broker) (*amqp.Connection, *amqp.Channel) {
+func channel(t testing.TB, s *server) (*amqp.Connection, *amqp.Channel) {
 	t.Helper()
-	c := dial(t, b)
+	c := dial(t, s)
 	ch, err := c.Channel()
 	if err != nil {
 		t.Fatalf("channel: %v", err)
@@ -129,3 +177,233 @@ func publish(t testing.TB, ch *amqp.Channel, exchange, key string, msg amqp.Publ
 }
 
 func body(s string) amqp.Publishing { return amqp.Publishing{Body: []byte(s)} }
+
+// uniq names an entity after the test, so tests sharing the reference
+// broker never meet.
+func uniq(t testing.TB, suffix string) string {
+	n := "warren-test." + strings.ReplaceAll(t.Name(), "/", ".")
+	if suffix != "" {
+		n += "." + suffix
+	}
+	return n
+}
+
+// own records a queue or exchange to delete when the test ends. Only the
+// shared reference broker needs it: an in-process Warren dies with the
+// test.
+func (s *server) own(queue, exchange string) {
+	if s.b != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queues)+len(s.exchanges) == 0 {
+		s.t.Cleanup(s.sweep)
+	}
+	if queue != "" {
+		s.queues = append(s.queues, queue)
+	}
+	if exchange != "" {
+		s.exchanges = append(s.exchanges, exchange)
+	}
+}
+
+func (s *server) ownQueue(name string)    { s.own(name, "") }
+func (s *server) ownExchange(name string) { s.own("", name) }
+
+// sweep deletes what the test declared, on a connection of its own.
+func (s *server) sweep() {
+	c, err := amqp.Dial(s.url)
+	if err != nil {
+		s.t.Logf("cleanup: %v", err)
+		return
+	}
+	defer c.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ch *amqp.Channel
+	do := func(f func(*amqp.Channel) error) {
+		if ch == nil || ch.IsClosed() {
+			if ch, err = c.Channel(); err != nil {
+				return
+			}
+		}
+		_ = f(ch)
+	}
+	for _, q := range s.queues {
+		do(func(ch *amqp.Channel) error { _, err := ch.QueueDelete(q, false, false, false); return err })
+	}
+	for _, x := range s.exchanges {
+		do(func(ch *amqp.Channel) error { return ch.ExchangeDelete(x, false, false) })
+	}
+}
+
+// declareQueue declares a plain queue named after the test and suffix.
+func declareQueue(t testing.TB, s *server, ch *amqp.Channel, suffix string, args amqp.Table) string {
+	t.Helper()
+	name := uniq(t, suffix)
+	s.ownQueue(name)
+	if _, err := ch.QueueDeclare(name, false, false, false, false, args); err != nil {
+		t.Fatalf("queue.declare %s: %v", name, err)
+	}
+	return name
+}
+
+// declareExchange declares an exchange named after the test and suffix.
+func declareExchange(t testing.TB, s *server, ch *amqp.Channel, suffix, kind string, args amqp.Table) string {
+	t.Helper()
+	name := uniq(t, suffix)
+	s.ownExchange(name)
+	if err := ch.ExchangeDeclare(name, kind, false, false, false, false, args); err != nil {
+		t.Fatalf("exchange.declare %s: %v", name, err)
+	}
+	return name
+}
+
+func bind(t testing.TB, ch *amqp.Channel, queue, key, exchange string, args amqp.Table) {
+	t.Helper()
+	if err := ch.QueueBind(queue, key, exchange, false, args); err != nil {
+		t.Fatalf("queue.bind %s -> %s (%q): %v", exchange, queue, key, err)
+	}
+}
+
+// confirmChannel opens a channel in confirm mode on a fresh connection.
+func confirmChannel(t testing.TB, s *server) (*amqp.Connection, *amqp.Channel) {
+	t.Helper()
+	c, ch := channel(t, s)
+	if err := ch.Confirm(false); err != nil {
+		t.Fatalf("confirm.select: %v", err)
+	}
+	return c, ch
+}
+
+// publishConfirmed publishes on a channel in confirm mode and waits for the
+// ack, so the message is in its queues when it returns.
+func publishConfirmed(t testing.TB, ch *amqp.Channel, exchange, key string, msg amqp.Publishing) {
+	t.Helper()
+	if !confirmPublish(t, ch, exchange, key, false, msg) {
+		t.Fatalf("publish to %q/%q was nacked", exchange, key)
+	}
+}
+
+// confirmPublish publishes on a channel in confirm mode and reports whether
+// the broker acked it.
+func confirmPublish(t testing.TB, ch *amqp.Channel, exchange, key string, mandatory bool, msg amqp.Publishing) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, mandatory, false, msg)
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	if dc == nil {
+		t.Fatal("publishConfirmed needs a channel in confirm mode")
+	}
+	ok, err := dc.WaitContext(ctx)
+	if err != nil {
+		t.Fatalf("waiting for the confirm: %v", err)
+	}
+	return ok
+}
+
+// expectClose waits for a NotifyClose channel to report an error with code.
+func expectClose(t testing.TB, notify <-chan *amqp.Error, code int) *amqp.Error {
+	t.Helper()
+	select {
+	case e, ok := <-notify:
+		if !ok || e == nil {
+			t.Fatalf("closed without an error, expected %d", code)
+		}
+		if e.Code != code {
+			t.Fatalf("expected close %d, got %v", code, e)
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no close %d within 5s", code)
+	}
+	return nil
+}
+
+// get fetches one message with basic.get and auto-ack.
+func get(t testing.TB, ch *amqp.Channel, queue string) amqp.Delivery {
+	t.Helper()
+	m, ok, err := ch.Get(queue, true)
+	if err != nil {
+		t.Fatalf("basic.get %s: %v", queue, err)
+	}
+	if !ok {
+		t.Fatalf("basic.get %s: empty", queue)
+	}
+	return m
+}
+
+// empty asserts basic.get finds nothing.
+func empty(t testing.TB, ch *amqp.Channel, queue string) {
+	t.Helper()
+	m, ok, err := ch.Get(queue, true)
+	if err != nil {
+		t.Fatalf("basic.get %s: %v", queue, err)
+	}
+	if ok {
+		t.Fatalf("basic.get %s: unexpected message %q", queue, m.Body)
+	}
+}
+
+// count returns the number of ready messages in a queue.
+func count(t testing.TB, ch *amqp.Channel, queue string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("queue.declare passive %s: %v", queue, err)
+	}
+	return q.Messages
+}
+
+// eventually polls cond until it holds, for at most 5 seconds.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// consume starts a consumer and fails the test on error.
+func consume(t testing.TB, ch *amqp.Channel, queue string, autoAck bool) <-chan amqp.Delivery {
+	t.Helper()
+	d, err := ch.Consume(queue, "", autoAck, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("basic.consume %s: %v", queue, err)
+	}
+	return d
+}
+
+// bodies receives n deliveries and returns their bodies.
+func bodies(t testing.TB, d <-chan amqp.Delivery, n int) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, string(receive(t, d).Body))
+	}
+	return out
+}
+
+// drain takes every ready message off a queue with basic.get and returns
+// the bodies in order.
+func drain(t testing.TB, ch *amqp.Channel, queue string) []string {
+	t.Helper()
+	var out []string
+	for {
+		m, ok, err := ch.Get(queue, true)
+		if err != nil {
+			t.Fatalf("basic.get %s: %v", queue, err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, string(m.Body))
+	}
+}
