@@ -144,10 +144,10 @@ func TestExchangeRedeclare(t *testing.T) {
 		t.Fatalf("identical redeclare: %v", err)
 	}
 	for _, tc := range []struct {
-		name                         string
-		kind                         string
+		name                          string
+		kind                          string
 		durable, autoDelete, internal bool
-		args                         amqp.Table
+		args                          amqp.Table
 	}{
 		{"type", "topic", false, false, false, amqp.Table{"alternate-exchange": ae}},
 		{"durable", "direct", true, false, false, amqp.Table{"alternate-exchange": ae}},

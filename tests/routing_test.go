@@ -294,8 +294,8 @@ func TestExchangeToExchange(t *testing.T) {
 	// The binding key selects at the source; the message keeps its own
 	// routing key at the destination.
 	publishConfirmed(t, ch, src, "a.b", body("a.b"))
-	publishConfirmed(t, ch, src, "a.c", body("a.c"))   // passes src, not dst
-	publishConfirmed(t, ch, src, "x.b", body("x.b"))   // stops at src
+	publishConfirmed(t, ch, src, "a.c", body("a.c"))    // passes src, not dst
+	publishConfirmed(t, ch, src, "x.b", body("x.b"))    // stops at src
 	publishConfirmed(t, ch, dst, "a.b", body("direct")) // dst by itself
 	if got := drain(t, ch, q); !reflect.DeepEqual(got, []string{"a.b", "direct"}) {
 		t.Fatalf("q got %q", got)
@@ -592,4 +592,3 @@ func TestSeedAlternateExchangeScenario(t *testing.T) {
 		t.Fatalf("ex_queue got %q", got)
 	}
 }
-
