@@ -21,6 +21,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
 )
@@ -78,6 +79,10 @@ func run() error {
 		return err
 	}
 	if err := b.Start(); err != nil {
+		return err
+	}
+	if err := b.ServeAdmin(admin.Handler(b)); err != nil {
+		_ = b.Shutdown(context.Background())
 		return err
 	}
 	log.Info().Str("version", broker.Version).Msg("Warren started")

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type Broker struct {
 	vhosts map[string]*vhost.VHost
 
 	listeners []net.Listener
+	admin     *http.Server
+	adminAddr net.Addr
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -198,6 +201,32 @@ func (b *Broker) serve(ln net.Listener, proto string) {
 	}()
 }
 
+// ServeAdmin serves the admin API on admin.listen (nothing when it is "").
+// The handler comes from package admin, which depends on this one.
+func (b *Broker) ServeAdmin(h http.Handler) error {
+	if b.cfg.Admin.Listen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", b.cfg.Admin.Listen)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	b.admin = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	b.adminAddr = ln.Addr()
+	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Error().Err(err).Msg("admin API stopped")
+		}
+	}()
+	return nil
+}
+
+// AdminAddr returns the admin API's address, nil when it is not served.
+func (b *Broker) AdminAddr() net.Addr { return b.adminAddr }
+
 // Addr returns the address of the first listener (AMQP if enabled).
 func (b *Broker) Addr() net.Addr {
 	if len(b.listeners) == 0 {
@@ -217,6 +246,9 @@ func (b *Broker) closeListeners() {
 // ends.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	b.closeListeners()
+	if b.admin != nil {
+		_ = b.admin.Close()
+	}
 	close(b.stop)
 	timeout := 5 * time.Second
 	if dl, ok := ctx.Deadline(); ok {

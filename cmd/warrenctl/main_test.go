@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/admin"
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/exchange"
+)
+
+func newBroker(t *testing.T) (*broker.Broker, string) {
+	cfg := config.Default()
+	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.Storage.DataDir = t.TempDir()
+	b, err := broker.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(admin.Handler(b))
+	t.Cleanup(func() {
+		srv.Close()
+		_ = b.Shutdown(context.Background())
+	})
+	return b, srv.URL
+}
+
+func ctl(t *testing.T, url string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := run(append([]string{"--url", url}, args...), &out)
+	return out.String(), err
+}
+
+func TestPolicyFromTheSeed(t *testing.T) {
+	b, url := newBroker(t)
+	// The seed's command, flags after the arguments as rabbitmqctl takes them.
+	if _, err := ctl(t, url, "set_policy", "AE", "^my-direct$", `{"alternate-exchange":"my-ae"}`, "--apply-to", "exchanges"); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := b.VHost("/")
+	if _, err := v.DeclareExchange(exchange.Definition{Name: "my-direct", Type: "direct"}, false); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := v.Exchange("my-direct")
+	if x.Alternate() != "my-ae" || x.Policy() != "AE" {
+		t.Fatalf("policy not applied: alternate %q policy %q", x.Alternate(), x.Policy())
+	}
+	out, err := ctl(t, url, "list_policies")
+	if err != nil || !strings.Contains(out, "^my-direct$") || !strings.Contains(out, "exchanges") {
+		t.Fatalf("list_policies: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "clear_policy", "AE"); err != nil {
+		t.Fatal(err)
+	}
+	if x.Alternate() != "" {
+		t.Fatal("policy still applied after clear_policy")
+	}
+	if _, err := ctl(t, url, "clear_policy", "AE"); err == nil || !strings.Contains(err.Error(), "no policy") {
+		t.Fatalf("clearing a missing policy: %v", err)
+	}
+}
+
+func TestUsersVHostsPermissions(t *testing.T) {
+	b, url := newBroker(t)
+	steps := [][]string{
+		{"add_vhost", "orders"},
+		{"add_user", "alice", "s3cret"},
+		{"set_permissions", "-p", "orders", "alice", "^alice-.*", ".*", ".*"},
+		{"set_user_tags", "alice", "monitoring"},
+	}
+	for _, s := range steps {
+		if _, err := ctl(t, url, s...); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+	}
+	if _, err := b.Users().Login("alice", "s3cret", false); err != nil {
+		t.Fatalf("alice cannot log in after set_user_tags kept her password: %v", err)
+	}
+	p, ok := b.Users().Permission("orders", "alice")
+	if !ok || !p.CanConfigure("alice-q") || p.CanConfigure("bob-q") {
+		t.Fatal("permissions not applied")
+	}
+	out, _ := ctl(t, url, "list_users")
+	if !strings.Contains(out, "alice") || !strings.Contains(out, "monitoring") {
+		t.Fatalf("list_users:\n%s", out)
+	}
+	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "list_queues"); err == nil || !strings.Contains(err.Error(), "not an administrator") {
+		t.Fatalf("a non-administrator used the API: %v", err)
+	}
+	if _, err := ctl(t, url, "--password", "wrong", "list_queues"); err == nil || !strings.Contains(err.Error(), "Login failed") {
+		t.Fatalf("bad password: %v", err)
+	}
+	if _, err := ctl(t, url, "set_permissions", "-p", "nope", "alice", ".*", ".*", ".*"); err == nil || !strings.Contains(err.Error(), "no vhost") {
+		t.Fatalf("missing vhost: %v", err)
+	}
+	if _, err := ctl(t, url, "delete_vhost", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Users().Permission("orders", "alice"); ok {
+		t.Fatal("permissions survived their vhost")
+	}
+}
+
+func TestListings(t *testing.T) {
+	b, url := newBroker(t)
+	v, _ := b.VHost("/")
+	if _, err := v.DeclareExchange(exchange.Definition{Name: "ex", Type: "topic"}, false); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ctl(t, url, "list_exchanges")
+	if err != nil || !strings.Contains(out, "amq.topic") || !strings.Contains(out, "ex ") {
+		t.Fatalf("list_exchanges: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "bogus"); err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if _, err := ctl(t, url, "set_policy", "x", ".*", "{not json"); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Fatalf("bad definition: %v", err)
+	}
+	if _, err := ctl(t, url, "set_policy", "x", ".*", `{"max-lenght": 1}`); err == nil || !strings.Contains(err.Error(), "max-lenght") {
+		t.Fatalf("misspelt definition key: %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package broker
+
+import (
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// The operations below change users, permissions, vhosts and policies on
+// behalf of the admin API. They are the only way those change while the
+// broker runs, so they are where persistence hooks in.
+
+// PutUser adds or replaces a user with a password (hashed here) and tags.
+// A nil password keeps an existing user's password (changing tags only); a
+// new user without one cannot log in with a password.
+func (b *Broker) PutUser(name string, password *string, tags []string) error {
+	if name == "" {
+		return reply.PreconditionFailed("user name must not be empty")
+	}
+	hash := ""
+	switch {
+	case password != nil && *password != "":
+		hash = auth.HashPassword(*password)
+	case password == nil:
+		if old, ok := b.users.User(name); ok {
+			hash = old.PasswordHash
+		}
+	}
+	b.users.PutUser(&auth.User{Name: name, PasswordHash: hash, Tags: tags})
+	return nil
+}
+
+// DeleteUser removes a user and all their permissions.
+func (b *Broker) DeleteUser(name string) error {
+	if !b.users.DeleteUser(name) {
+		return reply.NotFound("no user '%s'", name)
+	}
+	return nil
+}
+
+// SetPermission grants a user rights in a vhost.
+func (b *Broker) SetPermission(vhost, user, configure, write, read string) error {
+	if _, ok := b.VHost(vhost); !ok {
+		return reply.NotFound("no vhost '%s'", vhost)
+	}
+	if _, ok := b.users.User(user); !ok {
+		return reply.NotFound("no user '%s'", user)
+	}
+	p, err := auth.NewPermission(configure, write, read)
+	if err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	b.users.SetPermission(vhost, user, p)
+	return nil
+}
+
+// ClearPermission revokes a user's rights in a vhost.
+func (b *Broker) ClearPermission(vhost, user string) error {
+	if _, ok := b.users.Permission(vhost, user); !ok {
+		return reply.NotFound("user '%s' has no permissions in vhost '%s'", user, vhost)
+	}
+	b.users.ClearPermission(vhost, user)
+	return nil
+}
+
+// SetPolicy adds or replaces a policy in a vhost.
+func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
+	v, ok := b.VHost(vhost)
+	if !ok {
+		return reply.NotFound("no vhost '%s'", vhost)
+	}
+	p, err := policy.New(name, pattern, applyTo, priority, def)
+	if err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	v.SetPolicy(p)
+	return nil
+}
+
+// ClearPolicy removes a policy from a vhost.
+func (b *Broker) ClearPolicy(vhost, name string) error {
+	v, ok := b.VHost(vhost)
+	if !ok {
+		return reply.NotFound("no vhost '%s'", vhost)
+	}
+	return v.DeletePolicy(name)
+}
