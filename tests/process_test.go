@@ -1,0 +1,193 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// The warren binary, built once per test run.
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+func warrenBinary(t testing.TB) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "warren-bin")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "warren")
+		out, err := exec.Command("go", "build", "-o", binaryPath, "github.com/warrenmq/warren/cmd/warren").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// process is a warren binary running in a child process.
+type process struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	addr    string // AMQP listener
+	admin   string // admin listener
+	logMu   sync.Mutex
+	log     strings.Builder
+	exited  chan struct{}
+	dataDir string
+}
+
+// startProcess runs warren with a data directory (reused across restarts
+// when the same one is passed) and waits until it accepts connections.
+func startProcess(t testing.TB, dataDir string, extraArgs ...string) *process {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "broker.toml")
+	if err := os.WriteFile(cfg, []byte("[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-data", dataDir}, extraArgs...)
+	p := &process{t: t, cmd: exec.Command(warrenBinary(t), args...), exited: make(chan struct{}), dataDir: dataDir}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go p.readLog(stderr, ready)
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("warren log:\n%s", p.logText())
+		}
+	})
+	select {
+	case <-ready:
+	case <-p.exited:
+		t.Fatalf("warren exited during start:\n%s", p.logText())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("warren did not start:\n%s", p.logText())
+	}
+	return p
+}
+
+func (p *process) readLog(r io.Reader, ready chan struct{}) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	signalled := false
+	for sc.Scan() {
+		line := sc.Text()
+		p.logMu.Lock()
+		p.log.WriteString(line + "\n")
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			if addr, ok := rec["addr"].(string); ok {
+				switch rec["listener"] {
+				case "amqp":
+					p.addr = addr
+				case "admin":
+					p.admin = addr
+				}
+			}
+			if rec["message"] == "Warren started" && !signalled {
+				signalled = true
+				close(ready)
+			}
+		}
+		p.logMu.Unlock()
+	}
+}
+
+func (p *process) logText() string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return p.log.String()
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *process) url() string { return "amqp://guest:guest@" + p.addr + "/" }
+
+// signal sends sig and waits for the process to exit.
+func (p *process) stop(sig syscall.Signal) {
+	p.t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("warren did not exit after %v", sig)
+	}
+}
+
+func TestSIGTERMClosesConnectionsWith320(t *testing.T) {
+	if reference() != "" {
+		t.Skip("runs the warren binary")
+	}
+	p := startProcess(t, t.TempDir())
+	c, err := amqp.Dial(p.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	p.stop(syscall.SIGTERM)
+	select {
+	case e := <-closed:
+		if e == nil || e.Code != amqp.ConnectionForced {
+			t.Fatalf("got %v, want 320 CONNECTION_FORCED", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection.close from the broker")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if !strings.Contains(p.logText(), "broker stopped") {
+		t.Fatal("no clean shutdown in the log")
+	}
+}
+
+func TestBadConfigFileIsAClearError(t *testing.T) {
+	if reference() != "" {
+		t.Skip("runs the warren binary")
+	}
+	cfg := filepath.Join(t.TempDir(), "broker.toml")
+	_ = os.WriteFile(cfg, []byte("[amqp]\nlisten = \"127.0.0.1:0\"\nlisen = \"x\"\n"), 0o644)
+	out, err := exec.Command(warrenBinary(t), "-config", cfg).CombinedOutput()
+	if err == nil {
+		t.Fatal("warren started with an unknown setting")
+	}
+	if !strings.Contains(string(out), "broker.toml:3") || !strings.Contains(string(out), "amqp.lisen") {
+		t.Fatalf("error does not name the key and line:\n%s", out)
+	}
+}
