@@ -42,7 +42,7 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 			return reply.New(protocol.ChannelError, "second 'channel.open' seen")
 		}
 		if c.channelMax != 0 && id > c.channelMax {
-			return reply.New(protocol.ChannelError, "channel %d exceeds channel_max %d", id, c.channelMax)
+			return reply.New(protocol.NotAllowed, "channel id %d exceeds channel_max %d", id, c.channelMax)
 		}
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}
 		c.channels[id] = ch

@@ -363,17 +363,17 @@ type heartbeatMonitor struct {
 	lastReads  uint64
 	lastWrites uint64
 	quietReads int // ticks without a frame from the client
-	quietWrite int // ticks without a write to the client
 }
 
 // heartbeatTick runs every half interval. It sends a heartbeat when the
-// broker has been quiet for an interval and reports a dead client after
-// two intervals without a frame (time blocked by an alarm excepted).
+// broker wrote nothing during the last tick, so the client hears from it at
+// least once an interval even when timers run late on a busy machine, and
+// reports a dead client after two intervals without a frame (time blocked
+// by an alarm excepted).
 func (c *Conn) heartbeatTick(hb *heartbeatMonitor) (dead bool) {
 	if w := c.out.writes.Load(); w != hb.lastWrites {
-		hb.lastWrites, hb.quietWrite = w, 0
-	} else if hb.quietWrite++; hb.quietWrite >= 2 {
-		hb.quietWrite = 0
+		hb.lastWrites = w
+	} else {
 		b := c.out.begin()
 		if b != nil {
 			b = protocol.AppendHeartbeatFrame(b)

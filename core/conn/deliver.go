@@ -340,14 +340,12 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 	ch.consumers[tag] = k
 	ch.mu.Unlock()
 
-	// consume-ok must reach the client before the first delivery, which
-	// can happen inside Consume: send it first and take it back on failure
-	// by closing the channel (the client treats the error as the answer).
+	var added func()
 	if !m.NoWait {
-		ch.c.send(ch.id, &protocol.BasicConsumeOk{ConsumerTag: tag})
+		added = func() { ch.c.send(ch.id, &protocol.BasicConsumeOk{ConsumerTag: tag}) }
 	}
 	ch.c.addConsumer(k)
-	if err := q.Consume(k); err != nil {
+	if err := q.Consume(k, added); err != nil {
 		ch.mu.Lock()
 		delete(ch.consumers, tag)
 		ch.mu.Unlock()

@@ -14,10 +14,6 @@ func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
 	if !m.Passive && !ch.c.perm.CanConfigure(m.Exchange) {
 		return ch.refused("configure", "exchange", m.Exchange)
 	}
-	if m.Passive && m.Exchange == "" {
-		// The default exchange always exists.
-		return ch.ok(m.NoWait, &protocol.ExchangeDeclareOk{})
-	}
 	_, err := ch.c.vh.DeclareExchange(exchange.Definition{
 		Name: m.Exchange, Type: m.Type, Durable: m.Durable, AutoDelete: m.AutoDelete,
 		Internal: m.Internal, Args: m.Arguments,

@@ -443,7 +443,11 @@ func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 }
 
 // Consume adds a consumer. An exclusive consumer needs the queue to itself.
-func (q *Queue) Consume(c Consumer) error {
+// added, when not nil, runs under the queue's lock once the consumer is
+// accepted and before anything is delivered to it: the place to send
+// basic.consume-ok, which must reach the client before the first delivery
+// and must not be sent for a refused consume.
+func (q *Queue) Consume(c Consumer, added func()) error {
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
@@ -459,6 +463,9 @@ func (q *Queue) Consume(c Consumer) error {
 		q.consumers = append(q.consumers, c)
 	}
 	q.hadConsumer = true
+	if added != nil {
+		added()
+	}
 	q.touch()
 	q.dispatch()
 	q.unlock()

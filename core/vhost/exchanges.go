@@ -77,23 +77,29 @@ func (v *VHost) noExchange(name string) error {
 
 // DeclareExchange creates an exchange or checks an existing one. passive
 // only checks existence. Redeclaring with another type, flags or alternate
-// exchange is 406, naming the difference as RabbitMQ does.
+// exchange is 406, naming the difference as RabbitMQ does. The default
+// exchange cannot be declared at all, not even passively (403), and new
+// names may not start with "amq." (403); existing amq.* exchanges may be
+// redeclared as they are.
 func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchange, error) {
 	def.VHost = v.Name
+	if def.Name == "" {
+		return nil, reply.AccessRefused("operation not permitted on the default exchange")
+	}
 	if passive {
 		return v.Exchange(def.Name)
-	}
-	if def.Name == "" || ReservedName(def.Name) {
-		return nil, reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
-	}
-	t, ok := v.types.Lookup(def.Type)
-	if !ok {
-		return nil, reply.CommandInvalid("invalid exchange type '%s'", def.Type)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if x := v.exchanges[def.Name]; x != nil {
 		return x, v.equivalentExchange(x, def)
+	}
+	if ReservedName(def.Name) {
+		return nil, reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	t, ok := v.types.Lookup(def.Type)
+	if !ok {
+		return nil, reply.CommandInvalid("invalid exchange type '%s'", def.Type)
 	}
 	if err := validateExchangeArgs(def); err != nil {
 		return nil, err
@@ -143,16 +149,20 @@ func (v *VHost) equivalentExchange(x *Exchange, def exchange.Definition) error {
 }
 
 // DeleteExchange removes an exchange and every binding to or from it.
-// ifUnused refuses (406) while it is the source of a binding.
+// ifUnused refuses (406) while it is the source of a binding. Deleting an
+// exchange that does not exist succeeds, as in RabbitMQ.
 func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
-	if name == "" || ReservedName(name) {
-		return reply.AccessRefused("operation not permitted on exchange '%s'", name)
+	if name == "" {
+		return reply.AccessRefused("operation not permitted on the default exchange")
+	}
+	if ReservedName(name) {
+		return reply.AccessRefused("operation not permitted on exchange '%s' in vhost '%s'", name, v.Name)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	x := v.exchanges[name]
 	if x == nil {
-		return v.noExchange(name)
+		return nil
 	}
 	if ifUnused && len(x.bindings) > 0 {
 		return reply.PreconditionFailed("exchange '%s' in vhost '%s' in use", name, v.Name)
