@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 func (c *Conn) run() {
 	go c.writeLoop()
 	defer c.finish()
+	defer c.contain()
 	if c.srv.Limits.HandshakeTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.Limits.HandshakeTimeout))
 	}
@@ -102,6 +104,16 @@ func (c *Conn) run() {
 	_ = c.nc.SetReadDeadline(time.Time{})
 	c.log.Info().Str("user", c.user.Name).Str("vhost", c.vh.Name).Msg("connection opened")
 	c.loop()
+}
+
+// contain turns a panic on this connection's goroutine — a bug — into
+// 541 INTERNAL_ERROR for this client alone, logged with its stack, instead
+// of taking every other client down with the process.
+func (c *Conn) contain() {
+	if r := recover(); r != nil {
+		c.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("internal error; connection closed")
+		c.sendClose(reply.Internal("internal error"), c.lastClass, c.lastMethod)
+	}
 }
 
 // finish releases everything the connection held, then lets the writer
