@@ -166,6 +166,7 @@ func (ch *channel) forget() {
 // messages, in delivery order. It is safe to call more than once.
 func (ch *channel) teardown() {
 	ch.pub = publishing{}
+	ch.confirm.close()
 	ch.tx = nil
 	ch.mu.Lock()
 	if ch.closed {

@@ -125,7 +125,7 @@ func (ch *channel) published() error {
 		ch.tx.publish(p.x, m, p.mandatory)
 		return nil
 	}
-	return ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.enabled)
+	return ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.isEnabled())
 }
 
 // checkUserID enforces RabbitMQ's rule: a user-id property must name the
@@ -156,7 +156,7 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 		ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
 	}
 	if confirm {
-		ch.confirm.settle(ch, ch.confirm.next(), !out.Rejected)
+		ch.confirm.settle(ch.confirm.add(), !out.Rejected)
 	}
 	return nil
 }
@@ -193,48 +193,11 @@ func (ch *channel) waitForAlarm() error {
 	return nil
 }
 
-// confirms tracks publisher confirms on a channel. Sequence numbers count
-// publishes from 1; acks are coalesced into one basic.ack with multiple set
-// at each flush point, and a nack goes out at once after the acks before it,
-// so the client always sees confirms in order.
-type confirms struct {
-	enabled bool
-	seq     uint64 // last sequence number given out
-	acked   uint64 // highest settled but not yet announced ack; 0 = none
-}
-
-func (cf *confirms) next() uint64 {
-	cf.seq++
-	return cf.seq
-}
-
-func (cf *confirms) pending() bool { return cf.acked != 0 }
-
-// settle records the outcome of publish seq.
-func (cf *confirms) settle(ch *channel, seq uint64, ok bool) {
-	if ok {
-		cf.acked = seq
-		return
-	}
-	ch.flushConfirms()
-	ch.c.send(ch.id, &protocol.BasicNack{DeliveryTag: seq})
-}
-
-// flushConfirms announces the settled acks in one frame.
-func (ch *channel) flushConfirms() {
-	cf := &ch.confirm
-	if cf.acked == 0 {
-		return
-	}
-	ch.c.send(ch.id, &protocol.BasicAck{DeliveryTag: cf.acked, Multiple: true})
-	cf.acked = 0
-}
-
 func (ch *channel) confirmSelect(noWait bool) error {
 	if ch.tx != nil {
 		return reply.PreconditionFailed("cannot switch from tx to confirm mode")
 	}
-	ch.confirm.enabled = true
+	ch.confirm.enable()
 	if !noWait {
 		ch.c.send(ch.id, &protocol.ConfirmSelectOk{})
 	}
@@ -265,7 +228,7 @@ func (t *transaction) publish(x *vhost.Exchange, m *message.Message, mandatory b
 }
 
 func (ch *channel) txSelect() error {
-	if ch.confirm.enabled {
+	if ch.confirm.isEnabled() {
 		return reply.PreconditionFailed("cannot switch from confirm to tx mode")
 	}
 	if ch.tx == nil {
