@@ -1,0 +1,43 @@
+//go:build !wasip1
+
+package sdk
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Stand-ins for the host functions when a plugin's code runs natively, in
+// its own unit tests: logs go to stderr, clocks are the process's, and the
+// settings are whatever SetSettings gave.
+
+var started = time.Now()
+
+func hostLog(level Level, msg string) {
+	fmt.Fprintf(os.Stderr, "plugin log [%d]: %s\n", level, msg)
+}
+
+func hostMonotonic() int64 { return int64(time.Since(started)) }
+
+func hostWall() int64 { return time.Now().UnixNano() }
+
+var nativeSettings []byte
+
+func hostConfig() []byte {
+	if nativeSettings == nil {
+		return []byte{0, 0, 0, 0}
+	}
+	return nativeSettings
+}
+
+// SetSettings gives native tests the settings Settings returns. It exists
+// only outside GOOS=wasip1, where the broker supplies them.
+func SetSettings(m map[string]any) error {
+	b, err := appendTable(nil, m)
+	if err != nil {
+		return err
+	}
+	nativeSettings, settingsRead = b, false
+	return nil
+}
