@@ -1,0 +1,380 @@
+package plugins
+
+import (
+	"math"
+	"time"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/sdk/abi"
+)
+
+// exchangeType is one exchange type of a plugin, as core sees it.
+type exchangeType struct {
+	p    *Plugin
+	name string
+}
+
+var (
+	_ exchange.Type   = (*exchangeType)(nil)
+	_ exchange.Router = (*router)(nil)
+)
+
+func (t *exchangeType) Name() string { return t.name }
+
+func definitionFlags(def exchange.Definition) uint8 {
+	var f uint8
+	if def.Durable {
+		f |= abi.FlagDurable
+	}
+	if def.AutoDelete {
+		f |= abi.FlagAutoDelete
+	}
+	if def.Internal {
+		f |= abi.FlagInternal
+	}
+	return f
+}
+
+func encodeTable(t protocol.Table) ([]byte, error) {
+	if len(t) == 0 {
+		return abi.EmptyTable, nil
+	}
+	b, err := protocol.AppendTable(nil, t)
+	if err != nil {
+		return nil, reply.PreconditionFailed("%v", err)
+	}
+	return b, nil
+}
+
+func (t *exchangeType) definition(id uint32, def exchange.Definition) ([]byte, error) {
+	args, err := encodeTable(def.Args)
+	if err != nil {
+		return nil, err
+	}
+	return abi.AppendDefinition(nil, id, def.VHost, def.Name, t.name, definitionFlags(def), args), nil
+}
+
+// ValidateDeclare asks the plugin whether it accepts the declare's arguments.
+func (t *exchangeType) ValidateDeclare(def exchange.Definition) error {
+	in, err := t.definition(abi.None, def)
+	if err != nil {
+		return err
+	}
+	return t.p.call(t.name, "validate a declare", fnValidateDeclare, in, nil)
+}
+
+// Create makes the exchange in the plugin (in one instance now, in the
+// others when they next catch up) and returns its router.
+func (t *exchangeType) Create(def exchange.Definition) (exchange.Router, error) {
+	p := t.p
+	p.stateMu.Lock()
+	p.nextID++
+	id := p.nextID
+	p.stateMu.Unlock()
+	in, err := t.definition(id, def)
+	if err != nil {
+		return nil, err
+	}
+	err = p.mutate(t.name, "create an exchange", fnCreate, in, func() {
+		p.exchanges[id] = &exchangeRecord{create: in, bindings: make(map[uint32]bindingRecord)}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &router{t: t, p: p, id: id, def: def, ids: make(map[*exchange.Binding]uint32)}, nil
+}
+
+// router is one exchange of a plugin type. Its binding table maps the ids
+// the plugin answers with to the broker's bindings; ids are slots, reused
+// after removal, identical in every instance because the host assigns them.
+//
+// core guarantees Route never runs with a mutation of the same router, so
+// the table needs no lock: Route only reads it.
+type router struct {
+	t       *exchangeType
+	p       *Plugin
+	id      uint32
+	def     exchange.Definition
+	slots   []*exchange.Binding
+	free    []uint32
+	ids     map[*exchange.Binding]uint32
+	deleted bool
+}
+
+func (r *router) binding(id uint32, b *exchange.Binding) ([]byte, error) {
+	args, err := encodeTable(b.Args)
+	if err != nil {
+		return nil, err
+	}
+	kind := uint8(abi.DestQueue)
+	if b.Destination.Kind == exchange.ToExchange {
+		kind = abi.DestExchange
+	}
+	if len(b.Key) > math.MaxUint8 {
+		return nil, reply.PreconditionFailed("routing key longer than 255 bytes")
+	}
+	return abi.AppendBinding(nil, r.id, id, kind, b.Destination.Name, b.Key, args), nil
+}
+
+// ValidateBinding asks the plugin whether it accepts the binding.
+func (r *router) ValidateBinding(b *exchange.Binding) error {
+	in, err := r.binding(abi.None, b)
+	if err != nil {
+		return err
+	}
+	return r.p.call(r.t.name, "validate a binding", fnValidateBinding, in, nil)
+}
+
+// AddBinding gives the binding a slot and the plugin its id.
+func (r *router) AddBinding(b *exchange.Binding) error {
+	if r.deleted {
+		return r.p.unavailable(r.t.name)
+	}
+	id := uint32(len(r.slots))
+	if n := len(r.free); n > 0 {
+		id = r.free[n-1]
+	}
+	in, err := r.binding(id, b)
+	if err != nil {
+		return err
+	}
+	err = r.p.mutate(r.t.name, "add a binding", fnAddBinding, in, func() {
+		if x := r.p.exchanges[r.id]; x != nil {
+			x.bindings[id] = bindingRecord{seq: b.Seq, in: in}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n := len(r.free); n > 0 && r.free[n-1] == id {
+		r.free = r.free[:n-1]
+		r.slots[id] = b
+	} else {
+		r.slots = append(r.slots, b)
+	}
+	r.ids[b] = id
+	return nil
+}
+
+// RemoveBindings removes the bindings in one call. A disabled plugin has
+// nothing to remove them from, which is no error.
+func (r *router) RemoveBindings(bs []*exchange.Binding) error {
+	ids := make([]uint32, 0, len(bs))
+	for _, b := range bs {
+		if id, ok := r.ids[b]; ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	forget := func() {
+		for _, b := range bs {
+			if id, ok := r.ids[b]; ok {
+				delete(r.ids, b)
+				r.slots[id] = nil
+				r.free = append(r.free, id)
+			}
+		}
+	}
+	if d, _ := r.p.Disabled(); d || r.deleted {
+		forget()
+		return nil
+	}
+	in := abi.AppendRemove(nil, r.id, ids)
+	err := r.p.mutate(r.t.name, "remove bindings", fnRemoveBindings, in, func() {
+		if x := r.p.exchanges[r.id]; x != nil {
+			for _, id := range ids {
+				delete(x.bindings, id)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	forget()
+	return nil
+}
+
+// PolicyChanged hands the plugin the policy now in force (nil: none).
+func (r *router) PolicyChanged(policy protocol.Table) error {
+	if r.deleted {
+		return nil
+	}
+	var in []byte
+	if policy == nil {
+		in = abi.AppendPolicy(nil, r.id, nil, false)
+	} else {
+		table, err := encodeTable(policy)
+		if err != nil {
+			return err
+		}
+		in = abi.AppendPolicy(nil, r.id, table, true)
+	}
+	return r.p.mutate(r.t.name, "apply a policy", fnPolicyChanged, in, func() {
+		if x := r.p.exchanges[r.id]; x != nil {
+			if policy == nil {
+				x.policy = nil
+			} else {
+				x.policy = in
+			}
+		}
+	})
+}
+
+// Delete drops the exchange from the plugin. A failure is logged: Delete
+// cannot fail, and the record is gone either way, so fresh instances will
+// not know the exchange.
+func (r *router) Delete() {
+	if r.deleted {
+		return
+	}
+	r.deleted = true
+	p := r.p
+	forget := func() { delete(p.exchanges, r.id) }
+	if d, _ := p.Disabled(); d {
+		p.stateMu.Lock()
+		forget()
+		p.stateMu.Unlock()
+		return
+	}
+	if err := p.mutate(r.t.name, "delete an exchange", fnDelete, abi.AppendExchange(nil, r.id), forget); err != nil {
+		p.stateMu.Lock()
+		forget()
+		p.stateMu.Unlock()
+		p.log.Warn().Err(err).Str("exchange", r.def.Name).Str("vhost", r.def.VHost).Msg("deleting an exchange in the plugin failed")
+	}
+}
+
+// Info returns the plugin's figures for this exchange; nil when it has none
+// or fails.
+func (r *router) Info() map[string]any {
+	if r.deleted {
+		return nil
+	}
+	var info map[string]any
+	err := r.p.call(r.t.name, "report info", fnInfo, abi.AppendExchange(nil, r.id), func(o abi.Output) error {
+		if len(o.Payload) == 0 {
+			return nil
+		}
+		t, _, err := protocol.DecodeTable(o.Payload)
+		if err != nil {
+			return malformed(abi.ExportInfo, "info table: %v", err)
+		}
+		info = plainMap(t)
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	return info
+}
+
+func plainMap(t protocol.Table) map[string]any {
+	if t == nil {
+		return nil
+	}
+	m := make(map[string]any, len(t))
+	for k, v := range t {
+		if sub, ok := v.(protocol.Table); ok {
+			v = plainMap(sub)
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// Route is the hot path: take an instance, write the route record straight
+// into its exchange buffer, call warren_route, map the ids it answers to
+// bindings, give the instance back. Nothing here allocates.
+func (r *router) Route(m *message.Message, res *exchange.Result) error {
+	p := r.p
+	if r.deleted {
+		return p.unavailable(r.t.name)
+	}
+	if len(m.RoutingKey) > math.MaxUint8 {
+		return reply.PreconditionFailed("routing key longer than 255 bytes")
+	}
+	var flags uint16
+	var props, body []byte
+	if p.desc.Features&(abi.FeatureHeaders|abi.FeatureProperties) != 0 {
+		flags, props = m.Flags, m.Props
+	}
+	if p.desc.Features&abi.FeatureBody != 0 {
+		body = m.Body
+	}
+	size := abi.RouteSize(len(m.RoutingKey), len(props), len(body))
+	if uint64(size) > math.MaxUint32 {
+		return reply.Internal("message too large for plugin '%s'", p.name)
+	}
+
+	in, err := p.pool.get()
+	if err != nil {
+		return p.callError(r.t.name, "route", err)
+	}
+	dst, err := in.input(uint32(size))
+	if err != nil {
+		if _, ok := err.(errTooLarge); ok {
+			p.pool.put(in)
+		} else {
+			p.pool.discard(in, err)
+		}
+		return p.callError(r.t.name, "route", err)
+	}
+	abi.PutRoute(dst, r.id, m.RoutingKey, flags, props, body)
+	out, err := in.call(fnRoute, uint32(size))
+	if err != nil {
+		p.pool.discard(in, err)
+		return p.callError(r.t.name, "route", err)
+	}
+	if err := r.result(out, res); err != nil {
+		if _, isFailure := err.(*failure); isFailure {
+			p.pool.discard(in, err)
+			return p.callError(r.t.name, "route", err)
+		}
+		p.pool.put(in)
+		return err
+	}
+	p.pool.put(in)
+	return nil
+}
+
+// result reads a route output into res. A reply error is returned as is;
+// anything breaking the ABI is a *failure, and res is left as it was.
+func (r *router) result(out []byte, res *exchange.Result) error {
+	o, err := readOutput(fnRoute, out)
+	if err != nil {
+		return err
+	}
+	if o.Status == abi.StatusError {
+		return r.p.replyOf(o)
+	}
+	ro, err := abi.ReadRouteOutput(o.Payload)
+	if err != nil {
+		return malformed(abi.ExportRoute, "%v", err)
+	}
+	mark := len(res.Bindings)
+	for i, n := 0, ro.Count(); i < n; i++ {
+		id := ro.ID(i)
+		if uint64(id) >= uint64(len(r.slots)) || r.slots[id] == nil {
+			clear(res.Bindings[mark:])
+			res.Bindings = res.Bindings[:mark]
+			return malformed(abi.ExportRoute, "answered binding id %d, which exchange '%s' does not have", id, r.def.Name)
+		}
+		res.Bindings = append(res.Bindings, r.slots[id])
+	}
+	if ro.HasVia {
+		if len(ro.Via) == 0 {
+			return malformed(abi.ExportRoute, "via action without an exchange type")
+		}
+		if ro.Hold > uint64(math.MaxInt64/int64(time.Millisecond)) {
+			return malformed(abi.ExportRoute, "hold of %d ms is out of range", ro.Hold)
+		}
+		res.Via = r.p.intern(ro.Via)
+		res.Hold = time.Duration(ro.Hold) * time.Millisecond
+	}
+	return nil
+}

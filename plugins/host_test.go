@@ -1,0 +1,468 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+func TestLoadDescribes(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "content-router", buildGo(t, "content-router"))
+	info := p.Info()
+	if info.Name != "content-router" || info.Version != "1.0.0" || info.ABI != "1.0" ||
+		!slices.Equal(info.Types, []string{"x-content"}) || !slices.Equal(info.Features, []string{"body"}) ||
+		info.Instances != 1 || info.Disabled != "" {
+		t.Fatalf("info: %+v", info)
+	}
+	if got, ok := h.Plugin("content-router"); !ok || got != p {
+		t.Fatal("Plugin does not find the loaded plugin")
+	}
+	if _, err := h.Load(context.Background(), "content-router", buildGo(t, "content-router")); !errors.Is(err, ErrLoaded) {
+		t.Fatalf("loading twice: %v", err)
+	}
+	if _, err := h.Load(context.Background(), "other-name", buildGo(t, "content-router")); !errors.Is(err, ErrDescription) ||
+		!strings.Contains(err.Error(), `calls itself "content-router" but was loaded as "other-name"`) {
+		t.Fatalf("loading under another name: %v", err)
+	}
+}
+
+func TestRefusesOtherABIVersions(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	_, err := h.Load(context.Background(), "abi2", readFixture(t, "abi2.wasm"))
+	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "v2.0") || !strings.Contains(err.Error(), "v1.0") {
+		t.Errorf("ABI v2 module: %v", err)
+	}
+	_, err = h.Load(context.Background(), "importv2", readFixture(t, "importv2.wasm"))
+	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "warren_v2") || !strings.Contains(err.Error(), "warren_v1") {
+		t.Errorf("module importing warren_v2: %v", err)
+	}
+	_, err = h.Load(context.Background(), "noabi", readFixture(t, "noabi.wasm"))
+	if !errors.Is(err, ErrNotPlugin) || !strings.Contains(err.Error(), "warren_abi_version") {
+		t.Errorf("module without a version: %v", err)
+	}
+	_, err = h.Load(context.Background(), "junk", []byte("\x00asm but not really"))
+	if !errors.Is(err, ErrNotPlugin) {
+		t.Errorf("junk: %v", err)
+	}
+	if len(h.Plugins()) != 0 {
+		t.Errorf("failed loads left plugins behind: %v", h.Plugins())
+	}
+}
+
+func TestContentRouter(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "content-router", buildGo(t, "content-router"))
+	r := declare(t, typ(t, p, "x-content"), "orders", nil)
+	bind(t, r, "norway", "", protocol.Table{"x-path": "order.country", "x-value": "NO"})
+	bind(t, r, "big", "", protocol.Table{"order.total": int64(1000), "order.rush": true, "x-match": "any"})
+	bind(t, r, "sweden", "", protocol.Table{"order.country": "SE"})
+
+	cases := []struct {
+		body string
+		want []string
+	}{
+		{`{"order": {"country": "NO", "total": 5}}`, []string{"norway"}},
+		{`{"order": {"country": "SE", "total": 1000}}`, []string{"big", "sweden"}},
+		{`{"order": {"rush": true}}`, []string{"big"}},
+		{`not json`, nil},
+	}
+	for _, c := range cases {
+		got, _, err := route(r, msg(t, "ignored", nil, c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: routed to %v, want %v", c.body, got, c.want)
+		}
+	}
+	info := r.Info()
+	if info["bindings"] != int64(3) || info["paths"] != int64(3) {
+		t.Errorf("info: %v", info)
+	}
+	// A binding the type refuses: the plugin's 406 reaches the client.
+	err := r.ValidateBinding(&exchange.Binding{Key: "k", Args: protocol.Table{"x-match": "most"}})
+	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "x-match must be 'all' or 'any'") {
+		t.Errorf("bad binding: %v", err)
+	}
+	if p.Exchanges() != 1 {
+		t.Errorf("Exchanges() = %d", p.Exchanges())
+	}
+	r.Delete()
+	if p.Exchanges() != 0 {
+		t.Errorf("after Delete, Exchanges() = %d", p.Exchanges())
+	}
+}
+
+func TestDeclareError(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	x := typ(t, p, "x-misbehave")
+	err := x.ValidateDeclare(exchange.Definition{Name: "e", Type: x.Name(), Args: protocol.Table{"x-foo": int64(1)}})
+	if e := reply.As(err); e.Code != protocol.PreconditionFailed || e.Text != "PRECONDITION_FAILED - x-foo must be a string" {
+		t.Fatalf("got %v", err)
+	}
+	if err := x.ValidateDeclare(exchange.Definition{Name: "e", Type: x.Name(), Args: protocol.Table{"x-foo": "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := declare(t, x, "e", nil)
+	b := &exchange.Binding{Key: "k", Args: protocol.Table{"x-reject": true}}
+	if e := reply.As(r.ValidateBinding(b)); e == nil || e.Code != protocol.PreconditionFailed {
+		t.Fatalf("rejected binding: %v", e)
+	}
+	// Reply errors from route: the plugin's own, and a plain Go error (406).
+	bind(t, r, "q", "error", nil)
+	if _, _, err := route(r, msg(t, "error", nil, "")); reply.As(err).Text != "PRECONDITION_FAILED - refused: asked to" {
+		t.Errorf("route error: %v", err)
+	}
+	if _, _, err := route(r, msg(t, "plain-error", nil, "")); reply.As(err).Text != "PRECONDITION_FAILED - a plain error" {
+		t.Errorf("plain route error: %v", err)
+	}
+	if d, _ := p.Disabled(); d || p.Info().Instances == 0 {
+		t.Error("reply errors are not failures")
+	}
+}
+
+func TestViaAndHeaders(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	bind(t, r, "q1", "blue", nil)
+	_, res, err := route(r, msg(t, "via", nil, ""))
+	if err != nil || res.Via != "direct" || res.Hold != 1500*time.Millisecond || len(res.Bindings) != 0 {
+		t.Fatalf("via: %+v, %v", res, err)
+	}
+	got, _, err := route(r, msg(t, "header", protocol.Table{"route-to": "blue"}, ""))
+	if err != nil || !slices.Equal(got, []string{"q1"}) {
+		t.Fatalf("routing on a header: %v, %v", got, err)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PluginSettings = map[string]map[string]any{"misbehave": {"greeting": "hello"}}
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	if info := r.Info(); info["greeting"] != "hello" {
+		t.Fatalf("info: %v", info)
+	}
+	if got := p.Info().Settings; len(got) != 1 || got[0].Name != "greeting" || got[0].Kind != "string" {
+		t.Fatalf("declared settings: %+v", got)
+	}
+
+	for _, bad := range []map[string]any{{"greting": "typo"}, {"greeting": 7}} {
+		cfg.PluginSettings = map[string]map[string]any{"misbehave": bad}
+		h2 := newHost(t, cfg)
+		if _, err := h2.Load(context.Background(), "misbehave", buildGo(t, "misbehave")); !errors.Is(err, ErrSettings) {
+			t.Errorf("settings %v: %v", bad, err)
+		}
+	}
+}
+
+// TestInstancesAgree routes from several goroutines through a pool of
+// instances while bindings change between rounds: every instance must
+// answer with the current bindings.
+func TestInstancesAgree(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PoolSize = 3
+	h := newHost(t, cfg)
+	p := load(t, h, "direct", buildGo(t, "direct"))
+	x := typ(t, p, "x-direct")
+	a := declare(t, x, "a", nil)
+	other := declare(t, x, "other", nil)
+	bind(t, other, "o", "k", nil)
+	growPool(t, p, 3)
+	var live []*exchange.Binding
+	for round := range 6 {
+		// Mutate: add two bindings, drop the oldest.
+		live = append(live, bind(t, a, "q"+string(rune('0'+round)), "k", nil), bind(t, a, "extra", "other-key", nil))
+		if len(live) > 4 {
+			if err := a.RemoveBindings(live[:2]); err != nil {
+				t.Fatal(err)
+			}
+			live = live[2:]
+		}
+		var want []string
+		for _, b := range live {
+			if b.Key == "k" {
+				want = append(want, b.Destination.Name)
+			}
+		}
+		slices.Sort(want)
+		// Each instance in turn routes (the others held aside), so every
+		// one of them proves it caught up.
+		for i := range 3 {
+			held := holdAllBut(t, p, 1)
+			got, _, err := route(a, msg(t, "k", nil, ""))
+			slices.Sort(got)
+			release(p, held)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("round %d, instance %d: routed to %v (%v), want %v", round, i, got, err, want)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan string, 64)
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					got, _, err := route(a, msg(t, "k", nil, ""))
+					slices.Sort(got)
+					if err != nil || !slices.Equal(got, want) {
+						errs <- strings.Join(got, ",")
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatalf("round %d: an instance routed to [%s], want %v", round, e, want)
+		}
+	}
+	if got, _, _ := route(other, msg(t, "k", nil, "")); !slices.Equal(got, []string{"o"}) {
+		t.Errorf("the other exchange routes to %v", got)
+	}
+}
+
+// TestTrapFailsOneCall: a panic in one route fails that publish with 541;
+// the instance is replaced by one rebuilt from the bindings (in their
+// order), and every exchange keeps routing.
+func TestTrapFailsOneCall(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PoolSize = 1
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	x := typ(t, p, "x-misbehave")
+	a, b := declare(t, x, "a", nil), declare(t, x, "b", nil)
+	bind(t, a, "first-queue", "zzz", nil)
+	bind(t, a, "qa", "k", nil)
+	bind(t, b, "qb", "k", nil)
+	_, _, err := route(a, msg(t, "panic", nil, ""))
+	e := reply.As(err)
+	if e == nil || e.Code != protocol.InternalError || !strings.Contains(e.Text, "plugin 'misbehave'") || !strings.Contains(e.Text, "asked to panic") {
+		t.Fatalf("panic: %v", err)
+	}
+	for _, c := range []struct {
+		r    exchange.Router
+		key  string
+		want string
+	}{{a, "k", "qa"}, {b, "k", "qb"}, {a, "first", "first-queue"}} {
+		got, _, err := route(c.r, msg(t, c.key, nil, ""))
+		if err != nil || !slices.Equal(got, []string{c.want}) {
+			t.Errorf("after the panic, %s routes to %v (%v), want %s", c.key, got, err, c.want)
+		}
+	}
+	if d, _ := p.Disabled(); d {
+		t.Error("one failure disabled the plugin")
+	}
+}
+
+func TestMalformedResults(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FailureLimit = 100
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	bind(t, r, "q", "k", nil)
+	_, res, err := route(r, msg(t, "badid", nil, ""))
+	if e := reply.As(err); e == nil || e.Code != protocol.InternalError || !strings.Contains(e.Text, "binding id 99999") || len(res.Bindings) != 0 {
+		t.Errorf("unknown binding id: %v, %v", err, res.Bindings)
+	}
+
+	bad := load(t, h, "bad", readFixture(t, "bad.wasm"))
+	br := declare(t, typ(t, bad, "x-bad"), "e", nil)
+	for key, want := range map[string]string{
+		"o": "lies outside memory",
+		"s": "unknown output status",
+		"c": "truncated",
+		"v": "via action together with binding ids",
+		"t": "trap in warren_route",
+	} {
+		_, _, err := route(br, msg(t, key, nil, ""))
+		if e := reply.As(err); e == nil || e.Code != protocol.InternalError || !strings.Contains(e.Text, want) {
+			t.Errorf("key %s: %v, want %q", key, err, want)
+		}
+	}
+	if got, _, err := route(br, msg(t, "fine", nil, "")); err != nil || len(got) != 0 {
+		t.Errorf("a good call after the bad ones: %v, %v", got, err)
+	}
+}
+
+func TestLoopIsInterrupted(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.CallTimeout = 100 * time.Millisecond
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	bind(t, r, "q", "k", nil)
+	for _, key := range []string{"loop", "sleep"} {
+		start := time.Now()
+		_, _, err := route(r, msg(t, key, nil, ""))
+		e := reply.As(err)
+		if e == nil || e.Code != protocol.InternalError || !strings.Contains(e.Text, "timeout in warren_route") {
+			t.Fatalf("%s: %v", key, err)
+		}
+		t.Logf("%s interrupted after %v", key, time.Since(start))
+		if got, _, err := route(r, msg(t, "k", nil, "")); err != nil || !slices.Equal(got, []string{"q"}) {
+			t.Fatalf("after %s: %v, %v", key, got, err)
+		}
+	}
+}
+
+func TestMemoryBomb(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MemoryLimitBytes = 64 << 20
+	cfg.CallTimeout = 5 * time.Second // the limit must bite, not the deadline
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	bind(t, r, "q", "k", nil)
+	start := time.Now()
+	_, _, err := route(r, msg(t, "bomb", nil, ""))
+	if e := reply.As(err); e == nil || e.Code != protocol.InternalError || strings.Contains(e.Text, "timeout") {
+		t.Fatalf("bomb: %v", err)
+	}
+	t.Logf("memory bomb stopped after %v: %v", time.Since(start), err)
+	if got, _, err := route(r, msg(t, "k", nil, "")); err != nil || !slices.Equal(got, []string{"q"}) {
+		t.Fatalf("after the bomb: %v, %v", got, err)
+	}
+}
+
+// TestRepeatedFailuresDisable: the failure limit disables the plugin; its
+// routers then refuse with 406 and OnDisabled hears why.
+func TestRepeatedFailuresDisable(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.FailureLimit = 3
+	disabled := make(chan string, 1)
+	cfg.OnDisabled = func(plugin, reason string) { disabled <- plugin + ": " + reason }
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	bind(t, r, "q", "k", nil)
+	for range 3 {
+		if _, _, err := route(r, msg(t, "panic", nil, "")); err == nil {
+			t.Fatal("a panic routed")
+		}
+	}
+	select {
+	case why := <-disabled:
+		if !strings.HasPrefix(why, "misbehave: 3 failures within") || !strings.Contains(why, "asked to panic") {
+			t.Errorf("OnDisabled: %s", why)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnDisabled was not called")
+	}
+	_, _, err := route(r, msg(t, "k", nil, ""))
+	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "plugin 'misbehave' is disabled") {
+		t.Fatalf("routing on a disabled plugin: %v", err)
+	}
+	if d, why := p.Disabled(); !d || why == "" || p.Info().Disabled == "" {
+		t.Fatal("Disabled() does not say so")
+	}
+	if _, err := typ(t, p, "x-misbehave").Create(exchange.Definition{Name: "new"}); reply.As(err).Code != protocol.PreconditionFailed {
+		t.Fatalf("creating on a disabled plugin: %v", err)
+	}
+	// Unbinding and deleting still work: nothing to undo.
+	if err := r.RemoveBindings(nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Delete()
+}
+
+// TestGarbageAndIdle: a plugin making garbage on every call stays within
+// its memory limit, and the janitor gives used instances warren_idle.
+// (Go 1.26 guests collect within export calls too; idle is where a plugin
+// trims caches and the SDK shrinks outsized buffers.)
+func TestGarbageAndIdle(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MemoryLimitBytes = 64 << 20
+	cfg.IdleInterval = 10 * time.Millisecond
+	cfg.PoolSize = 1
+	h := newHost(t, cfg)
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	m := msg(t, "garbage", nil, "")
+	for i := range 400 { // 100 MiB of garbage in all
+		if _, _, err := route(r, m); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if idles, _ := r.Info()["idles"].(int64); idles > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("warren_idle was never called")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRegisterAllOrNothing(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "content-router", buildGo(t, "content-router"))
+	reg := exchange.NewRegistry()
+	if err := p.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reg.Lookup("x-content"); !ok {
+		t.Fatal("x-content not registered")
+	}
+	if err := p.Register(reg); err == nil {
+		t.Fatal("registering twice succeeded")
+	}
+	p.Unregister(reg)
+	if _, ok := reg.Lookup("x-content"); ok {
+		t.Fatal("x-content still registered")
+	}
+	p.Close()
+	if _, ok := h.Plugin("content-router"); ok {
+		t.Fatal("closed plugin still listed")
+	}
+	// A closed plugin's name can be loaded again.
+	load(t, h, "content-router", buildGo(t, "content-router"))
+}
+
+func TestPluginLogs(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
+	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+	for range 300 { // beyond the burst: dropped, not an error
+		if _, _, err := route(r, msg(t, "log:hello from the plugin", nil, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestHostClose(t *testing.T) {
+	h, err := NewHost(testConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := load(t, h, "direct", buildGo(t, "direct"))
+	r := declare(t, typ(t, p, "x-direct"), "e", nil)
+	bind(t, r, "q", "k", nil)
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := route(r, msg(t, "k", nil, "")); reply.As(err).Code != protocol.PreconditionFailed {
+		t.Fatalf("routing after Close: %v", err)
+	}
+	if _, err := h.Load(context.Background(), "direct", buildGo(t, "direct")); !errors.Is(err, ErrHostClosed) {
+		t.Fatalf("Load after Close: %v", err)
+	}
+}
