@@ -171,7 +171,10 @@ func TestFrameMaxEnforced(t *testing.T) {
 	r.expectConnectionClose(amqp.FrameError)
 }
 
-// A channel number above the negotiated channel_max is refused.
+// channel_max limits how many channels are open at once: RabbitMQ counts
+// open channels and does not compare channel ids with the limit (the spec
+// calls channel-max the highest channel number; RabbitMQ 3.10 accepts
+// channel 5 with channel_max 2 while fewer than two are open).
 func TestChannelMaxEnforced(t *testing.T) {
 	s := start(t)
 	r := rawDial(t, s)
@@ -184,6 +187,18 @@ func TestChannelMaxEnforced(t *testing.T) {
 	r.openChannel(1)
 	r.openChannel(2)
 	r.method(3, 20, 10, appendShortStr(nil, ""))
+	r.expectConnectionClose(amqp.NotAllowed)
+}
+
+func TestChannelMaxCountsOpenChannels(t *testing.T) {
+	s := start(t)
+	r := rawDial(t, s)
+	o := defaultHandshake()
+	o.channelMax = 2
+	r.handshake(o)
+	r.openChannel(5)
+	r.openChannel(1)
+	r.method(2, 20, 10, appendShortStr(nil, ""))
 	r.expectConnectionClose(amqp.NotAllowed)
 }
 

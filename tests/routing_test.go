@@ -592,3 +592,31 @@ func TestSeedAlternateExchangeScenario(t *testing.T) {
 		t.Fatalf("ex_queue got %q", got)
 	}
 }
+
+// RabbitMQ's sender-selected distribution: the CC and BCC headers (arrays
+// of strings) add routing keys; BCC is removed before delivery.
+func TestSenderSelectedDistribution(t *testing.T) {
+	s := start(t)
+	_, ch := confirmChannel(t, s)
+	x := declareExchange(t, s, ch, "x", "direct", nil)
+	qa := declareQueue(t, s, ch, "a", nil)
+	qb := declareQueue(t, s, ch, "b", nil)
+	qc := declareQueue(t, s, ch, "c", nil)
+	bind(t, ch, qa, "a", x, nil)
+	bind(t, ch, qb, "b", x, nil)
+	bind(t, ch, qc, "c", x, nil)
+	publishConfirmed(t, ch, x, "a", amqp.Publishing{
+		Headers: amqp.Table{"CC": []interface{}{"b"}, "BCC": []interface{}{"c", "a"}},
+		Body:    []byte("m"),
+	})
+	for _, q := range []string{qa, qb, qc} {
+		m := get(t, ch, q)
+		if _, ok := m.Headers["BCC"]; ok {
+			t.Fatalf("%s: BCC header delivered", q)
+		}
+		if cc, _ := m.Headers["CC"].([]interface{}); len(cc) != 1 || cc[0] != "b" {
+			t.Fatalf("%s: CC header %v", q, m.Headers["CC"])
+		}
+		empty(t, ch, q) // one copy each, though a is named twice
+	}
+}
