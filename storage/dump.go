@@ -1,0 +1,153 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Dump writes every key of the store and its decoded value, one per line,
+// in key order: what the package doc describes, made readable. It is meant
+// for debugging and tests; values are abbreviated. It sees every Txn
+// committed before the call.
+func (s *Store) Dump(w io.Writer) error {
+	s.c.waitApplied()
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	for ok := it.First(); ok; ok = it.Next() {
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = verr
+			break
+		}
+		bw.WriteString(describe(it.Key(), v))
+		bw.WriteByte('\n')
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// describe renders one key and value.
+func describe(k, v []byte) string {
+	if len(k) == 0 {
+		return fmt.Sprintf("? %q = %q", k, v)
+	}
+	switch k[0] {
+	case prefixSystem:
+		if len(v) == 4 {
+			return fmt.Sprintf("system %s = %d", k[1:], binary.BigEndian.Uint32(v))
+		}
+		if len(v) == 8 {
+			return fmt.Sprintf("system %s = %d", k[1:], binary.BigEndian.Uint64(v))
+		}
+	case prefixMeta:
+		if len(k) < 2 {
+			break
+		}
+		kind := Kind(k[1])
+		vhost, name, seq, err := parseMetaKey(kind, k)
+		if err != nil {
+			break
+		}
+		t, _, err := protocol.DecodeTable(v)
+		rec := formatTable(t)
+		if err != nil {
+			rec = fmt.Sprintf("(bad table: %v)", err)
+		}
+		switch {
+		case kind == KindBinding:
+			return fmt.Sprintf("meta %s vhost=%q seq=%d = %s", kind, vhost, seq, rec)
+		case kind.global():
+			return fmt.Sprintf("meta %s name=%q = %s", kind, name, rec)
+		default:
+			return fmt.Sprintf("meta %s vhost=%q name=%q = %s", kind, vhost, name, rec)
+		}
+	case prefixMessage:
+		if len(k) == messageKeyLen {
+			var m Message
+			if err := decodeMessage(v, &m); err == nil {
+				return fmt.Sprintf("message %d = %s", binary.BigEndian.Uint64(k[1:]), formatMessage(&m))
+			}
+		}
+	case prefixEntry:
+		if qid, prio, seq, ok := parseEntryKey(k); ok {
+			if e, err := decodeEntry(v, nil); err == nil {
+				return fmt.Sprintf("entry q=%d p=%d s=%d = %s", qid, prio, seq, formatEntry(e))
+			}
+		}
+	case prefixRef:
+		if qid, prio, seq, ok := parseEntryKey(k); ok && len(v) == 8 {
+			return fmt.Sprintf("ref q=%d p=%d s=%d = message %d", qid, prio, seq, binary.BigEndian.Uint64(v))
+		}
+	case prefixHeld:
+		if due, seq, ok := parseHeldKey(k); ok {
+			return fmt.Sprintf("held due=%d seq=%d = %s", due, seq, abbrev(v))
+		}
+	}
+	return fmt.Sprintf("? %q = %q", k, v)
+}
+
+func formatEntry(e *Entry) string {
+	var b strings.Builder
+	if e.Persistent {
+		b.WriteString("persistent ")
+	} else {
+		b.WriteString("transient ")
+	}
+	if e.Delivered {
+		b.WriteString("delivered ")
+	}
+	if e.Deliveries != 0 {
+		fmt.Fprintf(&b, "deliveries=%d ", e.Deliveries)
+	}
+	if e.ExpiresAt != 0 {
+		fmt.Fprintf(&b, "expires=%d ", e.ExpiresAt)
+	}
+	if e.MsgID != 0 {
+		fmt.Fprintf(&b, "msg=%d", e.MsgID)
+		if e.Msg != nil {
+			fmt.Fprintf(&b, " %s", formatMessage(e.Msg))
+		}
+	} else if e.Msg != nil {
+		b.WriteString(formatMessage(e.Msg))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func formatMessage(m *Message) string {
+	return fmt.Sprintf("{exchange=%q rk=%q flags=%#04x props=%s body=%s}", m.Exchange, m.RoutingKey, m.Flags, abbrev(m.Props), abbrev(m.Body))
+}
+
+func abbrev(b []byte) string {
+	if len(b) > 32 {
+		return fmt.Sprintf("%q...(%d bytes)", b[:32], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+func formatTable(t protocol.Table) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(t)) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%v", k, t[k])
+	}
+	b.WriteByte('}')
+	return b.String()
+}

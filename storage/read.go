@@ -1,0 +1,174 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Reads see every Txn whose Commit was called before the read began: they
+// first wait for the committer to apply those (without waiting for a sync,
+// and without waiting for the CommitInterval).
+
+// ScanQueue calls fn for the entries of queue qid at priority prio with
+// seq >= from, in seq order, up to limit entries (0 = all), until fn returns
+// false. Shared messages are read from their own key, so every Entry has
+// its Msg. The Entry and everything it points to are fresh memory fn may
+// keep (treat the byte slices as read-only).
+//
+// from is the iterator's lower bound: pass the seq of the queue's head, so
+// the tombstones the consumed entries left behind are never walked.
+func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *Entry) bool) error {
+	s.c.waitApplied()
+	lo, hi := levelSpan(qid, prio, from)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	var mk [messageKeyLen]byte
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		_, _, seq, _ := parseEntryKey(it.Key())
+		v, err1 := it.ValueAndErr()
+		if err1 != nil {
+			err = err1
+			break
+		}
+		var e *Entry
+		if e, err = s.loadEntry(v, mk[:]); err != nil {
+			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
+			break
+		}
+		n++
+		if !fn(seq, e) || (limit > 0 && n >= limit) {
+			break
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ErrMissingMessage is an entry whose shared message is not in the store.
+var ErrMissingMessage = errors.New("shared message missing")
+
+// loadEntry decodes entry value v, reading a shared message from the DB.
+func (s *Store) loadEntry(v []byte, mk []byte) (*Entry, error) {
+	h, err := decodeEntryHeader(v)
+	if err != nil {
+		return nil, err
+	}
+	if !h.shared() {
+		return decodeEntry(v, nil)
+	}
+	putMessageKey(mk, h.msgID)
+	mv, closer, err := s.db.Get(mk)
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			err = fmt.Errorf("%w: message %d", ErrMissingMessage, h.msgID)
+		}
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeEntry(v, mv)
+}
+
+// Level describes one priority level of a queue: how many entries it holds,
+// the total size of their bodies, and the seqs of its first and last entry.
+type Level struct {
+	Prio     uint8
+	Count    int64
+	Bytes    int64
+	FirstSeq uint64
+	LastSeq  uint64
+}
+
+// QueueLevels reports the priority levels of queue qid that have entries,
+// in priority order. It reads every entry's value (not shared messages):
+// Recover reports the same for every queue in one pass, so a broker
+// starting up need not call it.
+func (s *Store) QueueLevels(qid uint64) ([]Level, error) {
+	s.c.waitApplied()
+	lo, hi := queueSpan(prefixEntry, qid)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	var levels []Level
+	for ok := it.First(); ok; ok = it.Next() {
+		_, prio, seq, _ := parseEntryKey(it.Key())
+		v, err1 := it.ValueAndErr()
+		if err1 != nil {
+			err = err1
+			break
+		}
+		var size int
+		if size, err = entryBodyLen(v); err != nil {
+			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
+			break
+		}
+		levels = addToLevels(levels, prio, seq, size)
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return levels, nil
+}
+
+// entryBodyLen returns the body length an entry value records.
+func entryBodyLen(v []byte) (int, error) {
+	h, err := decodeEntryHeader(v)
+	if err != nil {
+		return 0, err
+	}
+	if h.shared() {
+		return h.bodyLen, nil
+	}
+	return h.inlineBodyLen()
+}
+
+// addToLevels counts an entry met in key order into levels.
+func addToLevels(levels []Level, prio uint8, seq uint64, size int) []Level {
+	if n := len(levels); n == 0 || levels[n-1].Prio != prio {
+		levels = append(levels, Level{Prio: prio, FirstSeq: seq})
+	}
+	l := &levels[len(levels)-1]
+	l.Count++
+	l.Bytes += int64(size)
+	l.LastSeq = seq
+	return levels
+}
+
+// ScanHeld calls fn for every record of the delay store in (due, seq)
+// order until fn returns false. rec is a copy fn may keep.
+func (s *Store) ScanHeld(fn func(due int64, seq uint64, rec []byte) bool) error {
+	s.c.waitApplied()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		due, seq, ok := parseHeldKey(it.Key())
+		if !ok {
+			err = fmt.Errorf("storage: malformed held key %q", it.Key())
+			break
+		}
+		v, err1 := it.ValueAndErr()
+		if err1 != nil {
+			err = err1
+			break
+		}
+		if !fn(due, seq, append([]byte(nil), v...)) {
+			break
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

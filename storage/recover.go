@@ -1,0 +1,250 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// RecoveryStats reports what Recover found and did.
+type RecoveryStats struct {
+	Entries          int64 // entries kept
+	Bytes            int64 // their body bytes
+	Transient        int64 // transient entries deleted
+	UnknownQueues    int   // queue ids not in keepQueues whose entries were deleted
+	Messages         int64 // shared messages kept (referenced)
+	Unreferenced     int64 // shared messages deleted for lack of references
+	MissingMessages  int64 // entries whose shared message is missing (should be 0)
+	Held             int64 // records in the delay store
+	Queues           map[uint64][]Level
+	Elapsed          time.Duration
+}
+
+// recoveryProgress is what the progress log reads while Recover runs.
+type recoveryProgress struct {
+	entries, messages atomic.Int64
+}
+
+// recoverProgressAfter is how long Recover runs before it logs progress,
+// and recoverProgressEvery how often it does after that.
+var (
+	recoverProgressAfter = time.Second
+	recoverProgressEvery = 5 * time.Second
+)
+
+// Recover runs once after Open and before any Txn that touches queue
+// entries or messages. In one pass over the queue index it deletes the
+// entries of every queue id not in keepQueues (the transient and exclusive
+// queues of the last run; a nil map keeps none) and every entry with
+// Persistent == false, counts the rest per queue and priority level, and
+// rebuilds the shared messages' reference counts; then it deletes the
+// shared messages nothing references. The deletions are committed and
+// synced before it returns. A recovery that takes more than a second logs
+// its progress every few seconds and a summary at the end.
+func (s *Store) Recover(keepQueues map[uint64]bool) (RecoveryStats, error) {
+	if s.recovered.Load() {
+		return RecoveryStats{}, errors.New("storage: Recover already ran")
+	}
+	start := time.Now()
+	st, err := s.recover(keepQueues, start)
+	if err != nil {
+		return RecoveryStats{}, err
+	}
+	st.Elapsed = time.Since(start)
+	if st.Elapsed > recoverProgressAfter {
+		s.log.Info().Int64("entries", st.Entries).Int64("bytes", st.Bytes).Int("queues", len(st.Queues)).
+			Int64("transient_deleted", st.Transient).Int("unknown_queues_deleted", st.UnknownQueues).
+			Int64("shared_messages", st.Messages).Int64("unreferenced_deleted", st.Unreferenced).
+			Int64("held", st.Held).Dur("elapsed", st.Elapsed).Msg("store recovered")
+	}
+	return st, nil
+}
+
+func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoveryStats, error) {
+	st := RecoveryStats{Queues: make(map[uint64][]Level)}
+	var prog recoveryProgress
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.logRecoveryProgress(&prog, start, stop)
+
+	refs := make(map[uint64]refState)
+	b := s.db.NewBatch()
+	flush := func(sync bool) error {
+		if b.Empty() && !sync {
+			return nil
+		}
+		opts := pebble.NoSync
+		if sync {
+			opts = pebble.Sync
+		}
+		err := b.Commit(opts)
+		b.Reset()
+		return err
+	}
+
+	// The queue index.
+	lo, hi := []byte{prefixEntry}, []byte{prefixEntry + 1}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return st, err
+	}
+	var levels []Level
+	curQ, haveQ := uint64(0), false
+	endQueue := func() {
+		if haveQ && len(levels) > 0 {
+			st.Queues[curQ] = levels
+		}
+		levels = nil
+	}
+	var rk [entryKeyLen]byte
+	for ok := it.First(); ok; {
+		qid, prio, seq, kok := parseEntryKey(it.Key())
+		if !kok {
+			err = fmt.Errorf("storage: malformed entry key %q", it.Key())
+			break
+		}
+		if !haveQ || qid != curQ {
+			endQueue()
+			curQ, haveQ = qid, true
+		}
+		if !keepQueues[qid] {
+			qlo, qhi := queueSpan(prefixEntry, qid)
+			b.DeleteRange(qlo, qhi, nil)
+			rlo, rhi := queueSpan(prefixRef, qid)
+			b.DeleteRange(rlo, rhi, nil)
+			st.UnknownQueues++
+			ok = it.SeekGE(qhi)
+			continue
+		}
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = verr
+			break
+		}
+		h, herr := decodeEntryHeader(v)
+		if herr != nil {
+			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, herr)
+			break
+		}
+		if !h.persistent() {
+			b.Delete(it.Key(), nil)
+			if h.shared() {
+				putEntryKey(rk[:], prefixRef, qid, prio, seq)
+				b.Delete(rk[:], nil)
+			}
+			st.Transient++
+		} else {
+			size := h.bodyLen
+			if h.shared() {
+				r := refs[h.msgID]
+				r.count++
+				refs[h.msgID] = r
+			} else if size, err = h.inlineBodyLen(); err != nil {
+				err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
+				break
+			}
+			levels = addToLevels(levels, prio, seq, size)
+			st.Entries++
+			st.Bytes += int64(size)
+		}
+		prog.entries.Add(1)
+		if b.Len() >= 1<<20 {
+			if err = flush(false); err != nil {
+				break
+			}
+		}
+		ok = it.Next()
+	}
+	endQueue()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+
+	// Shared messages: delete those nothing references.
+	found := make(map[uint64]bool, len(refs))
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMessage}, UpperBound: []byte{prefixMessage + 1}})
+	if err != nil {
+		return st, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != messageKeyLen {
+			err = fmt.Errorf("storage: malformed message key %q", k)
+			break
+		}
+		id := binary.BigEndian.Uint64(k[1:])
+		if _, used := refs[id]; used {
+			found[id] = true
+			st.Messages++
+		} else {
+			b.Delete(k, nil)
+			st.Unreferenced++
+			if b.Len() >= 1<<20 {
+				if err = flush(false); err != nil {
+					break
+				}
+			}
+		}
+		prog.messages.Add(1)
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	for id, r := range refs {
+		if !found[id] {
+			st.MissingMessages += int64(r.count)
+		}
+	}
+	if st.MissingMessages > 0 {
+		s.log.Error().Int64("entries", st.MissingMessages).Msg("entries reference shared messages that are missing")
+	}
+
+	// The delay store is kept as it is; count it.
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
+	if err != nil {
+		return st, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		st.Held++
+	}
+	if err = it.Close(); err != nil {
+		return st, err
+	}
+
+	if err := flush(true); err != nil {
+		return st, err
+	}
+	b.Close()
+
+	s.c.mu.Lock()
+	s.c.refs = refs
+	s.c.mu.Unlock()
+	s.recovered.Store(true)
+	return st, nil
+}
+
+func (s *Store) logRecoveryProgress(p *recoveryProgress, start time.Time, stop chan struct{}) {
+	t := time.NewTimer(recoverProgressAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.log.Info().Int64("entries_read", p.entries.Load()).
+			Int64("messages_read", p.messages.Load()).
+			Dur("elapsed", time.Since(start).Round(time.Millisecond)).Msg("recovering store")
+		t.Reset(recoverProgressEvery)
+	}
+}

@@ -1,0 +1,426 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+)
+
+// FormatVersion is the version of the key schema and value encodings this
+// package reads and writes. It is stored under keyFormatVersion when a store
+// is created; Open refuses a store with another version.
+const FormatVersion = 1
+
+// SyncMode says whether durable commits wait for an fsync.
+type SyncMode int
+
+const (
+	// SyncAlways: a durable commit fsyncs the WAL before its callback runs.
+	SyncAlways SyncMode = iota
+	// SyncNever: commits are written to the WAL without fsync. A crash of
+	// the process can lose the last writes and a crash of the machine more.
+	// Unsafe; for tests and benchmarks.
+	SyncNever
+)
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncAlways:
+		return "always"
+	case SyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Options configure a Store. The zero value is usable.
+type Options struct {
+	Sync   SyncMode
+	Logger zerolog.Logger
+	// CacheSize is Pebble's block cache in bytes; 0 = 64 MiB.
+	CacheSize int64
+	// MemTableSize is the size of one Pebble memtable; 0 = 32 MiB. Up to two
+	// are in memory at once (one being written, one being flushed).
+	MemTableSize uint64
+	// CommitInterval is how long writes committed with durable == false may
+	// wait for a commit; 0 = 5ms. Durable writes never wait for it.
+	CommitInterval time.Duration
+	// MaxBatchBytes commits the pending batch as soon as it is this large;
+	// 0 = 4 MiB.
+	MaxBatchBytes int
+	// FS is the filesystem; nil = the operating system's. Tests use
+	// vfs.NewMem().
+	FS vfs.FS
+}
+
+const (
+	defaultCacheSize      = 64 << 20
+	defaultMemTableSize   = 32 << 20
+	defaultCommitInterval = 5 * time.Millisecond
+	defaultMaxBatchBytes  = 4 << 20
+
+	// idBlock is how many ids are reserved on disk at a time.
+	idBlock = 1 << 20
+)
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.CacheSize <= 0 {
+		o.CacheSize = defaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = defaultMemTableSize
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = defaultCommitInterval
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = defaultMaxBatchBytes
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+}
+
+// Errors. Open's errors say what is wrong with the data directory in words
+// an operator understands, and match these with errors.Is.
+var (
+	ErrClosed        = errors.New("storage: store is closed")
+	ErrInUse         = errors.New("data directory in use")
+	ErrAccess        = errors.New("data directory not accessible")
+	ErrFormatVersion = errors.New("data directory format version mismatch")
+	// ErrNotRecovered is a commit of queue entries or messages before
+	// Recover has run: reference counts are not known yet.
+	ErrNotRecovered = errors.New("storage: Recover must run before writing queue entries or messages")
+)
+
+// dirError is an error about the data directory: its text is msg, and it
+// matches both its kind (one of the sentinels above) and its cause.
+type dirError struct {
+	msg   string
+	kind  error
+	cause error
+}
+
+func (e *dirError) Error() string   { return e.msg }
+func (e *dirError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// Store is Warren's persistent state: one Pebble DB. All methods are safe
+// for concurrent use.
+type Store struct {
+	dir  string
+	opts Options
+	log  zerolog.Logger
+	db   *pebble.DB
+	lock *pebble.Lock
+
+	ids struct {
+		next      atomic.Uint64 // the last id handed out
+		limit     atomic.Uint64 // ids below limit are reserved on disk
+		extending atomic.Bool
+		mu        sync.Mutex
+		cond      sync.Cond
+	}
+
+	c committer
+
+	// failed is the sticky error of a failed commit (nil while healthy).
+	failed atomic.Pointer[error]
+
+	recovered atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens or creates the store in dir. It never panics on a bad
+// directory: a directory locked by another process, one that cannot be
+// read or written, or a store written with another FormatVersion give an
+// error that says so.
+func Open(dir string, o Options) (*Store, error) {
+	o.EnsureDefaults()
+	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger()}
+	s.ids.cond.L = &s.ids.mu
+
+	if err := checkDir(o.FS, dir); err != nil {
+		return nil, err
+	}
+	lock, err := pebble.LockDirectory(dir, o.FS)
+	if err != nil {
+		return nil, lockError(dir, err)
+	}
+	po := &pebble.Options{
+		FS:                 o.FS,
+		Lock:               lock,
+		CacheSize:          o.CacheSize,
+		MemTableSize:       o.MemTableSize,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{s.log},
+		EventListener:      s.eventListener(),
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		if errors.Is(err, os.ErrPermission) {
+			return nil, &dirError{fmt.Sprintf("data directory %s is not accessible: %v", dir, err), ErrAccess, err}
+		}
+		return nil, fmt.Errorf("data directory %s: opening the store: %w", dir, err)
+	}
+	s.db, s.lock = db, lock
+	if err := s.checkFormat(); err != nil {
+		s.db.Close()
+		s.lock.Close()
+		return nil, err
+	}
+	s.c.init(s)
+	go s.commitLoop()
+	return s, nil
+}
+
+// checkDir creates dir if needed and checks that it is a readable directory.
+func checkDir(fsys vfs.FS, dir string) error {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			return &dirError{fmt.Sprintf("data directory %s is not a directory: %v", dir, err), ErrAccess, err}
+		}
+		return &dirError{fmt.Sprintf("data directory %s cannot be created: %v", dir, err), ErrAccess, err}
+	}
+	if fi, err := fsys.Stat(dir); err != nil {
+		return &dirError{fmt.Sprintf("data directory %s is not accessible: %v", dir, err), ErrAccess, err}
+	} else if !fi.IsDir() {
+		return &dirError{fmt.Sprintf("data directory %s is not a directory", dir), ErrAccess, syscall.ENOTDIR}
+	}
+	if _, err := fsys.List(dir); err != nil {
+		return &dirError{fmt.Sprintf("data directory %s is not readable: %v", dir, err), ErrAccess, err}
+	}
+	return nil
+}
+
+// lockError explains a failure to take the directory lock. fcntl reports a
+// lock held by another process as EAGAIN or EACCES; Pebble reports one held
+// by this process by its message. Failing to create the lock file is a
+// permission problem, not a held lock.
+func lockError(dir string, err error) error {
+	var pe *fs.PathError
+	held := errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held by current process")
+	if !held && errors.Is(err, syscall.EACCES) && !errors.As(err, &pe) {
+		held = true
+	}
+	if held {
+		return &dirError{fmt.Sprintf("data directory %s is in use by another Warren (lock held)", dir), ErrInUse, err}
+	}
+	return &dirError{fmt.Sprintf("data directory %s is not writable: %v", dir, err), ErrAccess, err}
+}
+
+// checkFormat stamps a new store with FormatVersion, refuses a store of
+// another version, and loads the id high-water mark.
+func (s *Store) checkFormat() error {
+	v, closer, err := s.db.Get(keyFormatVersion)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		empty, err := s.isEmpty()
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return &dirError{fmt.Sprintf("data directory %s holds a store without a Warren format version (not a Warren data directory?)", s.dir), ErrFormatVersion, errBadKey}
+		}
+		b := s.db.NewBatch()
+		b.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, FormatVersion), nil)
+		b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, 1), nil)
+		if err := b.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("data directory %s: creating the store: %w", s.dir, err)
+		}
+		b.Close()
+	case err != nil:
+		return fmt.Errorf("data directory %s: reading the format version: %w", s.dir, err)
+	default:
+		var got uint64 = math.MaxUint64
+		if len(v) == 4 {
+			got = uint64(binary.BigEndian.Uint32(v))
+		}
+		closer.Close()
+		if got != FormatVersion {
+			return &dirError{fmt.Sprintf("data directory %s has format version %d; this Warren reads version %d", s.dir, got, FormatVersion), ErrFormatVersion, nil}
+		}
+	}
+
+	// Ids: every id below next-id may have been handed out. Reserve a block
+	// above it before handing any out.
+	v, closer, err = s.db.Get(keyNextID)
+	if err != nil || len(v) != 8 {
+		if err == nil {
+			closer.Close()
+			err = errBadValue
+		}
+		return fmt.Errorf("data directory %s: reading the id high-water mark: %w", s.dir, err)
+	}
+	next := binary.BigEndian.Uint64(v)
+	closer.Close()
+	limit := next + idBlock
+	if err := s.db.Set(keyNextID, binary.BigEndian.AppendUint64(nil, limit), pebble.Sync); err != nil {
+		return fmt.Errorf("data directory %s: reserving ids: %w", s.dir, err)
+	}
+	s.ids.next.Store(next - 1)
+	s.ids.limit.Store(limit)
+	return nil
+}
+
+func (s *Store) isEmpty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	empty := !it.First()
+	return empty, it.Close()
+}
+
+// Close commits what is pending, syncs, and closes the store. Commits after
+// Close fail with ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.c.close()
+		err := s.db.Close()
+		if lerr := s.lock.Close(); err == nil {
+			err = lerr
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+// NewID returns an id (for a queue or a shared message) that was never
+// returned before in this data directory, and never will be. Ids are
+// reserved on disk idBlock at a time; the next block is reserved in the
+// background when half of the current one is used, so NewID is an atomic add
+// and only waits if ids are handed out faster than one commit.
+func (s *Store) NewID() uint64 {
+	id := s.ids.next.Add(1)
+	limit := s.ids.limit.Load()
+	if id+idBlock/2 >= limit {
+		s.extendIDs()
+	}
+	if id < limit {
+		return id
+	}
+	s.ids.mu.Lock()
+	for id >= s.ids.limit.Load() {
+		s.extendIDs()
+		s.ids.cond.Wait()
+	}
+	s.ids.mu.Unlock()
+	return id
+}
+
+// extendIDs durably raises the id limit by a block unless that is already
+// under way.
+func (s *Store) extendIDs() {
+	if !s.ids.extending.CompareAndSwap(false, true) {
+		return
+	}
+	limit := max(s.ids.limit.Load(), s.ids.next.Load()+1) + idBlock
+	t := s.Begin()
+	t.b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, limit), nil)
+	t.Commit(true, func(err error) {
+		if err != nil {
+			// Nothing written after a failed commit becomes durable, so no id
+			// handed out now can collide with a stored one: stop waiting.
+			limit = math.MaxUint64
+		}
+		s.ids.mu.Lock()
+		s.ids.limit.Store(limit)
+		s.ids.extending.Store(false)
+		s.ids.cond.Broadcast()
+		s.ids.mu.Unlock()
+	})
+}
+
+// Stats reports the commit pipeline's counters and the Pebble metrics worth
+// watching.
+func (s *Store) Stats() map[string]any {
+	c := &s.c
+	c.mu.Lock()
+	pendingBytes := c.open.b.Len()
+	pendingTxns := c.open.txns
+	sealed := len(c.sealed)
+	c.mu.Unlock()
+	commits := c.stats.commits.Load()
+	txns := c.stats.txns.Load()
+	bytes := c.stats.bytes.Load()
+	m := s.db.Metrics()
+	st := map[string]any{
+		"pending_bytes":        pendingBytes,
+		"pending_txns":         pendingTxns,
+		"sealed_batches":       sealed,
+		"commits":              commits,
+		"syncs":                c.stats.syncs.Load(),
+		"txns":                 txns,
+		"committed_bytes":      bytes,
+		"commit_errors":        c.stats.errors.Load(),
+		"shared_messages":      c.refCount(),
+		"pebble_disk_bytes":    m.DiskSpaceUsage(),
+		"pebble_read_amp":      m.ReadAmp(),
+		"pebble_memtable_size": m.MemTable.Size,
+		"pebble_memtables":     m.MemTable.Count,
+		"pebble_wal_bytes":     m.WAL.BytesWritten,
+		"pebble_flushes":       m.Flush.Count,
+		"pebble_compactions":   m.Compact.Count,
+		"pebble_compact_debt":  m.Compact.EstimatedDebt,
+		"pebble_tombstones":    m.Keys.TombstoneCount,
+		"pebble_cache_bytes":   m.BlockCache.Size,
+		"pebble_cache_hits":    m.BlockCache.Hits,
+		"pebble_cache_misses":  m.BlockCache.Misses,
+	}
+	if commits > 0 {
+		st["avg_batch_txns"] = float64(txns) / float64(commits)
+		st["avg_batch_bytes"] = float64(bytes) / float64(commits)
+	}
+	if err := s.failed.Load(); err != nil {
+		st["failed"] = (*err).Error()
+	}
+	return st
+}
+
+// pebbleLogger sends Pebble's log lines to zerolog. Pebble's info lines are
+// routine (flushes, compactions), so they go out at debug level.
+type pebbleLogger struct{ log zerolog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) { l.log.Debug().Msgf(format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error().Msgf(format, args...)
+}
+
+// Fatalf is called for invariant violations Pebble cannot continue from; as
+// Pebble's own default logger does, it exits.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.log.WithLevel(zerolog.FatalLevel).Msgf(format, args...)
+	os.Exit(1)
+}
+
+func (s *Store) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) {
+			s.log.Error().Err(err).Msg("pebble background error")
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			s.log.Warn().Str("path", info.Path).Dur("duration", info.Duration).Msg("disk slow")
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			s.log.Warn().Str("reason", info.Reason).Msg("pebble write stall")
+		},
+		WriteStallEnd: func() {
+			s.log.Info().Msg("pebble write stall ended")
+		},
+	}
+}

@@ -1,0 +1,622 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The commit pipeline. See "Commit pipeline" in the package doc for the
+// whole story; in short:
+//
+//   - A Txn records its writes in a private Pebble batch. Nothing is shared
+//     until Commit, so an open Txn holds no lock and blocks no one.
+//   - Commit appends the Txn's batch to the open commitBatch under c.mu (a
+//     memcpy), applies the Txn's reference-count changes, and registers its
+//     callback. Commit-call order is therefore the order of the writes in
+//     the batches, and every Txn lands whole in exactly one batch.
+//   - One committer goroutine takes the open batch (swapping in an empty one
+//     under c.mu), applies it to Pebble (with an fsync when a durable waiter
+//     is in it), then runs its callbacks. While it waits for the disk, the
+//     next batch fills: that is the group commit.
+
+// commitBatch is one Pebble batch being filled or committed, with the
+// callbacks waiting for it.
+type commitBatch struct {
+	b       *pebble.Batch
+	waiters []waiter
+	durable bool      // some Txn in it asked for durability
+	txns    int       // Txns appended
+	first   time.Time // when the first Txn arrived (CommitInterval runs from here)
+	lastSeq uint64    // commit sequence number of the last Txn appended
+	// drops lists the queues deleted by the batch's first Txn: their shared
+	// references are read from the DB (which then holds exactly the state
+	// before that Txn) and dropped before the batch is applied.
+	drops []uint64
+}
+
+func (b *commitBatch) empty() bool { return b.txns == 0 && b.b.Empty() }
+
+type waiter struct {
+	done func(error)
+	err  error // non-nil: this Txn failed before it was written (runs with this error)
+}
+
+// refState counts the references to one shared message: count entries
+// exist (or are committed), promised more were announced by PutMessage and
+// not yet added. The message is deleted when both are zero.
+type refState struct {
+	count    int32
+	promised int32
+}
+
+type committer struct {
+	s *Store
+
+	mu          sync.Mutex
+	open        *commitBatch   // the batch Commit appends to
+	sealed      []*commitBatch // full batches waiting for the committer, oldest first
+	free        []*commitBatch
+	seq         uint64 // number of Commit calls so far
+	applied     uint64 // seq of the last Txn applied to the DB
+	flushWant   uint64 // a reader waits for this seq to be applied
+	appliedCond sync.Cond
+	closing     bool
+	closed      bool
+	refs        map[uint64]refState // shared messages' reference counts
+
+	kick chan struct{} // wakes the committer (buffered, 1)
+	done chan struct{} // closed when the committer exits
+
+	txnPool sync.Pool
+
+	stats struct {
+		commits, syncs, txns, bytes, errors atomic.Uint64
+	}
+}
+
+func (c *committer) init(s *Store) {
+	c.s = s
+	c.appliedCond.L = &c.mu
+	c.refs = make(map[uint64]refState)
+	c.kick = make(chan struct{}, 1)
+	c.done = make(chan struct{})
+	c.open = c.newBatchLocked()
+	c.txnPool.New = func() any {
+		return &Txn{s: s, b: s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 20))}
+	}
+}
+
+func (c *committer) newBatchLocked() *commitBatch {
+	if n := len(c.free); n > 0 {
+		b := c.free[n-1]
+		c.free = c.free[:n-1]
+		return b
+	}
+	return &commitBatch{b: c.s.db.NewBatch(
+		pebble.WithInitialSizeBytes(64<<10),
+		pebble.WithMaxRetainedSizeBytes(2*c.s.opts.MaxBatchBytes),
+	)}
+}
+
+// sealLocked moves the open batch to the sealed queue.
+func (c *committer) sealLocked() {
+	c.sealed = append(c.sealed, c.open)
+	c.open = c.newBatchLocked()
+}
+
+func (c *committer) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) refCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.refs)
+}
+
+// nextLocked returns the batch to commit now, or nil and how long to wait
+// for the open batch's CommitInterval (0: nothing to do until woken).
+func (c *committer) nextLocked() (*commitBatch, time.Duration) {
+	if len(c.sealed) > 0 {
+		b := c.sealed[0]
+		c.sealed[0] = nil
+		c.sealed = c.sealed[1:]
+		return b, 0
+	}
+	o := c.open
+	if o.empty() {
+		return nil, 0
+	}
+	if !o.durable && o.b.Len() < c.s.opts.MaxBatchBytes && !c.closing && c.flushWant <= c.applied {
+		if wait := time.Until(o.first.Add(c.s.opts.CommitInterval)); wait > 0 {
+			return nil, wait
+		}
+	}
+	c.open = c.newBatchLocked()
+	return o, 0
+}
+
+func (s *Store) commitLoop() {
+	c := &s.c
+	defer close(c.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		c.mu.Lock()
+		b, wait := c.nextLocked()
+		if b == nil && wait == 0 && c.closing {
+			c.closed = true
+			c.appliedCond.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if b == nil {
+			if wait > 0 {
+				timer.Reset(wait)
+			}
+			select {
+			case <-c.kick:
+			case <-timer.C:
+			}
+			timer.Stop()
+			continue
+		}
+		s.commitBatch(b)
+	}
+}
+
+// commitBatch applies one batch to Pebble and runs its callbacks.
+func (s *Store) commitBatch(b *commitBatch) {
+	c := &s.c
+	if len(b.drops) > 0 {
+		s.dropQueueRefs(b.drops)
+	}
+	var err error
+	if p := s.failed.Load(); p != nil {
+		err = *p
+	} else {
+		sync := b.durable && s.opts.Sync == SyncAlways
+		opts := pebble.NoSync
+		if sync {
+			opts = pebble.Sync
+		}
+		n := b.b.Len()
+		if !b.b.Empty() {
+			err = s.db.Apply(b.b, opts)
+		} else if sync {
+			// Only empty durable Txns: they wait for everything before them
+			// to be synced.
+			err = s.db.LogData(nil, pebble.Sync)
+		}
+		c.stats.commits.Add(1)
+		c.stats.txns.Add(uint64(b.txns))
+		c.stats.bytes.Add(uint64(n))
+		if sync {
+			c.stats.syncs.Add(1)
+		}
+		if err != nil {
+			c.stats.errors.Add(1)
+			err = fmt.Errorf("storage: commit failed; the store takes no more writes until it is reopened: %w", err)
+			s.failed.CompareAndSwap(nil, &err)
+			s.log.Error().Err(err).Msg("commit failed")
+		}
+	}
+	c.mu.Lock()
+	c.applied = b.lastSeq
+	c.appliedCond.Broadcast()
+	c.mu.Unlock()
+
+	for i, w := range b.waiters {
+		if w.err != nil {
+			w.done(w.err)
+		} else {
+			w.done(err)
+		}
+		b.waiters[i] = waiter{}
+	}
+
+	b.b.Reset()
+	b.waiters = b.waiters[:0]
+	b.drops = b.drops[:0]
+	b.durable, b.txns, b.lastSeq = false, 0, 0
+	c.mu.Lock()
+	c.free = append(c.free, b)
+	c.mu.Unlock()
+}
+
+// waitApplied returns once every Txn committed before the call is applied
+// to the DB (visible to reads), asking the committer not to wait for the
+// CommitInterval.
+func (c *committer) waitApplied() {
+	c.mu.Lock()
+	target := c.seq
+	if c.applied >= target || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.flushWant = max(c.flushWant, target)
+	c.mu.Unlock()
+	c.wake()
+	c.mu.Lock()
+	for c.applied < target && !c.closed {
+		c.appliedCond.Wait()
+	}
+	c.mu.Unlock()
+}
+
+// close commits everything pending and stops the committer.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.wake()
+	<-c.done
+}
+
+// dropQueueRefs drops the shared-message references of deleted queues. It
+// runs on the committer before the batch deleting them is applied, so the
+// DB holds the queues' last state. Messages left without references are
+// deleted in the open batch, which follows every Txn whose reference
+// changes are already counted (so no entry can outlive its message).
+func (s *Store) dropQueueRefs(qids []uint64) {
+	c := &s.c
+	ids := make([]uint64, 0, 4096)
+	flush := func() {
+		c.mu.Lock()
+		o := c.open
+		before := o.b.Len()
+		for _, id := range ids {
+			c.unrefLocked(id, o)
+		}
+		if o.b.Len() != before {
+			// Count the deletions as a Txn, so reads wait for them.
+			o.txns++
+			c.seq++
+			o.lastSeq = c.seq
+		}
+		c.mu.Unlock()
+		ids = ids[:0]
+	}
+	for _, qid := range qids {
+		lo, hi := queueSpan(prefixRef, qid)
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err == nil {
+			for ok := it.First(); ok; ok = it.Next() {
+				if v := it.Value(); len(v) == 8 {
+					ids = append(ids, binary.BigEndian.Uint64(v))
+					if len(ids) == cap(ids) {
+						flush()
+					}
+				}
+			}
+			err = it.Close()
+		}
+		if err != nil {
+			// The references stay counted: the messages are kept until the
+			// next Recover, which counts again from the entries.
+			s.log.Error().Err(err).Uint64("queue", qid).Msg("reading a deleted queue's shared references")
+		}
+	}
+	flush()
+}
+
+// unrefLocked drops one reference (or promise) of message id and deletes
+// the message in batch o when none is left. Unknown ids are left alone: the
+// message, if any, is Recover's to judge.
+func (c *committer) unrefLocked(id uint64, o *commitBatch) {
+	st, ok := c.refs[id]
+	if !ok {
+		return
+	}
+	if st.count > 0 {
+		st.count--
+	} else if st.promised > 0 {
+		st.promised--
+	}
+	c.refs[id] = st
+	c.deleteIfUnusedLocked(id, o)
+}
+
+func (c *committer) deleteIfUnusedLocked(id uint64, o *commitBatch) {
+	st, ok := c.refs[id]
+	if !ok || st.count > 0 || st.promised > 0 {
+		return
+	}
+	delete(c.refs, id)
+	if o.empty() {
+		o.first = time.Now()
+	}
+	var k [messageKeyLen]byte
+	putMessageKey(k[:], id)
+	o.b.Delete(k[:], nil)
+}
+
+// Txn groups writes that become durable together: all of a Txn's writes
+// land in the same Pebble batch. A Txn is not safe for concurrent use, and
+// must not be used after Commit or Abort.
+type Txn struct {
+	s     *Store
+	b     *pebble.Batch
+	pos   int32 // number of queue operations so far (orders refs and drops)
+	index bool  // touches queue entries or messages (needs Recover)
+	msgs  []newMsg
+	refs  []refOp
+	drops []dropOp
+	cands []uint64 // scratch: messages whose references dropped
+}
+
+type newMsg struct {
+	id   uint64
+	refs int32
+}
+
+type refOp struct {
+	qid, msgID uint64
+	pos        int32
+	put        bool // true: a reference added; false: dropped
+	entry      bool // the op is on an entry of qid (false: ReleaseRef)
+}
+
+type dropOp struct {
+	qid uint64
+	pos int32
+}
+
+// Begin starts a Txn. It takes no lock and allocates nothing in the steady
+// state (Txns are pooled).
+func (s *Store) Begin() *Txn {
+	return s.c.txnPool.Get().(*Txn)
+}
+
+// PutMessage stores a message shared by several queues under id (from
+// NewID). refs is the number of PutEntry calls about to reference it: they
+// may come in this Txn or later ones, and until they have all come (or been
+// released with ReleaseRef) the message is kept even if its existing
+// references are all deleted. Pass 0 when every reference is added in this
+// same Txn.
+func (t *Txn) PutMessage(id uint64, m *Message, refs int) {
+	op := t.b.SetDeferred(messageKeyLen, messageLen(m))
+	putMessageKey(op.Key, id)
+	putMessage(op.Value, m)
+	op.Finish()
+	t.msgs = append(t.msgs, newMsg{id, int32(refs)})
+	t.index = true
+}
+
+// PutEntry adds e at (qid, prio, seq). An entry of a shared message
+// (e.MsgID != 0) counts a new reference to it (or fulfils one promised by
+// PutMessage).
+func (t *Txn) PutEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
+	t.putEntry(qid, prio, seq, e)
+	if e.MsgID != 0 {
+		op := t.b.SetDeferred(entryKeyLen, 8)
+		putEntryKey(op.Key, prefixRef, qid, prio, seq)
+		binary.BigEndian.PutUint64(op.Value, e.MsgID)
+		op.Finish()
+		t.refs = append(t.refs, refOp{qid: qid, msgID: e.MsgID, pos: t.pos, put: true, entry: true})
+	}
+	t.pos++
+}
+
+// UpdateEntry rewrites the entry at (qid, prio, seq) (delivery state,
+// expiry). It counts no reference: the entry must exist, with the same
+// MsgID.
+func (t *Txn) UpdateEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
+	t.putEntry(qid, prio, seq, e)
+	t.pos++
+}
+
+func (t *Txn) putEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
+	op := t.b.SetDeferred(entryKeyLen, entryLen(e))
+	putEntryKey(op.Key, prefixEntry, qid, prio, seq)
+	putEntry(op.Value, e)
+	op.Finish()
+	t.index = true
+}
+
+// DeleteEntry deletes the entry at (qid, prio, seq). msgID is the entry's
+// MsgID (0 for an inline message): the reference is dropped, and the last
+// one deletes the shared message in the same batch.
+func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, msgID uint64) {
+	var k [entryKeyLen]byte
+	putEntryKey(k[:], prefixEntry, qid, prio, seq)
+	t.b.Delete(k[:], nil)
+	if msgID != 0 {
+		k[0] = prefixRef
+		t.b.Delete(k[:], nil)
+		t.refs = append(t.refs, refOp{qid: qid, msgID: msgID, pos: t.pos, entry: true})
+	}
+	t.pos++
+	t.index = true
+}
+
+// ReleaseRef drops a reference to a shared message that has no entry: one
+// promised to PutMessage that will not be added after all (the queue refused
+// the message). The last reference deletes the message.
+func (t *Txn) ReleaseRef(msgID uint64) {
+	t.refs = append(t.refs, refOp{msgID: msgID, pos: t.pos})
+	t.pos++
+	t.index = true
+}
+
+// DeleteQueue deletes every entry of queue qid, all priorities, with two
+// range deletions, and drops the queue's references to shared messages (the
+// committer reads them from the queue's reference keys, which hold only the
+// shared entries, before the batch is applied). Entries put into qid later
+// in the same Txn, or in later Txns, are kept.
+//
+// Operations on qid earlier in the same Txn are void. A DeleteEntry of one
+// of the deleted entries in a later Txn would drop a reference twice: after
+// DeleteQueue, forget the queue's old entries.
+func (t *Txn) DeleteQueue(qid uint64) {
+	lo, hi := queueSpan(prefixEntry, qid)
+	t.b.DeleteRange(lo, hi, nil)
+	lo[0], hi[0] = prefixRef, prefixRef
+	t.b.DeleteRange(lo, hi, nil)
+	t.drops = append(t.drops, dropOp{qid, t.pos})
+	t.pos++
+	t.index = true
+}
+
+// PutHeld stores rec in the delay store at (due, seq): due is unix ms, seq
+// breaks ties and makes the key unique.
+func (t *Txn) PutHeld(due int64, seq uint64, rec []byte) {
+	op := t.b.SetDeferred(heldKeyLen, len(rec))
+	putHeldKey(op.Key, due, seq)
+	copy(op.Value, rec)
+	op.Finish()
+}
+
+// DeleteHeld deletes the held record at (due, seq).
+func (t *Txn) DeleteHeld(due int64, seq uint64) {
+	var k [heldKeyLen]byte
+	putHeldKey(k[:], due, seq)
+	t.b.Delete(k[:], nil)
+}
+
+// Abort discards the Txn without writing anything.
+func (t *Txn) Abort() { t.release() }
+
+func (t *Txn) release() {
+	t.b.Reset()
+	t.pos, t.index = 0, false
+	t.msgs, t.refs, t.drops, t.cands = t.msgs[:0], t.refs[:0], t.drops[:0], t.cands[:0]
+	t.s.c.txnPool.Put(t)
+}
+
+// Commit ends the Txn: its writes are appended to the pending batch, after
+// those of every earlier Commit call.
+//
+// With durable, done runs once the batch holding the Txn is committed and
+// synced (per Options.Sync); otherwise done (which may be nil) runs once
+// the batch is committed (visible to reads) without waiting for a sync.
+// done runs on the committer goroutine, in Commit-call order, and must not
+// block: it may call Commit, Begin and NewID, but not the methods that wait
+// for the committer (ScanQueue, QueueLevels, ScanHeld, Meta and the
+// metadata writes). After Close, done runs on a new goroutine with
+// ErrClosed.
+func (t *Txn) Commit(durable bool, done func(error)) {
+	s := t.s
+	c := &s.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		t.release()
+		if done != nil {
+			go done(ErrClosed)
+		}
+		return
+	}
+	var failed error
+	if t.index && !s.recovered.Load() {
+		failed = ErrNotRecovered
+	}
+	kick := len(t.drops) > 0 && !c.open.empty()
+	if kick {
+		// The committer reads the deleted queues' references from the DB:
+		// it must hold every earlier write and none of this Txn's, so the
+		// Txn starts a batch of its own.
+		c.sealLocked()
+	}
+	o := c.open
+	if o.empty() {
+		o.first = time.Now()
+		kick = true
+	}
+	if failed == nil {
+		before := o.b.Len()
+		if !t.b.Empty() {
+			o.b.Apply(t.b, nil)
+		}
+		c.applyRefsLocked(t, o)
+		if len(t.drops) > 0 {
+			for _, d := range t.drops {
+				o.drops = append(o.drops, d.qid)
+			}
+		}
+		if max := s.opts.MaxBatchBytes; before < max && o.b.Len() >= max {
+			kick = true
+		}
+	}
+	o.txns++
+	c.seq++
+	o.lastSeq = c.seq
+	if done != nil {
+		o.waiters = append(o.waiters, waiter{done, failed})
+	}
+	if durable && !o.durable {
+		o.durable = true
+		kick = true
+	}
+	c.mu.Unlock()
+	if kick {
+		c.wake()
+	}
+	t.release()
+}
+
+// applyRefsLocked applies a Txn's reference-count changes, in its order,
+// and deletes (in o, after the Txn's writes) the shared messages left
+// without references. A message is only judged at the end, so a Txn may
+// move a message between queues by deleting one entry before putting the
+// other.
+func (c *committer) applyRefsLocked(t *Txn, o *commitBatch) {
+	for _, m := range t.msgs {
+		c.refs[m.id] = refState{promised: m.refs}
+		t.cands = append(t.cands, m.id)
+	}
+	for i := range t.refs {
+		r := &t.refs[i]
+		if r.entry && t.droppedAfter(r.qid, r.pos) {
+			continue // wiped by the Txn's own DeleteQueue, which counts it
+		}
+		st := c.refs[r.msgID]
+		if r.put {
+			st.count++
+			if st.promised > 0 {
+				st.promised--
+			}
+			c.refs[r.msgID] = st
+			continue
+		}
+		if _, ok := c.refs[r.msgID]; !ok {
+			continue
+		}
+		if st.count > 0 {
+			st.count--
+		} else if st.promised > 0 {
+			st.promised--
+		}
+		c.refs[r.msgID] = st
+		t.cands = append(t.cands, r.msgID)
+	}
+	for _, id := range t.cands {
+		c.deleteIfUnusedLocked(id, o)
+	}
+}
+
+// droppedAfter reports whether the Txn deletes queue qid after position pos.
+func (t *Txn) droppedAfter(qid uint64, pos int32) bool {
+	for _, d := range t.drops {
+		if d.qid == qid && d.pos > pos {
+			return true
+		}
+	}
+	return false
+}
+
+// commitWait commits t durably and waits for the result.
+func (t *Txn) commitWait() error {
+	ch := make(chan error, 1)
+	t.Commit(true, func(err error) { ch <- err })
+	return <-ch
+}
