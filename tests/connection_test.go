@@ -47,6 +47,7 @@ func TestLoginAMQPlain(t *testing.T) {
 }
 
 func TestLoginWrongPassword(t *testing.T) {
+	t.Parallel() // RabbitMQ waits seconds before closing a failed login
 	s := start(t)
 	// amqp091-go reports any failure between start-ok and tune as
 	// ErrCredentials (403), whatever the broker said.
@@ -317,6 +318,7 @@ func TestWrongProtocolHeader(t *testing.T) {
 
 // A frame whose end octet is not 0xCE is a frame error.
 func TestBadFrameEnd(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	r := rawDial(t, s)
 	r.handshake(defaultHandshake())
@@ -517,4 +519,62 @@ func TestChannelErrorSparesOtherChannels(t *testing.T) {
 	if n := count(t, again, q); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
+}
+
+// Frames that break the framing rules close the connection.
+func TestBadFrames(t *testing.T) {
+	s := start(t)
+	t.Run("heartbeat on a channel", func(t *testing.T) {
+		// RabbitMQ: 505 UNEXPECTED_FRAME, "type 8, all octets = <<>>".
+		r := rawDial(t, s)
+		r.handshake(defaultHandshake())
+		r.openChannel(1)
+		r.send(frameHeartbeat, 1, nil)
+		r.expectConnectionClose(amqp.UnexpectedFrame)
+	})
+	t.Run("unknown frame type", func(t *testing.T) {
+		r := rawDial(t, s)
+		r.handshake(defaultHandshake())
+		r.send(9, 0, []byte("??"))
+		r.expectConnectionClose(amqp.FrameError)
+	})
+	t.Run("truncated method", func(t *testing.T) {
+		r := rawDial(t, s)
+		r.handshake(defaultHandshake())
+		r.openChannel(1)
+		// RabbitMQ: 501 FRAME_ERROR, "cannot decode <<0,0,200,97>>".
+		r.send(frameMethod, 1, methodPayload(50, 10, []byte{0, 0, 200, 'a'})) // name claims 200 bytes
+		r.expectConnectionClose(amqp.FrameError)
+	})
+}
+
+// After the broker sends channel.close, the channel ignores everything but
+// close and close-ok; once close-ok is in, the id can be opened again.
+func TestMethodsIgnoredWhileChannelCloses(t *testing.T) {
+	s := start(t)
+	r := rawDial(t, s)
+	r.handshake(defaultHandshake())
+	r.openChannel(1)
+	passive := []byte{0, 0}
+	passive = appendShortStr(passive, uniq(t, "missing"))
+	passive = append(passive, 1) // passive
+	passive = appendTable(passive, nil)
+	r.method(1, 50, 10, passive)
+	f := r.next()
+	if !f.is(20, 40) {
+		c, m := f.classMethod()
+		t.Fatalf("expected channel.close, got %d.%d", c, m)
+	}
+	if code, _ := closeReason(f); code != amqp.NotFound {
+		t.Fatalf("channel.close %d, expected 404", code)
+	}
+	// Sent before close-ok: ignored, including content frames.
+	r.method(1, 50, 10, queueDeclareArgs(uniq(t, "ignored")))
+	r.method(1, 60, 40, publishArgs("", "x"))
+	r.send(frameHeader, 1, contentHeader(1))
+	r.send(frameBody, 1, []byte("x"))
+	r.method(1, 20, 41, nil)
+	r.openChannel(1)
+	r.method(1, 50, 10, queueDeclareArgs(""))
+	r.expect(50, 11)
 }

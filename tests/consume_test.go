@@ -680,3 +680,40 @@ func TestBodySizes(t *testing.T) {
 		t.Fatalf("large body came back as %d bytes", len(m.Body))
 	}
 }
+
+// no-local is accepted; RabbitMQ does not implement it, so a connection's
+// own messages still reach its consumer.
+func TestNoLocalAccepted(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQueue(t, s, ch, "", nil)
+	d, err := ch.Consume(q, "", true, false, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "", q, body("own"))
+	receive(t, d)
+}
+
+// basic.qos with global=false applies to consumers created after it; one
+// already running keeps its limit.
+func TestPrefetchAppliesToNewConsumers(t *testing.T) {
+	s := start(t)
+	c, pub := confirmChannel(t, s)
+	q1 := declareQueue(t, s, pub, "q1", nil)
+	q2 := declareQueue(t, s, pub, "q2", nil)
+	publishN(t, pub, q1, 3)
+	publishN(t, pub, q2, 3)
+	ch, _ := c.Channel()
+	if err := ch.Qos(1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	d1 := consume(t, ch, q1, false)
+	if err := ch.Qos(3, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	d2 := consume(t, ch, q2, false)
+	receive(t, d1)
+	nothing(t, d1)
+	bodies(t, d2, 3)
+}

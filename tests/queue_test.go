@@ -125,6 +125,13 @@ func TestExclusiveQueue(t *testing.T) {
 			t.Errorf("%s from another connection: %v, expected 405", what, err)
 		}
 	}
+	// Other channels of the owning connection may use it.
+	och2, _ := owner.Channel()
+	if _, err := och2.Consume(name, "", true, false, false, false, nil); err != nil {
+		t.Fatalf("consume from another channel of the owner: %v", err)
+	}
+	och2.Close()
+
 	// Publishing to it from elsewhere is allowed.
 	ch2, _ := c2.Channel()
 	ch2.Confirm(false)

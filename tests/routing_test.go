@@ -620,3 +620,12 @@ func TestSenderSelectedDistribution(t *testing.T) {
 		empty(t, ch, q) // one copy each, though a is named twice
 	}
 }
+
+// An x-match other than all, any, all-with-x or any-with-x is refused.
+func TestHeadersInvalidXMatch(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	x := declareExchange(t, s, ch, "x", "headers", nil)
+	q := declareQueue(t, s, ch, "", nil)
+	expectCode(t, ch.QueueBind(q, "", x, false, amqp.Table{"x-match": "some", "a": "1"}), amqp.PreconditionFailed)
+}
