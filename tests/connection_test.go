@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -577,4 +578,46 @@ func TestMethodsIgnoredWhileChannelCloses(t *testing.T) {
 	r.openChannel(1)
 	r.method(1, 50, 10, queueDeclareArgs(""))
 	r.expect(50, 11)
+}
+
+// tune-ok values outside what the broker offered end the handshake: the
+// connection is closed and never opened. RabbitMQ closes the socket after
+// a few seconds without a connection.close; Warren may say why first.
+func TestTuneOkOutOfRange(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	for _, tc := range []struct {
+		name       string
+		channelMax uint16
+		frameMax   uint32
+	}{
+		{"frame_max below 4096", 2047, 1024},
+		{"frame_max above the offer", 2047, 1 << 30},
+		{"channel_max above the offer", 65535, 131072},
+		{"channel_max 0 (no limit) against a limit", 0, 131072},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := rawDial(t, s)
+			r.startHandshake(defaultHandshake())
+			r.expect(10, 30)
+			r.method(0, 10, 31, tuneOk(tc.channelMax, tc.frameMax, 0))
+			r.method(0, 10, 40, connectionOpen("/"))
+			for {
+				f, err := r.read(10 * time.Second)
+				if err != nil {
+					if errors.Is(err, os.ErrDeadlineExceeded) {
+						t.Fatal("connection neither opened nor closed")
+					}
+					return // hung up
+				}
+				if f.is(10, 41) {
+					t.Fatal("connection opened")
+				}
+				if f.is(10, 50) {
+					r.method(0, 10, 51, nil)
+				}
+			}
+		})
+	}
 }
