@@ -74,8 +74,12 @@ func startProcess(t testing.TB, dataDir string, extraArgs ...string) *process {
 		t.Fatal(err)
 	}
 	ready := make(chan struct{})
-	go p.readLog(stderr, ready)
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	go func() {
+		// The log is read to its end before Wait, which closes the pipe.
+		p.readLog(stderr, ready)
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		if p.running() {
 			_ = p.cmd.Process.Kill()

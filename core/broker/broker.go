@@ -43,6 +43,7 @@ type Broker struct {
 	vhosts map[string]*vhost.VHost
 
 	listeners []net.Listener
+	stopOnce  sync.Once
 	admin     *http.Server
 	adminAddr net.Addr
 	stop      chan struct{}
@@ -245,6 +246,11 @@ func (b *Broker) closeListeners() {
 // CONNECTION_FORCED and stops the vhosts. It returns when done or when ctx
 // ends.
 func (b *Broker) Shutdown(ctx context.Context) error {
+	stopped := true
+	b.stopOnce.Do(func() { stopped = false })
+	if stopped {
+		return nil
+	}
 	b.closeListeners()
 	if b.admin != nil {
 		_ = b.admin.Close()

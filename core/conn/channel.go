@@ -41,8 +41,10 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 		if ch != nil {
 			return reply.New(protocol.ChannelError, "second 'channel.open' seen")
 		}
-		if c.channelMax != 0 && id > c.channelMax {
-			return reply.New(protocol.NotAllowed, "channel id %d exceeds channel_max %d", id, c.channelMax)
+		// Like RabbitMQ, channel_max bounds the channels open at once,
+		// whatever their numbers.
+		if c.channelMax != 0 && len(c.channels) >= int(c.channelMax) {
+			return reply.New(protocol.NotAllowed, "number of channels opened (%d) has reached the negotiated channel_max (%d)", len(c.channels), c.channelMax)
 		}
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}
 		c.channels[id] = ch

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,13 +210,13 @@ func (c *Conn) dispatch(f protocol.Frame) error {
 	switch f.Type {
 	case protocol.FrameHeartbeat:
 		if f.Channel != 0 {
-			return reply.New(protocol.FrameError, "heartbeat frame on channel %d", f.Channel)
+			return reply.New(protocol.UnexpectedFrame, "heartbeat frame on channel %d", f.Channel)
 		}
 		return nil
 	case protocol.FrameMethod:
 		m, err := c.dec.Decode(f.Payload)
 		if err != nil {
-			return asReply(err)
+			return methodError(err)
 		}
 		c.lastClass, c.lastMethod = m.ClassID(), m.MethodID()
 		if f.Channel == 0 {
@@ -243,6 +244,17 @@ func asReply(err error) *reply.Error {
 		return &reply.Error{Code: code.Code(), Text: err.Error()}
 	}
 	return reply.As(err)
+}
+
+// methodError is the reply to a method frame that does not decode. Like
+// RabbitMQ, arguments that do not parse are a frame error (501, "cannot
+// decode"); an unknown class or method is 503.
+func methodError(err error) *reply.Error {
+	var bad *protocol.BadSyntaxError
+	if errors.As(err, &bad) {
+		return reply.New(protocol.FrameError, "cannot decode method frame: %s", strings.TrimPrefix(bad.Text, "SYNTAX_ERROR - "))
+	}
+	return asReply(err)
 }
 
 // fail handles an error from dispatch: soft errors close the channel, hard

@@ -149,13 +149,22 @@ func (c *Conn) expect(dst any) error {
 	}
 }
 
-// refuse closes a connection whose handshake failed, telling the client why.
+// refuse closes a connection whose handshake failed, telling the client
+// why, and waits a while for its close-ok as the spec asks: a client that
+// has pipelined its next methods must not find the socket gone under it.
 func (c *Conn) refuse(e *reply.Error) error {
 	c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionClose{
 		ReplyCode: e.Code, ReplyText: e.Text, FailingClassID: c.lastClass, FailingMethodID: c.lastMethod,
 	}))
 	c.log.Warn().Uint16("code", e.Code).Str("error", e.Text).Msg("handshake refused")
-	return errHandshake
+	c.closing.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+	for {
+		f, err := c.r.ReadFrame()
+		if err != nil || c.whileClosing(f) {
+			return errHandshake
+		}
+	}
 }
 
 func (c *Conn) authenticate(m *protocol.ConnectionStartOk) error {
@@ -205,7 +214,14 @@ func isLoopback(a net.Addr) bool {
 // tune applies the client's tune-ok: it may lower channel_max and
 // frame_max, never raise them, and picks the heartbeat.
 func (c *Conn) tune(m *protocol.ConnectionTuneOk) error {
-	if m.ChannelMax != 0 && m.ChannelMax < c.channelMax || c.channelMax == 0 {
+	switch {
+	case c.channelMax == 0:
+		c.channelMax = m.ChannelMax
+	case m.ChannelMax == 0:
+		return c.refuse(reply.New(protocol.NotAllowed, "negotiated channel_max = 0 (no limit) is higher than the maximum allowed value (%d)", c.channelMax))
+	case m.ChannelMax > c.channelMax:
+		return c.refuse(reply.New(protocol.NotAllowed, "negotiated channel_max = %d is higher than the maximum allowed value (%d)", m.ChannelMax, c.channelMax))
+	default:
 		c.channelMax = m.ChannelMax
 	}
 	if m.FrameMax != 0 {

@@ -11,6 +11,7 @@
 package message
 
 import (
+	"bytes"
 	"strconv"
 	"sync/atomic"
 
@@ -118,4 +119,64 @@ func (m *Message) WithProperties(exchange, routingKey string, p *protocol.Proper
 		return nil, reply.Internal("re-encoding properties: %v", err)
 	}
 	return New(exchange, routingKey, p.Flags, props, m.Body)
+}
+
+// SenderKeys returns the extra routing keys a publisher chose with the CC
+// and BCC headers (RabbitMQ's sender-selected distribution): arrays of
+// strings, each an additional routing key. Most messages have neither, and
+// a byte search of the raw properties rules that out without decoding.
+func (m *Message) SenderKeys() (cc, bcc []string) {
+	if m.Flags&protocol.FlagHeaders == 0 || !bytes.Contains(m.Props, []byte("CC")) {
+		return nil, nil
+	}
+	h := m.Headers()
+	return stringArray(h["CC"]), stringArray(h["BCC"])
+}
+
+func stringArray(v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		switch s := e.(type) {
+		case string:
+			out = append(out, s)
+		case []byte:
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+// WithRoutingKey returns a shallow copy of m that routes under another key.
+// It is only for asking exchanges where the key leads; the copy is never
+// stored or delivered.
+func (m *Message) WithRoutingKey(key string) *Message {
+	return &Message{Exchange: m.Exchange, RoutingKey: key, Flags: m.Flags, Props: m.Props, Body: m.Body,
+		Persistent: m.Persistent, Priority: m.Priority, TTL: m.TTL}
+}
+
+// WithoutHeaders returns m with the named headers removed, re-encoding its
+// properties; m itself when it has none of them.
+func (m *Message) WithoutHeaders(names ...string) (*Message, error) {
+	h := m.Headers()
+	found := false
+	for _, n := range names {
+		if _, ok := h[n]; ok {
+			found = true
+		}
+	}
+	if !found {
+		return m, nil
+	}
+	p, err := m.Properties()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		delete(p.Headers, n)
+	}
+	return m.WithProperties(m.Exchange, m.RoutingKey, &p)
 }

@@ -52,19 +52,27 @@ func deadLettered(d queue.Dead, queueName string, s queue.Settings, now time.Tim
 		return nil, err
 	}
 	routingKey := old.RoutingKey
-	if s.HasDeadLetterKey {
-		routingKey = s.DeadLetterRoutingKey
-	}
 	headers := protocol.Table{}
 	for k, v := range props.Headers {
 		headers[k] = v
+	}
+	// x-death records the keys the message was published under, CC
+	// included; a dead-letter routing key replaces them all, CC too.
+	keys := []any{old.RoutingKey}
+	cc, _ := old.SenderKeys()
+	for _, k := range cc {
+		keys = append(keys, k)
+	}
+	if s.HasDeadLetterKey {
+		routingKey = s.DeadLetterRoutingKey
+		delete(headers, "CC")
 	}
 	entry := protocol.Table{
 		"reason":       string(d.Reason),
 		"queue":        queueName,
 		"time":         now.Truncate(time.Second).UTC(),
 		"exchange":     old.Exchange,
-		"routing-keys": []any{old.RoutingKey},
+		"routing-keys": keys,
 		"count":        int64(1),
 	}
 	if props.Flags&protocol.FlagExpiration != 0 {

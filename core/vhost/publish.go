@@ -10,11 +10,12 @@ import (
 // Router is the scratch space of one publisher: reusing it across messages
 // keeps routing free of allocation. It must not be shared between goroutines.
 type Router struct {
-	result  exchange.Result
-	work    []*Exchange
-	visited []*Exchange
-	queues  []*queue.Queue
-	seen    map[*queue.Queue]struct{} // only for fan-outs too wide to scan
+	result   exchange.Result
+	variants []*message.Message // the message under each CC/BCC key
+	work     []*Exchange
+	visited  []*Exchange
+	queues   []*queue.Queue
+	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
 }
 
 // Outcome is what became of a published message.
@@ -29,10 +30,19 @@ func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held }
 
 // Publish routes m from exchange x and enqueues it. An error (a plugin
 // type failing, say) fails this publish only.
+//
+// A message may name further routing keys in its CC and BCC headers
+// (sender-selected distribution, as in RabbitMQ): it is routed under all of
+// them, and the BCC header is removed before any queue sees it.
 func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, error) {
 	held, err := v.route(x, m, r, "")
 	if err != nil {
 		return Outcome{}, err
+	}
+	if len(r.variants) > 0 {
+		if m, err = m.WithoutHeaders("BCC"); err != nil {
+			return Outcome{}, err
+		}
 	}
 	out := v.enqueue(m, r)
 	out.Held = held
@@ -47,6 +57,14 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 	r.visited = r.visited[:0]
 	r.work = append(r.work[:0], x)
 	clear(r.seen)
+	clear(r.variants)
+	r.variants = r.variants[:0]
+	if cc, bcc := m.SenderKeys(); len(cc)+len(bcc) > 0 {
+		r.variants = append(r.variants, m)
+		for _, k := range append(cc, bcc...) {
+			r.variants = append(r.variants, m.WithRoutingKey(k))
+		}
+	}
 
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -65,8 +83,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 				return false, err
 			}
 		}
-		if err := router.Route(m, &r.result); err != nil {
-			return false, reply.As(err)
+		if err := r.routeAll(router, m); err != nil {
+			return false, err
 		}
 		if r.result.Via != "" {
 			if r.result.Hold > 0 {
@@ -81,8 +99,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 				return false, err
 			}
 			r.result.Reset()
-			if err := vr.Route(m, &r.result); err != nil {
-				return false, reply.As(err)
+			if err := r.routeAll(vr, m); err != nil {
+				return false, err
 			}
 		}
 		if len(r.result.Bindings) == 0 {
@@ -103,6 +121,23 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 		}
 	}
 	return held, nil
+}
+
+// routeAll asks router for the bindings m matches under its routing key
+// and each CC/BCC key.
+func (r *Router) routeAll(router exchange.Router, m *message.Message) error {
+	if len(r.variants) == 0 {
+		if err := router.Route(m, &r.result); err != nil {
+			return reply.As(err)
+		}
+		return nil
+	}
+	for _, variant := range r.variants {
+		if err := router.Route(variant, &r.result); err != nil {
+			return reply.As(err)
+		}
+	}
+	return nil
 }
 
 func (r *Router) wasVisited(x *Exchange) bool {
