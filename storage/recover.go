@@ -12,16 +12,16 @@ import (
 
 // RecoveryStats reports what Recover found and did.
 type RecoveryStats struct {
-	Entries          int64 // entries kept
-	Bytes            int64 // their body bytes
-	Transient        int64 // transient entries deleted
-	UnknownQueues    int   // queue ids not in keepQueues whose entries were deleted
-	Messages         int64 // shared messages kept (referenced)
-	Unreferenced     int64 // shared messages deleted for lack of references
-	MissingMessages  int64 // entries whose shared message is missing (should be 0)
-	Held             int64 // records in the delay store
-	Queues           map[uint64][]Level
-	Elapsed          time.Duration
+	Entries         int64 // entries kept
+	Bytes           int64 // their body bytes
+	Transient       int64 // transient entries deleted
+	UnknownQueues   int   // queue ids not in keepQueues whose entries were deleted
+	Messages        int64 // shared messages kept (referenced)
+	Unreferenced    int64 // shared messages deleted for lack of references
+	MissingMessages int64 // entries whose shared message is missing (should be 0)
+	Held            int64 // records in the delay store
+	Queues          map[uint64][]Level
+	Elapsed         time.Duration
 }
 
 // recoveryProgress is what the progress log reads while Recover runs.

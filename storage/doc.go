@@ -1,0 +1,192 @@
+// Package storage is Warren's persistent state: one Pebble DB in the data
+// directory holding the metadata (vhosts, users, permissions, exchanges,
+// queues, bindings, policies, enabled plugins), the messages, one index per
+// queue, and the delay store of held messages. The broker core calls it
+// through Store and Txn; this comment describes what is on disk and the
+// rules that keep it consistent, so that someone new can read the store
+// with a debugger (Store.Dump prints every key decoded, in this notation).
+//
+// # Key layout
+//
+// The first byte of a key names its keyspace. Every number in a key is
+// fixed-width big-endian, so byte order is numeric order: queue 2's entries
+// sort before queue 10's, seq 9 before seq 10 (GarageMQ's decimal-string
+// keys got this wrong). Names are escaped, never delimited, so no name can
+// collide with another whatever bytes it holds.
+//
+//	0x01 name                          system value
+//	     0x01 "format-version"         uint32: FormatVersion of the store
+//	     0x01 "next-id"                uint64: ids below it may be in use
+//	0x02 kind esc(name)                metadata record, global kinds:
+//	                                   kind 1 vhost, 2 user, 8 plugin
+//	0x02 kind esc(vhost) esc(name)     metadata record, per-vhost kinds:
+//	                                   3 permission (name = user), 4 exchange,
+//	                                   5 queue, 7 policy
+//	0x02 0x06 esc(vhost) seq(8)        binding, in creation (seq) order
+//	0x03 msgID(8)                      a message shared by several queues
+//	0x04 qid(8) prio(1) seq(8)         queue index entry
+//	0x05 qid(8) prio(1) seq(8)         reference: the msgID(8) of a shared entry
+//	0x06 due(8) seq(8)                 held message (delay store)
+//
+// esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
+// terminator 0x00 0x01. It keeps names in byte order, and an escaped name is
+// never a prefix of another, so all of a vhost's queues are exactly the keys
+// starting with 0x02 0x05 esc(vhost). For example the queue "a/b" of vhost
+// "/" is
+//
+//	02 05 2f 00 01 61 2f 62 00 01
+//
+// and entry seq 300 of queue id 7 at priority 0 is
+//
+//	04 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 01 2c
+//
+// due in a held key is unix milliseconds with the sign bit flipped (so that
+// a negative time would still sort first); held messages are read in due
+// order, ties in seq order.
+//
+// Queue ids and message ids come from one counter (Store.NewID) and are
+// never reused in the life of a data directory: "next-id" is raised a block
+// of 1<<20 ids at a time, durably, before any id of the block is handed out.
+//
+// # Values
+//
+// Metadata records are AMQP field tables (protocol.AppendTable), which keep
+// every AMQP type exact where JSON would not (int8 versus int64, decimals,
+// timestamps, byte arrays).
+//
+// A message (under 0x03, or inline in an entry) is
+//
+//	uvarint len | exchange | uvarint len | routing key |
+//	flags (2 bytes, big-endian: the content header's property flags) |
+//	uvarint len | properties | body (the rest of the value)
+//
+// An entry is
+//
+//	flags (1 byte): 0x01 persistent, 0x02 delivered, 0x04 shared, 0x08 expires
+//	uvarint deliveries
+//	expires-at (8 bytes, big-endian unix ms)       if flag 0x08
+//	shared:  msgID (8 bytes) | uvarint body length if flag 0x04
+//	inline:  message                               otherwise
+//
+// A shared entry records its body length so that QueueLevels and Recover
+// count bytes without reading the message. A reference (0x05) value is the
+// msgID, 8 bytes. A held value is the caller's bytes.
+//
+// # Invariants
+//
+// Every Txn is written whole into one Pebble batch, after the Txns committed
+// before it. Upon that:
+//
+//   - An entry of a shared message and its reference key are put and
+//     deleted together (PutEntry, DeleteEntry, and DeleteQueue's two range
+//     deletions), so the reference keys are exactly the shared entries.
+//   - A shared message is put in the same Txn as its first entry or an
+//     earlier one (the caller's part), and deleted in the same batch as its
+//     last reference or a later one, never earlier: no entry on disk ever
+//     points at a missing message, whatever the moment of a crash.
+//     Recover reports any that do as MissingMessages.
+//   - A move between queues (dead-lettering) is one Txn: DeleteEntry from
+//     one queue, PutEntry into the other. It lands in one batch, so a crash
+//     leaves the message in exactly one of the queues. The message's count
+//     is judged at the end of the Txn, so the move never deletes it.
+//   - DeleteVHost deletes the vhost record, the vhost's permissions,
+//     exchanges, queues, bindings and policies (range deletions), and its
+//     queues' entries, in one batch.
+//   - Metadata writes are ordinary keys: nothing ties a queue record to its
+//     entries; the broker deletes both (DeleteMeta, then DeleteQueue or in
+//     DeleteVHost), and Recover removes the entries of queue ids it is not
+//     told to keep.
+//
+// # Commit pipeline
+//
+// Publishers call Begin, PutEntry and Commit on the hot path, and many of
+// them must share one fsync. It goes like this (see txn.go):
+//
+//  1. Begin takes a pooled Txn with its own small Pebble batch. Its writes
+//     encode straight into that batch (SetDeferred: no extra copy, no
+//     allocation in the steady state). An open Txn holds no lock, so a slow
+//     or abandoned Txn delays no one.
+//  2. Commit takes the committer mutex for a moment: it appends the Txn's
+//     batch to the open commit batch (one memcpy), applies the Txn's
+//     reference-count changes, registers the callback, and wakes the
+//     committer if the batch just became non-empty, durable, or large. So
+//     Txns are applied in Commit-call order: a later delete never precedes
+//     the put it deletes, and every Txn lands whole in one batch.
+//  3. One committer goroutine takes the open batch (swapping in an empty
+//     one) as soon as it holds a durable Txn, or reaches MaxBatchBytes, or
+//     a reader waits for it, or CommitInterval after its first non-durable
+//     Txn. It applies it to Pebble with an fsync of the WAL if a durable Txn
+//     is in it (and Sync is SyncAlways), without otherwise, then runs the
+//     callbacks in Commit order. While it waits for the disk, new Commits
+//     fill the next batch: under load one fsync covers every Txn committed
+//     during the previous one. That is the group commit.
+//
+// A callback runs on the committer goroutine after its batch is applied
+// (and synced, when durable), in Commit-call order. It must not block: it
+// may call Begin, Commit and NewID, but nothing that waits for the
+// committer (ScanQueue, QueueLevels, ScanHeld, Meta, Dump, or the metadata
+// writes, which wait for their own commit). Durable and non-durable Txns
+// share batches: a non-durable Txn in a synced batch is synced too, and a
+// synced batch also makes every earlier batch durable (the WAL is
+// sequential).
+//
+// A Txn that deletes queues (DeleteQueue, DeleteVHost) starts a batch of its
+// own. Before applying it, the committer reads the queues' reference keys
+// from the DB, which then holds exactly the state before that Txn, and
+// drops one reference per key; messages left unreferenced are deleted in
+// the open batch, which comes after every Txn whose changes are counted.
+//
+// If Pebble fails to apply a batch, its callbacks and those of every later
+// Txn get the error: the store takes no more writes until it is reopened
+// (the in-memory counts may no longer match the disk; Recover rebuilds
+// them). Close commits everything pending, syncs and closes; a Commit after
+// Close runs its callback with ErrClosed.
+//
+// The metadata writes (PutMeta, DeleteMeta, PutBinding, DeleteBinding,
+// DeleteVHost) are durable Txns that wait for their callback, so they
+// return once the change is synced and are ordered with the Txns committed
+// before them.
+//
+// # Reference counts
+//
+// The store keeps, in memory, a count per shared message: the entries that
+// reference it plus the references PutMessage promised and no PutEntry has
+// added yet (so a message routed to three queues, enqueued by each in its
+// own Txn, survives an early ack in the first). PutEntry with a MsgID adds
+// one (or fulfils a promise); DeleteEntry, ReleaseRef and DeleteQueue drop
+// one each; at zero the message is deleted. The counts are rebuilt from the
+// entries by Recover; promises do not survive a restart, which is right,
+// since neither do the unfinished publishes that made them.
+//
+// # Recovery
+//
+// Recover runs once after Open, before any Txn that touches entries or
+// messages (those fail with ErrNotRecovered until it has). In one pass over
+// the index (0x04) it range-deletes the entries and references of every
+// queue id the caller does not keep (transient and exclusive queues of the
+// last run), deletes every entry with Persistent == false (transient
+// messages paged out of memory) with its reference, counts the rest per
+// queue and priority level (count, body bytes, first and last seq: the
+// broker continues its seqs from there), and counts the references to each
+// shared message. Then it deletes the shared messages (0x03) nothing
+// references. It syncs its deletions before returning, and logs progress
+// at info level every few seconds when it runs longer than a second.
+//
+// # Reads and tombstones
+//
+// ScanQueue, QueueLevels, ScanHeld, Meta and Dump first wait until every
+// Txn committed before the call is applied (not synced), so a reader sees
+// its own writes. A queue consumed from the head leaves tombstones behind
+// it until compaction removes them; ScanQueue's from is the iterator's
+// lower bound, so scanning from the queue's head never walks them. Purges
+// and queue deletions are range deletions, which Pebble skips in one step.
+//
+// # Memory
+//
+// Beyond Pebble's block cache (CacheSize) and memtables (up to two of
+// MemTableSize), the store holds the open commit batch and the one being
+// committed (at most a little over MaxBatchBytes each, unless a single Txn
+// is larger; no backpressure is applied, the broker's memory watermarks
+// bound what it writes), pooled Txn batches (each trimmed to 1 MiB when
+// reused), and about 40 bytes per shared message for its count.
+package storage
