@@ -70,18 +70,17 @@ func (t *exchangeType) ValidateDeclare(def exchange.Definition) error {
 // others when they next catch up) and returns its router.
 func (t *exchangeType) Create(def exchange.Definition) (exchange.Router, error) {
 	p := t.p
-	p.stateMu.Lock()
-	p.nextID++
-	id := p.nextID
-	p.stateMu.Unlock()
+	id := p.takeID()
 	in, err := t.definition(id, def)
 	if err != nil {
+		p.giveID(id)
 		return nil, err
 	}
 	err = p.mutate(t.name, "create an exchange", fnCreate, in, func() {
 		p.exchanges[id] = &exchangeRecord{create: in, bindings: make(map[uint32]bindingRecord)}
 	})
 	if err != nil {
+		p.giveID(id)
 		return nil, err
 	}
 	return &router{t: t, p: p, id: id, def: def, ids: make(map[*exchange.Binding]uint32)}, nil
@@ -234,7 +233,10 @@ func (r *router) Delete() {
 	}
 	r.deleted = true
 	p := r.p
-	forget := func() { delete(p.exchanges, r.id) }
+	forget := func() {
+		delete(p.exchanges, r.id)
+		p.freeIDs = append(p.freeIDs, r.id)
+	}
 	if d, _ := p.Disabled(); d {
 		p.stateMu.Lock()
 		forget()

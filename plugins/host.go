@@ -46,8 +46,9 @@ type Config struct {
 	FailureLimit  int
 	FailureWindow time.Duration
 	// IdleInterval is how often instances used since their last idle
-	// call get warren_idle (a Go guest finishes its garbage collection
-	// there). Default one second.
+	// call get warren_idle, their chance to do housekeeping off the route
+	// path (a Go guest yields to its runtime's background work there).
+	// Default one second.
 	IdleInterval time.Duration
 	// Logger receives the host's and the plugins' logs.
 	Logger zerolog.Logger

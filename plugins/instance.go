@@ -72,6 +72,7 @@ type instance struct {
 	stack  []uint64
 	ctx    context.Context // carries the instance to host functions
 	linear *mmapMemory     // nil with wazero's own allocator
+	stderr *lineLog
 
 	// The exchange buffer: where inputs are written.
 	bufPtr, bufCap uint32
@@ -124,6 +125,7 @@ func (p *Plugin) newInstance() (*instance, error) {
 	in := &instance{p: p, stack: make([]uint64, 2)}
 	in.ctx = context.WithValue(context.Background(), instanceKey{}, in)
 	ctx := in.ctx
+	in.stderr = &lineLog{p: p, level: abi.LogWarn}
 	if a := in.memoryAllocator(); a != nil {
 		ctx = experimental.WithMemoryAllocator(ctx, a)
 	}
@@ -135,7 +137,7 @@ func (p *Plugin) newInstance() (*instance, error) {
 		WithNanosleep(in.sleep).
 		WithRandSource(rand.Reader).
 		WithStdout(&lineLog{p: p, level: abi.LogInfo}).
-		WithStderr(&lineLog{p: p, level: abi.LogWarn})
+		WithStderr(in.stderr)
 	mod, err := h.rt.InstantiateModule(ctx, p.compiled, cfg)
 	if err != nil {
 		if in.linear != nil {
@@ -210,11 +212,17 @@ func (in *instance) classify(name string, err error) *failure {
 	if in.interrupted.Load() {
 		return &failure{export: name, kind: "timeout", detail: fmt.Sprintf("still running after %v", in.p.h.cfg.CallTimeout)}
 	}
+	// The module's last words (a Go panic or fatal error, a Rust panic)
+	// say more than the trap.
+	last := ""
+	if in.stderr != nil && in.stderr.last != "" {
+		last = in.stderr.last + "; "
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		return &failure{export: name, kind: "exit", detail: fmt.Sprintf("module exited with code %d", exit.ExitCode())}
+		return &failure{export: name, kind: "exit", detail: fmt.Sprintf("%smodule exited with code %d", last, exit.ExitCode())}
 	}
-	detail := firstLine(err.Error())
+	detail := last + firstLine(err.Error())
 	// A guest out of memory traps (a Go guest's runtime aborts); say how
 	// full the memory was, since the trap alone does not.
 	if limit := in.p.h.cfg.MemoryLimitBytes; in.mem != nil && uint64(in.mem.Size()) >= limit/2 {
@@ -355,11 +363,13 @@ func (h *Host) instantiateHostModule(ctx context.Context) error {
 }
 
 // lineLog turns a module's stdout or stderr into log lines (a Go guest's
-// panic and fatal error reports land there).
+// panic and fatal error reports land there). It remembers the last line
+// that reports a panic or fatal error, for the failure it precedes.
 type lineLog struct {
 	p       *Plugin
 	level   int
 	partial []byte
+	last    string
 }
 
 func (w *lineLog) Write(b []byte) (int, error) {
@@ -378,11 +388,28 @@ func (w *lineLog) Write(b []byte) (int, error) {
 			w.partial = w.partial[:0]
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			w.p.logLine(w.level, line)
+			switch {
+			case isLastWords(line):
+				w.last = string(line)
+				w.p.logLine(w.level, line)
+			case w.last != "":
+				// The stack trace after the last words: kept for
+				// debugging, out of the way otherwise.
+				w.p.logLine(abi.LogDebug, line)
+			default:
+				w.p.logLine(w.level, line)
+			}
 		}
 		b = b[i+1:]
 	}
 	return n, nil
+}
+
+// isLastWords spots the line a dying guest prints: Go's "panic: ..." and
+// "fatal error: ...", Rust's "panicked at".
+func isLastWords(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("panic: ")) || bytes.HasPrefix(line, []byte("fatal error: ")) ||
+		bytes.Contains(line, []byte("panicked at"))
 }
 
 func firstLine(s string) string {

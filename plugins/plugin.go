@@ -46,7 +46,8 @@ type Plugin struct {
 	logBase   uint64 // epoch of the op before ops[0]
 	epoch     atomic.Uint64
 	exchanges map[uint32]*exchangeRecord
-	nextID    uint32
+	nextID    uint32   // ids are small and reused, so guests can index a slice
+	freeIDs   []uint32 // ids of deleted exchanges, free once the delete is logged
 
 	disabled atomic.Pointer[string]
 
@@ -269,6 +270,26 @@ func (p *Plugin) replyOf(o abi.Output) error {
 		return reply.Internal("plugin '%s' answered reply code %d, which plugins may not use: %s", p.name, o.Code, o.Text)
 	}
 	return reply.New(o.Code, "%s", o.Text)
+}
+
+// takeID reserves an exchange id: a freed one if any, else a new one.
+func (p *Plugin) takeID() uint32 {
+	p.stateMu.Lock()
+	defer p.stateMu.Unlock()
+	if n := len(p.freeIDs); n > 0 {
+		id := p.freeIDs[n-1]
+		p.freeIDs = p.freeIDs[:n-1]
+		return id
+	}
+	p.nextID++
+	return p.nextID
+}
+
+// giveID returns an id whose create failed.
+func (p *Plugin) giveID(id uint32) {
+	p.stateMu.Lock()
+	p.freeIDs = append(p.freeIDs, id)
+	p.stateMu.Unlock()
 }
 
 // ---- the op log ----

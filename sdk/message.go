@@ -53,7 +53,8 @@ func RawMessage(routingKey string, flags uint16, props, body []byte) *Message {
 	return &Message{key: routingKey, flags: flags, props: props, body: body}
 }
 
-func (m *Message) reset(key string, flags uint16, props, body []byte) {
+// Reset makes m another message, as RawMessage would, without allocating.
+func (m *Message) Reset(key string, flags uint16, props, body []byte) {
 	m.key, m.flags, m.props, m.body = key, flags, props, body
 	m.scanned = false
 }

@@ -31,9 +31,14 @@
 // order they are added) alone: no randomness that survives a call, no
 // reading the clock to decide where a binding goes.
 //
-// Everything the SDK does on the route path is free of allocation; Route
-// implementations should be too, because a Go guest only finishes garbage
-// collection when the host calls warren_idle, about once a second.
+// Everything the SDK does on the route path is free of allocation, and
+// Route implementations should be too: garbage collection in a guest runs
+// inside the calls that allocate, on the publisher's time. Go compiled to
+// WebAssembly is several times slower than native, and function calls are
+// its dearest part (tens of ns each): keep Route's call depth shallow.
+// A panic in Route is not recovered (a deferred recover would cost more
+// than the rest of the SDK's route path); the host reports the panic's
+// message as the failure and replaces the instance.
 //
 // The package builds on any platform: the encoding and dispatch are plain
 // Go and can be tested natively (MakeMessage, MakeTable); only the exports
@@ -59,8 +64,8 @@ type Plugin struct {
 	// Settings declares the settings the plugin reads (broker.toml's
 	// per-plugin settings); the broker refuses any others.
 	Settings []Setting
-	// OnIdle, when set, runs in warren_idle, off the route path, before
-	// the SDK's own housekeeping (a garbage collection): trim caches here.
+	// OnIdle, when set, runs in warren_idle, off the route path, about
+	// once a second on an instance that was used: trim caches here.
 	OnIdle func()
 }
 
@@ -207,6 +212,12 @@ func (r *Result) AddAll(ids []BindingID) {
 func (r *Result) Via(typ string, hold time.Duration) {
 	r.via, r.hold, r.hasVia = typ, hold, true
 }
+
+// Len is the number of binding ids added so far.
+func (r *Result) Len() int { return len(r.ids) }
+
+// ID returns the i-th binding id added.
+func (r *Result) ID(i int) BindingID { return BindingID(r.ids[i]) }
 
 // Bindings returns the ids added so far (for tests; it allocates).
 func (r *Result) Bindings() []BindingID {

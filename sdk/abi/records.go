@@ -315,7 +315,7 @@ func ReadRouteOutput(p []byte) (o RouteOutput, err error) {
 		return o, ErrShort
 	}
 	o.IDs = r.take(int(n) * 4)
-	for r.Len() > 0 {
+	for r.Len() > 0 && r.Err() == nil {
 		switch r.U8() {
 		case ActionVia:
 			if o.HasVia {

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // A small JSON reader that finds one field by path without decoding the
@@ -163,21 +162,52 @@ func skipValue(doc []byte, i, depth int) (int, bool) {
 	case c == 'n':
 		return literal(doc, i, "null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		j := i
-		for j < len(doc) {
-			switch doc[j] {
-			case '-', '+', '.', 'e', 'E', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				j++
-				continue
-			}
-			break
-		}
-		if _, err := strconv.ParseFloat(unsafe.String(&doc[i], j-i), 64); err != nil {
-			return 0, false
-		}
-		return j, true
+		return skipNumber(doc, i)
 	}
 	return 0, false
+}
+
+// skipNumber returns the end of the number at i, checking JSON's grammar
+// (-? int frac? exp?) without converting it.
+func skipNumber(doc []byte, i int) (int, bool) {
+	if doc[i] == '-' {
+		i++
+	}
+	if i < len(doc) && doc[i] == '0' {
+		i++
+	} else {
+		j := skipDigits(doc, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(doc) && doc[i] == '.' {
+		j := skipDigits(doc, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(doc) && (doc[i] == 'e' || doc[i] == 'E') {
+		i++
+		if i < len(doc) && (doc[i] == '+' || doc[i] == '-') {
+			i++
+		}
+		j := skipDigits(doc, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(doc []byte, i int) int {
+	for i < len(doc) && doc[i] >= '0' && doc[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func literal(doc []byte, i int, lit string) (int, bool) {

@@ -84,6 +84,8 @@ var garbageMap map[int]*[32]byte
 
 func (x *exchange) Route(m *sdk.Message, r *sdk.Result) error {
 	switch key := m.RoutingKey(); {
+	case key == "nop":
+		return nil
 	case key == "panic":
 		panic("asked to panic")
 	case key == "loop":

@@ -1,0 +1,247 @@
+package plugins
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/examples/content-router/content"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/sdk"
+)
+
+// The route benchmarks compare the same routing logic run natively and
+// through a plugin, on one goroutine and on every P (b.RunParallel), with
+// a message of about 220 bytes (routing key, a property list with headers,
+// a JSON body) going to 4 bindings:
+//
+//	go test ./plugins -run XXX -bench Route -benchmem
+//
+// direct: core's built-in direct type against the direct test plugin (the
+// same semantics in Go through the SDK). content: the content-router's
+// logic called natively against the content-router plugin.
+
+func benchMessage(b *testing.B) *message.Message {
+	p := protocol.Properties{
+		Flags:        protocol.FlagContentType | protocol.FlagHeaders | protocol.FlagDeliveryMode | protocol.FlagMessageID,
+		ContentType:  "application/json",
+		Headers:      protocol.Table{"tenant": "acme", "attempt": int32(1), "trace-id": "4bf92f3577b34da6a3ce929d0e0e4736"},
+		DeliveryMode: 2,
+		MessageID:    "msg-000000123456",
+	}
+	props, err := p.Append(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := `{"order": {"id": 123456, "customer": "acme", "country": "NO", "total": 99.5}}`
+	m, err := message.New("orders", "orders.created", p.Flags, props, []byte(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+func benchHost(b *testing.B) *Host {
+	cfg := testConfig(b)
+	cfg.PoolSize = runtime.GOMAXPROCS(0)
+	cfg.Logger = zerolog.Nop()
+	return newHost(b, cfg)
+}
+
+type routeFunc interface {
+	Route(*message.Message, *exchange.Result) error
+}
+
+func runRoute(b *testing.B, r routeFunc, m *message.Message, want int) {
+	runRouteEach(b, func() routeFunc { return r }, m, want)
+}
+
+// runRouteEach takes a router per goroutine from newRouter.
+func runRouteEach(b *testing.B, newRouter func() routeFunc, m *message.Message, want int) {
+	b.Run("1", func(b *testing.B) {
+		r := newRouter()
+		var res exchange.Result
+		b.ReportAllocs()
+		for b.Loop() {
+			res.Reset()
+			if err := r.Route(m, &res); err != nil || len(res.Bindings) != want {
+				b.Fatalf("%d bindings, %v", len(res.Bindings), err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			r := newRouter()
+			var res exchange.Result
+			for pb.Next() {
+				res.Reset()
+				if err := r.Route(m, &res); err != nil || len(res.Bindings) != want {
+					b.Errorf("%d bindings, %v", len(res.Bindings), err)
+					return
+				}
+			}
+		})
+	})
+}
+
+func BenchmarkRouteDirect(b *testing.B) {
+	m := benchMessage(b)
+	bindFour := func(r exchange.Router) {
+		for i, q := range []string{"q1", "q2", "q3", "q4"} {
+			bnd := &exchange.Binding{Destination: exchange.Destination{Name: q}, Key: "orders.created", Seq: uint64(i)}
+			if err := r.AddBinding(bnd); err != nil {
+				b.Fatal(err)
+			}
+			other := &exchange.Binding{Destination: exchange.Destination{Name: q}, Key: "orders.other", Seq: uint64(i + 10)}
+			if err := r.AddBinding(other); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("native", func(b *testing.B) {
+		r, _ := exchange.Direct{}.Create(exchange.Definition{Name: "e"})
+		bindFour(r)
+		runRoute(b, r, m, 4)
+	})
+	b.Run("plugin", func(b *testing.B) {
+		h := benchHost(b)
+		p := load(b, h, "direct", buildGo(b, "direct"))
+		r := declare(b, typ(b, p, "x-direct"), "e", nil)
+		bindFour(r)
+		growPool(b, p, runtime.GOMAXPROCS(0))
+		runRoute(b, r, m, 4)
+	})
+}
+
+// nativeContent runs the content-router's exchange natively, seeing the
+// message the way the SDK does, without allocating.
+type nativeContent struct {
+	x     sdk.Exchange
+	slots []*exchange.Binding
+	msg   sdk.Message
+	res   sdk.Result
+}
+
+func (n *nativeContent) Route(m *message.Message, res *exchange.Result) error {
+	n.msg.Reset(m.RoutingKey, m.Flags, m.Props, m.Body)
+	n.res.Reset()
+	if err := n.x.Route(&n.msg, &n.res); err != nil {
+		return err
+	}
+	for i := range n.res.Len() {
+		res.Bindings = append(res.Bindings, n.slots[n.res.ID(i)])
+	}
+	return nil
+}
+
+func BenchmarkRouteContent(b *testing.B) {
+	m := benchMessage(b)
+	args := []protocol.Table{
+		{"x-path": "order.country", "x-value": "NO"},
+		{"order.customer": "acme"},
+		{"order.total": 99.5, "order.country": "NO"},
+		{"order.id": nil},
+		{"order.country": "SE"},
+		{"order.total": int64(100)},
+	}
+	b.Run("native", func(b *testing.B) {
+		// The exchange keeps per-message scratch (one instance runs one
+		// call at a time), so each goroutine gets its own.
+		runRouteEach(b, func() routeFunc {
+			x, _ := content.Type{}.Create(&sdk.Declaration{Name: "e"})
+			n := &nativeContent{x: x}
+			for i, a := range args {
+				t, err := sdk.MakeTable(a)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := x.AddBinding(&sdk.Binding{ID: sdk.BindingID(i), Args: t}); err != nil {
+					b.Fatal(err)
+				}
+				n.slots = append(n.slots, &exchange.Binding{Destination: exchange.Destination{Name: "q"}, Args: a})
+			}
+			return n
+		}, m, 4)
+	})
+	b.Run("plugin", func(b *testing.B) {
+		h := benchHost(b)
+		p := load(b, h, "content-router", buildGo(b, "content-router"))
+		r := declare(b, typ(b, p, "x-content"), "e", nil)
+		for i, a := range args {
+			if err := r.AddBinding(&exchange.Binding{Destination: exchange.Destination{Name: "q"}, Args: a, Seq: uint64(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		growPool(b, p, runtime.GOMAXPROCS(0))
+		runRoute(b, r, m, 4)
+	})
+}
+
+// BenchmarkLoad measures loading a Go plugin: compiling it cold, and taking
+// it from the compilation cache with a new host (a broker restart).
+func BenchmarkLoad(b *testing.B) {
+	wasm := buildGo(b, "content-router")
+	for _, cold := range []bool{true, false} {
+		name := "cached"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			if !cold {
+				h, _ := NewHost(Config{CacheDir: dir, Logger: zerolog.Nop()})
+				if _, err := h.Load(context.Background(), "content-router", wasm); err != nil {
+					b.Fatal(err)
+				}
+				h.Close(context.Background())
+			}
+			for b.Loop() {
+				cfg := Config{CacheDir: dir, Logger: zerolog.Nop()}
+				if cold {
+					cfg.CacheDir = ""
+				}
+				h, err := NewHost(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.Load(context.Background(), "content-router", wasm); err != nil {
+					b.Fatal(err)
+				}
+				h.Close(context.Background())
+			}
+		})
+	}
+}
+
+// BenchmarkInstantiate measures a fresh instance: instantiation, the Go
+// runtime's initialization and the replay of one exchange with 100
+// bindings, the work the pool does in the background.
+func BenchmarkInstantiate(b *testing.B) {
+	h := benchHost(b)
+	p := load(b, h, "direct", buildGo(b, "direct"))
+	r := declare(b, typ(b, p, "x-direct"), "e", nil)
+	for i := range 100 {
+		bnd := &exchange.Binding{Destination: exchange.Destination{Name: "q"}, Key: string(rune('a' + i%26)), Seq: uint64(i)}
+		if err := r.AddBinding(bnd); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var rss []uint64
+	for b.Loop() {
+		in, err := p.freshInstance()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss = append(rss, uint64(in.mem.Size()))
+		p.pool.mu.Lock()
+		delete(p.pool.all, in)
+		p.pool.mu.Unlock()
+		in.close()
+	}
+	b.ReportMetric(float64(rss[0])/(1<<20), "MiB-linear-memory")
+}
