@@ -47,10 +47,10 @@ const (
 
 func newDispatcher(p Plugin) *dispatcher {
 	d := &dispatcher{
-		plugin:    p,
-		types:     make(map[string]ExchangeType, len(p.Types)),
-		in:        make([]byte, defaultBuffer),
-		out:       make([]byte, 0, 1024),
+		plugin: p,
+		types:  make(map[string]ExchangeType, len(p.Types)),
+		in:     make([]byte, defaultBuffer),
+		out:    make([]byte, 0, 1024),
 	}
 	for _, t := range p.Types {
 		d.types[t.Name()] = t
