@@ -116,19 +116,25 @@
 //     one) as soon as it holds a durable Txn, or reaches MaxBatchBytes, or
 //     a reader waits for it, or CommitInterval after its first non-durable
 //     Txn. It applies it to Pebble with an fsync of the WAL if a durable Txn
-//     is in it (and Sync is SyncAlways), without otherwise, then runs the
-//     callbacks in Commit order. While it waits for the disk, new Commits
-//     fill the next batch: under load one fsync covers every Txn committed
-//     during the previous one. That is the group commit.
+//     is in it (and Sync is SyncAlways), without otherwise, then hands it to
+//     the callback goroutine and takes the next one. While it waits for the
+//     disk, new Commits fill the next batch: under load one fsync covers
+//     every Txn committed during the previous one. That is the group commit.
+//  4. The callback goroutine runs the batches' callbacks, one at a time, in
+//     Commit-call order. The committer never waits for it.
 //
-// A callback runs on the committer goroutine after its batch is applied
-// (and synced, when durable), in Commit-call order. It must not block: it
-// may call Begin, Commit and NewID, but nothing that waits for the
-// committer (ScanQueue, QueueLevels, ScanHeld, Meta, Dump, or the metadata
-// writes, which wait for their own commit). Durable and non-durable Txns
-// share batches: a non-durable Txn in a synced batch is synced too, and a
-// synced batch also makes every earlier batch durable (the WAL is
-// sequential).
+// A callback may call any method of the store (reads, Commit, even the
+// metadata writes, whose completion the committer signals directly rather
+// than through a callback). It should not block for long: the callbacks
+// behind it wait (commits do not). Durable and non-durable Txns share
+// batches: a non-durable Txn in a synced batch is synced too, and a synced
+// batch also makes every earlier batch durable (the WAL is sequential).
+//
+// Commit never waits for the disk, except as backpressure: while the open
+// batch holds more than 4*MaxBatchBytes (the committer is behind because
+// the disk is slower than the writers) Commit waits until the committer
+// takes it. That wait depends only on Pebble, never on a callback or a
+// caller, so it cannot deadlock whatever locks the caller holds.
 //
 // A Txn that deletes queues (DeleteQueue, DeleteVHost) starts a batch of its
 // own. Before applying it, the committer reads the queues' reference keys
@@ -143,9 +149,9 @@
 // Close runs its callback with ErrClosed.
 //
 // The metadata writes (PutMeta, DeleteMeta, PutBinding, DeleteBinding,
-// DeleteVHost) are durable Txns that wait for their callback, so they
-// return once the change is synced and are ordered with the Txns committed
-// before them.
+// DeleteVHost) are durable Txns whose completion the committer reports
+// directly, so they return once the change is synced and are ordered with
+// the Txns committed before them.
 //
 // # Reference counts
 //
@@ -184,9 +190,9 @@
 // # Memory
 //
 // Beyond Pebble's block cache (CacheSize) and memtables (up to two of
-// MemTableSize), the store holds the open commit batch and the one being
-// committed (at most a little over MaxBatchBytes each, unless a single Txn
-// is larger; no backpressure is applied, the broker's memory watermarks
-// bound what it writes), pooled Txn batches (each trimmed to 1 MiB when
-// reused), and about 40 bytes per shared message for its count.
+// MemTableSize), the store holds the open commit batch (at most about
+// 4*MaxBatchBytes, by the backpressure above, plus one Txn), the batch being
+// committed, batches whose callbacks have not run yet, pooled Txn batches
+// (each trimmed to 1 MiB when reused), and about 40 bytes per shared message
+// for its count.
 package storage

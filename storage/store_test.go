@@ -676,3 +676,81 @@ func (m *Message) bodyOr(def []byte) []byte {
 	}
 	return m.Body
 }
+
+// A callback that blocks holds up the callbacks behind it, but neither
+// commits nor metadata writes; callbacks may read the store.
+func TestBlockedCallback(t *testing.T) {
+	s, _ := openRecovered(t, nil)
+	defer s.Close()
+	release := make(chan struct{})
+	first := make(chan struct{})
+	txn := s.Begin()
+	txn.PutEntry(1, 0, 1, &Entry{Persistent: true, Msg: &Message{Body: []byte("a")}})
+	txn.Commit(true, func(err error) {
+		close(first)
+		<-release
+	})
+	<-first
+	// The callback goroutine is stuck; the committer is not.
+	must(t, s.PutMeta(KindUser, "", "u", nil))
+	n := 0
+	must(t, s.ScanQueue(1, 0, 0, 0, func(uint64, *Entry) bool { n++; return true }))
+	if n != 1 {
+		t.Fatalf("scan saw %d entries", n)
+	}
+	got := make(chan int, 1)
+	txn = s.Begin()
+	txn.PutEntry(1, 0, 2, &Entry{Persistent: true, Msg: &Message{Body: []byte("b")}})
+	txn.Commit(true, func(err error) {
+		// A callback may read (and write) the store.
+		n := 0
+		must(t, s.ScanQueue(1, 0, 0, 0, func(uint64, *Entry) bool { n++; return true }))
+		must(t, s.PutMeta(KindUser, "", "v", nil))
+		got <- n
+	})
+	select {
+	case <-got:
+		t.Fatal("a callback ran before the blocked one returned")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if n := <-got; n != 2 {
+		t.Errorf("callback scan saw %d entries", n)
+	}
+}
+
+// Commit waits while the committer is behind, so the pending batch stays
+// bounded whatever the writers do.
+func TestBackpressure(t *testing.T) {
+	const maxBatch = 64 << 10
+	s, err := Open("data", Options{FS: vfs.NewMem(), Logger: zerolog.Nop(), MaxBatchBytes: maxBatch})
+	must(t, err)
+	defer s.Close()
+	_, err = s.Recover(nil)
+	must(t, err)
+	body := make([]byte, 4096)
+	var wg sync.WaitGroup
+	var peak int
+	var mu sync.Mutex
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				txn := s.Begin()
+				txn.PutEntry(uint64(g+1), 0, uint64(i), &Entry{Msg: &Message{Body: body}})
+				txn.Commit(false, nil)
+				s.c.mu.Lock()
+				n := s.c.open.b.Len()
+				s.c.mu.Unlock()
+				mu.Lock()
+				peak = max(peak, n)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if limit := 4*maxBatch + 4200; peak > limit {
+		t.Errorf("pending batch reached %d bytes, limit %d", peak, limit)
+	}
+}

@@ -21,8 +21,12 @@ import (
 //     the batches, and every Txn lands whole in exactly one batch.
 //   - One committer goroutine takes the open batch (swapping in an empty one
 //     under c.mu), applies it to Pebble (with an fsync when a durable waiter
-//     is in it), then runs its callbacks. While it waits for the disk, the
-//     next batch fills: that is the group commit.
+//     is in it), and hands it to the callback goroutine. While it waits for
+//     the disk, the next batch fills: that is the group commit.
+//   - The callback goroutine runs the callbacks, batch after batch. The
+//     committer never waits for it, so a slow callback delays other
+//     callbacks but never a commit, and Commit may wait for the committer
+//     (backpressure) without any risk of a deadlock through a callback.
 
 // commitBatch is one Pebble batch being filled or committed, with the
 // callbacks waiting for it.
@@ -37,13 +41,22 @@ type commitBatch struct {
 	// references are read from the DB (which then holds exactly the state
 	// before that Txn) and dropped before the batch is applied.
 	drops []uint64
+	err   error // the result of applying it, for the callbacks
 }
 
 func (b *commitBatch) empty() bool { return b.txns == 0 && b.b.Empty() }
 
 type waiter struct {
 	done func(error)
-	err  error // non-nil: this Txn failed before it was written (runs with this error)
+	ch   chan error // instead of done: the committer sends the result (metadata writes)
+	err  error      // non-nil: this Txn failed before it was written (runs with this error)
+}
+
+func (w *waiter) result(err error) error {
+	if w.err != nil {
+		return w.err
+	}
+	return err
 }
 
 // refState counts the references to one shared message: count entries
@@ -65,12 +78,23 @@ type committer struct {
 	applied     uint64 // seq of the last Txn applied to the DB
 	flushWant   uint64 // a reader waits for this seq to be applied
 	appliedCond sync.Cond
+	swapped     sync.Cond // broadcast when the open batch is replaced
+	maxPending  int       // Commit waits while the open batch is larger
 	closing     bool
 	closed      bool
 	refs        map[uint64]refState // shared messages' reference counts
 
 	kick chan struct{} // wakes the committer (buffered, 1)
 	done chan struct{} // closed when the committer exits
+
+	// The callback goroutine's queue of applied batches.
+	cb struct {
+		mu      sync.Mutex
+		cond    sync.Cond
+		queue   []*commitBatch
+		closing bool
+		done    chan struct{}
+	}
 
 	txnPool sync.Pool
 
@@ -82,9 +106,13 @@ type committer struct {
 func (c *committer) init(s *Store) {
 	c.s = s
 	c.appliedCond.L = &c.mu
+	c.swapped.L = &c.mu
+	c.maxPending = 4 * s.opts.MaxBatchBytes
 	c.refs = make(map[uint64]refState)
 	c.kick = make(chan struct{}, 1)
 	c.done = make(chan struct{})
+	c.cb.cond.L = &c.cb.mu
+	c.cb.done = make(chan struct{})
 	c.open = c.newBatchLocked()
 	c.txnPool.New = func() any {
 		return &Txn{s: s, b: s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 20))}
@@ -107,6 +135,7 @@ func (c *committer) newBatchLocked() *commitBatch {
 func (c *committer) sealLocked() {
 	c.sealed = append(c.sealed, c.open)
 	c.open = c.newBatchLocked()
+	c.swapped.Broadcast()
 }
 
 func (c *committer) wake() {
@@ -141,6 +170,7 @@ func (c *committer) nextLocked() (*commitBatch, time.Duration) {
 		}
 	}
 	c.open = c.newBatchLocked()
+	c.swapped.Broadcast()
 	return o, 0
 }
 
@@ -155,6 +185,7 @@ func (s *Store) commitLoop() {
 		if b == nil && wait == 0 && c.closing {
 			c.closed = true
 			c.appliedCond.Broadcast()
+			c.swapped.Broadcast()
 			c.mu.Unlock()
 			return
 		}
@@ -174,7 +205,8 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// commitBatch applies one batch to Pebble and runs its callbacks.
+// commitBatch applies one batch to Pebble, answers the metadata writes in
+// it, and queues it for the callback goroutine.
 func (s *Store) commitBatch(b *commitBatch) {
 	c := &s.c
 	if len(b.drops) > 0 {
@@ -215,22 +247,53 @@ func (s *Store) commitBatch(b *commitBatch) {
 	c.appliedCond.Broadcast()
 	c.mu.Unlock()
 
-	for i, w := range b.waiters {
-		if w.err != nil {
-			w.done(w.err)
-		} else {
-			w.done(err)
+	// Metadata writes hear from the committer directly, so they never wait
+	// behind callbacks; the rest go to the callback goroutine.
+	b.err = err
+	for i := range b.waiters {
+		if w := &b.waiters[i]; w.ch != nil {
+			w.ch <- w.result(err)
 		}
-		b.waiters[i] = waiter{}
 	}
+	c.cb.mu.Lock()
+	c.cb.queue = append(c.cb.queue, b)
+	c.cb.cond.Signal()
+	c.cb.mu.Unlock()
+}
 
-	b.b.Reset()
-	b.waiters = b.waiters[:0]
-	b.drops = b.drops[:0]
-	b.durable, b.txns, b.lastSeq = false, 0, 0
-	c.mu.Lock()
-	c.free = append(c.free, b)
-	c.mu.Unlock()
+// callbackLoop runs the callbacks of applied batches in order, then
+// recycles the batches.
+func (c *committer) callbackLoop() {
+	defer close(c.cb.done)
+	var batches []*commitBatch
+	for {
+		c.cb.mu.Lock()
+		for len(c.cb.queue) == 0 && !c.cb.closing {
+			c.cb.cond.Wait()
+		}
+		if len(c.cb.queue) == 0 {
+			c.cb.mu.Unlock()
+			return
+		}
+		batches, c.cb.queue = c.cb.queue, batches[:0]
+		c.cb.mu.Unlock()
+		for i, b := range batches {
+			for j := range b.waiters {
+				if w := &b.waiters[j]; w.done != nil {
+					w.done(w.result(b.err))
+				}
+				b.waiters[j] = waiter{}
+			}
+			b.b.Reset()
+			b.waiters = b.waiters[:0]
+			b.drops = b.drops[:0]
+			b.durable, b.txns, b.lastSeq, b.err = false, 0, 0, nil
+			c.mu.Lock()
+			c.free = append(c.free, b)
+			c.mu.Unlock()
+			batches[i] = nil
+		}
+	}
 }
 
 // waitApplied returns once every Txn committed before the call is applied
@@ -253,13 +316,19 @@ func (c *committer) waitApplied() {
 	c.mu.Unlock()
 }
 
-// close commits everything pending and stops the committer.
+// close commits everything pending, stops the committer, and runs the
+// last callbacks.
 func (c *committer) close() {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
 	c.wake()
 	<-c.done
+	c.cb.mu.Lock()
+	c.cb.closing = true
+	c.cb.cond.Signal()
+	c.cb.mu.Unlock()
+	<-c.cb.done
 }
 
 // dropQueueRefs drops the shared-message references of deleted queues. It
@@ -499,19 +568,32 @@ func (t *Txn) release() {
 // With durable, done runs once the batch holding the Txn is committed and
 // synced (per Options.Sync); otherwise done (which may be nil) runs once
 // the batch is committed (visible to reads) without waiting for a sync.
-// done runs on the committer goroutine, in Commit-call order, and must not
-// block: it may call Commit, Begin and NewID, but not the methods that wait
-// for the committer (ScanQueue, QueueLevels, ScanHeld, Meta and the
-// metadata writes). After Close, done runs on a new goroutine with
+// Callbacks run on the store's callback goroutine, one at a time, in
+// Commit-call order. They may call any method of the store, but while one
+// runs no other does: a callback that blocks delays the confirms behind it
+// (never a commit). After Close, done runs on a new goroutine with
 // ErrClosed.
+//
+// Commit does not wait for the disk, except as backpressure: while the
+// committer is behind by more than 4*MaxBatchBytes of pending writes,
+// Commit waits until it takes them.
 func (t *Txn) Commit(durable bool, done func(error)) {
+	t.commit(durable, done, nil)
+}
+
+func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	s := t.s
 	c := &s.c
 	c.mu.Lock()
+	for !c.closed && !c.open.empty() && c.open.b.Len()+t.b.Len() > c.maxPending {
+		c.swapped.Wait()
+	}
 	if c.closed {
 		c.mu.Unlock()
 		t.release()
-		if done != nil {
+		if ch != nil {
+			ch <- ErrClosed
+		} else if done != nil {
 			go done(ErrClosed)
 		}
 		return
@@ -550,8 +632,8 @@ func (t *Txn) Commit(durable bool, done func(error)) {
 	o.txns++
 	c.seq++
 	o.lastSeq = c.seq
-	if done != nil {
-		o.waiters = append(o.waiters, waiter{done, failed})
+	if done != nil || ch != nil {
+		o.waiters = append(o.waiters, waiter{done: done, ch: ch, err: failed})
 	}
 	if durable && !o.durable {
 		o.durable = true
@@ -614,9 +696,10 @@ func (t *Txn) droppedAfter(qid uint64, pos int32) bool {
 	return false
 }
 
-// commitWait commits t durably and waits for the result.
+// commitWait commits t durably and waits for the result, which the
+// committer sends directly (not through the callback goroutine).
 func (t *Txn) commitWait() error {
 	ch := make(chan error, 1)
-	t.Commit(true, func(err error) { ch <- err })
+	t.commit(true, nil, ch)
 	return <-ch
 }
