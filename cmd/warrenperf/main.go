@@ -42,6 +42,8 @@ type options struct {
 	rate       int
 	pmessages  int
 	predeclare bool
+	xtype      string
+	extra      int
 }
 
 func main() {
@@ -63,6 +65,8 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 0, "limit each producer to this many messages per second (0: as fast as possible)")
 	flag.IntVar(&o.pmessages, "pmessages", 0, "each producer publishes this many messages and stops (0: run for -duration)")
 	flag.BoolVar(&o.predeclare, "predeclared", false, "do not declare the queue; it exists")
+	flag.StringVar(&o.xtype, "exchange-type", "", "declare -exchange with this type first (e.g. topic)")
+	flag.IntVar(&o.extra, "extra-bindings", 0, "bind this many further patterns from -exchange to a sink queue, none matching -key")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "warrenperf:", err)
@@ -158,8 +162,42 @@ func declare(o options) error {
 	if _, err := ch.QueuePurge(o.queue, false); err != nil {
 		return err
 	}
-	if o.exchange != "" {
-		return ch.QueueBind(o.queue, o.key, o.exchange, false, nil)
+	if o.exchange == "" {
+		return nil
+	}
+	if o.xtype != "" {
+		if err := ch.ExchangeDeclare(o.exchange, o.xtype, false, false, false, false, nil); err != nil {
+			return err
+		}
+	}
+	if err := ch.QueueBind(o.queue, o.key, o.exchange, false, nil); err != nil {
+		return err
+	}
+	if o.extra > 0 {
+		sink := o.queue + ".sink"
+		if _, err := ch.QueueDeclare(sink, false, false, false, false, nil); err != nil {
+			return err
+		}
+		for i := 0; i < o.extra; i++ {
+			var pattern string
+			switch i % 4 {
+			case 0:
+				pattern = fmt.Sprintf("other.%d.*", i)
+			case 1:
+				pattern = fmt.Sprintf("#.%d", i)
+			case 2:
+				pattern = fmt.Sprintf("*.x%d.#", i)
+			default:
+				pattern = fmt.Sprintf("region.%d.orders", i)
+			}
+			if err := ch.QueueBind(sink, pattern, o.exchange, true, nil); err != nil {
+				return err
+			}
+		}
+		// A synchronous call after the no-wait binds: they are all in place.
+		if _, err := ch.QueueDeclarePassive(sink, false, false, false, false, nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }
