@@ -116,6 +116,15 @@ func BenchmarkRouteDirect(b *testing.B) {
 		growPool(b, p, runtime.GOMAXPROCS(0))
 		runRoute(b, r, m, 4)
 	})
+	b.Run("plugin-c", func(b *testing.B) {
+		wasm := buildC(b)
+		h := benchHost(b)
+		p := load(b, h, "direct-c", wasm)
+		r := declare(b, typ(b, p, "x-direct-c"), "e", nil)
+		bindFour(r)
+		growPool(b, p, runtime.GOMAXPROCS(0))
+		runRoute(b, r, m, 4)
+	})
 }
 
 // nativeContent runs the content-router's exchange natively, seeing the

@@ -205,7 +205,7 @@ func growPool(t testing.TB, p *Plugin, n int) {
 		before := p.pool.count()
 		p.pool.grow()
 		deadline := time.Now().Add(10 * time.Second)
-		for p.pool.count() == before || len(p.pool.free) < p.pool.count() {
+		for p.pool.count() == before || p.pool.free() < p.pool.count() {
 			if time.Now().After(deadline) {
 				t.Fatalf("the pool did not grow past %d", before)
 			}
@@ -219,14 +219,14 @@ func growPool(t testing.TB, p *Plugin, n int) {
 func holdAllBut(t testing.TB, p *Plugin, keep int) []*instance {
 	t.Helper()
 	var held []*instance
-	for len(p.pool.free) > keep {
-		held = append(held, <-p.pool.free)
+	for p.pool.free() > keep {
+		held = append(held, p.pool.tryGet(0))
 	}
 	return held
 }
 
 func release(p *Plugin, held []*instance) {
 	for _, in := range held {
-		p.pool.free <- in
+		p.pool.store(in)
 	}
 }

@@ -527,7 +527,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(2 * h.cfg.CallTimeout)
 	for _, p := range ps {
-		if !p.pool.wait(deadline) {
+		if !p.pool.waitClosed(deadline) {
 			h.log.Warn().Str("plugin", p.name).Msg("closing the plugin host with calls still running")
 		}
 	}

@@ -85,8 +85,10 @@ type instance struct {
 
 	// epoch is the last op of the plugin's log applied to this instance.
 	epoch atomic.Uint64
-	// calls since the last warren_idle; only the holder touches it.
+	// calls since the last warren_idle, and the pool slot it lives in;
+	// only the holder touches them.
 	calls uint64
+	home  uint32
 
 	// Watchdog bookkeeping, touched by the watchdog goroutine only.
 	wdSeq   uint64
@@ -232,9 +234,11 @@ func (in *instance) classify(name string, err error) *failure {
 }
 
 // input returns n bytes of the instance's exchange buffer to write an input
-// into, growing the buffer through warren_buffer when it is too small.
+// into, growing the buffer through warren_buffer when it is too small. The
+// first input of an instance asks for the buffer, so warren_buffer is the
+// first export called after warren_abi_version, as the ABI promises.
 func (in *instance) input(n uint32) ([]byte, error) {
-	if n > in.bufCap {
+	if n > in.bufCap || in.bufPtr == 0 {
 		size := max(n, initialBuffer)
 		in.stack[0] = uint64(size)
 		if err := in.callRaw(in.fns[fnBuffer], abi.ExportBuffer); err != nil {

@@ -46,6 +46,7 @@ type Plugin struct {
 	logBase   uint64 // epoch of the op before ops[0]
 	epoch     atomic.Uint64
 	exchanges map[uint32]*exchangeRecord
+	bindOrder uint64   // counts bindings added, for bindingRecord.order
 	nextID    uint32   // ids are small and reused, so guests can index a slice
 	freeIDs   []uint32 // ids of deleted exchanges, free once the delete is logged
 
@@ -79,8 +80,8 @@ type exchangeRecord struct {
 }
 
 type bindingRecord struct {
-	seq uint64
-	in  []byte
+	order uint64 // when it was added: replay follows it
+	in    []byte
 }
 
 // PluginInfo describes a loaded plugin for listings.
@@ -199,7 +200,7 @@ func (p *Plugin) Disable(reason string) {
 // afresh.
 func (p *Plugin) Close() {
 	p.Disable("unloaded")
-	done := p.pool.wait(time.Now().Add(2 * p.h.cfg.CallTimeout))
+	done := p.pool.waitClosed(time.Now().Add(2 * p.h.cfg.CallTimeout))
 	p.h.forget(p, done)
 }
 
@@ -331,9 +332,11 @@ func (p *Plugin) apply(in *instance, fn int, input []byte) error {
 }
 
 // freshInstance builds an instance and replays the current state into it:
-// every exchange in creation order with its policy, then its bindings in
-// their Seq order, the order the broker created them. Then the ops logged
-// meanwhile.
+// every exchange (by id) with its policy, then its bindings in the order
+// they were added, which is their Seq order since core adds bindings in
+// Seq order. Replaying in arrival order rather than sorting by Seq keeps a
+// fresh instance identical to the long-lived ones even if that promise
+// broke. Then the ops logged meanwhile.
 func (p *Plugin) freshInstance() (*instance, error) {
 	in, err := p.newInstance()
 	if err != nil {
@@ -380,7 +383,7 @@ func (p *Plugin) snapshot() []op {
 		for _, b := range x.bindings {
 			bs = append(bs, b)
 		}
-		sort.Slice(bs, func(i, j int) bool { return bs[i].seq < bs[j].seq })
+		sort.Slice(bs, func(i, j int) bool { return bs[i].order < bs[j].order })
 		for _, b := range bs {
 			ops = append(ops, op{fn: fnAddBinding, in: b.in})
 		}

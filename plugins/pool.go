@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,22 +11,31 @@ import (
 // pool holds a plugin's instances: at most size of them, created on demand
 // in the background and never on a publisher's goroutine.
 //
-// The free list is a buffered channel of capacity size, so taking and
-// returning an instance are one channel operation each and a publisher that
-// finds none free waits without spinning. When get finds the list empty and
-// the pool is below size, it starts one instantiation in the background and
-// waits for whichever instance comes first, a returned one or the new one:
-// under one publisher the pool stays at one instance, under contention it
-// grows to size. (sync.Pool would not do: it drops its contents at every
-// garbage collection, and an instance costs milliseconds to rebuild.)
+// Free instances sit in an array of slots, one cache line each; taking one
+// is a compare-and-swap on a slot chosen at random (the runtime's per-thread
+// generator), giving one back a compare-and-swap on the slot it came from.
+// A channel served first and did not scale: every route locked the same
+// channel twice, and two publishers on two cores routed no faster than one.
+// With slots, publishers on different cores touch different cache lines.
+//
+// A publisher that finds no free instance registers as a waiter and sleeps
+// on a wake channel; put wakes one after storing (Go's atomics are
+// sequentially consistent, so either the waiter's scan sees the stored
+// instance or put sees the waiter). If the pool is below size, the waiter
+// also starts one instantiation in the background: under one publisher the
+// pool stays at one instance, under contention it grows to size. (sync.Pool
+// would not do: it drops its contents at every garbage collection, and an
+// instance costs milliseconds to rebuild.)
 //
 // A discarded instance (it trapped, timed out, broke the ABI) is replaced
 // at once in the background, so the pool keeps its warmth.
 type pool struct {
-	p    *Plugin
-	size int
-	free chan *instance
-	done chan struct{} // closed by close
+	p       *Plugin
+	size    int
+	slots   []slot
+	waiters atomic.Int32
+	wake    chan struct{}
+	done    chan struct{} // closed by close
 
 	mu      sync.Mutex
 	all     map[*instance]struct{} // live instances, checked out or not
@@ -34,33 +44,79 @@ type pool struct {
 	growers sync.WaitGroup
 }
 
+// slot holds a free instance or nil, alone on its cache line.
+type slot struct {
+	in atomic.Pointer[instance]
+	_  [56]byte
+}
+
 var errClosed = errors.New("plugin disabled")
 
 func newPool(p *Plugin, size int) *pool {
 	return &pool{
-		p:    p,
-		size: size,
-		free: make(chan *instance, size),
-		done: make(chan struct{}),
-		all:  make(map[*instance]struct{}),
+		p:     p,
+		size:  size,
+		slots: make([]slot, size),
+		wake:  make(chan struct{}, size),
+		done:  make(chan struct{}),
+		all:   make(map[*instance]struct{}),
+	}
+}
+
+// tryGet takes a free instance, or returns nil. The scan starts at slot
+// hint%size.
+func (pl *pool) tryGet(hint uint32) *instance {
+	n := uint32(len(pl.slots))
+	i := hint % n
+	for range n {
+		s := &pl.slots[i]
+		if in := s.in.Load(); in != nil && s.in.CompareAndSwap(in, nil) {
+			in.home = i
+			return in
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return nil
+}
+
+// store puts an instance in a free slot, its home first. There is always
+// one: the pool never holds more instances than slots.
+func (pl *pool) store(in *instance) {
+	n := uint32(len(pl.slots))
+	i := in.home
+	for {
+		if pl.slots[i].in.CompareAndSwap(nil, in) {
+			in.home = i
+			break
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	if pl.waiters.Load() > 0 {
+		select {
+		case pl.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
 // get takes an instance and brings it up to the plugin's current epoch.
-func (pl *pool) get() (*instance, error) {
+func (pl *pool) get() (*instance, error) { return pl.getNear(rand.Uint32()) }
+
+// getNear is get starting the scan at slot hint%size. A publisher that
+// always passes the same hint keeps finding the instance it used last,
+// whose memory is still in its core's caches: handing instances around at
+// random made two publishers route no faster than one.
+func (pl *pool) getNear(hint uint32) (*instance, error) {
 	for {
-		var in *instance
-		select {
-		case in = <-pl.free:
-		default:
-			if pl.closed.Load() {
-				return nil, errClosed
-			}
-			pl.grow()
-			select {
-			case in = <-pl.free:
-			case <-pl.done:
-				return nil, errClosed
+		in := pl.tryGet(hint)
+		if in == nil {
+			var err error
+			if in, err = pl.wait(hint); err != nil {
+				return nil, err
 			}
 		}
 		if in.epoch.Load() == pl.p.epoch.Load() {
@@ -77,10 +133,41 @@ func (pl *pool) get() (*instance, error) {
 	}
 }
 
+// wait is get's slow path: no instance is free.
+func (pl *pool) wait(hint uint32) (*instance, error) {
+	pl.waiters.Add(1)
+	defer pl.waiters.Add(-1)
+	for {
+		if pl.closed.Load() {
+			return nil, errClosed
+		}
+		if in := pl.tryGet(hint); in != nil {
+			return in, nil
+		}
+		pl.grow()
+		select {
+		case <-pl.wake:
+		case <-pl.done:
+			return nil, errClosed
+		}
+	}
+}
+
+// free counts the free instances.
+func (pl *pool) free() int {
+	n := 0
+	for i := range pl.slots {
+		if pl.slots[i].in.Load() != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // put returns an instance after a call that left it sound.
 func (pl *pool) put(in *instance) {
 	in.calls++
-	pl.free <- in
+	pl.store(in)
 	if pl.closed.Load() {
 		pl.drain()
 	}
@@ -152,7 +239,7 @@ func (pl *pool) grow() {
 			}
 			return
 		}
-		pl.free <- in
+		pl.store(in)
 		if pl.closed.Load() {
 			pl.drain()
 		}
@@ -162,7 +249,7 @@ func (pl *pool) grow() {
 // seed puts the instance made at load time into the pool.
 func (pl *pool) seed(in *instance) {
 	pl.add(in)
-	pl.free <- in
+	pl.store(in)
 }
 
 // close stops the pool: waiters get errClosed, free instances are closed
@@ -175,10 +262,10 @@ func (pl *pool) close() {
 	pl.drain()
 }
 
-// wait waits, after close, for the instantiations under way and for the
+// waitClosed waits, after close, for the instantiations under way and for the
 // instances out on calls to come back and be closed; false when calls are
 // still out at the deadline.
-func (pl *pool) wait(deadline time.Time) bool {
+func (pl *pool) waitClosed(deadline time.Time) bool {
 	pl.growers.Wait()
 	for pl.count() > 0 {
 		if time.Now().After(deadline) {
@@ -192,37 +279,36 @@ func (pl *pool) wait(deadline time.Time) bool {
 
 func (pl *pool) drain() {
 	for {
-		select {
-		case in := <-pl.free:
-			pl.mu.Lock()
-			delete(pl.all, in)
-			pl.mu.Unlock()
-			in.close()
-		default:
+		in := pl.tryGet(0)
+		if in == nil {
 			return
 		}
+		pl.mu.Lock()
+		delete(pl.all, in)
+		pl.mu.Unlock()
+		in.close()
 	}
 }
 
 // idle runs warren_idle on free instances used since their last idle call.
-// It takes each from the free list, so it never races a publisher.
+// It takes each from its slot, so it never races a publisher.
 func (pl *pool) idle() {
-	for n := len(pl.free); n > 0; n-- {
-		var in *instance
-		select {
-		case in = <-pl.free:
-		default:
-			return
+	for i := range pl.slots {
+		s := &pl.slots[i]
+		in := s.in.Load()
+		if in == nil || in.calls == 0 || in.fns[fnIdle] == nil || !s.in.CompareAndSwap(in, nil) {
+			continue
 		}
-		if in.calls > 0 && in.fns[fnIdle] != nil {
-			in.calls = 0
-			if _, err := in.run(fnIdle, nil); err != nil {
-				pl.discard(in, err)
-				continue
-			}
-			in.bufCap = 0 // the guest may shrink its buffer when idle
+		in.home = uint32(i)
+		in.calls = 0
+		if _, err := in.run(fnIdle, nil); err != nil {
+			pl.discard(in, err)
+			continue
 		}
-		pl.free <- in
+		// The guest may have shrunk its buffer: the next input asks for
+		// it again.
+		in.bufPtr, in.bufCap = 0, 0
+		pl.store(in)
 	}
 	if pl.closed.Load() {
 		pl.drain()
