@@ -17,6 +17,11 @@ import (
 // for debugging and tests; values are abbreviated. It sees every Txn
 // committed before the call.
 func (s *Store) Dump(w io.Writer) error {
+	done, err := s.read()
+	if err != nil {
+		return err
+	}
+	defer done()
 	s.c.waitApplied()
 	it, err := s.db.NewIter(nil)
 	if err != nil {

@@ -100,6 +100,11 @@ func (s *Store) Meta(kind Kind, vhost string) ([]MetaRecord, error) {
 	if !kind.valid() {
 		return nil, fmt.Errorf("storage: unknown metadata kind %d", uint8(kind))
 	}
+	done, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	s.c.waitApplied()
 	lo := metaPrefix(kind)
 	if vhost != "" && !kind.global() {

@@ -20,6 +20,11 @@ import (
 // from is the iterator's lower bound: pass the seq of the queue's head, so
 // the tombstones the consumed entries left behind are never walked.
 func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *Entry) bool) error {
+	done, err := s.read()
+	if err != nil {
+		return err
+	}
+	defer done()
 	s.c.waitApplied()
 	lo, hi := levelSpan(qid, prio, from)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -90,6 +95,11 @@ type Level struct {
 // Recover reports the same for every queue in one pass, so a broker
 // starting up need not call it.
 func (s *Store) QueueLevels(qid uint64) ([]Level, error) {
+	done, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	s.c.waitApplied()
 	lo, hi := queueSpan(prefixEntry, qid)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -147,6 +157,11 @@ func addToLevels(levels []Level, prio uint8, seq uint64, size int) []Level {
 // ScanHeld calls fn for every record of the delay store in (due, seq)
 // order until fn returns false. rec is a copy fn may keep.
 func (s *Store) ScanHeld(fn func(due int64, seq uint64, rec []byte) bool) error {
+	done, err := s.read()
+	if err != nil {
+		return err
+	}
+	defer done()
 	s.c.waitApplied()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,11 @@ func (s *Store) Recover(keepQueues map[uint64]bool) (RecoveryStats, error) {
 	if s.recovered.Load() {
 		return RecoveryStats{}, errors.New("storage: Recover already ran")
 	}
+	done, err := s.read()
+	if err != nil {
+		return RecoveryStats{}, err
+	}
+	defer done()
 	start := time.Now()
 	st, err := s.recover(keepQueues, start)
 	if err != nil {
@@ -206,7 +212,16 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		}
 	}
 	if st.MissingMessages > 0 {
-		s.log.Error().Int64("entries", st.MissingMessages).Msg("entries reference shared messages that are missing")
+		// Entries whose message is gone cannot be delivered; left in place
+		// they would stop their queue at the first one. The references
+		// (0x05) are exactly the shared entries: find them there.
+		s.log.Error().Int64("entries", st.MissingMessages).Msg("deleting entries whose shared message is missing")
+		if err = flush(false); err != nil { // the transient entries' references go first
+			return st, err
+		}
+		if err = s.deleteDangling(b, refs, found, &st); err != nil {
+			return st, err
+		}
 	}
 
 	// The delay store is kept as it is; count it.
@@ -247,4 +262,57 @@ func (s *Store) logRecoveryProgress(p *recoveryProgress, start time.Time, stop c
 			Dur("elapsed", time.Since(start).Round(time.Millisecond)).Msg("recovering store")
 		t.Reset(recoverProgressEvery)
 	}
+}
+
+// deleteDangling deletes (in b) the shared entries, and their references,
+// whose message is not in found, and takes them out of st's counts.
+func (s *Store) deleteDangling(b *pebble.Batch, refs map[uint64]refState, found map[uint64]bool, st *RecoveryStats) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixRef}, UpperBound: []byte{prefixRef + 1}})
+	if err != nil {
+		return err
+	}
+	missing := map[uint64]bool{}
+	for id := range refs {
+		if !found[id] {
+			missing[id] = true
+			delete(refs, id)
+		}
+	}
+	var ek [entryKeyLen]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if len(v) != 8 || !missing[binary.BigEndian.Uint64(v)] {
+			continue
+		}
+		qid, prio, seq, kok := parseEntryKey(it.Key())
+		if !kok {
+			continue
+		}
+		putEntryKey(ek[:], prefixEntry, qid, prio, seq)
+		size := 0
+		if ev, closer, err := s.db.Get(ek[:]); err == nil {
+			size, _ = entryBodyLen(ev)
+			closer.Close()
+		}
+		b.Delete(it.Key(), nil)
+		b.Delete(ek[:], nil)
+		st.Entries--
+		st.Bytes -= int64(size)
+		levels := st.Queues[qid]
+		for i := range levels {
+			if levels[i].Prio == prio {
+				levels[i].Count--
+				levels[i].Bytes -= int64(size)
+			}
+		}
+	}
+	for qid, levels := range st.Queues {
+		levels = slices.DeleteFunc(levels, func(l Level) bool { return l.Count <= 0 })
+		if len(levels) == 0 {
+			delete(st.Queues, qid)
+		} else {
+			st.Queues[qid] = levels
+		}
+	}
+	return it.Close()
 }

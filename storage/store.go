@@ -142,6 +142,21 @@ type Store struct {
 	recovered atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+	// closeMu keeps Close from closing the DB under a reader: readers hold
+	// it shared; closed is set under it exclusively.
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+// read starts a read of the DB: it fails once the store is closed, and
+// otherwise keeps it open until done is called.
+func (s *Store) read() (done func(), err error) {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.closeMu.RUnlock, nil
 }
 
 // Open opens or creates the store in dir. It never panics on a bad
@@ -297,6 +312,9 @@ func (s *Store) isEmpty() (bool, error) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.c.close()
+		s.closeMu.Lock()
+		s.closed = true
+		s.closeMu.Unlock()
 		err := s.db.Close()
 		if lerr := s.lock.Close(); err == nil {
 			err = lerr
@@ -338,8 +356,12 @@ func (s *Store) extendIDs() {
 	limit := max(s.ids.limit.Load(), s.ids.next.Load()+1) + idBlock
 	t := s.Begin()
 	t.b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, limit), nil)
-	t.Commit(true, func(err error) {
-		if err != nil {
+	// The committer answers on ch directly: a callback calling NewID must
+	// not wait for a callback queued behind it.
+	ch := make(chan error, 1)
+	t.commit(true, nil, ch)
+	go func() {
+		if err := <-ch; err != nil {
 			// Nothing written after a failed commit becomes durable, so no id
 			// handed out now can collide with a stored one: stop waiting.
 			limit = math.MaxUint64
@@ -349,12 +371,17 @@ func (s *Store) extendIDs() {
 		s.ids.extending.Store(false)
 		s.ids.cond.Broadcast()
 		s.ids.mu.Unlock()
-	})
+	}()
 }
 
 // Stats reports the commit pipeline's counters and the Pebble metrics worth
 // watching.
 func (s *Store) Stats() map[string]any {
+	done, err := s.read()
+	if err != nil {
+		return map[string]any{"closed": true}
+	}
+	defer done()
 	c := &s.c
 	c.mu.Lock()
 	pendingBytes := c.open.b.Len()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -552,6 +553,25 @@ func TestClose(t *testing.T) {
 	if err := s.PutMeta(KindUser, "", "u", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("PutMeta after Close: %v", err)
 	}
+	// Reads fail cleanly rather than reach a closed Pebble.
+	if err := s.ScanQueue(1, 0, 0, 0, func(uint64, *Entry) bool { return true }); !errors.Is(err, ErrClosed) {
+		t.Errorf("ScanQueue after Close: %v", err)
+	}
+	if _, err := s.Meta(KindUser, ""); !errors.Is(err, ErrClosed) {
+		t.Errorf("Meta after Close: %v", err)
+	}
+	if _, err := s.QueueLevels(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("QueueLevels after Close: %v", err)
+	}
+	if err := s.Dump(io.Discard); !errors.Is(err, ErrClosed) {
+		t.Errorf("Dump after Close: %v", err)
+	}
+	if st := s.Stats(); st["closed"] != true {
+		t.Errorf("Stats after Close: %v", st)
+	}
+	if id := s.NewID(); id == 0 {
+		t.Error("NewID after Close returned 0")
+	}
 
 	s, _ = openMem(t, fs)
 	defer s.Close()
@@ -752,5 +772,30 @@ func TestBackpressure(t *testing.T) {
 	wg.Wait()
 	if limit := 4*maxBatch + 4200; peak > limit {
 		t.Errorf("pending batch reached %d bytes, limit %d", peak, limit)
+	}
+}
+
+// A callback may take ids past the reserved block: the reservation of the
+// next block does not wait for callbacks.
+func TestNewIDInCallback(t *testing.T) {
+	s, _ := openRecovered(t, nil)
+	defer s.Close()
+	done := make(chan uint64, 1)
+	txn := s.Begin()
+	txn.PutHeld(1, 1, nil)
+	txn.Commit(true, func(error) {
+		var id uint64
+		for range 2 * idBlock {
+			id = s.NewID()
+		}
+		done <- id
+	})
+	select {
+	case id := <-done:
+		if id < 2*idBlock {
+			t.Errorf("last id %d", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("NewID in a callback deadlocked")
 	}
 }
