@@ -35,6 +35,21 @@ func TestLoadDescribes(t *testing.T) {
 	}
 }
 
+func TestInspect(t *testing.T) {
+	h := newHost(t, testConfig(t))
+	info, err := h.Inspect(context.Background(), "misbehave", buildGo(t, "misbehave"))
+	if err != nil || info.Name != "misbehave" || !slices.Equal(info.Types, []string{"x-misbehave"}) ||
+		!slices.Equal(info.Features, []string{"headers"}) || info.Instances != 0 {
+		t.Fatalf("%+v %v", info, err)
+	}
+	if _, ok := h.Plugin("misbehave"); ok {
+		t.Fatal("Inspect kept the plugin")
+	}
+	if _, err := h.Inspect(context.Background(), "abi2", readFixture(t, "abi2.wasm")); !errors.Is(err, ErrABIVersion) {
+		t.Fatalf("inspecting a v2 module: %v", err)
+	}
+}
+
 func TestRefusesOtherABIVersions(t *testing.T) {
 	h := newHost(t, testConfig(t))
 	_, err := h.Load(context.Background(), "abi2", readFixture(t, "abi2.wasm"))

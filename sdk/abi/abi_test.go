@@ -100,6 +100,9 @@ func TestOutputs(t *testing.T) {
 	if !bytes.Equal(e[:5], unhex(t, "01 9601 1600")) {
 		t.Fatalf("error layout %x", e)
 	}
+	if ex := AppendError(nil, 406, `bad "order" !`); !bytes.Equal(ex, append(unhex(t, "01 9601 0d00"), `bad "order" !`...)) {
+		t.Fatalf("ABI.md's error example: %x", ex)
+	}
 	o, err = ReadOutput(e)
 	if err != nil || o.Status != StatusError || o.Code != 406 || string(o.Text) != "x-foo must be a string" {
 		t.Fatalf("error: %+v %v", o, err)
