@@ -31,9 +31,13 @@ func hostConfig() []byte {
 	return nativeSettings
 }
 
-// SetSettings gives native tests the settings Settings returns. It exists
-// only outside GOOS=wasip1, where the broker supplies them.
+// SetSettings gives native tests the settings Settings returns (nil: none).
+// It exists only outside GOOS=wasip1, where the broker supplies them.
 func SetSettings(m map[string]any) error {
+	if m == nil {
+		nativeSettings, settingsRead = nil, false
+		return nil
+	}
 	b, err := appendTable(nil, m)
 	if err != nil {
 		return err

@@ -19,6 +19,11 @@ func init() {
 		Version:  "1.0.0",
 		Features: sdk.FeatureBody,
 		Types:    []sdk.ExchangeType{content.Type{}},
+		Settings: []sdk.Setting{{
+			Name: "max_body",
+			Kind: sdk.IntSetting,
+			Doc:  "largest body in bytes the exchange looks into (default 1 MiB); larger messages match nothing",
+		}},
 	})
 }
 

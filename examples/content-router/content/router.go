@@ -29,7 +29,21 @@ func (Type) Name() string { return "x-content" }
 func (Type) ValidateDeclare(*sdk.Declaration) error { return nil }
 
 func (Type) Create(*sdk.Declaration) (sdk.Exchange, error) {
-	return &contentExchange{pathIndex: make(map[string]int)}, nil
+	return &contentExchange{pathIndex: make(map[string]int), maxBody: MaxBody()}, nil
+}
+
+// DefaultMaxBody is the max_body setting's default.
+const DefaultMaxBody = 1 << 20
+
+// MaxBody reads the max_body setting: the largest body, in bytes, the
+// exchange looks into; a larger one matches nothing.
+func MaxBody() int {
+	if v, ok := sdk.Settings().Get("max_body"); ok {
+		if n, ok := v.AsInt(); ok && n > 0 {
+			return int(n)
+		}
+	}
+	return DefaultMaxBody
 }
 
 // condition is one field test of a binding.
@@ -63,6 +77,7 @@ type contentExchange struct {
 	paths     [][]string
 	pathIndex map[string]int
 	pathRefs  []int // bindings using each path, to drop unused ones
+	maxBody   int
 
 	// Per-message scratch, reused: the looked-up value of each path.
 	looked []bool
@@ -220,6 +235,9 @@ func (x *contentExchange) RemoveBindings(ids []sdk.BindingID) error {
 // most once per message, and only if a binding asks for it.
 func (x *contentExchange) Route(m *sdk.Message, r *sdk.Result) error {
 	body := m.Body()
+	if len(body) > x.maxBody {
+		return nil
+	}
 	clear(x.looked)
 	for i := range x.bindings {
 		if b := &x.bindings[i]; x.matches(body, b) {

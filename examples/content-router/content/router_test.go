@@ -143,6 +143,22 @@ func TestRoute(t *testing.T) {
 	}
 }
 
+func TestMaxBody(t *testing.T) {
+	if err := sdk.SetSettings(map[string]any{"max_body": 16}); err != nil {
+		t.Fatal(err)
+	}
+	defer sdk.SetSettings(nil)
+	x, _ := Type{}.Create(&sdk.Declaration{})
+	_ = x.AddBinding(&sdk.Binding{ID: 1, Args: table(t, map[string]any{"a": "b"})})
+	for body, want := range map[string]int{`{"a": "b"}`: 1, `{"a": "b", "padding": "xxxx"}`: 0} {
+		m, _ := sdk.MakeMessage("", nil, []byte(body))
+		var r sdk.Result
+		if err := x.Route(m, &r); err != nil || r.Len() != want {
+			t.Errorf("%s: %d matches, want %d (%v)", body, r.Len(), want, err)
+		}
+	}
+}
+
 func TestBindingErrors(t *testing.T) {
 	x, _ := Type{}.Create(&sdk.Declaration{})
 	cases := []struct {
