@@ -2,7 +2,10 @@ package plugins
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -253,4 +256,54 @@ func BenchmarkInstantiate(b *testing.B) {
 		in.close()
 	}
 	b.ReportMetric(float64(rss[0])/(1<<20), "MiB-linear-memory")
+}
+
+// BenchmarkInstanceMemory reports what one more instance of a Go plugin
+// costs the broker's process: resident memory (Linux) and Go heap.
+func BenchmarkInstanceMemory(b *testing.B) {
+	h := benchHost(b)
+	p := load(b, h, "direct", buildGo(b, "direct"))
+	const n = 8
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rss0 := residentBytes()
+		var ins []*instance
+		for range n {
+			in, err := p.freshInstance()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ins = append(ins, in)
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		rss1 := residentBytes()
+		b.ReportMetric(float64(rss1-rss0)/n/(1<<20), "MiB-RSS/instance")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n/(1<<20), "MiB-heap/instance")
+		b.ReportMetric(float64(ins[0].mem.Size())/(1<<20), "MiB-linear-memory")
+		for _, in := range ins {
+			p.pool.mu.Lock()
+			delete(p.pool.all, in)
+			p.pool.mu.Unlock()
+			in.close()
+		}
+	}
+}
+
+// residentBytes reads VmRSS from /proc (0 elsewhere).
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

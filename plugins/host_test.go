@@ -3,6 +3,8 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -479,5 +481,97 @@ func TestHostClose(t *testing.T) {
 	}
 	if _, err := h.Load(context.Background(), "direct", buildGo(t, "direct")); !errors.Is(err, ErrHostClosed) {
 		t.Fatalf("Load after Close: %v", err)
+	}
+}
+
+// TestMutationsWhileRouting routes one exchange from several goroutines
+// while another exchange of the same plugin is created, bound, unbound and
+// deleted: core allows that (only the same router's mutations exclude its
+// routes), and every instance must keep answering right.
+func TestMutationsWhileRouting(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PoolSize = 3
+	h := newHost(t, cfg)
+	p := load(t, h, "direct", buildGo(t, "direct"))
+	x := typ(t, p, "x-direct")
+	a := declare(t, x, "a", nil)
+	bind(t, a, "qa", "k", nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res exchange.Result
+			m := msg(t, "k", nil, "")
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res.Reset()
+				if err := a.Route(m, &res); err != nil || len(res.Bindings) != 1 || res.Bindings[0].Destination.Name != "qa" {
+					errs <- fmt.Errorf("routed to %v: %v", res.Bindings, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 30 {
+		b := declare(t, x, fmt.Sprintf("b%d", i), nil)
+		bs := []*exchange.Binding{bind(t, b, "qb", "k", nil), bind(t, b, "qb2", "k", nil)}
+		if got, _, err := route(b, msg(t, "k", nil, "")); err != nil || len(got) != 2 {
+			t.Fatalf("b%d routes to %v, %v", i, got, err)
+		}
+		if err := b.RemoveBindings(bs[:1]); err != nil {
+			t.Fatal(err)
+		}
+		b.Delete()
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := p.Exchanges(); n != 1 {
+		t.Fatalf("%d exchanges left", n)
+	}
+}
+
+// TestRestartReplay: a new host (a broker restart) loads the module from
+// the compilation cache, and the broker's replay of creates and bindings
+// brings routing back, order-sensitive state included.
+func TestRestartReplay(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.CacheDir = t.TempDir()
+	wasm := buildGo(t, "misbehave")
+	var want []string
+	for run := range 2 {
+		h := newHost(t, cfg)
+		start := time.Now()
+		p := load(t, h, "misbehave", wasm)
+		t.Logf("run %d: loaded in %v", run, time.Since(start))
+		r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
+		for _, q := range []string{"q3", "q1", "q2"} { // the broker replays in Seq order
+			bind(t, r, q, "k", nil)
+		}
+		got, _, err := route(r, msg(t, "first", nil, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _, _ := route(r, msg(t, "k", nil, ""))
+		got = append(got, all...)
+		if run == 0 {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("after the restart: %v, before: %v", got, want)
+		}
+		h.Close(context.Background())
+	}
+	if entries, _ := os.ReadDir(cfg.CacheDir); len(entries) == 0 {
+		t.Fatal("nothing in the compilation cache")
 	}
 }
