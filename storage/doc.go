@@ -84,7 +84,8 @@
 //     earlier one (the caller's part), and deleted in the same batch as its
 //     last reference or a later one, never earlier: no entry on disk ever
 //     points at a missing message, whatever the moment of a crash.
-//     Recover reports any that do as MissingMessages.
+//     (Should one ever do, Recover deletes it and counts it in
+//     MissingMessages, rather than leave its queue stuck.)
 //   - A move between queues (dead-lettering) is one Txn: DeleteEntry from
 //     one queue, PutEntry into the other. It lands in one batch, so a crash
 //     leaves the message in exactly one of the queues. The message's count
@@ -160,9 +161,16 @@
 // added yet (so a message routed to three queues, enqueued by each in its
 // own Txn, survives an early ack in the first). PutEntry with a MsgID adds
 // one (or fulfils a promise); DeleteEntry, ReleaseRef and DeleteQueue drop
-// one each; at zero the message is deleted. The counts are rebuilt from the
+// one each; at zero the message is deleted, in the batch of the Txn that
+// dropped the last reference. A count is judged at the end of each Txn, so
+// PutMessage with refs == 0 followed by its PutEntry calls in the same Txn
+// is the simple case; a PutMessage whose references are neither promised
+// nor added in its Txn is deleted at once. The counts are rebuilt from the
 // entries by Recover; promises do not survive a restart, which is right,
 // since neither do the unfinished publishes that made them.
+//
+// UpdateEntry rewrites an entry whole: for a shared entry pass Msg (or
+// at least its Body) again, or the body length it records becomes 0.
 //
 // # Recovery
 //
@@ -186,6 +194,14 @@
 // it until compaction removes them; ScanQueue's from is the iterator's
 // lower bound, so scanning from the queue's head never walks them. Purges
 // and queue deletions are range deletions, which Pebble skips in one step.
+//
+// # Pebble settings
+//
+// The DB uses Pebble's newest format (FormatNewest of pebble/v2 v2.1.7),
+// the default bytewise comparer, 32 KiB data blocks (queue scans read 1.5
+// to 2 times faster than with the default 4 KiB), a 64 MiB block cache and
+// 32 MiB memtables by default. Pebble's own tools read the directory; its
+// info-level log lines go to the store's logger at debug level.
 //
 // # Memory
 //

@@ -119,6 +119,10 @@ func (c *committer) init(s *Store) {
 	}
 }
 
+// maxFreeBatches is how many emptied batches are kept for reuse. More
+// exist only while callbacks lag behind commits; they are left to the GC.
+const maxFreeBatches = 4
+
 func (c *committer) newBatchLocked() *commitBatch {
 	if n := len(c.free); n > 0 {
 		b := c.free[n-1]
@@ -289,7 +293,9 @@ func (c *committer) callbackLoop() {
 			b.drops = b.drops[:0]
 			b.durable, b.txns, b.lastSeq, b.err = false, 0, 0, nil
 			c.mu.Lock()
-			c.free = append(c.free, b)
+			if len(c.free) < maxFreeBatches {
+				c.free = append(c.free, b)
+			}
 			c.mu.Unlock()
 			batches[i] = nil
 		}
