@@ -87,8 +87,8 @@ func (pl *pool) store(in *instance) {
 	n := uint32(len(pl.slots))
 	i := in.home
 	for {
+		in.home = i // before the swap: after it, another goroutine may hold in
 		if pl.slots[i].in.CompareAndSwap(nil, in) {
-			in.home = i
 			break
 		}
 		if i++; i == n {
@@ -296,10 +296,14 @@ func (pl *pool) idle() {
 	for i := range pl.slots {
 		s := &pl.slots[i]
 		in := s.in.Load()
-		if in == nil || in.calls == 0 || in.fns[fnIdle] == nil || !s.in.CompareAndSwap(in, nil) {
+		if in == nil || in.fns[fnIdle] == nil || !s.in.CompareAndSwap(in, nil) {
 			continue
 		}
 		in.home = uint32(i)
+		if in.calls == 0 { // read only once held: a holder writes it
+			pl.store(in)
+			continue
+		}
 		in.calls = 0
 		if _, err := in.run(fnIdle, nil); err != nil {
 			pl.discard(in, err)
