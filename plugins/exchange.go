@@ -311,8 +311,11 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 		body = m.Body
 	}
 	size := abi.RouteSize(len(m.RoutingKey), len(props), len(body))
-	if uint64(size) > math.MaxUint32 {
-		return reply.Internal("message too large for plugin '%s'", p.name)
+	if uint64(size) > p.h.cfg.MemoryLimitBytes/4 {
+		// Asking the plugin to make room would run it out of memory, a
+		// failure a publisher could repeat until the plugin is disabled.
+		return reply.PreconditionFailed("message of %d bytes is too large for exchange type '%s' (plugin '%s' takes at most %d)",
+			size, r.t.name, p.name, p.h.cfg.MemoryLimitBytes/4)
 	}
 
 	// res is the publisher's own scratch, the same on every publish: its
@@ -325,9 +328,10 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 	if err != nil {
 		if _, ok := err.(errTooLarge); ok {
 			p.pool.put(in)
-		} else {
-			p.pool.discard(in, err)
+			return reply.PreconditionFailed("message of %d bytes is too large for exchange type '%s' (plugin '%s' has no room for it)",
+				size, r.t.name, p.name)
 		}
+		p.pool.discard(in, err)
 		return p.callError(r.t.name, "route", err)
 	}
 	abi.PutRoute(dst, r.id, m.RoutingKey, flags, props, body)

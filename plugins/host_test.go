@@ -318,6 +318,37 @@ func TestMalformedResults(t *testing.T) {
 	}
 }
 
+// TestTooLarge: a message too large for the plugin's memory is refused
+// with 406 before the plugin sees it, and is no failure of the plugin.
+func TestTooLarge(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MemoryLimitBytes = 32 << 20
+	cfg.FailureLimit = 1
+	h := newHost(t, cfg)
+	p := load(t, h, "content-router", buildGo(t, "content-router"))
+	r := declare(t, typ(t, p, "x-content"), "e", nil)
+	bind(t, r, "q", "", protocol.Table{"a": "b"})
+	big := `{"a": "b", "pad": "` + strings.Repeat("x", 9<<20) + `"}`
+	_, _, err := route(r, msg(t, "", nil, big))
+	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "too large") {
+		t.Fatalf("large message: %v", err)
+	}
+	if got, _, err := route(r, msg(t, "", nil, `{"a": "b"}`)); err != nil || len(got) != 1 {
+		t.Fatalf("after it: %v %v", got, err)
+	}
+	// The bad plugin's buffer holds 60000 bytes: it says no, the host
+	// refuses the message, the instance stays.
+	bad := load(t, h, "bad", readFixture(t, "bad.wasm"))
+	br := declare(t, typ(t, bad, "x-bad"), "e", nil)
+	_, _, err = route(br, msg(t, "k", nil, strings.Repeat("x", 70000)))
+	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "no room") {
+		t.Fatalf("a message the plugin has no room for: %v", err)
+	}
+	if d, why := bad.Disabled(); d {
+		t.Fatal(why)
+	}
+}
+
 func TestLoopIsInterrupted(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.CallTimeout = 100 * time.Millisecond

@@ -2,8 +2,8 @@
 ;; Everything else answers OK with empty output.
 (module
   (memory (export "memory") 2)
-  ;; describe: OK, name "bad", version "1.0", no features, type "x-bad", no settings
-  (data (i32.const 1024) "\00\03bad\031.0\00\00\00\00\01\05x-bad\00")
+  ;; describe: OK, name "bad", version "1.0", feature body, type "x-bad", no settings
+  (data (i32.const 1024) "\00\03bad\031.0\04\00\00\00\01\05x-bad\00")
   ;; unknown status
   (data (i32.const 2048) "\07")
   ;; OK, 255 ids announced, none there
