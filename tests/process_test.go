@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,8 +61,16 @@ type process struct {
 // when the same one is passed) and waits until it accepts connections.
 func startProcess(t testing.TB, dataDir string, extraArgs ...string) *process {
 	t.Helper()
+	return startProcessWith(t, dataDir, "", extraArgs...)
+}
+
+// startProcessWith is startProcess with more broker.toml settings (whole
+// tables, e.g. "[storage]\nqueue_memory_messages = 10\n").
+func startProcessWith(t testing.TB, dataDir, extraConfig string, extraArgs ...string) *process {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "broker.toml")
-	if err := os.WriteFile(cfg, []byte("[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n"), 0o644); err != nil {
+	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-data", dataDir}, extraArgs...)
@@ -194,4 +203,45 @@ func TestBadConfigFileIsAClearError(t *testing.T) {
 	if !strings.Contains(string(out), "broker.toml:3") || !strings.Contains(string(out), "amqp.lisen") {
 		t.Fatalf("error does not name the key and line:\n%s", out)
 	}
+}
+
+// runBinary runs warren to its end (for start-up errors) and returns its output.
+func runBinary(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(warrenBinary(t), args...)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+		return string(out), err
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return string(out), fmt.Errorf("warren kept running")
+	}
+}
+
+// httpJSON makes an admin API request as guest; body "" sends none.
+func httpJSON(method, url, body string) error {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("guest", "guest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s %s: %s %s", method, url, resp.Status, b)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // The operations below change users, permissions, vhosts and policies on
@@ -27,15 +28,30 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 			hash = old.PasswordHash
 		}
 	}
-	b.users.PutUser(&auth.User{Name: name, PasswordHash: hash, Tags: tags})
+	u := &auth.User{Name: name, PasswordHash: hash, Tags: tags}
+	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
+		return reply.Internal("could not store user '%s': %v", name, err)
+	}
+	b.users.PutUser(u)
 	return nil
 }
 
 // DeleteUser removes a user and all their permissions.
 func (b *Broker) DeleteUser(name string) error {
-	if !b.users.DeleteUser(name) {
+	if _, ok := b.users.User(name); !ok {
 		return reply.NotFound("no user '%s'", name)
 	}
+	for _, p := range b.users.Permissions() {
+		if p.User == name {
+			if err := b.store.DeleteMeta(storage.KindPermission, p.VHost, name); err != nil {
+				return reply.Internal("could not delete permission: %v", err)
+			}
+		}
+	}
+	if err := b.store.DeleteMeta(storage.KindUser, "", name); err != nil {
+		return reply.Internal("could not delete user '%s': %v", name, err)
+	}
+	b.users.DeleteUser(name)
 	return nil
 }
 
@@ -51,6 +67,9 @@ func (b *Broker) SetPermission(vhost, user, configure, write, read string) error
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
+	if err := b.store.PutMeta(storage.KindPermission, vhost, user, permissionRecord(p)); err != nil {
+		return reply.Internal("could not store permission: %v", err)
+	}
 	b.users.SetPermission(vhost, user, p)
 	return nil
 }
@@ -59,6 +78,9 @@ func (b *Broker) SetPermission(vhost, user, configure, write, read string) error
 func (b *Broker) ClearPermission(vhost, user string) error {
 	if _, ok := b.users.Permission(vhost, user); !ok {
 		return reply.NotFound("user '%s' has no permissions in vhost '%s'", user, vhost)
+	}
+	if err := b.store.DeleteMeta(storage.KindPermission, vhost, user); err != nil {
+		return reply.Internal("could not delete permission: %v", err)
 	}
 	b.users.ClearPermission(vhost, user)
 	return nil
@@ -74,8 +96,7 @@ func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, 
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
-	v.SetPolicy(p)
-	return nil
+	return v.SetPolicy(p)
 }
 
 // ClearPolicy removes a policy from a vhost.

@@ -23,8 +23,11 @@ import (
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/conn"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // Version is Warren's version, reported to clients in connection.start.
@@ -38,6 +41,7 @@ type Broker struct {
 	users *auth.Store
 	alarm conn.Alarm
 	srv   *conn.Server
+	store *storage.Store
 
 	mu     sync.RWMutex
 	vhosts map[string]*vhost.VHost
@@ -78,13 +82,8 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Log:     log,
 		Version: Version,
 	}
-	if _, err := b.AddVHost(cfg.Defaults.VHost); err != nil {
+	if err := b.openStore(); err != nil {
 		return nil, err
-	}
-	if cfg.Defaults.User != "" {
-		b.users.PutUser(&auth.User{Name: cfg.Defaults.User, PasswordHash: auth.HashPassword(cfg.Defaults.Password), Tags: []string{"administrator"}})
-		perm, _ := auth.NewPermission(".*", ".*", ".*")
-		b.users.SetPermission(cfg.Defaults.VHost, cfg.Defaults.User, perm)
 	}
 	return b, nil
 }
@@ -121,23 +120,34 @@ func (b *Broker) VHosts() []string {
 	return names
 }
 
-// AddVHost creates a vhost; an existing one is returned as it is.
+// AddVHost creates and stores a vhost; an existing one is returned as it is.
 func (b *Broker) AddVHost(name string) (*vhost.VHost, error) {
 	if name == "" {
-		return nil, errors.New("vhost name must not be empty")
+		return nil, reply.PreconditionFailed("vhost name must not be empty")
 	}
+	if v, ok := b.VHost(name); ok {
+		return v, nil
+	}
+	if err := b.store.PutMeta(storage.KindVHost, "", name, protocol.Table{}); err != nil {
+		return nil, reply.Internal("could not store vhost '%s': %v", name, err)
+	}
+	return b.newVHost(name), nil
+}
+
+// newVHost creates a vhost in memory, or returns the existing one.
+func (b *Broker) newVHost(name string) *vhost.VHost {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if v, ok := b.vhosts[name]; ok {
-		return v, nil
+		return v
 	}
-	v := vhost.New(vhost.Config{Name: name, Types: b.types, Logger: b.log})
+	v := vhost.New(vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store,
+		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}})
 	b.vhosts[name] = v
-	return v, nil
+	return v
 }
 
-// DeleteVHost removes a vhost and everything in it. Its connections are
-// closed by the vhost going away under them.
+// DeleteVHost removes a vhost and everything in it, from memory and store.
 func (b *Broker) DeleteVHost(name string) error {
 	b.mu.Lock()
 	v, ok := b.vhosts[name]
@@ -146,8 +156,12 @@ func (b *Broker) DeleteVHost(name string) error {
 	if !ok {
 		return reply.NotFound("no vhost '%s'", name)
 	}
+	ids := v.QueueIDs()
 	v.Close()
 	b.users.ClearVHost(name)
+	if err := b.store.DeleteVHost(name, ids); err != nil {
+		return reply.Internal("could not delete vhost '%s' from the store: %v", name, err)
+	}
 	return nil
 }
 
@@ -267,6 +281,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		v.Close()
 	}
 	b.mu.RUnlock()
+	if err := b.store.Close(); err != nil {
+		b.log.Error().Err(err).Msg("closing the store")
+	}
 	b.log.Info().Msg("broker stopped")
 	return ctx.Err()
 }

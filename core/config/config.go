@@ -53,6 +53,16 @@ type Admin struct {
 
 type Storage struct {
 	DataDir string `toml:"data_dir"`
+	// Sync is "always" (a publisher confirm or declare-ok for durable data
+	// waits for fsync) or "never" (the OS decides; a machine crash can
+	// lose confirmed messages, a process crash cannot).
+	Sync string `toml:"sync"`
+	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
+	// queue keeps in memory; past either, the rest wait in the store.
+	QueueMemoryMessages int  `toml:"queue_memory_messages"`
+	QueueMemoryBytes    Size `toml:"queue_memory_bytes"`
+	// CacheSize is the store's block cache.
+	CacheSize Size `toml:"cache_size"`
 }
 
 type Defaults struct {
@@ -89,10 +99,11 @@ type Plugins struct {
 // Default returns the configuration used for every setting the file omits.
 func Default() Config {
 	return Config{
-		Log:      Log{Level: "info", Format: "auto"},
-		AMQP:     AMQP{Listen: "127.0.0.1:5672"},
-		Admin:    Admin{Listen: "127.0.0.1:15672"},
-		Storage:  Storage{DataDir: "./data"},
+		Log:   Log{Level: "info", Format: "auto"},
+		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
+		Admin: Admin{Listen: "127.0.0.1:15672"},
+		Storage: Storage{DataDir: "./data", Sync: "always", QueueMemoryMessages: 65536,
+			QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
@@ -189,6 +200,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.DataDir == "" {
 		return errors.New("storage.data_dir: must not be empty")
+	}
+	if c.Storage.Sync != "always" && c.Storage.Sync != "never" {
+		return fmt.Errorf("storage.sync: %q is not one of always, never", c.Storage.Sync)
+	}
+	if c.Storage.QueueMemoryMessages < 0 {
+		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
 	}
 	return nil
 }

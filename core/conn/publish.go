@@ -125,7 +125,8 @@ func (ch *channel) published() error {
 		ch.tx.publish(p.x, m, p.mandatory)
 		return nil
 	}
-	return ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.isEnabled())
+	_, err = ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.isEnabled())
+	return err
 }
 
 // checkUserID enforces RabbitMQ's rule: a user-id property must name the
@@ -143,22 +144,29 @@ func (ch *channel) checkUserID(m *message.Message) error {
 }
 
 // deliverPublish routes and enqueues a complete message, returns it if it
-// was mandatory and went nowhere, and records its confirm.
-func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) error {
+// was mandatory and went nowhere, and records its confirm: at once, or,
+// for a persistent message a durable queue stored, once the store has
+// synced it. stored reports the latter.
+func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) (stored bool, err error) {
 	if err := ch.waitForAlarm(); err != nil {
-		return err
+		return false, err
 	}
 	out, err := ch.c.vh.Publish(x, m, &ch.router)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if mandatory && !out.Routed() {
 		ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
 	}
 	if confirm {
-		ch.confirm.settle(ch.confirm.add(), !out.Rejected)
+		seq := ch.confirm.add()
+		if out.Stored && !out.Rejected {
+			ch.c.vh.AfterSync(func(err error) { ch.Durable(seq, err) })
+		} else {
+			ch.confirm.settle(seq, !out.Rejected)
+		}
 	}
-	return nil
+	return out.Stored, nil
 }
 
 // basicReturn sends an unroutable message back to its publisher.
@@ -249,9 +257,20 @@ func (ch *channel) txCommit() error {
 			return err
 		}
 	}
+	anyStored := false
 	for _, p := range t.publishes {
-		if err := ch.deliverPublish(p.x, p.m, p.mandatory, false); err != nil {
+		stored, err := ch.deliverPublish(p.x, p.m, p.mandatory, false)
+		if err != nil {
 			return err
+		}
+		anyStored = anyStored || stored
+	}
+	if anyStored {
+		// commit-ok promises the persistent messages are on disk.
+		synced := make(chan error, 1)
+		ch.c.vh.AfterSync(func(err error) { synced <- err })
+		if err := <-synced; err != nil {
+			return reply.Internal("storing the transaction's messages: %v", err)
 		}
 	}
 	ch.c.send(ch.id, &protocol.TxCommitOk{})

@@ -68,6 +68,8 @@ type Binding struct {
 	Args        protocol.Table
 	// Seq orders bindings by creation within a vhost; replay follows it.
 	Seq uint64
+	// Durable bindings (both ends durable) are stored and survive a restart.
+	Durable bool
 	// Target is the vhost's resolved destination. Routers must not touch it.
 	Target any
 }

@@ -22,16 +22,23 @@
 // timer watches the earliest head, and dispatch drops expired heads first.
 // Expired, rejected, over-limit and over-delivered messages are collected
 // while the lock is held and handed to Events.DeadLetter after it is released.
+//
+// With a Store (see persist.go), a durable queue writes each persistent
+// message to its index, marks its first delivery, and deletes it when it is
+// acked or leaves; any queue pages its newest messages out to the store
+// once it outgrows its MemoryLimit and reads them back as it drains (see
+// level.go). Entries that left for a dead-letter exchange are deleted by
+// the vhost, in the same Txn that stores them in their new queue.
 package queue
 
 import (
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // Entry is one message's place in one queue.
@@ -40,6 +47,8 @@ type Entry struct {
 	Seq        uint64 // position in the queue, increasing with each enqueue
 	ExpiresAt  int64  // unix ms; 0 = never
 	Deliveries uint32 // times delivered so far
+	Level      uint8  // the priority level it is queued at
+	Stored     bool   // the queue's index in the store holds it
 }
 
 // Reason says why a message was dead-lettered, in x-death's words.
@@ -121,47 +130,19 @@ type Queue struct {
 	idleTimer   *time.Timer
 	lastUsed    int64
 	now         func() int64
+
+	order    uint64       // unique per queue: the order the vhost locks queues in
+	store    Store        // nil: memory only
+	persists bool         // durable, not exclusive, with a store
+	qid      uint64       // the queue's id in the store; 0 until first needed
+	tx       *storage.Txn // writes of the operation in progress
+	memLimit MemoryLimit
+	mem      memory // ready entries held in memory
 }
 
-// level is one priority's ready messages: the FIFO of fresh messages plus
-// the requeued ones, kept sorted by Seq so they go back to their place.
-type level struct {
-	fresh    ring
-	returned []Entry
-}
-
-func (l *level) len() int { return l.fresh.len() + len(l.returned) }
-
-// peek returns the entry that leaves next: whichever of the two heads is older.
-func (l *level) peek() *Entry {
-	if len(l.returned) > 0 && (l.fresh.len() == 0 || l.returned[0].Seq < l.fresh.front().Seq) {
-		return &l.returned[0]
-	}
-	if l.fresh.len() > 0 {
-		return l.fresh.front()
-	}
-	return nil
-}
-
-func (l *level) pop() Entry {
-	if len(l.returned) > 0 && (l.fresh.len() == 0 || l.returned[0].Seq < l.fresh.front().Seq) {
-		e := l.returned[0]
-		l.returned[0] = Entry{}
-		l.returned = l.returned[1:]
-		if len(l.returned) == 0 {
-			l.returned = nil
-		}
-		return e
-	}
-	return l.fresh.pop()
-}
-
-func (l *level) putBack(e Entry) {
-	i := sort.Search(len(l.returned), func(i int) bool { return l.returned[i].Seq >= e.Seq })
-	l.returned = append(l.returned, Entry{})
-	copy(l.returned[i+1:], l.returned[i:])
-	l.returned[i] = e
-}
+// Order is the queue's place in the lock order: a vhost that locks several
+// queues at once locks them by increasing Order.
+func (q *Queue) Order() uint64 { return q.order }
 
 // Config is what declaring a queue fixes.
 type Config struct {
@@ -174,6 +155,10 @@ type Config struct {
 	Owner      any
 	Settings   Settings // from ParseArgs
 	Events     Events
+	Store      Store       // nil: memory only
+	QID        uint64      // the id a durable queue is stored under (0: assign when needed)
+	Memory     MemoryLimit // the in-memory bound before paging
+	Order      uint64      // unique within the vhost; see Order
 }
 
 // New creates an empty queue.
@@ -182,9 +167,15 @@ func New(c Config) *Queue {
 		Name: c.Name, VHost: c.VHost, Durable: c.Durable, Exclusive: c.Exclusive,
 		AutoDelete: c.AutoDelete, Args: c.Args, Owner: c.Owner, events: c.Events,
 		base: c.Settings, settings: c.Settings, nextSeq: 1,
-		now: func() int64 { return time.Now().UnixMilli() },
+		now:   func() int64 { return time.Now().UnixMilli() },
+		store: c.Store, qid: c.QID, memLimit: c.Memory,
 	}
+	q.persists = c.Store != nil && c.Durable && !c.Exclusive
+	q.order = c.Order
 	q.levels = make([]level, int(c.Settings.MaxPriority)+1)
+	for i := range q.levels {
+		q.levels[i].prio = uint8(i)
+	}
 	q.lastUsed = q.now()
 	q.mu.Lock()
 	q.armIdleTimer()
@@ -192,8 +183,10 @@ func New(c Config) *Queue {
 	return q
 }
 
-// unlock releases the lock and then hands collected dead letters to the vhost.
+// unlock commits the operation's writes, releases the lock and then hands
+// collected dead letters to the vhost.
 func (q *Queue) unlock() {
+	q.commit()
 	dead := q.dead
 	q.dead = nil
 	q.mu.Unlock()
@@ -222,14 +215,25 @@ func (q *Queue) ApplyPolicy(policy protocol.Table) {
 
 // Enqueue adds a message. It reports whether the queue took it: false when
 // the queue is gone, or full with overflow reject-publish (rejected is then
-// true and the publisher should be nacked).
-func (q *Queue) Enqueue(m *message.Message) (accepted, rejected bool) {
+// true and the publisher should be nacked). stored reports that a persistent
+// message was written to the store, so a confirm must wait for a sync.
+func (q *Queue) Enqueue(m *message.Message) (accepted, rejected, stored bool) {
 	q.mu.Lock()
+	accepted, rejected, stored = q.enqueue(m)
+	q.dispatch()
+	q.enforceLimits()
+	q.expireHeads()
+	q.unlock()
+	return accepted, rejected, stored
+}
+
+// enqueue adds m without dispatching; q.mu is held.
+func (q *Queue) enqueue(m *message.Message) (accepted, rejected, stored bool) {
 	if q.deleted {
-		q.mu.Unlock()
-		return false, false
+		q.releaseRef(m)
+		return false, false, false
 	}
-	e := Entry{Msg: m, Seq: q.nextSeq}
+	e := Entry{Msg: m, Seq: q.nextSeq, Level: q.levelIndex(m)}
 	q.nextSeq++
 	if ttl := q.ttlFor(m); ttl >= 0 {
 		e.ExpiresAt = q.now() + ttl
@@ -238,15 +242,53 @@ func (q *Queue) Enqueue(m *message.Message) (accepted, rejected bool) {
 		if q.settings.Overflow == RejectPublishDLX {
 			q.dead = append(q.dead, Dead{Entry: e, Reason: MaxLen})
 		}
-		q.unlock()
-		return false, true
+		q.releaseRef(m)
+		return false, true, false
+	}
+	if q.persists && m.Persistent {
+		q.storeEntry(&e, true)
+		stored = true
 	}
 	q.push(e)
+	return true, false, stored
+}
+
+// releaseRef gives back the reference a shared message was promised for
+// this queue, which did not take it; q.mu is held.
+func (q *Queue) releaseRef(m *message.Message) {
+	if m.ID != 0 && q.persists && m.Persistent {
+		q.txn().ReleaseRef(m.ID)
+	}
+}
+
+// LockForMove, EnqueueMoved and UnlockMoved let the vhost move dead letters
+// into several queues atomically: it locks every target (in a fixed order),
+// enqueues into each, writes the Txn that deletes the messages from their
+// old queue and stores them in the new ones, and only then unlocks, which
+// dispatches. Until the Txn is committed no consumer can see the messages,
+// so no ack can reach the store ahead of the move.
+func (q *Queue) LockForMove() { q.mu.Lock() }
+
+// EnqueueMoved enqueues a dead-lettered message, writing it into txn (the
+// move's) when it is to be stored. It reports whether the queue took it.
+func (q *Queue) EnqueueMoved(m *message.Message, txn *storage.Txn) bool {
+	if q.deleted {
+		return false
+	}
+	if txn != nil && q.tx == nil && q.store != nil {
+		q.tx = txn
+		defer func() { q.tx = nil }()
+	}
+	accepted, _, _ := q.enqueue(m)
+	return accepted
+}
+
+// UnlockMoved ends a move: the queue delivers what it received.
+func (q *Queue) UnlockMoved() {
 	q.dispatch()
 	q.enforceLimits()
 	q.expireHeads()
 	q.unlock()
-	return true, false
 }
 
 func (q *Queue) ttlFor(m *message.Message) int64 {
@@ -264,25 +306,52 @@ func (q *Queue) full(m *message.Message) bool {
 		(s.MaxLengthBytes != Unlimited && q.readyBytes+int64(m.Size()) > s.MaxLengthBytes)
 }
 
-func (q *Queue) levelOf(m *message.Message) *level {
+// levelIndex is the priority level a message queues at: its priority,
+// capped at the queue's highest.
+func (q *Queue) levelIndex(m *message.Message) uint8 {
 	p := int(m.Priority)
 	if p >= len(q.levels) {
 		p = len(q.levels) - 1
 	}
-	return &q.levels[p]
+	return uint8(p)
 }
 
+// push adds a ready entry: in memory, or paged out to the store when the
+// queue is over its memory bound or its level is already paging.
 func (q *Queue) push(e Entry) {
-	q.levelOf(e.Msg).fresh.push(e)
+	l := &q.levels[e.Level]
+	size := int64(e.Msg.Size())
 	q.ready++
-	q.readyBytes += int64(e.Msg.Size())
+	q.readyBytes += size
+	if l.pagedCount > 0 || q.overMemory() {
+		if !e.Stored {
+			q.storeEntry(&e, false)
+		}
+		if l.pagedCount == 0 {
+			l.pagedFrom = e.Seq
+		}
+		l.pagedCount++
+		l.pagedBytes += size
+		return
+	}
+	l.fresh.push(e)
+	q.mem.msgs++
+	q.mem.bytes += size
 }
 
-// head returns the level holding the next message to leave, or nil.
+// head returns the level holding the next message to leave, with that
+// message in memory, or nil when the queue is empty.
 func (q *Queue) head() *level {
 	for i := len(q.levels) - 1; i >= 0; i-- {
-		if q.levels[i].len() > 0 {
-			return &q.levels[i]
+		l := &q.levels[i]
+		if l.len() == 0 {
+			continue
+		}
+		if q.wantsPageIn(l) {
+			_ = q.pageIn(l)
+		}
+		if l.inMemory() > 0 {
+			return l
 		}
 	}
 	return nil
@@ -290,8 +359,11 @@ func (q *Queue) head() *level {
 
 func (q *Queue) popFrom(l *level) Entry {
 	e := l.pop()
+	size := int64(e.Msg.Size())
 	q.ready--
-	q.readyBytes -= int64(e.Msg.Size())
+	q.readyBytes -= size
+	q.mem.msgs--
+	q.mem.bytes -= size
 	return e
 }
 
@@ -304,7 +376,11 @@ func (q *Queue) enforceLimits() {
 	}
 	for q.ready > 0 && ((s.MaxLength != Unlimited && int64(q.ready) > s.MaxLength) ||
 		(s.MaxLengthBytes != Unlimited && q.readyBytes > s.MaxLengthBytes)) {
-		q.dead = append(q.dead, Dead{Entry: q.popFrom(q.oldest()), Reason: MaxLen})
+		l := q.oldest()
+		if l == nil {
+			return
+		}
+		q.dead = append(q.dead, Dead{Entry: q.popFrom(l), Reason: MaxLen})
 	}
 }
 
@@ -314,6 +390,9 @@ func (q *Queue) oldest() *level {
 	var best *level
 	for i := range q.levels {
 		l := &q.levels[i]
+		if l.inMemory() == 0 && q.wantsPageIn(l) {
+			_ = q.pageIn(l)
+		}
 		if h := l.peek(); h != nil && (best == nil || h.Seq < best.peek().Seq) {
 			best = l
 		}
@@ -379,6 +458,9 @@ func (q *Queue) onTTLTimer() {
 func (q *Queue) dispatch() {
 	for q.ready > 0 && len(q.consumers) > 0 {
 		l := q.head()
+		if l == nil {
+			return
+		}
 		e := l.peek()
 		if e.ExpiresAt != 0 && e.ExpiresAt <= q.now() {
 			q.dead = append(q.dead, Dead{Entry: q.popFrom(l), Reason: Expired})
@@ -405,8 +487,11 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		c := q.consumers[k]
 		if c.Deliver(d) {
 			q.popFrom(l)
-			if !c.NoAck() {
+			if c.NoAck() {
+				q.forget(&d.Entry)
+			} else {
 				q.unacked++
+				q.markDelivered(&d.Entry)
 			}
 			q.next = (k + 1) % len(q.consumers)
 			return true
@@ -436,8 +521,11 @@ func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 	e := q.popFrom(l)
 	d = Delivery{Queue: q, Entry: e, Redelivered: e.Deliveries > 0}
 	d.Entry.Deliveries++
-	if !noAck {
+	if noAck {
+		q.forget(&d.Entry)
+	} else {
 		q.unacked++
+		q.markDelivered(&d.Entry)
 	}
 	return d, q.ready, true
 }
@@ -501,6 +589,9 @@ func (q *Queue) Cancel(c Consumer) {
 func (q *Queue) Ack(entries []Entry) {
 	q.mu.Lock()
 	q.unacked -= len(entries)
+	for i := range entries {
+		q.forget(&entries[i])
+	}
 	q.dispatch()
 	q.unlock()
 }
@@ -520,9 +611,12 @@ func (q *Queue) Requeue(entries []Entry) {
 			q.dead = append(q.dead, Dead{Entry: e, Reason: DeliveryLimit})
 			continue
 		}
-		q.levelOf(e.Msg).putBack(e)
+		q.levels[e.Level].putBack(e)
+		size := int64(e.Msg.Size())
 		q.ready++
-		q.readyBytes += int64(e.Msg.Size())
+		q.readyBytes += size
+		q.mem.msgs++
+		q.mem.bytes += size
 	}
 	q.dispatch()
 	q.enforceLimits()
@@ -545,17 +639,65 @@ func (q *Queue) Reject(entries []Entry) {
 func (q *Queue) Purge() int {
 	q.mu.Lock()
 	n := q.ready
-	q.dropReady()
+	q.dropReady(true)
 	q.expireHeads()
-	q.mu.Unlock()
+	q.unlock()
 	return n
 }
 
-func (q *Queue) dropReady() {
+// dropReady forgets every ready message. With fromStore, their entries are
+// deleted from the store too: one range deletion when nothing is unacked
+// (so the whole index is ready messages), else entry by entry.
+func (q *Queue) dropReady(fromStore bool) {
+	paged := false
 	for i := range q.levels {
-		q.levels[i] = level{}
+		if q.levels[i].pagedCount > 0 {
+			paged = true
+		}
+	}
+	switch {
+	case !fromStore || q.qid == 0 || q.store == nil:
+	case q.unacked == 0:
+		q.txn().DeleteQueue(q.qid)
+	default:
+		for i := range q.levels {
+			l := &q.levels[i]
+			for l.inMemory() > 0 {
+				e := l.pop()
+				q.forget(&e)
+			}
+		}
+		if paged {
+			q.forgetPaged()
+		}
+	}
+	for i := range q.levels {
+		q.levels[i] = level{prio: uint8(i)}
 	}
 	q.ready, q.readyBytes = 0, 0
+	q.mem = memory{}
+}
+
+// forgetPaged deletes the paged entries from the store, reading them in
+// batches; q.mu is held.
+func (q *Queue) forgetPaged() {
+	for i := range q.levels {
+		l := &q.levels[i]
+		for l.pagedCount > 0 {
+			q.commit()
+			n := 0
+			_ = q.store.ScanQueue(q.qid, l.prio, l.pagedFrom, pageInBatch, func(seq uint64, se *storage.Entry) bool {
+				q.txn().DeleteEntry(q.qid, l.prio, seq, se.MsgID)
+				l.pagedFrom = seq + 1
+				n++
+				return true
+			})
+			l.pagedCount -= n
+			if n == 0 {
+				break
+			}
+		}
+	}
 }
 
 // Delete removes the queue: consumers are cancelled, ready messages
@@ -577,8 +719,12 @@ func (q *Queue) Delete(ifUnused, ifEmpty bool) (int, error) {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", q.Name, q.VHost)
 	}
 	n := q.ready
+	q.dropReady(false)
+	if q.qid != 0 && q.store != nil {
+		q.txn().DeleteQueue(q.qid)
+	}
 	q.deleted = true
-	q.dropReady()
+	q.commit()
 	consumers := q.consumers
 	q.consumers = nil
 	if q.ttlTimer != nil {

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -38,12 +39,19 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	if dest.Kind == exchange.ToExchange && dest.Name == "" {
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.addBinding(source, dest, key, args, owner, 0, true)
+}
+
+// addBinding adds a binding unless it exists; seq 0 takes the next number.
+// A binding between two durable ends is stored when persist is set (not
+// when it is being restored from the store); v.mu is held.
+func (v *VHost) addBinding(source string, dest exchange.Destination, key string, args protocol.Table, owner any, seq uint64, persist bool) error {
 	bk, err := keyOf(source, dest, key, args)
 	if err != nil {
 		return err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	src := v.exchanges[source]
 	if src == nil {
 		return v.noExchange(source)
@@ -55,11 +63,23 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	if v.bindings[bk] != nil {
 		return nil
 	}
-	b := &exchange.Binding{Source: source, Destination: dest, Key: key, Args: args, Seq: v.bindSeq.Add(1), Target: target}
+	if seq == 0 {
+		seq = v.bindSeq.Add(1)
+	}
+	b := &exchange.Binding{Source: source, Destination: dest, Key: key, Args: args, Seq: seq, Target: target,
+		Durable: src.Durable && durableTarget(target)}
 	if err := src.router.ValidateBinding(b); err != nil {
 		return reply.As(err)
 	}
+	if b.Durable && persist && v.store != nil {
+		if err := v.store.PutBinding(v.Name, b.Seq, bindingRecord(b)); err != nil {
+			return stored(err)
+		}
+	}
 	if err := src.router.AddBinding(b); err != nil {
+		if b.Durable && persist && v.store != nil {
+			_ = v.store.DeleteBinding(v.Name, b.Seq)
+		}
 		return reply.As(err)
 	}
 	src.viaMu.Lock()
@@ -71,6 +91,17 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	src.bindings = append(src.bindings, b)
 	v.byDest[dest] = append(v.byDest[dest], b)
 	return nil
+}
+
+// durableTarget reports whether a binding's destination survives restarts.
+func durableTarget(t any) bool {
+	switch t := t.(type) {
+	case *queue.Queue:
+		return t.Persists()
+	case *Exchange:
+		return t.Durable
+	}
+	return false
 }
 
 // target resolves a destination; v.mu is held.
@@ -124,6 +155,11 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			continue
 		}
 		delete(v.bindings, bk)
+		if b.Durable && v.store != nil {
+			if err := v.store.DeleteBinding(v.Name, b.Seq); err != nil {
+				v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
+			}
+		}
 		v.byDest[b.Destination] = cut(v.byDest[b.Destination], b)
 		if len(v.byDest[b.Destination]) == 0 {
 			delete(v.byDest, b.Destination)

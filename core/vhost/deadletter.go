@@ -1,29 +1,77 @@
 package vhost
 
 import (
+	"sort"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // DeadLetter implements queue.Events: it republishes messages that left q
 // as dead letters to q's dead-letter exchange, each with an x-death record.
 // Without a dead-letter exchange (or when it does not exist) they are
 // dropped, as RabbitMQ drops them.
+//
+// The move is atomic in the store: one Txn deletes the messages from q's
+// index and stores them in their new queues, which are all locked (in
+// Order) from before the Txn is written until after, so no consumer sees a
+// moved message before its move is committed.
 func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
+	var txn *storage.Txn
+	if v.store != nil {
+		txn = v.store.Begin()
+		if !q.Deleted() {
+			qid := q.QID()
+			for _, d := range dead {
+				if d.Stored {
+					txn.DeleteEntry(qid, d.Level, d.Seq, d.Msg.ID)
+				}
+			}
+		}
+	}
+	moves, targets := v.deadLetterRoutes(q, dead)
+	sort.Slice(targets, func(i, j int) bool { return targets[i].Order() < targets[j].Order() })
+	for _, t := range targets {
+		t.LockForMove()
+	}
+	for _, mv := range moves {
+		for _, t := range mv.queues {
+			t.EnqueueMoved(mv.m, txn)
+		}
+	}
+	if txn != nil {
+		txn.Commit(false, nil)
+	}
+	for _, t := range targets {
+		t.UnlockMoved()
+	}
+}
+
+type move struct {
+	m      *message.Message
+	queues []*queue.Queue
+}
+
+// deadLetterRoutes works out where each dead letter goes, and the distinct
+// queues involved.
+func (v *VHost) deadLetterRoutes(q *queue.Queue, dead []queue.Dead) ([]move, []*queue.Queue) {
 	s := q.Settings()
 	if !s.HasDeadLetter {
-		return
+		return nil, nil
 	}
 	x, err := v.Exchange(s.DeadLetterExchange)
 	if err != nil {
 		v.log.Debug().Str("queue", q.Name).Str("dlx", s.DeadLetterExchange).Int("messages", len(dead)).
 			Msg("dead-letter exchange missing; messages dropped")
-		return
+		return nil, nil
 	}
 	var r Router
+	var moves []move
+	var targets []*queue.Queue
+	seen := make(map[*queue.Queue]bool)
 	now := time.Now()
 	for _, d := range dead {
 		m, err := deadLettered(d, q.Name, s, now)
@@ -38,8 +86,19 @@ func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
 		if d.Reason != queue.Rejected {
 			dropCycles(&r, m)
 		}
-		v.enqueue(m, &r)
+		if len(r.queues) == 0 {
+			continue
+		}
+		mv := move{m: m, queues: append([]*queue.Queue(nil), r.queues...)}
+		for _, t := range mv.queues {
+			if !seen[t] {
+				seen[t] = true
+				targets = append(targets, t)
+			}
+		}
+		moves = append(moves, mv)
 	}
+	return moves, targets
 }
 
 // deadLettered builds the message republished for d: the same body and

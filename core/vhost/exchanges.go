@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // Exchange is a declared exchange: its definition, its type's router and
@@ -111,6 +112,12 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 	if err != nil {
 		return nil, reply.As(err)
 	}
+	if def.Durable && v.store != nil {
+		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
+			router.Delete()
+			return nil, stored(err)
+		}
+	}
 	x := &Exchange{Definition: def, typ: t, router: router}
 	v.exchanges[def.Name] = x
 	v.applyExchangePolicy(x)
@@ -175,6 +182,11 @@ func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
 func (v *VHost) deleteExchange(x *Exchange) {
 	x.deleted = true
 	delete(v.exchanges, x.Name)
+	if x.Durable && v.store != nil {
+		if err := v.store.DeleteMeta(storage.KindExchange, v.Name, x.Name); err != nil {
+			v.log.Error().Err(err).Str("exchange", x.Name).Msg("could not delete the stored exchange; it will come back after a restart")
+		}
+	}
 	v.removeBindings(append([]*exchange.Binding(nil), x.bindings...))
 	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[exchange.Destination{Kind: exchange.ToExchange, Name: x.Name}]...))
 	x.router.Delete()

@@ -5,16 +5,23 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
-// SetPolicy adds or replaces a policy and applies the result to every
-// exchange and queue.
-func (v *VHost) SetPolicy(p *policy.Policy) {
+// SetPolicy adds or replaces a policy, stores it, and applies the result to
+// every exchange and queue.
+func (v *VHost) SetPolicy(p *policy.Policy) error {
+	if v.store != nil {
+		if err := v.store.PutMeta(storage.KindPolicy, v.Name, p.Name, policyRecord(p)); err != nil {
+			return stored(err)
+		}
+	}
 	v.mu.Lock()
 	v.policies.Put(p)
 	pending := v.applyPolicies()
 	v.mu.Unlock()
 	applyQueuePolicies(pending)
+	return nil
 }
 
 // DeletePolicy removes a policy (404 when there is none of that name).
@@ -23,6 +30,11 @@ func (v *VHost) DeletePolicy(name string) error {
 	if !v.policies.Delete(name) {
 		v.mu.Unlock()
 		return reply.NotFound("no policy '%s' in vhost '%s'", name, v.Name)
+	}
+	if v.store != nil {
+		if err := v.store.DeleteMeta(storage.KindPolicy, v.Name, name); err != nil {
+			v.log.Error().Err(err).Str("policy", name).Msg("could not delete the stored policy; it will come back after a restart")
+		}
 	}
 	pending := v.applyPolicies()
 	v.mu.Unlock()

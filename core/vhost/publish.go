@@ -23,6 +23,7 @@ type Outcome struct {
 	Queues   int  // queues that took the message
 	Held     bool // held for delayed routing; counts as routed
 	Rejected bool // a queue refused it (overflow reject-publish): nack the publisher
+	Stored   bool // written to a durable queue's store: confirm after AfterSync
 }
 
 // Routed reports whether the message reached a queue or is held for later.
@@ -178,15 +179,32 @@ func (r *Router) addQueue(q *queue.Queue) {
 	r.queues = append(r.queues, q)
 }
 
-// enqueue hands m to the queues route collected.
+// enqueue hands m to the queues route collected. A persistent message bound
+// for several durable queues is stored once and shared: its id is set
+// before any queue sees it, and each queue's entry refers to it.
 func (v *VHost) enqueue(m *message.Message, r *Router) Outcome {
 	var out Outcome
+	if m.Persistent && v.store != nil {
+		durable := 0
+		for _, q := range r.queues {
+			if q.Persists() {
+				durable++
+			}
+		}
+		if durable > 1 {
+			m.ID = v.store.NewID()
+			t := v.store.Begin()
+			t.PutMessage(m.ID, queue.StoredMessage(m), durable)
+			t.Commit(false, nil)
+		}
+	}
 	for i, q := range r.queues {
-		accepted, rejected := q.Enqueue(m)
+		accepted, rejected, stored := q.Enqueue(m)
 		if accepted {
 			out.Queues++
 		}
 		out.Rejected = out.Rejected || rejected
+		out.Stored = out.Stored || stored
 		r.queues[i] = nil
 	}
 	r.queues = r.queues[:0]

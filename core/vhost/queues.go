@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // MaxNameLength bounds exchange and queue names, as shortstr does.
@@ -92,6 +93,27 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 		q.Touch()
 		return q, false, nil
 	}
+	var qid uint64
+	if v.store != nil && def.Durable && !def.Exclusive {
+		qid = v.store.NewID()
+	}
+	q := v.newQueue(def, settings, qid)
+	if q.Persists() {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecord(q)); err != nil {
+			v.unregisterQueue(q)
+			return nil, false, stored(err)
+		}
+	}
+	if p := v.policies.For(policy.Queues, def.Name); p != nil {
+		// A new queue holds nothing yet, so applying the policy cannot
+		// dead-letter (which would need the lock held here).
+		q.ApplyPolicy(p.Definition)
+	}
+	return q, true, nil
+}
+
+// newQueue creates and registers a queue; v.mu is held.
+func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *queue.Queue {
 	var owner any
 	if def.Exclusive {
 		owner = def.Owner
@@ -99,16 +121,30 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	q := queue.New(queue.Config{
 		Name: def.Name, VHost: v.Name, Durable: def.Durable, Exclusive: def.Exclusive,
 		AutoDelete: def.AutoDelete, Args: def.Args, Owner: owner, Settings: settings, Events: v,
+		Store: v.storeOrNil(), QID: qid, Memory: v.memory, Order: v.queueSeq.Add(1),
 	})
 	v.queues[def.Name] = q
 	v.defaults[def.Name] = &exchange.Binding{
 		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: def.Name},
-		Key:         def.Name, Target: q,
+		Key:         def.Name, Target: q, Durable: q.Durable,
 	}
-	if p := v.policies.For(policy.Queues, def.Name); p != nil {
-		q.ApplyPolicy(p.Definition)
+	return q
+}
+
+// unregisterQueue takes back a queue whose declaration failed; v.mu is held.
+func (v *VHost) unregisterQueue(q *queue.Queue) {
+	_, _ = q.Delete(false, false)
+	delete(v.queues, q.Name)
+	delete(v.defaults, q.Name)
+}
+
+// storeOrNil hands queues the store as an interface that is nil when the
+// vhost has none (a nil *storage.Store in an interface would not be).
+func (v *VHost) storeOrNil() queue.Store {
+	if v.store == nil {
+		return nil
 	}
-	return q, true, nil
+	return v.store
 }
 
 // queueArgsCompared are the arguments a redeclare must repeat exactly.
@@ -174,6 +210,11 @@ func (v *VHost) forgetQueue(q *queue.Queue) {
 	delete(v.defaults, q.Name)
 	dest := exchange.Destination{Kind: exchange.ToQueue, Name: q.Name}
 	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[dest]...))
+	if q.Persists() {
+		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, q.Name); err != nil {
+			v.log.Error().Err(err).Str("queue", q.Name).Msg("could not delete the stored queue; it will come back after a restart")
+		}
+	}
 }
 
 // dropQueue deletes q unconditionally, if it is still the one registered.

@@ -42,7 +42,9 @@ type VHost struct {
 	log      zerolog.Logger
 	holds    *holdQueue
 	bindSeq  atomic.Uint64
-	serverID string
+	queueSeq atomic.Uint64 // numbers queues for their lock order
+	store    Store         // nil: nothing persists
+	memory   queue.MemoryLimit
 
 	mu        sync.RWMutex
 	exchanges map[string]*Exchange
@@ -59,6 +61,8 @@ type Config struct {
 	Name   string
 	Types  *exchange.Registry
 	Logger zerolog.Logger
+	Store  Store             // nil: a vhost that keeps nothing across restarts
+	Memory queue.MemoryLimit // each queue's in-memory bound before paging
 }
 
 // New creates a vhost with the default and predeclared exchanges.
@@ -66,6 +70,8 @@ func New(c Config) *VHost {
 	v := &VHost{
 		Name:      c.Name,
 		types:     c.Types,
+		store:     c.Store,
+		memory:    c.Memory,
 		log:       c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges: make(map[string]*Exchange),
 		queues:    make(map[string]*queue.Queue),

@@ -1,0 +1,215 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// openStore opens the data directory and brings back what it holds, in an
+// order where everything finds what it refers to: recovery of the message
+// index first (keeping only durable queues' entries), then vhosts, users
+// and permissions, and per vhost its policies, exchanges, queues with their
+// messages, and bindings in creation order. A data directory that has
+// never held a vhost or a user gets the configured defaults, stored.
+func (b *Broker) openStore() error {
+	cfg := b.cfg.Storage
+	sync := storage.SyncAlways
+	if cfg.Sync == "never" {
+		sync = storage.SyncNever
+	}
+	start := time.Now()
+	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, Logger: b.log, CacheSize: int64(cfg.CacheSize)})
+	if err != nil {
+		return err
+	}
+	b.store = st
+	if err := b.restore(start); err != nil {
+		st.Close()
+		b.store = nil
+		return err
+	}
+	return nil
+}
+
+func (b *Broker) restore(start time.Time) error {
+	st := b.store
+	queues, err := st.Meta(storage.KindQueue, "")
+	if err != nil {
+		return err
+	}
+	keep := make(map[uint64]bool, len(queues))
+	for _, q := range queues {
+		if id, ok := queue.Integer(q.Rec["id"]); ok {
+			keep[uint64(id)] = true
+		}
+	}
+	stats, err := st.Recover(keep)
+	if err != nil {
+		return fmt.Errorf("recovering the message store: %w", err)
+	}
+
+	vhosts, err := st.Meta(storage.KindVHost, "")
+	if err != nil {
+		return err
+	}
+	users, err := st.Meta(storage.KindUser, "")
+	if err != nil {
+		return err
+	}
+	if len(vhosts) == 0 && len(users) == 0 {
+		return b.firstBoot()
+	}
+	for _, u := range users {
+		tags := []string{}
+		if list, ok := u.Rec["tags"].([]any); ok {
+			for _, t := range list {
+				if s, ok := t.(string); ok {
+					tags = append(tags, s)
+				}
+			}
+		}
+		hash, _ := u.Rec["password_hash"].(string)
+		b.users.PutUser(&auth.User{Name: u.Name, PasswordHash: hash, Tags: tags})
+	}
+	for _, vr := range vhosts {
+		if err := b.restoreVHost(vr.Name, queues, stats.Queues); err != nil {
+			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
+		}
+	}
+	perms, err := st.Meta(storage.KindPermission, "")
+	if err != nil {
+		return err
+	}
+	for _, p := range perms {
+		c, _ := p.Rec["configure"].(string)
+		w, _ := p.Rec["write"].(string)
+		r, _ := p.Rec["read"].(string)
+		perm, err := auth.NewPermission(c, w, r)
+		if err != nil {
+			b.log.Warn().Err(err).Str("vhost", p.VHost).Str("user", p.Name).Msg("stored permission ignored")
+			continue
+		}
+		b.users.SetPermission(p.VHost, p.Name, perm)
+	}
+	ev := b.log.Info()
+	if time.Since(start) > time.Second {
+		ev = b.log.Info().Dur("elapsed", time.Since(start))
+	}
+	ev.Int("vhosts", len(vhosts)).Int("queues", len(queues)).Int64("messages", stats.Entries).
+		Int64("transient_dropped", stats.Transient).Msg("restored from the data directory")
+	return nil
+}
+
+// firstBoot stores the configured default vhost, user and permission.
+func (b *Broker) firstBoot() error {
+	d := b.cfg.Defaults
+	if _, err := b.AddVHost(d.VHost); err != nil {
+		return err
+	}
+	if d.User != "" {
+		pw := d.Password
+		if err := b.PutUser(d.User, &pw, []string{"administrator"}); err != nil {
+			return err
+		}
+		if err := b.SetPermission(d.VHost, d.User, ".*", ".*", ".*"); err != nil {
+			return err
+		}
+	}
+	b.log.Info().Str("vhost", d.VHost).Str("user", d.User).Msg("new data directory: created the default vhost and user")
+	return nil
+}
+
+func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels map[uint64][]storage.Level) error {
+	v := b.newVHost(name)
+	st := b.store
+	pols, err := st.Meta(storage.KindPolicy, name)
+	if err != nil {
+		return err
+	}
+	for _, p := range pols {
+		pattern, _ := p.Rec["pattern"].(string)
+		applyTo, _ := p.Rec["apply-to"].(string)
+		prio, _ := queue.Integer(p.Rec["priority"])
+		def, _ := p.Rec["definition"].(protocol.Table)
+		pol, err := policy.New(p.Name, pattern, policy.ApplyTo(applyTo), int(prio), def)
+		if err != nil {
+			b.log.Warn().Err(err).Str("vhost", name).Msg("stored policy ignored")
+			continue
+		}
+		v.RestorePolicy(pol)
+	}
+	exchanges, err := st.Meta(storage.KindExchange, name)
+	if err != nil {
+		return err
+	}
+	for _, x := range exchanges {
+		typ, _ := x.Rec["type"].(string)
+		v.RestoreExchange(exchange.Definition{
+			Name: x.Name, Type: typ, Durable: true,
+			AutoDelete: flag(x.Rec, "auto_delete"), Internal: flag(x.Rec, "internal"), Args: table(x.Rec, "arguments"),
+		})
+	}
+	for _, q := range queues {
+		if q.VHost != name {
+			continue
+		}
+		id, _ := queue.Integer(q.Rec["id"])
+		def := vhost.QueueDef{Name: q.Name, Durable: true, AutoDelete: flag(q.Rec, "auto_delete"), Args: table(q.Rec, "arguments")}
+		if err := v.RestoreQueue(def, uint64(id), levels[uint64(id)]); err != nil {
+			b.log.Error().Err(err).Str("vhost", name).Str("queue", q.Name).Msg("queue could not be restored")
+		}
+	}
+	binds, err := st.Meta(storage.KindBinding, name)
+	if err != nil {
+		return err
+	}
+	sort.Slice(binds, func(i, j int) bool { return binds[i].Seq < binds[j].Seq })
+	for _, bd := range binds {
+		source, _ := bd.Rec["source"].(string)
+		dest, _ := bd.Rec["destination"].(string)
+		kind, _ := bd.Rec["destination_type"].(string)
+		key, _ := bd.Rec["routing_key"].(string)
+		d := exchange.Destination{Kind: exchange.ToQueue, Name: dest}
+		if kind == "exchange" {
+			d.Kind = exchange.ToExchange
+		}
+		if err := v.RestoreBinding(bd.Seq, source, d, key, table(bd.Rec, "arguments")); err != nil {
+			b.log.Warn().Err(err).Str("vhost", name).Str("source", source).Str("destination", dest).Msg("stored binding could not be restored")
+		}
+	}
+	return nil
+}
+
+func flag(t protocol.Table, key string) bool {
+	v, _ := t[key].(bool)
+	return v
+}
+
+func table(t protocol.Table, key string) protocol.Table {
+	v, _ := t[key].(protocol.Table)
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+func userRecord(u *auth.User) protocol.Table {
+	tags := make([]any, len(u.Tags))
+	for i, t := range u.Tags {
+		tags[i] = t
+	}
+	return protocol.Table{"password_hash": u.PasswordHash, "tags": tags}
+}
+
+func permissionRecord(p *auth.Permission) protocol.Table {
+	return protocol.Table{"configure": p.Configure, "write": p.Write, "read": p.Read}
+}

@@ -1,0 +1,134 @@
+package queue
+
+import (
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Store is the part of the storage layer a queue writes through
+// (*storage.Store). A queue without one keeps everything in memory.
+//
+// A queue writes its entries in Txns it commits before releasing its lock,
+// so on disk the operations on one queue happen in the order they did in
+// memory: an entry's put always precedes its delete, whichever goroutine
+// does each. Those commits never wait for the disk; a publisher that needs
+// its messages synced asks the store for a sync afterwards (one durable
+// commit makes everything committed before it durable too).
+type Store interface {
+	Begin() *storage.Txn
+	NewID() uint64
+	ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *storage.Entry) bool) error
+}
+
+// Persists reports whether the queue keeps persistent messages across a
+// restart: durable, not exclusive, and backed by a store.
+func (q *Queue) Persists() bool { return q.persists }
+
+// QID is the queue's id in the store (0 until it first writes).
+func (q *Queue) QID() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.qid
+}
+
+// txn returns the Txn of the operation in progress, begun on first use;
+// q.mu is held.
+func (q *Queue) txn() *storage.Txn {
+	if q.qid == 0 {
+		q.qid = q.store.NewID()
+	}
+	if q.tx == nil {
+		q.tx = q.store.Begin()
+	}
+	return q.tx
+}
+
+// commit hands the operation's writes to the store; q.mu is held.
+func (q *Queue) commit() {
+	if q.tx != nil {
+		q.tx.Commit(false, nil)
+		q.tx = nil
+	}
+}
+
+// StoredMessage is the storage form of a message.
+func StoredMessage(m *message.Message) *storage.Message {
+	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+}
+
+// storeEntry writes e to the queue's index (persistent says whether it is
+// to survive a restart); q.mu is held.
+func (q *Queue) storeEntry(e *Entry, persistent bool) {
+	// A shared entry's Msg is not stored again, only its body's length.
+	se := storage.Entry{Persistent: persistent, Delivered: e.Deliveries > 0, Deliveries: e.Deliveries,
+		ExpiresAt: e.ExpiresAt, MsgID: e.Msg.ID, Msg: StoredMessage(e.Msg)}
+	q.txn().PutEntry(q.qid, e.Level, e.Seq, &se)
+	e.Stored = true
+}
+
+// markDelivered records a stored entry's first delivery (so it comes back
+// redelivered after a restart), and every later one when a delivery limit
+// needs the count; q.mu is held.
+func (q *Queue) markDelivered(e *Entry) {
+	if !e.Stored || (e.Deliveries > 1 && q.settings.DeliveryLimit == Unlimited) {
+		return
+	}
+	se := storage.Entry{Persistent: q.persists && e.Msg.Persistent, Delivered: true, Deliveries: e.Deliveries,
+		ExpiresAt: e.ExpiresAt, MsgID: e.Msg.ID, Msg: StoredMessage(e.Msg)}
+	q.txn().UpdateEntry(q.qid, e.Level, e.Seq, &se)
+}
+
+// forget deletes a stored entry that left the queue for good; q.mu is held.
+func (q *Queue) forget(e *Entry) {
+	if e.Stored && !q.deleted {
+		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, e.Msg.ID)
+	}
+}
+
+// entryFromStore rebuilds an entry read back from the store.
+func entryFromStore(seq uint64, prio uint8, se *storage.Entry) Entry {
+	sm := se.Msg
+	if sm == nil {
+		return Entry{}
+	}
+	m, err := message.New(sm.Exchange, sm.RoutingKey, sm.Flags, sm.Props, sm.Body)
+	if err != nil {
+		return Entry{}
+	}
+	m.ID = se.MsgID
+	return Entry{Msg: m, Seq: seq, Level: prio, ExpiresAt: se.ExpiresAt, Deliveries: se.Deliveries, Stored: true}
+}
+
+// Restore loads a durable queue's entries after a restart, from the levels
+// the store's recovery counted: up to the memory bound into memory, the rest
+// left paged. Entries delivered before the restart come back redelivered.
+func (q *Queue) Restore(levels []storage.Level) error {
+	q.mu.Lock()
+	defer q.unlock()
+	for _, lv := range levels {
+		if int(lv.Prio) >= len(q.levels) || lv.Count == 0 {
+			continue
+		}
+		l := &q.levels[lv.Prio]
+		l.pagedCount, l.pagedBytes, l.pagedFrom = int(lv.Count), lv.Bytes, lv.FirstSeq
+		q.ready += int(lv.Count)
+		q.readyBytes += lv.Bytes
+		if lv.LastSeq >= q.nextSeq {
+			q.nextSeq = lv.LastSeq + 1
+		}
+	}
+	for i := range q.levels {
+		l := &q.levels[i]
+		for l.pagedCount > 0 && !q.overMemory() {
+			before := l.pagedCount
+			if err := q.pageIn(l); err != nil {
+				return err
+			}
+			if l.pagedCount == before {
+				break
+			}
+		}
+	}
+	q.expireHeads()
+	return nil
+}

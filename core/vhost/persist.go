@@ -1,0 +1,151 @@
+package vhost
+
+import (
+	"sort"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Store is what a vhost keeps on disk through: the queues' index and
+// messages, and the durable topology. *storage.Store implements it. Every
+// metadata write returns once it is synced, so the -ok that follows it is
+// a promise the broker can keep after a crash.
+type Store interface {
+	queue.Store
+	PutMeta(kind storage.Kind, vhost, name string, rec protocol.Table) error
+	DeleteMeta(kind storage.Kind, vhost, name string) error
+	PutBinding(vhost string, seq uint64, rec protocol.Table) error
+	DeleteBinding(vhost string, seq uint64) error
+}
+
+// The records below are AMQP tables, so arguments keep their exact types.
+
+func exchangeRecord(def exchange.Definition) protocol.Table {
+	return protocol.Table{"type": def.Type, "durable": def.Durable, "auto_delete": def.AutoDelete,
+		"internal": def.Internal, "arguments": args(def.Args)}
+}
+
+func queueRecord(q *queue.Queue) protocol.Table {
+	return protocol.Table{"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": args(q.Args), "id": int64(q.QID())}
+}
+
+func bindingRecord(b *exchange.Binding) protocol.Table {
+	return protocol.Table{"source": b.Source, "destination": b.Destination.Name,
+		"destination_type": b.Destination.Kind.String(), "routing_key": b.Key, "arguments": args(b.Args)}
+}
+
+func policyRecord(p *policy.Policy) protocol.Table {
+	return protocol.Table{"pattern": p.Pattern, "apply-to": string(p.ApplyTo), "priority": int64(p.Priority), "definition": p.Definition}
+}
+
+func args(t protocol.Table) protocol.Table {
+	if t == nil {
+		return protocol.Table{}
+	}
+	return t
+}
+
+// stored wraps a failed metadata write as the error its client sees.
+func stored(err error) error {
+	if err != nil {
+		return reply.Internal("could not store the change: %v", err)
+	}
+	return nil
+}
+
+// AfterSync calls done once everything written so far is on disk (at once
+// without a store). Publishers use it to confirm persistent messages.
+func (v *VHost) AfterSync(done func(error)) {
+	if v.store == nil {
+		done(nil)
+		return
+	}
+	v.store.Begin().Commit(true, done)
+}
+
+// ---- restoring at start-up: the store already holds these, so nothing is written.
+
+// RestoreExchange recreates a durable exchange. An exchange whose type is
+// not registered (its plugin is not enabled yet) is kept and refuses to
+// route until the type comes back, as with a disabled plugin.
+func (v *VHost) RestoreExchange(def exchange.Definition) {
+	def.VHost = v.Name
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.exchanges[def.Name] != nil {
+		return
+	}
+	x := &Exchange{Definition: def, router: missingType{name: def.Type}}
+	if t, ok := v.types.Lookup(def.Type); ok {
+		if r, err := t.Create(def); err == nil {
+			x.typ, x.router = t, r
+		} else {
+			v.log.Warn().Err(err).Str("exchange", def.Name).Msg("restored exchange cannot route")
+		}
+	} else {
+		v.log.Warn().Str("exchange", def.Name).Str("type", def.Type).Msg("restored exchange's type is not available; it refuses to route until it is")
+	}
+	v.exchanges[def.Name] = x
+	v.applyExchangePolicy(x)
+}
+
+// RestoreQueue recreates a durable queue under its stored id and loads its
+// messages from the levels recovery counted.
+func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
+	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	q := v.newQueue(def, settings, qid)
+	v.mu.Unlock()
+	if err := q.Restore(levels); err != nil {
+		return err
+	}
+	v.mu.RLock()
+	p := v.policies.For(policy.Queues, def.Name)
+	v.mu.RUnlock()
+	if p != nil {
+		q.ApplyPolicy(p.Definition)
+	}
+	return nil
+}
+
+// RestoreBinding recreates a durable binding with its stored sequence
+// number; bindings must be restored in seq order.
+func (v *VHost) RestoreBinding(seq uint64, source string, dest exchange.Destination, key string, args protocol.Table) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if seq > v.bindSeq.Load() {
+		v.bindSeq.Store(seq)
+	}
+	return v.addBinding(source, dest, key, args, nil, seq, false)
+}
+
+// RestorePolicy reinstates a stored policy.
+func (v *VHost) RestorePolicy(p *policy.Policy) {
+	v.mu.Lock()
+	v.policies.Put(p)
+	pending := v.applyPolicies()
+	v.mu.Unlock()
+	applyQueuePolicies(pending)
+}
+
+// QueueIDs lists the store ids of the vhost's queues that have one.
+func (v *VHost) QueueIDs() []uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var ids []uint64
+	for _, q := range v.queues {
+		if id := q.QID(); id != 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
