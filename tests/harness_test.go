@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -407,3 +408,6 @@ func drain(t testing.TB, ch *amqp.Channel, queue string) []string {
 		out = append(out, string(m.Body))
 	}
 }
+
+// netListen opens a loopback listener on a free port.
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -27,13 +27,8 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-// Extension adds routes to the API (the plugin host adds /api/plugins).
-type Extension interface {
-	Routes(handle func(pattern string, h http.Handler), wrap func(func(*http.Request) (any, error)) http.Handler)
-}
-
 // Handler returns the admin API for a broker.
-func Handler(b *broker.Broker, ext ...Extension) http.Handler {
+func Handler(b *broker.Broker) http.Handler {
 	a := &api{b: b}
 	mux := &router{}
 	h := a.wrap
@@ -58,10 +53,10 @@ func Handler(b *broker.Broker, ext ...Extension) http.Handler {
 	mux.Handle("GET /api/policies/{vhost}", h(a.policies))
 	mux.Handle("PUT /api/policies/{vhost}/{name}", h(a.putPolicy))
 	mux.Handle("DELETE /api/policies/{vhost}/{name}", h(a.deletePolicy))
+	mux.Handle("GET /api/plugins", h(a.plugins))
+	mux.Handle("POST /api/plugins/{name}/enable", h(a.enablePlugin))
+	mux.Handle("POST /api/plugins/{name}/disable", h(a.disablePlugin))
 	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
-	for _, e := range ext {
-		e.Routes(mux.Handle, a.wrap)
-	}
 	return mux
 }
 
@@ -359,6 +354,20 @@ func (a *api) putPolicy(r *http.Request) (any, error) {
 
 func (a *api) deletePolicy(r *http.Request) (any, error) {
 	return nil, a.b.ClearPolicy(r.PathValue("vhost"), r.PathValue("name"))
+}
+
+func (a *api) plugins(*http.Request) (any, error) {
+	return a.b.Plugins(), nil
+}
+
+func (a *api) enablePlugin(r *http.Request) (any, error) {
+	return nil, a.b.EnablePlugin(r.PathValue("name"))
+}
+
+// disablePlugin refuses while the plugin's types have exchanges, unless
+// ?force=true.
+func (a *api) disablePlugin(r *http.Request) (any, error) {
+	return nil, a.b.DisablePlugin(r.PathValue("name"), r.URL.Query().Get("force") == "true")
 }
 
 // jsonTable renders a field table for JSON: byte arrays as base64,

@@ -35,13 +35,14 @@ const Version = "0.1.0"
 
 // Broker is a running Warren.
 type Broker struct {
-	cfg   config.Config
-	log   zerolog.Logger
-	types *exchange.Registry
-	users *auth.Store
-	alarm conn.Alarm
-	srv   *conn.Server
-	store *storage.Store
+	cfg     config.Config
+	log     zerolog.Logger
+	types   *exchange.Registry
+	users   *auth.Store
+	alarm   conn.Alarm
+	srv     *conn.Server
+	store   *storage.Store
+	plugins *pluginManager
 
 	mu     sync.RWMutex
 	vhosts map[string]*vhost.VHost
@@ -83,6 +84,10 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Version: Version,
 	}
 	if err := b.openStore(); err != nil {
+		return nil, err
+	}
+	if err := b.startPlugins(shippedModules()); err != nil {
+		b.store.Close()
 		return nil, err
 	}
 	return b, nil
@@ -281,6 +286,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		v.Close()
 	}
 	b.mu.RUnlock()
+	b.plugins.close()
 	if err := b.store.Close(); err != nil {
 		b.log.Error().Err(err).Msg("closing the store")
 	}

@@ -85,6 +85,24 @@ func (b *Broker) restore(start time.Time) error {
 			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
 		}
 	}
+	held := 0
+	err = st.ScanHeld(func(due int64, seq uint64, rec []byte) bool {
+		name, ok := vhost.HeldVHost(rec)
+		v, found := b.VHost(name)
+		if !ok || !found {
+			b.log.Warn().Str("vhost", name).Msg("held message of an unknown vhost ignored")
+			return true
+		}
+		if err := v.RestoreHeld(due, seq, rec); err != nil {
+			b.log.Warn().Err(err).Msg("held message could not be restored")
+			return true
+		}
+		held++
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("reading held messages: %w", err)
+	}
 	perms, err := st.Meta(storage.KindPermission, "")
 	if err != nil {
 		return err
@@ -104,7 +122,7 @@ func (b *Broker) restore(start time.Time) error {
 	if time.Since(start) > time.Second {
 		ev = b.log.Info().Dur("elapsed", time.Since(start))
 	}
-	ev.Int("vhosts", len(vhosts)).Int("queues", len(queues)).Int64("messages", stats.Entries).
+	ev.Int("vhosts", len(vhosts)).Int("queues", len(queues)).Int64("messages", stats.Entries).Int("held", held).
 		Int64("transient_dropped", stats.Transient).Msg("restored from the data directory")
 	return nil
 }

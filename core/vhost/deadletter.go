@@ -33,6 +33,15 @@ func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
 		}
 	}
 	moves, targets := v.deadLetterRoutes(q, dead)
+	v.moveInto(moves, targets, txn)
+}
+
+// moveInto enqueues messages that are moving from somewhere else in the
+// store (a dead-lettering queue, the delay store) into their queues, with
+// txn holding the deletion at the source: the targets are locked in Order,
+// filled, txn committed (deletion and insertions together), and unlocked,
+// which delivers.
+func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn) {
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Order() < targets[j].Order() })
 	for _, t := range targets {
 		t.LockForMove()
@@ -83,6 +92,7 @@ func (v *VHost) deadLetterRoutes(q *queue.Queue, dead []queue.Dead) ([]move, []*
 			v.log.Warn().Err(err).Str("queue", q.Name).Msg("dead-letter routing failed; message dropped")
 			continue
 		}
+		v.holdPending(m, &r)
 		if d.Reason != queue.Rejected {
 			dropCycles(&r, m)
 		}

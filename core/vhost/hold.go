@@ -6,34 +6,43 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
-// holdQueue keeps messages an exchange type asked to hold (Result.Hold) and
-// routes each through its exchange, with the type it named, when due. One
-// timer serves the whole vhost: it is always set for the earliest message.
+// holdQueue keeps messages an exchange type asked to hold (Result.Hold)
+// and routes each through its exchange, with the type it named, when due.
+// One timer serves the whole vhost, always set for the earliest message.
+//
+// A persistent message held by a durable exchange is also written to the
+// store's delay store (ordered by due time), so it survives a restart;
+// when it comes due, deleting it from there and storing it in its queues
+// is one Txn, as with dead letters.
 type holdQueue struct {
 	v       *VHost
 	mu      sync.Mutex
 	items   holdHeap
 	timer   *time.Timer
 	stopped bool
-	seq     uint64 // breaks ties so equal due times keep publish order
+	seq     uint64 // orders items that are not stored
 }
 
 type held struct {
-	due time.Time
-	seq uint64
-	x   *Exchange
-	m   *message.Message
-	via string
+	due    int64 // unix ms
+	seq    uint64
+	x      string // exchange name: looked up when due, in case it went
+	m      *message.Message
+	via    string
+	stored bool // in the store's delay store under (due, seq)
 }
 
 type holdHeap []*held
 
 func (h holdHeap) Len() int { return len(h) }
 func (h holdHeap) Less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
+	if h[i].due != h[j].due {
+		return h[i].due < h[j].due
 	}
 	return h[i].seq < h[j].seq
 }
@@ -49,14 +58,36 @@ func (h *holdHeap) Pop() any {
 
 func newHoldQueue(v *VHost) *holdQueue { return &holdQueue{v: v} }
 
-func (hq *holdQueue) add(x *Exchange, m *message.Message, via string, d time.Duration) {
+// add holds m for d, then routes it from x with type via. It reports
+// whether the message was written to the store (the publisher's confirm
+// then waits for a sync).
+func (hq *holdQueue) add(x *Exchange, m *message.Message, via string, d time.Duration) (stored bool) {
+	h := &held{due: time.Now().Add(d).UnixMilli(), x: x.Name, m: m, via: via}
+	if st := hq.v.store; st != nil && m.Persistent && x.Durable {
+		h.seq, h.stored = st.NewID(), true
+		if rec, err := heldRecord(hq.v.Name, h); err == nil {
+			t := st.Begin()
+			t.PutHeld(h.due, h.seq, rec)
+			t.Commit(false, nil)
+		} else {
+			h.stored = false
+		}
+	}
+	hq.push(h)
+	return h.stored
+}
+
+func (hq *holdQueue) push(h *held) {
 	hq.mu.Lock()
 	defer hq.mu.Unlock()
 	if hq.stopped {
 		return
 	}
-	hq.seq++
-	heap.Push(&hq.items, &held{due: time.Now().Add(d), seq: hq.seq, x: x, m: m, via: via})
+	if !h.stored {
+		hq.seq++
+		h.seq = hq.seq
+	}
+	heap.Push(&hq.items, h)
 	hq.arm()
 }
 
@@ -65,7 +96,7 @@ func (hq *holdQueue) arm() {
 	if len(hq.items) == 0 {
 		return
 	}
-	d := time.Until(hq.items[0].due)
+	d := time.Until(time.UnixMilli(hq.items[0].due))
 	if hq.timer == nil {
 		hq.timer = time.AfterFunc(d, hq.fire)
 	} else {
@@ -75,23 +106,41 @@ func (hq *holdQueue) arm() {
 
 // fire routes every due message, outside the lock.
 func (hq *holdQueue) fire() {
-	now := time.Now()
+	now := time.Now().UnixMilli()
 	var due []*held
 	hq.mu.Lock()
-	for len(hq.items) > 0 && !hq.items[0].due.After(now) {
+	for len(hq.items) > 0 && hq.items[0].due <= now {
 		due = append(due, heap.Pop(&hq.items).(*held))
 	}
 	hq.arm()
 	hq.mu.Unlock()
-
-	var r Router
 	for _, h := range due {
-		if _, err := hq.v.route(h.x, h.m, &r, h.via); err != nil {
-			hq.v.log.Warn().Err(err).Str("exchange", h.x.Name).Msg("held message could not be routed; dropped")
-			continue
-		}
-		hq.v.enqueue(h.m, &r)
+		hq.release(h)
 	}
+}
+
+// release routes a due message and moves it into its queues.
+func (hq *holdQueue) release(h *held) {
+	v := hq.v
+	var txn *storage.Txn
+	if h.stored && v.store != nil {
+		txn = v.store.Begin()
+		txn.DeleteHeld(h.due, h.seq)
+	}
+	var moves []move
+	var targets []*queue.Queue
+	if x, err := v.Exchange(h.x); err != nil {
+		v.log.Warn().Str("exchange", h.x).Msg("held message's exchange is gone; message dropped")
+	} else {
+		var r Router
+		if _, err := v.route(x, h.m, &r, h.via); err != nil {
+			v.log.Warn().Err(err).Str("exchange", h.x).Msg("held message could not be routed; dropped")
+		} else if v.holdPending(h.m, &r); len(r.queues) > 0 {
+			moves = []move{{m: h.m, queues: append([]*queue.Queue(nil), r.queues...)}}
+			targets = moves[0].queues
+		}
+	}
+	v.moveInto(moves, targets, txn)
 }
 
 // Held reports how many messages are being held.
@@ -109,3 +158,42 @@ func (hq *holdQueue) stop() {
 		hq.timer.Stop()
 	}
 }
+
+// heldRecord encodes a held message for the delay store.
+func heldRecord(vhost string, h *held) ([]byte, error) {
+	return protocol.AppendTable(nil, protocol.Table{
+		"vhost": vhost, "exchange": h.x, "via": h.via,
+		"message_exchange": h.m.Exchange, "routing_key": h.m.RoutingKey,
+		"flags": int32(h.m.Flags), "properties": h.m.Props, "body": h.m.Body,
+	})
+}
+
+// HeldVHost reads which vhost a delay-store record belongs to.
+func HeldVHost(rec []byte) (string, bool) {
+	t, _, err := protocol.DecodeTable(rec)
+	if err != nil {
+		return "", false
+	}
+	name, ok := t["vhost"].(string)
+	return name, ok
+}
+
+// RestoreHeld puts a message from the delay store back on hold.
+func (v *VHost) RestoreHeld(due int64, seq uint64, rec []byte) error {
+	t, _, err := protocol.DecodeTable(rec)
+	if err != nil {
+		return err
+	}
+	str := func(k string) string { s, _ := t[k].(string); return s }
+	raw := func(k string) []byte { b, _ := t[k].([]byte); return b }
+	flags, _ := queue.Integer(t["flags"])
+	m, err := message.New(str("message_exchange"), str("routing_key"), uint16(flags), raw("properties"), raw("body"))
+	if err != nil {
+		return err
+	}
+	v.holds.push(&held{due: due, seq: seq, x: str("exchange"), m: m, via: str("via"), stored: true})
+	return nil
+}
+
+// HeldCount reports how many messages the vhost is holding.
+func (v *VHost) HeldCount() int { return v.holds.len() }

@@ -1,6 +1,8 @@
 package vhost
 
 import (
+	"time"
+
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -10,12 +12,19 @@ import (
 // Router is the scratch space of one publisher: reusing it across messages
 // keeps routing free of allocation. It must not be shared between goroutines.
 type Router struct {
+	holds    []pendingHold // Via with Hold: to hold once routing is done
 	result   exchange.Result
 	variants []*message.Message // the message under each CC/BCC key
 	work     []*Exchange
 	visited  []*Exchange
 	queues   []*queue.Queue
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
+}
+
+type pendingHold struct {
+	x    *Exchange
+	via  string
+	hold time.Duration
 }
 
 // Outcome is what became of a published message.
@@ -40,6 +49,7 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	if err != nil {
 		return Outcome{}, err
 	}
+	heldStored := v.holdPending(m, r)
 	if len(r.variants) > 0 {
 		if m, err = m.WithoutHeaders("BCC"); err != nil {
 			return Outcome{}, err
@@ -47,6 +57,7 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	}
 	out := v.enqueue(m, r)
 	out.Held = held
+	out.Stored = out.Stored || heldStored
 	return out, nil
 }
 
@@ -56,6 +67,8 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (held bool, err error) {
 	r.queues = r.queues[:0]
 	r.visited = r.visited[:0]
+	clear(r.holds)
+	r.holds = r.holds[:0]
 	r.work = append(r.work[:0], x)
 	clear(r.seen)
 	clear(r.variants)
@@ -89,7 +102,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 		}
 		if r.result.Via != "" {
 			if r.result.Hold > 0 {
-				v.holds.add(x, m, r.result.Via, r.result.Hold)
+				// Held after routing is done, outside the read lock.
+				r.holds = append(r.holds, pendingHold{x: x, via: r.result.Via, hold: r.result.Hold})
 				held = true
 				continue
 			}
@@ -139,6 +153,17 @@ func (r *Router) routeAll(router exchange.Router, m *message.Message) error {
 		}
 	}
 	return nil
+}
+
+// holdPending puts m on hold for each exchange that asked for it during
+// routing. It reports whether any hold was written to the store.
+func (v *VHost) holdPending(m *message.Message, r *Router) (stored bool) {
+	for _, h := range r.holds {
+		stored = v.holds.add(h.x, m, h.via, h.hold) || stored
+	}
+	clear(r.holds)
+	r.holds = r.holds[:0]
+	return stored
 }
 
 func (r *Router) wasVisited(x *Exchange) bool {

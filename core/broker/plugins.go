@@ -1,0 +1,265 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// pluginManager enables and disables exchange-type plugins in the running
+// broker. A plugin is available when its module is shipped with Warren or
+// sits in the plugin directory as NAME.wasm (the directory wins, so a newer
+// build replaces a shipped one); it is enabled when its types are
+// registered. The enabled set is stored, and brought back at start
+// together with broker.toml's plugins.enabled.
+//
+// Enabling loads the module, registers its types and rebuilds the routers
+// of existing exchanges of those types from their bindings. Disabling
+// unregisters the types: exchanges of them stay declared, keep their
+// bindings and queues keep their messages, but they refuse to route (406)
+// until the plugin is enabled again. Disabling a plugin whose types have
+// exchanges needs force.
+type pluginManager struct {
+	b       *Broker
+	host    *plugins.Host
+	shipped map[string][]byte
+
+	mu      sync.Mutex // serializes enable and disable
+	enabled map[string]*plugins.Plugin
+	failed  map[string]string // plugins the host disabled, and why
+}
+
+func (b *Broker) startPlugins(shipped map[string][]byte) error {
+	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*plugins.Plugin), failed: make(map[string]string)}
+	host, err := plugins.NewHost(plugins.Config{
+		CacheDir:       filepath.Join(b.cfg.Storage.DataDir, "wasm-cache"),
+		Logger:         b.log.With().Str("component", "plugins").Logger(),
+		PluginSettings: b.cfg.Plugins.Settings,
+		OnDisabled:     pm.onDisabled,
+	})
+	if err != nil {
+		return fmt.Errorf("plugin host: %w", err)
+	}
+	pm.host = host
+	b.plugins = pm
+
+	want := map[string]bool{}
+	recs, err := b.store.Meta(storage.KindPlugin, "")
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		want[r.Name] = true
+	}
+	for _, name := range b.cfg.Plugins.Enabled {
+		want[name] = true
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := pm.enable(name, false); err != nil {
+			// A plugin that cannot be enabled leaves its exchanges refusing
+			// to route; the broker still starts.
+			b.log.Error().Err(err).Str("plugin", name).Msg("plugin not enabled at start")
+		}
+	}
+	return nil
+}
+
+// module returns a plugin's module bytes and where they came from.
+func (pm *pluginManager) module(name string) ([]byte, string, error) {
+	if strings.ContainsAny(name, `/\`) || name == "" || strings.HasPrefix(name, ".") {
+		return nil, "", reply.PreconditionFailed("invalid plugin name '%s'", name)
+	}
+	if dir := pm.b.cfg.Plugins.Dir; dir != "" {
+		path := filepath.Join(dir, name+".wasm")
+		if wasm, err := os.ReadFile(path); err == nil {
+			return wasm, path, nil
+		} else if !os.IsNotExist(err) {
+			return nil, "", reply.PreconditionFailed("reading %s: %v", path, err)
+		}
+	}
+	if wasm, ok := pm.shipped[name]; ok {
+		return wasm, "shipped", nil
+	}
+	return nil, "", reply.NotFound("no plugin '%s' (neither shipped nor %s/%s.wasm)", name, pm.b.cfg.Plugins.Dir, name)
+}
+
+// Enable loads a plugin and registers its types; enabling an enabled one
+// is a no-op.
+func (pm *pluginManager) Enable(name string) error { return pm.enable(name, true) }
+
+func (pm *pluginManager) enable(name string, persist bool) error {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if _, ok := pm.enabled[name]; ok {
+		return nil
+	}
+	wasm, source, err := pm.module(name)
+	if err != nil {
+		return err
+	}
+	p, err := pm.host.Load(context.Background(), name, wasm)
+	if err != nil {
+		return reply.PreconditionFailed("plugin '%s' (%s): %v", name, source, err)
+	}
+	if err := p.Register(pm.b.types); err != nil {
+		p.Close()
+		return reply.PreconditionFailed("plugin '%s': %v", name, err)
+	}
+	if persist {
+		if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, protocol.Table{"source": source}); err != nil {
+			p.Unregister(pm.b.types)
+			p.Close()
+			return reply.Internal("could not store the enabled plugin: %v", err)
+		}
+	}
+	pm.enabled[name] = p
+	delete(pm.failed, name)
+	info := p.Info()
+	for _, vh := range pm.b.VHosts() {
+		if v, ok := pm.b.VHost(vh); ok {
+			for _, t := range info.Types {
+				if err := v.TypeBack(t); err != nil {
+					pm.b.log.Warn().Err(err).Str("vhost", vh).Str("type", t).Msg("exchanges of the plugin's type could not be rebuilt")
+				}
+			}
+		}
+	}
+	pm.b.log.Info().Str("plugin", name).Str("version", info.Version).Strs("types", info.Types).Str("source", source).Msg("plugin enabled")
+	return nil
+}
+
+// Disable unregisters a plugin's types. With exchanges of those types
+// declared it refuses (406) unless force is set.
+func (pm *pluginManager) Disable(name string, force bool) error {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	p, ok := pm.enabled[name]
+	if !ok {
+		if _, _, err := pm.module(name); err != nil {
+			return err
+		}
+		return nil
+	}
+	if n := p.Exchanges(); n > 0 && !force {
+		return reply.PreconditionFailed("plugin '%s' has %d exchange(s) of its types; they would stop routing (disable with force to do it anyway)", name, n)
+	}
+	if err := pm.b.store.DeleteMeta(storage.KindPlugin, "", name); err != nil {
+		return reply.Internal("could not store the change: %v", err)
+	}
+	pm.remove(p)
+	delete(pm.enabled, name)
+	pm.b.log.Info().Str("plugin", name).Bool("forced", force).Msg("plugin disabled")
+	return nil
+}
+
+// remove unregisters p's types and turns its exchanges' routers into
+// refusals; pm.mu is held.
+func (pm *pluginManager) remove(p *plugins.Plugin) {
+	p.Unregister(pm.b.types)
+	types := p.Info().Types
+	for _, vh := range pm.b.VHosts() {
+		if v, ok := pm.b.VHost(vh); ok {
+			for _, t := range types {
+				v.TypeGone(t)
+			}
+		}
+	}
+	p.Close()
+}
+
+// onDisabled runs when the host gives up on a plugin that keeps failing.
+// It stays in the stored enabled set, so a restart tries it again.
+func (pm *pluginManager) onDisabled(name, reason string) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	p, ok := pm.enabled[name]
+	if !ok {
+		return
+	}
+	pm.remove(p)
+	delete(pm.enabled, name)
+	pm.failed[name] = reason
+	pm.b.log.Error().Str("plugin", name).Str("reason", reason).Msg("plugin disabled after repeated failures")
+}
+
+// PluginStatus is one row of `warrenctl plugins list`.
+type PluginStatus struct {
+	Name      string   `json:"name"`
+	Enabled   bool     `json:"enabled"`
+	Version   string   `json:"version,omitempty"`
+	Types     []string `json:"types"`
+	Source    string   `json:"source"`
+	State     string   `json:"state"`
+	Exchanges int      `json:"exchanges"`
+}
+
+// List describes every available or enabled plugin, by name.
+func (pm *pluginManager) List() []PluginStatus {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	names := map[string]bool{}
+	for n := range pm.shipped {
+		names[n] = true
+	}
+	if dir := pm.b.cfg.Plugins.Dir; dir != "" {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
+		for _, f := range files {
+			names[strings.TrimSuffix(filepath.Base(f), ".wasm")] = true
+		}
+	}
+	for n := range pm.enabled {
+		names[n] = true
+	}
+	out := make([]PluginStatus, 0, len(names))
+	for n := range names {
+		st := PluginStatus{Name: n, Types: []string{}, State: "available"}
+		if wasm, source, err := pm.module(n); err == nil {
+			st.Source = source
+			if p, ok := pm.enabled[n]; ok {
+				info := p.Info()
+				st.Enabled, st.Version, st.Types, st.State, st.Exchanges = true, info.Version, info.Types, "enabled", info.Exchanges
+			} else if info, err := pm.host.Inspect(context.Background(), n, wasm); err == nil {
+				st.Version, st.Types = info.Version, info.Types
+			} else {
+				st.State = "invalid: " + err.Error()
+			}
+		} else if p, ok := pm.enabled[n]; ok {
+			info := p.Info()
+			st.Enabled, st.Version, st.Types, st.State = true, info.Version, info.Types, "enabled (module file removed)"
+		}
+		if reason, ok := pm.failed[n]; ok {
+			st.State = "disabled after failures: " + reason
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (pm *pluginManager) close() {
+	if pm == nil || pm.host == nil {
+		return
+	}
+	_ = pm.host.Close(context.Background())
+}
+
+// EnablePlugin, DisablePlugin and Plugins are the admin API's view.
+func (b *Broker) EnablePlugin(name string) error { return b.plugins.Enable(name) }
+func (b *Broker) DisablePlugin(name string, force bool) error {
+	return b.plugins.Disable(name, force)
+}
+func (b *Broker) Plugins() []PluginStatus { return b.plugins.List() }
