@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/warrenmq/warren/protocol"
+)
+
+func TestOnePolicyAppliesByPriority(t *testing.T) {
+	var s Set
+	mk := func(name, pattern string, to ApplyTo, prio int) *Policy {
+		p, err := New(name, pattern, to, prio, protocol.Table{"max-length": int64(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s.Put(mk("all", ".*", All, 0))
+	s.Put(mk("orders", "^orders", Queues, 5))
+	s.Put(mk("b-tie", "^orders", Queues, 5))
+	s.Put(mk("x", "^orders", Exchanges, 9))
+	cases := []struct {
+		kind ApplyTo
+		name string
+		want string
+	}{
+		{Queues, "orders.eu", "b-tie"}, // equal priority: the name that sorts first
+		{Exchanges, "orders.eu", "x"},
+		{Queues, "other", "all"},
+		{Exchanges, "other", "all"},
+	}
+	for _, c := range cases {
+		if got := s.For(c.kind, c.name); got == nil || got.Name != c.want {
+			t.Errorf("%s %s: got %v, want %s", c.kind, c.name, got, c.want)
+		}
+	}
+	if !s.Delete("b-tie") || s.Delete("b-tie") {
+		t.Fatal("delete")
+	}
+	if got := s.For(Queues, "orders.eu"); got.Name != "orders" {
+		t.Fatalf("after delete: %s", got.Name)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	def := protocol.Table{"message-ttl": int64(1)}
+	bad := []struct {
+		name, pattern string
+		to            ApplyTo
+		def           protocol.Table
+	}{
+		{"", ".*", All, def},
+		{"p", "(", All, def},
+		{"p", ".*", "topics", def},
+		{"p", ".*", All, nil},
+		{"p", ".*", All, protocol.Table{"max-lenght": int64(1)}},
+	}
+	for _, b := range bad {
+		if _, err := New(b.name, b.pattern, b.to, 0, b.def); err == nil {
+			t.Errorf("accepted %+v", b)
+		}
+	}
+	p, err := New("p", ".*", "", 0, def)
+	if err != nil || p.ApplyTo != All {
+		t.Fatalf("empty apply-to should mean all: %v %v", p, err)
+	}
+}

@@ -1,0 +1,278 @@
+package queue
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// consumer records deliveries; credit < 0 means unlimited.
+type consumer struct {
+	mu        sync.Mutex
+	got       []Delivery
+	credit    int
+	noAck     bool
+	exclusive bool
+	cancelled bool
+}
+
+func (c *consumer) Deliver(d Delivery) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.credit == 0 {
+		return false
+	}
+	if c.credit > 0 {
+		c.credit--
+	}
+	c.got = append(c.got, d)
+	return true
+}
+func (c *consumer) Cancelled()      { c.cancelled = true }
+func (c *consumer) NoAck() bool     { return c.noAck }
+func (c *consumer) Exclusive() bool { return c.exclusive }
+
+func (c *consumer) bodies() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, d := range c.got {
+		out = append(out, string(d.Entry.Msg.Body))
+	}
+	return out
+}
+
+type events struct {
+	mu        sync.Mutex
+	dead      []Dead
+	unused    bool
+	abandoned bool
+}
+
+func (e *events) DeadLetter(q *Queue, dead []Dead) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dead = append(e.dead, dead...)
+}
+func (e *events) Unused(*Queue)    { e.unused = true }
+func (e *events) Abandoned(*Queue) { e.abandoned = true }
+
+func msg(t *testing.T, body string, prio uint8, persistent bool) *message.Message {
+	t.Helper()
+	p := protocol.Properties{}
+	if prio > 0 {
+		p.Flags |= protocol.FlagPriority
+		p.Priority = prio
+	}
+	if persistent {
+		p.Flags |= protocol.FlagDeliveryMode
+		p.DeliveryMode = 2
+	}
+	raw, _ := p.Append(nil)
+	m, err := message.New("", "q", p.Flags, raw, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func newQueue(t *testing.T, args protocol.Table, mod func(*Config)) (*Queue, *events) {
+	t.Helper()
+	s, err := ParseArgs("q", "/", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &events{}
+	c := Config{Name: "q", VHost: "/", Settings: s, Events: ev}
+	if mod != nil {
+		mod(&c)
+	}
+	return New(c), ev
+}
+
+func TestFIFOAndRequeueInPlace(t *testing.T) {
+	q, _ := newQueue(t, nil, nil)
+	for i := 0; i < 5; i++ {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, false))
+	}
+	var taken []Entry
+	for i := 0; i < 3; i++ {
+		d, _, ok := q.Get(false)
+		if !ok {
+			t.Fatal("empty")
+		}
+		taken = append(taken, d.Entry)
+	}
+	// Give back 2 then 0: they return to their places, redelivered.
+	q.Requeue([]Entry{taken[2], taken[0]})
+	var got []string
+	for {
+		d, _, ok := q.Get(true)
+		if !ok {
+			break
+		}
+		got = append(got, fmt.Sprintf("%s%v", d.Entry.Msg.Body, d.Redelivered))
+	}
+	want := "[0true 2true 3false 4false]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+}
+
+func TestPriorityOrder(t *testing.T) {
+	q, _ := newQueue(t, protocol.Table{"x-max-priority": int32(5)}, nil)
+	for i, p := range []uint8{0, 3, 9, 3, 1} { // 9 is capped at 5
+		q.Enqueue(msg(t, fmt.Sprint(i), p, false))
+	}
+	c := &consumer{credit: -1}
+	if err := q.Consume(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.bodies()); got != "[2 1 3 4 0]" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestRoundRobinAndCredit(t *testing.T) {
+	q, _ := newQueue(t, nil, nil)
+	a, b := &consumer{credit: -1}, &consumer{credit: 1}
+	_ = q.Consume(a, nil)
+	_ = q.Consume(b, nil)
+	for i := 0; i < 5; i++ {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, false))
+	}
+	// b takes one, then has no credit: a gets the rest.
+	if fmt.Sprint(b.bodies()) != "[1]" || fmt.Sprint(a.bodies()) != "[0 2 3 4]" {
+		t.Fatalf("a %v b %v", a.bodies(), b.bodies())
+	}
+}
+
+func TestExclusiveConsumerAndAutoDelete(t *testing.T) {
+	q, ev := newQueue(t, nil, func(c *Config) { c.AutoDelete = true })
+	x := &consumer{credit: -1, exclusive: true}
+	added := false
+	if err := q.Consume(x, func() { added = true }); err != nil || !added {
+		t.Fatal(err)
+	}
+	if err := q.Consume(&consumer{credit: -1}, func() { t.Fatal("added a refused consumer") }); err == nil {
+		t.Fatal("a second consumer beside an exclusive one")
+	}
+	q.Cancel(x)
+	if !ev.abandoned {
+		t.Fatal("the last consumer of an auto-delete queue left and nothing happened")
+	}
+}
+
+func TestLimitsAndDeadLetters(t *testing.T) {
+	q, ev := newQueue(t, protocol.Table{"x-max-length": int32(2)}, nil)
+	for i := 0; i < 4; i++ {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, false))
+	}
+	if st := q.Stats(); st.Ready != 2 || len(ev.dead) != 2 || ev.dead[0].Reason != MaxLen || string(ev.dead[0].Msg.Body) != "0" {
+		t.Fatalf("drop-head: %+v %+v", st, ev.dead)
+	}
+
+	q, ev = newQueue(t, protocol.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"}, nil)
+	if ok, rejected, _ := q.Enqueue(msg(t, "a", 0, false)); !ok || rejected {
+		t.Fatal("first refused")
+	}
+	if ok, rejected, _ := q.Enqueue(msg(t, "b", 0, false)); ok || !rejected {
+		t.Fatal("second taken")
+	}
+	if len(ev.dead) != 0 {
+		t.Fatal("reject-publish dead-lettered")
+	}
+
+	q, ev = newQueue(t, protocol.Table{"x-delivery-limit": int32(1)}, nil)
+	q.Enqueue(msg(t, "x", 0, false))
+	for i := 0; i < 2; i++ {
+		d, _, _ := q.Get(false)
+		q.Requeue([]Entry{d.Entry})
+	}
+	if len(ev.dead) != 1 || ev.dead[0].Reason != DeliveryLimit {
+		t.Fatalf("delivery limit: %+v", ev.dead)
+	}
+}
+
+func TestTTLExpiresAtTheHead(t *testing.T) {
+	q, ev := newQueue(t, protocol.Table{"x-message-ttl": int32(1000)}, nil)
+	now := int64(1_000_000)
+	q.now = func() int64 { return now }
+	q.Enqueue(msg(t, "old", 0, false))
+	now += 500
+	q.Enqueue(msg(t, "new", 0, false))
+	now += 600 // "old" is past its TTL, "new" is not
+	d, _, ok := q.Get(true)
+	if !ok || string(d.Entry.Msg.Body) != "new" {
+		t.Fatalf("got %v", d.Entry.Msg)
+	}
+	if len(ev.dead) != 1 || ev.dead[0].Reason != Expired {
+		t.Fatalf("dead %+v", ev.dead)
+	}
+}
+
+func TestPagingKeepsOrderAndMemoryBound(t *testing.T) {
+	st, err := storage.Open("store", storage.Options{FS: vfs.NewMem(), Sync: storage.SyncNever, CommitInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Recover(nil); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = st
+		c.Durable = true
+		c.Memory = MemoryLimit{Messages: 10}
+	})
+	const n = 250
+	for i := 0; i < n; i++ {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, i%3 == 0))
+	}
+	q.mu.Lock()
+	inMemory := q.mem.msgs
+	q.mu.Unlock()
+	if inMemory > 10 {
+		t.Fatalf("%d messages in memory, bound 10", inMemory)
+	}
+	if st := q.Stats(); st.Ready != n {
+		t.Fatalf("ready %d", st.Ready)
+	}
+	for i := 0; i < n; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || string(d.Entry.Msg.Body) != fmt.Sprint(i) {
+			t.Fatalf("message %d: %v %v", i, ok, d.Entry.Msg)
+		}
+	}
+	if _, _, ok := q.Get(true); ok {
+		t.Fatal("more messages than published")
+	}
+}
+
+func TestParseArgsRefusesBadValues(t *testing.T) {
+	for _, args := range []protocol.Table{
+		{"x-message-ttl": int32(-1)},
+		{"x-message-ttl": 1.5},
+		{"x-expires": int32(0)},
+		{"x-max-priority": int32(256)},
+		{"x-overflow": "drop-tail"},
+		{"x-queue-type": "quorum"},
+		{"x-dead-letter-routing-key": "k"},
+		{"x-single-active-consumer": "yes"},
+	} {
+		if _, err := ParseArgs("q", "/", args); err == nil {
+			t.Errorf("accepted %v", args)
+		}
+	}
+	s, err := ParseArgs("q", "/", protocol.Table{"x-unknown": "kept", "x-queue-type": "classic"})
+	if err != nil || s.MessageTTL != Unlimited {
+		t.Fatal(err)
+	}
+}
