@@ -55,9 +55,9 @@ type Conn struct {
 	// only close and close-ok are read.
 	closing atomic.Bool
 	reads   atomic.Uint64 // frames read, for the heartbeat monitor
-	// blockedAt is when the reader stopped for a resource alarm (unix ns, 0
-	// when not blocked); the heartbeat monitor does not count that time.
-	blockedAt atomic.Int64
+	// blocked is set while the reader waits out a resource alarm; the
+	// heartbeat monitor does not count that time against the client.
+	blocked atomic.Bool
 
 	hbStart    chan time.Duration
 	writerDone chan struct{}
@@ -404,12 +404,12 @@ func (c *Conn) heartbeatTick(hb *heartbeatMonitor) (dead bool) {
 		}
 		c.out.end(b)
 	}
-	if r := c.reads.Load(); r != hb.lastReads || c.blockedAt.Load() != 0 {
+	if r := c.reads.Load(); r != hb.lastReads || c.blocked.Load() {
 		hb.lastReads, hb.quietReads = r, 0
 		return false
 	}
 	hb.quietReads++
-	return hb.quietReads > 4
+	return hb.quietReads >= 4 // two intervals: four half-interval ticks without a frame
 }
 
 // kickConsumers asks the queues of this connection's consumers to deliver

@@ -192,9 +192,9 @@ func (ch *channel) waitForAlarm() error {
 		c.send(0, &protocol.ConnectionBlocked{Reason: reason})
 	}
 	c.log.Info().Str("reason", reason).Msg("publisher blocked by resource alarm")
-	c.blockedAt.Store(1)
+	c.blocked.Store(true)
 	<-cleared
-	c.blockedAt.Store(0)
+	c.blocked.Store(false)
 	if c.caps.connectionBlocked {
 		c.send(0, &protocol.ConnectionUnblocked{})
 	}
