@@ -302,3 +302,27 @@ func TestPluginExchangeSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// A module of another ABI major version is refused, naming both versions,
+// and the broker carries on.
+func TestPluginOfAnotherABIVersionIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	wasm, err := os.ReadFile("../plugins/testdata/wat/abi2.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "abi2.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startWarren(t, func(c *config.Config) { c.Plugins.Dir = dir })
+	err = s.b.EnablePlugin("abi2")
+	if err == nil || !strings.Contains(err.Error(), "2.0") || !strings.Contains(err.Error(), "1.") {
+		t.Fatalf("enabling an ABI 2 module: %v", err)
+	}
+	_, ch := channel(t, s)
+	q := declareQueue(t, s, ch, "", nil)
+	publish(t, ch, "", q, body("still serving"))
+	if got := get(t, ch, q); string(got.Body) != "still serving" {
+		t.Fatal("broker did not carry on")
+	}
+}
