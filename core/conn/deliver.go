@@ -315,15 +315,22 @@ func (ch *channel) queueName(name string) (string, error) {
 	return ch.lastQueue, nil
 }
 
-func (ch *channel) consume(m *protocol.BasicConsume) error {
-	name, err := ch.queueName(m.Queue)
+// readableQueue resolves a queue named in basic.consume or basic.get: the
+// last declared one for "", then read permission, then existence and
+// exclusivity.
+func (ch *channel) readableQueue(name string) (*queue.Queue, error) {
+	name, err := ch.queueName(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ch.c.perm.CanRead(name) {
-		return ch.refused("read", "queue", name)
+		return nil, ch.refused("read", "queue", name)
 	}
-	q, err := ch.c.vh.Queue(name, ch.c)
+	return ch.c.vh.Queue(name, ch.c)
+}
+
+func (ch *channel) consume(m *protocol.BasicConsume) error {
+	q, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
 	}
@@ -378,14 +385,7 @@ func (ch *channel) cancel(m *protocol.BasicCancel) error {
 }
 
 func (ch *channel) get(m *protocol.BasicGet) error {
-	name, err := ch.queueName(m.Queue)
-	if err != nil {
-		return err
-	}
-	if !ch.c.perm.CanRead(name) {
-		return ch.refused("read", "queue", name)
-	}
-	q, err := ch.c.vh.Queue(name, ch.c)
+	q, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
 	}

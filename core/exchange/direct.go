@@ -27,7 +27,7 @@ func (r *directRouter) AddBinding(b *Binding) error {
 
 func (r *directRouter) RemoveBindings(bs []*Binding) error {
 	for _, b := range bs {
-		list := removeBinding(r.byKey[b.Key], b)
+		list := RemoveBinding(r.byKey[b.Key], b)
 		if len(list) == 0 {
 			delete(r.byKey, b.Key)
 		} else {
@@ -46,8 +46,8 @@ func (r *directRouter) PolicyChanged(protocol.Table) error { return nil }
 func (r *directRouter) Delete()                            {}
 func (r *directRouter) Info() map[string]any               { return nil }
 
-// removeBinding deletes b from list by identity, keeping order.
-func removeBinding(list []*Binding, b *Binding) []*Binding {
+// RemoveBinding deletes b from list by identity, keeping order.
+func RemoveBinding(list []*Binding, b *Binding) []*Binding {
 	for i, x := range list {
 		if x == b {
 			copy(list[i:], list[i+1:])
@@ -78,7 +78,7 @@ func (r *fanoutRouter) AddBinding(b *Binding) error {
 
 func (r *fanoutRouter) RemoveBindings(bs []*Binding) error {
 	for _, b := range bs {
-		r.all = removeBinding(r.all, b)
+		r.all = RemoveBinding(r.all, b)
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 				v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
 			}
 		}
-		v.byDest[b.Destination] = cut(v.byDest[b.Destination], b)
+		v.byDest[b.Destination] = exchange.RemoveBinding(v.byDest[b.Destination], b)
 		if len(v.byDest[b.Destination]) == 0 {
 			delete(v.byDest, b.Destination)
 		}
@@ -172,7 +172,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			continue
 		}
 		for _, b := range list {
-			src.bindings = cut(src.bindings, b)
+			src.bindings = exchange.RemoveBinding(src.bindings, b)
 		}
 		_ = src.router.RemoveBindings(list)
 		src.viaMu.Lock()
@@ -184,17 +184,6 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			v.deleteExchange(src)
 		}
 	}
-}
-
-func cut(list []*exchange.Binding, b *exchange.Binding) []*exchange.Binding {
-	for i, x := range list {
-		if x == b {
-			copy(list[i:], list[i+1:])
-			list[len(list)-1] = nil
-			return list[:len(list)-1]
-		}
-	}
-	return list
 }
 
 // BindingInfo is a binding for listings.
