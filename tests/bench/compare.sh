@@ -90,7 +90,7 @@ for s in $scenarios; do
 			"$perf" -url "$RABBITMQ_URL" -consumers 0 -pmessages 1000000 -duration 1h -size 1024 -persistent -durable -confirm 256 -queue bench.backlog | grep '^summary: published'
 			sleep 5
 			echo "RabbitMQ RSS: $(rss_kb "$RABBITMQ_PID") kB"
-			"$perf" -url "$RABBITMQ_URL" -consumers 1 -producers 0 -duration 1s -predeclared -queue bench.backlog >/dev/null || true
+			[ -n "${RABBITMQ_CTL:-}" ] && $RABBITMQ_CTL delete_queue bench.backlog >/dev/null
 		fi
 		;;
 	recovery)
