@@ -1,0 +1,30 @@
+// Command jms is a Warren plugin: the x-jms-topic and x-jms-queue exchange
+// types, the server side of JMS topics with message selectors and of JMS
+// queues. x-jms-topic routes by topic pattern and, for bindings that carry
+// one, by a JMS selector on the message's headers, given in RabbitMQ's JMS
+// client's Erlang form (rjms_erlang_selector) or as SQL (x-selector).
+//
+// The routing logic is in package router, the selectors in package
+// selector; see README.md. Build it as a WASI reactor:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o jms.wasm .
+package main
+
+import (
+	"github.com/warrenmq/warren/plugins/jms/router"
+	"github.com/warrenmq/warren/sdk"
+)
+
+func init() {
+	sdk.Register(sdk.Plugin{
+		Name:    "jms",
+		Version: router.Version,
+		// Selectors read the headers, and the JMS header fields read the
+		// properties (priority, message-id, timestamp, ...).
+		Features: sdk.FeatureHeaders | sdk.FeatureProperties,
+		Types:    []sdk.ExchangeType{router.TopicType{}, router.QueueType{}},
+	})
+}
+
+// main is never called in a reactor module; the package needs one.
+func main() {}
