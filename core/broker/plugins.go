@@ -83,7 +83,7 @@ func (pm *pluginManager) module(name string) ([]byte, string, error) {
 	if strings.ContainsAny(name, `/\`) || name == "" || strings.HasPrefix(name, ".") {
 		return nil, "", reply.PreconditionFailed("invalid plugin name '%s'", name)
 	}
-	if dir := pm.b.cfg.Plugins.Dir; dir != "" {
+	if dir := pm.b.cfg.PluginDir(); dir != "" {
 		path := filepath.Join(dir, name+".wasm")
 		if wasm, err := os.ReadFile(path); err == nil {
 			return wasm, path, nil
@@ -94,7 +94,7 @@ func (pm *pluginManager) module(name string) ([]byte, string, error) {
 	if wasm, ok := pm.shipped[name]; ok {
 		return wasm, "shipped", nil
 	}
-	return nil, "", reply.NotFound("no plugin '%s' (neither shipped nor %s/%s.wasm)", name, pm.b.cfg.Plugins.Dir, name)
+	return nil, "", reply.NotFound("no plugin '%s' (neither shipped nor %s)", name, filepath.Join(pm.b.cfg.PluginDir(), name+".wasm"))
 }
 
 // Enable loads a plugin and registers its types; enabling an enabled one
@@ -215,7 +215,7 @@ func (pm *pluginManager) List() []PluginStatus {
 	for n := range pm.shipped {
 		names[n] = true
 	}
-	if dir := pm.b.cfg.Plugins.Dir; dir != "" {
+	if dir := pm.b.cfg.PluginDir(); dir != "" {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.wasm"))
 		for _, f := range files {
 			names[strings.TrimSuffix(filepath.Base(f), ".wasm")] = true

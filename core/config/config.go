@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -91,6 +92,8 @@ type Resources struct {
 }
 
 type Plugins struct {
+	// Dir holds plugin modules (NAME.wasm); "" means the plugins folder of
+	// the data directory.
 	Dir      string                    `toml:"dir"`
 	Enabled  []string                  `toml:"enabled"`
 	Settings map[string]map[string]any `toml:"settings"`
@@ -110,7 +113,7 @@ func Default() Config {
 			MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
 		},
 		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
-		Plugins:   Plugins{Dir: "./plugins"},
+		Plugins:   Plugins{},
 	}
 }
 
@@ -169,6 +172,14 @@ func lineOf(src []byte, key toml.Key) int {
 		}
 	}
 	return 0
+}
+
+// PluginDir is where plugin modules are looked for.
+func (c *Config) PluginDir() string {
+	if c.Plugins.Dir != "" {
+		return c.Plugins.Dir
+	}
+	return filepath.Join(c.Storage.DataDir, "plugins")
 }
 
 // Validate checks values the types alone do not.
