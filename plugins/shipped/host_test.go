@@ -22,7 +22,7 @@ import (
 // The shipped modules, loaded into the broker's plugin host: they load,
 // describe themselves, and route as their packages do natively.
 
-func loadShipped(t *testing.T) map[string]*plugins.Plugin {
+func loadShipped(t testing.TB) map[string]*plugins.Plugin {
 	t.Helper()
 	h, err := plugins.NewHost(plugins.Config{
 		CacheDir:    t.TempDir(),
@@ -45,7 +45,7 @@ func loadShipped(t *testing.T) map[string]*plugins.Plugin {
 	return out
 }
 
-func typeOf(t *testing.T, p *plugins.Plugin, name string) exchange.Type {
+func typeOf(t testing.TB, p *plugins.Plugin, name string) exchange.Type {
 	t.Helper()
 	for _, x := range p.Types() {
 		if x.Name() == name {
@@ -56,7 +56,7 @@ func typeOf(t *testing.T, p *plugins.Plugin, name string) exchange.Type {
 	return nil
 }
 
-func declare(t *testing.T, typ exchange.Type, args protocol.Table) (exchange.Router, error) {
+func declare(t testing.TB, typ exchange.Type, args protocol.Table) (exchange.Router, error) {
 	t.Helper()
 	def := exchange.Definition{VHost: "/", Name: "x-" + typ.Name(), Type: typ.Name(), Durable: true, Args: args}
 	if err := typ.ValidateDeclare(def); err != nil {
@@ -238,4 +238,58 @@ func TestShippedThroughHost(t *testing.T) {
 			t.Errorf("x-jms-queue: orders.x routed to %v", qs)
 		}
 	})
+}
+
+// BenchmarkShippedRoute routes through each shipped module in the host:
+// the cost a publisher pays per message, WebAssembly included.
+func BenchmarkShippedRoute(b *testing.B) {
+	ps := loadShipped(b)
+	var seq uint64
+	msg := func(key string, h protocol.Table) *message.Message {
+		p := protocol.Properties{}
+		if h != nil {
+			p = headers(h)
+		}
+		props, _ := p.Append(nil)
+		m, _ := message.New("x", key, p.Flags, props, nil)
+		return m
+	}
+	cases := []struct {
+		name, plugin, typ string
+		args              protocol.Table
+		bind              func(r exchange.Router)
+		m                 *message.Message
+	}{
+		{"consistent-hash/8-weighted", "consistent-hash", "x-consistent-hash", nil, func(r exchange.Router) {
+			for i := range 8 {
+				_ = bind(r, &seq, fmt.Sprint("q", i), fmt.Sprint(i%3+1), nil)
+			}
+		}, msg("customer-12345", nil)},
+		{"delayed-message", "delayed-message", "x-delayed-message", protocol.Table{"x-delayed-type": "direct"}, func(r exchange.Router) {
+			_ = bind(r, &seq, "q", "k", nil)
+		}, msg("k", protocol.Table{"x-delay": int32(5000)})},
+		{"jms-topic/20-selectors", "jms", "x-jms-topic", nil, func(r exchange.Router) {
+			for i := range 20 {
+				_ = bind(r, &seq, fmt.Sprint("q", i), fmt.Sprintf("stock.%d.*", i%4), protocol.Table{
+					"x-selector": fmt.Sprintf("weight > %d AND color IN ('red', 'blue')", i)})
+			}
+		}, msg("stock.1.ibm", protocol.Table{"weight": int32(12), "color": "blue", "region": "eu"})},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			r, err := declare(b, typeOf(b, ps[c.plugin], c.typ), c.args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.bind(r)
+			var res exchange.Result
+			b.ReportAllocs()
+			for b.Loop() {
+				res.Reset()
+				if err := r.Route(c.m, &res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -11,15 +11,51 @@ import (
 // the JMS header fields no header is named after, the AMQP properties
 // that carry them. Strings are views of the route input, valid during
 // Route only, which is as long as a selector looks at them.
+//
+// Each identifier of the exchange's selectors has a slot (SetSlots); a
+// value looked up for the message is kept in its slot, stamped with the
+// message's generation, so each header is found once per message however
+// many selectors name it, and nothing needs clearing between messages.
 type headerEnv struct {
-	m *sdk.Message
+	m    *sdk.Message
+	gen  uint32
+	gens []uint32 // per slot: the generation its value is from
+	vals []selector.Value
 }
 
-// Lookup converts a header to a selector value: booleans, integers of any
+// reset starts a message.
+func (e *headerEnv) reset(m *sdk.Message) {
+	e.m = m
+	if e.gen++; e.gen == 0 { // wrapped: old stamps could match
+		clear(e.gens)
+		e.gen = 1
+	}
+}
+
+// grow makes room for n slots.
+func (e *headerEnv) grow(n int) {
+	for len(e.gens) < n {
+		e.gens = append(e.gens, 0)
+		e.vals = append(e.vals, selector.Value{})
+	}
+}
+
+func (e *headerEnv) Lookup(slot int, name string) selector.Value {
+	if slot < 0 || slot >= len(e.gens) {
+		return e.lookup(name)
+	}
+	if e.gens[slot] != e.gen {
+		e.vals[slot] = e.lookup(name)
+		e.gens[slot] = e.gen
+	}
+	return e.vals[slot]
+}
+
+// lookup converts a header to a selector value: booleans, integers of any
 // width (and timestamps, as seconds), floats and decimals, strings and
 // byte arrays (as strings). Void, tables and arrays read as NULL, as does
 // an absent header.
-func (e *headerEnv) Lookup(name string) selector.Value {
+func (e *headerEnv) lookup(name string) selector.Value {
 	v, ok := e.m.Header(name)
 	if !ok {
 		return e.jmsField(name)

@@ -61,7 +61,7 @@ var (
 func (TopicType) Name() string                           { return TopicTypeName }
 func (TopicType) ValidateDeclare(*sdk.Declaration) error { return nil }
 func (TopicType) Create(*sdk.Declaration) (sdk.Exchange, error) {
-	return &Topic{patternIndex: make(map[string]int)}, nil
+	return &Topic{patternIndex: make(map[string]int), identIndex: make(map[string]int)}, nil
 }
 
 func (QueueType) Name() string                           { return QueueTypeName }
@@ -115,6 +115,7 @@ type Topic struct {
 	patternRefs  []int
 	patternIndex map[string]int
 	selectors    int
+	identIndex   map[string]int // the selectors' identifiers, by slot
 
 	// Per-message scratch, reused.
 	words   []int32
@@ -144,8 +145,22 @@ func (x *Topic) AddBinding(b *sdk.Binding) error {
 	x.bindings = append(x.bindings, topicBinding{id: b.ID, pat: i, sel: sel})
 	if sel != nil {
 		x.selectors++
+		sel.SetSlots(x.slot)
 	}
 	return nil
+}
+
+// slot numbers an identifier for the per-message cache of header values;
+// the same name always gets the same slot (a slot outlives its bindings,
+// like a pattern's).
+func (x *Topic) slot(name string) int {
+	i, ok := x.identIndex[name]
+	if !ok {
+		i = len(x.identIndex)
+		x.identIndex[strings.Clone(name)] = i
+		x.env.grow(i + 1)
+	}
+	return i
 }
 
 func (x *Topic) RemoveBindings(ids []sdk.BindingID) error {
@@ -180,7 +195,7 @@ func (x *Topic) Route(m *sdk.Message, r *sdk.Result) error {
 	key := m.RoutingKey()
 	x.words = splitKey(x.words, key)
 	clear(x.matched)
-	x.env.m = m
+	x.env.reset(m)
 	for i := range x.bindings {
 		b := &x.bindings[i]
 		switch x.matched[b.pat] {

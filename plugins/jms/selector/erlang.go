@@ -123,8 +123,10 @@ func (r *termReader) term() (term, error) {
 		if c == '[' {
 			closer, kind = ']', termList
 		}
-		if r.depth++; r.depth > MaxDepth {
-			return term{}, r.errorf(start, "selector nested too deeply (more than %d levels)", MaxDepth)
+		// Terms nest as deep as the tree they stand for (a left-deep chain
+		// of ANDs from the JMS client, say), so the bound is the node limit.
+		if r.depth++; r.depth > MaxNodes+2 {
+			return term{}, r.errorf(start, "selector nested too deeply (more than %d levels)", MaxNodes+2)
 		}
 		r.i++
 		t := term{kind: kind, pos: start}
@@ -391,7 +393,7 @@ func ParseErlang(src string) (*Selector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Selector{root: root, floatDiv: true}, nil
+	return newSelector(root, true), nil
 }
 
 type termConverter struct{ nodes int }
@@ -450,7 +452,7 @@ func (c *termConverter) expr(t *term) (*node, error) {
 		if len(args) != 1 || args[0].kind != termBinary {
 			return nil, shapeError(t, "{'ident', <<\"name\">>}")
 		}
-		return c.node(t, &node{op: opIdent, name: args[0].s})
+		return c.node(t, &node{op: opIdent, name: args[0].s, slot: -1})
 	case "not", "is_null", "not_null":
 		if len(args) != 1 {
 			return nil, shapeError(t, fmt.Sprintf("{'%s', Expression}", name))

@@ -26,6 +26,7 @@ func checkParsed(t *testing.T, src string, s *Selector, err error, fromSQL bool)
 		return
 	}
 	checkRoundTrip(t, s, fromSQL)
+	checkProgram(t, s, fuzzEnv)
 	if s.Matches(fuzzEnv) != (s.Eval(fuzzEnv) == True) {
 		t.Fatalf("%q: Matches and Eval disagree", src)
 	}

@@ -12,7 +12,12 @@
 // headers, through an Env) with JMS's three-valued logic: an absent value
 // is NULL, comparisons and arithmetic with NULL are unknown, and a message
 // is selected only when the selector is true. SQL and Erlang print a tree
-// back in either syntax; parsing what they print gives the same tree.
+// back in either syntax, and parsing what they print gives the same tree
+// (in SQL, as long as the headers it names are SQL identifiers: the Erlang
+// form can name any header).
+//
+// Parsing compiles the tree into a small program for a stack machine,
+// which is what Eval runs (vm.go).
 //
 // # Grammar (SQL form)
 //
@@ -81,8 +86,9 @@ import (
 
 // Limits on a selector, so that evaluation stays cheap on the route path.
 const (
-	// MaxDepth is the deepest nesting of parentheses, NOTs, unary signs
-	// or terms.
+	// MaxDepth is the deepest nesting of parentheses, NOTs and signs in
+	// the SQL form. (Erlang terms nest as deep as their tree: MaxNodes
+	// bounds them.)
 	MaxDepth = 100
 	// MaxNodes is the most operators and operands a selector may have.
 	MaxNodes = 1000
@@ -143,9 +149,30 @@ func (v Value) String() string {
 }
 
 // Env supplies the values of identifiers: a message's headers. Lookup
-// returns a Value of Kind Null for a name the message does not have.
+// returns a Value of Kind Null for a name the message does not have. slot
+// is the number SetSlots gave the identifier, or -1: an Env serving many
+// selectors can keep each value it looked up for a message by slot, and
+// look each header up once however many selectors name it.
 type Env interface {
-	Lookup(name string) Value
+	Lookup(slot int, name string) Value
+}
+
+// SetSlots numbers the selector's identifiers: slot(name) is called once
+// per identifier and its answer is passed to Env.Lookup.
+func (s *Selector) SetSlots(slot func(name string) int) {
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n == nil {
+			return
+		}
+		if n.op == opIdent {
+			n.slot = int32(slot(n.name))
+		}
+		walk(n.a)
+		walk(n.b)
+		walk(n.c)
+	}
+	walk(s.root)
 }
 
 // Tri is a truth value of three-valued logic.
@@ -167,12 +194,20 @@ func (t Tri) String() string {
 	return "unknown"
 }
 
-// Selector is a parsed selector.
+// Selector is a parsed selector: its tree, which prints, and the program
+// compiled from it, which evaluates (see vm.go).
 type Selector struct {
 	root *node
 	// floatDiv: '/' divides as floats even between integers (the Erlang
 	// form's rule).
 	floatDiv bool
+	prog     program
+}
+
+func newSelector(root *node, floatDiv bool) *Selector {
+	s := &Selector{root: root, floatDiv: floatDiv}
+	s.prog.compile(root)
+	return s
 }
 
 type op uint8
@@ -212,13 +247,15 @@ type node struct {
 	a, b, c *node
 	val     Value  // opLit
 	name    string // opIdent
+	slot    int32  // opIdent: see SetSlots
 	list    []Value
 	like    *likePattern
 }
 
-// Eval evaluates the selector against env.
+// Eval evaluates the selector against env. A Selector evaluates with
+// scratch space of its own: it is not for concurrent use.
 func (s *Selector) Eval(env Env) Tri {
-	v := s.eval(s.root, env)
+	v := s.run(env)
 	if v.Kind != Bool {
 		return Unknown
 	}
@@ -231,7 +268,7 @@ func (s *Selector) Eval(env Env) Tri {
 // Matches reports whether the selector is true for env: a message is
 // selected only then, not when it is false or unknown.
 func (s *Selector) Matches(env Env) bool {
-	v := s.eval(s.root, env)
+	v := s.run(env)
 	return v.Kind == Bool && v.Bool
 }
 
@@ -246,95 +283,6 @@ func boolOf(b bool) Value {
 		return vTrue
 	}
 	return vFalse
-}
-
-func (s *Selector) eval(n *node, env Env) Value {
-	switch n.op {
-	case opLit:
-		return n.val
-	case opIdent:
-		return env.Lookup(n.name)
-	case opNot:
-		if b, ok := s.eval(n.a, env).truth(); ok {
-			return boolOf(!b)
-		}
-		return null
-	case opAnd:
-		l, lok := s.eval(n.a, env).truth()
-		if lok && !l {
-			return vFalse
-		}
-		r, rok := s.eval(n.b, env).truth()
-		if rok && !r {
-			return vFalse
-		}
-		if lok && rok {
-			return vTrue
-		}
-		return null
-	case opOr:
-		l, lok := s.eval(n.a, env).truth()
-		if lok && l {
-			return vTrue
-		}
-		r, rok := s.eval(n.b, env).truth()
-		if rok && r {
-			return vTrue
-		}
-		if lok && rok {
-			return vFalse
-		}
-		return null
-	case opEq, opNe, opLt, opLe, opGt, opGe:
-		return compare(n.op, s.eval(n.a, env), s.eval(n.b, env))
-	case opAdd, opSub, opMul, opDiv:
-		return s.arith(n.op, s.eval(n.a, env), s.eval(n.b, env))
-	case opNeg, opPos:
-		v := s.eval(n.a, env)
-		switch {
-		case n.op == opPos && v.isNumber():
-			return v
-		case v.Kind == Int:
-			return IntValue(-v.Int) // wraps for the most negative, as in Java
-		case v.Kind == Float:
-			return FloatValue(-v.Float)
-		}
-		return null
-	case opBetween, opNotBetween:
-		x, lo, hi := s.eval(n.a, env), s.eval(n.b, env), s.eval(n.c, env)
-		if n.op == opBetween {
-			return and3(compare(opLe, lo, x), compare(opLe, x, hi))
-		}
-		return or3(compare(opLt, x, lo), compare(opGt, x, hi))
-	case opIn, opNotIn:
-		x := s.eval(n.a, env)
-		if x.Kind == Null {
-			return null
-		}
-		all := true // NOT IN: every value comparable and different
-		for _, v := range n.list {
-			eq, ok := equal(x, v)
-			if eq {
-				return boolOf(n.op == opIn)
-			}
-			all = all && ok
-		}
-		return boolOf(n.op == opNotIn && all)
-	case opLike, opNotLike:
-		x := s.eval(n.a, env)
-		switch x.Kind {
-		case Null:
-			return null
-		case String:
-			return boolOf(n.like.match(x.Str) == (n.op == opLike))
-		}
-		return vFalse
-	case opIsNull:
-		return boolOf(s.eval(n.a, env).Kind == Null)
-	case opIsNotNull:
-		return boolOf(s.eval(n.a, env).Kind != Null)
-	}
-	return null
 }
 
 func and3(l, r Value) Value {

@@ -16,7 +16,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs in testd
 // mapEnv is an Env over a map: the headers of a test message.
 type mapEnv map[string]Value
 
-func (e mapEnv) Lookup(name string) Value { return e[name] }
+func (e mapEnv) Lookup(_ int, name string) Value { return e[name] }
 
 // TestData runs the data-driven cases of testdata/*.txt. A case is one or
 // more commands, a line "----", then one line of output per command:
@@ -154,10 +154,21 @@ func runCommand(t *testing.T, env mapEnv, line string) string {
 		if strings.HasSuffix(cmd, "-print") {
 			return s.SQL() + " | " + s.Erlang()
 		}
+		checkProgram(t, s, env)
 		return s.Eval(env).String()
 	}
 	t.Fatalf("unknown command %q", line)
 	return ""
+}
+
+// checkProgram: the compiled program gives what the tree means.
+func checkProgram(t testing.TB, s *Selector, env Env) {
+	t.Helper()
+	want := s.evalTree(s.root, env)
+	got := s.run(env)
+	if got.Kind != want.Kind || got.String() != want.String() {
+		t.Fatalf("%s: the program gives %v (%d), the tree %v (%d)", s.SQL(), got, got.Kind, want, want.Kind)
+	}
 }
 
 // splitFields splits on spaces outside double quotes.
@@ -298,9 +309,34 @@ func TestLimits(t *testing.T) {
 	if _, err := ParseSQL(long); err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("long SQL: %v", err)
 	}
-	deepErl := strings.Repeat("{'not',", MaxDepth+1) + "'true'" + strings.Repeat("}", MaxDepth+1)
+	deepErl := strings.Repeat("{'not',", MaxNodes+3) + "'true'" + strings.Repeat("}", MaxNodes+3)
 	if _, err := ParseErlang(deepErl); err == nil || !strings.Contains(err.Error(), "nested too deeply") {
 		t.Errorf("deep Erlang: %v", err)
+	}
+	// A long chain of conditions is a deep tree: it prints and reads back
+	// in both forms.
+	chain := "a = 0" + strings.Repeat(" AND a = 1", MaxNodes/5)
+	s, err := ParseSQL(chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SQL() != chain {
+		t.Errorf("a chain printed as %.80s...", s.SQL())
+	}
+	checkRoundTrip(t, s, true)
+	if _, err := ParseErlang(s.Erlang()); err != nil {
+		t.Errorf("a chain of %d conditions in the Erlang form: %v", MaxNodes/5+1, err)
+	}
+	// As deep as the SQL form allows, and printed back just as deep.
+	signs := strings.Repeat("-", MaxDepth) + "a = 1"
+	notNots := strings.Repeat("NOT ", MaxDepth) + "a"
+	parens := "x = " + strings.Repeat("(", MaxDepth) + "a" + strings.Repeat(")", MaxDepth)
+	for _, src := range []string{signs, notNots, parens} {
+		deep, err := ParseSQL(src)
+		if err != nil {
+			t.Fatalf("%.30s...: %v", src, err)
+		}
+		checkRoundTrip(t, deep, true)
 	}
 }
 

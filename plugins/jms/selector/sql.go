@@ -272,7 +272,7 @@ func ParseSQL(src string) (*Selector, error) {
 	if t := p.peek(); t.kind != tEOF {
 		return nil, &SyntaxError{t.pos, "unexpected " + t.describe()}
 	}
-	return &Selector{root: root}, nil
+	return newSelector(root, false), nil
 }
 
 type sqlParser struct {
@@ -574,7 +574,7 @@ func (p *sqlParser) primary() (*node, error) {
 	switch t.kind {
 	case tIdent:
 		p.next()
-		return p.node(t, &node{op: opIdent, name: t.text})
+		return p.node(t, &node{op: opIdent, name: t.text, slot: -1})
 	case tString:
 		p.next()
 		return p.node(t, &node{op: opLit, val: StringValue(t.text)})
@@ -612,11 +612,12 @@ func (p *sqlParser) primary() (*node, error) {
 	return nil, p.expected("an identifier, a literal or '('")
 }
 
-// SQL prints the selector in the SQL syntax, every compound operand in
-// parentheses. ParseSQL reads it back to the same tree.
+// SQL prints the selector in the SQL syntax, with the parentheses the
+// precedence of its operators requires and no more. ParseSQL reads it back
+// to the same tree.
 func (s *Selector) SQL() string {
 	var b strings.Builder
-	writeSQL(&b, s.root)
+	writeSQL(&b, s.root, 0)
 	return b.String()
 }
 
@@ -625,7 +626,47 @@ var opText = map[op]string{
 	opAdd: "+", opSub: "-", opMul: "*", opDiv: "/",
 }
 
-func writeSQL(b *strings.Builder, n *node) {
+// Precedence levels of the grammar, loosest first.
+const (
+	precOr = 1 + iota
+	precAnd
+	precNot
+	precComparison
+	precSum
+	precProduct
+	precUnary
+	precPrimary
+)
+
+func precedence(n *node) int {
+	switch n.op {
+	case opOr:
+		return precOr
+	case opAnd:
+		return precAnd
+	case opNot:
+		return precNot
+	case opAdd, opSub:
+		return precSum
+	case opMul, opDiv:
+		return precProduct
+	case opNeg, opPos:
+		return precUnary
+	case opLit, opIdent:
+		return precPrimary
+	}
+	return precComparison
+}
+
+// writeSQL prints n where the grammar expects an operand of precedence
+// min at least, in parentheses when n's is lower. Binary operators are
+// left-associative, so a right operand of the same level needs them.
+func writeSQL(b *strings.Builder, n *node, min int) {
+	p := precedence(n)
+	if p < min {
+		b.WriteByte('(')
+		defer b.WriteByte(')')
+	}
 	switch n.op {
 	case opLit:
 		b.WriteString(n.val.String())
@@ -633,25 +674,26 @@ func writeSQL(b *strings.Builder, n *node) {
 		b.WriteString(n.name)
 	case opNot:
 		b.WriteString("NOT ")
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precNot)
 	case opNeg, opPos:
 		b.WriteString(pickStr(n.op == opNeg, "-", "+"))
-		if n.a.op == opLit {
+		if a := n.a; a.op == opLit && a.val.isNumber() && !(a.val.Kind == Int && a.val.Int < 0) &&
+			!(a.val.Kind == Float && math.Signbit(a.val.Float)) {
 			// A sign before a number would make one literal of both.
 			b.WriteByte('(')
-			writeSQL(b, n.a)
+			writeSQL(b, a, 0)
 			b.WriteByte(')')
 			break
 		}
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precUnary)
 	case opBetween, opNotBetween:
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precSum)
 		b.WriteString(pickStr(n.op == opNotBetween, " NOT BETWEEN ", " BETWEEN "))
-		writeOperand(b, n.b)
+		writeSQL(b, n.b, precSum)
 		b.WriteString(" AND ")
-		writeOperand(b, n.c)
+		writeSQL(b, n.c, precSum)
 	case opIn, opNotIn:
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precSum)
 		b.WriteString(pickStr(n.op == opNotIn, " NOT IN (", " IN ("))
 		for i, v := range n.list {
 			if i > 0 {
@@ -661,7 +703,7 @@ func writeSQL(b *strings.Builder, n *node) {
 		}
 		b.WriteString(")")
 	case opLike, opNotLike:
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precSum)
 		b.WriteString(pickStr(n.op == opNotLike, " NOT LIKE ", " LIKE "))
 		b.WriteString(quoteSQL(n.like.src))
 		if n.like.esc != "" {
@@ -669,27 +711,17 @@ func writeSQL(b *strings.Builder, n *node) {
 			b.WriteString(quoteSQL(n.like.esc))
 		}
 	case opIsNull, opIsNotNull:
-		writeOperand(b, n.a)
+		writeSQL(b, n.a, precSum)
 		b.WriteString(pickStr(n.op == opIsNotNull, " IS NOT NULL", " IS NULL"))
 	default:
-		writeOperand(b, n.a)
+		left, right := p, p+1
+		if p == precComparison { // not associative; operands are sums
+			left, right = precSum, precSum
+		}
+		writeSQL(b, n.a, left)
 		b.WriteString(" " + opText[n.op] + " ")
-		writeOperand(b, n.b)
+		writeSQL(b, n.b, right)
 	}
-}
-
-// writeOperand parenthesizes all but identifiers and literals that are
-// not negative numbers.
-func writeOperand(b *strings.Builder, n *node) {
-	simple := n.op == opIdent || (n.op == opLit && !(n.val.Kind == Int && n.val.Int < 0) &&
-		!(n.val.Kind == Float && math.Signbit(n.val.Float)))
-	if simple {
-		writeSQL(b, n)
-		return
-	}
-	b.WriteByte('(')
-	writeSQL(b, n)
-	b.WriteByte(')')
 }
 
 func pickStr(cond bool, a, b string) string {
