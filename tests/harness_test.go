@@ -76,6 +76,7 @@ func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	cfg.AMQP.Listen = "127.0.0.1:0"
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
+	cfg.Plugins.CacheDir = sharedWasmCache(t)
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -411,3 +412,17 @@ func drain(t testing.TB, ch *amqp.Channel, queue string) []string {
 
 // netListen opens a loopback listener on a free port.
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// sharedWasmCache is one compilation cache for every broker of a test run,
+// so each shipped plugin is compiled once, not once per test.
+var (
+	wasmCacheOnce sync.Once
+	wasmCacheDir  string
+)
+
+func sharedWasmCache(t testing.TB) string {
+	wasmCacheOnce.Do(func() {
+		wasmCacheDir, _ = os.MkdirTemp("", "warren-test-wasm-cache")
+	})
+	return wasmCacheDir
+}

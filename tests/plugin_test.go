@@ -260,7 +260,7 @@ func TestMisbehavingPluginFailsOnlyItsPublish(t *testing.T) {
 func TestPluginExchangeSurvivesRestart(t *testing.T) {
 	skipReference(t)
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("[plugins]\ndir = %q\n", builtPlugins(t))
+	cfg := fmt.Sprintf("[plugins]\ndir = %q\ncache_dir = %q\n", builtPlugins(t), sharedWasmCache(t))
 	p := startProcessWith(t, dir, cfg)
 	if err := httpJSON("POST", "http://"+p.admin+"/api/plugins/content-router/enable", ""); err != nil {
 		t.Fatal(err)

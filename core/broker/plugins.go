@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,15 +34,17 @@ type pluginManager struct {
 	host    *plugins.Host
 	shipped map[string][]byte
 
-	mu      sync.Mutex // serializes enable and disable
-	enabled map[string]*plugins.Plugin
-	failed  map[string]string // plugins the host disabled, and why
+	mu        sync.Mutex // serializes enable and disable
+	enabled   map[string]*plugins.Plugin
+	failed    map[string]string               // plugins the host disabled, and why
+	inspected map[[32]byte]plugins.PluginInfo // descriptions of modules not enabled, by content
 }
 
 func (b *Broker) startPlugins(shipped map[string][]byte) error {
-	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*plugins.Plugin), failed: make(map[string]string)}
+	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*plugins.Plugin),
+		failed: make(map[string]string), inspected: make(map[[32]byte]plugins.PluginInfo)}
 	host, err := plugins.NewHost(plugins.Config{
-		CacheDir:       filepath.Join(b.cfg.Storage.DataDir, "wasm-cache"),
+		CacheDir:       b.cfg.PluginCacheDir(),
 		Logger:         b.log.With().Str("component", "plugins").Logger(),
 		PluginSettings: b.cfg.Plugins.Settings,
 		OnDisabled:     pm.onDisabled,
@@ -232,7 +235,7 @@ func (pm *pluginManager) List() []PluginStatus {
 			if p, ok := pm.enabled[n]; ok {
 				info := p.Info()
 				st.Enabled, st.Version, st.Types, st.State, st.Exchanges = true, info.Version, info.Types, "enabled", info.Exchanges
-			} else if info, err := pm.host.Inspect(context.Background(), n, wasm); err == nil {
+			} else if info, err := pm.inspect(n, wasm); err == nil {
 				st.Version, st.Types = info.Version, info.Types
 			} else {
 				st.State = "invalid: " + err.Error()
@@ -248,6 +251,21 @@ func (pm *pluginManager) List() []PluginStatus {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// inspect describes a module that is not enabled, remembering the answer
+// by the module's content: a listing should not compile every module each
+// time. pm.mu is held.
+func (pm *pluginManager) inspect(name string, wasm []byte) (plugins.PluginInfo, error) {
+	sum := sha256.Sum256(wasm)
+	if info, ok := pm.inspected[sum]; ok && info.Name == name {
+		return info, nil
+	}
+	info, err := pm.host.Inspect(context.Background(), name, wasm)
+	if err == nil {
+		pm.inspected[sum] = info
+	}
+	return info, err
 }
 
 func (pm *pluginManager) close() {

@@ -1,4 +1,6 @@
 package broker
 
+import "github.com/warrenmq/warren/plugins/shipped"
+
 // shippedModules returns the plugin modules built into Warren.
-func shippedModules() map[string][]byte { return nil }
+func shippedModules() map[string][]byte { return shipped.Modules() }

@@ -94,7 +94,10 @@ type Resources struct {
 type Plugins struct {
 	// Dir holds plugin modules (NAME.wasm); "" means the plugins folder of
 	// the data directory.
-	Dir      string                    `toml:"dir"`
+	Dir string `toml:"dir"`
+	// CacheDir keeps compiled plugins between runs; "" means the
+	// "wasm-cache" folder in the data directory.
+	CacheDir string                    `toml:"cache_dir"`
 	Enabled  []string                  `toml:"enabled"`
 	Settings map[string]map[string]any `toml:"settings"`
 }
@@ -180,6 +183,14 @@ func (c *Config) PluginDir() string {
 		return c.Plugins.Dir
 	}
 	return filepath.Join(c.Storage.DataDir, "plugins")
+}
+
+// PluginCacheDir is where compiled plugins are cached.
+func (c *Config) PluginCacheDir() string {
+	if c.Plugins.CacheDir != "" {
+		return c.Plugins.CacheDir
+	}
+	return filepath.Join(c.Storage.DataDir, "wasm-cache")
 }
 
 // Validate checks values the types alone do not.

@@ -1,0 +1,201 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// The plugins Warren ships, enabled in a running broker and used over AMQP.
+
+func TestShippedPluginsAreAvailable(t *testing.T) {
+	s, api := startWithPlugins(t)
+	_ = s
+	list := listPlugins(t, api)
+	for name, types := range map[string][]string{
+		"consistent-hash": {"x-consistent-hash"},
+		"delayed-message": {"x-delayed-message"},
+		"jms":             {"x-jms-topic", "x-jms-queue"},
+	} {
+		p, ok := list[name]
+		if !ok || p.Enabled || fmt.Sprint(p.Types) != fmt.Sprint(types) {
+			t.Errorf("%s: %+v", name, p)
+		}
+	}
+}
+
+func TestConsistentHashExchange(t *testing.T) {
+	s := startWarren(t)
+	if err := s.b.EnablePlugin("consistent-hash"); err != nil {
+		t.Fatal(err)
+	}
+	_, ch := confirmChannel(t, s)
+	x := uniq(t, "hash")
+	if err := ch.ExchangeDeclare(x, "x-consistent-hash", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	light := declareQueue(t, s, ch, "light", nil)
+	heavy := declareQueue(t, s, ch, "heavy", nil)
+	bind(t, ch, light, "1", x, nil)
+	bind(t, ch, heavy, "2", x, nil)
+	// A weight that is not a positive integer is refused.
+	_, ch2 := channel(t, s)
+	expectCode(t, ch2.QueueBind(light, "heavy", x, false, nil), amqp.PreconditionFailed)
+
+	const n = 3000
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, n))
+	for i := 0; i < n; i++ {
+		if err := ch.PublishWithContext(context.Background(), x, fmt.Sprint("key-", i), false, false, body("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		<-confirms
+	}
+	l, h := count(t, ch, light), count(t, ch, heavy)
+	if l+h != n || l < n/3-200 || l > n/3+200 {
+		t.Fatalf("light %d, heavy %d: want about 1:2 of %d", l, h, n)
+	}
+	// The same key always lands in the same queue.
+	drain(t, ch, light)
+	drain(t, ch, heavy)
+	for i := 0; i < 20; i++ {
+		publishConfirmed(t, ch, x, "sticky", body("s"))
+	}
+	if l, h := count(t, ch, light), count(t, ch, heavy); !(l == 20 && h == 0 || l == 0 && h == 20) {
+		t.Fatalf("one key spread over queues: %d and %d", l, h)
+	}
+}
+
+func TestDelayedMessageExchange(t *testing.T) {
+	s := startWarren(t)
+	if err := s.b.EnablePlugin("delayed-message"); err != nil {
+		t.Fatal(err)
+	}
+	_, ch := confirmChannel(t, s)
+	x := uniq(t, "delayed")
+	_, bad := channel(t, s)
+	expectCode(t, bad.ExchangeDeclare(x, "x-delayed-message", false, false, false, false, nil), amqp.PreconditionFailed)
+	if err := ch.ExchangeDeclare(x, "x-delayed-message", false, false, false, false, amqp.Table{"x-delayed-type": "direct"}); err != nil {
+		t.Fatal(err)
+	}
+	q := declareQueue(t, s, ch, "", nil)
+	bind(t, ch, q, "k", x, nil)
+	d := consume(t, ch, q, true)
+
+	publishConfirmed(t, ch, x, "k", amqp.Publishing{Headers: amqp.Table{"x-delay": int32(300)}, Body: []byte("later")})
+	publishConfirmed(t, ch, x, "k", amqp.Publishing{Body: []byte("now")})
+	if m := receive(t, d); string(m.Body) != "now" {
+		t.Fatalf("first delivery %q, want the undelayed message", m.Body)
+	}
+	nothing(t, d) // the delayed one is still held
+	if m := receive(t, d); string(m.Body) != "later" {
+		t.Fatalf("got %q", m.Body)
+	}
+	// A held message counts as routed: a mandatory publish is not returned.
+	if returned := !confirmPublish(t, ch, x, "k", true, amqp.Publishing{Headers: amqp.Table{"x-delay": int32(50)}, Body: []byte("held")}); returned {
+		t.Fatal("a held mandatory message came back")
+	}
+	receive(t, d)
+}
+
+func TestJMSExchanges(t *testing.T) {
+	s := startWarren(t)
+	if err := s.b.EnablePlugin("jms"); err != nil {
+		t.Fatal(err)
+	}
+	_, ch := confirmChannel(t, s)
+	topic := uniq(t, "jms-topic")
+	if err := ch.ExchangeDeclare(topic, "x-jms-topic", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	heavy := declareQueue(t, s, ch, "heavy", nil)
+	red := declareQueue(t, s, ch, "red", nil)
+	bind(t, ch, heavy, "orders.*", topic, amqp.Table{"x-selector": "weight > 10"})
+	bind(t, ch, red, "orders.#", topic, amqp.Table{"rjms_erlang_selector": `{'=', {'ident', <<"color">>}, <<"red">>}.`})
+	_, bad := channel(t, s)
+	expectCode(t, bad.QueueBind(red, "x", topic, false, amqp.Table{"x-selector": "weight >"}), amqp.PreconditionFailed)
+
+	pub := func(key string, h amqp.Table) {
+		publishConfirmed(t, ch, topic, key, amqp.Publishing{Headers: h, Body: []byte(key)})
+	}
+	pub("orders.eu", amqp.Table{"weight": int32(20), "color": "red"})
+	pub("orders.eu", amqp.Table{"weight": int32(5), "color": "blue"})
+	pub("orders.eu.big", amqp.Table{"weight": int32(50), "color": "red"})
+	pub("stock.eu", amqp.Table{"weight": int32(99), "color": "red"})
+	pub("orders.us", amqp.Table{"color": "green"}) // no weight: unknown, not true
+	if got := count(t, ch, heavy); got != 1 {
+		t.Fatalf("heavy got %d, want 1", got)
+	}
+	if got := count(t, ch, red); got != 2 {
+		t.Fatalf("red got %d, want 2", got)
+	}
+
+	queue := uniq(t, "jms-queue")
+	if err := ch.ExchangeDeclare(queue, "x-jms-queue", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	q := declareQueue(t, s, ch, "direct", nil)
+	bind(t, ch, q, "exact", queue, nil)
+	publishConfirmed(t, ch, queue, "exact", body("yes"))
+	publishConfirmed(t, ch, queue, "exactly", body("no"))
+	if got := drain(t, ch, q); len(got) != 1 || got[0] != "yes" {
+		t.Fatalf("x-jms-queue delivered %v", got)
+	}
+}
+
+// A persistent message held by a durable delayed exchange survives a
+// restart and is delivered when due.
+func TestHeldMessageSurvivesRestart(t *testing.T) {
+	skipReference(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("[plugins]\nenabled = [\"delayed-message\"]\ncache_dir = %q\n", sharedWasmCache(t))
+	p := startProcessWith(t, dir, cfg)
+	_, ch := dialProcess(t, p)
+	if err := ch.ExchangeDeclare("later", "x-delayed-message", true, false, false, false, amqp.Table{"x-delayed-type": "fanout"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("later-q", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("later-q", "", "later", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+	if err := ch.PublishWithContext(context.Background(), "later", "", false, false, amqp.Publishing{
+		DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-delay": int32(1500)}, Body: []byte("survivor"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-confirms; !c.Ack {
+		t.Fatal("nack")
+	}
+	p.stop(syscall.SIGKILL)
+
+	p = startProcessWith(t, dir, cfg)
+	_, ch = dialProcess(t, p)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m, ok, err := ch.Get("later-q", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if string(m.Body) != "survivor" {
+				t.Fatalf("got %q", m.Body)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held message never came after the restart")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
