@@ -177,6 +177,9 @@ func (ch *channel) teardown() {
 	}
 	ch.closed = true
 	consumers := ch.consumers
+	for _, k := range consumers {
+		k.gone = true
+	}
 	ch.consumers = nil
 	pending := ch.unacked.takeAll()
 	ch.mu.Unlock()

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/warrenmq/warren/protocol"
 )
@@ -17,14 +18,18 @@ import (
 // nothing buffered, and when the store reports a sync — so a burst of
 // publishes costs one ack frame, not one each.
 type confirms struct {
-	mu      sync.Mutex
+	// enabled is written and read by the connection's reader alone.
 	enabled bool
+
+	mu      sync.Mutex
 	closed  bool    // the channel is gone: settle quietly, send nothing
 	next    uint64  // sequence number of the next publish
 	base    uint64  // sequence number of states[head]
 	states  []uint8 // per unannounced publish: waiting, acked or nacked
 	head    int     // states[:head] are announced
-	dirty   bool    // something settled since the last flush
+	// dirty says something settled since the last flush; the reader checks
+	// it at every flush point without taking the lock.
+	dirty atomic.Bool
 }
 
 const (
@@ -39,12 +44,6 @@ func (cf *confirms) enable() {
 	if !cf.enabled {
 		cf.enabled, cf.next, cf.base = true, 1, 1
 	}
-}
-
-func (cf *confirms) isEnabled() bool {
-	cf.mu.Lock()
-	defer cf.mu.Unlock()
-	return cf.enabled
 }
 
 // add numbers a new publish, waiting.
@@ -69,21 +68,18 @@ func (cf *confirms) settle(seq uint64, ok bool) {
 	if !ok {
 		cf.states[i] = nacked
 	}
-	cf.dirty = true
+	cf.dirty.Store(true)
 }
 
-func (cf *confirms) pending() bool {
-	cf.mu.Lock()
-	defer cf.mu.Unlock()
-	return cf.dirty
-}
+func (cf *confirms) pending() bool { return cf.dirty.Load() }
 
 // close drops everything: the channel is gone and its client will not hear
 // of these publishes.
 func (cf *confirms) close() {
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
-	cf.closed, cf.states, cf.head, cf.dirty = true, nil, 0, false
+	cf.closed, cf.states, cf.head = true, nil, 0
+	cf.dirty.Store(false)
 }
 
 // flushConfirms announces every settled publish at the front of the line.
@@ -91,7 +87,7 @@ func (ch *channel) flushConfirms() {
 	cf := &ch.confirm
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
-	cf.dirty = false
+	cf.dirty.Store(false)
 	if cf.closed {
 		return
 	}

@@ -21,6 +21,7 @@ type consumer struct {
 	prefetch uint16 // this consumer's limit (0: none)
 	unacked  int
 	blocked  bool // a delivery was refused for want of credit
+	gone     bool // cancelled: no more deliveries
 }
 
 func (k *consumer) NoAck() bool     { return k.noAck }
@@ -32,7 +33,7 @@ func (k *consumer) Deliver(d queue.Delivery) bool {
 	ch := k.ch
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.closed || ch.consumers[k.tag] != k {
+	if ch.closed || k.gone {
 		return false
 	}
 	if !k.noAck && !ch.hasCredit(k) {
@@ -78,13 +79,14 @@ func (ch *channel) hasCredit(k *consumer) bool {
 func (k *consumer) Cancelled() {
 	ch := k.ch
 	ch.mu.Lock()
-	gone := ch.consumers[k.tag] == k
-	if gone {
+	wasActive := !k.gone && ch.consumers[k.tag] == k
+	if wasActive {
 		delete(ch.consumers, k.tag)
 	}
+	k.gone = true
 	ch.mu.Unlock()
 	ch.c.dropConsumer(k)
-	if gone && ch.c.caps.consumerCancelNotify {
+	if wasActive && ch.c.caps.consumerCancelNotify {
 		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: k.tag, NoWait: true})
 	}
 }
@@ -355,6 +357,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 	if err := q.Consume(k, added); err != nil {
 		ch.mu.Lock()
 		delete(ch.consumers, tag)
+		k.gone = true
 		ch.mu.Unlock()
 		ch.c.dropConsumer(k)
 		return err
@@ -373,6 +376,9 @@ func (ch *channel) cancel(m *protocol.BasicCancel) error {
 	ch.mu.Lock()
 	k := ch.consumers[m.ConsumerTag]
 	delete(ch.consumers, m.ConsumerTag)
+	if k != nil {
+		k.gone = true
+	}
 	ch.mu.Unlock()
 	if k != nil {
 		ch.c.dropConsumer(k)

@@ -125,7 +125,7 @@ func (ch *channel) published() error {
 		ch.tx.publish(p.x, m, p.mandatory)
 		return nil
 	}
-	_, err = ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.isEnabled())
+	_, err = ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.enabled)
 	return err
 }
 
@@ -236,7 +236,7 @@ func (t *transaction) publish(x *vhost.Exchange, m *message.Message, mandatory b
 }
 
 func (ch *channel) txSelect() error {
-	if ch.confirm.isEnabled() {
+	if ch.confirm.enabled {
 		return reply.PreconditionFailed("cannot switch from confirm to tx mode")
 	}
 	if ch.tx == nil {

@@ -164,6 +164,7 @@ func (s *Server) Connections() []ConnInfo {
 // it is raised, as RabbitMQ's do: publishing connections stop being read,
 // and clients that announced the capability get connection.blocked.
 type Alarm struct {
+	up      atomic.Bool // raised, readable without the lock on every publish
 	mu      sync.Mutex
 	raised  bool
 	reason  string
@@ -178,6 +179,7 @@ func (a *Alarm) Set(raised bool, reason string) {
 		return
 	}
 	a.raised, a.reason = raised, reason
+	a.up.Store(raised)
 	if raised {
 		a.cleared = make(chan struct{})
 	} else {
@@ -188,7 +190,7 @@ func (a *Alarm) Set(raised bool, reason string) {
 // State returns whether the alarm is raised, why, and a channel closed when
 // it clears.
 func (a *Alarm) State() (raised bool, reason string, cleared <-chan struct{}) {
-	if a == nil {
+	if a == nil || !a.up.Load() {
 		return false, "", nil
 	}
 	a.mu.Lock()
