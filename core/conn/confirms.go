@@ -21,12 +21,12 @@ type confirms struct {
 	// enabled is written and read by the connection's reader alone.
 	enabled bool
 
-	mu      sync.Mutex
-	closed  bool    // the channel is gone: settle quietly, send nothing
-	next    uint64  // sequence number of the next publish
-	base    uint64  // sequence number of states[head]
-	states  []uint8 // per unannounced publish: waiting, acked or nacked
-	head    int     // states[:head] are announced
+	mu     sync.Mutex
+	closed bool    // the channel is gone: settle quietly, send nothing
+	next   uint64  // sequence number of the next publish
+	base   uint64  // sequence number of states[head]
+	states []uint8 // per unannounced publish: waiting, acked or nacked
+	head   int     // states[:head] are announced
 	// dirty says something settled since the last flush; the reader checks
 	// it at every flush point without taking the lock.
 	dirty atomic.Bool
