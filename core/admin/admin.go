@@ -159,7 +159,7 @@ func (a *api) selected(r *http.Request) ([]*vhost.VHost, error) {
 }
 
 func (a *api) overview(*http.Request) (any, error) {
-	var queues, exchanges, messages int
+	var queues, exchanges, messages, held int
 	for _, n := range a.b.VHosts() {
 		v, _ := a.b.VHost(n)
 		for _, q := range v.Queues() {
@@ -167,6 +167,7 @@ func (a *api) overview(*http.Request) (any, error) {
 			messages += q.Ready + q.Unacked
 		}
 		exchanges += len(v.Exchanges())
+		held += v.HeldCount()
 	}
 	raised, reason, _ := a.b.Alarm().State()
 	return map[string]any{
@@ -176,7 +177,7 @@ func (a *api) overview(*http.Request) (any, error) {
 			"connections": len(a.b.Server().Connections()), "queues": queues,
 			"exchanges": exchanges, "vhosts": len(a.b.VHosts()),
 		},
-		"queue_totals":   map[string]int{"messages": messages},
+		"queue_totals":   map[string]int{"messages": messages, "held": held},
 		"exchange_types": a.b.Types().Names(),
 		"alarm":          map[string]any{"raised": raised, "reason": reason},
 	}, nil

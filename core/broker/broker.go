@@ -50,7 +50,6 @@ type Broker struct {
 	listeners []net.Listener
 	stopOnce  sync.Once
 	admin     *http.Server
-	adminAddr net.Addr
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
@@ -232,7 +231,6 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	b.admin = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	b.adminAddr = ln.Addr()
 	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
 	b.wg.Add(1)
 	go func() {
@@ -243,9 +241,6 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 	}()
 	return nil
 }
-
-// AdminAddr returns the admin API's address, nil when it is not served.
-func (b *Broker) AdminAddr() net.Addr { return b.adminAddr }
 
 // Addr returns the address of the first listener (AMQP if enabled).
 func (b *Broker) Addr() net.Addr {

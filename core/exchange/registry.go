@@ -54,11 +54,6 @@ func (r *Registry) Lookup(name string) (Type, bool) {
 	return t, ok
 }
 
-// Builtin reports whether name is one of the built-in types.
-func (r *Registry) Builtin(name string) bool {
-	return r.builtins[name]
-}
-
 // Names lists the registered type names, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
