@@ -38,7 +38,9 @@ func dialProcess(t *testing.T, p *process) (*amqp.Connection, *amqp.Channel) {
 }
 
 // publishPersistent publishes n persistent messages "prefix-i" with
-// confirms and waits for every confirm.
+// confirms and waits for every confirm. It listens for confirms with a
+// NotifyPublish of its own, so a channel may be used for it only once:
+// amqp091-go blocks when an earlier listener's buffer is full.
 func publishPersistent(t *testing.T, ch *amqp.Channel, exchange, key, prefix string, n int) {
 	t.Helper()
 	if err := ch.Confirm(false); err != nil {
@@ -241,5 +243,82 @@ func TestDataDirectoryErrors(t *testing.T) {
 	out, err = runBinary(t, "-listen", "127.0.0.1:0", "-data", file)
 	if err == nil || !strings.Contains(out, file) {
 		t.Fatalf("data directory that is a file: %v\n%s", err, out)
+	}
+}
+
+// TestStoredStateAfterAcksPurgesDeletesAndDeadLetters checks what a restart
+// brings back after the operations that remove messages: an ack from one of
+// two queues sharing a message, a purge, a queue deletion, and a
+// dead-letter move between durable queues.
+func TestStoredStateAfterAcksPurgesDeletesAndDeadLetters(t *testing.T) {
+	skipReference(t)
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	c, ch := dialProcess(t, p)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := func(exchange, key, prefix string, n int) {
+		t.Helper()
+		pc, err := c.Channel()
+		must(err)
+		publishPersistent(t, pc, exchange, key, prefix, n)
+		must(pc.Close())
+	}
+	must(ch.ExchangeDeclare("fan", "fanout", true, false, false, false, nil))
+	for _, q := range []string{"fan-a", "fan-b", "purged", "deleted", "dlq"} {
+		_, err := ch.QueueDeclare(q, true, false, false, false, nil)
+		must(err)
+	}
+	_, err := ch.QueueDeclare("work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dlq"})
+	must(err)
+	must(ch.QueueBind("fan-a", "", "fan", false, nil))
+	must(ch.QueueBind("fan-b", "", "fan", false, nil))
+	pub("fan", "", "shared", 20)
+	pub("", "purged", "p", 5)
+	pub("", "deleted", "d", 5)
+	pub("", "work", "w", 3)
+
+	// Ack everything from fan-a; fan-b keeps its references.
+	for _, m := range getAll(t, ch, "fan-a") {
+		must(m.Ack(false))
+	}
+	_, err = ch.QueuePurge("purged", false)
+	must(err)
+	_, err = ch.QueueDelete("deleted", false, false, false)
+	must(err)
+	// Reject two of three: they move to dlq.
+	got := getAll(t, ch, "work")
+	must(got[0].Reject(false))
+	must(got[1].Reject(false))
+	must(got[2].Nack(false, true))
+	// A synchronous call after the acks: they have all been processed.
+	_, err = ch.QueueDeclarePassive("work", true, false, false, false, nil)
+	must(err)
+	p.stop(syscall.SIGTERM)
+
+	p = startProcess(t, dir)
+	_, ch = dialProcess(t, p)
+	counts := map[string]int{}
+	for _, q := range []string{"fan-a", "fan-b", "purged", "dlq", "work"} {
+		counts[q] = len(getAll(t, ch, q))
+	}
+	want := map[string]int{"fan-a": 0, "fan-b": 20, "purged": 0, "dlq": 2, "work": 1}
+	for q, n := range want {
+		if counts[q] != n {
+			t.Errorf("%s holds %d messages after the restart, want %d", q, counts[q], n)
+		}
+	}
+	if _, err := ch.QueueDeclarePassive("deleted", true, false, false, false, nil); amqpCode(err) != amqp.NotFound {
+		t.Fatalf("deleted queue came back: %v", err)
+	}
+	_, ch = dialProcess(t, p)
+	q, err := ch.QueueDeclare("deleted", true, false, false, false, nil)
+	must(err)
+	if q.Messages != 0 {
+		t.Fatalf("a redeclared queue found %d old messages", q.Messages)
 	}
 }
