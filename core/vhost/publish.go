@@ -49,12 +49,12 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	if err != nil {
 		return Outcome{}, err
 	}
-	heldStored := v.holdPending(m, r)
 	if len(r.variants) > 0 {
 		if m, err = m.WithoutHeaders("BCC"); err != nil {
 			return Outcome{}, err
 		}
 	}
+	heldStored := v.holdPending(m, r)
 	out := v.enqueue(m, r)
 	out.Held = held
 	out.Stored = out.Stored || heldStored
