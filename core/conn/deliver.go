@@ -233,25 +233,7 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 		ch.mu.Unlock()
 		return reply.PreconditionFailed("unknown delivery tag %d", tag)
 	}
-	var kick []*queue.Queue
-	for _, u := range done {
-		if k := u.consumer; k != nil {
-			k.unacked--
-			if k.blocked {
-				k.blocked = false
-				kick = append(kick, k.q)
-			}
-		}
-	}
-	if ch.globalPrefetch > 0 {
-		// A channel-wide limit may have held back consumers of other queues.
-		for _, k := range ch.consumers {
-			if k.blocked {
-				k.blocked = false
-				kick = append(kick, k.q)
-			}
-		}
-	}
+	kick := ch.releaseCredit(done)
 	ch.mu.Unlock()
 
 	switch {
@@ -264,6 +246,38 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	kickEach(kick)
 	return nil
+}
+
+// releaseCredit gives back the prefetch credit settled deliveries held and
+// returns the queues of consumers that were waiting for it; ch.mu is held.
+func (ch *channel) releaseCredit(settled []unacked) []*queue.Queue {
+	var kick []*queue.Queue
+	for _, u := range settled {
+		if k := u.consumer; k != nil {
+			k.unacked--
+			if k.blocked {
+				k.blocked = false
+				kick = append(kick, k.q)
+			}
+		}
+	}
+	if ch.globalPrefetch > 0 {
+		// A channel-wide limit may have held back consumers of other queues.
+		kick = ch.unblockAll(kick)
+	}
+	return kick
+}
+
+// unblockAll appends the queues of every consumer waiting for credit;
+// ch.mu is held.
+func (ch *channel) unblockAll(kick []*queue.Queue) []*queue.Queue {
+	for _, k := range ch.consumers {
+		if k.blocked {
+			k.blocked = false
+			kick = append(kick, k.q)
+		}
+	}
+	return kick
 }
 
 // kickEach kicks each distinct queue once.
@@ -287,18 +301,12 @@ func (ch *channel) qos(m *protocol.BasicQos) error {
 		return reply.NotImplemented("prefetch_size!=0 (%d)", m.PrefetchSize)
 	}
 	ch.mu.Lock()
-	var kick []*queue.Queue
 	if m.Global {
 		ch.globalPrefetch = m.PrefetchCount
 	} else {
 		ch.prefetch = m.PrefetchCount
 	}
-	for _, k := range ch.consumers {
-		if k.blocked {
-			k.blocked = false
-			kick = append(kick, k.q)
-		}
-	}
+	kick := ch.unblockAll(nil)
 	ch.mu.Unlock()
 	ch.c.send(ch.id, &protocol.BasicQosOk{})
 	kickEach(kick)
@@ -427,16 +435,7 @@ func (ch *channel) recover(requeueIt, answer bool) error {
 	}
 	ch.mu.Lock()
 	pending := ch.unacked.takeAll()
-	var kick []*queue.Queue
-	for _, u := range pending {
-		if k := u.consumer; k != nil {
-			k.unacked--
-			if k.blocked {
-				k.blocked = false
-				kick = append(kick, k.q)
-			}
-		}
-	}
+	kick := ch.releaseCredit(pending)
 	ch.mu.Unlock()
 	requeue(pending)
 	kickEach(kick)
