@@ -114,6 +114,9 @@ func (q *Queue) pageIn(l *level) error {
 		if e.Msg == nil {
 			return true
 		}
+		if e.ExpiresAt != 0 {
+			q.expiring = true
+		}
 		l.fresh.push(e)
 		size := int64(e.Msg.Size())
 		q.mem.msgs++

@@ -125,6 +125,7 @@ type Queue struct {
 	deleted     bool
 	nextSeq     uint64
 	dead        []Dead
+	expiring    bool // some entry has had an expiry: expireHeads has work
 	ttlTimer    *time.Timer
 	ttlAt       int64
 	idleTimer   *time.Timer
@@ -237,6 +238,7 @@ func (q *Queue) enqueue(m *message.Message) (accepted, rejected, stored bool) {
 	q.nextSeq++
 	if ttl := q.ttlFor(m); ttl >= 0 {
 		e.ExpiresAt = q.now() + ttl
+		q.expiring = true
 	}
 	if q.full(m) && q.settings.Overflow != DropHead {
 		if q.settings.Overflow == RejectPublishDLX {
@@ -403,6 +405,9 @@ func (q *Queue) oldest() *level {
 // expireHeads dead-letters expired messages at the head of each level and
 // arms the timer for the next head to expire.
 func (q *Queue) expireHeads() {
+	if !q.expiring {
+		return // no message with a TTL ever entered: nothing to look at
+	}
 	var now int64
 	next := int64(0)
 	for i := range q.levels {
@@ -439,11 +444,15 @@ func (q *Queue) armTTLTimer(at int64) {
 		return
 	}
 	q.ttlAt = at
-	d := time.Duration(at-q.now()) * time.Millisecond
-	if q.ttlTimer == nil {
-		q.ttlTimer = time.AfterFunc(d, q.onTTLTimer)
+	arm(&q.ttlTimer, time.Duration(at-q.now())*time.Millisecond, q.onTTLTimer)
+}
+
+// arm starts *t to run f after d, or resets it when it exists.
+func arm(t **time.Timer, d time.Duration, f func()) {
+	if *t == nil {
+		*t = time.AfterFunc(d, f)
 	} else {
-		q.ttlTimer.Reset(d)
+		(*t).Reset(d)
 	}
 }
 
@@ -784,12 +793,7 @@ func (q *Queue) armIdleTimer() {
 		}
 		return
 	}
-	d := time.Duration(q.lastUsed+exp-q.now()) * time.Millisecond
-	if q.idleTimer == nil {
-		q.idleTimer = time.AfterFunc(d, q.onIdleTimer)
-	} else {
-		q.idleTimer.Reset(d)
-	}
+	arm(&q.idleTimer, time.Duration(q.lastUsed+exp-q.now())*time.Millisecond, q.onIdleTimer)
 }
 
 func (q *Queue) onIdleTimer() {
