@@ -396,21 +396,9 @@ func (p *Plugin) snapshot() []op {
 func (p *Plugin) mutate(typ, what string, fn int, input []byte, commit func()) error {
 	p.mutMu.Lock()
 	defer p.mutMu.Unlock()
-	if d, _ := p.Disabled(); d {
-		return p.unavailable(typ)
-	}
-	in, err := p.pool.get()
-	if err != nil {
-		return p.callError(typ, what, err)
-	}
-	o, err := in.run(fn, input)
-	if err != nil {
-		p.pool.discard(in, err)
-		return p.callError(typ, what, err)
-	}
-	if o.Status == abi.StatusError {
-		p.pool.put(in)
-		return p.replyOf(o)
+	in, _, err := p.runOnce(typ, what, fn, input)
+	if in == nil {
+		return err
 	}
 	p.stateMu.Lock()
 	e := p.epoch.Load() + 1
@@ -445,24 +433,36 @@ func (p *Plugin) trimLog() {
 	p.logBase = low
 }
 
-// call runs a call that changes nothing (validation, info) on any instance.
-// The output is decoded by read while the instance is still held.
-func (p *Plugin) call(typ, what string, fn int, input []byte, read func(abi.Output) error) error {
+// runOnce takes an instance and runs fn on it. When the call succeeded the
+// instance is returned still held, with its output; otherwise the instance
+// is given back (or discarded after a failure) and err is what the caller
+// answers: the plugin's own reply, or the failure as 541.
+func (p *Plugin) runOnce(typ, what string, fn int, input []byte) (*instance, abi.Output, error) {
 	if d, _ := p.Disabled(); d {
-		return p.unavailable(typ)
+		return nil, abi.Output{}, p.unavailable(typ)
 	}
 	in, err := p.pool.get()
 	if err != nil {
-		return p.callError(typ, what, err)
+		return nil, abi.Output{}, p.callError(typ, what, err)
 	}
 	o, err := in.run(fn, input)
 	if err != nil {
 		p.pool.discard(in, err)
-		return p.callError(typ, what, err)
+		return nil, abi.Output{}, p.callError(typ, what, err)
 	}
 	if o.Status == abi.StatusError {
 		p.pool.put(in)
-		return p.replyOf(o)
+		return nil, abi.Output{}, p.replyOf(o)
+	}
+	return in, o, nil
+}
+
+// call runs a call that changes nothing (validation, info) on any instance.
+// The output is decoded by read while the instance is still held.
+func (p *Plugin) call(typ, what string, fn int, input []byte, read func(abi.Output) error) error {
+	in, o, err := p.runOnce(typ, what, fn, input)
+	if in == nil {
+		return err
 	}
 	if read != nil {
 		if err := read(o); err != nil {
