@@ -316,7 +316,7 @@ func (a *api) connections(*http.Request) (any, error) {
 	for _, c := range a.b.Server().Connections() {
 		out = append(out, map[string]any{
 			"id": c.ID, "name": c.Name, "user": c.User, "vhost": c.VHost, "channels": c.Channels,
-			"connected_at": c.Since.UnixMilli(),
+			"connected_at": c.Since.UnixMilli(), "client_properties": jsonTable(c.ClientProp),
 		})
 	}
 	return out, nil

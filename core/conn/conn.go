@@ -46,7 +46,8 @@ type Conn struct {
 	perm        *auth.Permission
 	vh          *vhost.VHost
 
-	channels map[uint16]*channel // the reader's
+	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
+	channels map[uint16]*channel        // the reader's
 	// The method being run, named in connection.close and channel.close.
 	lastClass, lastMethod uint16
 	nchan                 atomic.Int32
@@ -426,15 +427,20 @@ func (c *Conn) kickConsumers() {
 	}
 }
 
+// info describes the connection for listings, from any goroutine: the
+// handshake's results are read through c.opened, published once it is done.
 func (c *Conn) info() ConnInfo {
 	ci := ConnInfo{ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since}
-	if c.user != nil {
-		ci.User = c.user.Name
-	}
-	if c.vh != nil {
-		ci.VHost = c.vh.Name
+	if o := c.opened.Load(); o != nil {
+		ci.User, ci.VHost, ci.ClientProp = o.user, o.vhost, o.props
 	}
 	return ci
+}
+
+// openedInfo is what the handshake settled, for other goroutines to read.
+type openedInfo struct {
+	user, vhost string
+	props       protocol.Table
 }
 
 func (c *Conn) String() string { return fmt.Sprintf("conn %d (%s)", c.id, c.name) }

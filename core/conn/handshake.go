@@ -251,6 +251,7 @@ func (c *Conn) open(name string) error {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
 	c.vh, c.perm = vh, perm
+	c.opened.Store(&openedInfo{user: c.user.Name, vhost: vh.Name, props: c.clientProps})
 	c.send(0, &protocol.ConnectionOpenOk{})
 	return nil
 }

@@ -40,9 +40,6 @@ func (x *Exchange) Policy() string {
 // Alternate returns the alternate exchange in force.
 func (x *Exchange) Alternate() string { return x.alternate }
 
-// BindingCount is the number of bindings the exchange is the source of.
-func (x *Exchange) BindingCount() int { return len(x.bindings) }
-
 // missingType stands in for the router of an exchange whose type is gone
 // (its plugin was disabled): the exchange keeps its bindings but refuses to
 // route, as RabbitMQ does for an exchange of an unknown type.
