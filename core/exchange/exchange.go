@@ -9,8 +9,11 @@
 // two interfaces, so the vhost never knows which kind of type it talks to.
 //
 // Invariants every Router relies on, guaranteed by its caller (the vhost):
-//   - Route may run concurrently with other Route calls on the same Router,
-//     never with AddBinding, RemoveBindings, PolicyChanged or Delete.
+//   - Route, ValidateBinding and Info may run concurrently with each other
+//     and with other calls of their own on the same Router, never with
+//     AddBinding, RemoveBindings, PolicyChanged or Delete. (The vhost holds
+//     the exchange's lock shared for Route and Info, exclusively for the
+//     changes, and no lock for ValidateBinding.)
 //   - AddBinding is only called for a binding that is not already present
 //     (same destination, key and arguments), and RemoveBindings only for
 //     present ones; the vhost keeps the authoritative binding set.

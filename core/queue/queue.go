@@ -3,15 +3,14 @@
 //
 // A Queue is a set of ready messages (FIFO, or FIFO within each priority
 // level), a count of messages delivered but not yet settled, and a list of
-// consumers served round-robin. One mutex guards it all; every public method
-// takes it, does its work, and releases it before calling back into the
-// vhost, so the lock order is
-//
-//	vhost topology lock -> queue.mu -> channel delivery lock -> connection write lock
-//
-// and the queue never calls "up" with its lock held. Deliveries happen under
-// the queue lock: Consumer.Deliver must record the delivery and write it
-// without blocking on anything that could take a queue lock.
+// consumers served round-robin. One mutex, mu, guards it all. Every public
+// method takes it, does its work and releases it, and only then calls back
+// into the vhost (Events): a queue never calls "up" with its lock held, and
+// never takes a vhost lock, a plugin or a synced write under it. Deliveries
+// happen under the lock: Consumer.Deliver must record the delivery and
+// write it without blocking on anything that could take a queue lock. Where
+// queue.mu sits among Warren's other locks is written down in LOCKS.md at
+// the repository's root.
 //
 // Settlement is the channel's job: it keeps the Entry of every unacked
 // delivery and hands it back through Ack, Requeue or Reject. Requeued
@@ -187,13 +186,19 @@ func New(c Config) *Queue {
 // unlock commits the operation's writes, releases the lock and then hands
 // collected dead letters to the vhost.
 func (q *Queue) unlock() {
+	if dead := q.unlockCollect(); len(dead) > 0 && q.events != nil {
+		q.events.DeadLetter(q, dead)
+	}
+}
+
+// unlockCollect commits the operation's writes and releases the lock,
+// returning the dead letters collected under it for the caller to raise.
+func (q *Queue) unlockCollect() []Dead {
 	q.commit()
 	dead := q.dead
 	q.dead = nil
 	q.mu.Unlock()
-	if len(dead) > 0 && q.events != nil {
-		q.events.DeadLetter(q, dead)
-	}
+	return dead
 }
 
 // Settings returns the settings in force.
@@ -263,12 +268,18 @@ func (q *Queue) releaseRef(m *message.Message) {
 	}
 }
 
-// LockForMove, EnqueueMoved and UnlockMoved let the vhost move dead letters
-// into several queues atomically: it locks every target (in a fixed order),
-// enqueues into each, writes the Txn that deletes the messages from their
-// old queue and stores them in the new ones, and only then unlocks, which
-// dispatches. Until the Txn is committed no consumer can see the messages,
-// so no ack can reach the store ahead of the move.
+// LockForMove, EnqueueMoved, UnlockMoved and Serve let the vhost move
+// dead letters into several queues atomically: it locks every target (in
+// Order), enqueues into each, writes the Txn that deletes the messages
+// from their old queue and stores them in the new ones, and only then
+// unlocks. Until the Txn is committed no consumer can see the messages, so
+// no ack can reach the store ahead of the move.
+//
+// This is the one place where a goroutine holds several queue locks, and
+// the reason they are taken in Order. While it holds them it calls nothing
+// outside the queues: UnlockMoved and Serve return the dead letters they
+// produce instead of raising them through Events, and the vhost moves
+// those once it holds no queue lock.
 func (q *Queue) LockForMove() { q.mu.Lock() }
 
 // EnqueueMoved enqueues a dead-lettered message, writing it into txn (the
@@ -285,12 +296,22 @@ func (q *Queue) EnqueueMoved(m *message.Message, txn *storage.Txn) bool {
 	return accepted
 }
 
-// UnlockMoved ends a move: the queue delivers what it received.
-func (q *Queue) UnlockMoved() {
-	q.dispatch()
+// UnlockMoved ends a move's hold on the queue: length limits and TTLs are
+// applied to what arrived, the queue's own writes are committed (after the
+// move's Txn, so a drop-head deletion follows the put it deletes) and the
+// lock is released. Delivery waits for Serve.
+func (q *Queue) UnlockMoved() []Dead {
 	q.enforceLimits()
 	q.expireHeads()
-	q.unlock()
+	return q.unlockCollect()
+}
+
+// Serve hands ready messages to consumers, as Kick does, and returns the
+// dead letters that produced (expired heads) instead of raising them.
+func (q *Queue) Serve() []Dead {
+	q.mu.Lock()
+	q.dispatch()
+	return q.unlockCollect()
 }
 
 func (q *Queue) ttlFor(m *message.Message) int64 {

@@ -39,14 +39,19 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	if dest.Kind == exchange.ToExchange && dest.Name == "" {
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	return v.addBinding(source, dest, key, args, owner, 0, true)
 }
 
 // addBinding adds a binding unless it exists; seq 0 takes the next number.
 // A binding between two durable ends is stored when persist is set (not
-// when it is being restored from the store); v.mu is held.
+// when it is being restored from the store); defMu is held.
+//
+// The checks and the synced write run without any other lock; only adding
+// the binding to the source's router (a plugin call, for a plugin type)
+// holds the source exchange's lock, which stalls that exchange's
+// publishers alone.
 func (v *VHost) addBinding(source string, dest exchange.Destination, key string, args protocol.Table, owner any, seq uint64, persist bool) error {
 	bk, err := keyOf(source, dest, key, args)
 	if err != nil {
@@ -71,25 +76,33 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	if err := src.router.ValidateBinding(b); err != nil {
 		return reply.As(err)
 	}
-	if b.Durable && persist && v.store != nil {
+	persisted := b.Durable && persist && v.store != nil
+	if persisted {
 		if err := v.store.PutBinding(v.Name, b.Seq, bindingRecord(b)); err != nil {
 			return stored(err)
 		}
 	}
-	if err := src.router.AddBinding(b); err != nil {
-		if b.Durable && persist && v.store != nil {
+	src.mu.Lock()
+	err = src.router.AddBinding(b)
+	if err == nil {
+		src.viaMu.Lock()
+		for _, r := range src.via {
+			_ = r.AddBinding(b)
+		}
+		src.viaMu.Unlock()
+		src.bindings = append(src.bindings, b)
+	}
+	src.mu.Unlock()
+	if err != nil {
+		if persisted {
 			_ = v.store.DeleteBinding(v.Name, b.Seq)
 		}
 		return reply.As(err)
 	}
-	src.viaMu.Lock()
-	for _, r := range src.via {
-		_ = r.AddBinding(b)
-	}
-	src.viaMu.Unlock()
+	v.mu.Lock()
 	v.bindings[bk] = b
-	src.bindings = append(src.bindings, b)
 	v.byDest[dest] = append(v.byDest[dest], b)
+	v.mu.Unlock()
 	return nil
 }
 
@@ -104,7 +117,7 @@ func durableTarget(t any) bool {
 	return false
 }
 
-// target resolves a destination; v.mu is held.
+// target resolves a destination; defMu is held.
 func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 	if dest.Kind == exchange.ToExchange {
 		x := v.exchanges[dest.Name]
@@ -130,8 +143,8 @@ func (v *VHost) Unbind(source string, dest exchange.Destination, key string, arg
 	if err != nil {
 		return err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if v.exchanges[source] == nil {
 		return v.noExchange(source)
 	}
@@ -145,32 +158,45 @@ func (v *VHost) Unbind(source string, dest exchange.Destination, key string, arg
 }
 
 // removeBindings drops bindings from every index and from their sources'
-// routers, then deletes auto-delete exchanges left without bindings; v.mu
-// is held.
+// routers, then deletes auto-delete exchanges left without bindings; defMu
+// is held. The maps change under mu, each source's router under its own
+// lock, and the stored bindings are deleted with neither held.
 func (v *VHost) removeBindings(bs []*exchange.Binding) {
 	bySource := make(map[string][]*exchange.Binding)
+	var sources []string // in first-seen order, so auto-deletes happen in a fixed order
+	v.mu.Lock()
 	for _, b := range bs {
 		bk, _ := keyOf(b.Source, b.Destination, b.Key, b.Args)
 		if v.bindings[bk] != b {
 			continue
 		}
 		delete(v.bindings, bk)
-		if b.Durable && v.store != nil {
-			if err := v.store.DeleteBinding(v.Name, b.Seq); err != nil {
-				v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
-			}
-		}
 		v.byDest[b.Destination] = exchange.RemoveBinding(v.byDest[b.Destination], b)
 		if len(v.byDest[b.Destination]) == 0 {
 			delete(v.byDest, b.Destination)
 		}
+		if _, seen := bySource[b.Source]; !seen {
+			sources = append(sources, b.Source)
+		}
 		bySource[b.Source] = append(bySource[b.Source], b)
 	}
-	for source, list := range bySource {
+	v.mu.Unlock()
+	for _, source := range sources {
+		for _, b := range bySource[source] {
+			if b.Durable && v.store != nil {
+				if err := v.store.DeleteBinding(v.Name, b.Seq); err != nil {
+					v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
+				}
+			}
+		}
+	}
+	for _, source := range sources {
+		list := bySource[source]
 		src := v.exchanges[source]
 		if src == nil {
 			continue
 		}
+		src.mu.Lock()
 		for _, b := range list {
 			src.bindings = exchange.RemoveBinding(src.bindings, b)
 		}
@@ -180,7 +206,9 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			_ = r.RemoveBindings(list)
 		}
 		src.viaMu.Unlock()
-		if src.AutoDelete && len(src.bindings) == 0 && !src.deleted {
+		empty := len(src.bindings) == 0
+		src.mu.Unlock()
+		if src.AutoDelete && empty && !src.deleted {
 			v.deleteExchange(src)
 		}
 	}

@@ -19,29 +19,55 @@ import (
 // index and stores them in their new queues, which are all locked (in
 // Order) from before the Txn is written until after, so no consumer sees a
 // moved message before its move is committed.
+//
+// A move can make its targets dead-letter in turn (a length limit
+// overflowing, a TTL of 0). Those dead letters are not moved from inside
+// the move, where other targets are still locked, but put on a work list
+// that this loop drains once no queue is locked. Every message carries its
+// x-death history and a cycle without a rejection is cut (dropCycles), so
+// the list runs dry.
 func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
-	var txn *storage.Txn
-	if v.store != nil {
-		txn = v.store.Begin()
-		if !q.Deleted() {
-			qid := q.QID()
-			for _, d := range dead {
-				if d.Stored {
-					txn.DeleteEntry(qid, d.Level, d.Seq, d.Msg.ID)
+	v.moveDeadLetters([]deadLetters{{q: q, dead: dead}})
+}
+
+// deadLetters are messages that left q for its dead-letter exchange.
+type deadLetters struct {
+	q    *queue.Queue
+	dead []queue.Dead
+}
+
+// moveDeadLetters moves each batch on the work list, and the batches the
+// moves produce, until none is left. It runs with no lock held.
+func (v *VHost) moveDeadLetters(work []deadLetters) {
+	for len(work) > 0 {
+		next := work[0]
+		work[0] = deadLetters{}
+		work = work[1:]
+		var txn *storage.Txn
+		if v.store != nil {
+			txn = v.store.Begin()
+			if !next.q.Deleted() {
+				qid := next.q.QID()
+				for _, d := range next.dead {
+					if d.Stored {
+						txn.DeleteEntry(qid, d.Level, d.Seq, d.Msg.ID)
+					}
 				}
 			}
 		}
+		moves, targets := v.deadLetterRoutes(next.q, next.dead)
+		work = v.moveInto(moves, targets, txn, work)
 	}
-	moves, targets := v.deadLetterRoutes(q, dead)
-	v.moveInto(moves, targets, txn)
 }
 
 // moveInto enqueues messages that are moving from somewhere else in the
 // store (a dead-lettering queue, the delay store) into their queues, with
 // txn holding the deletion at the source: the targets are locked in Order,
-// filled, txn committed (deletion and insertions together), and unlocked,
-// which delivers.
-func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn) {
+// filled, txn committed (deletion and insertions together), and unlocked;
+// then each delivers what it received. The dead letters the targets
+// produce on the way are appended to work for the caller to move: nothing
+// here calls back into the vhost while a queue is locked.
+func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn, work []deadLetters) []deadLetters {
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Order() < targets[j].Order() })
 	for _, t := range targets {
 		t.LockForMove()
@@ -55,8 +81,16 @@ func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn)
 		txn.Commit(false, nil)
 	}
 	for _, t := range targets {
-		t.UnlockMoved()
+		if dead := t.UnlockMoved(); len(dead) > 0 {
+			work = append(work, deadLetters{q: t, dead: dead})
+		}
 	}
+	for _, t := range targets {
+		if dead := t.Serve(); len(dead) > 0 {
+			work = append(work, deadLetters{q: t, dead: dead})
+		}
+	}
+	return work
 }
 
 type move struct {

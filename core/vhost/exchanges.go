@@ -15,7 +15,11 @@ import (
 // Exchange is a declared exchange: its definition, its type's router and
 // the bindings it is the source of, in creation order.
 type Exchange struct {
-	exchange.Definition
+	exchange.Definition // fixed at declare
+
+	// mu guards the fields below. Route holds it shared; changes hold it
+	// exclusively, and defMu too (see the package doc).
+	mu       sync.RWMutex
 	typ      exchange.Type
 	router   exchange.Router
 	bindings []*exchange.Binding
@@ -31,6 +35,12 @@ type Exchange struct {
 
 // Policy returns the name of the policy applied, "" when none.
 func (x *Exchange) Policy() string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.policyName()
+}
+
+func (x *Exchange) policyName() string {
 	if x.policy == nil {
 		return ""
 	}
@@ -38,7 +48,11 @@ func (x *Exchange) Policy() string {
 }
 
 // Alternate returns the alternate exchange in force.
-func (x *Exchange) Alternate() string { return x.alternate }
+func (x *Exchange) Alternate() string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.alternate
+}
 
 // missingType stands in for the router of an exchange whose type is gone
 // (its plugin was disabled): the exchange keeps its bindings but refuses to
@@ -79,6 +93,10 @@ func (v *VHost) noExchange(name string) error {
 // exchange cannot be declared at all, not even passively (403), and new
 // names may not start with "amq." (403); existing amq.* exchanges may be
 // redeclared as they are.
+//
+// The type's checks and the router's creation (plugin calls) and the
+// durable record's synced write happen under defMu alone: publishers route
+// on while they run, and see the exchange once it is complete.
 func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchange, error) {
 	def.VHost = v.Name
 	if def.Name == "" {
@@ -87,8 +105,8 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 	if passive {
 		return v.Exchange(def.Name)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if x := v.exchanges[def.Name]; x != nil {
 		return x, v.equivalentExchange(x, def)
 	}
@@ -116,8 +134,10 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 		}
 	}
 	x := &Exchange{Definition: def, typ: t, router: router}
-	v.exchanges[def.Name] = x
 	v.applyExchangePolicy(x)
+	v.mu.Lock()
+	v.exchanges[def.Name] = x
+	v.mu.Unlock()
 	return x, nil
 }
 
@@ -162,8 +182,8 @@ func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
 	if ReservedName(name) {
 		return reply.AccessRefused("operation not permitted on exchange '%s' in vhost '%s'", name, v.Name)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	x := v.exchanges[name]
 	if x == nil {
 		return nil
@@ -175,10 +195,16 @@ func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
 	return nil
 }
 
-// deleteExchange drops x and its bindings; v.mu is held.
+// deleteExchange drops x and its bindings; defMu is held. Once x is marked
+// deleted under its lock no route is inside its router, so the router is
+// released without the lock.
 func (v *VHost) deleteExchange(x *Exchange) {
-	x.deleted = true
+	v.mu.Lock()
 	delete(v.exchanges, x.Name)
+	v.mu.Unlock()
+	x.mu.Lock()
+	x.deleted = true
+	x.mu.Unlock()
 	if x.Durable && v.store != nil {
 		if err := v.store.DeleteMeta(storage.KindExchange, v.Name, x.Name); err != nil {
 			v.log.Error().Err(err).Str("exchange", x.Name).Msg("could not delete the stored exchange; it will come back after a restart")
@@ -188,16 +214,17 @@ func (v *VHost) deleteExchange(x *Exchange) {
 	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[exchange.Destination{Kind: exchange.ToExchange, Name: x.Name}]...))
 	x.router.Delete()
 	x.viaMu.Lock()
-	for _, r := range x.via {
-		r.Delete()
-	}
+	via := x.via
 	x.via = nil
 	x.viaMu.Unlock()
+	for _, r := range via {
+		r.Delete()
+	}
 }
 
 // viaRouter returns x's router of another type, built on first use from x's
 // bindings (the delayed-message type routes through one once a message is
-// due). It runs under the read lock, so creation has its own mutex.
+// due). It runs with x.mu held shared, so creation has its own mutex.
 func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Router, error) {
 	x.viaMu.Lock()
 	defer x.viaMu.Unlock()
@@ -225,38 +252,56 @@ func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Ro
 	return r, nil
 }
 
+// exchangeList returns the exchanges, for work done without mu.
+func (v *VHost) exchangeList() []*Exchange {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]*Exchange, 0, len(v.exchanges))
+	for _, x := range v.exchanges {
+		out = append(out, x)
+	}
+	return out
+}
+
 // TypeGone replaces the routers of every exchange of type name with one that
 // refuses to route; bindings are kept. The plugin host calls it when it
 // disables a plugin.
 func (v *VHost) TypeGone(name string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, x := range v.exchanges {
-		if x.Type == name {
-			x.router.Delete()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	for _, x := range v.exchangeList() {
+		var gone []exchange.Router
+		x.mu.Lock()
+		if x.Type == name && x.typ != nil {
+			gone = append(gone, x.router)
 			x.router = missingType{name: name}
 			x.typ = nil
 		}
 		x.viaMu.Lock()
 		if r := x.via[name]; r != nil {
-			r.Delete()
+			gone = append(gone, r)
 			delete(x.via, name)
 		}
 		x.viaMu.Unlock()
+		x.mu.Unlock()
+		for _, r := range gone {
+			r.Delete()
+		}
 	}
 }
 
 // TypeBack rebuilds the routers of exchanges of type name from their
-// bindings, once a plugin providing it is enabled again.
+// bindings, once a plugin providing it is enabled again. Each router is
+// built (plugin calls) before it is swapped in under the exchange's lock.
 func (v *VHost) TypeBack(name string) error {
 	t, ok := v.types.Lookup(name)
 	if !ok {
 		return reply.CommandInvalid("invalid exchange type '%s'", name)
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	var firstErr error
-	for _, x := range v.exchanges {
+	for _, x := range v.exchangeList() {
 		if x.Type != name || x.typ != nil {
 			continue
 		}
@@ -264,9 +309,13 @@ func (v *VHost) TypeBack(name string) error {
 		if err == nil {
 			for _, b := range x.bindings {
 				if err = r.AddBinding(b); err != nil {
+					r.Delete()
 					break
 				}
 			}
+		}
+		if err == nil && x.policy != nil {
+			_ = r.PolicyChanged(x.policy.Definition)
 		}
 		if err != nil {
 			if firstErr == nil {
@@ -274,10 +323,9 @@ func (v *VHost) TypeBack(name string) error {
 			}
 			continue
 		}
+		x.mu.Lock()
 		x.router, x.typ = r, t
-		if x.policy != nil {
-			_ = r.PolicyChanged(x.policy.Definition)
-		}
+		x.mu.Unlock()
 	}
 	return firstErr
 }
@@ -290,13 +338,15 @@ type ExchangeInfo struct {
 	Info     map[string]any
 }
 
-// Exchanges lists the exchanges, the default one included.
+// Exchanges lists the exchanges, the default one included. A plugin's
+// figures (Info) are asked for under the exchange's own lock only.
 func (v *VHost) Exchanges() []ExchangeInfo {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make([]ExchangeInfo, 0, len(v.exchanges))
-	for _, x := range v.exchanges {
-		out = append(out, ExchangeInfo{Definition: x.Definition, Policy: x.Policy(), Bindings: len(x.bindings), Info: x.router.Info()})
+	list := v.exchangeList()
+	out := make([]ExchangeInfo, 0, len(list))
+	for _, x := range list {
+		x.mu.RLock()
+		out = append(out, ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info()})
+		x.mu.RUnlock()
 	}
 	return out
 }
@@ -315,9 +365,13 @@ func (d *defaultRouter) PolicyChanged(protocol.Table) error       { return nil }
 func (d *defaultRouter) Delete()                                  {}
 func (d *defaultRouter) Info() map[string]any                     { return nil }
 
-// Route runs under the vhost's read lock, so reading the queue map is safe.
+// Route reads the queue map under the vhost's read lock: the default
+// exchange is never changed, so its own lock is not taken.
 func (d *defaultRouter) Route(m *message.Message, r *exchange.Result) error {
-	if b := d.v.defaults[m.RoutingKey]; b != nil {
+	d.v.mu.RLock()
+	b := d.v.defaults[m.RoutingKey]
+	d.v.mu.RUnlock()
+	if b != nil {
 		r.Bindings = append(r.Bindings, b)
 	}
 	return nil

@@ -140,7 +140,7 @@ func (hq *holdQueue) release(h *held) {
 			targets = moves[0].queues
 		}
 	}
-	v.moveInto(moves, targets, txn)
+	v.moveDeadLetters(v.moveInto(moves, targets, txn, nil))
 }
 
 // Held reports how many messages are being held.

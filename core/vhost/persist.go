@@ -75,8 +75,8 @@ func (v *VHost) AfterSync(done func(error)) {
 // route until the type comes back, as with a disabled plugin.
 func (v *VHost) RestoreExchange(def exchange.Definition) {
 	def.VHost = v.Name
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if v.exchanges[def.Name] != nil {
 		return
 	}
@@ -90,8 +90,10 @@ func (v *VHost) RestoreExchange(def exchange.Definition) {
 	} else {
 		v.log.Warn().Str("exchange", def.Name).Str("type", def.Type).Msg("restored exchange's type is not available; it refuses to route until it is")
 	}
-	v.exchanges[def.Name] = x
 	v.applyExchangePolicy(x)
+	v.mu.Lock()
+	v.exchanges[def.Name] = x
+	v.mu.Unlock()
 }
 
 // RestoreQueue recreates a durable queue under its stored id and loads its
@@ -101,16 +103,21 @@ func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) e
 	if err != nil {
 		return err
 	}
-	v.mu.Lock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	q := v.newQueue(def, settings, qid)
-	v.mu.Unlock()
+	// Registered first: messages expiring as they are loaded are
+	// dead-lettered, perhaps back into this queue by name.
+	v.registerQueue(q)
 	if err := q.Restore(levels); err != nil {
+		_, _ = q.Delete(false, false)
+		v.mu.Lock()
+		delete(v.queues, q.Name)
+		delete(v.defaults, q.Name)
+		v.mu.Unlock()
 		return err
 	}
-	v.mu.RLock()
-	p := v.policies.For(policy.Queues, def.Name)
-	v.mu.RUnlock()
-	if p != nil {
+	if p := v.policies.For(policy.Queues, def.Name); p != nil {
 		q.ApplyPolicy(p.Definition)
 	}
 	return nil
@@ -119,8 +126,8 @@ func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) e
 // RestoreBinding recreates a durable binding with its stored sequence
 // number; bindings must be restored in seq order.
 func (v *VHost) RestoreBinding(seq uint64, source string, dest exchange.Destination, key string, args protocol.Table) error {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if seq > v.bindSeq.Load() {
 		v.bindSeq.Store(seq)
 	}
@@ -129,19 +136,18 @@ func (v *VHost) RestoreBinding(seq uint64, source string, dest exchange.Destinat
 
 // RestorePolicy reinstates a stored policy.
 func (v *VHost) RestorePolicy(p *policy.Policy) {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	v.mu.Lock()
 	v.policies.Put(p)
-	pending := v.applyPolicies()
 	v.mu.Unlock()
-	applyQueuePolicies(pending)
+	v.applyPolicies()
 }
 
 // QueueIDs lists the store ids of the vhost's queues that have one.
 func (v *VHost) QueueIDs() []uint64 {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	var ids []uint64
-	for _, q := range v.queues {
+	for _, q := range v.queueList() {
 		if id := q.QID(); id != 0 {
 			ids = append(ids, id)
 		}

@@ -2,7 +2,6 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/policy"
-	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -11,6 +10,8 @@ import (
 // SetPolicy adds or replaces a policy, stores it, and applies the result to
 // every exchange and queue.
 func (v *VHost) SetPolicy(p *policy.Policy) error {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if v.store != nil {
 		if err := v.store.PutMeta(storage.KindPolicy, v.Name, p.Name, policyRecord(p)); err != nil {
 			return stored(err)
@@ -18,17 +19,19 @@ func (v *VHost) SetPolicy(p *policy.Policy) error {
 	}
 	v.mu.Lock()
 	v.policies.Put(p)
-	pending := v.applyPolicies()
 	v.mu.Unlock()
-	applyQueuePolicies(pending)
+	v.applyPolicies()
 	return nil
 }
 
 // DeletePolicy removes a policy (404 when there is none of that name).
 func (v *VHost) DeletePolicy(name string) error {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	v.mu.Lock()
-	if !v.policies.Delete(name) {
-		v.mu.Unlock()
+	deleted := v.policies.Delete(name)
+	v.mu.Unlock()
+	if !deleted {
 		return reply.NotFound("no policy '%s' in vhost '%s'", name, v.Name)
 	}
 	if v.store != nil {
@@ -36,9 +39,7 @@ func (v *VHost) DeletePolicy(name string) error {
 			v.log.Error().Err(err).Str("policy", name).Msg("could not delete the stored policy; it will come back after a restart")
 		}
 	}
-	pending := v.applyPolicies()
-	v.mu.Unlock()
-	applyQueuePolicies(pending)
+	v.applyPolicies()
 	return nil
 }
 
@@ -49,52 +50,44 @@ func (v *VHost) Policies() []*policy.Policy {
 	return v.policies.List()
 }
 
-type queuePolicy struct {
-	q   *queue.Queue
-	def protocol.Table
-}
-
-// applyPolicies refreshes every exchange's policy now and returns the
-// queues' for after the lock is released: applying a limit can dead-letter,
-// and dead-lettering takes the read lock. v.mu is held.
-func (v *VHost) applyPolicies() []queuePolicy {
-	for _, x := range v.exchanges {
+// applyPolicies puts the policy now in force on every exchange and queue;
+// defMu is held, nothing else. Applying a queue limit can dead-letter,
+// which routes, so no lock but defMu may be held here.
+func (v *VHost) applyPolicies() {
+	for _, x := range v.exchangeList() {
 		if x.Name != "" {
 			v.applyExchangePolicy(x)
 		}
 	}
-	pending := make([]queuePolicy, 0, len(v.queues))
-	for _, q := range v.queues {
-		qp := queuePolicy{q: q}
+	for _, q := range v.queueList() {
+		var def protocol.Table
 		if p := v.policies.For(policy.Queues, q.Name); p != nil {
-			qp.def = p.Definition
+			def = p.Definition
 		}
-		pending = append(pending, qp)
-	}
-	return pending
-}
-
-func applyQueuePolicies(pending []queuePolicy) {
-	for _, qp := range pending {
-		qp.q.ApplyPolicy(qp.def)
+		q.ApplyPolicy(def)
 	}
 }
 
 // applyExchangePolicy sets x's policy and the alternate exchange in force:
-// the declare argument wins over the policy, as in RabbitMQ. v.mu is held.
+// the declare argument wins over the policy, as in RabbitMQ. defMu is
+// held; the router hears of the policy under x's lock, since for a plugin
+// type that is a change to the routing state.
 func (v *VHost) applyExchangePolicy(x *Exchange) {
-	x.policy = v.policies.For(policy.Exchanges, x.Name)
-	x.alternate = ""
+	p := v.policies.For(policy.Exchanges, x.Name)
+	alternate := ""
 	if ae, ok := x.Args["alternate-exchange"].(string); ok {
-		x.alternate = ae
-	} else if x.policy != nil {
-		if ae, ok := x.policy.Definition["alternate-exchange"].(string); ok {
-			x.alternate = ae
+		alternate = ae
+	} else if p != nil {
+		if ae, ok := p.Definition["alternate-exchange"].(string); ok {
+			alternate = ae
 		}
 	}
 	var def protocol.Table
-	if x.policy != nil {
-		def = x.policy.Definition
+	if p != nil {
+		def = p.Definition
 	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.policy, x.alternate = p, alternate
 	_ = x.router.PolicyChanged(def)
 }

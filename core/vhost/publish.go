@@ -64,6 +64,10 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 // route fills r.queues with every queue m reaches from x. via, when set,
 // routes x itself with another type (a held message coming due). It reports
 // whether the message was held instead.
+//
+// Each exchange is routed under its own lock, held shared, and released
+// before the next: a slow router (a plugin near its deadline) holds up
+// changes to its own exchange only, and no vhost lock is held meanwhile.
 func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (held bool, err error) {
 	r.queues = r.queues[:0]
 	r.visited = r.visited[:0]
@@ -80,47 +84,34 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 		}
 	}
 
-	v.mu.RLock()
-	defer v.mu.RUnlock()
 	for len(r.work) > 0 {
 		x := r.work[len(r.work)-1]
 		r.work = r.work[:len(r.work)-1]
-		if x.deleted || r.wasVisited(x) {
+		if r.wasVisited(x) {
 			continue
 		}
 		r.visited = append(r.visited, x)
 
-		r.result.Reset()
-		router := x.router
+		viaType := ""
 		if via != "" && x == r.visited[0] {
-			if router, err = x.viaRouter(v.types, via); err != nil {
-				return false, err
-			}
+			viaType = via
 		}
-		if err := r.routeAll(router, m); err != nil {
+		alternate, deleted, err := r.routeExchange(v, x, m, viaType)
+		if err != nil {
 			return false, err
 		}
-		if r.result.Via != "" {
-			if r.result.Hold > 0 {
-				// Held after routing is done, outside the read lock.
-				r.holds = append(r.holds, pendingHold{x: x, via: r.result.Via, hold: r.result.Hold})
-				held = true
-				continue
-			}
-			// Routing with another type at once: re-run this exchange
-			// through that type's router.
-			vr, err := x.viaRouter(v.types, r.result.Via)
-			if err != nil {
-				return false, err
-			}
-			r.result.Reset()
-			if err := r.routeAll(vr, m); err != nil {
-				return false, err
-			}
+		if deleted {
+			continue
+		}
+		if r.result.Via != "" && r.result.Hold > 0 {
+			// Held after routing is done.
+			r.holds = append(r.holds, pendingHold{x: x, via: r.result.Via, hold: r.result.Hold})
+			held = true
+			continue
 		}
 		if len(r.result.Bindings) == 0 {
-			if x.alternate != "" {
-				if ae := v.exchanges[x.alternate]; ae != nil {
+			if alternate != "" {
+				if ae, _ := v.Exchange(alternate); ae != nil {
 					r.work = append(r.work, ae)
 				}
 			}
@@ -136,6 +127,44 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 		}
 	}
 	return held, nil
+}
+
+// routeExchange fills r.result with the bindings m matches at x, under
+// x's lock held shared. viaType, when set, routes with that type instead of
+// x's own. A Via answer without a hold is followed at once: x's bindings
+// are routed again by the type it names. It returns x's alternate exchange
+// and whether x was deleted.
+func (r *Router) routeExchange(v *VHost, x *Exchange, m *message.Message, viaType string) (alternate string, deleted bool, err error) {
+	r.result.Reset()
+	if x.Name != "" {
+		// The default exchange never changes: its router reads the queue
+		// map under the vhost's lock alone.
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+	}
+	if x.deleted {
+		return "", true, nil
+	}
+	router := x.router
+	if viaType != "" {
+		if router, err = x.viaRouter(v.types, viaType); err != nil {
+			return "", false, err
+		}
+	}
+	if err := r.routeAll(router, m); err != nil {
+		return "", false, err
+	}
+	if r.result.Via != "" && r.result.Hold == 0 {
+		vr, err := x.viaRouter(v.types, r.result.Via)
+		if err != nil {
+			return "", false, err
+		}
+		r.result.Reset()
+		if err := r.routeAll(vr, m); err != nil {
+			return "", false, err
+		}
+	}
+	return x.alternate, false, nil
 }
 
 // routeAll asks router for the bindings m matches under its routing key

@@ -61,6 +61,9 @@ func (v *VHost) locked(name string) error {
 // DeclareQueue creates a queue or checks an existing one (406 when its
 // flags or arguments differ). passive only checks that it exists and is
 // accessible. It returns the queue and whether it was created.
+//
+// A new queue is built, stored (a synced write) and given its policy under
+// defMu alone, and enters the maps only when complete.
 func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, error) {
 	if passive {
 		q, err := v.Queue(def.Name, def.Owner)
@@ -78,9 +81,9 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.closed {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	if v.closed.Load() {
 		return nil, false, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
 	}
 	if q := v.queues[def.Name]; q != nil {
@@ -100,42 +103,41 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	q := v.newQueue(def, settings, qid)
 	if q.Persists() {
 		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecord(q)); err != nil {
-			v.unregisterQueue(q)
+			_, _ = q.Delete(false, false)
 			return nil, false, stored(err)
 		}
 	}
 	if p := v.policies.For(policy.Queues, def.Name); p != nil {
-		// A new queue holds nothing yet, so applying the policy cannot
-		// dead-letter (which would need the lock held here).
+		// The queue holds nothing yet, so this cannot dead-letter.
 		q.ApplyPolicy(p.Definition)
 	}
+	v.registerQueue(q)
 	return q, true, nil
 }
 
-// newQueue creates and registers a queue; v.mu is held.
+// newQueue creates a queue, not yet registered.
 func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *queue.Queue {
 	var owner any
 	if def.Exclusive {
 		owner = def.Owner
 	}
-	q := queue.New(queue.Config{
+	return queue.New(queue.Config{
 		Name: def.Name, VHost: v.Name, Durable: def.Durable, Exclusive: def.Exclusive,
 		AutoDelete: def.AutoDelete, Args: def.Args, Owner: owner, Settings: settings, Events: v,
 		Store: v.storeOrNil(), QID: qid, Memory: v.memory, Order: v.queueSeq.Add(1),
 	})
-	v.queues[def.Name] = q
-	v.defaults[def.Name] = &exchange.Binding{
-		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: def.Name},
-		Key:         def.Name, Target: q, Durable: q.Durable,
-	}
-	return q
 }
 
-// unregisterQueue takes back a queue whose declaration failed; v.mu is held.
-func (v *VHost) unregisterQueue(q *queue.Queue) {
-	_, _ = q.Delete(false, false)
-	delete(v.queues, q.Name)
-	delete(v.defaults, q.Name)
+// registerQueue adds q and its implicit binding from the default exchange
+// to the maps; defMu is held.
+func (v *VHost) registerQueue(q *queue.Queue) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.queues[q.Name] = q
+	v.defaults[q.Name] = &exchange.Binding{
+		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: q.Name},
+		Key:         q.Name, Target: q, Durable: q.Durable,
+	}
 }
 
 // storeOrNil hands queues the store as an interface that is nil when the
@@ -187,8 +189,8 @@ func describe(v any, present bool) any {
 // DeleteQueue deletes a queue (see queue.Delete for the conditions) and its
 // bindings, and returns the number of ready messages it held.
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	q := v.queues[name]
 	if err := v.checkQueue(q, name, owner); err != nil {
 		return 0, err
@@ -201,15 +203,19 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 	return n, nil
 }
 
-// forgetQueue removes a deleted queue from the maps; v.mu is held.
+// forgetQueue removes a deleted queue from the maps, its bindings, and its
+// stored record; defMu is held.
 func (v *VHost) forgetQueue(q *queue.Queue) {
 	if v.queues[q.Name] != q {
 		return
 	}
+	dest := exchange.Destination{Kind: exchange.ToQueue, Name: q.Name}
+	v.mu.Lock()
 	delete(v.queues, q.Name)
 	delete(v.defaults, q.Name)
-	dest := exchange.Destination{Kind: exchange.ToQueue, Name: q.Name}
-	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[dest]...))
+	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	v.mu.Unlock()
+	v.removeBindings(bound)
 	if q.Persists() {
 		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, q.Name); err != nil {
 			v.log.Error().Err(err).Str("queue", q.Name).Msg("could not delete the stored queue; it will come back after a restart")
@@ -219,8 +225,8 @@ func (v *VHost) forgetQueue(q *queue.Queue) {
 
 // dropQueue deletes q unconditionally, if it is still the one registered.
 func (v *VHost) dropQueue(q *queue.Queue) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
 	if v.queues[q.Name] != q {
 		return
 	}
@@ -239,9 +245,9 @@ func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 
 // OwnerGone deletes the exclusive queues of a closed connection.
 func (v *VHost) OwnerGone(owner any) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, q := range v.queues {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	for _, q := range v.queueList() {
 		if q.Exclusive && q.Owner == owner {
 			_, _ = q.Delete(false, false)
 			v.forgetQueue(q)
@@ -256,6 +262,17 @@ func (v *VHost) Unused(q *queue.Queue) { v.dropQueue(q) }
 // queue left.
 func (v *VHost) Abandoned(q *queue.Queue) { v.dropQueue(q) }
 
+// queueList returns the queues, for work done without mu.
+func (v *VHost) queueList() []*queue.Queue {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]*queue.Queue, 0, len(v.queues))
+	for _, q := range v.queues {
+		out = append(out, q)
+	}
+	return out
+}
+
 // QueueInfo is a snapshot of a queue for listings.
 type QueueInfo struct {
 	Name, Policy                   string
@@ -264,17 +281,24 @@ type QueueInfo struct {
 	queue.Stats
 }
 
-// Queues lists the queues.
+// Queues lists the queues. The names and policies are read under mu, the
+// counts from each queue afterwards: a listing never holds the vhost's
+// lock while it waits for a queue's.
 func (v *VHost) Queues() []QueueInfo {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
+	qs := make([]*queue.Queue, 0, len(v.queues))
 	out := make([]QueueInfo, 0, len(v.queues))
 	for _, q := range v.queues {
-		info := QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args, Stats: q.Stats()}
+		info := QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args}
 		if p := v.policies.For(policy.Queues, q.Name); p != nil {
 			info.Policy = p.Name
 		}
+		qs = append(qs, q)
 		out = append(out, info)
+	}
+	v.mu.RUnlock()
+	for i, q := range qs {
+		out[i].Stats = q.Stats()
 	}
 	return out
 }

@@ -7,15 +7,38 @@
 // bindings; bindings to exchanges are followed (each exchange at most once,
 // which cuts cycles); an exchange that matched nothing hands the message to
 // its alternate exchange, whose own alternate may follow; every queue
-// reached is collected once. The queues then take the message (Enqueue).
-// Routing runs under the topology read lock, so any number of publishers
-// route at once; declares, binds and deletes take the write lock.
+// reached is collected once. The queues then take the message (Enqueue),
+// one at a time and with no vhost lock held.
+//
+// # Locks
+//
+// Three kinds of lock, each with one job (LOCKS.md at the repository's root
+// places them among all of Warren's):
+//
+//   - defMu serializes changes to the topology: declares, deletes, binds,
+//     unbinds, policies, exchange types coming and going. It may be held
+//     across a plugin call and a synced metadata write, and it is never
+//     taken on the path of a message, so a slow plugin or disk delays other
+//     declares, never a publish or a delivery.
+//   - Exchange.mu guards one exchange's router and bindings. Route holds it
+//     shared while the router (perhaps a plugin) picks bindings; a change to
+//     the router holds it exclusively. So a plugin call stalls at most the
+//     publishers of its own exchange.
+//   - mu guards the maps (exchanges, queues, bindings, policies). It is a
+//     leaf: held only to read or write a map, never across a call into a
+//     router, a queue, a plugin or the store.
+//
+// The topology maps and every exchange's bindings and policy change only
+// under defMu, with mu (for a map) or Exchange.mu (for an exchange) taken
+// as well, so code holding defMu reads them without either.
+//
+// No vhost lock is held while a queue's lock is taken, and a queue never
+// calls the vhost with its own lock held: queue and vhost locks never nest.
+// Dead letters are moved by a work list (deadletter.go), never by calling
+// back into a queue that is still locked.
 //
 // # Invariants
 //
-//   - mu guards the maps and every Exchange's bindings and router. Queue
-//     state has its own lock (see package queue); the vhost never holds a
-//     queue's lock while taking mu.
 //   - A binding exists at most once per (source, destination, key,
 //     arguments); the exchange's Router sees each exactly once, in Seq order.
 //   - The default exchange "" is bound implicitly to every queue by name and
@@ -45,7 +68,12 @@ type VHost struct {
 	queueSeq atomic.Uint64 // numbers queues for their lock order
 	store    Store         // nil: nothing persists
 	memory   queue.MemoryLimit
+	closed   atomic.Bool
 
+	// defMu serializes topology changes; see the package doc.
+	defMu sync.Mutex
+
+	// mu guards the maps below and the policy set; a leaf lock.
 	mu        sync.RWMutex
 	exchanges map[string]*Exchange
 	queues    map[string]*queue.Queue
@@ -53,7 +81,6 @@ type VHost struct {
 	bindings  map[bindingKey]*exchange.Binding
 	byDest    map[exchange.Destination][]*exchange.Binding
 	policies  policy.Set
-	closed    bool
 }
 
 // Config is what a vhost needs from the broker.
@@ -93,11 +120,9 @@ func New(c Config) *VHost {
 	return v
 }
 
-// Close stops the vhost's timers. Queues and exchanges stay as they are, for
-// a store to have recorded.
+// Close stops the vhost's timers and refuses new queues. Queues and
+// exchanges stay as they are, for a store to have recorded.
 func (v *VHost) Close() {
-	v.mu.Lock()
-	v.closed = true
-	v.mu.Unlock()
+	v.closed.Store(true)
 	v.holds.stop()
 }

@@ -1,0 +1,202 @@
+package vhost
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// stallLimit is how long the watchdog lets one step of a test run before
+// it calls the step stalled: a deadlock, never a slow machine.
+const stallLimit = 10 * time.Second
+
+// within runs f and fails the test with every goroutine's stack when f has
+// not returned within stallLimit.
+func within(t testing.TB, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(stallLimit):
+		// A deadlock also stalls the test's cleanups (even a panic runs
+		// them first): end the whole run, with every goroutine's stack to
+		// show who holds what.
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s: %s stalled for %v (deadlock?)\n%s", t.Name(), what, stallLimit, allStacks())
+		os.Exit(1)
+	}
+}
+
+// allStacks returns every goroutine's stack.
+func allStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// newTestVHost makes a vhost with the built-in types. With durable set it
+// has a store on an in-memory filesystem.
+func newTestVHost(t testing.TB, durable bool) *VHost {
+	t.Helper()
+	c := Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()}
+	if durable {
+		st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recover(nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		c.Store = st
+	}
+	v := New(c)
+	t.Cleanup(v.Close)
+	return v
+}
+
+func mustExchange(t testing.TB, v *VHost, name, typ string, args protocol.Table) *Exchange {
+	t.Helper()
+	x, err := v.DeclareExchange(exchange.Definition{Name: name, Type: typ, Durable: true, Args: args}, false)
+	if err != nil {
+		t.Fatalf("declare exchange %s: %v", name, err)
+	}
+	return x
+}
+
+func mustQueue(t testing.TB, v *VHost, name string, args protocol.Table) *queue.Queue {
+	t.Helper()
+	q, _, err := v.DeclareQueue(QueueDef{Name: name, Durable: true, Args: args}, false)
+	if err != nil {
+		t.Fatalf("declare queue %s: %v", name, err)
+	}
+	return q
+}
+
+func mustBind(t testing.TB, v *VHost, source, queueName, key string) {
+	t.Helper()
+	if err := v.Bind(source, exchange.Destination{Kind: exchange.ToQueue, Name: queueName}, key, nil, nil); err != nil {
+		t.Fatalf("bind %s -> %s: %v", source, queueName, err)
+	}
+}
+
+func mustBindExchange(t testing.TB, v *VHost, source, dest, key string) {
+	t.Helper()
+	if err := v.Bind(source, exchange.Destination{Kind: exchange.ToExchange, Name: dest}, key, nil, nil); err != nil {
+		t.Fatalf("bind %s -> %s: %v", source, dest, err)
+	}
+}
+
+// msg builds a message; persistent sets delivery-mode 2.
+func msg(t testing.TB, exchangeName, key, body string, persistent bool) *message.Message {
+	t.Helper()
+	var props []byte
+	var flags uint16
+	if persistent {
+		p := protocol.Properties{Flags: protocol.FlagDeliveryMode, DeliveryMode: 2}
+		var err error
+		if props, err = p.Append(nil); err != nil {
+			t.Fatal(err)
+		}
+		flags = p.Flags
+	}
+	m, err := message.New(exchangeName, key, flags, props, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func publish(t testing.TB, v *VHost, exchangeName, key, body string) Outcome {
+	t.Helper()
+	x, err := v.Exchange(exchangeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Router
+	out, err := v.Publish(x, msg(t, exchangeName, key, body, true), &r)
+	if err != nil {
+		t.Fatalf("publish to %q: %v", exchangeName, err)
+	}
+	return out
+}
+
+func ready(t testing.TB, q *queue.Queue) int {
+	t.Helper()
+	return q.Stats().Ready
+}
+
+// bodies takes every ready message off q with basic.get and returns the
+// bodies in order.
+func bodies(t testing.TB, q *queue.Queue) []string {
+	t.Helper()
+	var out []string
+	for {
+		d, _, ok := q.Get(true)
+		if !ok {
+			return out
+		}
+		out = append(out, string(d.Entry.Msg.Body))
+	}
+}
+
+// consumer is a queue.Consumer with a prefetch: it records what it is
+// given and takes nothing once credit is used up.
+type consumer struct {
+	mu       sync.Mutex
+	credit   int // -1: unlimited
+	got      []queue.Delivery
+	noAck    bool
+	notified chan struct{} // a delivery arrived (buffered, 1)
+}
+
+func newConsumer(credit int) *consumer {
+	return &consumer{credit: credit, notified: make(chan struct{}, 1)}
+}
+
+func (c *consumer) Deliver(d queue.Delivery) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.credit == 0 {
+		return false
+	}
+	if c.credit > 0 {
+		c.credit--
+	}
+	c.got = append(c.got, d)
+	select {
+	case c.notified <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (c *consumer) Cancelled()      {}
+func (c *consumer) NoAck() bool     { return c.noAck }
+func (c *consumer) Exclusive() bool { return false }
+
+func (c *consumer) deliveries() []queue.Delivery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]queue.Delivery(nil), c.got...)
+}
