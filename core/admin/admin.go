@@ -11,6 +11,7 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -103,11 +104,23 @@ func (a *api) wrap(f func(*http.Request) (any, error)) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
+		writeJSON(w, http.StatusOK, out)
 	})
+}
+
+// writeJSON encodes v in full before the status line goes out: once a 200
+// is written an encoder error can no longer be reported, and the client
+// would get an empty or cut-off body. An encoder error becomes a 500 with
+// a JSON error body instead.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		writeError(w, http.StatusInternalServerError, "internal_error", "could not encode the response: "+err.Error())
+		return
+	}
+	send(w, status, buf.Bytes())
 }
 
 var errBadRequest = errors.New("bad request")
@@ -116,10 +129,17 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errBadRequest}, args...)...)
 }
 
+// writeError sends {"error":kind,"reason":reason} byte for byte as
+// RabbitMQ does: compact, no trailing newline.
 func writeError(w http.ResponseWriter, status int, kind, reason string) {
+	body, _ := json.Marshal(map[string]string{"error": kind, "reason": reason}) // strings always encode
+	send(w, status, body)
+}
+
+func send(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": kind, "reason": reason})
+	_, _ = w.Write(body)
 }
 
 func decode(r *http.Request, v any) error {

@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/config"
+)
+
+// newBroker starts a broker with AMQP on a free loopback port; the tests
+// call its admin handler directly.
+func newBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	cfg := config.Default()
+	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.Admin.Listen = ""
+	cfg.Storage.DataDir = t.TempDir()
+	b, err := broker.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	return b
+}
+
+// request is one admin API call as a client at peer (host:port) makes it.
+type request struct {
+	method, path, peer string
+	user, password     string // no Authorization header when user is ""
+	body               string
+	header             map[string]string
+}
+
+func (rq request) serve(h http.Handler) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if rq.body != "" {
+		rd = strings.NewReader(rq.body)
+	}
+	r := httptest.NewRequest(rq.method, rq.path, rd)
+	r.RemoteAddr = rq.peer
+	if r.RemoteAddr == "" {
+		r.RemoteAddr = "127.0.0.1:40000"
+	}
+	if rq.user != "" {
+		r.SetBasicAuth(rq.user, rq.password)
+	}
+	for k, v := range rq.header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// asGuest is a GET as guest from loopback.
+func asGuest(path string) request {
+	return request{method: "GET", path: path, user: "guest", password: "guest"}
+}
+
+// jsonBody decodes a response body, failing the test when it is not JSON:
+// an empty 200 is exactly what must never happen.
+func jsonBody(t *testing.T, w *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json (status %d, body %q)", ct, w.Code, w.Body)
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("status %d, body %q is not JSON: %v", w.Code, w.Body, err)
+	}
+}
+
+func TestEncoderErrorIsA500WithAJSONBody(t *testing.T) {
+	b := newBroker(t)
+	a := &api{b: b}
+	unencodable := a.wrap(func(*http.Request) (any, error) {
+		return map[string]any{"ok": 1, "bad": math.Inf(1)}, nil
+	})
+	w := asGuest("/api/anything").serve(unencodable)
+	if w.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500; body %q", w.Code, w.Body)
+	}
+	var e struct{ Error, Reason string }
+	jsonBody(t, w, &e)
+	if e.Error != "internal_error" || !strings.Contains(e.Reason, "could not encode") {
+		t.Fatalf("error body %+v", e)
+	}
+}
