@@ -7,7 +7,15 @@
 // default vhost "/" is written %2F, as with RabbitMQ. Errors come back as
 // JSON {"error": "...", "reason": "..."} with a status code that follows
 // the AMQP reply code where there is one (404 for NOT_FOUND, 400 for
-// PRECONDITION_FAILED).
+// PRECONDITION_FAILED). A response is encoded in full before it is sent,
+// so a failure to encode it is a 500 with such a body, never an empty 200.
+//
+// Field tables (queue and binding arguments, client properties, policy
+// definitions) are JSON objects: byte arrays as base64, timestamps as
+// RFC 3339, and the floats JSON has no number for as the strings "NaN",
+// "Infinity" and "-Infinity". RabbitMQ 3.10 cannot decode those floats and
+// drops the connection that sends one; Warren accepts them, so its
+// listings must be able to show them.
 package admin
 
 import (
@@ -16,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -305,7 +314,7 @@ func (a *api) exchanges(r *http.Request) (any, error) {
 				"policy": x.Policy,
 			}
 			if x.Info != nil {
-				e["type_info"] = x.Info
+				e["type_info"] = jsonValue(x.Info) // a plugin's description may hold floats
 			}
 			out = append(out, e)
 		}
@@ -392,7 +401,8 @@ func (a *api) disablePlugin(r *http.Request) (any, error) {
 }
 
 // jsonTable renders a field table for JSON: byte arrays as base64,
-// timestamps as RFC 3339, nested tables and arrays recursively.
+// timestamps as RFC 3339, NaN and the infinities as the strings "NaN",
+// "Infinity" and "-Infinity", nested tables and arrays recursively.
 func jsonTable(t protocol.Table) map[string]any {
 	out := make(map[string]any, len(t))
 	for k, v := range t {
@@ -404,6 +414,8 @@ func jsonTable(t protocol.Table) map[string]any {
 func jsonValue(v any) any {
 	switch x := v.(type) {
 	case protocol.Table:
+		return jsonTable(x)
+	case map[string]any:
 		return jsonTable(x)
 	case []any:
 		out := make([]any, len(x))
@@ -417,8 +429,30 @@ func jsonValue(v any) any {
 		return x.UTC().Format(time.RFC3339)
 	case protocol.Decimal:
 		return x.Value
+	case float64:
+		if name, ok := nonFinite(x); ok {
+			return name
+		}
+	case float32:
+		if name, ok := nonFinite(float64(x)); ok {
+			return name
+		}
 	}
 	return v
+}
+
+// nonFinite names the floats JSON has no number for. The AMQP wire can
+// carry them in a field table ('d' and 'f'); the names are JavaScript's.
+func nonFinite(f float64) (string, bool) {
+	switch {
+	case math.IsNaN(f):
+		return "NaN", true
+	case math.IsInf(f, 1):
+		return "Infinity", true
+	case math.IsInf(f, -1):
+		return "-Infinity", true
+	}
+	return "", false
 }
 
 // metrics writes Prometheus text exposition by hand: a handful of gauges

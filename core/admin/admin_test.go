@@ -7,10 +7,12 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/broker"
@@ -100,5 +102,65 @@ func TestEncoderErrorIsA500WithAJSONBody(t *testing.T) {
 	jsonBody(t, w, &e)
 	if e.Error != "internal_error" || !strings.Contains(e.Reason, "could not encode") {
 		t.Fatalf("error body %+v", e)
+	}
+}
+
+// Non-finite floats reach the broker in queue arguments, binding arguments
+// and client properties; every listing that shows them must still be JSON.
+func TestNonFiniteFloatsAreListedAsNames(t *testing.T) {
+	b := newBroker(t)
+	h := Handler(b)
+	c, err := amqp.DialConfig("amqp://guest:guest@"+b.Addr().String()+"/", amqp.Config{
+		Properties: amqp.Table{"weight": math.NaN()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("odd", false, false, false, false, amqp.Table{
+		"x-nan": math.NaN(), "x-inf": math.Inf(1), "x-ninf": float32(math.Inf(-1)), "x-fine": 1.5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("odd", "", "amq.headers", false, amqp.Table{"x-match": "any", "h": math.Inf(-1)}); err != nil {
+		t.Fatal(err)
+	}
+
+	var queues []struct {
+		Name      string
+		Arguments map[string]any
+	}
+	w := asGuest("/api/queues").serve(h)
+	jsonBody(t, w, &queues)
+	want := map[string]any{"x-nan": "NaN", "x-inf": "Infinity", "x-ninf": "-Infinity", "x-fine": 1.5}
+	if w.Code != http.StatusOK || len(queues) != 1 || !reflect.DeepEqual(queues[0].Arguments, want) {
+		t.Fatalf("/api/queues: %d %+v", w.Code, queues)
+	}
+
+	var bindings []struct {
+		Source    string
+		Arguments map[string]any
+	}
+	w = asGuest("/api/bindings/%2F").serve(h)
+	jsonBody(t, w, &bindings)
+	found := false
+	for _, bi := range bindings {
+		found = found || bi.Source == "amq.headers" && bi.Arguments["h"] == "-Infinity"
+	}
+	if w.Code != http.StatusOK || !found {
+		t.Fatalf("/api/bindings: %d %+v", w.Code, bindings)
+	}
+
+	var conns []struct {
+		ClientProperties map[string]any `json:"client_properties"`
+	}
+	w = asGuest("/api/connections").serve(h)
+	jsonBody(t, w, &conns)
+	if w.Code != http.StatusOK || len(conns) != 1 || conns[0].ClientProperties["weight"] != "NaN" {
+		t.Fatalf("/api/connections: %d %+v", w.Code, conns)
 	}
 }
