@@ -3,7 +3,13 @@
 // /metrics. warrenctl drives it.
 //
 // Every /api request needs HTTP basic credentials of a user with the
-// administrator tag. Vhost names in paths are percent-encoded, so the
+// administrator tag. Users in defaults.loopback_users (guest by default)
+// may log in only from a loopback address, judged by the HTTP peer's
+// address exactly as the AMQP handshake judges the socket's: from anywhere
+// else the answer is RabbitMQ's 401 {"error":"not_authorised","reason":
+// "User can only log in via localhost"}, even when the admin listener is
+// bound to 0.0.0.0. (A reverse proxy on the same host makes every client
+// look local, as it does to RabbitMQ.) Vhost names in paths are percent-encoded, so the
 // default vhost "/" is written %2F, as with RabbitMQ. Errors come back as
 // JSON {"error": "...", "reason": "..."} with a status code that follows
 // the AMQP reply code where there is one (404 for NOT_FOUND, 400 for
@@ -26,10 +32,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
@@ -81,9 +89,14 @@ func (a *api) wrap(f func(*http.Request) (any, error)) http.Handler {
 			writeError(w, http.StatusUnauthorized, "not_authorised", "credentials required")
 			return
 		}
-		u, err := a.b.Users().Login(user, pass, true)
-		if err != nil {
+		u, err := a.b.Users().Login(user, pass, peerIsLoopback(r))
+		switch {
+		case errors.Is(err, auth.ErrBadCredentials):
 			writeError(w, http.StatusUnauthorized, "not_authorised", "Login failed")
+			return
+		case err != nil:
+			// Login's other refusal: a loopback-only user from elsewhere.
+			writeError(w, http.StatusUnauthorized, "not_authorised", "User can only log in via localhost")
 			return
 		}
 		if !u.HasTag("administrator") {
@@ -130,6 +143,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		return
 	}
 	send(w, status, buf.Bytes())
+}
+
+// peerIsLoopback reports whether the HTTP client connected from this host.
+// An address that does not parse is not loopback.
+func peerIsLoopback(r *http.Request) bool {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && peer.Addr().IsLoopback()
 }
 
 var errBadRequest = errors.New("bad request")

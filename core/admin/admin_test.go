@@ -164,3 +164,41 @@ func TestNonFiniteFloatsAreListedAsNames(t *testing.T) {
 		t.Fatalf("/api/connections: %d %+v", w.Code, conns)
 	}
 }
+
+// loopback_users applies to the admin API by the HTTP peer's address, with
+// RabbitMQ's status and body.
+func TestLoopbackUsersByPeerAddress(t *testing.T) {
+	b := newBroker(t)
+	ops := "ops-secret"
+	if err := b.PutUser("ops", &ops, []string{"administrator"}); err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(b)
+	const localOnly = `{"error":"not_authorised","reason":"User can only log in via localhost"}`
+	const loginFailed = `{"error":"not_authorised","reason":"Login failed"}`
+	cases := []struct {
+		peer, user, password string
+		status               int
+		body                 string // exact, when set
+	}{
+		{"127.0.0.1:5000", "guest", "guest", http.StatusOK, ""},
+		{"127.0.0.2:5000", "guest", "guest", http.StatusOK, ""}, // all of 127/8 is loopback
+		{"[::1]:5000", "guest", "guest", http.StatusOK, ""},
+		{"[::ffff:127.0.0.1]:5000", "guest", "guest", http.StatusOK, ""},
+		{"192.0.2.1:5000", "guest", "guest", http.StatusUnauthorized, localOnly},
+		{"[2001:db8::1]:5000", "guest", "guest", http.StatusUnauthorized, localOnly},
+		{"[::ffff:192.0.2.1]:5000", "guest", "guest", http.StatusUnauthorized, localOnly},
+		{"not an address", "guest", "guest", http.StatusUnauthorized, localOnly},
+		// A wrong password says only that, wherever it comes from.
+		{"192.0.2.1:5000", "guest", "wrong", http.StatusUnauthorized, loginFailed},
+		{"192.0.2.1:5000", "ops", "ops-secret", http.StatusOK, ""},
+	}
+	for _, c := range cases {
+		rq := asGuest("/api/overview")
+		rq.peer, rq.user, rq.password = c.peer, c.user, c.password
+		w := rq.serve(h)
+		if w.Code != c.status || c.body != "" && w.Body.String() != c.body {
+			t.Errorf("%s as %s/%s: %d %s, want %d %s", c.peer, c.user, c.password, w.Code, w.Body, c.status, c.body)
+		}
+	}
+}

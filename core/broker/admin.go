@@ -107,3 +107,13 @@ func (b *Broker) ClearPolicy(vhost, name string) error {
 	}
 	return v.DeletePolicy(name)
 }
+
+// AdminAddr returns the admin API's bound address, "" before ServeAdmin or
+// when admin.listen is "". With port 0 in admin.listen, this is where the
+// port chosen shows.
+func (b *Broker) AdminAddr() string {
+	if b.admin == nil {
+		return ""
+	}
+	return b.admin.Addr
+}

@@ -230,7 +230,8 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	b.admin = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Addr records the bound address (Serve does not read it), for AdminAddr.
+	b.admin = &http.Server{Addr: ln.Addr().String(), Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
 	b.wg.Add(1)
 	go func() {
