@@ -5,14 +5,22 @@
 // Every /api request needs HTTP basic credentials of a user with the
 // administrator tag. Users in defaults.loopback_users (guest by default)
 // may log in only from a loopback address, judged by the HTTP peer's
-// address exactly as the AMQP handshake judges the socket's: from anywhere
-// else the answer is RabbitMQ's 401 {"error":"not_authorised","reason":
-// "User can only log in via localhost"}, even when the admin listener is
-// bound to 0.0.0.0. (A reverse proxy on the same host makes every client
-// look local, as it does to RabbitMQ.) Vhost names in paths are percent-encoded, so the
-// default vhost "/" is written %2F, as with RabbitMQ. Errors come back as
-// JSON {"error": "...", "reason": "..."} with a status code that follows
-// the AMQP reply code where there is one (404 for NOT_FOUND, 400 for
+// address as the AMQP handshake judges the socket's: from anywhere else,
+// even with the listener bound to 0.0.0.0, the answer is RabbitMQ's 401
+// {"error":"not_authorised","reason":"User can only log in via localhost"}.
+// (A reverse proxy on the same host makes every client look local, as it
+// does to RabbitMQ.)
+//
+// PUT, POST and DELETE change state, so a browser must not be able to send
+// them on behalf of a page from another site (crosssite.go): a cross-origin
+// browser request is a 403, and a Content-Type other than application/json
+// is a 415, as is a body without one. warrenctl and curl-style clients,
+// which send no Origin, work as long as a body is declared JSON.
+//
+// Vhost names in paths are percent-encoded, so the default vhost "/" is
+// written %2F, as with RabbitMQ. Errors come back as JSON
+// {"error": "...", "reason": "..."} with a status code that follows the
+// AMQP reply code where there is one (404 for NOT_FOUND, 400 for
 // PRECONDITION_FAILED). A response is encoded in full before it is sent,
 // so a failure to encode it is a 500 with such a body, never an empty 200.
 //
@@ -75,7 +83,7 @@ func Handler(b *broker.Broker) http.Handler {
 	mux.Handle("POST /api/plugins/{name}/enable", h(a.enablePlugin))
 	mux.Handle("POST /api/plugins/{name}/disable", h(a.disablePlugin))
 	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
-	return mux
+	return refuseForgeable(mux)
 }
 
 type api struct{ b *broker.Broker }

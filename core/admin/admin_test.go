@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,78 @@ func TestLoopbackUsersByPeerAddress(t *testing.T) {
 		w := rq.serve(h)
 		if w.Code != c.status || c.body != "" && w.Body.String() != c.body {
 			t.Errorf("%s as %s/%s: %d %s, want %d %s", c.peer, c.user, c.password, w.Code, w.Body, c.status, c.body)
+		}
+	}
+}
+
+// A page on another site can make an administrator's browser send forms
+// and simple requests to the API; none of them may change anything.
+func TestForgeableRequestsAreRefused(t *testing.T) {
+	b := newBroker(t)
+	h := Handler(b)
+	// A shipped plugin, not enabled. (Listing plugins would describe each
+	// one, which compiles it: seconds, and a minute under -race.)
+	const plugin, pluginType = "consistent-hash", "x-consistent-hash"
+	const user = `{"password":"x","tags":["administrator"]}`
+	forged := []struct {
+		name   string
+		rq     request
+		status int
+	}{
+		{"form POST enabling a plugin", request{method: "POST", path: "/api/plugins/" + plugin + "/enable",
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://evil.example"}}, http.StatusForbidden},
+		{"modern browser, cross-site", request{method: "POST", path: "/api/plugins/" + plugin + "/enable",
+			header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, http.StatusForbidden},
+		{"sandboxed page, Origin null", request{method: "DELETE", path: "/api/vhosts/%2F",
+			header: map[string]string{"Origin": "null"}}, http.StatusForbidden},
+		{"form POST, no Origin (old browser)", request{method: "POST", path: "/api/plugins/" + plugin + "/enable",
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusUnsupportedMediaType},
+		{"text/plain body", request{method: "PUT", path: "/api/users/mallory", body: user,
+			header: map[string]string{"Content-Type": "text/plain"}}, http.StatusUnsupportedMediaType},
+		{"multipart body", request{method: "PUT", path: "/api/users/mallory", body: user,
+			header: map[string]string{"Content-Type": "multipart/form-data; boundary=x"}}, http.StatusUnsupportedMediaType},
+		{"body without Content-Type", request{method: "PUT", path: "/api/users/mallory", body: user}, http.StatusUnsupportedMediaType},
+	}
+	for _, f := range forged {
+		f.rq.user, f.rq.password = "guest", "guest"
+		w := f.rq.serve(h)
+		var e struct{ Error, Reason string }
+		jsonBody(t, w, &e)
+		if w.Code != f.status || e.Reason == "" {
+			t.Errorf("%s: %d %s, want %d", f.name, w.Code, w.Body, f.status)
+		}
+	}
+	if slices.Contains(b.Types().Names(), pluginType) {
+		t.Fatalf("a forged request enabled %s", plugin)
+	}
+	if _, ok := b.Users().User("mallory"); ok {
+		t.Fatal("a forged request created a user")
+	}
+	if _, ok := b.VHost("/"); !ok {
+		t.Fatal("a forged request deleted a vhost")
+	}
+
+	// What warrenctl, curl and the same origin send still works.
+	allowed := []struct {
+		name string
+		rq   request
+	}{
+		{"JSON body", request{method: "PUT", path: "/api/users/alice", body: user,
+			header: map[string]string{"Content-Type": "application/json"}}},
+		{"JSON body with charset", request{method: "PUT", path: "/api/users/bob", body: user,
+			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}},
+		{"no body, no Content-Type", request{method: "PUT", path: "/api/vhosts/orders"}},
+		{"same origin", request{method: "DELETE", path: "/api/vhosts/orders",
+			header: map[string]string{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}}},
+		{"Origin matching Host", request{method: "PUT", path: "/api/vhosts/orders",
+			header: map[string]string{"Origin": "http://example.com"}}},
+		{"cross-origin GET, unreadable to the page", request{method: "GET", path: "/api/vhosts",
+			header: map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}}},
+	}
+	for _, a := range allowed {
+		a.rq.user, a.rq.password = "guest", "guest"
+		if w := a.rq.serve(h); w.Code >= 300 {
+			t.Errorf("%s: %d %s", a.name, w.Code, w.Body)
 		}
 	}
 }
