@@ -1,10 +1,18 @@
 package tests
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/config"
@@ -71,5 +79,93 @@ func TestAdminLoopbackUserFromAnotherAddress(t *testing.T) {
 	}
 	if status, body := adminGet(t, remote, "ops", "pw"); status != http.StatusOK {
 		t.Fatalf("ops from %s: %d %s", host, status, body)
+	}
+}
+
+// openFiles counts a process's open file descriptors.
+func openFiles(t *testing.T, pid int) int {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
+}
+
+// Idle HTTP clients on the admin port used to keep their connections, and
+// a file descriptor each, forever: enough of them and the AMQP listener
+// failed every accept with "too many open files". The broker runs here
+// with a descriptor limit a little above what it needs, and more idle
+// admin clients than that limit connect, each after one unauthenticated
+// request, as a scanner or a stuck monitor would.
+func TestAdminIdleConnectionsDoNotStarveAMQP(t *testing.T) {
+	if reference() != "" {
+		t.Skip("runs the warren binary")
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("needs /proc to count open files")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("needs prlimit to lower the broker's open-file limit")
+	}
+	maxAdmin := config.Default().Admin.MaxConnections
+	idle := 3 * maxAdmin
+	if b, err := os.ReadFile("/proc/sys/net/core/somaxconn"); err == nil {
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n < idle+16 {
+			t.Skipf("the accept queue (somaxconn %d) cannot hold %d waiting clients", n, idle)
+		}
+	}
+	p := startProcess(t, t.TempDir())
+	pid := p.cmd.Process.Pid
+	base := openFiles(t, pid)
+	// Room for every admin connection the broker may hold and a few AMQP
+	// ones, but not for the idle clients.
+	limit := base + maxAdmin + 32
+	if out, err := exec.Command(prlimit, "--pid", strconv.Itoa(pid), fmt.Sprintf("--nofile=%d:%d", limit, limit)).CombinedOutput(); err != nil {
+		t.Skipf("prlimit: %v %s", err, out)
+	}
+
+	clients := make([]net.Conn, 0, idle)
+	t.Cleanup(func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	})
+	for range idle {
+		c, err := net.Dial("tcp", p.admin)
+		if err != nil {
+			t.Fatalf("admin client %d: %v", len(clients), err)
+		}
+		clients = append(clients, c)
+		if _, err := io.WriteString(c, "GET /api/overview HTTP/1.1\r\nHost: warren\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The AMQP listener still accepts, and the broker works.
+	c, err := amqp.DialConfig(p.url(), amqp.Config{Dial: amqp.DefaultDial(10 * time.Second)})
+	if err != nil {
+		t.Fatalf("AMQP dial with %d idle admin clients: %v", idle, err)
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("", false, true, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := openFiles(t, pid); n > base+maxAdmin+8 {
+		t.Fatalf("%d open files with %d idle admin clients: more than %d (start) + %d (admin.max_connections) + a few", n, idle, base, maxAdmin)
+	}
+
+	// Once the idle clients go, the admin API answers again.
+	for _, c := range clients {
+		c.Close()
+	}
+	clients = nil
+	if err := httpJSON("GET", "http://"+p.admin+"/api/overview", ""); err != nil {
+		t.Fatalf("admin API after the idle clients left: %v", err)
 	}
 }
