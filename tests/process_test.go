@@ -223,7 +223,8 @@ func runBinary(t *testing.T, args ...string) (string, error) {
 	}
 }
 
-// httpJSON makes an admin API request as guest; body "" sends none.
+// httpJSON makes an admin API request as guest; body "" sends none, any
+// other body goes as application/json, which the API requires.
 func httpJSON(method, url, body string) error {
 	var rd io.Reader
 	if body != "" {
@@ -234,6 +235,9 @@ func httpJSON(method, url, body string) error {
 		return err
 	}
 	req.SetBasicAuth("guest", "guest")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

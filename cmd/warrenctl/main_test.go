@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
 )
 
 func newBroker(t *testing.T) (*broker.Broker, string) {
@@ -126,5 +129,26 @@ func TestListings(t *testing.T) {
 	}
 	if _, err := ctl(t, url, "set_policy", "x", ".*", `{"max-lenght": 1}`); err == nil || !strings.Contains(err.Error(), "max-lenght") {
 		t.Fatalf("misspelt definition key: %v", err)
+	}
+}
+
+// A NaN queue argument made /api/queues answer an empty 200 and
+// list_queues fail to parse it.
+func TestListQueuesWithNonFiniteArguments(t *testing.T) {
+	b, url := newBroker(t)
+	v, _ := b.VHost("/")
+	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "odd", Args: protocol.Table{"x-weight": math.NaN()}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Bind("amq.fanout", exchange.Destination{Name: "odd", Kind: exchange.ToQueue}, "", protocol.Table{"w": math.Inf(1)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ctl(t, url, "list_queues")
+	if err != nil || !strings.Contains(out, "odd") {
+		t.Fatalf("list_queues: %v\n%s", err, out)
+	}
+	out, err = ctl(t, url, "list_bindings")
+	if err != nil || !strings.Contains(out, `{"w":"Infinity"}`) {
+		t.Fatalf("list_bindings: %v\n%s", err, out)
 	}
 }

@@ -3,23 +3,49 @@
 // /metrics. warrenctl drives it.
 //
 // Every /api request needs HTTP basic credentials of a user with the
-// administrator tag. Vhost names in paths are percent-encoded, so the
-// default vhost "/" is written %2F, as with RabbitMQ. Errors come back as
-// JSON {"error": "...", "reason": "..."} with a status code that follows
-// the AMQP reply code where there is one (404 for NOT_FOUND, 400 for
-// PRECONDITION_FAILED).
+// administrator tag. Users in defaults.loopback_users (guest by default)
+// may log in only from a loopback address, judged by the HTTP peer's
+// address as the AMQP handshake judges the socket's: from anywhere else,
+// even with the listener bound to 0.0.0.0, the answer is RabbitMQ's 401
+// {"error":"not_authorised","reason":"User can only log in via localhost"}.
+// (A reverse proxy on the same host makes every client look local, as it
+// does to RabbitMQ.)
+//
+// PUT, POST and DELETE change state, so a browser must not be able to send
+// them on behalf of a page from another site (crosssite.go): a cross-origin
+// browser request is a 403, and a Content-Type other than application/json
+// is a 415, as is a body without one. warrenctl and curl-style clients,
+// which send no Origin, work as long as a body is declared JSON.
+//
+// Vhost names in paths are percent-encoded, so the default vhost "/" is
+// written %2F, as with RabbitMQ. Errors come back as JSON
+// {"error": "...", "reason": "..."} with a status code that follows the
+// AMQP reply code where there is one (404 for NOT_FOUND, 400 for
+// PRECONDITION_FAILED). A response is encoded in full before it is sent,
+// so a failure to encode it is a 500 with such a body, never an empty 200.
+//
+// Field tables (queue and binding arguments, client properties, policy
+// definitions) are JSON objects: byte arrays as base64, timestamps as
+// RFC 3339, and the floats JSON has no number for as the strings "NaN",
+// "Infinity" and "-Infinity". RabbitMQ 3.10 cannot decode those floats and
+// drops the connection that sends one; Warren accepts them, so its
+// listings must be able to show them.
 package admin
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
@@ -57,7 +83,7 @@ func Handler(b *broker.Broker) http.Handler {
 	mux.Handle("POST /api/plugins/{name}/enable", h(a.enablePlugin))
 	mux.Handle("POST /api/plugins/{name}/disable", h(a.disablePlugin))
 	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
-	return mux
+	return refuseForgeable(mux)
 }
 
 type api struct{ b *broker.Broker }
@@ -71,9 +97,14 @@ func (a *api) wrap(f func(*http.Request) (any, error)) http.Handler {
 			writeError(w, http.StatusUnauthorized, "not_authorised", "credentials required")
 			return
 		}
-		u, err := a.b.Users().Login(user, pass, true)
-		if err != nil {
+		u, err := a.b.Users().Login(user, pass, peerIsLoopback(r))
+		switch {
+		case errors.Is(err, auth.ErrBadCredentials):
 			writeError(w, http.StatusUnauthorized, "not_authorised", "Login failed")
+			return
+		case err != nil:
+			// Login's other refusal: a loopback-only user from elsewhere.
+			writeError(w, http.StatusUnauthorized, "not_authorised", "User can only log in via localhost")
 			return
 		}
 		if !u.HasTag("administrator") {
@@ -103,11 +134,30 @@ func (a *api) wrap(f func(*http.Request) (any, error)) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
+		writeJSON(w, http.StatusOK, out)
 	})
+}
+
+// writeJSON encodes v in full before the status line goes out: once a 200
+// is written an encoder error can no longer be reported, and the client
+// would get an empty or cut-off body. An encoder error becomes a 500 with
+// a JSON error body instead.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		writeError(w, http.StatusInternalServerError, "internal_error", "could not encode the response: "+err.Error())
+		return
+	}
+	send(w, status, buf.Bytes())
+}
+
+// peerIsLoopback reports whether the HTTP client connected from this host.
+// An address that does not parse is not loopback.
+func peerIsLoopback(r *http.Request) bool {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && peer.Addr().IsLoopback()
 }
 
 var errBadRequest = errors.New("bad request")
@@ -116,10 +166,17 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errBadRequest}, args...)...)
 }
 
+// writeError sends {"error":kind,"reason":reason} byte for byte as
+// RabbitMQ does: compact, no trailing newline.
 func writeError(w http.ResponseWriter, status int, kind, reason string) {
+	body, _ := json.Marshal(map[string]string{"error": kind, "reason": reason}) // strings always encode
+	send(w, status, body)
+}
+
+func send(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": kind, "reason": reason})
+	_, _ = w.Write(body)
 }
 
 func decode(r *http.Request, v any) error {
@@ -285,7 +342,7 @@ func (a *api) exchanges(r *http.Request) (any, error) {
 				"policy": x.Policy,
 			}
 			if x.Info != nil {
-				e["type_info"] = x.Info
+				e["type_info"] = jsonValue(x.Info) // a plugin's description may hold floats
 			}
 			out = append(out, e)
 		}
@@ -372,7 +429,8 @@ func (a *api) disablePlugin(r *http.Request) (any, error) {
 }
 
 // jsonTable renders a field table for JSON: byte arrays as base64,
-// timestamps as RFC 3339, nested tables and arrays recursively.
+// timestamps as RFC 3339, NaN and the infinities as the strings "NaN",
+// "Infinity" and "-Infinity", nested tables and arrays recursively.
 func jsonTable(t protocol.Table) map[string]any {
 	out := make(map[string]any, len(t))
 	for k, v := range t {
@@ -384,6 +442,8 @@ func jsonTable(t protocol.Table) map[string]any {
 func jsonValue(v any) any {
 	switch x := v.(type) {
 	case protocol.Table:
+		return jsonTable(x)
+	case map[string]any:
 		return jsonTable(x)
 	case []any:
 		out := make([]any, len(x))
@@ -397,8 +457,30 @@ func jsonValue(v any) any {
 		return x.UTC().Format(time.RFC3339)
 	case protocol.Decimal:
 		return x.Value
+	case float64:
+		if name, ok := nonFinite(x); ok {
+			return name
+		}
+	case float32:
+		if name, ok := nonFinite(float64(x)); ok {
+			return name
+		}
 	}
 	return v
+}
+
+// nonFinite names the floats JSON has no number for. The AMQP wire can
+// carry them in a field table ('d' and 'f'); the names are JavaScript's.
+func nonFinite(f float64) (string, bool) {
+	switch {
+	case math.IsNaN(f):
+		return "NaN", true
+	case math.IsInf(f, 1):
+		return "Infinity", true
+	case math.IsInf(f, -1):
+		return "-Infinity", true
+	}
+	return "", false
 }
 
 // metrics writes Prometheus text exposition by hand: a handful of gauges

@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"net"
+	"sync"
+	"time"
+
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
@@ -106,4 +110,84 @@ func (b *Broker) ClearPolicy(vhost, name string) error {
 		return reply.NotFound("no vhost '%s'", vhost)
 	}
 	return v.DeletePolicy(name)
+}
+
+// AdminAddr returns the admin API's bound address, "" before ServeAdmin or
+// when admin.listen is "". With port 0 in admin.listen, this is where the
+// port chosen shows.
+func (b *Broker) AdminAddr() string {
+	if b.admin == nil {
+		return ""
+	}
+	return b.admin.Addr
+}
+
+// The admin server's timeouts bound how long one HTTP connection can hold
+// a slot of admin.max_connections, and a file descriptor, without work
+// to show for it. Go's zero values mean "never": a client that sent one
+// request and then went quiet held its connection forever.
+const (
+	adminHeaderTimeout  = 10 * time.Second // from the connection's or a request's start to the end of its headers
+	adminReadTimeout    = 30 * time.Second // to the end of a request's body (at most 1 MiB)
+	adminWriteTimeout   = 60 * time.Second // from the end of the headers to the end of the response: enabling a plugin compiles it
+	adminIdleTimeout    = 60 * time.Second // between requests on a kept-alive connection
+	adminMaxHeaderBytes = 64 << 10
+)
+
+// connLimitListener bounds the connections a listener has open at once.
+// Accept first waits for a free slot, so clients beyond the bound wait in
+// the kernel's accept queue, where they cost the process no file
+// descriptor; a slot is given back when its connection is closed.
+type connLimitListener struct {
+	net.Listener
+	slots     chan struct{} // one token per open connection
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newConnLimitListener(ln net.Listener, max int) *connLimitListener {
+	return &connLimitListener{Listener: ln, slots: make(chan struct{}, max), closed: make(chan struct{})}
+}
+
+func (l *connLimitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// Close also wakes an Accept that waits for a slot.
+func (l *connLimitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// slotConn gives its slot back on the first Close; net/http may close a
+// connection more than once.
+type slotConn struct {
+	net.Conn
+	releaseOnce sync.Once
+	release     func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.releaseOnce.Do(c.release)
+	return err
+}
+
+// CloseWrite keeps the half-close net/http does before closing a
+// connection whose request body it did not read.
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }

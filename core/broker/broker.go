@@ -221,7 +221,10 @@ func (b *Broker) serve(ln net.Listener, proto string) {
 }
 
 // ServeAdmin serves the admin API on admin.listen (nothing when it is "").
-// The handler comes from package admin, which depends on this one.
+// The handler comes from package admin, which depends on this one. At most
+// admin.max_connections are open at once and each has timeouts (see
+// adminHeaderTimeout), so HTTP clients cannot take the descriptors AMQP
+// clients need.
 func (b *Broker) ServeAdmin(h http.Handler) error {
 	if b.cfg.Admin.Listen == "" {
 		return nil
@@ -230,7 +233,18 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	b.admin = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if n := b.cfg.Admin.MaxConnections; n > 0 {
+		ln = newConnLimitListener(ln, n)
+	}
+	b.admin = &http.Server{
+		Addr:              ln.Addr().String(), // the bound address, for AdminAddr; Serve does not read it
+		Handler:           h,
+		ReadHeaderTimeout: adminHeaderTimeout,
+		ReadTimeout:       adminReadTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       adminIdleTimeout,
+		MaxHeaderBytes:    adminMaxHeaderBytes,
+	}
 	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
 	b.wg.Add(1)
 	go func() {

@@ -50,6 +50,10 @@ type AMQPS struct {
 
 type Admin struct {
 	Listen string `toml:"listen"` // "" disables the admin API
+	// MaxConnections bounds the admin connections open at once, so idle
+	// or slow HTTP clients cannot use up the file descriptors the AMQP
+	// listener needs; 0 means no bound.
+	MaxConnections int `toml:"max_connections"`
 }
 
 type Storage struct {
@@ -107,7 +111,7 @@ func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
-		Admin: Admin{Listen: "127.0.0.1:15672"},
+		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128},
 		Storage: Storage{DataDir: "./data", Sync: "always", QueueMemoryMessages: 65536,
 			QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
@@ -210,6 +214,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AMQPS.Listen != "" && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("amqps: cert_file and key_file are required with amqps.listen")
+	}
+	if c.Admin.MaxConnections < 0 {
+		return fmt.Errorf("admin.max_connections: %d must not be negative", c.Admin.MaxConnections)
 	}
 	if c.Limits.FrameMax != 0 && c.Limits.FrameMax < 4096 {
 		return fmt.Errorf("limits.frame_max: %d is below the protocol minimum 4096", c.Limits.FrameMax)

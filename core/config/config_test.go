@@ -60,13 +60,15 @@ heartbeat = "5s"
 max_message_size = "1KiB"
 [resources]
 disk_free_limit = 1000
+[admin]
+max_connections = 8
 [plugins.settings.foo]
 anything = [1, 2]
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Duration(c.Limits.Heartbeat) != 5*time.Second || c.Limits.MaxMessageSize != 1024 || c.Resources.DiskFreeLimit != 1000 {
+	if time.Duration(c.Limits.Heartbeat) != 5*time.Second || c.Limits.MaxMessageSize != 1024 || c.Resources.DiskFreeLimit != 1000 || c.Admin.MaxConnections != 8 {
 		t.Fatalf("got %+v", c)
 	}
 	if c.Plugins.Settings["foo"]["anything"] == nil {
@@ -78,6 +80,7 @@ anything = [1, 2]
 		"[log]\nlevel = \"loud\"\n",
 		"[limits]\nframe_max = 100\n",
 		"[resources]\nmemory_high_watermark = 2.0\n",
+		"[admin]\nmax_connections = -1\n",
 	} {
 		if _, err := Parse("t", []byte(bad)); err == nil {
 			t.Errorf("accepted %q", bad)
