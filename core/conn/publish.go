@@ -114,7 +114,7 @@ func (ch *channel) content(f protocol.Frame) error {
 func (ch *channel) published() error {
 	p := ch.pub
 	ch.pub = publishing{}
-	m, err := message.New(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
+	m, err := message.NewFromClient(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
 	if err != nil {
 		return err
 	}

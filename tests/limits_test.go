@@ -1,0 +1,36 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Expirations and queue TTLs above ten years (315360000000 ms) are refused
+// with 406, in RabbitMQ's words; ten years itself is accepted.
+
+func TestExpirationLimit(t *testing.T) {
+	s := start(t)
+	c, ch := confirmChannel(t, s)
+	q := declareQueue(t, s, ch, "", nil)
+	publishConfirmed(t, ch, "", q, amqp.Publishing{Expiration: "315360000000", Body: []byte("ten years")})
+	for _, exp := range []string{"315360000001", "10000000000000", "9223372036854775807"} {
+		pch, err := c.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := pch.NotifyClose(make(chan *amqp.Error, 1))
+		publish(t, pch, "", q, amqp.Publishing{Expiration: exp, Body: []byte("too long")})
+		e := expectClose(t, closed, amqp.PreconditionFailed)
+		// RabbitMQ wraps very long reason terms over two lines; compare the
+		// ones it writes on one.
+		want := fmt.Sprintf("PRECONDITION_FAILED - invalid expiration '%s': {value_too_large,%s}", exp, exp)
+		if len(exp) < 19 && e.Reason != want {
+			t.Fatalf("expiration %s: %q, want %q", exp, e.Reason, want)
+		}
+	}
+	if n := count(t, ch, q); n != 1 {
+		t.Fatalf("%d messages in the queue, want the ten-year one alone", n)
+	}
+}
