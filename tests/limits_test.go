@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -32,5 +33,25 @@ func TestExpirationLimit(t *testing.T) {
 	}
 	if n := count(t, ch, q); n != 1 {
 		t.Fatalf("%d messages in the queue, want the ten-year one alone", n)
+	}
+}
+
+func TestQueueTTLArgumentLimits(t *testing.T) {
+	s := start(t)
+	c, ch := channel(t, s)
+	for _, arg := range []string{"x-message-ttl", "x-expires"} {
+		declareQueue(t, s, ch, arg+"-ten-years", amqp.Table{arg: int64(315360000000)})
+		for _, v := range []int64{315360000001, 1e13, math.MaxInt64} {
+			name := uniq(t, fmt.Sprintf("%s-%d", arg, v))
+			s.ownQueue(name)
+			_, err := ch.QueueDeclare(name, false, false, false, false, amqp.Table{arg: v})
+			want := fmt.Sprintf("PRECONDITION_FAILED - invalid arg '%s' for queue '%s' in vhost '/': {value_too_large,%d}", arg, name, v)
+			if e, ok := err.(*amqp.Error); !ok || e.Code != amqp.PreconditionFailed || e.Reason != want {
+				t.Fatalf("%s %d: got %v, want 406 %q", arg, v, err, want)
+			}
+			if ch, err = c.Channel(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

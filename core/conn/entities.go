@@ -2,6 +2,7 @@ package conn
 
 import (
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -75,6 +76,11 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	if !m.Passive && !ch.c.perm.CanConfigure(name) {
 		return ch.refused("configure", "queue", name)
 	}
+	if !m.Passive && ch.isNewQueue(name) {
+		if err := queue.CheckExpiryArgs(name, ch.c.vh.Name, m.Arguments); err != nil {
+			return err
+		}
+	}
 	q, _, err := ch.c.vh.DeclareQueue(vhost.QueueDef{
 		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
 		Args: m.Arguments, Owner: ch.c,
@@ -85,6 +91,18 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	ch.lastQueue = q.Name
 	st := q.Stats()
 	return ch.ok(m.NoWait, &protocol.QueueDeclareOk{Queue: q.Name, MessageCount: uint32(st.Ready), ConsumerCount: uint32(st.Consumers)})
+}
+
+// isNewQueue reports whether a declare would create the queue: the checks
+// RabbitMQ makes on a new queue's arguments are not made again when one is
+// redeclared (its arguments must then match what is there). A server-named
+// queue is always new.
+func (ch *channel) isNewQueue(name string) bool {
+	if name == "" {
+		return true
+	}
+	_, err := ch.c.vh.Queue(name, ch.c)
+	return err != nil && reply.As(err).Code == protocol.NotFound
 }
 
 // queueBind handles queue.bind and queue.unbind: write permission on the
