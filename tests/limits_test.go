@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/core/config"
 )
 
 // Expirations and queue TTLs above ten years (315360000000 ms) are refused
@@ -54,4 +57,28 @@ func TestQueueTTLArgumentLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// max_connections counts connections past connection.open. Sockets that
+// never speak, however many, do not lock clients out; the connection over
+// the limit is refused at connection.open with 530 NOT_ALLOWED, in the
+// words RabbitMQ uses for its vhost and user connection limits.
+func TestMaxConnectionsCountsOpenedConnections(t *testing.T) {
+	s := startWarren(t, func(c *config.Config) { c.Limits.MaxConnections = 2 })
+	for i := 0; i < 3; i++ {
+		rawDial(t, s) // connected, silent
+	}
+	dial(t, s)
+	dial(t, s)
+
+	r := rawDial(t, s)
+	r.startHandshake(defaultHandshake())
+	r.expect(10, 30)
+	r.method(0, 10, 31, tuneOk(2047, 131072, 0))
+	r.method(0, 10, 40, connectionOpen("/"))
+	const want = "NOT_ALLOWED - access to vhost '/' refused for user 'guest': connection limit (2) is reached"
+	if text := r.expectConnectionClose(amqp.NotAllowed); text != want {
+		t.Fatalf("got %q, want %q", text, want)
+	}
+	r.expectHangup(5 * time.Second)
 }

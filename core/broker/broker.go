@@ -75,6 +75,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 			MaxMessageSize:   uint64(cfg.Limits.MaxMessageSize),
 			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),
 			MaxConnections:   cfg.Limits.MaxConnections,
+			MaxHandshakes:    cfg.Limits.MaxHandshakes,
 		},
 		Users:   b.users,
 		VHosts:  b,

@@ -46,6 +46,9 @@ type Conn struct {
 	perm        *auth.Permission
 	vh          *vhost.VHost
 
+	// Under srv.mu: counted in the server's handshaking or opened total.
+	handshaking, counted bool
+
 	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
 	channels map[uint16]*channel        // the reader's
 	// The method being run, named in connection.close and channel.close.
@@ -99,7 +102,9 @@ func (c *Conn) run() {
 	if c.srv.Limits.HandshakeTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.Limits.HandshakeTimeout))
 	}
-	if err := c.handshake(); err != nil {
+	err := c.handshake()
+	c.srv.handshakeOver(c)
+	if err != nil {
 		c.log.Debug().Err(err).Msg("handshake failed")
 		return
 	}

@@ -250,6 +250,11 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
+	if !c.srv.admit(c) {
+		// RabbitMQ's words for a connection over a vhost's or user's limit.
+		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
+			name, c.user.Name, c.srv.Limits.MaxConnections))
+	}
 	c.vh, c.perm = vh, perm
 	c.opened.Store(&openedInfo{user: c.user.Name, vhost: vh.Name, props: c.clientProps})
 	c.send(0, &protocol.ConnectionOpenOk{})

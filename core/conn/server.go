@@ -53,7 +53,15 @@ type Limits struct {
 	Heartbeat        time.Duration // offered heartbeat interval; 0 disables
 	MaxMessageSize   uint64        // largest message body accepted
 	HandshakeTimeout time.Duration // time allowed from TCP accept to connection.open
-	MaxConnections   int           // 0 = unlimited
+	// MaxConnections bounds the connections past connection.open, as
+	// RabbitMQ's per-vhost and per-user limits count them: one more is
+	// refused at connection.open with 530. Sockets still in the handshake
+	// do not count, so silent sockets cannot lock clients out. 0 = no limit.
+	MaxConnections int
+	// MaxHandshakes bounds the sockets still in the handshake, which each
+	// hold a file descriptor for up to HandshakeTimeout; one more is closed
+	// at once. 0 = no limit.
+	MaxHandshakes int
 }
 
 // VHosts looks up virtual hosts by name.
@@ -72,8 +80,14 @@ type Server struct {
 
 	nextID atomic.Uint64
 	mu     sync.Mutex
-	conns  map[*Conn]struct{}
-	wg     sync.WaitGroup
+	conns  map[*Conn]struct{} // every socket being served
+	// handshaking counts conns not yet done with the handshake, opened
+	// those past connection.open that still run.
+	handshaking, opened int
+	// refusing is set while sockets are being refused for MaxHandshakes,
+	// so the log says so once, not once a socket.
+	refusing bool
+	wg       sync.WaitGroup
 }
 
 // Serve runs one client connection to its end.
@@ -92,21 +106,58 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 	if s.conns == nil {
 		s.conns = make(map[*Conn]struct{})
 	}
-	if s.Limits.MaxConnections > 0 && len(s.conns) >= s.Limits.MaxConnections {
-		s.Log.Warn().Str("remote", nc.RemoteAddr().String()).Int("limit", s.Limits.MaxConnections).
-			Msg("connection refused: max_connections reached")
+	if s.Limits.MaxHandshakes > 0 && s.handshaking >= s.Limits.MaxHandshakes {
+		if !s.refusing {
+			s.refusing = true
+			s.Log.Warn().Int("limit", s.Limits.MaxHandshakes).
+				Msg("refusing sockets: max_handshakes connections are in the handshake")
+		}
 		nc.Close()
 		return nil
 	}
+	s.refusing = false
 	c := newConn(s, nc, s.nextID.Add(1))
+	c.handshaking = true
+	s.handshaking++
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	return c
 }
 
+// handshakeOver stops counting c as in the handshake.
+func (s *Server) handshakeOver(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.handshaking {
+		c.handshaking = false
+		s.handshaking--
+	}
+}
+
+// admit moves c from the handshake count to the opened count, unless
+// MaxConnections are open already.
+func (s *Server) admit(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections {
+		return false
+	}
+	if c.handshaking {
+		c.handshaking = false
+		s.handshaking--
+	}
+	c.counted = true
+	s.opened++
+	return true
+}
+
 func (s *Server) forget(c *Conn) {
+	s.handshakeOver(c)
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.counted {
+		s.opened--
+	}
 	s.mu.Unlock()
 	s.wg.Done()
 }
