@@ -4,8 +4,8 @@
 //
 // Without -config it uses the built-in defaults (AMQP on 127.0.0.1:5672,
 // vhost "/", guest/guest from loopback, data in ./data). Flags override the
-// file. SIGINT or SIGTERM shut the broker down cleanly: clients are told
-// 320 CONNECTION_FORCED.
+// file. SIGINT or SIGTERM shut the broker down cleanly, within
+// limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED.
 package main
 
 import (
@@ -91,9 +91,8 @@ func run() error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	sig := <-sigs
 	log.Info().Str("signal", sig.String()).Msg("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Shutdown(ctx); err != nil {
+	// Shutdown bounds itself by limits.shutdown_timeout.
+	if err := b.Shutdown(context.Background()); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -81,6 +81,7 @@ type Limits struct {
 	MaxHandshakes    int      `toml:"max_handshakes"`  // sockets not yet past connection.open
 	MaxMessageSize   Size     `toml:"max_message_size"`
 	HandshakeTimeout Duration `toml:"handshake_timeout"`
+	ShutdownTimeout  Duration `toml:"shutdown_timeout"` // the most a shutdown may take
 }
 
 type Resources struct {
@@ -115,6 +116,7 @@ func Default() Config {
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
 			MaxHandshakes: 1024, MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
+			ShutdownTimeout: Duration(10 * time.Second),
 		},
 		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
 		Plugins:   Plugins{},
@@ -220,6 +222,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxHandshakes < 0 {
 		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
+	}
+	if c.Limits.ShutdownTimeout <= 0 {
+		return fmt.Errorf("limits.shutdown_timeout: %v must be positive", time.Duration(c.Limits.ShutdownTimeout))
 	}
 	if c.Resources.MemoryHighWatermark < 0 || c.Resources.MemoryHighWatermark >= 1 {
 		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1)", c.Resources.MemoryHighWatermark)

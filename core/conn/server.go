@@ -87,6 +87,7 @@ type Server struct {
 	// refusing is set while sockets are being refused for MaxHandshakes,
 	// so the log says so once, not once a socket.
 	refusing bool
+	closed   bool // CloseAll has begun: no new connections
 	wg       sync.WaitGroup
 }
 
@@ -105,6 +106,10 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 	defer s.mu.Unlock()
 	if s.conns == nil {
 		s.conns = make(map[*Conn]struct{})
+	}
+	if s.closed {
+		nc.Close()
+		return nil
 	}
 	if s.Limits.MaxHandshakes > 0 && s.handshaking >= s.Limits.MaxHandshakes {
 		if !s.refusing {
@@ -162,25 +167,43 @@ func (s *Server) forget(c *Conn) {
 	s.wg.Done()
 }
 
-// CloseAll closes every connection with 320 CONNECTION_FORCED and waits,
-// up to timeout, for them to finish.
-func (s *Server) CloseAll(reason string, timeout time.Duration) {
+// CloseAll ends every connection, for shutdown, and refuses new ones.
+// Each is sent connection.close 320 CONNECTION_FORCED and has until polite
+// to finish: its socket's reads and writes fail then, and a publisher held
+// by a resource alarm is let go at once, so no client state can hold it.
+// Sockets still open at polite are closed under their connections. It
+// reports whether every connection finished by hard; one still running then
+// is busy inside the broker (a plugin call, say) and is left to end on its
+// own.
+func (s *Server) CloseAll(reason string, polite, hard time.Time) bool {
 	s.mu.Lock()
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
-		c.forceClose(reason)
+		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	for _, c := range conns {
+		c.forceClose(reason, polite)
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	wait := time.NewTimer(time.Until(polite))
+	defer wait.Stop()
 	select {
 	case <-done:
-	case <-time.After(timeout):
-		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
-		<-done
+		return true
+	case <-wait.C:
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	wait.Reset(time.Until(hard))
+	select {
+	case <-done:
+		return true
+	case <-wait.C:
+		return false
 	}
 }
 
