@@ -30,6 +30,16 @@
 // malformed frame closes the connection with 501, a frame out of place with
 // 505, a method on a channel that is not open with 504. Nothing a client
 // sends can take down another connection or the broker.
+//
+// # Limits and shutdown
+//
+// A socket counts against Limits.MaxHandshakes until connection.open, and
+// against Limits.MaxConnections after it, so sockets that never speak
+// cannot lock clients out (they are also cut off at HandshakeTimeout).
+// CloseAll, for shutdown, ends every connection by a deadline whatever it
+// is doing: the reader gives up waits that do not involve the socket (a
+// resource alarm, a transaction's sync), the socket's reads and writes time
+// out, and finally the socket is closed under it.
 package conn
 
 import (
