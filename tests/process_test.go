@@ -249,3 +249,69 @@ func httpJSON(method, url, body string) error {
 	}
 	return nil
 }
+
+// SIGHUP leaves the broker serving, and says so in the log (RabbitMQ
+// ignores it too; left to Go's default it killed Warren with exit 129).
+func TestSIGHUPIsLoggedAndIgnored(t *testing.T) {
+	if reference() != "" {
+		t.Skip("runs the warren binary")
+	}
+	p := startProcess(t, t.TempDir())
+	c, err := amqp.Dial(p.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the SIGHUP log line", func() bool {
+		return strings.Contains(p.logText(), `"signal":"hangup"`)
+	})
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatalf("channel after SIGHUP: %v", err)
+	}
+	if _, err := ch.QueueDeclare("", false, true, true, false, nil); err != nil {
+		t.Fatalf("declare after SIGHUP: %v", err)
+	}
+	p.stop(syscall.SIGTERM)
+	expectClose(t, closed, amqp.ConnectionForced)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// SIGTERM stops the broker while a publisher is held by a resource alarm
+// that will not clear: the alarm does not hold shutdown up, and the
+// publisher hears 320.
+func TestSIGTERMWithPublisherHeldByAlarm(t *testing.T) {
+	if reference() != "" {
+		t.Skip("runs the warren binary")
+	}
+	p := startProcessWith(t, t.TempDir(), "[resources]\nmemory_high_watermark = 0.000000001\n")
+	c, err := amqp.Dial(p.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 1))
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the memory alarm", func() bool {
+		return strings.Contains(p.logText(), "resource alarm raised")
+	})
+	if err := ch.Publish("", "nowhere", false, false, amqp.Publishing{Body: []byte("held")}); err != nil {
+		t.Fatal(err)
+	}
+	expectBlocking(t, blocked, true)
+	p.stop(syscall.SIGTERM)
+	expectClose(t, closed, amqp.ConnectionForced)
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}

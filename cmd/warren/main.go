@@ -4,8 +4,12 @@
 //
 // Without -config it uses the built-in defaults (AMQP on 127.0.0.1:5672,
 // vhost "/", guest/guest from loopback, data in ./data). Flags override the
-// file. SIGINT or SIGTERM shut the broker down cleanly: clients are told
-// 320 CONNECTION_FORCED.
+// file. SIGINT or SIGTERM shut the broker down cleanly, within
+// limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED. SIGHUP is
+// logged and otherwise ignored, as RabbitMQ does: Warren logs to stderr, so
+// there is no log file to reopen, and it reads its configuration only at
+// start. (Left to its default, SIGHUP would kill the broker when the
+// terminal that started it goes away.)
 package main
 
 import (
@@ -88,12 +92,15 @@ func run() error {
 	log.Info().Str("version", broker.Version).Msg("Warren started")
 
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	sig := <-sigs
+	for sig == syscall.SIGHUP {
+		log.Info().Str("signal", sig.String()).Msg("ignored: nothing to reload or reopen")
+		sig = <-sigs
+	}
 	log.Info().Str("signal", sig.String()).Msg("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Shutdown(ctx); err != nil {
+	// Shutdown bounds itself by limits.shutdown_timeout.
+	if err := b.Shutdown(context.Background()); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -3,7 +3,8 @@
 //
 // Start-up: vhosts and the default user come from the configuration, then
 // the listeners open. Shutdown: listeners close first (no new clients),
-// connections get 320 CONNECTION_FORCED, then vhosts stop their timers.
+// connections get 320 CONNECTION_FORCED, then vhosts stop their timers and
+// the store closes, all within limits.shutdown_timeout.
 package broker
 
 import (
@@ -75,6 +76,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 			MaxMessageSize:   uint64(cfg.Limits.MaxMessageSize),
 			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),
 			MaxConnections:   cfg.Limits.MaxConnections,
+			MaxHandshakes:    cfg.Limits.MaxHandshakes,
 		},
 		Users:   b.users,
 		VHosts:  b,
@@ -270,35 +272,64 @@ func (b *Broker) closeListeners() {
 	}
 }
 
+// ErrShutdownTimeout is Shutdown's error when its time ran out before the
+// vhosts, plugins and store were stopped.
+var ErrShutdownTimeout = errors.New("shutdown did not finish in time")
+
 // Shutdown stops accepting, closes every connection with 320
-// CONNECTION_FORCED and stops the vhosts. It returns when done or when ctx
-// ends.
+// CONNECTION_FORCED and stops the vhosts, plugins and store. It returns
+// within limits.shutdown_timeout, or by ctx's deadline if that is sooner,
+// whatever state clients are in; it never waits for a resource alarm to
+// clear. Connections get the first half of the time to close politely, then
+// their sockets are closed; stopping the rest gets what remains. When time
+// runs out it returns ErrShutdownTimeout (or ctx's error) and what is left
+// finishes in the background; the store is built to survive being cut off.
 func (b *Broker) Shutdown(ctx context.Context) error {
 	stopped := true
 	b.stopOnce.Do(func() { stopped = false })
 	if stopped {
 		return nil
 	}
+	start := time.Now()
+	deadline := start.Add(time.Duration(b.cfg.Limits.ShutdownTimeout))
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	budget := deadline.Sub(start)
 	b.closeListeners()
 	if b.admin != nil {
 		_ = b.admin.Close()
 	}
 	close(b.stop)
-	timeout := 5 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {
+		b.log.Warn().Msg("shutdown: some connections are still busy in the broker; stopping without them")
 	}
-	b.srv.CloseAll("shutdown", timeout)
-	b.wg.Wait()
-	b.mu.RLock()
-	for _, v := range b.vhosts {
-		v.Close()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.wg.Wait()
+		b.mu.RLock()
+		for _, v := range b.vhosts {
+			v.Close()
+		}
+		b.mu.RUnlock()
+		b.plugins.close()
+		if err := b.store.Close(); err != nil {
+			b.log.Error().Err(err).Msg("closing the store")
+		}
+	}()
+	left := time.NewTimer(time.Until(deadline))
+	defer left.Stop()
+	select {
+	case <-done:
+		b.log.Info().Msg("broker stopped")
+		return ctx.Err()
+	case <-ctx.Done():
+		b.log.Error().Msg("shutdown cut short; stopping the store is left unfinished")
+		return ctx.Err()
+	case <-left.C:
+		b.log.Error().Dur("timeout", budget).Msg("shutdown did not finish in time; stopping the store is left unfinished")
+		return ErrShutdownTimeout
 	}
-	b.mu.RUnlock()
-	b.plugins.close()
-	if err := b.store.Close(); err != nil {
-		b.log.Error().Err(err).Msg("closing the store")
-	}
-	b.log.Info().Msg("broker stopped")
-	return ctx.Err()
 }

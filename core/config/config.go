@@ -81,9 +81,11 @@ type Limits struct {
 	FrameMax         uint32   `toml:"frame_max"`
 	ChannelMax       uint16   `toml:"channel_max"`
 	Heartbeat        Duration `toml:"heartbeat"`
-	MaxConnections   int      `toml:"max_connections"`
+	MaxConnections   int      `toml:"max_connections"` // past connection.open
+	MaxHandshakes    int      `toml:"max_handshakes"`  // sockets not yet past connection.open
 	MaxMessageSize   Size     `toml:"max_message_size"`
 	HandshakeTimeout Duration `toml:"handshake_timeout"`
+	ShutdownTimeout  Duration `toml:"shutdown_timeout"` // the most a shutdown may take
 }
 
 type Resources struct {
@@ -117,7 +119,8 @@ func Default() Config {
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
-			MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
+			MaxHandshakes: 1024, MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
+			ShutdownTimeout: Duration(10 * time.Second),
 		},
 		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
 		Plugins:   Plugins{},
@@ -220,6 +223,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.FrameMax != 0 && c.Limits.FrameMax < 4096 {
 		return fmt.Errorf("limits.frame_max: %d is below the protocol minimum 4096", c.Limits.FrameMax)
+	}
+	if c.Limits.MaxConnections < 0 {
+		return fmt.Errorf("limits.max_connections: %d must not be negative", c.Limits.MaxConnections)
+	}
+	if c.Limits.MaxHandshakes < 0 {
+		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
+	}
+	if c.Limits.ShutdownTimeout <= 0 {
+		return fmt.Errorf("limits.shutdown_timeout: %v must be positive", time.Duration(c.Limits.ShutdownTimeout))
 	}
 	if c.Resources.MemoryHighWatermark < 0 || c.Resources.MemoryHighWatermark >= 1 {
 		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1)", c.Resources.MemoryHighWatermark)

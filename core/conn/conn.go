@@ -46,6 +46,9 @@ type Conn struct {
 	perm        *auth.Permission
 	vh          *vhost.VHost
 
+	// Under srv.mu: counted in the server's handshaking or opened total.
+	handshaking, counted bool
+
 	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
 	channels map[uint16]*channel        // the reader's
 	// The method being run, named in connection.close and channel.close.
@@ -62,6 +65,11 @@ type Conn struct {
 
 	hbStart    chan time.Duration
 	writerDone chan struct{}
+	// stop is closed when the broker forces the connection closed: the
+	// reader gives up any wait that does not involve the socket (a
+	// resource alarm, a transaction's sync) instead of holding shutdown.
+	stop     chan struct{}
+	stopOnce sync.Once
 
 	consumersMu sync.Mutex
 	consumers   map[*consumer]struct{} // kicked when the socket drains
@@ -83,6 +91,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 		channels:   make(map[uint16]*channel),
 		hbStart:    make(chan time.Duration, 1),
 		writerDone: make(chan struct{}),
+		stop:       make(chan struct{}),
 		consumers:  make(map[*consumer]struct{}),
 		frameMax:   s.Limits.FrameMax,
 		channelMax: s.Limits.ChannelMax,
@@ -99,11 +108,15 @@ func (c *Conn) run() {
 	if c.srv.Limits.HandshakeTimeout > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.Limits.HandshakeTimeout))
 	}
-	if err := c.handshake(); err != nil {
+	err := c.handshake()
+	c.srv.handshakeOver(c)
+	if err != nil {
 		c.log.Debug().Err(err).Msg("handshake failed")
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
+	if !c.closing.Load() {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
 	c.log.Info().Str("user", c.user.Name).Str("vhost", c.vh.Name).Msg("connection opened")
 	c.loop()
 }
@@ -261,6 +274,9 @@ func methodError(err error) *reply.Error {
 // fail handles an error from dispatch: soft errors close the channel, hard
 // ones the connection. It reports whether the connection is finished.
 func (c *Conn) fail(err error, channelID uint16) bool {
+	if errors.Is(err, errForced) {
+		return false
+	}
 	e := reply.As(err)
 	classID, methodID := c.lastClass, c.lastMethod
 	if !e.Hard() && channelID != 0 {
@@ -279,20 +295,32 @@ func (c *Conn) fail(err error, channelID uint16) bool {
 }
 
 // sendClose starts the broker's side of connection.close: channels are
-// released now, and the reader waits for close-ok.
-func (c *Conn) sendClose(e *reply.Error, classID, methodID uint16) {
+// released now, and the reader waits for close-ok. It reports false, doing
+// nothing, when the connection was closing already.
+func (c *Conn) sendClose(e *reply.Error, classID, methodID uint16) bool {
 	if !c.closing.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionClose{
 		ReplyCode: e.Code, ReplyText: e.Text, FailingClassID: classID, FailingMethodID: methodID,
 	}))
 	_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+	return true
 }
 
-// forceClose closes the connection from another goroutine (shutdown).
-func (c *Conn) forceClose(reason string) {
+// errForced ends a method the reader was waiting in when the broker forced
+// the connection closed; connection.close is on its way already.
+var errForced = errors.New("connection forced closed while waiting")
+
+// forceClose closes the connection from another goroutine (shutdown): it
+// sends 320 CONNECTION_FORCED, releases the reader from waits that do not
+// involve the socket, and makes the socket's reads and writes fail at by,
+// so neither a silent client nor a full socket keeps the connection alive
+// past it.
+func (c *Conn) forceClose(reason string, by time.Time) {
 	c.sendClose(reply.New(protocol.ConnectionForced, "broker forced connection closure with reason '%s'", reason), 0, 0)
+	c.stopOnce.Do(func() { close(c.stop) })
+	_ = c.nc.SetDeadline(by)
 }
 
 // connectionMethod handles methods on channel 0 after the handshake.

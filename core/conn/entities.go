@@ -2,6 +2,7 @@ package conn
 
 import (
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -14,6 +15,11 @@ func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
 	if !m.Passive && !ch.c.perm.CanConfigure(m.Exchange) {
 		return ch.refused("configure", "exchange", m.Exchange)
 	}
+	if !m.Passive {
+		if err := ch.checkAlternateExchange(m.Exchange, m.Arguments); err != nil {
+			return err
+		}
+	}
 	_, err := ch.c.vh.DeclareExchange(exchange.Definition{
 		Name: m.Exchange, Type: m.Type, Durable: m.Durable, AutoDelete: m.AutoDelete,
 		Internal: m.Internal, Args: m.Arguments,
@@ -22,6 +28,30 @@ func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
 		return err
 	}
 	return ch.ok(m.NoWait, &protocol.ExchangeDeclareOk{})
+}
+
+// checkAlternateExchange applies RabbitMQ's rule for a new exchange with
+// an alternate-exchange argument: the user must be able to read the
+// exchange being declared and write to the AE, since messages published to
+// the one end up in the other. Without it a user could route their
+// messages into an exchange they may not publish to. Redeclaring an
+// existing exchange checks nothing more, as in RabbitMQ (the arguments
+// must match what is there anyway).
+func (ch *channel) checkAlternateExchange(name string, args protocol.Table) error {
+	ae, ok := exchangeArg(args["alternate-exchange"])
+	if !ok {
+		return nil // absent, or of a type the vhost refuses
+	}
+	if _, err := ch.c.vh.Exchange(name); err == nil {
+		return nil
+	}
+	if !ch.c.perm.CanRead(name) {
+		return ch.refused("read", "exchange", name)
+	}
+	if !ch.c.perm.CanWrite(ae) {
+		return ch.refused("write", "exchange", ae)
+	}
+	return nil
 }
 
 // ok answers a method unless the client asked for no answer.
@@ -75,6 +105,14 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	if !m.Passive && !ch.c.perm.CanConfigure(name) {
 		return ch.refused("configure", "queue", name)
 	}
+	if !m.Passive && ch.isNewQueue(name) {
+		if err := ch.checkDeadLetterExchange(name, m.Arguments); err != nil {
+			return err
+		}
+		if err := queue.CheckExpiryArgs(name, ch.c.vh.Name, m.Arguments); err != nil {
+			return err
+		}
+	}
 	q, _, err := ch.c.vh.DeclareQueue(vhost.QueueDef{
 		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
 		Args: m.Arguments, Owner: ch.c,
@@ -85,6 +123,53 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	ch.lastQueue = q.Name
 	st := q.Stats()
 	return ch.ok(m.NoWait, &protocol.QueueDeclareOk{Queue: q.Name, MessageCount: uint32(st.Ready), ConsumerCount: uint32(st.Consumers)})
+}
+
+// isNewQueue reports whether a declare would create the queue: the checks
+// RabbitMQ makes on a new queue's arguments are not made again when one is
+// redeclared (its arguments must then match what is there). A server-named
+// queue is always new.
+func (ch *channel) isNewQueue(name string) bool {
+	if name == "" {
+		return true
+	}
+	_, err := ch.c.vh.Queue(name, ch.c)
+	return err != nil && reply.As(err).Code == protocol.NotFound
+}
+
+// checkDeadLetterExchange applies RabbitMQ's rule for a new queue with an
+// x-dead-letter-exchange argument: the user must be able to read the queue
+// and write to the dead-letter exchange, since messages leave the one for
+// the other. Without it a user could route their messages into an exchange
+// they may not publish to. A server-named queue's name is not chosen yet;
+// its read permission is checked on a name of the same form.
+func (ch *channel) checkDeadLetterExchange(name string, args protocol.Table) error {
+	dlx, ok := exchangeArg(args["x-dead-letter-exchange"])
+	if !ok {
+		return nil // absent, or of a type ParseArgs refuses
+	}
+	if name == "" {
+		name = vhost.ServerNamed()
+	}
+	if !ch.c.perm.CanRead(name) {
+		return ch.refused("read", "queue", name)
+	}
+	if !ch.c.perm.CanWrite(dlx) {
+		return ch.refused("write", "exchange", dlx)
+	}
+	return nil
+}
+
+// exchangeArg reads an argument naming an exchange, which a client may send
+// as a string or as a byte array.
+func exchangeArg(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	}
+	return "", false
 }
 
 // queueBind handles queue.bind and queue.unbind: write permission on the

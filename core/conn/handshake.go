@@ -109,6 +109,13 @@ func (c *Conn) expect(dst any) error {
 		if f.Type == protocol.FrameHeartbeat {
 			continue
 		}
+		if c.closing.Load() {
+			// The broker is shutting down and said so.
+			if c.whileClosing(f) {
+				return errHandshake
+			}
+			continue
+		}
 		if f.Type != protocol.FrameMethod || f.Channel != 0 {
 			return c.refuse(reply.New(protocol.UnexpectedFrame, "expected a connection method on channel 0 during the handshake"))
 		}
@@ -153,12 +160,9 @@ func (c *Conn) expect(dst any) error {
 // why, and waits a while for its close-ok as the spec asks: a client that
 // has pipelined its next methods must not find the socket gone under it.
 func (c *Conn) refuse(e *reply.Error) error {
-	c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionClose{
-		ReplyCode: e.Code, ReplyText: e.Text, FailingClassID: c.lastClass, FailingMethodID: c.lastMethod,
-	}))
-	c.log.Warn().Uint16("code", e.Code).Str("error", e.Text).Msg("handshake refused")
-	c.closing.Store(true)
-	_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
+	if c.sendClose(e, c.lastClass, c.lastMethod) {
+		c.log.Warn().Uint16("code", e.Code).Str("error", e.Text).Msg("handshake refused")
+	}
 	for {
 		f, err := c.r.ReadFrame()
 		if err != nil || c.whileClosing(f) {
@@ -249,6 +253,11 @@ func (c *Conn) open(name string) error {
 	perm, ok := c.srv.Users.Permission(name, c.user.Name)
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
+	}
+	if !c.srv.admit(c) {
+		// RabbitMQ's words for a connection over a vhost's or user's limit.
+		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
+			name, c.user.Name, c.srv.Limits.MaxConnections))
 	}
 	c.vh, c.perm = vh, perm
 	c.opened.Store(&openedInfo{user: c.user.Name, vhost: vh.Name, props: c.clientProps})

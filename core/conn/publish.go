@@ -114,7 +114,7 @@ func (ch *channel) content(f protocol.Frame) error {
 func (ch *channel) published() error {
 	p := ch.pub
 	ch.pub = publishing{}
-	m, err := message.New(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
+	m, err := message.NewFromClient(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
 	if err != nil {
 		return err
 	}
@@ -193,8 +193,13 @@ func (ch *channel) waitForAlarm() error {
 	}
 	c.log.Info().Str("reason", reason).Msg("publisher blocked by resource alarm")
 	c.blocked.Store(true)
-	<-cleared
-	c.blocked.Store(false)
+	defer c.blocked.Store(false)
+	select {
+	case <-cleared:
+	case <-c.stop:
+		// Shutdown does not wait for an alarm to clear.
+		return errForced
+	}
 	if c.caps.connectionBlocked {
 		c.send(0, &protocol.ConnectionUnblocked{})
 	}
@@ -269,8 +274,13 @@ func (ch *channel) txCommit() error {
 		// commit-ok promises the persistent messages are on disk.
 		synced := make(chan error, 1)
 		ch.c.vh.AfterSync(func(err error) { synced <- err })
-		if err := <-synced; err != nil {
-			return reply.Internal("storing the transaction's messages: %v", err)
+		select {
+		case err := <-synced:
+			if err != nil {
+				return reply.Internal("storing the transaction's messages: %v", err)
+			}
+		case <-ch.c.stop:
+			return errForced
 		}
 	}
 	ch.c.send(ch.id, &protocol.TxCommitOk{})

@@ -30,6 +30,16 @@
 // malformed frame closes the connection with 501, a frame out of place with
 // 505, a method on a channel that is not open with 504. Nothing a client
 // sends can take down another connection or the broker.
+//
+// # Limits and shutdown
+//
+// A socket counts against Limits.MaxHandshakes until connection.open, and
+// against Limits.MaxConnections after it, so sockets that never speak
+// cannot lock clients out (they are also cut off at HandshakeTimeout).
+// CloseAll, for shutdown, ends every connection by a deadline whatever it
+// is doing: the reader gives up waits that do not involve the socket (a
+// resource alarm, a transaction's sync), the socket's reads and writes time
+// out, and finally the socket is closed under it.
 package conn
 
 import (
@@ -53,7 +63,15 @@ type Limits struct {
 	Heartbeat        time.Duration // offered heartbeat interval; 0 disables
 	MaxMessageSize   uint64        // largest message body accepted
 	HandshakeTimeout time.Duration // time allowed from TCP accept to connection.open
-	MaxConnections   int           // 0 = unlimited
+	// MaxConnections bounds the connections past connection.open, as
+	// RabbitMQ's per-vhost and per-user limits count them: one more is
+	// refused at connection.open with 530. Sockets still in the handshake
+	// do not count, so silent sockets cannot lock clients out. 0 = no limit.
+	MaxConnections int
+	// MaxHandshakes bounds the sockets still in the handshake, which each
+	// hold a file descriptor for up to HandshakeTimeout; one more is closed
+	// at once. 0 = no limit.
+	MaxHandshakes int
 }
 
 // VHosts looks up virtual hosts by name.
@@ -72,8 +90,15 @@ type Server struct {
 
 	nextID atomic.Uint64
 	mu     sync.Mutex
-	conns  map[*Conn]struct{}
-	wg     sync.WaitGroup
+	conns  map[*Conn]struct{} // every socket being served
+	// handshaking counts conns not yet done with the handshake, opened
+	// those past connection.open that still run.
+	handshaking, opened int
+	// refusing is set while sockets are being refused for MaxHandshakes,
+	// so the log says so once, not once a socket.
+	refusing bool
+	closed   bool // CloseAll has begun: no new connections
+	wg       sync.WaitGroup
 }
 
 // Serve runs one client connection to its end.
@@ -92,44 +117,103 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 	if s.conns == nil {
 		s.conns = make(map[*Conn]struct{})
 	}
-	if s.Limits.MaxConnections > 0 && len(s.conns) >= s.Limits.MaxConnections {
-		s.Log.Warn().Str("remote", nc.RemoteAddr().String()).Int("limit", s.Limits.MaxConnections).
-			Msg("connection refused: max_connections reached")
+	if s.closed {
 		nc.Close()
 		return nil
 	}
+	if s.Limits.MaxHandshakes > 0 && s.handshaking >= s.Limits.MaxHandshakes {
+		if !s.refusing {
+			s.refusing = true
+			s.Log.Warn().Int("limit", s.Limits.MaxHandshakes).
+				Msg("refusing sockets: max_handshakes connections are in the handshake")
+		}
+		nc.Close()
+		return nil
+	}
+	s.refusing = false
 	c := newConn(s, nc, s.nextID.Add(1))
+	c.handshaking = true
+	s.handshaking++
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	return c
 }
 
+// handshakeOver stops counting c as in the handshake.
+func (s *Server) handshakeOver(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.handshaking {
+		c.handshaking = false
+		s.handshaking--
+	}
+}
+
+// admit moves c from the handshake count to the opened count, unless
+// MaxConnections are open already.
+func (s *Server) admit(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections {
+		return false
+	}
+	if c.handshaking {
+		c.handshaking = false
+		s.handshaking--
+	}
+	c.counted = true
+	s.opened++
+	return true
+}
+
 func (s *Server) forget(c *Conn) {
+	s.handshakeOver(c)
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.counted {
+		s.opened--
+	}
 	s.mu.Unlock()
 	s.wg.Done()
 }
 
-// CloseAll closes every connection with 320 CONNECTION_FORCED and waits,
-// up to timeout, for them to finish.
-func (s *Server) CloseAll(reason string, timeout time.Duration) {
+// CloseAll ends every connection, for shutdown, and refuses new ones.
+// Each is sent connection.close 320 CONNECTION_FORCED and has until polite
+// to finish: its socket's reads and writes fail then, and a publisher held
+// by a resource alarm is let go at once, so no client state can hold it.
+// Sockets still open at polite are closed under their connections. It
+// reports whether every connection finished by hard; one still running then
+// is busy inside the broker (a plugin call, say) and is left to end on its
+// own.
+func (s *Server) CloseAll(reason string, polite, hard time.Time) bool {
 	s.mu.Lock()
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
-		c.forceClose(reason)
+		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	for _, c := range conns {
+		c.forceClose(reason, polite)
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	wait := time.NewTimer(time.Until(polite))
+	defer wait.Stop()
 	select {
 	case <-done:
-	case <-time.After(timeout):
-		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
-		<-done
+		return true
+	case <-wait.C:
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	wait.Reset(time.Until(hard))
+	select {
+	case <-done:
+		return true
+	case <-wait.C:
+		return false
 	}
 }
 

@@ -12,7 +12,9 @@ package message
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/warrenmq/warren/core/reply"
@@ -38,11 +40,29 @@ type Message struct {
 	headers atomic.Pointer[protocol.Table]
 }
 
-// New builds a message from a publish. props and body are retained, not
-// copied: the caller hands them over. It fails with 406 when the expiration
-// property is not a non-negative integer, as RabbitMQ does, and with 502 when
-// the property list does not decode.
+// MaxTTL is the longest expiration, x-message-ttl or x-expires RabbitMQ
+// accepts, in ms: ten years. Anything longer is refused at the door with
+// 406, and nothing longer ever reaches a queue's timers.
+const MaxTTL = 315_360_000_000
+
+// NewFromClient builds a message a client published. props and body are
+// retained, not copied: the caller hands them over. It fails with 406 when
+// the expiration property is not an integer in [0, MaxTTL], in RabbitMQ's
+// words, and with 502 when the property list does not decode.
+func NewFromClient(exchange, routingKey string, flags uint16, props, body []byte) (*Message, error) {
+	return build(exchange, routingKey, flags, props, body, true)
+}
+
+// New builds a message the broker already holds: read back from the store,
+// released from a delay, or republished by dead-lettering. It checks what
+// NewFromClient checks, except that an expiration above MaxTTL (which an
+// older Warren let in) counts as MaxTTL rather than failing, so such a
+// message is never lost to a restart.
 func New(exchange, routingKey string, flags uint16, props, body []byte) (*Message, error) {
+	return build(exchange, routingKey, flags, props, body, false)
+}
+
+func build(exchange, routingKey string, flags uint16, props, body []byte, fromClient bool) (*Message, error) {
 	m := &Message{Exchange: exchange, RoutingKey: routingKey, Flags: flags, Props: props, Body: body, TTL: NoTTL}
 	if flags == 0 {
 		return m, nil
@@ -54,23 +74,64 @@ func New(exchange, routingKey string, flags uint16, props, body []byte) (*Messag
 	m.Persistent = view.DeliveryMode() == 2
 	m.Priority = view.Priority()
 	if exp, ok := view.Expiration(); ok {
-		ttl, err := ParseExpiration(exp)
-		if err != nil {
-			return nil, err
+		ttl, why, tooLarge := parseExpiry(exp)
+		if why != "" && (fromClient || !tooLarge) {
+			return nil, expirationError(exp, why)
 		}
 		m.TTL = ttl
 	}
 	return m, nil
 }
 
-// ParseExpiration reads the expiration property: a decimal count of
-// milliseconds. Anything else is 406, the reply RabbitMQ gives.
+// ParseExpiration reads an expiration property as RabbitMQ does: a decimal
+// count of milliseconds up to MaxTTL. Anything else is 406, in RabbitMQ's
+// words.
 func ParseExpiration(s string) (int64, error) {
-	ttl, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || ttl < 0 {
-		return 0, reply.PreconditionFailed("invalid expiration '%s'", s)
+	ttl, why, _ := parseExpiry(s)
+	if why != "" {
+		return 0, expirationError(s, why)
 	}
 	return ttl, nil
+}
+
+func expirationError(s, why string) error {
+	return reply.PreconditionFailed("invalid expiration '%s': %s", s, why)
+}
+
+// parseExpiry reads s the way RabbitMQ does (Erlang's string:to_integer,
+// then rabbit_misc:check_expiry). why is RabbitMQ's reason term when s is
+// refused, "" otherwise; a value above MaxTTL is refused with tooLarge set
+// and ttl = MaxTTL.
+func parseExpiry(s string) (ttl int64, why string, tooLarge bool) {
+	start := 0
+	if start < len(s) && (s[start] == '+' || s[start] == '-') {
+		start++
+	}
+	end := start
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	switch {
+	case end == start:
+		return 0, "no_integer", false
+	case end < len(s):
+		return 0, fmt.Sprintf("{leftover_string,%q}", s[end:]), false
+	}
+	digits := strings.TrimLeft(s[start:end], "0")
+	if digits == "" {
+		return 0, "", false
+	}
+	if s[0] == '-' {
+		return 0, "{value_negative,-" + digits + "}", false
+	}
+	// MaxTTL has 12 digits: a longer number is too large, and a shorter one
+	// parses without overflow.
+	if len(digits) <= 12 {
+		if n, _ := strconv.ParseInt(digits, 10, 64); n <= MaxTTL {
+			return n, "", false
+		}
+	}
+	return MaxTTL, "{value_too_large," + digits + "}", true
 }
 
 // View indexes the property list. New has validated it already, so the

@@ -465,16 +465,29 @@ func (q *Queue) armTTLTimer(at int64) {
 		return
 	}
 	q.ttlAt = at
-	arm(&q.ttlTimer, time.Duration(at-q.now())*time.Millisecond, q.onTTLTimer)
+	arm(&q.ttlTimer, at-q.now(), q.onTTLTimer)
 }
 
-// arm starts *t to run f after d, or resets it when it exists.
-func arm(t **time.Timer, d time.Duration, f func()) {
+// maxTimerWait bounds how far ahead a queue timer is set. Both timers'
+// handlers check the clock and re-arm for what is left, so a longer wait is
+// served in steps.
+const maxTimerWait = 24 * time.Hour
+
+// arm starts *t to run f in ms milliseconds, or resets it when it exists.
+func arm(t **time.Timer, ms int64, f func()) {
+	d := timerWait(ms)
 	if *t == nil {
 		*t = time.AfterFunc(d, f)
 	} else {
 		(*t).Reset(d)
 	}
+}
+
+// timerWait turns a wait in ms into a Duration: none when ms <= 0, at most
+// maxTimerWait. Converted unchecked, a wait beyond ~292 years overflows to
+// a negative Duration, and the timer fires at once and re-arms forever.
+func timerWait(ms int64) time.Duration {
+	return time.Duration(max(0, min(ms, maxTimerWait.Milliseconds()))) * time.Millisecond
 }
 
 func (q *Queue) onTTLTimer() {
@@ -814,7 +827,8 @@ func (q *Queue) armIdleTimer() {
 		}
 		return
 	}
-	arm(&q.idleTimer, time.Duration(q.lastUsed+exp-q.now())*time.Millisecond, q.onIdleTimer)
+	// exp minus the time unused so far: lastUsed+exp could overflow.
+	arm(&q.idleTimer, exp-(q.now()-q.lastUsed), q.onIdleTimer)
 }
 
 func (q *Queue) onIdleTimer() {
@@ -827,7 +841,7 @@ func (q *Queue) onIdleTimer() {
 	if len(q.consumers) > 0 {
 		q.lastUsed = q.now()
 	}
-	if q.lastUsed+exp > q.now() {
+	if q.now()-q.lastUsed < exp {
 		q.armIdleTimer()
 		q.mu.Unlock()
 		return

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -57,6 +58,11 @@ func DefaultSettings() Settings {
 // ask for. Errors are 406 and name the argument, in RabbitMQ's words.
 // Arguments the broker does not know are kept and ignored, as RabbitMQ does;
 // known ones with the wrong type or range are refused, never ignored.
+//
+// ParseArgs also reads the arguments of queues restored from the store, so
+// it takes an x-message-ttl or x-expires above message.MaxTTL (which an
+// older Warren accepted) as MaxTTL; CheckExpiryArgs refuses them for a new
+// declare.
 func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 	s := DefaultSettings()
 	bad := func(arg string, why any) error {
@@ -67,8 +73,10 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 		switch key {
 		case "x-message-ttl":
 			s.MessageTTL, err = nonNegative(v)
+			s.MessageTTL = capTTL(s.MessageTTL)
 		case "x-expires":
 			s.Expires, err = positive(v)
+			s.Expires = capTTL(s.Expires)
 		case "x-max-length":
 			s.MaxLength, err = nonNegative(v)
 		case "x-max-length-bytes":
@@ -116,9 +124,29 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 	return s, nil
 }
 
+// CheckExpiryArgs refuses an x-message-ttl or x-expires above
+// message.MaxTTL with RabbitMQ's 406. It is checked when a queue is
+// declared, not when one is restored (see ParseArgs).
+func CheckExpiryArgs(queue, vhost string, args protocol.Table) error {
+	for _, key := range []string{"x-message-ttl", "x-expires"} {
+		if n, ok := Integer(args[key]); ok && n > message.MaxTTL {
+			return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': {value_too_large,%d}", key, queue, vhost, n)
+		}
+	}
+	return nil
+}
+
+// capTTL bounds a TTL or expiry the broker has to live with (a restored
+// queue's, a policy's) at message.MaxTTL, so deadline arithmetic in ms
+// never overflows; ten years and "longer than ten years" are the same in
+// practice.
+func capTTL(ms int64) int64 { return min(ms, message.MaxTTL) }
+
 // WithPolicy returns the settings in force once a policy definition is
 // applied on top of the arguments. As in RabbitMQ, a limit set by both takes
-// the smaller value, and for the rest the queue's own argument wins.
+// the smaller value, and for the rest the queue's own argument wins. A
+// policy's message-ttl or expires above message.MaxTTL counts as MaxTTL:
+// RabbitMQ 3.10.8 accepts such a policy, and its queues then fail with 541.
 func (s Settings) WithPolicy(policy protocol.Table) Settings {
 	lower := func(cur int64, key string) int64 {
 		v, ok := policy[key]
@@ -134,8 +162,8 @@ func (s Settings) WithPolicy(policy protocol.Table) Settings {
 		}
 		return cur
 	}
-	s.MessageTTL = lower(s.MessageTTL, "message-ttl")
-	s.Expires = lower(s.Expires, "expires")
+	s.MessageTTL = capTTL(lower(s.MessageTTL, "message-ttl"))
+	s.Expires = capTTL(lower(s.Expires, "expires"))
 	s.MaxLength = lower(s.MaxLength, "max-length")
 	s.MaxLengthBytes = lower(s.MaxLengthBytes, "max-length-bytes")
 	s.DeliveryLimit = lower(s.DeliveryLimit, "delivery-limit")
