@@ -66,6 +66,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught from here on: one arriving while the broker starts
+	// (a long recovery, say) is acted on once it has, never left to the
+	// default action, which for SIGHUP is to die.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -91,8 +96,6 @@ func run() error {
 	}
 	log.Info().Str("version", broker.Version).Msg("Warren started")
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	sig := <-sigs
 	for sig == syscall.SIGHUP {
 		log.Info().Str("signal", sig.String()).Msg("ignored: nothing to reload or reopen")
