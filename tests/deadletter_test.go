@@ -87,10 +87,13 @@ func TestQueueExpires(t *testing.T) {
 		t.Fatalf("queue expiry dead-lettered %d messages", n)
 	}
 
-	// A queue with a consumer is in use and does not expire.
+	// A queue with a consumer is in use and does not expire: once a queue
+	// declared after it with the same x-expires and no consumer is gone,
+	// it is still there.
 	q2 := declareQueue(t, s, ch, "q2", amqp.Table{"x-expires": int32(50)})
 	consume(t, ch, q2, true)
-	time.Sleep(150 * time.Millisecond)
+	later := declareQueue(t, s, ch, "later", amqp.Table{"x-expires": int32(50)})
+	awaitQueueGone(t, ch, later)
 	count(t, ch, q2) // still there
 }
 
@@ -405,8 +408,21 @@ func TestDeadLetterCycleDropped(t *testing.T) {
 	}
 	publishConfirmed(t, ch, "", a, body("round"))
 	eventually(t, "the cycle to end", func() bool { return count(t, ch, a) == 0 && count(t, ch, b) == 0 })
-	for i := 0; i < 5; i++ {
-		time.Sleep(20 * time.Millisecond)
+	// Had it gone on, the message would be back in a or b within 10ms. A
+	// probe that takes four times that to dead-letter into a sink shows the
+	// time has passed.
+	probe, sink := uniq(t, "probe"), uniq(t, "sink")
+	s.ownQueue(probe)
+	s.ownQueue(sink)
+	if _, err := ch.QueueDeclare(sink, false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(probe, false, false, false, false, amqp.Table{"x-message-ttl": int32(40), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": sink}); err != nil {
+		t.Fatal(err)
+	}
+	publishConfirmed(t, ch, "", probe, body("probe"))
+	receive(t, consume(t, ch, sink, true))
+	for range 5 {
 		if count(t, ch, a)+count(t, ch, b) != 0 {
 			t.Fatal("the message is still going round")
 		}
