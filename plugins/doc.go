@@ -92,5 +92,7 @@
 //   - Replies a plugin gives (406 for a bad argument, say) are not
 //     failures: they reach the client as AMQP replies.
 //
-// Lock order: Plugin.mutMu, then Plugin.stateMu, then pool.mu.
+// Lock order: Plugin.mutMu, then Plugin.stateMu, then pool.mu. The
+// broker calls a router's mutations with the exchange's lock held (see
+// LOCKS.md at the repository's root), never a vhost-wide one.
 package plugins

@@ -20,6 +20,7 @@
 // holding their own lock. The order is queue.mu -> channel.mu ->
 // outbound.mu; the reader never takes a queue lock while holding a channel
 // lock (it collects under channel.mu, then settles with the queues).
+// LOCKS.md at the repository's root has every lock in Warren in order.
 //
 // # Errors
 //
