@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,7 @@ type options struct {
 	predeclare bool
 	xtype      string
 	extra      int
+	brokerPID  int
 }
 
 func main() {
@@ -67,6 +70,7 @@ func main() {
 	flag.BoolVar(&o.predeclare, "predeclared", false, "do not declare the queue; it exists")
 	flag.StringVar(&o.xtype, "exchange-type", "", "declare -exchange with this type first (e.g. topic)")
 	flag.IntVar(&o.extra, "extra-bindings", 0, "bind this many further patterns from -exchange to a sink queue, none matching -key")
+	flag.IntVar(&o.brokerPID, "broker-pid", 0, "the broker's process id: report its CPU time per message consumed (from /proc)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "warrenperf:", err)
@@ -111,6 +115,7 @@ func run(o options) error {
 		}
 	}
 
+	cpuBefore, _ := processCPU(o.brokerPID)
 	start := time.Now()
 	pctx, pcancel := context.WithTimeout(ctx, o.duration)
 	defer pcancel()
@@ -140,10 +145,44 @@ func run(o options) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	drained := time.Since(start)
+	cpuAfter, cpuErr := processCPU(o.brokerPID)
 	cancel()
 	consumers.Wait()
 	summary(o, st, elapsed, drained)
+	if o.brokerPID > 0 {
+		if cpuErr != nil {
+			return cpuErr
+		}
+		if n := st.consumed.Load(); n > 0 {
+			used := cpuAfter - cpuBefore
+			fmt.Printf("summary: broker CPU %.2fs = %.2f µs per message consumed\n", used.Seconds(), float64(used.Microseconds())/float64(n))
+		}
+	}
 	return nil
+}
+
+// processCPU reads a process's user plus system CPU time from
+// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func processCPU(pid int) (time.Duration, error) {
+	if pid <= 0 {
+		return 0, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad cpu fields", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 func declare(o options) error {

@@ -39,21 +39,21 @@ stop_warren() {
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
-run() { # name url args...
-	local name=$1 url=$2
-	shift 2
+run() { # name url pid args... : pid (0 when unknown) gets its CPU per message reported
+	local name=$1 url=$2 pid=$3
+	shift 3
 	echo "## $name"
-	"$perf" -url "$url" "$@" | grep '^summary'
+	"$perf" -url "$url" -broker-pid "$pid" "$@" | grep '^summary'
 }
 
 both() { # name args... : the same load against Warren, then RabbitMQ
 	local name=$1
 	shift
 	start_warren
-	run "$name: Warren" "$warren_url" "$@"
+	run "$name: Warren" "$warren_url" "$(cat "$work/pid")" "$@"
 	stop_warren
 	if [ -n "${RABBITMQ_URL:-}" ]; then
-		run "$name: RabbitMQ" "$RABBITMQ_URL" "$@"
+		run "$name: RabbitMQ" "$RABBITMQ_URL" "${RABBITMQ_PID:-0}" "$@"
 	fi
 }
 
@@ -123,9 +123,9 @@ for s in $scenarios; do
 		(cd "$root" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$work/plugins/direct.wasm" ./plugins/testdata/direct)
 		for producers in 1 2; do
 			start_warren -config "$(cfgfile "$(printf '[plugins]\ndir = "%s"\nenabled = ["direct"]\n' "$work/plugins")")"
-			run "built-in direct exchange, $producers producer(s), 16 B, auto-ack" "$warren_url" -duration "$duration" -size 16 -autoack \
+			run "built-in direct exchange, $producers producer(s), 16 B, auto-ack" "$warren_url" "$(cat "$work/pid")" -duration "$duration" -size 16 -autoack \
 				-producers "$producers" -queue bench.direct -exchange bench.direct -exchange-type direct -key k
-			run "x-direct plugin exchange (the same logic as a Go plugin), $producers producer(s), 16 B, auto-ack" "$warren_url" -duration "$duration" -size 16 -autoack \
+			run "x-direct plugin exchange (the same logic as a Go plugin), $producers producer(s), 16 B, auto-ack" "$warren_url" "$(cat "$work/pid")" -duration "$duration" -size 16 -autoack \
 				-producers "$producers" -queue bench.plugin -exchange bench.plugin -exchange-type x-direct -key k
 			stop_warren
 		done
