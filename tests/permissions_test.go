@@ -155,3 +155,45 @@ func TestDeadLetterExchangeNeedsWritePermission(t *testing.T) {
 		t.Fatalf("redeclare: %v", err)
 	}
 }
+
+// A server-named queue's configure permission is checked on the name the
+// broker gives it (amq.gen-...), as RabbitMQ checks it, not on "". Against
+// the reference broker the user must exist:
+//
+//	rabbitmqctl add_user warren-test-gen warren-test-gen
+//	rabbitmqctl set_permissions -p / warren-test-gen '^amq\.gen-' '.*' '.*'
+func TestServerNamedQueueCheckedUnderItsName(t *testing.T) {
+	s := start(t)
+	const user = "warren-test-gen"
+	if s.b != nil {
+		pw := user
+		if err := s.b.PutUser(user, &pw, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.b.SetPermission("/", user, `^amq\.gen-`, ".*", ".*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := amqp.Dial(strings.Replace(s.url, "guest:guest@", user+":"+user+"@", 1))
+	if err != nil {
+		if s.b == nil {
+			t.Skipf("the reference broker needs user %s: %v", user, err)
+		}
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatalf("server-named declare: %v", err)
+	}
+	if !strings.HasPrefix(q.Name, "amq.gen-") {
+		t.Fatalf("queue named %q", q.Name)
+	}
+	// A name of the user's own choosing is still refused.
+	_, err = ch.QueueDeclare(uniq(t, "chosen"), false, true, true, false, nil)
+	expectCode(t, err, amqp.AccessRefused)
+}

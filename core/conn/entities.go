@@ -102,6 +102,12 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 			return err
 		}
 	}
+	serverNamed := !m.Passive && name == ""
+	if serverNamed {
+		// A server-named queue gets its name first, so that permissions
+		// are checked on that name, as RabbitMQ checks them.
+		name = vhost.ServerNamed()
+	}
 	if !m.Passive && !ch.c.perm.CanConfigure(name) {
 		return ch.refused("configure", "queue", name)
 	}
@@ -115,7 +121,7 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	}
 	q, _, err := ch.c.vh.DeclareQueue(vhost.QueueDef{
 		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
-		Args: m.Arguments, Owner: ch.c,
+		Args: m.Arguments, Owner: ch.c, ServerNamed: serverNamed,
 	}, m.Passive)
 	if err != nil {
 		return err
@@ -127,12 +133,8 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 
 // isNewQueue reports whether a declare would create the queue: the checks
 // RabbitMQ makes on a new queue's arguments are not made again when one is
-// redeclared (its arguments must then match what is there). A server-named
-// queue is always new.
+// redeclared (its arguments must then match what is there).
 func (ch *channel) isNewQueue(name string) bool {
-	if name == "" {
-		return true
-	}
 	_, err := ch.c.vh.Queue(name, ch.c)
 	return err != nil && reply.As(err).Code == protocol.NotFound
 }
@@ -141,15 +143,11 @@ func (ch *channel) isNewQueue(name string) bool {
 // x-dead-letter-exchange argument: the user must be able to read the queue
 // and write to the dead-letter exchange, since messages leave the one for
 // the other. Without it a user could route their messages into an exchange
-// they may not publish to. A server-named queue's name is not chosen yet;
-// its read permission is checked on a name of the same form.
+// they may not publish to.
 func (ch *channel) checkDeadLetterExchange(name string, args protocol.Table) error {
 	dlx, ok := exchangeArg(args["x-dead-letter-exchange"])
 	if !ok {
 		return nil // absent, or of a type ParseArgs refuses
-	}
-	if name == "" {
-		name = vhost.ServerNamed()
 	}
 	if !ch.c.perm.CanRead(name) {
 		return ch.refused("read", "queue", name)

@@ -24,6 +24,10 @@ type QueueDef struct {
 	Args       protocol.Table
 	// Owner identifies the declaring connection; it owns an exclusive queue.
 	Owner any
+	// ServerNamed says Name came from ServerNamed (the client asked for a
+	// server-named queue, and its permissions were checked on this name):
+	// the reserved prefix is the broker's own.
+	ServerNamed bool
 }
 
 // ServerNamed returns a fresh name like RabbitMQ's: amq.gen- and 22
@@ -74,7 +78,7 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	}
 	if def.Name == "" {
 		def.Name = ServerNamed()
-	} else if ReservedName(def.Name) {
+	} else if !def.ServerNamed && ReservedName(def.Name) {
 		return nil, false, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
