@@ -116,8 +116,9 @@
 //  3. One committer goroutine takes the open batch (swapping in an empty
 //     one) as soon as it holds a durable Txn, or reaches MaxBatchBytes, or
 //     a reader waits for it, or CommitInterval after its first non-durable
-//     Txn. It applies it to Pebble with an fsync of the WAL if a durable Txn
-//     is in it (and Sync is SyncAlways), without otherwise, then hands it to
+//     Txn. It applies it to Pebble, written through to the OS and with an
+//     fsync of the WAL if a durable Txn is in it (and Sync is SyncAlways)
+//     or the SyncInterval is up (see Durability below), then hands it to
 //     the callback goroutine and takes the next one. While it waits for the
 //     disk, new Commits fill the next batch: under load one fsync covers
 //     every Txn committed during the previous one. That is the group commit.
@@ -153,6 +154,45 @@
 // DeleteVHost) are durable Txns whose completion the committer reports
 // directly, so they return once the change is synced and are ordered with
 // the Txns committed before them.
+//
+// # Durability: write-through and the sync interval
+//
+// Pebble's WAL writer (record.LogWriter in pebble/v2 v2.1.7) appends each
+// batch to its current 32 KiB block in process memory; its flush loop writes
+// a partial block to the file only when a sync is requested or the block
+// fills. A batch applied with pebble.NoSync can therefore stay in memory
+// indefinitely, and a kill -9 undoes it: acks and delivery marks sent a
+// minute earlier came back. So the committer applies every batch with
+// pebble.Sync, and the filesystem Pebble writes through (walFS) decides
+// what that sync is:
+//
+//   - A batch holding a durable Txn, under SyncAlways: a real fsync
+//     (fdatasync) before the callbacks run.
+//   - Any other batch: only the write. The WAL file's Sync returns once the
+//     flush loop has written the block, so the data is in the OS's page
+//     cache when Apply returns. Non-durable Txns thus reach the OS within
+//     CommitInterval; durable ones under SyncNever before their callback.
+//   - Under SyncAlways the committer fsyncs at the latest SyncInterval after
+//     the first write it left unsynced: the next batch carries the fsync,
+//     or, if none comes, a timer applies an empty one (LogData). A machine
+//     crash can lose at most the non-durable writes of the last SyncInterval;
+//     a process crash loses nothing that was applied.
+//
+// walFS tells one Apply from the next by a flag the committer sets around
+// each Apply: the committer is the only writer after Open (Recover's own
+// writes finish with a durable Txn through it), applies one batch at a
+// time, and Apply returns only after its sync, so every WAL sync in that
+// window belongs to that Apply. Outside it the flag says fsync, so a sync
+// Pebble makes on its own (closing the DB) is real. A WAL closed while it
+// holds data only written through is fsynced on Close: Pebble closes the
+// old WAL before creating the next (rotateWAL), so no fsync of a newer log
+// can leave a hole in an older one.
+//
+// One consequence: the WAL's sync chunks record as synced offsets what was
+// only written through. After a machine crash (never a process crash)
+// Pebble may take an unsynced tail that the crash tore out of the middle of
+// the newest log for corruption; Open reports it as WAL damage (see
+// Recovery).
 //
 // # Reference counts
 //

@@ -27,11 +27,14 @@ const FormatVersion = 1
 type SyncMode int
 
 const (
-	// SyncAlways: a durable commit fsyncs the WAL before its callback runs.
+	// SyncAlways: a durable commit fsyncs the WAL before its callback runs;
+	// other commits are written through to the OS within CommitInterval and
+	// fsynced within SyncInterval.
 	SyncAlways SyncMode = iota
-	// SyncNever: commits are written to the WAL without fsync. A crash of
-	// the process can lose the last writes and a crash of the machine more.
-	// Unsafe; for tests and benchmarks.
+	// SyncNever: every commit is written through to the OS (within
+	// CommitInterval; a durable one before its callback runs) and never
+	// fsynced. A crash of the process loses nothing committed; a crash of
+	// the machine loses what the OS had not written yet.
 	SyncNever
 )
 
@@ -57,18 +60,27 @@ type Options struct {
 	// CommitInterval is how long writes committed with durable == false may
 	// wait for a commit; 0 = 5ms. Durable writes never wait for it.
 	CommitInterval time.Duration
+	// SyncInterval bounds how long, under SyncAlways, a non-durable write
+	// stays written through but not fsynced: the committer fsyncs the WAL
+	// this long after the first such write at the latest; 0 = 1s.
+	SyncInterval time.Duration
 	// MaxBatchBytes commits the pending batch as soon as it is this large;
 	// 0 = 4 MiB.
 	MaxBatchBytes int
 	// FS is the filesystem; nil = the operating system's. Tests use
 	// vfs.NewMem().
 	FS vfs.FS
+
+	// afterIntervalSync, for tests, runs on the committer after each fsync
+	// SyncInterval called for.
+	afterIntervalSync func()
 }
 
 const (
 	defaultCacheSize      = 64 << 20
 	defaultMemTableSize   = 32 << 20
 	defaultCommitInterval = 5 * time.Millisecond
+	defaultSyncInterval   = time.Second
 	defaultMaxBatchBytes  = 4 << 20
 
 	// idBlock is how many ids are reserved on disk at a time.
@@ -85,6 +97,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CommitInterval <= 0 {
 		o.CommitInterval = defaultCommitInterval
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = defaultSyncInterval
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = defaultMaxBatchBytes
@@ -125,6 +140,7 @@ type Store struct {
 	log  zerolog.Logger
 	db   *pebble.DB
 	lock *pebble.Lock
+	wal  *walFS // the filesystem Pebble writes through (decides WAL fsyncs)
 
 	ids struct {
 		next      atomic.Uint64 // the last id handed out
@@ -165,7 +181,7 @@ func (s *Store) read() (done func(), err error) {
 // error that says so.
 func Open(dir string, o Options) (*Store, error) {
 	o.EnsureDefaults()
-	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger()}
+	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS)}
 	s.ids.cond.L = &s.ids.mu
 
 	if err := checkDir(o.FS, dir); err != nil {
@@ -176,7 +192,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, lockError(dir, err)
 	}
 	po := &pebble.Options{
-		FS:                 o.FS,
+		FS:                 s.wal,
 		Lock:               lock,
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
@@ -398,6 +414,7 @@ func (s *Store) Stats() map[string]any {
 		"sealed_batches":       sealed,
 		"commits":              commits,
 		"syncs":                c.stats.syncs.Load(),
+		"interval_syncs":       c.stats.intervalSyncs.Load(),
 		"txns":                 txns,
 		"committed_bytes":      bytes,
 		"commit_errors":        c.stats.errors.Load(),
