@@ -27,7 +27,8 @@ func (b *Broker) openStore() error {
 		sync = storage.SyncNever
 	}
 	start := time.Now()
-	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, Logger: b.log, CacheSize: int64(cfg.CacheSize)})
+	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, SyncInterval: time.Duration(cfg.SyncInterval),
+		Logger: b.log, CacheSize: int64(cfg.CacheSize)})
 	if err != nil {
 		return err
 	}

@@ -55,9 +55,13 @@ type Admin struct {
 type Storage struct {
 	DataDir string `toml:"data_dir"`
 	// Sync is "always" (a publisher confirm or declare-ok for durable data
-	// waits for fsync) or "never" (the OS decides; a machine crash can
-	// lose confirmed messages, a process crash cannot).
+	// waits for fsync) or "never" (every write goes to the OS, which syncs
+	// when it likes; a machine crash can lose confirmed messages, a process
+	// crash cannot).
 	Sync string `toml:"sync"`
+	// SyncInterval bounds, under sync "always", how long writes nobody
+	// waits for (acks, delivery marks) go without an fsync.
+	SyncInterval Duration `toml:"sync_interval"`
 	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
 	// queue keeps in memory; past either, the rest wait in the store.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
@@ -108,7 +112,7 @@ func Default() Config {
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
 		Admin: Admin{Listen: "127.0.0.1:15672"},
-		Storage: Storage{DataDir: "./data", Sync: "always", QueueMemoryMessages: 65536,
+		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), QueueMemoryMessages: 65536,
 			QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
@@ -225,6 +229,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.Sync != "always" && c.Storage.Sync != "never" {
 		return fmt.Errorf("storage.sync: %q is not one of always, never", c.Storage.Sync)
+	}
+	if c.Storage.SyncInterval <= 0 {
+		return fmt.Errorf("storage.sync_interval: %v must be positive", time.Duration(c.Storage.SyncInterval))
 	}
 	if c.Storage.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
