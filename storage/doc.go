@@ -189,10 +189,10 @@
 // can leave a hole in an older one.
 //
 // One consequence: the WAL's sync chunks record as synced offsets what was
-// only written through. After a machine crash (never a process crash)
-// Pebble may take an unsynced tail that the crash tore out of the middle of
-// the newest log for corruption; Open reports it as WAL damage (see
-// Recovery).
+// only written through, so after a machine crash (never a process crash)
+// that lost a page in the middle of unsynced data, Pebble could take it
+// for corruption. Open looks at the newest log first (below) and reports
+// such a hole as WAL damage either way.
 //
 // # Reference counts
 //
@@ -225,6 +225,24 @@
 // shared message. Then it deletes the shared messages (0x03) nothing
 // references. It syncs its deletions before returning, and logs progress
 // at info level every few seconds when it runs longer than a second.
+//
+// # Damage in the write-ahead log
+//
+// Pebble replays the newest WAL up to the first record it cannot read. If
+// nothing valid follows, that is the torn tail a crash leaves, and nothing
+// is lost that the sync rules above did not allow to be lost. If valid
+// chunks of the same log follow (bit rot, a bad disk, a machine crash that
+// lost a page in the middle of unsynced data), the records from the bad
+// one on are lost: Pebble either refuses to open or drops them with only a
+// line at info level. So Open first reads the newest log itself, as Pebble
+// will (Pebble's wal reader, then a walk over the raw 32 KiB blocks past
+// the bad record counting chunks whose log number and checksum are right),
+// and when it finds such chunks it logs at error level the file, the
+// offset and the records and bytes lost, then per Options.WALDamage either
+// refuses to open (ErrWALDamaged) or keeps the damaged file as
+// damaged-NNNNNN.log-UNIXTIME, writes the log again up to the bad record,
+// and lets Pebble open that. Older WALs were closed cleanly; Pebble refuses
+// any damage in them, and Open says the directory is damaged.
 //
 // # Reads and tombstones
 //

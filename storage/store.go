@@ -67,6 +67,10 @@ type Options struct {
 	// MaxBatchBytes commits the pending batch as soon as it is this large;
 	// 0 = 4 MiB.
 	MaxBatchBytes int
+	// WALDamage says what Open does when the newest write-ahead log holds
+	// valid records after a damaged one (see waldamage.go); the zero value
+	// refuses to open.
+	WALDamage WALDamage
 	// FS is the filesystem; nil = the operating system's. Tests use
 	// vfs.NewMem().
 	FS vfs.FS
@@ -191,6 +195,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, lockError(dir, err)
 	}
+	if err := s.checkWAL(dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	po := &pebble.Options{
 		FS:                 s.wal,
 		Lock:               lock,
@@ -210,6 +218,9 @@ func Open(dir string, o Options) (*Store, error) {
 		lock.Close()
 		if errors.Is(err, os.ErrPermission) {
 			return nil, &dirError{fmt.Sprintf("data directory %s is not accessible: %v", dir, err), ErrAccess, err}
+		}
+		if errors.Is(err, pebble.ErrCorruption) {
+			return nil, fmt.Errorf("data directory %s is damaged, Warren did not start: %w", dir, err)
 		}
 		return nil, fmt.Errorf("data directory %s: opening the store: %w", dir, err)
 	}

@@ -62,6 +62,11 @@ type Storage struct {
 	// SyncInterval bounds, under sync "always", how long writes nobody
 	// waits for (acks, delivery marks) go without an fsync.
 	SyncInterval Duration `toml:"sync_interval"`
+	// WALDamage is what start-up does when the newest write-ahead log is
+	// damaged with records after the damage: "refuse" (stop with an error
+	// saying where and what) or "truncate" (log the same at error level,
+	// keep the damaged file, start without those records).
+	WALDamage string `toml:"wal_damage"`
 	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
 	// queue keeps in memory; past either, the rest wait in the store.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
@@ -112,8 +117,8 @@ func Default() Config {
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
 		Admin: Admin{Listen: "127.0.0.1:15672"},
-		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), QueueMemoryMessages: 65536,
-			QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
+		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
+			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
@@ -232,6 +237,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.SyncInterval <= 0 {
 		return fmt.Errorf("storage.sync_interval: %v must be positive", time.Duration(c.Storage.SyncInterval))
+	}
+	if c.Storage.WALDamage != "refuse" && c.Storage.WALDamage != "truncate" {
+		return fmt.Errorf("storage.wal_damage: %q is not one of refuse, truncate", c.Storage.WALDamage)
 	}
 	if c.Storage.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
