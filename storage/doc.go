@@ -144,11 +144,15 @@
 // drops one reference per key; messages left unreferenced are deleted in
 // the open batch, which comes after every Txn whose changes are counted.
 //
-// If Pebble fails to apply a batch, its callbacks and those of every later
+// If Pebble fails to apply a batch, or a write or fsync of the WAL under it
+// failed (walFS hides those from Pebble, which cannot survive them, and
+// reports them to the committer), its callbacks and those of every later
 // Txn get the error: the store takes no more writes until it is reopened
 // (the in-memory counts may no longer match the disk; Recover rebuilds
-// them). Close commits everything pending, syncs and closes; a Commit after
-// Close runs its callback with ErrClosed.
+// them), and Health says why. Before that point the committer holds batches
+// while the disk is short of space (space.go). Close commits everything
+// pending, syncs and closes; a Commit after Close runs its callback with
+// ErrClosed.
 //
 // The metadata writes (PutMeta, DeleteMeta, PutBinding, DeleteBinding,
 // DeleteVHost) are durable Txns whose completion the committer reports
@@ -258,8 +262,10 @@
 // The DB uses Pebble's newest format (FormatNewest of pebble/v2 v2.1.7),
 // the default bytewise comparer, 32 KiB data blocks (queue scans read 1.5
 // to 2 times faster than with the default 4 KiB), a 64 MiB block cache and
-// 32 MiB memtables by default. Pebble's own tools read the directory; its
-// info-level log lines go to the store's logger at debug level.
+// memtables of a 64th of the disk between 4 and 32 MiB (32 MiB on any disk
+// of 2 GiB or more; see "Disk space" in space.go). Pebble's own tools read
+// the directory; its info-level log lines go to the store's logger at debug
+// level.
 //
 // # Memory
 //

@@ -54,8 +54,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// CacheSize is Pebble's block cache in bytes; 0 = 64 MiB.
 	CacheSize int64
-	// MemTableSize is the size of one Pebble memtable; 0 = 32 MiB. Up to two
-	// are in memory at once (one being written, one being flushed).
+	// MemTableSize is the size of one Pebble memtable; 0 = a 64th of the
+	// disk, between 4 and 32 MiB (see space.go). Up to two are in memory at
+	// once (one being written, one being flushed).
 	MemTableSize uint64
 	// CommitInterval is how long writes committed with durable == false may
 	// wait for a commit; 0 = 5ms. Durable writes never wait for it.
@@ -76,8 +77,10 @@ type Options struct {
 	FS vfs.FS
 
 	// afterIntervalSync, for tests, runs on the committer after each fsync
-	// SyncInterval called for.
+	// SyncInterval called for; afterHold when it starts holding writes for
+	// disk space.
 	afterIntervalSync func()
+	afterHold         func()
 }
 
 const (
@@ -159,6 +162,8 @@ type Store struct {
 	// failed is the sticky error of a failed commit (nil while healthy).
 	failed atomic.Pointer[error]
 
+	space spaceState
+
 	recovered atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -184,13 +189,17 @@ func (s *Store) read() (done func(), err error) {
 // read or written, or a store written with another FormatVersion give an
 // error that says so.
 func Open(dir string, o Options) (*Store, error) {
+	autoMemTable := o.MemTableSize == 0
 	o.EnsureDefaults()
-	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS)}
-	s.ids.cond.L = &s.ids.mu
-
 	if err := checkDir(o.FS, dir); err != nil {
 		return nil, err
 	}
+	if autoMemTable {
+		o.MemTableSize = memTableSizeFor(o.FS, dir) // smaller on a small disk (space.go)
+	}
+	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS)}
+	s.ids.cond.L = &s.ids.mu
+
 	lock, err := pebble.LockDirectory(dir, o.FS)
 	if err != nil {
 		return nil, lockError(dir, err)
@@ -225,7 +234,11 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("data directory %s: opening the store: %w", dir, err)
 	}
 	s.db, s.lock = db, lock
-	if err := s.checkFormat(); err != nil {
+	err = s.checkFormat()
+	if err == nil {
+		err = s.wal.failure() // the format and id writes went to the WAL
+	}
+	if err != nil {
 		s.db.Close()
 		s.lock.Close()
 		return nil, err
@@ -472,6 +485,10 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 func (s *Store) eventListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
+			if isNoSpace(err) {
+				s.backgroundNoSpace(err)
+				return
+			}
 			s.log.Error().Err(err).Msg("pebble background error")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {

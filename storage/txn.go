@@ -242,6 +242,9 @@ func (s *Store) apply(b *pebble.Batch, fsync bool) error {
 		err = s.db.LogData(nil, pebble.Sync)
 	}
 	s.wal.fsync.Store(true)
+	if err == nil {
+		err = s.wal.failure() // a WAL write or sync failed under Pebble (walFS)
+	}
 	if err != nil {
 		return err
 	}
@@ -291,7 +294,10 @@ func (s *Store) commitBatch(b *commitBatch) {
 	var err error
 	if p := s.failed.Load(); p != nil {
 		err = *p
-	} else {
+	} else if !b.b.Empty() || b.durable {
+		err = s.waitForSpace()
+	}
+	if err == nil && s.failed.Load() == nil {
 		sync := b.durable && s.opts.Sync == SyncAlways
 		n := b.b.Len()
 		if !b.b.Empty() {

@@ -76,16 +76,17 @@ func (r *walDamageReport) String() string {
 		r.path, r.damage, r.size, r.cause, r.records, r.bytes, r.offset)
 }
 
-// findWALDamage reads the newest write-ahead log in dir and reports valid
-// records after its first unreadable one; nil when there are none.
-func findWALDamage(fs vfs.FS, dir string) (*walDamageReport, error) {
+// scanNewestWAL reads the newest write-ahead log in dir as Pebble's replay
+// will. It returns the bytes that replay reads, and a report of valid
+// records after the first unreadable one (nil when there are none).
+func scanNewestWAL(fs vfs.FS, dir string) (int64, *walDamageReport, error) {
 	logs, err := wal.Scan(wal.Dir{FS: fs, Dirname: dir})
 	if err != nil || len(logs) == 0 {
-		return nil, err
+		return 0, nil, err
 	}
 	newest := logs[len(logs)-1]
 	if newest.NumSegments() != 1 {
-		return nil, nil // WAL failover is not used; nothing to judge
+		return 0, nil, nil // WAL failover is not used; nothing to judge
 	}
 	r := newest.OpenForRead()
 	var off wal.Offset
@@ -97,17 +98,17 @@ func findWALDamage(fs vfs.FS, dir string) (*walDamageReport, error) {
 	}
 	_ = r.Close()
 	if errors.Is(err, io.EOF) {
-		return nil, nil
+		return off.Physical, nil, nil
 	}
 	logFS, path := newest.SegmentLocation(0)
 	rep := &walDamageReport{path: path, offset: off.Physical, cause: err}
 	if err := countChunksAfter(logFS, path, uint32(newest.Num), rep); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if rep.after == 0 {
-		return nil, nil // a torn tail: nothing valid follows the damage
+		return off.Physical, nil, nil // a torn tail: nothing valid follows the damage
 	}
-	return rep, nil
+	return off.Physical, rep, nil
 }
 
 // The WAL's chunk format (pebble/v2 record package): 32 KiB blocks; a chunk
@@ -234,14 +235,14 @@ func truncateWAL(fs vfs.FS, dir string, rep *walDamageReport) (keptAs string, er
 }
 
 // checkWAL applies o.WALDamage to the newest log of dir before Pebble
-// replays it.
+// replays it, then checks that the disk can take the replay.
 func (s *Store) checkWAL(dir string) error {
-	rep, err := findWALDamage(s.opts.FS, dir)
+	walBytes, rep, err := scanNewestWAL(s.opts.FS, dir)
 	if err != nil {
 		return fmt.Errorf("data directory %s: reading the write-ahead log: %w", dir, err)
 	}
 	if rep == nil {
-		return nil
+		return s.checkStartSpace(dir, walBytes)
 	}
 	if s.opts.WALDamage != WALDamageTruncate {
 		s.log.Error().Str("file", rep.path).Int64("offset", rep.damage).Int64("records_lost", rep.records).
@@ -255,5 +256,5 @@ func (s *Store) checkWAL(dir string) error {
 	s.log.Error().Str("file", rep.path).Int64("offset", rep.damage).Int64("records_dropped", rep.records).
 		Int64("bytes_dropped", rep.bytes).Str("cause", rep.cause.Error()).Str("kept_as", keptAs).
 		Msg("write-ahead log damaged: starting without the records after the damage")
-	return nil
+	return s.checkStartSpace(dir, walBytes)
 }

@@ -21,9 +21,33 @@ import (
 // fsyncs. Only the committer applies batches after Open, one at a time, so
 // the flag always belongs to the Apply in progress; outside an Apply it is
 // true, so a sync Pebble asks for on its own is a real one.
+//
+// walFS also keeps WAL write errors from Pebble. Pebble v2.1.7 cannot
+// survive one: a failed synced commit is a Fatalf ("fatal commit error"), a
+// failed unsynced one makes a later write panic, and a WAL that cannot be
+// closed at rotation panics with its mutex unlocked, which is fatal. So a
+// failed write or fsync of a WAL file is recorded here and reported to
+// Pebble as a success, and from then on nothing more is written to any WAL
+// file (a later write that succeeded would leave a hole before it). The
+// committer checks failure after every Apply and fails that batch and the
+// store (see Store.fail): no confirm is sent for data that may not be on
+// disk, and a restart replays the log up to the failed write.
 type walFS struct {
 	vfs.FS
 	fsync atomic.Bool
+	err   atomic.Pointer[error] // the first WAL write or sync error
+}
+
+// failure is the first WAL write or sync error, or nil.
+func (fs *walFS) failure() error {
+	if p := fs.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (fs *walFS) setFailure(err error) {
+	fs.err.CompareAndSwap(nil, &err)
 }
 
 func newWALFS(fs vfs.FS) *walFS {
@@ -60,6 +84,18 @@ type walFile struct {
 	unsynced atomic.Bool
 }
 
+// Write writes p, or after any WAL failure nothing; either way it tells
+// Pebble it wrote p (see walFS).
+func (f *walFile) Write(p []byte) (int, error) {
+	if f.fs.failure() != nil {
+		return len(p), nil
+	}
+	if _, err := f.File.Write(p); err != nil {
+		f.fs.setFailure(err)
+	}
+	return len(p), nil
+}
+
 // Sync and SyncData fsync, or with fs.fsync false only note that the file
 // now holds unsynced data (Pebble has just written it). Pebble's syncing
 // wrapper calls SyncData for a WAL sync.
@@ -72,7 +108,10 @@ func (f *walFile) sync(fsync func() error) error {
 		return nil
 	}
 	f.unsynced.Store(false)
-	return fsync()
+	if err := fsync(); err != nil {
+		f.fs.setFailure(err)
+	}
+	return nil
 }
 
 // Close fsyncs a log that still holds unsynced data. Pebble closes the old
@@ -82,10 +121,12 @@ func (f *walFile) sync(fsync func() error) error {
 func (f *walFile) Close() error {
 	if f.unsynced.Load() {
 		if err := f.File.SyncData(); err != nil {
-			_ = f.File.Close()
-			return err
+			f.fs.setFailure(err)
 		}
 		f.unsynced.Store(false)
 	}
-	return f.File.Close()
+	if err := f.File.Close(); err != nil {
+		f.fs.setFailure(err)
+	}
+	return nil
 }
