@@ -239,8 +239,11 @@ func TestFullDisk(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("no connection.blocked; %d MB free", freeBytes(t, mnt)/1e6)
 	}
-	if free := freeBytes(t, mnt); free < 50e6 {
-		t.Errorf("the alarm let the disk fall to %d MB free, under the 50 MB limit", free/1e6)
+	// The alarm fires at the limit plus the store's reserve; a compaction
+	// writing its output before deleting its input may dip into the limit,
+	// which is what the limit is for, but not far.
+	if free := freeBytes(t, mnt); free < 25e6 {
+		t.Errorf("the alarm let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
 	}
 	// The publisher is held; its connection goes, and with it the
 	// messages not yet confirmed.
@@ -249,9 +252,9 @@ func TestFullDisk(t *testing.T) {
 	dropConfirms()
 	confirms.Wait()
 	t.Logf("%d published, %d confirmed; %d MB free", n, len(confirmed), freeBytes(t, mnt)/1e6)
-	for _, bad := range []string{"no space left", "commit failed", "panic"} {
+	for _, bad := range []string{"no space left", "commit failed", "panic", "writes held"} {
 		if strings.Contains(p.logText(), bad) {
-			t.Fatalf("a write failed before the alarm (%q in the log)", bad)
+			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
 		}
 	}
 

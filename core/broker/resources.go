@@ -49,7 +49,7 @@ import (
 // failed commit) raises the alarm too, with its reason.
 const (
 	memorySampleEvery = 10 * time.Millisecond
-	diskSampleEvery   = 100 * time.Millisecond
+	diskSampleEvery   = 20 * time.Millisecond
 	// memoryClearBelow is the fraction of the watermark memory must fall
 	// under to clear a memory alarm, and diskClearAfter how long the disk
 	// must have had room, so that the alarm does not flap (a flush or a
