@@ -19,24 +19,25 @@ import (
 // fine again.
 //
 // Memory is what the process holds that the operating system cannot have
-// back: the Go runtime's memory minus heap spans that are free or already
-// released (the old alarm counted free spans too, and the runtime returns
-// them to the OS over minutes, so the alarm held publishers for about four
-// minutes after a purge), plus Pebble's block cache and memtables when they
-// live outside the Go heap (cgo builds). Memory is sampled every
-// memorySampleEvery, which is cheap (runtime/metrics), so a fast publisher
-// overshoots the watermark by a few milliseconds of traffic, not a second's.
+// back: its resident set less the heap spans the Go collector has freed but
+// the runtime has not yet returned (see memoryGauge). The old alarm counted
+// those free spans, which the runtime returns over minutes, so it held
+// publishers for about four minutes after a purge. Memory is sampled every
+// memorySampleEvery, which is cheap (a pread of /proc/self/statm and
+// runtime/metrics), so a fast publisher overshoots the watermark by a few
+// milliseconds of traffic, not a second's.
 //
 // Two more things keep the figure honest near the watermark:
 //   - While the alarm is clear, the Go soft memory limit (debug.SetMemoryLimit)
-//     is the watermark less Pebble's off-heap memory, so the garbage
+//     is the watermark less the resident memory Go does not manage (Pebble's
+//     C-allocated cache and memtables, compiled plugins), so the garbage
 //     collector works harder as the heap nears it instead of letting garbage
 //     push the process over. While the alarm is raised the limit is lifted:
 //     live data above it would otherwise make the collector run back to back
 //     (up to half the CPU) and slow the consumers that drain the queues. An
 //     operator's GOMEMLIMIT is left alone.
 //   - Above the watermark the watcher runs a collection before deciding, at
-//     most once a second and at most a tenth of the time (a collection costs
+//     most every 250 ms and at most a tenth of the time (a collection costs
 //     time proportional to the live heap): dead messages of a purged or
 //     drained queue are garbage until the next collection, and publishers are
 //     blocked, so without one the next collection could be minutes away.
@@ -58,13 +59,21 @@ const (
 	diskClearAfter   = time.Second
 	// forcedGCMinGap and forcedGCMaxShare bound the collections the watcher
 	// forces while memory is above the watermark.
-	forcedGCMinGap   = time.Second
+	forcedGCMinGap   = 250 * time.Millisecond
 	forcedGCMaxShare = 10 // at most 1/10 of the time
 )
 
-// memoryGauge measures the process's memory as the alarm counts it.
+// memoryGauge measures the process's memory as the alarm counts it: its
+// resident set (/proc/self/statm, like RabbitMQ's "rss" strategy: Go heap,
+// Pebble's C-allocated cache and memtables, compiled plugins), less the
+// heap spans the collector has freed and the runtime has not yet returned
+// to the OS. Where statm cannot be read, it counts the Go runtime's memory
+// less free and released spans, plus Pebble's off-heap memory.
 type memoryGauge struct {
 	samples []metrics.Sample
+	statm   *os.File // nil: unavailable
+	buf     [128]byte
+	page    uint64
 }
 
 const (
@@ -74,16 +83,35 @@ const (
 )
 
 func newMemoryGauge() *memoryGauge {
-	return &memoryGauge{samples: []metrics.Sample{
+	g := &memoryGauge{samples: []metrics.Sample{
 		sampleTotal:        {Name: "/memory/classes/total:bytes"},
 		sampleHeapFree:     {Name: "/memory/classes/heap/free:bytes"},
 		sampleHeapReleased: {Name: "/memory/classes/heap/released:bytes"},
-	}}
+	}, page: uint64(os.Getpagesize())}
+	if f, err := os.Open("/proc/self/statm"); err == nil {
+		g.statm = f
+	}
+	return g
 }
 
-// used reads the Go runtime's memory except free and released heap spans,
-// and adds offHeap (Pebble's memory outside the Go heap, as last sampled).
-func (g *memoryGauge) used(offHeap uint64) uint64 {
+func (g *memoryGauge) close() {
+	if g.statm != nil {
+		g.statm.Close()
+	}
+}
+
+// memoryReading is one sample.
+type memoryReading struct {
+	used uint64 // what the alarm compares with the watermark
+	// outsideGo is the memory counted in used that the Go runtime does not
+	// manage (C allocations, mapped code): the Go soft limit leaves room
+	// for it.
+	outsideGo uint64
+}
+
+// read takes a sample; offHeap (Pebble's memory outside the Go heap, as
+// last sampled) stands in for what is outside Go when statm is missing.
+func (g *memoryGauge) read(offHeap uint64) memoryReading {
 	metrics.Read(g.samples)
 	v := func(i int) uint64 {
 		if g.samples[i].Value.Kind() != metrics.KindUint64 {
@@ -91,7 +119,47 @@ func (g *memoryGauge) used(offHeap uint64) uint64 {
 		}
 		return g.samples[i].Value.Uint64()
 	}
-	return v(sampleTotal) - v(sampleHeapFree) - v(sampleHeapReleased) + offHeap
+	free := v(sampleHeapFree)
+	goResident := v(sampleTotal) - v(sampleHeapReleased)
+	rss, ok := g.resident()
+	if !ok {
+		return memoryReading{used: goResident - free + offHeap, outsideGo: offHeap}
+	}
+	r := memoryReading{}
+	if rss > free {
+		r.used = rss - free
+	}
+	if rss > goResident {
+		r.outsideGo = rss - goResident
+	}
+	return r
+}
+
+// resident reads the resident set size from statm ("size resident ...",
+// in pages).
+func (g *memoryGauge) resident() (uint64, bool) {
+	if g.statm == nil {
+		return 0, false
+	}
+	n, err := g.statm.ReadAt(g.buf[:], 0)
+	if n == 0 && err != nil {
+		return 0, false
+	}
+	fields := g.buf[:n]
+	i := 0
+	for i < len(fields) && fields[i] != ' ' { // skip size
+		i++
+	}
+	var pages uint64
+	digits := 0
+	for i++; i < len(fields) && fields[i] >= '0' && fields[i] <= '9'; i++ {
+		pages = pages*10 + uint64(fields[i]-'0')
+		digits++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	return pages * g.page, true
 }
 
 // resourceWatch is the state of watchResources between samples.
@@ -115,6 +183,7 @@ type resourceWatch struct {
 func (b *Broker) watchResources() {
 	defer b.wg.Done()
 	w := &resourceWatch{gauge: newMemoryGauge()}
+	defer w.gauge.close()
 	if total := systemMemory(); total > 0 && b.cfg.Resources.MemoryHighWatermark > 0 {
 		w.memLimit = uint64(float64(total) * b.cfg.Resources.MemoryHighWatermark)
 	}
@@ -158,21 +227,16 @@ func (b *Broker) sampleMemory(w *resourceWatch) {
 	if w.memLimit == 0 {
 		return
 	}
-	used := w.gauge.used(w.offHeap)
-	over := used > w.memLimit
-	if w.memOver {
-		over = float64(used) >= memoryClearBelow*float64(w.memLimit)
-	}
+	m := w.gauge.read(w.offHeap)
+	over := w.isOver(m.used)
 	if over && time.Since(w.lastGC) >= max(forcedGCMinGap, forcedGCMaxShare*w.gcCost) {
 		start := time.Now()
 		runtime.GC()
 		w.lastGC, w.gcCost = time.Now(), time.Since(start)
-		used = w.gauge.used(w.offHeap)
-		over = used > w.memLimit
-		if w.memOver {
-			over = float64(used) >= memoryClearBelow*float64(w.memLimit)
-		}
+		m = w.gauge.read(w.offHeap)
+		over = w.isOver(m.used)
 	}
+	used := m.used
 	if over != w.memOver {
 		w.memOver = over
 		ev := b.log.Info()
@@ -185,14 +249,23 @@ func (b *Broker) sampleMemory(w *resourceWatch) {
 		// Clear: the collector keeps the heap under the watermark. Raised:
 		// no limit, so live data above it does not make it run nonstop.
 		limit := int64(math.MaxInt64)
-		if !over && w.memLimit > w.offHeap {
-			limit = int64(w.memLimit - w.offHeap)
+		if !over && w.memLimit > m.outsideGo {
+			limit = int64(w.memLimit - m.outsideGo)
 		}
 		if d := limit - w.goLimit; d > int64(w.memLimit/100) || d < -int64(w.memLimit/100) {
 			debug.SetMemoryLimit(limit)
 			w.goLimit = limit
 		}
 	}
+}
+
+// isOver says whether used is over the watermark, with the hysteresis
+// that keeps a raised memory alarm from flapping.
+func (w *resourceWatch) isOver(used uint64) bool {
+	if w.memOver {
+		return float64(used) >= memoryClearBelow*float64(w.memLimit)
+	}
+	return used > w.memLimit
 }
 
 // diskReason says why the disk is short of space, or "".

@@ -15,13 +15,15 @@ import (
 func TestMemoryAlarmClearsOnceMessagesAreFreed(t *testing.T) {
 	b := &Broker{log: zerolog.Nop()}
 	runtime.GC()
-	base := newMemoryGauge().used(0)
-	w := &resourceWatch{memLimit: base + 100<<20, gauge: newMemoryGauge()}
+	g := testGauge()
+	defer g.close()
+	base := g.read(0).used
+	w := &resourceWatch{memLimit: base + 100<<20, gauge: g}
 
 	// A queue's worth of message bodies, above the watermark.
 	var bodies [][]byte
 	for i := 0; i < 200; i++ {
-		bodies = append(bodies, make([]byte, 1<<20))
+		bodies = append(bodies, written(1<<20))
 	}
 	b.sampleMemory(w)
 	if !w.memOver {
@@ -34,7 +36,7 @@ func TestMemoryAlarmClearsOnceMessagesAreFreed(t *testing.T) {
 	w.lastGC = time.Time{} // the watcher's collection budget allows one now
 	b.sampleMemory(w)
 	if w.memOver {
-		used := w.gauge.used(0)
+		used := w.gauge.read(0).used
 		t.Fatalf("after the purge memory reads %d MiB against a watermark of %d MiB: the alarm stays",
 			used>>20, w.memLimit>>20)
 	}
@@ -43,22 +45,44 @@ func TestMemoryAlarmClearsOnceMessagesAreFreed(t *testing.T) {
 // Freed but unreleased heap does not count even without a forced
 // collection: a collection the runtime ran on its own is enough.
 func TestMemoryGaugeExcludesFreeHeap(t *testing.T) {
-	g := newMemoryGauge()
+	g := testGauge()
+	defer g.close()
 	runtime.GC()
-	before := g.used(0)
+	before := g.read(0).used
 	bodies := make([][]byte, 0, 100)
 	for i := 0; i < 100; i++ {
-		bodies = append(bodies, make([]byte, 1<<20))
+		bodies = append(bodies, written(1<<20))
 	}
-	if held := g.used(0); held < before+90<<20 {
+	if held := g.read(0).used; held < before+90<<20 {
 		t.Fatalf("100 MiB held: the gauge went from %d to %d MiB", before>>20, held>>20)
 	}
 	runtime.KeepAlive(bodies)
 	bodies = nil
 	runtime.GC()
-	if after := g.used(0); after > before+20<<20 {
+	if after := g.read(0).used; after > before+20<<20 {
 		t.Fatalf("100 MiB freed and collected: the gauge reads %d MiB, %d MiB before they were allocated", after>>20, before>>20)
 	}
+}
+
+// testGauge is the alarm's gauge, on the Go runtime's figures alone under
+// the race detector (see raceEnabled).
+func testGauge() *memoryGauge {
+	g := newMemoryGauge()
+	if raceEnabled {
+		g.close()
+		g.statm = nil
+	}
+	return g
+}
+
+// written returns n bytes that have been written to, so that they are
+// resident, as a message body is.
+func written(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
 }
 
 // The watcher clears only an alarm it raised.
