@@ -116,8 +116,9 @@
 //  3. One committer goroutine takes the open batch (swapping in an empty
 //     one) as soon as it holds a durable Txn, or reaches MaxBatchBytes, or
 //     a reader waits for it, or CommitInterval after its first non-durable
-//     Txn. It applies it to Pebble with an fsync of the WAL if a durable Txn
-//     is in it (and Sync is SyncAlways), without otherwise, then hands it to
+//     Txn. It applies it to Pebble, written through to the OS and with an
+//     fsync of the WAL if a durable Txn is in it (and Sync is SyncAlways)
+//     or the SyncInterval is up (see Durability below), then hands it to
 //     the callback goroutine and takes the next one. While it waits for the
 //     disk, new Commits fill the next batch: under load one fsync covers
 //     every Txn committed during the previous one. That is the group commit.
@@ -143,16 +144,59 @@
 // drops one reference per key; messages left unreferenced are deleted in
 // the open batch, which comes after every Txn whose changes are counted.
 //
-// If Pebble fails to apply a batch, its callbacks and those of every later
+// If Pebble fails to apply a batch, or a write or fsync of the WAL under it
+// failed (walFS hides those from Pebble, which cannot survive them, and
+// reports them to the committer), its callbacks and those of every later
 // Txn get the error: the store takes no more writes until it is reopened
 // (the in-memory counts may no longer match the disk; Recover rebuilds
-// them). Close commits everything pending, syncs and closes; a Commit after
-// Close runs its callback with ErrClosed.
+// them), and Health says why. Before that point the committer holds batches
+// while the disk is short of space (space.go). Close commits everything
+// pending, syncs and closes; a Commit after Close runs its callback with
+// ErrClosed.
 //
 // The metadata writes (PutMeta, DeleteMeta, PutBinding, DeleteBinding,
 // DeleteVHost) are durable Txns whose completion the committer reports
 // directly, so they return once the change is synced and are ordered with
 // the Txns committed before them.
+//
+// # Durability: write-through and the sync interval
+//
+// Pebble's WAL writer (record.LogWriter in pebble/v2 v2.1.7) appends each
+// batch to its current 32 KiB block in process memory; its flush loop writes
+// a partial block to the file only when a sync is requested or the block
+// fills. A batch applied with pebble.NoSync can therefore stay in memory
+// indefinitely, and a kill -9 undoes it: acks and delivery marks sent a
+// minute earlier came back. So the committer applies every batch with
+// pebble.Sync, and the filesystem Pebble writes through (walFS) decides
+// what that sync is:
+//
+//   - A batch holding a durable Txn, under SyncAlways: a real fsync
+//     (fdatasync) before the callbacks run.
+//   - Any other batch: only the write. The WAL file's Sync returns once the
+//     flush loop has written the block, so the data is in the OS's page
+//     cache when Apply returns. Non-durable Txns thus reach the OS within
+//     CommitInterval; durable ones under SyncNever before their callback.
+//   - Under SyncAlways the committer fsyncs at the latest SyncInterval after
+//     the first write it left unsynced: the next batch carries the fsync,
+//     or, if none comes, a timer applies an empty one (LogData). A machine
+//     crash can lose at most the non-durable writes of the last SyncInterval;
+//     a process crash loses nothing that was applied.
+//
+// walFS tells one Apply from the next by a flag the committer sets around
+// each Apply: the committer is the only writer after Open (Recover's own
+// writes finish with a durable Txn through it), applies one batch at a
+// time, and Apply returns only after its sync, so every WAL sync in that
+// window belongs to that Apply. Outside it the flag says fsync, so a sync
+// Pebble makes on its own (closing the DB) is real. A WAL closed while it
+// holds data only written through is fsynced on Close: Pebble closes the
+// old WAL before creating the next (rotateWAL), so no fsync of a newer log
+// can leave a hole in an older one.
+//
+// One consequence: the WAL's sync chunks record as synced offsets what was
+// only written through, so after a machine crash (never a process crash)
+// that lost a page in the middle of unsynced data, Pebble could take it
+// for corruption. Open looks at the newest log first (below) and reports
+// such a hole as WAL damage either way.
 //
 // # Reference counts
 //
@@ -186,6 +230,24 @@
 // references. It syncs its deletions before returning, and logs progress
 // at info level every few seconds when it runs longer than a second.
 //
+// # Damage in the write-ahead log
+//
+// Pebble replays the newest WAL up to the first record it cannot read. If
+// nothing valid follows, that is the torn tail a crash leaves, and nothing
+// is lost that the sync rules above did not allow to be lost. If valid
+// chunks of the same log follow (bit rot, a bad disk, a machine crash that
+// lost a page in the middle of unsynced data), the records from the bad
+// one on are lost: Pebble either refuses to open or drops them with only a
+// line at info level. So Open first reads the newest log itself, as Pebble
+// will (Pebble's wal reader, then a walk over the raw 32 KiB blocks past
+// the bad record counting chunks whose log number and checksum are right),
+// and when it finds such chunks it logs at error level the file, the
+// offset and the records and bytes lost, then per Options.WALDamage either
+// refuses to open (ErrWALDamaged) or keeps the damaged file as
+// damaged-NNNNNN.log-UNIXTIME, writes the log again up to the bad record,
+// and lets Pebble open that. Older WALs were closed cleanly; Pebble refuses
+// any damage in them, and Open says the directory is damaged.
+//
 // # Reads and tombstones
 //
 // ScanQueue, QueueLevels, ScanHeld, Meta and Dump first wait until every
@@ -200,8 +262,10 @@
 // The DB uses Pebble's newest format (FormatNewest of pebble/v2 v2.1.7),
 // the default bytewise comparer, 32 KiB data blocks (queue scans read 1.5
 // to 2 times faster than with the default 4 KiB), a 64 MiB block cache and
-// 32 MiB memtables by default. Pebble's own tools read the directory; its
-// info-level log lines go to the store's logger at debug level.
+// memtables of a 64th of the disk between 4 and 32 MiB (32 MiB on any disk
+// of 2 GiB or more; see "Disk space" in space.go). Pebble's own tools read
+// the directory; its info-level log lines go to the store's logger at debug
+// level.
 //
 // # Memory
 //

@@ -240,6 +240,14 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		return st, err
 	}
 	b.Close()
+	if s.opts.Sync == SyncAlways {
+		// The committer may have been writing a batch through without an
+		// fsync while the flush above synced (walFS): an empty durable Txn
+		// makes sure the deletions are fsynced.
+		if err := s.Begin().commitWait(); err != nil {
+			return st, err
+		}
+	}
 
 	s.c.mu.Lock()
 	s.c.refs = refs

@@ -27,11 +27,14 @@ const FormatVersion = 1
 type SyncMode int
 
 const (
-	// SyncAlways: a durable commit fsyncs the WAL before its callback runs.
+	// SyncAlways: a durable commit fsyncs the WAL before its callback runs;
+	// other commits are written through to the OS within CommitInterval and
+	// fsynced within SyncInterval.
 	SyncAlways SyncMode = iota
-	// SyncNever: commits are written to the WAL without fsync. A crash of
-	// the process can lose the last writes and a crash of the machine more.
-	// Unsafe; for tests and benchmarks.
+	// SyncNever: every commit is written through to the OS (within
+	// CommitInterval; a durable one before its callback runs) and never
+	// fsynced. A crash of the process loses nothing committed; a crash of
+	// the machine loses what the OS had not written yet.
 	SyncNever
 )
 
@@ -51,24 +54,40 @@ type Options struct {
 	Logger zerolog.Logger
 	// CacheSize is Pebble's block cache in bytes; 0 = 64 MiB.
 	CacheSize int64
-	// MemTableSize is the size of one Pebble memtable; 0 = 32 MiB. Up to two
-	// are in memory at once (one being written, one being flushed).
+	// MemTableSize is the size of one Pebble memtable; 0 = a 64th of the
+	// disk, between 4 and 32 MiB (see space.go). Up to two are in memory at
+	// once (one being written, one being flushed).
 	MemTableSize uint64
 	// CommitInterval is how long writes committed with durable == false may
 	// wait for a commit; 0 = 5ms. Durable writes never wait for it.
 	CommitInterval time.Duration
+	// SyncInterval bounds how long, under SyncAlways, a non-durable write
+	// stays written through but not fsynced: the committer fsyncs the WAL
+	// this long after the first such write at the latest; 0 = 1s.
+	SyncInterval time.Duration
 	// MaxBatchBytes commits the pending batch as soon as it is this large;
 	// 0 = 4 MiB.
 	MaxBatchBytes int
+	// WALDamage says what Open does when the newest write-ahead log holds
+	// valid records after a damaged one (see waldamage.go); the zero value
+	// refuses to open.
+	WALDamage WALDamage
 	// FS is the filesystem; nil = the operating system's. Tests use
 	// vfs.NewMem().
 	FS vfs.FS
+
+	// afterIntervalSync, for tests, runs on the committer after each fsync
+	// SyncInterval called for; afterHold when it starts holding writes for
+	// disk space.
+	afterIntervalSync func()
+	afterHold         func()
 }
 
 const (
 	defaultCacheSize      = 64 << 20
 	defaultMemTableSize   = 32 << 20
 	defaultCommitInterval = 5 * time.Millisecond
+	defaultSyncInterval   = time.Second
 	defaultMaxBatchBytes  = 4 << 20
 
 	// idBlock is how many ids are reserved on disk at a time.
@@ -85,6 +104,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.CommitInterval <= 0 {
 		o.CommitInterval = defaultCommitInterval
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = defaultSyncInterval
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = defaultMaxBatchBytes
@@ -125,6 +147,7 @@ type Store struct {
 	log  zerolog.Logger
 	db   *pebble.DB
 	lock *pebble.Lock
+	wal  *walFS // the filesystem Pebble writes through (decides WAL fsyncs)
 
 	ids struct {
 		next      atomic.Uint64 // the last id handed out
@@ -138,6 +161,8 @@ type Store struct {
 
 	// failed is the sticky error of a failed commit (nil while healthy).
 	failed atomic.Pointer[error]
+
+	space spaceState
 
 	recovered atomic.Bool
 	closeOnce sync.Once
@@ -164,19 +189,27 @@ func (s *Store) read() (done func(), err error) {
 // read or written, or a store written with another FormatVersion give an
 // error that says so.
 func Open(dir string, o Options) (*Store, error) {
+	autoMemTable := o.MemTableSize == 0
 	o.EnsureDefaults()
-	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger()}
-	s.ids.cond.L = &s.ids.mu
-
 	if err := checkDir(o.FS, dir); err != nil {
 		return nil, err
 	}
+	if autoMemTable {
+		o.MemTableSize = memTableSizeFor(o.FS, dir) // smaller on a small disk (space.go)
+	}
+	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS)}
+	s.ids.cond.L = &s.ids.mu
+
 	lock, err := pebble.LockDirectory(dir, o.FS)
 	if err != nil {
 		return nil, lockError(dir, err)
 	}
+	if err := s.checkWAL(dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	po := &pebble.Options{
-		FS:                 o.FS,
+		FS:                 s.wal,
 		Lock:               lock,
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
@@ -195,10 +228,17 @@ func Open(dir string, o Options) (*Store, error) {
 		if errors.Is(err, os.ErrPermission) {
 			return nil, &dirError{fmt.Sprintf("data directory %s is not accessible: %v", dir, err), ErrAccess, err}
 		}
+		if errors.Is(err, pebble.ErrCorruption) {
+			return nil, fmt.Errorf("data directory %s is damaged, Warren did not start: %w", dir, err)
+		}
 		return nil, fmt.Errorf("data directory %s: opening the store: %w", dir, err)
 	}
 	s.db, s.lock = db, lock
-	if err := s.checkFormat(); err != nil {
+	err = s.checkFormat()
+	if err == nil {
+		err = s.wal.failure() // the format and id writes went to the WAL
+	}
+	if err != nil {
 		s.db.Close()
 		s.lock.Close()
 		return nil, err
@@ -398,6 +438,7 @@ func (s *Store) Stats() map[string]any {
 		"sealed_batches":       sealed,
 		"commits":              commits,
 		"syncs":                c.stats.syncs.Load(),
+		"interval_syncs":       c.stats.intervalSyncs.Load(),
 		"txns":                 txns,
 		"committed_bytes":      bytes,
 		"commit_errors":        c.stats.errors.Load(),
@@ -444,6 +485,10 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 func (s *Store) eventListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
+			if isNoSpace(err) {
+				s.backgroundNoSpace(err)
+				return
+			}
 			s.log.Error().Err(err).Msg("pebble background error")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {

@@ -87,6 +87,11 @@ type committer struct {
 	kick chan struct{} // wakes the committer (buffered, 1)
 	done chan struct{} // closed when the committer exits
 
+	// unsyncedSince is when the committer first wrote a batch through to
+	// the OS without an fsync since the last fsync (zero: everything
+	// written is synced). Only the committer goroutine uses it.
+	unsyncedSince time.Time
+
 	// The callback goroutine's queue of applied batches.
 	cb struct {
 		mu      sync.Mutex
@@ -99,7 +104,7 @@ type committer struct {
 	txnPool sync.Pool
 
 	stats struct {
-		commits, syncs, txns, bytes, errors atomic.Uint64
+		commits, syncs, intervalSyncs, txns, bytes, errors atomic.Uint64
 	}
 }
 
@@ -194,19 +199,89 @@ func (s *Store) commitLoop() {
 			return
 		}
 		c.mu.Unlock()
-		if b == nil {
-			if wait > 0 {
-				timer.Reset(wait)
-			}
-			select {
-			case <-c.kick:
-			case <-timer.C:
-			}
-			timer.Stop()
+		if b != nil {
+			s.commitBatch(b)
 			continue
 		}
-		s.commitBatch(b)
+		if s.opts.Sync == SyncAlways && !c.unsyncedSince.IsZero() {
+			due := time.Until(c.unsyncedSince.Add(s.opts.SyncInterval))
+			if due <= 0 {
+				s.intervalSync()
+				continue
+			}
+			if wait == 0 || due < wait {
+				wait = due
+			}
+		}
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-c.kick:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
+}
+
+// apply applies one batch to Pebble (nil: an empty batch, only to sync).
+// Every batch is applied with pebble.Sync, so that Pebble's WAL writer
+// writes it to the file rather than keeping it in its block buffer; fsync
+// says whether that sync is a real fsync or only the write-through (see
+// walFS). It records when written data was left unsynced.
+func (s *Store) apply(b *pebble.Batch, fsync bool) error {
+	c := &s.c
+	if s.opts.Sync == SyncAlways && !c.unsyncedSince.IsZero() && time.Since(c.unsyncedSince) >= s.opts.SyncInterval {
+		fsync = true // this batch carries the fsync the earlier ones are due
+	}
+	var err error
+	s.wal.fsync.Store(fsync)
+	if b != nil {
+		err = s.db.Apply(b, pebble.Sync)
+	} else {
+		err = s.db.LogData(nil, pebble.Sync)
+	}
+	s.wal.fsync.Store(true)
+	if err == nil {
+		err = s.wal.failure() // a WAL write or sync failed under Pebble (walFS)
+	}
+	if err != nil {
+		return err
+	}
+	if fsync {
+		c.stats.syncs.Add(1)
+		c.unsyncedSince = time.Time{}
+	} else if c.unsyncedSince.IsZero() {
+		c.unsyncedSince = time.Now()
+	}
+	return nil
+}
+
+// intervalSync fsyncs the WAL when written data has waited SyncInterval
+// for it and no batch came to carry the fsync.
+func (s *Store) intervalSync() {
+	if s.failed.Load() != nil {
+		s.c.unsyncedSince = time.Time{}
+		return
+	}
+	if err := s.apply(nil, true); err != nil {
+		s.fail(err)
+		return
+	}
+	s.c.stats.intervalSyncs.Add(1)
+	if f := s.opts.afterIntervalSync; f != nil {
+		f()
+	}
+}
+
+// fail makes err the store's sticky error: no more writes are applied.
+func (s *Store) fail(err error) error {
+	s.c.stats.errors.Add(1)
+	err = fmt.Errorf("storage: commit failed; the store takes no more writes until it is reopened: %w", err)
+	if s.failed.CompareAndSwap(nil, &err) {
+		s.log.Error().Err(err).Msg("commit failed")
+	}
+	return *s.failed.Load()
 }
 
 // commitBatch applies one batch to Pebble, answers the metadata writes in
@@ -219,31 +294,25 @@ func (s *Store) commitBatch(b *commitBatch) {
 	var err error
 	if p := s.failed.Load(); p != nil {
 		err = *p
-	} else {
+	} else if !b.b.Empty() || b.durable {
+		err = s.waitForSpace()
+	}
+	if err == nil && s.failed.Load() == nil {
 		sync := b.durable && s.opts.Sync == SyncAlways
-		opts := pebble.NoSync
-		if sync {
-			opts = pebble.Sync
-		}
 		n := b.b.Len()
 		if !b.b.Empty() {
-			err = s.db.Apply(b.b, opts)
+			err = s.apply(b.b, sync)
 		} else if sync {
 			// Only empty durable Txns: they wait for everything before them
-			// to be synced.
-			err = s.db.LogData(nil, pebble.Sync)
+			// to be synced. (With SyncNever every earlier batch is already
+			// written through.)
+			err = s.apply(nil, true)
 		}
 		c.stats.commits.Add(1)
 		c.stats.txns.Add(uint64(b.txns))
 		c.stats.bytes.Add(uint64(n))
-		if sync {
-			c.stats.syncs.Add(1)
-		}
 		if err != nil {
-			c.stats.errors.Add(1)
-			err = fmt.Errorf("storage: commit failed; the store takes no more writes until it is reopened: %w", err)
-			s.failed.CompareAndSwap(nil, &err)
-			s.log.Error().Err(err).Msg("commit failed")
+			err = s.fail(err)
 		}
 	}
 	c.mu.Lock()

@@ -108,7 +108,11 @@ func TestPersistentMessagesSurviveRestart(t *testing.T) {
 	if err := m3.Ack(false); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the ack reach the broker before it stops
+	// The broker handles a channel's frames in order: once this answer
+	// comes, it has processed the ack.
+	if _, err := ch.QueueDeclarePassive("durable-q", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
 	p.stop(syscall.SIGTERM)
 
 	p = startProcess(t, dir)

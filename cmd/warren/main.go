@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/storage"
 )
 
 func main() {
@@ -83,8 +85,8 @@ func run() error {
 		defer pprof.StopCPUProfile()
 	}
 
-	b, err := broker.New(cfg, log)
-	if err != nil {
+	b, err := newBrokerWhenDiskAllows(cfg, log, sigs)
+	if err != nil || b == nil {
 		return err
 	}
 	if err := b.Start(); err != nil {
@@ -107,6 +109,41 @@ func run() error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// startSpaceRecheck is how often a start-up held by a full disk looks again.
+const startSpaceRecheck = 5 * time.Second
+
+// newBrokerWhenDiskAllows builds the broker. When the data directory's disk
+// is too full to open the store, it logs that once and tries again every
+// startSpaceRecheck until there is space, rather than exiting (a service
+// manager would restart it into the same state) or letting the store spin on
+// failed writes. A signal meanwhile ends it cleanly: nil broker, nil error.
+func newBrokerWhenDiskAllows(cfg config.Config, log zerolog.Logger, sigs <-chan os.Signal) (*broker.Broker, error) {
+	waited := false
+	for {
+		b, err := broker.New(cfg, log)
+		if !errors.Is(err, storage.ErrNoSpace) {
+			if err == nil && waited {
+				log.Info().Msg("enough disk space now: starting")
+			}
+			return b, err
+		}
+		if !waited {
+			log.Error().Err(err).Dur("recheck", startSpaceRecheck).Msg("not enough disk space to start: waiting for space")
+			waited = true
+		}
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				log.Info().Str("signal", sig.String()).Msg("ignored: nothing to reload or reopen")
+				continue
+			}
+			log.Info().Str("signal", sig.String()).Msg("stopped while waiting for disk space")
+			return nil, nil
+		case <-time.After(startSpaceRecheck):
+		}
+	}
 }
 
 // newLogger writes readable lines to a terminal and JSON otherwise.

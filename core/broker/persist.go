@@ -26,8 +26,13 @@ func (b *Broker) openStore() error {
 	if cfg.Sync == "never" {
 		sync = storage.SyncNever
 	}
+	walDamage := storage.WALDamageRefuse
+	if cfg.WALDamage == "truncate" {
+		walDamage = storage.WALDamageTruncate
+	}
 	start := time.Now()
-	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, Logger: b.log, CacheSize: int64(cfg.CacheSize)})
+	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, SyncInterval: time.Duration(cfg.SyncInterval),
+		WALDamage: walDamage, Logger: b.log, CacheSize: int64(cfg.CacheSize)})
 	if err != nil {
 		return err
 	}

@@ -3,53 +3,318 @@ package broker
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// watchResources raises the publisher alarm when the process uses more
-// memory than memory_high_watermark of the machine's, or the data
-// directory's disk has less than disk_free_limit free, and clears it when
-// both are fine again. It samples once a second.
+// The resource alarm blocks publishers (connection.blocked) while memory
+// is above memory_high_watermark of the machine's, or the data directory's
+// disk is short of space, or the store cannot write; it clears when all are
+// fine again.
+//
+// Memory is what the process holds that the operating system cannot have
+// back: its resident set less the heap spans the Go collector has freed but
+// the runtime has not yet returned (see memoryGauge). The old alarm counted
+// those free spans, which the runtime returns over minutes, so it held
+// publishers for about four minutes after a purge. Memory is sampled every
+// memorySampleEvery, which is cheap (a pread of /proc/self/statm and
+// runtime/metrics), so a fast publisher overshoots the watermark by a few
+// milliseconds of traffic, not a second's.
+//
+// Two more things keep the figure honest near the watermark:
+//   - While the alarm is clear, the Go soft memory limit (debug.SetMemoryLimit)
+//     is the watermark less the resident memory Go does not manage (Pebble's
+//     C-allocated cache and memtables, compiled plugins), so the garbage
+//     collector works harder as the heap nears it instead of letting garbage
+//     push the process over. While the alarm is raised the limit is lifted:
+//     live data above it would otherwise make the collector run back to back
+//     (up to half the CPU) and slow the consumers that drain the queues. An
+//     operator's GOMEMLIMIT is left alone.
+//   - Above the watermark the watcher runs a collection before deciding, at
+//     most every 250 ms and at most a tenth of the time (a collection costs
+//     time proportional to the live heap): dead messages of a purged or
+//     drained queue are garbage until the next collection, and publishers are
+//     blocked, so without one the next collection could be minutes away.
+//
+// The disk alarm fires when free space falls below disk_free_limit plus
+// what the store may still claim without new messages (storage's
+// DiskReserve: unflushed WAL data, a new WAL's preallocation, a margin), so
+// it fires before a write can fail; the disk is sampled every
+// diskSampleEvery. The store's own trouble (writes held for space, or a
+// failed commit) raises the alarm too, with its reason.
+const (
+	memorySampleEvery = 10 * time.Millisecond
+	diskSampleEvery   = 20 * time.Millisecond
+	// memoryClearBelow is the fraction of the watermark memory must fall
+	// under to clear a memory alarm, and diskClearAfter how long the disk
+	// must have had room, so that the alarm does not flap (a flush or a
+	// deleted WAL frees space in steps).
+	memoryClearBelow = 0.95
+	diskClearAfter   = time.Second
+	// forcedGCMinGap and forcedGCMaxShare bound the collections the watcher
+	// forces while memory is above the watermark.
+	forcedGCMinGap   = 250 * time.Millisecond
+	forcedGCMaxShare = 10 // at most 1/10 of the time
+)
+
+// memoryGauge measures the process's memory as the alarm counts it: its
+// resident set (/proc/self/statm, like RabbitMQ's "rss" strategy: Go heap,
+// Pebble's C-allocated cache and memtables, compiled plugins), less the
+// heap spans the collector has freed and the runtime has not yet returned
+// to the OS. Where statm cannot be read, it counts the Go runtime's memory
+// less free and released spans, plus Pebble's off-heap memory.
+type memoryGauge struct {
+	samples []metrics.Sample
+	statm   *os.File // nil: unavailable
+	buf     [128]byte
+	page    uint64
+}
+
+const (
+	sampleTotal = iota
+	sampleHeapFree
+	sampleHeapReleased
+)
+
+func newMemoryGauge() *memoryGauge {
+	g := &memoryGauge{samples: []metrics.Sample{
+		sampleTotal:        {Name: "/memory/classes/total:bytes"},
+		sampleHeapFree:     {Name: "/memory/classes/heap/free:bytes"},
+		sampleHeapReleased: {Name: "/memory/classes/heap/released:bytes"},
+	}, page: uint64(os.Getpagesize())}
+	if f, err := os.Open("/proc/self/statm"); err == nil {
+		g.statm = f
+	}
+	return g
+}
+
+func (g *memoryGauge) close() {
+	if g.statm != nil {
+		g.statm.Close()
+	}
+}
+
+// memoryReading is one sample.
+type memoryReading struct {
+	used uint64 // what the alarm compares with the watermark
+	// outsideGo is the memory counted in used that the Go runtime does not
+	// manage (C allocations, mapped code): the Go soft limit leaves room
+	// for it.
+	outsideGo uint64
+}
+
+// read takes a sample; offHeap (Pebble's memory outside the Go heap, as
+// last sampled) stands in for what is outside Go when statm is missing.
+func (g *memoryGauge) read(offHeap uint64) memoryReading {
+	metrics.Read(g.samples)
+	v := func(i int) uint64 {
+		if g.samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return g.samples[i].Value.Uint64()
+	}
+	free := v(sampleHeapFree)
+	goResident := v(sampleTotal) - v(sampleHeapReleased)
+	rss, ok := g.resident()
+	if !ok {
+		return memoryReading{used: goResident - free + offHeap, outsideGo: offHeap}
+	}
+	r := memoryReading{}
+	if rss > free {
+		r.used = rss - free
+	}
+	if rss > goResident {
+		r.outsideGo = rss - goResident
+	}
+	return r
+}
+
+// resident reads the resident set size from statm ("size resident ...",
+// in pages).
+func (g *memoryGauge) resident() (uint64, bool) {
+	if g.statm == nil {
+		return 0, false
+	}
+	n, err := g.statm.ReadAt(g.buf[:], 0)
+	if n == 0 && err != nil {
+		return 0, false
+	}
+	fields := g.buf[:n]
+	i := 0
+	for i < len(fields) && fields[i] != ' ' { // skip size
+		i++
+	}
+	var pages uint64
+	digits := 0
+	for i++; i < len(fields) && fields[i] >= '0' && fields[i] <= '9'; i++ {
+		pages = pages*10 + uint64(fields[i]-'0')
+		digits++
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	return pages * g.page, true
+}
+
+// resourceWatch is the state of watchResources between samples.
+type resourceWatch struct {
+	memLimit   uint64 // the watermark in bytes; 0: no memory alarm
+	gauge      *memoryGauge
+	offHeap    uint64
+	memOver    bool // memory is the (or a) reason of the raised alarm
+	lastGC     time.Time
+	gcCost     time.Duration
+	setGoLimit bool  // whether the watcher manages the Go memory limit
+	goLimit    int64 // the Go memory limit it set last
+	diskReason string
+	diskOKFrom time.Time // since when the disk has had room, while diskReason is kept
+	storeErr   string
+	reason     string // the alarm's reason as the watcher last set it ("": not raised by it)
+}
+
+// watchResources samples memory every memorySampleEvery and the disk and
+// the store every diskSampleEvery, and raises or clears the alarm.
 func (b *Broker) watchResources() {
 	defer b.wg.Done()
-	limit := uint64(0)
+	w := &resourceWatch{gauge: newMemoryGauge()}
+	defer w.gauge.close()
 	if total := systemMemory(); total > 0 && b.cfg.Resources.MemoryHighWatermark > 0 {
-		limit = uint64(float64(total) * b.cfg.Resources.MemoryHighWatermark)
+		w.memLimit = uint64(float64(total) * b.cfg.Resources.MemoryHighWatermark)
 	}
-	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	t := time.NewTicker(time.Second)
+	if w.memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		w.setGoLimit = true
+		previous := debug.SetMemoryLimit(-1)
+		defer debug.SetMemoryLimit(previous)
+	}
+	t := time.NewTicker(memorySampleEvery)
 	defer t.Stop()
+	nextDisk := time.Time{}
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-t.C:
-		}
-		var reasons []string
-		if limit > 0 {
-			metrics.Read(samples)
-			used := samples[0].Value.Uint64() - samples[1].Value.Uint64()
-			if used > limit {
-				reasons = append(reasons, fmt.Sprintf("memory: %d bytes used, watermark %d", used, limit))
+		case now := <-t.C:
+			if !now.Before(nextDisk) {
+				nextDisk = now.Add(diskSampleEvery)
+				w.offHeap = b.store.OffHeapMemory()
+				if reason := b.diskReason(); reason != "" {
+					w.diskReason, w.diskOKFrom = reason, time.Time{}
+				} else if w.diskOKFrom.IsZero() {
+					w.diskOKFrom = now
+				} else if now.Sub(w.diskOKFrom) >= diskClearAfter {
+					w.diskReason = ""
+				}
+				w.storeErr = ""
+				if err := b.store.Health(); err != nil {
+					w.storeErr = err.Error()
+				}
 			}
+			b.sampleMemory(w)
+			b.updateAlarm(w)
 		}
-		if min := uint64(b.cfg.Resources.DiskFreeLimit); min > 0 {
-			if free, ok := diskFree(b.cfg.Storage.DataDir); ok && free < min {
-				reasons = append(reasons, fmt.Sprintf("disk: %d bytes free, limit %d", free, min))
-			}
+	}
+}
+
+// sampleMemory decides whether memory is over the watermark, forcing a
+// collection first when that could change the answer and the budget allows.
+func (b *Broker) sampleMemory(w *resourceWatch) {
+	if w.memLimit == 0 {
+		return
+	}
+	m := w.gauge.read(w.offHeap)
+	over := w.isOver(m.used)
+	if over && time.Since(w.lastGC) >= max(forcedGCMinGap, forcedGCMaxShare*w.gcCost) {
+		start := time.Now()
+		runtime.GC()
+		w.lastGC, w.gcCost = time.Now(), time.Since(start)
+		m = w.gauge.read(w.offHeap)
+		over = w.isOver(m.used)
+	}
+	used := m.used
+	if over != w.memOver {
+		w.memOver = over
+		ev := b.log.Info()
+		if over {
+			ev = b.log.Warn()
 		}
-		raised, _, _ := b.alarm.State()
-		if len(reasons) > 0 && !raised {
+		ev.Uint64("used", used).Uint64("watermark", w.memLimit).Bool("over", over).Msg("memory watermark crossed")
+	}
+	if w.setGoLimit {
+		// Clear: the collector keeps the heap under the watermark. Raised:
+		// no limit, so live data above it does not make it run nonstop.
+		limit := int64(math.MaxInt64)
+		if !over && w.memLimit > m.outsideGo {
+			limit = int64(w.memLimit - m.outsideGo)
+		}
+		if d := limit - w.goLimit; d > int64(w.memLimit/100) || d < -int64(w.memLimit/100) {
+			debug.SetMemoryLimit(limit)
+			w.goLimit = limit
+		}
+	}
+}
+
+// isOver says whether used is over the watermark, with the hysteresis
+// that keeps a raised memory alarm from flapping.
+func (w *resourceWatch) isOver(used uint64) bool {
+	if w.memOver {
+		return float64(used) >= memoryClearBelow*float64(w.memLimit)
+	}
+	return used > w.memLimit
+}
+
+// diskReason says why the disk is short of space, or "".
+func (b *Broker) diskReason() string {
+	limit := uint64(b.cfg.Resources.DiskFreeLimit)
+	if limit == 0 {
+		return ""
+	}
+	free, ok := diskFree(b.cfg.Storage.DataDir)
+	if !ok {
+		return ""
+	}
+	reserve := b.store.DiskReserve()
+	if free >= limit+reserve {
+		return ""
+	}
+	return fmt.Sprintf("disk: %d bytes free, limit %d plus %d the store may still need", free, limit, reserve)
+}
+
+// updateAlarm raises, updates or clears the alarm from w's reasons. It
+// clears only an alarm it raised (tests and operators may raise one too).
+func (b *Broker) updateAlarm(w *resourceWatch) {
+	var reasons []string
+	if w.memOver {
+		reasons = append(reasons, fmt.Sprintf("memory: above the watermark of %d bytes", w.memLimit))
+	}
+	if w.diskReason != "" {
+		reasons = append(reasons, w.diskReason)
+	}
+	if w.storeErr != "" {
+		reasons = append(reasons, w.storeErr)
+	}
+	reason := strings.Join(reasons, "; ")
+	raised, current, _ := b.alarm.State()
+	switch {
+	case reason != "" && (!raised || current != reason):
+		if !raised {
 			b.log.Warn().Strs("reasons", reasons).Msg("resource alarm raised: publishers blocked")
-		} else if len(reasons) == 0 && raised {
+		} else if w.storeErr != "" && !strings.Contains(current, w.storeErr) {
+			b.log.Warn().Strs("reasons", reasons).Msg("resource alarm: storage cannot write")
+		}
+		b.alarm.Set(true, reason)
+	case reason == "" && w.reason != "":
+		if raised {
 			b.log.Info().Msg("resource alarm cleared")
 		}
-		b.alarm.Set(len(reasons) > 0, strings.Join(reasons, "; "))
+		b.alarm.Set(false, "")
 	}
+	w.reason = reason
 }
 
 // systemMemory reads MemTotal from /proc/meminfo; 0 when unknown.

@@ -59,9 +59,18 @@ type Admin struct {
 type Storage struct {
 	DataDir string `toml:"data_dir"`
 	// Sync is "always" (a publisher confirm or declare-ok for durable data
-	// waits for fsync) or "never" (the OS decides; a machine crash can
-	// lose confirmed messages, a process crash cannot).
+	// waits for fsync) or "never" (every write goes to the OS, which syncs
+	// when it likes; a machine crash can lose confirmed messages, a process
+	// crash cannot).
 	Sync string `toml:"sync"`
+	// SyncInterval bounds, under sync "always", how long writes nobody
+	// waits for (acks, delivery marks) go without an fsync.
+	SyncInterval Duration `toml:"sync_interval"`
+	// WALDamage is what start-up does when the newest write-ahead log is
+	// damaged with records after the damage: "refuse" (stop with an error
+	// saying where and what) or "truncate" (log the same at error level,
+	// keep the damaged file, start without those records).
+	WALDamage string `toml:"wal_damage"`
 	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
 	// queue keeps in memory; past either, the rest wait in the store.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
@@ -114,8 +123,8 @@ func Default() Config {
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128},
-		Storage: Storage{DataDir: "./data", Sync: "always", QueueMemoryMessages: 65536,
-			QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
+		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
+			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
@@ -244,6 +253,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.Sync != "always" && c.Storage.Sync != "never" {
 		return fmt.Errorf("storage.sync: %q is not one of always, never", c.Storage.Sync)
+	}
+	if c.Storage.SyncInterval <= 0 {
+		return fmt.Errorf("storage.sync_interval: %v must be positive", time.Duration(c.Storage.SyncInterval))
+	}
+	if c.Storage.WALDamage != "refuse" && c.Storage.WALDamage != "truncate" {
+		return fmt.Errorf("storage.wal_damage: %q is not one of refuse, truncate", c.Storage.WALDamage)
 	}
 	if c.Storage.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)

@@ -256,11 +256,15 @@ type Alarm struct {
 	cleared chan struct{}
 }
 
-// Set raises or clears the alarm.
+// Set raises or clears the alarm; while it stays raised, reason replaces
+// the last one (a second resource may join the first).
 func (a *Alarm) Set(raised bool, reason string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if raised == a.raised {
+		if raised {
+			a.reason = reason
+		}
 		return
 	}
 	a.raised, a.reason = raised, reason

@@ -1,0 +1,360 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// TestDamagedWALIsNeverSilent damages the middle of the newest write-ahead
+// log after a kill -9: by default Warren refuses to start and says where
+// and what; with wal_damage = "truncate" it starts without the records
+// after the damage and logs that at error level.
+func TestDamagedWALIsNeverSilent(t *testing.T) {
+	skipReference(t)
+	dir := t.TempDir()
+	p := startProcess(t, dir)
+	_, ch := dialProcess(t, p)
+	if _, err := ch.QueueDeclare("wal-q", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publishPersistent(t, ch, "", "wal-q", strings.Repeat("x", 1000), 2000)
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+
+	var logs []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			logs = append(logs, e.Name())
+		}
+	}
+	sort.Strings(logs)
+	if len(logs) == 0 {
+		t.Fatal("no write-ahead log")
+	}
+	newest := filepath.Join(dir, logs[len(logs)-1])
+	st, err := os.Stat(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(newest, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	out, err := runBinary(t, "-listen", "127.0.0.1:0", "-data", dir)
+	if err == nil || !strings.Contains(out, "damaged at offset") || !strings.Contains(out, logs[len(logs)-1]) ||
+		!strings.Contains(out, "storage.wal_damage") {
+		t.Fatalf("start on a damaged WAL: %v\n%s", err, out)
+	}
+
+	p = startProcessWith(t, dir, "[storage]\nwal_damage = \"truncate\"\n")
+	if log := p.logText(); !strings.Contains(log, `"level":"error"`) || !strings.Contains(log, "records_dropped") {
+		t.Fatalf("truncating a damaged WAL logged no error:\n%s", log)
+	}
+	_, ch = dialProcess(t, p)
+	q, err := ch.QueueDeclarePassive("wal-q", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Messages >= 2000 {
+		t.Fatalf("wal-q holds %d messages: nothing was dropped after the damage", q.Messages)
+	}
+	t.Logf("%d of 2000 messages kept, those before the damage", q.Messages)
+}
+
+// mountTmpfs mounts a tmpfs of the given size on a fresh directory and
+// unmounts it when the test ends; it skips the test where mounting is not
+// permitted (it needs root, as in CI).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a %s tmpfs to fill (needs root): %v %s", size, err, bytes.TrimSpace(out))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+func freeBytes(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bavail * uint64(st.Bsize)
+}
+
+// launchProcess starts warren like startProcessWith but returns at once;
+// ready is closed when it has started.
+func launchProcess(t *testing.T, dataDir, extraConfig string) (p *process, ready chan struct{}) {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "broker.toml")
+	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = &process{t: t, exited: make(chan struct{}), dataDir: dataDir,
+		cmd: exec.Command(warrenBinary(t), "-config", cfg, "-listen", "127.0.0.1:0", "-data", dataDir)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready = make(chan struct{})
+	go func() {
+		p.readLog(stderr, ready)
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		if p.running() {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("warren log:\n%s", p.logText())
+		}
+	})
+	return p, ready
+}
+
+// cpuTime is the CPU time a process has used so far.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// TestFullDisk fills a 300 MB tmpfs: the disk alarm blocks the publisher
+// while there is still room, no write fails, a consumer drains every
+// confirmed message; then Warren restarts on the disk filled to the last
+// byte, logs one error and waits without spinning, and starts once space
+// is freed, with the messages left in the queue.
+func TestFullDisk(t *testing.T) {
+	skipReference(t)
+	mnt := mountTmpfs(t, "300m")
+	data := filepath.Join(mnt, "data")
+	p := startProcessWith(t, data, "[resources]\ndisk_free_limit = \"50MB\"\n")
+
+	// The publisher's socket, to cut it: once blocked, the client's own
+	// Close would wait behind a publish stuck in a full socket.
+	var sock net.Conn
+	c, err := amqp.DialConfig(p.url(), amqp.Config{Dial: func(network, addr string) (net.Conn, error) {
+		conn, err := net.Dial(network, addr)
+		sock = conn
+		return conn, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 4))
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("full-q", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	// Incompressible 64 KiB bodies, numbered, published with confirms until
+	// the broker says the connection is blocked.
+	const bodySize = 64 << 10
+	rnd := rand.New(rand.NewSource(1))
+	bodyOf := func(i int) []byte {
+		b := make([]byte, bodySize)
+		rnd.Read(b)
+		copy(b, fmt.Sprintf("%08d", i))
+		return b
+	}
+	published := make(chan int, 1)
+	// Confirms not in when the connection closes are dropped with it.
+	confirmCtx, dropConfirms := context.WithCancel(context.Background())
+	var confirmedMu sync.Mutex
+	confirmed := map[int]bool{}
+	var confirms sync.WaitGroup
+	go func() {
+		i := 0
+		defer func() { published <- i }()
+		for ; ; i++ {
+			dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", "full-q", false, false,
+				amqp.Publishing{DeliveryMode: amqp.Persistent, Body: bodyOf(i)})
+			if err != nil {
+				return
+			}
+			confirms.Add(1)
+			go func(i int) {
+				defer confirms.Done()
+				if ok, err := dc.WaitContext(confirmCtx); err == nil && ok {
+					confirmedMu.Lock()
+					confirmed[i] = true
+					confirmedMu.Unlock()
+				}
+			}(i)
+		}
+	}()
+	select {
+	case b := <-blocked:
+		if !b.Active {
+			t.Fatalf("unblocked before being blocked: %+v", b)
+		}
+		t.Logf("blocked (%s) with %d MB free", b.Reason, freeBytes(t, mnt)/1e6)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no connection.blocked; %d MB free", freeBytes(t, mnt)/1e6)
+	}
+	// The alarm fires at the limit plus the store's reserve; a compaction
+	// writing its output before deleting its input may dip into the limit,
+	// which is what the limit is for, but not far.
+	if free := freeBytes(t, mnt); free < 25e6 {
+		t.Errorf("the alarm let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
+	}
+	// The publisher is held; its connection goes, and with it the
+	// messages not yet confirmed.
+	sock.Close()
+	n := <-published
+	dropConfirms()
+	confirms.Wait()
+	t.Logf("%d published, %d confirmed; %d MB free", n, len(confirmed), freeBytes(t, mnt)/1e6)
+	for _, bad := range []string{"no space left", "commit failed", "panic", "writes held"} {
+		if strings.Contains(p.logText(), bad) {
+			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
+		}
+	}
+
+	// A consumer drains all but the last 100 confirmed messages, acking.
+	_, ch = dialProcess(t, p)
+	keep := 100
+	got := map[int]bool{}
+	for len(got) < len(confirmed)-keep {
+		m, ok, err := ch.Get("full-q", false)
+		if err != nil || !ok {
+			t.Fatalf("get after %d: ok=%v err=%v", len(got), ok, err)
+		}
+		var i int
+		fmt.Sscanf(string(m.Body[:8]), "%d", &i)
+		got[i] = true
+		if err := m.Ack(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := ch.QueueDeclarePassive("full-q", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Messages < keep {
+		t.Fatalf("after draining, %d messages left, want at least %d", q.Messages, keep)
+	}
+	t.Logf("drained %d; %d left; %d MB free", len(got), q.Messages, freeBytes(t, mnt)/1e6)
+	// Draining gave the space back (compactions drop the acked messages):
+	// the alarm clears.
+	eventually(t, "the disk alarm to clear after draining", func() bool {
+		return strings.Contains(p.logText(), "resource alarm cleared")
+	})
+	for _, bad := range []string{"no space left", "commit failed", "panic"} {
+		if strings.Contains(p.logText(), bad) {
+			t.Fatalf("a write failed while draining (%q in the log)", bad)
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+
+	// Fill the disk to the last byte and start again.
+	filler, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			break
+		}
+	}
+	for _, size := range []int{64 << 10, 4 << 10, 1} {
+		for {
+			if _, err := filler.Write(chunk[:size]); err != nil {
+				break
+			}
+		}
+	}
+	filler.Close()
+	t.Logf("filled: %d bytes free", freeBytes(t, mnt))
+	p, ready := launchProcess(t, data, "")
+	// Let it try for a while: it must neither start nor spin nor flood
+	// the log.
+	cpu0 := cpuTime(t, p.cmd.Process.Pid)
+	select {
+	case <-ready:
+		t.Fatal("started on a full disk")
+	case <-p.exited:
+		t.Fatalf("exited on a full disk:\n%s", p.logText())
+	case <-time.After(3 * time.Second):
+	}
+	if used := cpuTime(t, p.cmd.Process.Pid) - cpu0; used > time.Second {
+		t.Errorf("waiting on a full disk used %v of CPU in 3s", used)
+	}
+	errorLines := strings.Count(p.logText(), `"level":"error"`)
+	if errorLines != 1 || !strings.Contains(p.logText(), "not enough disk space") {
+		t.Errorf("waiting on a full disk logged %d error lines, want one saying so:\n%s", errorLines, p.logText())
+	}
+	// Free space: it starts, with the messages left in the queue.
+	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+	case <-p.exited:
+		t.Fatalf("exited:\n%s", p.logText())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("did not start once space was freed:\n%s", p.logText())
+	}
+	_, ch = dialProcess(t, p)
+	left := getAll(t, ch, "full-q")
+	for _, m := range left {
+		var i int
+		fmt.Sscanf(string(m.Body[:8]), "%d", &i)
+		got[i] = true
+	}
+	for i := range confirmed {
+		if !got[i] {
+			t.Errorf("confirmed message %d lost", i)
+		}
+	}
+	t.Logf("after the restart %d messages left; every confirmed message accounted for", len(left))
+}
