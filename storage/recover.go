@@ -75,7 +75,9 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 	var prog recoveryProgress
 	stop := make(chan struct{})
 	defer close(stop)
-	go s.logRecoveryProgress(&prog, start, stop)
+	// The threshold is read here, not in the goroutine, which may still be
+	// starting when Recover returns.
+	go s.logRecoveryProgress(&prog, start, recoverProgressAfter, stop)
 
 	refs := make(map[uint64]refState)
 	b := s.db.NewBatch()
@@ -256,8 +258,8 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 	return st, nil
 }
 
-func (s *Store) logRecoveryProgress(p *recoveryProgress, start time.Time, stop chan struct{}) {
-	t := time.NewTimer(recoverProgressAfter)
+func (s *Store) logRecoveryProgress(p *recoveryProgress, start time.Time, after time.Duration, stop chan struct{}) {
+	t := time.NewTimer(after)
 	defer t.Stop()
 	for {
 		select {
