@@ -783,6 +783,14 @@ func (q *Queue) Delete(ifUnused, ifEmpty bool) (int, error) {
 	return n, nil
 }
 
+// Source reports, in one look, what dead-lettering from the queue needs:
+// the settings in force, its id in the store, and whether it was deleted.
+func (q *Queue) Source() (s Settings, qid uint64, deleted bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.settings, q.qid, q.deleted
+}
+
 // Deleted reports whether the queue has been deleted.
 func (q *Queue) Deleted() bool {
 	q.mu.Lock()

@@ -43,11 +43,11 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 		next := work[0]
 		work[0] = deadLetters{}
 		work = work[1:]
+		settings, qid, deleted := next.q.Source()
 		var txn *storage.Txn
 		if v.store != nil {
 			txn = v.store.Begin()
-			if !next.q.Deleted() {
-				qid := next.q.QID()
+			if !deleted {
 				for _, d := range next.dead {
 					if d.Stored {
 						txn.DeleteEntry(qid, d.Level, d.Seq, d.Msg.ID)
@@ -55,7 +55,7 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 				}
 			}
 		}
-		moves, targets := v.deadLetterRoutes(next.q, next.dead)
+		moves, targets := v.deadLetterRoutes(next.q.Name, settings, next.dead)
 		work = v.moveInto(moves, targets, txn, work)
 	}
 }
@@ -100,14 +100,13 @@ type move struct {
 
 // deadLetterRoutes works out where each dead letter goes, and the distinct
 // queues involved.
-func (v *VHost) deadLetterRoutes(q *queue.Queue, dead []queue.Dead) ([]move, []*queue.Queue) {
-	s := q.Settings()
+func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queue.Dead) ([]move, []*queue.Queue) {
 	if !s.HasDeadLetter {
 		return nil, nil
 	}
 	x, err := v.Exchange(s.DeadLetterExchange)
 	if err != nil {
-		v.log.Debug().Str("queue", q.Name).Str("dlx", s.DeadLetterExchange).Int("messages", len(dead)).
+		v.log.Debug().Str("queue", queueName).Str("dlx", s.DeadLetterExchange).Int("messages", len(dead)).
 			Msg("dead-letter exchange missing; messages dropped")
 		return nil, nil
 	}
@@ -117,13 +116,13 @@ func (v *VHost) deadLetterRoutes(q *queue.Queue, dead []queue.Dead) ([]move, []*
 	seen := make(map[*queue.Queue]bool)
 	now := time.Now()
 	for _, d := range dead {
-		m, err := deadLettered(d, q.Name, s, now)
+		m, err := deadLettered(d, queueName, s, now)
 		if err != nil {
-			v.log.Warn().Err(err).Str("queue", q.Name).Msg("cannot dead-letter message; dropped")
+			v.log.Warn().Err(err).Str("queue", queueName).Msg("cannot dead-letter message; dropped")
 			continue
 		}
 		if _, err := v.route(x, m, &r, ""); err != nil {
-			v.log.Warn().Err(err).Str("queue", q.Name).Msg("dead-letter routing failed; message dropped")
+			v.log.Warn().Err(err).Str("queue", queueName).Msg("dead-letter routing failed; message dropped")
 			continue
 		}
 		v.holdPending(m, &r)

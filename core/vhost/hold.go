@@ -13,7 +13,11 @@ import (
 
 // holdQueue keeps messages an exchange type asked to hold (Result.Hold)
 // and routes each through its exchange, with the type it named, when due.
-// One timer serves the whole vhost, always set for the earliest message.
+// One timer serves the whole vhost, always set for the earliest message,
+// and one goroutine at a time releases what is due: when releasing falls
+// behind (a dead-letter cascade, a slow disk), due messages wait their
+// turn instead of each timer firing a goroutine of its own to pile up on
+// the same queue locks.
 //
 // A persistent message held by a durable exchange is also written to the
 // store's delay store (ordered by due time), so it survives a restart;
@@ -23,9 +27,10 @@ type holdQueue struct {
 	v       *VHost
 	mu      sync.Mutex
 	items   holdHeap
-	timer   *time.Timer
-	stopped bool
-	seq     uint64 // orders items that are not stored
+	timer     *time.Timer
+	stopped   bool
+	releasing bool   // a goroutine is in fire's release loop
+	seq       uint64 // orders items that are not stored
 }
 
 type held struct {
@@ -104,18 +109,35 @@ func (hq *holdQueue) arm() {
 	}
 }
 
-// fire routes every due message, outside the lock.
+// fire routes every due message, outside the lock, until none is due;
+// then it sets the timer for the next. A fire while another goroutine is
+// releasing leaves the work to that one.
 func (hq *holdQueue) fire() {
-	now := time.Now().UnixMilli()
-	var due []*held
 	hq.mu.Lock()
-	for len(hq.items) > 0 && hq.items[0].due <= now {
-		due = append(due, heap.Pop(&hq.items).(*held))
+	if hq.releasing {
+		hq.mu.Unlock()
+		return
 	}
-	hq.arm()
-	hq.mu.Unlock()
-	for _, h := range due {
-		hq.release(h)
+	hq.releasing = true
+	for {
+		now := time.Now().UnixMilli()
+		var due []*held
+		for !hq.stopped && len(hq.items) > 0 && hq.items[0].due <= now {
+			due = append(due, heap.Pop(&hq.items).(*held))
+		}
+		if len(due) == 0 {
+			hq.releasing = false
+			if !hq.stopped {
+				hq.arm()
+			}
+			hq.mu.Unlock()
+			return
+		}
+		hq.mu.Unlock()
+		for _, h := range due {
+			hq.release(h)
+		}
+		hq.mu.Lock()
 	}
 }
 
