@@ -25,7 +25,10 @@ import (
 // publishers for about four minutes after a purge. Memory is sampled every
 // memorySampleEvery, which is cheap (a pread of /proc/self/statm and
 // runtime/metrics), so a fast publisher overshoots the watermark by a few
-// milliseconds of traffic, not a second's.
+// milliseconds of traffic, not a second's. Far below the watermark it is
+// sampled less often (see sampleWait): the headroom divided by the fastest
+// the process could grow, so the alarm is never late and an idle broker
+// does not spend a core's percent on watching itself.
 //
 // Two more things keep the figure honest near the watermark:
 //   - While the alarm is clear, the Go soft memory limit (debug.SetMemoryLimit)
@@ -46,11 +49,20 @@ import (
 // what the store may still claim without new messages (storage's
 // DiskReserve: unflushed WAL data, a new WAL's preallocation, a margin), so
 // it fires before a write can fail; the disk is sampled every
-// diskSampleEvery. The store's own trouble (writes held for space, or a
-// failed commit) raises the alarm too, with its reason.
+// diskSampleEvery near that point and less often far from it, as memory
+// is. The store's own trouble (writes held for space, or a failed commit)
+// raises the alarm too, with its reason.
 const (
 	memorySampleEvery = 10 * time.Millisecond
 	diskSampleEvery   = 20 * time.Millisecond
+	// The longest waits between samples, far from the limits.
+	memoryIdleSampleEvery = 250 * time.Millisecond
+	diskIdleSampleEvery   = time.Second
+	// fastestGrowth and fastestDiskFill are rates the process's memory and
+	// the disk cannot outrun (beyond a loopback socket's and a fast SSD's):
+	// a headroom of H is safe to leave unsampled for H/rate.
+	fastestGrowth   = 4 << 30 // bytes per second
+	fastestDiskFill = 2 << 30 // bytes per second
 	// memoryClearBelow is the fraction of the watermark memory must fall
 	// under to clear a memory alarm, and diskClearAfter how long the disk
 	// must have had room, so that the alarm does not flap (a flush or a
@@ -172,14 +184,16 @@ type resourceWatch struct {
 	gcCost     time.Duration
 	setGoLimit bool  // whether the watcher manages the Go memory limit
 	goLimit    int64 // the Go memory limit it set last
+	memRoom    uint64 // watermark less memory used at the last sample (0: at or over)
 	diskReason string
+	diskRoom   uint64    // free space above the disk limit at the last sample
 	diskOKFrom time.Time // since when the disk has had room, while diskReason is kept
 	storeErr   string
 	reason     string // the alarm's reason as the watcher last set it ("": not raised by it)
 }
 
-// watchResources samples memory every memorySampleEvery and the disk and
-// the store every diskSampleEvery, and raises or clears the alarm.
+// watchResources samples memory and the disk (with the store's health) at
+// the intervals sampleWait gives, and raises or clears the alarm.
 func (b *Broker) watchResources() {
 	defer b.wg.Done()
 	w := &resourceWatch{gauge: newMemoryGauge()}
@@ -192,18 +206,19 @@ func (b *Broker) watchResources() {
 		previous := debug.SetMemoryLimit(-1)
 		defer debug.SetMemoryLimit(previous)
 	}
-	t := time.NewTicker(memorySampleEvery)
+	t := time.NewTimer(0)
 	defer t.Stop()
-	nextDisk := time.Time{}
+	var nextMemory, nextDisk time.Time
 	for {
 		select {
 		case <-b.stop:
 			return
 		case now := <-t.C:
 			if !now.Before(nextDisk) {
-				nextDisk = now.Add(diskSampleEvery)
 				w.offHeap = b.store.OffHeapMemory()
-				if reason := b.diskReason(); reason != "" {
+				var reason string
+				reason, w.diskRoom = b.diskState()
+				if reason != "" {
 					w.diskReason, w.diskOKFrom = reason, time.Time{}
 				} else if w.diskOKFrom.IsZero() {
 					w.diskOKFrom = now
@@ -214,17 +229,42 @@ func (b *Broker) watchResources() {
 				if err := b.store.Health(); err != nil {
 					w.storeErr = err.Error()
 				}
+				room := w.diskRoom
+				if w.diskReason != "" || w.storeErr != "" {
+					room = 0 // raised: look often, to clear it soon
+				}
+				nextDisk = now.Add(sampleWait(room, fastestDiskFill, diskSampleEvery, diskIdleSampleEvery))
 			}
-			b.sampleMemory(w)
+			if !now.Before(nextMemory) {
+				b.sampleMemory(w)
+				nextMemory = now.Add(sampleWait(w.memRoom, fastestGrowth, memorySampleEvery, memoryIdleSampleEvery))
+			}
 			b.updateAlarm(w)
+			t.Reset(time.Until(earliest(nextMemory, nextDisk)))
 		}
 	}
+}
+
+// sampleWait is how long a limit with room bytes to go may be left
+// unsampled, growing at most rate bytes a second: between fastest and
+// slowest.
+func sampleWait(room uint64, rate uint64, fastest, slowest time.Duration) time.Duration {
+	wait := time.Duration(float64(room) / float64(rate) * float64(time.Second))
+	return min(max(wait, fastest), slowest)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // sampleMemory decides whether memory is over the watermark, forcing a
 // collection first when that could change the answer and the budget allows.
 func (b *Broker) sampleMemory(w *resourceWatch) {
 	if w.memLimit == 0 {
+		w.memRoom = math.MaxUint64 // no alarm: no hurry
 		return
 	}
 	m := w.gauge.read(w.offHeap)
@@ -237,6 +277,10 @@ func (b *Broker) sampleMemory(w *resourceWatch) {
 		over = w.isOver(m.used)
 	}
 	used := m.used
+	w.memRoom = 0
+	if used < w.memLimit && !over {
+		w.memRoom = w.memLimit - used
+	}
 	if over != w.memOver {
 		w.memOver = over
 		ev := b.log.Info()
@@ -268,21 +312,22 @@ func (w *resourceWatch) isOver(used uint64) bool {
 	return used > w.memLimit
 }
 
-// diskReason says why the disk is short of space, or "".
-func (b *Broker) diskReason() string {
+// diskState says why the disk is short of space ("" when it is not), and
+// how much room is left above the point where it would be.
+func (b *Broker) diskState() (reason string, room uint64) {
 	limit := uint64(b.cfg.Resources.DiskFreeLimit)
 	if limit == 0 {
-		return ""
+		return "", math.MaxUint64
 	}
 	free, ok := diskFree(b.cfg.Storage.DataDir)
 	if !ok {
-		return ""
+		return "", math.MaxUint64
 	}
 	reserve := b.store.DiskReserve()
 	if free >= limit+reserve {
-		return ""
+		return "", free - (limit + reserve)
 	}
-	return fmt.Sprintf("disk: %d bytes free, limit %d plus %d the store may still need", free, limit, reserve)
+	return fmt.Sprintf("disk: %d bytes free, limit %d plus %d the store may still need", free, limit, reserve), 0
 }
 
 // updateAlarm raises, updates or clears the alarm from w's reasons. It
