@@ -182,8 +182,8 @@ type resourceWatch struct {
 	memOver    bool // memory is the (or a) reason of the raised alarm
 	lastGC     time.Time
 	gcCost     time.Duration
-	setGoLimit bool  // whether the watcher manages the Go memory limit
-	goLimit    int64 // the Go memory limit it set last
+	setGoLimit bool   // whether the watcher manages the Go memory limit
+	goLimit    int64  // the Go memory limit it set last
 	memRoom    uint64 // watermark less memory used at the last sample (0: at or over)
 	diskReason string
 	diskRoom   uint64    // free space above the disk limit at the last sample

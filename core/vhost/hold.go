@@ -24,9 +24,9 @@ import (
 // when it comes due, deleting it from there and storing it in its queues
 // is one Txn, as with dead letters.
 type holdQueue struct {
-	v       *VHost
-	mu      sync.Mutex
-	items   holdHeap
+	v         *VHost
+	mu        sync.Mutex
+	items     holdHeap
 	timer     *time.Timer
 	stopped   bool
 	releasing bool   // a goroutine is in fire's release loop
