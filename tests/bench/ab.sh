@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Compares two revisions of Warren under the same warrenperf load, one
+# broker at a time, alternating old and new so that drift in the machine's
+# speed falls on both alike.
+#
+#   tests/bench/ab.sh OLD_REV [NEW_REV]
+#   ROUNDS=6 DURATION=20s SCENARIOS="transient persistent" tests/bench/ab.sh 19b9957
+#
+# NEW_REV defaults to the work tree. The load tool is always the work
+# tree's warrenperf, so both brokers see the same client. Each line gives
+# the consumed rate and the broker's CPU per message (from /proc).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+old_rev=${1:?usage: ab.sh OLD_REV [NEW_REV]}
+new_rev=${2:-}
+rounds=${ROUNDS:-3}
+duration=${DURATION:-20s}
+scenarios=${SCENARIOS:-transient persistent}
+work=$(mktemp -d)
+cleanup() {
+	kill "$(cat "$work/pid" 2>/dev/null)" 2>/dev/null || true
+	for wt in "$work"/src-*; do [ -d "$wt" ] && git -C "$root" worktree remove --force "$wt"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+build_rev() { # rev output
+	local src="$work/src-$2"
+	git -C "$root" worktree add --quiet --detach "$src" "$1"
+	(cd "$src" && go build -o "$work/$2" ./cmd/warren)
+}
+build_rev "$old_rev" old
+if [ -n "$new_rev" ]; then build_rev "$new_rev" new; else (cd "$root" && go build -o "$work/new" ./cmd/warren); fi
+(cd "$root" && go build -o "$work/warrenperf" ./cmd/warrenperf)
+
+run_one() { # label scenario
+	local label=$1 scenario=$2 addr="" args
+	rm -rf "$work/data"
+	"$work/$label" -listen 127.0.0.1:0 -data "$work/data" >"$work/log" 2>&1 &
+	echo $! >"$work/pid"
+	for _ in $(seq 200); do
+		addr=$(sed -n 's/.*"listener":"amqp","addr":"\([^"]*\)".*/\1/p' "$work/log" | head -1)
+		[ -n "$addr" ] && break
+		sleep 0.05
+	done
+	case $scenario in
+	transient) args="-size 16 -autoack -queue ab.t" ;;
+	persistent) args="-size 16 -persistent -durable -confirm 256 -qos 256 -queue ab.p" ;;
+	persistent1k) args="-size 1024 -persistent -durable -confirm 256 -qos 256 -queue ab.p1" ;;
+	*) echo "unknown scenario $scenario" >&2; exit 2 ;;
+	esac
+	# shellcheck disable=SC2086
+	summary=$("$work/warrenperf" -url "amqp://guest:guest@$addr/" -broker-pid "$(cat "$work/pid")" -duration "$duration" $args | grep '^summary' | tr '\n' ' ')
+	rate=$(echo "$summary" | sed -n 's/.*consumed [0-9]* = \([0-9]*\) msg\/s.*/\1/p')
+	cpu=$(echo "$summary" | sed -n 's/.* = \([0-9.]*\) µs per message.*/\1/p')
+	echo "$scenario $label consumed/s=$rate cpu_us/msg=$cpu"
+	kill "$(cat "$work/pid")"
+	while kill -0 "$(cat "$work/pid")" 2>/dev/null; do sleep 0.05; done
+}
+
+for _ in $(seq "$rounds"); do
+	for scenario in $scenarios; do
+		run_one old "$scenario"
+		run_one new "$scenario"
+	done
+done
