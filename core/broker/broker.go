@@ -26,6 +26,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -48,6 +49,11 @@ type Broker struct {
 	mu     sync.RWMutex
 	vhosts map[string]*vhost.VHost
 
+	// history is the broker-wide statistics, sampled every
+	// admin.stats_interval; retired holds the counters of deleted vhosts.
+	history *stats.History
+	retired stats.Meter
+
 	listeners []net.Listener
 	stopOnce  sync.Once
 	admin     *http.Server
@@ -61,12 +67,13 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		cfg:    cfg,
-		log:    log,
-		types:  exchange.NewRegistry(),
-		users:  auth.NewStore(cfg.Defaults.LoopbackUsers),
-		vhosts: make(map[string]*vhost.VHost),
-		stop:   make(chan struct{}),
+		cfg:     cfg,
+		log:     log,
+		types:   exchange.NewRegistry(),
+		users:   auth.NewStore(cfg.Defaults.LoopbackUsers),
+		vhosts:  make(map[string]*vhost.VHost),
+		stop:    make(chan struct{}),
+		history: stats.NewHistory(historyLength),
 	}
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
@@ -164,6 +171,7 @@ func (b *Broker) DeleteVHost(name string) error {
 	}
 	ids := v.QueueIDs()
 	v.Close()
+	b.retired.AddValues(v.Counters.Values())
 	b.users.ClearVHost(name)
 	if err := b.store.DeleteVHost(name, ids); err != nil {
 		return reply.Internal("could not delete vhost '%s' from the store: %v", name, err)
@@ -193,8 +201,9 @@ func (b *Broker) Start() error {
 		}
 		b.serve(ln, "amqps")
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.watchResources()
+	go b.sampleStats()
 	return nil
 }
 

@@ -54,6 +54,10 @@ type Admin struct {
 	// or slow HTTP clients cannot use up the file descriptors the AMQP
 	// listener needs; 0 means no bound.
 	MaxConnections int `toml:"max_connections"`
+	// StatsInterval is how often message rates are sampled, as RabbitMQ's
+	// collect_statistics_interval: a rate is the change between the two
+	// latest samples.
+	StatsInterval Duration `toml:"stats_interval"`
 }
 
 type Storage struct {
@@ -122,7 +126,7 @@ func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
-		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128},
+		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second)},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
@@ -238,6 +242,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxHandshakes < 0 {
 		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
+	}
+	if c.Admin.StatsInterval < Duration(10*time.Millisecond) {
+		return fmt.Errorf("admin.stats_interval: %v must be at least 10ms", time.Duration(c.Admin.StatsInterval))
 	}
 	if c.Limits.ShutdownTimeout <= 0 {
 		return fmt.Errorf("limits.shutdown_timeout: %v must be positive", time.Duration(c.Limits.ShutdownTimeout))

@@ -2,9 +2,11 @@ package conn
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -23,6 +25,13 @@ type channel struct {
 	confirm   confirms
 	tx        *transaction // nil unless tx.select was seen
 	lastQueue string       // the last queue declared, for methods that name none
+
+	// stats are the channel's message statistics (the vhost's counters
+	// get the same adds); any goroutine may add or read.
+	stats stats.Meter
+	// confirmMode and txMode mirror confirm.enabled and tx != nil for
+	// readers other than the connection's reader.
+	confirmMode, txMode atomic.Bool
 
 	mu             sync.Mutex
 	closed         bool // torn down: no more deliveries
@@ -49,6 +58,9 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}
 		c.channels[id] = ch
 		c.nchan.Add(1)
+		c.liveMu.Lock()
+		c.live[id] = ch
+		c.liveMu.Unlock()
 		c.send(id, &protocol.ChannelOpenOk{})
 		return nil
 	}
@@ -158,9 +170,11 @@ func (ch *channel) closeWith(e *reply.Error, classID, methodID uint16) {
 
 // forget removes a closed channel from its connection.
 func (ch *channel) forget() {
-	if ch.c.channels[ch.id] == ch {
-		delete(ch.c.channels, ch.id)
-		ch.c.nchan.Add(-1)
+	c := ch.c
+	if c.channels[ch.id] == ch {
+		delete(c.channels, ch.id)
+		c.nchan.Add(-1)
+		c.retire(ch)
 	}
 }
 

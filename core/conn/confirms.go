@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -91,7 +92,7 @@ func (ch *channel) flushConfirms() {
 	if cf.closed {
 		return
 	}
-	var ackUpTo uint64
+	var ackUpTo, acks uint64
 	b := ch.c.out.begin()
 	for cf.head < len(cf.states) && cf.states[cf.head] != waiting {
 		seq := cf.base
@@ -105,6 +106,7 @@ func (ch *channel) flushConfirms() {
 			}
 		} else {
 			ackUpTo = seq
+			acks++
 		}
 		cf.head++
 		cf.base++
@@ -113,6 +115,9 @@ func (ch *channel) flushConfirms() {
 		b = protocol.AppendMethodFrame(b, ch.id, &protocol.BasicAck{DeliveryTag: ackUpTo, Multiple: true})
 	}
 	ch.c.out.end(b)
+	if acks > 0 {
+		ch.count(stats.Confirm, acks)
+	}
 	// Reclaim the announced prefix once it dominates the slice.
 	if cf.head > 64 && cf.head*2 > len(cf.states) {
 		n := copy(cf.states, cf.states[cf.head:])

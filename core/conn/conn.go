@@ -16,6 +16,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -73,6 +74,13 @@ type Conn struct {
 
 	consumersMu sync.Mutex
 	consumers   map[*consumer]struct{} // kicked when the socket drains
+
+	// live mirrors channels for the admin API, which cannot read the
+	// reader's map; retired holds the statistics of closed channels, so
+	// the connection's totals outlive them.
+	liveMu  sync.Mutex
+	live    map[uint16]*channel
+	retired stats.Meter
 }
 
 type capabilities struct {
@@ -89,6 +97,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 		out:        newOutbound(),
 		since:      time.Now(),
 		channels:   make(map[uint16]*channel),
+		live:       make(map[uint16]*channel),
 		hbStart:    make(chan time.Duration, 1),
 		writerDone: make(chan struct{}),
 		stop:       make(chan struct{}),
@@ -134,10 +143,7 @@ func (c *Conn) contain() {
 // finish releases everything the connection held, then lets the writer
 // flush and hang up.
 func (c *Conn) finish() {
-	for id, ch := range c.channels {
-		ch.teardown()
-		delete(c.channels, id)
-	}
+	c.dropChannels()
 	if c.vh != nil {
 		c.vh.OwnerGone(c)
 	}
@@ -329,10 +335,7 @@ func (c *Conn) connectionMethod(m protocol.Method) error {
 	case *protocol.ConnectionClose:
 		c.log.Debug().Uint16("code", m.ReplyCode).Str("text", m.ReplyText).Msg("client closed the connection")
 		c.closing.Store(true)
-		for id, ch := range c.channels {
-			ch.teardown()
-			delete(c.channels, id)
-		}
+		c.dropChannels()
 		c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionCloseOk{}))
 		_ = c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
 		return nil
@@ -457,18 +460,13 @@ func (c *Conn) kickConsumers() {
 
 // info describes the connection for listings, from any goroutine: the
 // handshake's results are read through c.opened, published once it is done.
-func (c *Conn) info() ConnInfo {
-	ci := ConnInfo{ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since}
-	if o := c.opened.Load(); o != nil {
-		ci.User, ci.VHost, ci.ClientProp = o.user, o.vhost, o.props
-	}
-	return ci
-}
-
 // openedInfo is what the handshake settled, for other goroutines to read.
 type openedInfo struct {
 	user, vhost string
 	props       protocol.Table
+	heartbeat   time.Duration
+	frameMax    uint32
+	channelMax  uint16
 }
 
 func (c *Conn) String() string { return fmt.Sprintf("conn %d (%s)", c.id, c.name) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -17,6 +18,7 @@ type consumer struct {
 	tag       string
 	noAck     bool
 	exclusive bool
+	args      protocol.Table // basic.consume's arguments, for the admin API
 	// Under ch.mu:
 	prefetch uint16 // this consumer's limit (0: none)
 	unacked  int
@@ -63,7 +65,20 @@ func (k *consumer) Deliver(d queue.Delivery) bool {
 		ch.unacked.push(unacked{tag: tag, q: k.q, entry: d.Entry, consumer: k})
 		k.unacked++
 	}
+	ch.countDelivery(d, k.noAck, stats.Deliver, stats.DeliverNoAck)
 	return true
+}
+
+// countDelivery counts d as withAck or noAck, and as a redelivery.
+func (ch *channel) countDelivery(d queue.Delivery, noAck bool, withAck, withoutAck stats.Kind) {
+	if noAck {
+		ch.count(withoutAck, 1)
+	} else {
+		ch.count(withAck, 1)
+	}
+	if d.Redelivered {
+		ch.count(stats.Redeliver, 1)
+	}
 }
 
 // hasCredit applies basic.qos; ch.mu is held.
@@ -236,6 +251,11 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	kick := ch.releaseCredit(done)
 	ch.mu.Unlock()
 
+	if ack {
+		ch.count(stats.Ack, uint64(len(done)))
+	} else {
+		ch.count(stats.Reject, uint64(len(done)))
+	}
 	switch {
 	case ack:
 		forEachQueue(done, func(q *queue.Queue, e []queue.Entry) { q.Ack(e) })
@@ -353,7 +373,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		ch.mu.Unlock()
 		return reply.New(protocol.NotAllowed, "attempt to reuse consumer tag '%s'", tag)
 	}
-	k := &consumer{ch: ch, q: q, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, prefetch: ch.prefetch}
+	k := &consumer{ch: ch, q: q, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, args: m.Arguments, prefetch: ch.prefetch}
 	ch.consumers[tag] = k
 	ch.mu.Unlock()
 
@@ -405,9 +425,11 @@ func (ch *channel) get(m *protocol.BasicGet) error {
 	}
 	d, remaining, ok := q.Get(m.NoAck)
 	if !ok {
+		ch.count(stats.GetEmpty, 1)
 		ch.c.send(ch.id, &protocol.BasicGetEmpty{})
 		return nil
 	}
+	ch.countDelivery(d, m.NoAck, stats.Get, stats.GetNoAck)
 	ch.mu.Lock()
 	ch.nextTag++
 	tag := ch.nextTag

@@ -260,7 +260,10 @@ func (c *Conn) open(name string) error {
 			name, c.user.Name, c.srv.Limits.MaxConnections))
 	}
 	c.vh, c.perm = vh, perm
-	c.opened.Store(&openedInfo{user: c.user.Name, vhost: vh.Name, props: c.clientProps})
+	c.opened.Store(&openedInfo{
+		user: c.user.Name, vhost: vh.Name, props: c.clientProps,
+		heartbeat: c.heartbeat, frameMax: c.frameMax, channelMax: c.channelMax,
+	})
 	c.send(0, &protocol.ConnectionOpenOk{})
 	return nil
 }

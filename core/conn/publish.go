@@ -3,6 +3,7 @@ package conn
 import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -155,8 +156,14 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 	if err != nil {
 		return false, err
 	}
-	if mandatory && !out.Routed() {
-		ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
+	ch.count(stats.Publish, 1)
+	if !out.Routed() {
+		if mandatory {
+			ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
+			ch.count(stats.ReturnUnroutable, 1)
+		} else {
+			ch.count(stats.DropUnroutable, 1)
+		}
 	}
 	if confirm {
 		seq := ch.confirm.add()
@@ -211,6 +218,7 @@ func (ch *channel) confirmSelect(noWait bool) error {
 		return reply.PreconditionFailed("cannot switch from tx to confirm mode")
 	}
 	ch.confirm.enable()
+	ch.confirmMode.Store(true)
 	if !noWait {
 		ch.c.send(ch.id, &protocol.ConfirmSelectOk{})
 	}
@@ -246,6 +254,7 @@ func (ch *channel) txSelect() error {
 	}
 	if ch.tx == nil {
 		ch.tx = &transaction{}
+		ch.txMode.Store(true)
 	}
 	ch.c.send(ch.id, &protocol.TxSelectOk{})
 	return nil

@@ -45,7 +45,6 @@ package conn
 
 import (
 	"net"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +53,6 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/vhost"
-	"github.com/warrenmq/warren/protocol"
 )
 
 // Limits are the negotiable and enforced connection limits.
@@ -216,33 +214,6 @@ func (s *Server) CloseAll(reason string, polite, hard time.Time) bool {
 	case <-wait.C:
 		return false
 	}
-}
-
-// ConnInfo describes a connection for the admin API.
-type ConnInfo struct {
-	ID         uint64
-	Name       string
-	User       string
-	VHost      string
-	Channels   int
-	ClientProp protocol.Table
-	Since      time.Time
-}
-
-// Connections lists the open connections, oldest first.
-func (s *Server) Connections() []ConnInfo {
-	s.mu.Lock()
-	conns := make([]*Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	out := make([]ConnInfo, 0, len(conns))
-	for _, c := range conns {
-		out = append(out, c.info())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // Alarm is a resource alarm (memory or disk) that blocks publishers while

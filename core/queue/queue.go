@@ -36,6 +36,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -108,9 +109,14 @@ type Queue struct {
 	AutoDelete bool
 	Args       protocol.Table
 	// Owner is the exclusive queue's connection; nil otherwise.
-	Owner  any
-	events Events
-	base   Settings // from the arguments alone
+	Owner any
+	// Counters are the queue's message statistics: publish (enqueued),
+	// deliver, deliver_no_ack, get, get_no_ack, get_empty, redeliver, ack
+	// and dead_lettered_*. The queue bumps them under its lock; anyone
+	// may read them.
+	Counters stats.Meter
+	events   Events
+	base     Settings // from the arguments alone
 
 	mu          sync.Mutex
 	settings    Settings // base with the policy applied
@@ -257,6 +263,7 @@ func (q *Queue) enqueue(m *message.Message) (accepted, rejected, stored bool) {
 		stored = true
 	}
 	q.push(e)
+	q.Counters.Inc(stats.Publish)
 	return true, false, stored
 }
 
@@ -530,6 +537,7 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		c := q.consumers[k]
 		if c.Deliver(d) {
 			q.popFrom(l)
+			q.countDelivery(d, c.NoAck(), stats.Deliver, stats.DeliverNoAck)
 			if c.NoAck() {
 				q.forget(&d.Entry)
 			} else {
@@ -541,6 +549,18 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		}
 	}
 	return false
+}
+
+// countDelivery counts d as withAck or noAck, and as a redelivery.
+func (q *Queue) countDelivery(d Delivery, noAck bool, withAck, withoutAck stats.Kind) {
+	if noAck {
+		q.Counters.Inc(withoutAck)
+	} else {
+		q.Counters.Inc(withAck)
+	}
+	if d.Redelivered {
+		q.Counters.Inc(stats.Redeliver)
+	}
 }
 
 // Kick retries delivery, after a consumer regained credit.
@@ -559,11 +579,13 @@ func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 	q.expireHeads()
 	l := q.head()
 	if l == nil {
+		q.Counters.Inc(stats.GetEmpty)
 		return Delivery{}, 0, false
 	}
 	e := q.popFrom(l)
 	d = Delivery{Queue: q, Entry: e, Redelivered: e.Deliveries > 0}
 	d.Entry.Deliveries++
+	q.countDelivery(d, noAck, stats.Get, stats.GetNoAck)
 	if noAck {
 		q.forget(&d.Entry)
 	} else {
@@ -632,6 +654,7 @@ func (q *Queue) Cancel(c Consumer) {
 func (q *Queue) Ack(entries []Entry) {
 	q.mu.Lock()
 	q.unacked -= len(entries)
+	q.Counters.Add(stats.Ack, uint64(len(entries)))
 	for i := range entries {
 		q.forget(&entries[i])
 	}

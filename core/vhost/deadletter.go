@@ -6,6 +6,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -44,6 +45,9 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 		work[0] = deadLetters{}
 		work = work[1:]
 		settings, qid, deleted := next.q.Source()
+		if settings.HasDeadLetter {
+			v.countDeadLetters(next.q, next.dead)
+		}
 		var txn *storage.Txn
 		if v.store != nil {
 			txn = v.store.Begin()
@@ -57,6 +61,17 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 		}
 		moves, targets := v.deadLetterRoutes(next.q.Name, settings, next.dead)
 		work = v.moveInto(moves, targets, txn, work)
+	}
+}
+
+// countDeadLetters counts messages leaving q for its dead-letter exchange,
+// by reason, in q's statistics and the vhost's.
+func (v *VHost) countDeadLetters(q *queue.Queue, dead []queue.Dead) {
+	for _, d := range dead {
+		if k, ok := stats.DeadLetterKind(string(d.Reason)); ok {
+			q.Counters.Inc(k)
+			v.Counters.Inc(k)
+		}
 	}
 }
 

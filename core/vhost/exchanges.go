@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -31,6 +32,11 @@ type Exchange struct {
 
 	viaMu sync.Mutex
 	via   map[string]exchange.Router // routers of other types over the same bindings
+
+	// Counters are the exchange's message statistics: publish_in (messages
+	// published to it by clients) and publish_out (those of them routed or
+	// held).
+	Counters stats.Meter
 }
 
 // Policy returns the name of the policy applied, "" when none.
@@ -336,6 +342,8 @@ type ExchangeInfo struct {
 	Policy   string
 	Bindings int
 	Info     map[string]any
+	Counters stats.Values // message statistics
+	Rates    stats.Rates
 }
 
 // Exchanges lists the exchanges, the default one included. A plugin's
@@ -345,8 +353,10 @@ func (v *VHost) Exchanges() []ExchangeInfo {
 	out := make([]ExchangeInfo, 0, len(list))
 	for _, x := range list {
 		x.mu.RLock()
-		out = append(out, ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info()})
+		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info()}
 		x.mu.RUnlock()
+		info.Counters, info.Rates = x.Counters.Values(), x.Counters.Rates()
+		out = append(out, info)
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 )
 
 // Router is the scratch space of one publisher: reusing it across messages
@@ -58,6 +59,10 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	out := v.enqueue(m, r)
 	out.Held = held
 	out.Stored = out.Stored || heldStored
+	x.Counters.Inc(stats.PublishIn)
+	if out.Routed() {
+		x.Counters.Inc(stats.PublishOut)
+	}
 	return out, nil
 }
 

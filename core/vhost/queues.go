@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -283,6 +284,8 @@ type QueueInfo struct {
 	Durable, Exclusive, AutoDelete bool
 	Args                           protocol.Table
 	queue.Stats
+	Counters stats.Values // message statistics
+	Rates    stats.Rates
 }
 
 // Queues lists the queues. The names and policies are read under mu, the
@@ -303,6 +306,7 @@ func (v *VHost) Queues() []QueueInfo {
 	v.mu.RUnlock()
 	for i, q := range qs {
 		out[i].Stats = q.Stats()
+		out[i].Counters, out[i].Rates = q.Counters.Values(), q.Counters.Rates()
 	}
 	return out
 }

@@ -56,6 +56,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/stats"
 )
 
 // VHost is one virtual host.
@@ -69,6 +70,10 @@ type VHost struct {
 	store    Store         // nil: nothing persists
 	memory   queue.MemoryLimit
 	closed   atomic.Bool
+
+	// Counters are the vhost's message statistics: what its channels count
+	// (the connection layer adds to both) and its queues' dead letters.
+	Counters stats.Meter
 
 	// defMu serializes topology changes; see the package doc.
 	defMu sync.Mutex

@@ -1,0 +1,225 @@
+package conn
+
+import (
+	"crypto/tls"
+	"sort"
+	"time"
+
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// This file is what the admin API sees of connections, channels and
+// consumers, and the admin's one action on them: closing a connection.
+// Everything here runs on goroutines other than the connection's reader,
+// so it reads only what is shared: the opened info, the live channel map
+// under liveMu, each channel's delivery state under its mu, and atomics.
+
+// ConnInfo describes a connection for the admin API.
+type ConnInfo struct {
+	ID          uint64
+	Name        string
+	User        string
+	VHost       string
+	Channels    int
+	ClientProp  protocol.Table
+	Since       time.Time
+	Peer, Local string // addresses, host:port
+	TLS         bool
+	Heartbeat   time.Duration
+	FrameMax    uint32
+	ChannelMax  uint16
+	Blocked     bool // held by a resource alarm right now
+	Stats       stats.Values
+	Rates       stats.Rates
+}
+
+// ChannelInfo describes a channel for the admin API.
+type ChannelInfo struct {
+	Conn           ConnInfo
+	Number         uint16
+	Confirm        bool
+	Transactional  bool
+	Prefetch       uint16 // basic.qos global=false, for consumers made after it
+	GlobalPrefetch uint16
+	Unacked        int
+	Consumers      []ConsumerInfo
+	Stats          stats.Values
+	Rates          stats.Rates
+}
+
+// Name is the channel's name as RabbitMQ shows it: the connection's name
+// and the channel number.
+func (ci ChannelInfo) Name() string { return channelName(ci.Conn.Name, ci.Number) }
+
+func channelName(conn string, number uint16) string {
+	return conn + " (" + itoa(int(number)) + ")"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// ConsumerInfo describes a consumer for the admin API.
+type ConsumerInfo struct {
+	Tag       string
+	Queue     string
+	VHost     string
+	NoAck     bool
+	Exclusive bool
+	Prefetch  uint16
+	Args      protocol.Table
+}
+
+// retire forgets a closed channel for the admin API, keeping its
+// statistics in the connection's totals.
+func (c *Conn) retire(ch *channel) {
+	c.liveMu.Lock()
+	if c.live[ch.id] == ch {
+		delete(c.live, ch.id)
+	}
+	c.liveMu.Unlock()
+	c.retired.AddValues(ch.stats.Values())
+}
+
+// dropChannels tears down and retires every channel: the connection is
+// ending.
+func (c *Conn) dropChannels() {
+	for id, ch := range c.channels {
+		ch.teardown()
+		delete(c.channels, id)
+		c.retire(ch)
+	}
+}
+
+// count adds n events of kind k to the channel's statistics and its
+// vhost's (none in unit tests that build a channel without one).
+func (ch *channel) count(k stats.Kind, n uint64) {
+	ch.stats.Add(k, n)
+	if vh := ch.c.vh; vh != nil {
+		vh.Counters.Add(k, n)
+	}
+}
+
+func (c *Conn) liveChannels() []*channel {
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	out := make([]*channel, 0, len(c.live))
+	for _, ch := range c.live {
+		out = append(out, ch)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func (c *Conn) info() ConnInfo {
+	ci := ConnInfo{
+		ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since,
+		Peer: c.nc.RemoteAddr().String(), Local: c.nc.LocalAddr().String(),
+		Blocked: c.blocked.Load(),
+	}
+	_, ci.TLS = c.nc.(*tls.Conn)
+	if o := c.opened.Load(); o != nil {
+		ci.User, ci.VHost, ci.ClientProp = o.user, o.vhost, o.props
+		ci.Heartbeat, ci.FrameMax, ci.ChannelMax = o.heartbeat, o.frameMax, o.channelMax
+	}
+	ci.Stats = c.retired.Values()
+	for _, ch := range c.liveChannels() {
+		ci.Stats.Add(ch.stats.Values())
+		ci.Rates.Add(ch.stats.Rates())
+	}
+	return ci
+}
+
+func (ch *channel) info(conn ConnInfo) ChannelInfo {
+	ci := ChannelInfo{
+		Conn: conn, Number: ch.id, Confirm: ch.confirmMode.Load(), Transactional: ch.txMode.Load(),
+		Stats: ch.stats.Values(), Rates: ch.stats.Rates(),
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ci.Prefetch, ci.GlobalPrefetch = ch.prefetch, ch.globalPrefetch
+	ci.Unacked = ch.unacked.len()
+	for _, k := range ch.consumers {
+		ci.Consumers = append(ci.Consumers, ConsumerInfo{
+			Tag: k.tag, Queue: k.q.Name, VHost: k.q.VHost, NoAck: k.noAck,
+			Exclusive: k.exclusive, Prefetch: k.prefetch, Args: k.args,
+		})
+	}
+	sort.Slice(ci.Consumers, func(i, j int) bool { return ci.Consumers[i].Tag < ci.Consumers[j].Tag })
+	return ci
+}
+
+// Connections lists the open connections, oldest first.
+func (s *Server) Connections() []ConnInfo {
+	conns := s.snapshot()
+	out := make([]ConnInfo, 0, len(conns))
+	for _, c := range conns {
+		out = append(out, c.info())
+	}
+	return out
+}
+
+// Channels lists every open channel, by connection (oldest first) then
+// number.
+func (s *Server) Channels() []ChannelInfo {
+	var out []ChannelInfo
+	for _, c := range s.snapshot() {
+		ci := c.info()
+		for _, ch := range c.liveChannels() {
+			out = append(out, ch.info(ci))
+		}
+	}
+	return out
+}
+
+// SampleRates samples every connection's channels for rates; the broker's
+// statistics sampler calls it.
+func (s *Server) SampleRates(now time.Time) {
+	for _, c := range s.snapshot() {
+		for _, ch := range c.liveChannels() {
+			ch.stats.Sample(now)
+		}
+	}
+}
+
+// CloseConnection closes the open connection called name, as an
+// operator's request (the admin API): the client gets 320
+// CONNECTION_FORCED with reason as the text, RabbitMQ's words, and has
+// closeTimeout to answer. It reports whether such a connection was open.
+func (s *Server) CloseConnection(name, reason string) bool {
+	for _, c := range s.snapshot() {
+		if c.name != name || c.opened.Load() == nil {
+			continue
+		}
+		c.log.Info().Str("reason", reason).Msg("connection closed by an operator")
+		c.sendClose(reply.New(protocol.ConnectionForced, "CONNECTION_FORCED - %s", reason), 0, 0)
+		c.stopOnce.Do(func() { close(c.stop) })
+		_ = c.nc.SetDeadline(time.Now().Add(closeTimeout))
+		return true
+	}
+	return false
+}
+
+// snapshot returns the served connections, oldest first.
+func (s *Server) snapshot() []*Conn {
+	s.mu.Lock()
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+	return conns
+}

@@ -1,0 +1,27 @@
+package vhost
+
+import (
+	"time"
+
+	"github.com/warrenmq/warren/core/stats"
+)
+
+// SampleRates samples the message counters of the vhost, its exchanges
+// and its queues for their rates, and returns its queue totals; the
+// broker's statistics sampler calls it every interval. It takes each
+// queue's lock in turn, never two at once and never under the vhost's.
+func (v *VHost) SampleRates(now time.Time) stats.QueueTotals {
+	v.Counters.Sample(now)
+	for _, x := range v.exchangeList() {
+		x.Counters.Sample(now)
+	}
+	var totals stats.QueueTotals
+	for _, q := range v.queueList() {
+		q.Counters.Sample(now)
+		st := q.Stats()
+		totals.Ready += int64(st.Ready)
+		totals.Unacked += int64(st.Unacked)
+	}
+	totals.Messages = totals.Ready + totals.Unacked
+	return totals
+}
