@@ -60,7 +60,7 @@ func TestMessageStatistics(t *testing.T) {
 		}
 	}
 	check("vhost", v.Counters.Values(), map[stats.Kind]uint64{
-		stats.Publish: 7, stats.Confirm: 7, stats.ReturnUnroutable: 1, stats.DropUnroutable: 1,
+		stats.Publish: 7, stats.Routed: 5, stats.Confirm: 7, stats.ReturnUnroutable: 1, stats.DropUnroutable: 1,
 		stats.Deliver: 6, stats.Redeliver: 1, stats.Ack: 5, stats.Reject: 1, stats.GetEmpty: 1,
 	})
 	found := 0

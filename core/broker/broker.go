@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -54,6 +55,12 @@ type Broker struct {
 	history *stats.History
 	retired stats.Meter
 
+	// The resource alarms' limits in bytes (0: none), changeable at run
+	// time, and the watcher's latest reading.
+	memLimit, diskLimit atomic.Uint64
+	resources           atomic.Pointer[ResourceState]
+	started             time.Time
+
 	listeners []net.Listener
 	stopOnce  sync.Once
 	admin     *http.Server
@@ -74,7 +81,10 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		vhosts:  make(map[string]*vhost.VHost),
 		stop:    make(chan struct{}),
 		history: stats.NewHistory(historyLength),
+		started: time.Now(),
 	}
+	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
+	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
 			FrameMax:         cfg.Limits.FrameMax,

@@ -86,11 +86,15 @@ type ConsumerInfo struct {
 // statistics in the connection's totals.
 func (c *Conn) retire(ch *channel) {
 	c.liveMu.Lock()
-	if c.live[ch.id] == ch {
+	live := c.live[ch.id] == ch
+	if live {
 		delete(c.live, ch.id)
 	}
 	c.liveMu.Unlock()
-	c.retired.AddValues(ch.stats.Values())
+	if live {
+		c.srv.churn.channelsClosed.Add(1)
+		c.retired.AddValues(ch.stats.Values())
+	}
 }
 
 // dropChannels tears down and retires every channel: the connection is

@@ -38,8 +38,10 @@ const (
 	PublishOut
 	// Confirm: publisher confirms sent (basic.ack to a publisher).
 	Confirm
-	// ReturnUnroutable and DropUnroutable: published messages that reached
-	// no queue, returned (mandatory) or dropped.
+	// Routed: published messages that reached a queue or were held for
+	// later. ReturnUnroutable and DropUnroutable: those that did not,
+	// returned (mandatory) or dropped.
+	Routed
 	ReturnUnroutable
 	DropUnroutable
 	// Deliver, DeliverNoAck, Get, GetNoAck: messages handed to consumers
@@ -72,6 +74,7 @@ var names = [NumKinds]string{
 	PublishIn:                 "publish_in",
 	PublishOut:                "publish_out",
 	Confirm:                   "confirm",
+	Routed:                    "routed",
 	ReturnUnroutable:          "return_unroutable",
 	DropUnroutable:            "drop_unroutable",
 	Deliver:                   "deliver",
