@@ -2,10 +2,13 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -44,20 +47,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	bind(t, ch, hostileNames[0], "1", x, nil)
 	publishConfirmed(t, ch, x, "k", body("hashed"))
 
-	resp, err := http.Get("http://" + s.b.AdminAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scrape, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(scrape))
-	if err != nil {
-		t.Fatalf("the scrape does not parse: %v\n%s", err, scrape)
-	}
+	scrape, families := scrapeMetrics(t, s)
 
 	ready := map[string]float64{}
 	for _, m := range family(t, families, "warren_queue_messages_ready").Metric {
@@ -104,6 +94,74 @@ func TestPrometheusMetrics(t *testing.T) {
 	cmd.Stdin = bytes.NewReader(scrape)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// scrapeMetrics GETs /metrics and parses it.
+func scrapeMetrics(t *testing.T, s *server) ([]byte, map[string]*dto.MetricFamily) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.b.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(scrape))
+	if err != nil {
+		t.Fatalf("the scrape does not parse: %v\n%s", err, scrape)
+	}
+	return scrape, families
+}
+
+// The Grafana dashboard in examples/ queries only metrics Warren exports.
+func TestGrafanaDashboardQueriesExportedMetrics(t *testing.T) {
+	s := startWarren(t, func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" })
+	if err := s.b.ServeAdmin(admin.Handler(s.b)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.EnablePlugin("consistent-hash"); err != nil { // for the plugin series
+		t.Fatal(err)
+	}
+	_, ch := channel(t, s)
+	declareQueue(t, s, ch, "dashboard", nil) // for the per-queue series
+	_, families := scrapeMetrics(t, s)
+	raw, err := os.ReadFile("../examples/grafana/warren-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	metricName := regexp.MustCompile(`\b(warren|process|go)_[a-z_]+`)
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, name := range metricName.FindAllString(target.Expr, -1) {
+				queried++
+				base := name
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					if f, ok := families[strings.TrimSuffix(name, suffix)]; ok && f.GetType() == dto.MetricType_HISTOGRAM {
+						base = strings.TrimSuffix(name, suffix)
+					}
+				}
+				if _, ok := families[base]; !ok {
+					t.Errorf("panel %q queries %s, which /metrics does not export", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried < 40 {
+		t.Fatalf("found only %d metric names in the dashboard's queries", queried)
 	}
 }
 
