@@ -21,7 +21,7 @@ import (
 
 func newBroker(t *testing.T) (*broker.Broker, string) {
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Storage.DataDir = t.TempDir()
 	b, err := broker.New(cfg, zerolog.New(io.Discard))
 	if err != nil {
