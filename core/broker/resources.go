@@ -425,6 +425,10 @@ func (b *Broker) publishResources(w *resourceWatch) {
 	})
 }
 
+// SystemMemory is the machine's memory in bytes (MemTotal); 0 when
+// unknown.
+func SystemMemory() uint64 { return systemMemory() }
+
 // memoryLimitFor turns a watermark (a fraction of the machine's memory)
 // into bytes; 0 when either is unknown or zero.
 func memoryLimitFor(watermark float64) uint64 {
