@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -55,10 +56,15 @@ type Broker struct {
 	retired stats.Meter
 
 	listeners []net.Listener
-	stopOnce  sync.Once
-	admin     *http.Server
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
+	// "http") and bound address, for the admin API and its health checks.
+	listenerInfo atomic.Pointer[[]Listener] // copied on write
+	started      time.Time
+	clusterName  atomic.Pointer[string]
+	stopOnce     sync.Once
+	admin        *http.Server
+	stop         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // New builds a broker from a configuration; Start opens its listeners.
@@ -74,6 +80,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		vhosts:  make(map[string]*vhost.VHost),
 		stop:    make(chan struct{}),
 		history: stats.NewHistory(historyLength),
+		started: time.Now(),
 	}
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
@@ -209,6 +216,7 @@ func (b *Broker) Start() error {
 
 func (b *Broker) serve(ln net.Listener, proto string) {
 	b.listeners = append(b.listeners, ln)
+	b.recordListener(proto, ln.Addr())
 	b.log.Info().Str("listener", proto).Str("addr", ln.Addr().String()).Msg("accepting connections")
 	b.wg.Add(1)
 	go func() {
@@ -256,6 +264,7 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 		IdleTimeout:       adminIdleTimeout,
 		MaxHeaderBytes:    adminMaxHeaderBytes,
 	}
+	b.recordListener("http", ln.Addr())
 	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
 	b.wg.Add(1)
 	go func() {
