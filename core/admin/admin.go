@@ -73,6 +73,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/broker"
@@ -243,15 +244,17 @@ func writeFailure(w http.ResponseWriter, err error) {
 	}
 	var e *reply.Error
 	if errors.As(err, &e) {
+		// RabbitMQ's API gives the AMQP text without its "CODE_NAME - ".
+		text := strings.TrimPrefix(e.Text, protocol.ReplyText(e.Code)+" - ")
 		switch e.Code {
 		case protocol.NotFound:
-			writeError(w, http.StatusNotFound, "not_found", e.Text)
+			writeError(w, http.StatusNotFound, "not_found", text)
 			return
 		case protocol.AccessRefused:
 			writeError(w, http.StatusUnauthorized, "not_authorised", "Access refused.")
 			return
 		case protocol.PreconditionFailed, protocol.CommandInvalid, protocol.ResourceLocked, protocol.NotAllowed:
-			writeError(w, http.StatusBadRequest, "bad_request", e.Text)
+			writeError(w, http.StatusBadRequest, "bad_request", text)
 			return
 		}
 	}

@@ -147,17 +147,9 @@ func (a *api) postBinding(c *call, kind exchange.DestKind) (any, error) {
 	return &answer{status: http.StatusCreated, location: loc}, nil
 }
 
-// ownerOf is the connection owning an exclusive destination queue, so the
-// operator may bind it as its owner could.
-func ownerOf(v *vhost.VHost, dest exchange.Destination) any {
-	if dest.Kind != exchange.ToQueue {
-		return nil
-	}
-	if q, err := lookupQueue(v, dest.Name); err == nil {
-		return q.Owner
-	}
-	return nil
-}
+// ownerOf is nil: the API binds as a connection of its own would, so
+// another connection's exclusive queue is refused as RabbitMQ refuses it.
+func ownerOf(*vhost.VHost, exchange.Destination) any { return nil }
 
 // findBinding is the binding between the path's ends with the path's
 // properties key.

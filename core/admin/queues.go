@@ -128,19 +128,16 @@ func (a *api) queues(c *call) (any, error) {
 	return list(out, p, queueLister)
 }
 
-// lookupQueue finds the named queue whatever connection owns it: the
-// operator may inspect, purge and delete an exclusive queue too.
+// lookupQueue finds the named queue: errNotFound when there is none, and
+// RabbitMQ's 400 (405 RESOURCE_LOCKED in AMQP) for another connection's
+// exclusive queue, which RabbitMQ's API may not purge, get from or delete
+// either (checked against RabbitMQ 3.10.8).
 func lookupQueue(v *vhost.VHost, name string) (*queue.Queue, error) {
 	q, err := v.Queue(name, nil)
 	if q == nil {
 		return nil, errNotFound
 	}
-	if err != nil {
-		if q, err = v.Queue(name, q.Owner); err != nil {
-			return nil, errNotFound
-		}
-	}
-	return q, nil
+	return q, err
 }
 
 func (a *api) queue(c *call) (any, error) {
@@ -295,7 +292,8 @@ func (a *api) getMessages(c *call) (any, error) {
 	}
 	q, err := v.Queue(c.path("queue"), nil)
 	if q == nil {
-		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - no queue '" + c.path("queue") + "' in vhost '" + v.Name + "'"}
+		// RabbitMQ keeps the code's name in this one reason.
+		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - NOT_FOUND - no queue '" + c.path("queue") + "' in vhost '" + v.Name + "'"}
 	}
 	if err != nil {
 		return nil, err

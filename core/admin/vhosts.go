@@ -90,9 +90,17 @@ func (a *api) putVHost(c *call) (any, error) {
 	if err := decode(c.r, &body); err != nil {
 		return nil, err
 	}
-	_, existed := a.b.VHost(c.path("vhost"))
-	if _, err := a.b.AddVHost(c.path("vhost")); err != nil {
+	name := c.path("vhost")
+	_, existed := a.b.VHost(name)
+	if _, err := a.b.AddVHost(name); err != nil {
 		return nil, err
+	}
+	if !existed {
+		// RabbitMQ grants the user who creates a vhost through the API
+		// full permissions there.
+		if err := a.b.SetPermission(name, c.u.Name, ".*", ".*", ".*"); err != nil {
+			return nil, err
+		}
 	}
 	return createdOrUpdated(!existed)
 }
