@@ -69,6 +69,13 @@ func CheckPassword(hash, password string) bool {
 	return subtle.ConstantTimeCompare(raw, want) == 1
 }
 
+// ValidHash reports whether hash has the form HashPassword produces:
+// base64 of a 4-byte salt and a SHA-256 digest.
+func ValidHash(hash string) bool {
+	raw, err := base64.StdEncoding.DecodeString(hash)
+	return err == nil && len(raw) == 4+sha256.Size
+}
+
 // Permission is a user's rights in one vhost.
 type Permission struct {
 	Configure, Write, Read string

@@ -81,3 +81,18 @@ func TestParsePlain(t *testing.T) {
 		t.Fatal("malformed PLAIN accepted")
 	}
 }
+
+func TestValidHash(t *testing.T) {
+	if !ValidHash(HashPassword("x")) {
+		t.Fatal("a hash HashPassword made is not valid")
+	}
+	// RabbitMQ 3.10.8's hash of "guest", from its /api/users.
+	if h := "ctxOjaoYQs4WVgZMSUT+O40TlWVHWmV5UPi8ZM7yBg4sLBZQ"; !ValidHash(h) || !CheckPassword(h, "guest") {
+		t.Fatal("RabbitMQ's hash of guest is not accepted")
+	}
+	for _, bad := range []string{"", "not base64!", "AAAA"} {
+		if ValidHash(bad) {
+			t.Errorf("ValidHash(%q)", bad)
+		}
+	}
+}

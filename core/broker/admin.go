@@ -40,6 +40,25 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 	return nil
 }
 
+// PutUserHash adds or replaces a user with a password hash as RabbitMQ's
+// rabbit_password_hashing_sha256 writes it (base64 of a 4-byte salt and
+// the SHA-256 of salt and password), which is Warren's own: a user moved
+// from RabbitMQ keeps its password. "" allows no password login.
+func (b *Broker) PutUserHash(name, hash string, tags []string) error {
+	if name == "" {
+		return reply.PreconditionFailed("user name must not be empty")
+	}
+	if hash != "" && !auth.ValidHash(hash) {
+		return reply.PreconditionFailed("password_hash is not a base64 salted SHA-256 hash")
+	}
+	u := &auth.User{Name: name, PasswordHash: hash, Tags: tags}
+	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
+		return reply.Internal("could not store user '%s': %v", name, err)
+	}
+	b.users.PutUser(u)
+	return nil
+}
+
 // DeleteUser removes a user and all their permissions.
 func (b *Broker) DeleteUser(name string) error {
 	if _, ok := b.users.User(name); !ok {
