@@ -75,6 +75,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/warrenmq/warren/core/admin/webui"
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/reply"
@@ -98,6 +99,8 @@ func Handler(b *broker.Broker) http.Handler {
 	a.handle(mux, "PUT /api/warren/vm-memory-high-watermark", administrator, func(c *call) (any, error) { return a.putMemoryWatermark(c.r) })
 	a.handle(mux, "PUT /api/warren/disk-free-limit", administrator, func(c *call) (any, error) { return a.putDiskFreeLimit(c.r) })
 	mux.Handle("GET /metrics", metricsHandler(b))
+	mux.Handle("GET /", webui.Handler())                            // the web UI's page
+	mux.Handle("GET "+webui.AssetPrefix+"{asset}", webui.Handler()) // and its files
 	return serverHeader(refuseForgeable(mux))
 }
 

@@ -1,0 +1,167 @@
+// The application shell: log-in, the navigation bar, the vhost selector
+// and a router over location.hash (#/queues, #/queue/%2F/name ...). Each
+// page module exports render(ctx); ctx.every registers a refresh that the
+// router stops when the page is left.
+
+import * as api from "./api.js";
+import { h, replace, message, route } from "./dom.js";
+import * as overview from "./page-overview.js";
+import * as lists from "./page-lists.js";
+import * as queue from "./page-queue.js";
+import * as exchange from "./page-exchange.js";
+import * as admin from "./page-admin.js";
+import * as plugins from "./page-plugins.js";
+import * as definitions from "./page-definitions.js";
+
+export const REFRESH_MS = 5000;
+
+const pages = {
+  overview: overview.render,
+  connections: lists.connections,
+  channels: lists.channels,
+  exchanges: lists.exchanges,
+  queues: lists.queues,
+  consumers: lists.consumers,
+  queue: queue.render,
+  exchange: exchange.render,
+  users: admin.users,
+  vhosts: admin.vhosts,
+  permissions: admin.permissions,
+  policies: admin.policies,
+  plugins: plugins.render,
+  definitions: definitions.render,
+};
+
+const nav = [
+  ["overview", "Overview"], ["connections", "Connections"], ["channels", "Channels"],
+  ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
+  ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
+];
+const adminPages = new Set(["users", "vhosts", "permissions", "policies"]);
+
+const root = document.getElementById("app");
+let timers = [];
+
+function stopTimers() {
+  timers.forEach(clearInterval);
+  timers = [];
+}
+
+// The vhost the lists are limited to ("" for all), kept per tab.
+const VHOST_KEY = "warren.vhost";
+export const currentVHost = () => sessionStorage.getItem(VHOST_KEY) || "";
+
+function parseHash() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p, i) => i === 0 || p !== undefined);
+  const segs = parts.map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
+  return { page: segs[0] || "overview", params: segs.slice(1) };
+}
+
+async function show() {
+  stopTimers();
+  const { page, params } = parseHash();
+  if (page === "login" || !api.savedUser()) return showLogin();
+  const renderPage = pages[page];
+  const main = h("main", { id: "page", dataset: { page } });
+  replace(root, header(page), main);
+  if (!renderPage) {
+    main.append(h("h2", {}, "Not found"), h("p", {}, "No page called " + page + "."));
+    return;
+  }
+  const ctx = {
+    main, params, vhost: currentVHost,
+    every(fn, ms) {
+      timers.push(setInterval(() => {
+        if (!document.hidden) fn();
+      }, ms || REFRESH_MS));
+    },
+  };
+  try {
+    await renderPage(ctx);
+  } catch (e) {
+    const m = h("div", { id: "page-error" });
+    message(m, "error", e.message);
+    main.append(m);
+  }
+}
+
+function header(page) {
+  const links = nav.map(([p, label]) => {
+    const active = p === page || (p === "users" && adminPages.has(page)) ||
+      (p === "queues" && page === "queue") || (p === "exchanges" && page === "exchange");
+    return h("a", { href: route(p), className: active ? "active" : "", id: "nav-" + p }, label);
+  });
+  const vsel = h("select", { id: "vhost-select", title: "Virtual host shown in the lists" }, h("option", { value: "" }, "All vhosts"));
+  vsel.addEventListener("change", () => {
+    sessionStorage.setItem(VHOST_KEY, vsel.value);
+    show();
+  });
+  api.get("/api/vhosts").then((vs) => {
+    for (const v of vs) vsel.append(h("option", { value: v.name }, v.name));
+    vsel.value = currentVHost();
+  }).catch(() => {});
+  const sub = adminPages.has(page)
+    ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["policies", "Policies"]]
+      .map(([p, label]) => h("a", { href: route(p), className: p === page ? "active" : "", id: "subnav-" + p }, label)))
+    : null;
+  return h("header", {},
+    h("div", { className: "bar" },
+      h("a", { href: route("overview"), className: "brand" }, "Warren"),
+      h("nav", { className: "main" }, links),
+      h("div", { className: "who" },
+        h("label", {}, "Virtual host ", vsel),
+        h("span", { id: "whoami" }, api.savedUser()),
+        h("button", { type: "button", className: "small", id: "logout", on: { click: () => {
+          api.logout();
+          location.hash = route("login");
+        } } }, "Log out"))),
+    sub);
+}
+
+function showLogin(reason) {
+  stopTimers();
+  const user = h("input", { id: "login-user", name: "username", autocomplete: "username", required: true });
+  const pass = h("input", { id: "login-password", type: "password", name: "password", autocomplete: "current-password" });
+  const status = h("div", { id: "login-error", hidden: true });
+  if (reason) message(status, "error", reason);
+  const button = h("button", { type: "submit", id: "login-submit" }, "Log in");
+  const form = h("form", { id: "login", className: "login" },
+    h("h1", {}, "Warren"),
+    h("p", {}, "Log in with a Warren user that has a management tag."),
+    h("label", { className: "field" }, h("span", {}, "Username"), user),
+    h("label", { className: "field" }, h("span", {}, "Password"), pass),
+    button, status);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    button.disabled = true;
+    try {
+      await api.login(user.value, pass.value);
+      const { page } = parseHash();
+      if (page === "login" || !location.hash) location.hash = route("overview");
+      else show();
+    } catch (e) {
+      // The API's reason is "Login failed" for a wrong password, or says
+      // why else (a loopback-only user from elsewhere, a missing tag).
+      const why = e.reason && !/^login failed$/i.test(e.reason) ? e.reason : "wrong username or password";
+      message(status, "error", e.status === 401 ? `Login failed: ${why}.` : e.message);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  replace(root, form);
+  user.focus();
+}
+
+api.setOnUnauthorized((e) => {
+  api.logout();
+  showLogin("Your login is no longer accepted: " + e.message);
+});
+
+window.addEventListener("hashchange", show);
+show();

@@ -1,0 +1,151 @@
+// Users, virtual hosts, permissions and policies: list, create, delete.
+// These lists are small and the API answers them whole, so they are
+// filtered and paged in the tab and refreshed after each change rather
+// than on a timer (a timer would disarm a half-clicked Delete).
+
+import * as api from "./api.js";
+import { h, message } from "./dom.js";
+import { num, json } from "./format.js";
+import { Table } from "./table.js";
+import { actionForm, dangerButton, parseJSONField } from "./forms.js";
+
+function page(ctx, title, table, form, status) {
+  ctx.main.append(h("h2", {}, title), status, table.el, form);
+  return table.reload();
+}
+
+function deleteButton(id, status, fn, table) {
+  return dangerButton("Delete", id, async () => {
+    await fn();
+    table.reload();
+    return "Deleted.";
+  }, status);
+}
+
+export function users(ctx) {
+  const status = h("div", { hidden: true, id: "users-msg" });
+  const t = new Table({
+    id: "users", sort: "name", fetchAll: () => api.get("/api/users"),
+    columns: [
+      { label: "Name", key: "name", render: (u) => u.name },
+      { label: "Tags", key: "tags", render: (u) => (Array.isArray(u.tags) ? u.tags.join(", ") : u.tags || "") },
+      { label: "Password", render: (u) => (u.password_hash ? "set" : "none") },
+      { label: "", render: (u) => deleteButton("delete-user-" + u.name, status, () => api.del(api.path("users", u.name)), t) },
+    ],
+  });
+  const form = actionForm({
+    id: "add-user", title: "Add or update a user", submit: "Save user",
+    fields: [
+      { name: "name", label: "Username", required: true },
+      { name: "password", label: "Password", type: "password" },
+      { name: "tags", label: "Tags", placeholder: "administrator, monitoring, policymaker, management",
+        help: "Comma-separated; administrator can do everything." },
+    ],
+    onSubmit: async (v) => {
+      const body = { tags: v.tags.split(",").map((s) => s.trim()).filter(Boolean).join(",") };
+      if (v.password) body.password = v.password;
+      else body.password_hash = "";
+      await api.put(api.path("users", v.name), body);
+      t.reload();
+      return `User ${v.name} saved.`;
+    },
+  });
+  return page(ctx, "Users", t, form, status);
+}
+
+export function vhosts(ctx) {
+  const status = h("div", { hidden: true, id: "vhosts-msg" });
+  const t = new Table({
+    id: "vhosts", sort: "name", fetchAll: () => api.get("/api/vhosts"),
+    columns: [
+      { label: "Name", key: "name", render: (v) => v.name },
+      { label: "Description", key: "description", render: (v) => v.description || "" },
+      { label: "Messages", key: "messages", className: "num", render: (v) => num(v.messages) },
+      { label: "Ready", key: "messages_ready", className: "num", render: (v) => num(v.messages_ready) },
+      { label: "Unacked", key: "messages_unacknowledged", className: "num", render: (v) => num(v.messages_unacknowledged) },
+      { label: "", render: (v) => deleteButton("delete-vhost-" + v.name, status, () => api.del(api.path("vhosts", v.name)), t) },
+    ],
+  });
+  const form = actionForm({
+    id: "add-vhost", title: "Add a virtual host", submit: "Add virtual host",
+    fields: [{ name: "name", label: "Name", required: true }, { name: "description", label: "Description" }],
+    onSubmit: async (v) => {
+      const body = v.description ? { description: v.description } : {};
+      await api.put(api.path("vhosts", v.name), body);
+      t.reload();
+      return `Virtual host ${v.name} added.`;
+    },
+  });
+  return page(ctx, "Virtual hosts", t, form, status);
+}
+
+export async function permissions(ctx) {
+  const status = h("div", { hidden: true, id: "permissions-msg" });
+  const t = new Table({
+    id: "permissions", sort: "user", nameOf: (p) => p.user + " " + p.vhost,
+    fetchAll: () => api.get("/api/permissions"),
+    columns: [
+      { label: "User", key: "user", render: (p) => p.user },
+      { label: "Virtual host", key: "vhost", render: (p) => p.vhost },
+      { label: "Configure", render: (p) => p.configure },
+      { label: "Write", render: (p) => p.write },
+      { label: "Read", render: (p) => p.read },
+      { label: "", render: (p) => deleteButton("delete-permission-" + p.user + "-" + p.vhost, status,
+        () => api.del(api.path("permissions", p.vhost, p.user)), t) },
+    ],
+  });
+  const [users, vhosts] = await Promise.all([api.get("/api/users").catch(() => []), api.get("/api/vhosts").catch(() => [])]);
+  const form = actionForm({
+    id: "set-permission", title: "Set permissions", submit: "Set permissions",
+    fields: [
+      { name: "user", label: "User", type: "select", options: users.map((u) => u.name) },
+      { name: "vhost", label: "Virtual host", type: "select", options: vhosts.map((v) => v.name) },
+      { name: "configure", label: "Configure regexp", value: ".*" },
+      { name: "write", label: "Write regexp", value: ".*" },
+      { name: "read", label: "Read regexp", value: ".*" },
+    ],
+    onSubmit: async (v) => {
+      await api.put(api.path("permissions", v.vhost, v.user), { configure: v.configure, write: v.write, read: v.read });
+      t.reload();
+      return `Permissions of ${v.user} in ${v.vhost} set.`;
+    },
+  });
+  return page(ctx, "Permissions", t, form, status);
+}
+
+export async function policies(ctx) {
+  const status = h("div", { hidden: true, id: "policies-msg" });
+  const t = new Table({
+    id: "policies", sort: "name",
+    fetchAll: () => api.get(ctx.vhost() ? api.path("policies", ctx.vhost()) : "/api/policies"),
+    columns: [
+      { label: "Virtual host", key: "vhost", render: (p) => p.vhost },
+      { label: "Name", key: "name", render: (p) => p.name },
+      { label: "Pattern", key: "pattern", render: (p) => p.pattern },
+      { label: "Apply to", key: "apply-to", render: (p) => p["apply-to"] },
+      { label: "Priority", key: "priority", className: "num", render: (p) => num(p.priority) },
+      { label: "Definition", render: (p) => json(p.definition) },
+      { label: "", render: (p) => deleteButton("delete-policy-" + p.name, status, () => api.del(api.path("policies", p.vhost, p.name)), t) },
+    ],
+  });
+  const vhosts = await api.get("/api/vhosts").catch(() => []);
+  const form = actionForm({
+    id: "add-policy", title: "Add or update a policy", submit: "Save policy",
+    fields: [
+      { name: "vhost", label: "Virtual host", type: "select", options: vhosts.map((v) => v.name), value: ctx.vhost() || "/" },
+      { name: "name", label: "Name", required: true },
+      { name: "pattern", label: "Pattern (regexp)", required: true, placeholder: "^amq\\." },
+      { name: "apply_to", label: "Apply to", type: "select", options: [["all", "Exchanges and queues"], ["queues", "Queues"], ["exchanges", "Exchanges"]] },
+      { name: "priority", label: "Priority", type: "number", value: "0" },
+      { name: "definition", label: "Definition (JSON)", type: "textarea", required: true, placeholder: '{"max-length": 1000, "overflow": "reject-publish"}' },
+    ],
+    onSubmit: async (v) => {
+      const definition = parseJSONField("Definition", v.definition);
+      await api.put(api.path("policies", v.vhost, v.name),
+        { pattern: v.pattern, definition, priority: Number(v.priority) || 0, "apply-to": v.apply_to });
+      t.reload();
+      return `Policy ${v.name} saved.`;
+    },
+  });
+  return page(ctx, "Policies", t, form, status);
+}
