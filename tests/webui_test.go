@@ -1,0 +1,550 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/core/admin"
+	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/vhost"
+)
+
+// The web UI (core/admin/webui) in a real browser: Debian's chromium,
+// headless, driven over the DevTools protocol by chromedp against an
+// in-process Warren. Each step waits for an element the UI marks when it
+// has its answer (data-state="loaded", a status line's data-kind), never
+// for a fixed time.
+//
+// Without a chromium the test skips and says where it looked; .ci/run
+// installs Debian's package when it can.
+
+// findChrome returns the browser to drive: $CHROME_PATH, else the first of
+// the usual names in PATH.
+func findChrome() (string, string) {
+	if p := os.Getenv("CHROME_PATH"); p != "" {
+		return p, ""
+	}
+	names := []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, ""
+		}
+	}
+	return "", "no browser for the web UI test: set CHROME_PATH or put one of " + strings.Join(names, ", ") +
+		" in PATH (Debian: apt-get install chromium; .ci/run does this as root)"
+}
+
+// browser is one headless tab and what it has reported.
+type browser struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string // uncaught exceptions and errors the page logged
+	// dialogs counts alert/confirm/prompt dialogs opened: the UI opens
+	// none, so any one is injected script running.
+	dialogs int
+}
+
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe, why := findChrome()
+	if exe == "" {
+		t.Skip(why)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	if os.Geteuid() == 0 {
+		// Chromium's sandbox refuses to start as root.
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	b := &browser{}
+	var ctx context.Context
+	var cancelTab context.CancelFunc
+	ctx, cancelTab = chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+		// This runs on the tab's reading goroutine: note, never call.
+		switch ev := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			b.mu.Lock()
+			b.dialogs++
+			b.mu.Unlock()
+			go chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		case *runtime.EventExceptionThrown:
+			b.note(fmt.Sprintf("exception: %s %s", ev.ExceptionDetails.Text, describeException(ev.ExceptionDetails)))
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				b.note(fmt.Sprintf("console.error: %d args", len(ev.Args)))
+			}
+		case *cdplog.EventEntryAdded:
+			// A failed request is logged by the network source; the UI
+			// shows those itself (the bad-password step makes a 401).
+			if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+				b.note(fmt.Sprintf("log %s: %s", ev.Entry.Source, ev.Entry.Text))
+			}
+		}
+	}))
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Skipf("chromium at %s does not start: %v", exe, err)
+	}
+	b.ctx = ctx
+	return b
+}
+
+func describeException(d *runtime.ExceptionDetails) string {
+	if d.Exception != nil {
+		return d.Exception.Description
+	}
+	return ""
+}
+
+func (b *browser) note(s string) {
+	b.mu.Lock()
+	b.errs = append(b.errs, s)
+	b.mu.Unlock()
+}
+
+// stepTimeout bounds one step: a UI that never shows what a step waits
+// for fails the test instead of hanging it.
+const stepTimeout = 30 * time.Second
+
+// do performs steps, failing the test with a screenshot and what the page
+// logged.
+func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.fail(t, what, err)
+	}
+}
+
+// value runs one action that returns a value.
+func value[T any](t *testing.T, b *browser, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		b.fail(t, what, err)
+	}
+	return v
+}
+
+func (b *browser) text(t *testing.T, css string) string {
+	t.Helper()
+	return value(t, b, "text of "+css, chromedp.Text(chromedp.CSS(css)))
+}
+
+func (b *browser) fail(t *testing.T, what string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if shot, _ := chromedp.Run(ctx, chromedp.CaptureScreenshot()); len(shot) > 0 {
+		p := shotPath(t, "failure-"+strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())+".png")
+		_ = os.WriteFile(p, shot, 0o644)
+		t.Logf("screenshot of the failure: %s", p)
+	}
+	t.Fatalf("%s: %v\npage errors: %v", what, err, b.pageErrors())
+}
+
+func (b *browser) pageErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errs...)
+}
+
+// goTo sets the UI's route (the part after #), as a click on a link does.
+func (b *browser) goTo(t *testing.T, segments ...string) {
+	t.Helper()
+	js, _ := json.Marshal(segments)
+	b.do(t, "route "+strings.Join(segments, "/"),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`void (location.hash = "#/" + %s.map(encodeURIComponent).join("/"))`, js)))
+}
+
+// Short names for the CSS steps the tests use.
+func waitVisible(css string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(css))
+}
+func click(css string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(css)) }
+
+// setValue sets a field's value as a script would, with a change event;
+// chromedp.SetValue refuses an empty value.
+func setValue(css, v string) chromedp.Action[chromedp.Void] {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	set := chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		if (!el) return false;
+		el.value = %s;
+		el.dispatchEvent(new Event("change", {bubbles: true}));
+		return el.value === %s;
+	})()`, q(css), q(v), q(v)))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		ok, err := set(ctx, tg)
+		if err == nil && !ok {
+			err = fmt.Errorf("cannot set the value of %s", css)
+		}
+		return chromedp.Void{}, err
+	}
+}
+func sendKeys(css, v string) chromedp.Action[chromedp.Void] {
+	return chromedp.SendKeys(chromedp.CSS(css), v)
+}
+func poll(js string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](js) }
+
+// shotPath is where screenshots go: $WARREN_WEBUI_SHOTS, else
+// tests/testdata/out (ignored by git).
+func shotPath(t *testing.T, name string) string {
+	dir := os.Getenv("WARREN_WEBUI_SHOTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "out")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, name)
+}
+
+func TestWebUI(t *testing.T) {
+	br := startBrowser(t)
+	s := startWarren(t, func(c *config.Config) {
+		c.Admin.Listen = "127.0.0.1:0"
+		// Samples every second give the overview's charts some history
+		// within the test's few seconds.
+		c.Admin.StatsInterval = config.Duration(time.Second)
+	})
+	if err := s.b.ServeAdmin(admin.Handler(s.b)); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + s.b.AdminAddr()
+	_, ch := channel(t, s)
+
+	const xssName = `<img src=x onerror=alert(1)>`
+	for _, q := range []string{"ui-orders", "ui-events", xssName} {
+		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		if err := ch.Publish("", "ui-events", false, false, amqp.Publishing{Body: []byte("event")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ch.Consume("ui-orders", "ui-consumer", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	if !t.Run("login", func(t *testing.T) {
+		br.do(t, "bad password",
+			chromedp.Navigate(base+"/"),
+			waitVisible(`#login`),
+			sendKeys(`#login-user`, "guest"),
+			sendKeys(`#login-password`, "wrong"),
+			click(`#login-submit`),
+			waitVisible(`#login-error[data-kind="error"]`),
+		)
+		if reason := br.text(t, `#login-error`); !strings.Contains(reason, "Login failed") {
+			t.Errorf("bad password shows %q, want the API's Login failed", reason)
+		}
+		br.do(t, "good password",
+			setValue(`#login-password`, ""),
+			sendKeys(`#login-password`, "guest"),
+			click(`#login-submit`),
+			waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+		)
+		if who := br.text(t, `#whoami`); who != "guest" {
+			t.Errorf("logged in as %q, want guest", who)
+		}
+	}) {
+		return
+	}
+
+	t.Run("overview", func(t *testing.T) {
+		br.do(t, "overview charts",
+			waitVisible(`#chart-rates[data-drawn]`),
+			waitVisible(`#chart-depth[data-drawn]`),
+		)
+		tiles := br.text(t, `#totals`)
+		for _, want := range []string{"Queues", "Consumers", "Messages"} {
+			if !strings.Contains(tiles, want) {
+				t.Errorf("overview tiles %q lack %s", tiles, want)
+			}
+		}
+	})
+
+	t.Run("every page renders", func(t *testing.T) {
+		for _, p := range []struct{ nav, ready string }{
+			{"#nav-connections", `#connections[data-state="loaded"]`},
+			{"#nav-channels", `#channels[data-state="loaded"]`},
+			{"#nav-exchanges", `#exchanges[data-state="loaded"]`},
+			{"#nav-queues", `#queues[data-state="loaded"]`},
+			{"#nav-consumers", `#consumers[data-state="loaded"]`},
+			{"#nav-users", `#users[data-state="loaded"]`},
+			{"#subnav-vhosts", `#vhosts[data-state="loaded"]`},
+			{"#subnav-permissions", `#permissions[data-state="loaded"]`},
+			{"#subnav-policies", `#policies[data-state="loaded"]`},
+			{"#nav-plugins", `#plugins[data-state="loaded"]`},
+			{"#nav-definitions", `#page[data-page="definitions"][data-loaded="true"]`},
+			{"#nav-overview", `#page[data-page="overview"][data-loaded="true"]`},
+		} {
+			br.do(t, p.nav, click(p.nav), waitVisible(p.ready))
+		}
+		br.do(t, "connections", click("#nav-connections"), waitVisible(`#connections[data-state="loaded"]`))
+		if conns := br.text(t, `#connections tbody`); !strings.Contains(conns, "guest") {
+			t.Errorf("connections table %q shows no guest connection", conns)
+		}
+		br.do(t, "consumers", click("#nav-consumers"), waitVisible(`#consumers[data-state="loaded"]`))
+		if consumers := br.text(t, `#consumers tbody`); !strings.Contains(consumers, "ui-consumer") || !strings.Contains(consumers, "ui-orders") {
+			t.Errorf("consumers table %q lacks ui-consumer on ui-orders", consumers)
+		}
+		br.goTo(t, "exchange", "/", "amq.topic")
+		br.do(t, "exchange page", waitVisible(`#page[data-page="exchange"][data-loaded="true"]`))
+		br.goTo(t, "exchange", "/", "")
+		br.do(t, "default exchange page", waitVisible(`#page[data-page="exchange"][data-loaded="true"]`))
+		if bs := br.text(t, `#exchange-source-table tbody`); !strings.Contains(bs, "ui-events") {
+			t.Errorf("the default exchange's bindings %q lack ui-events", bs)
+		}
+	})
+
+	t.Run("queue page publish get purge", func(t *testing.T) {
+		const body = "hello from the browser"
+		br.goTo(t, "queue", "/", "ui-events")
+		br.do(t, "publish",
+			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+			setValue(`#queue-publish-payload`, body),
+			click(`#queue-publish-submit`),
+			waitVisible(`#queue-publish-msg[data-kind="ok"]`),
+		)
+		if n := queueDepth(t, ch, "ui-events"); n != 6 {
+			t.Fatalf("after publishing from the UI ui-events holds %d, want 6", n)
+		}
+		br.do(t, "get",
+			setValue(`#queue-get-ackmode`, "ack_requeue_false"),
+			setValue(`#queue-get-count`, "6"),
+			click(`#queue-get-submit`),
+			waitVisible(`#queue-get-msg[data-kind="ok"]`),
+		)
+		if payload := br.text(t, `#get-results .message:last-child pre.payload`); payload != body {
+			t.Errorf("the sixth message got is %q, want %q", payload, body)
+		}
+		if n := queueDepth(t, ch, "ui-events"); n != 0 {
+			t.Fatalf("after getting with ack ui-events holds %d, want 0", n)
+		}
+		for i := 0; i < 3; i++ {
+			if err := ch.Publish("", "ui-events", false, false, amqp.Publishing{Body: []byte("again")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		br.do(t, "get with requeue",
+			setValue(`#queue-get-ackmode`, "ack_requeue_true"),
+			setValue(`#queue-get-count`, "1"),
+			click(`#queue-get-submit`),
+			poll(`document.querySelector("#queue-get-msg").textContent === "Got 1 message(s)."`),
+		)
+		if n := queueDepth(t, ch, "ui-events"); n != 3 {
+			t.Fatalf("a get that requeues left %d in ui-events, want 3", n)
+		}
+		br.do(t, "purge",
+			click(`#queue-purge`),
+			click(`#queue-purge`),
+			waitVisible(`#queue-actions-msg[data-kind="ok"]`),
+		)
+		if n := queueDepth(t, ch, "ui-events"); n != 0 {
+			t.Fatalf("after purging from the UI ui-events holds %d, want 0", n)
+		}
+	})
+
+	t.Run("policy", func(t *testing.T) {
+		br.goTo(t, "policies")
+		br.do(t, "bad policy",
+			waitVisible(`#policies[data-state="loaded"]`),
+			sendKeys(`#add-policy-name`, "ui-limit"),
+			sendKeys(`#add-policy-pattern`, "^ui-"),
+			setValue(`#add-policy-apply_to`, "queues"),
+			setValue(`#add-policy-definition`, `{"max-length": "lots"}`),
+			click(`#add-policy-submit`),
+			waitVisible(`#add-policy-msg[data-kind="error"]`),
+		)
+		if reason := br.text(t, `#add-policy-msg`); !strings.Contains(reason, "400") || !strings.Contains(reason, "max-length") {
+			t.Errorf("a bad max-length shows %q, want the API's 400 naming the key", reason)
+		}
+		br.do(t, "good policy",
+			setValue(`#add-policy-definition`, `{"max-length": 10}`),
+			click(`#add-policy-submit`),
+			waitVisible(`#add-policy-msg[data-kind="ok"]`),
+			poll(`document.querySelector("#policies tbody").textContent.includes("ui-limit")`),
+		)
+		var p struct {
+			Pattern    string         `json:"pattern"`
+			ApplyTo    string         `json:"apply-to"`
+			Definition map[string]any `json:"definition"`
+		}
+		apiGet(t, base+"/api/policies/%2F/ui-limit", &p)
+		if p.Pattern != "^ui-" || p.ApplyTo != "queues" || p.Definition["max-length"] != float64(10) {
+			t.Errorf("stored policy %+v", p)
+		}
+	})
+
+	t.Run("plugin", func(t *testing.T) {
+		br.goTo(t, "plugins")
+		br.do(t, "enable consistent-hash",
+			waitVisible(`#plugin-enable-consistent-hash`),
+			click(`#plugin-enable-consistent-hash`),
+			waitVisible(`#plugin-consistent-hash[data-enabled="true"]`),
+			waitVisible(`#plugins-msg[data-kind="ok"]`),
+		)
+		var ps []struct {
+			Name    string `json:"name"`
+			Enabled bool   `json:"enabled"`
+		}
+		apiGet(t, base+"/api/plugins", &ps)
+		for _, p := range ps {
+			if p.Name == "consistent-hash" && !p.Enabled {
+				t.Errorf("the UI showed consistent-hash enabled, the API says %+v", p)
+			}
+		}
+	})
+
+	t.Run("names are text", func(t *testing.T) {
+		br.goTo(t, "queues")
+		br.do(t, "queues filtered",
+			waitVisible(`#queues[data-state="loaded"]`),
+			sendKeys(`#queues-filter`, "onerror"),
+			poll(`document.querySelector("#queues-info").textContent.includes("· 1 of")`),
+		)
+		linkText := br.text(t, `#queues tbody a`)
+		br.do(t, "the queue's page", click(`#queues tbody a`), waitVisible(`#page[data-page="queue"][data-loaded="true"]`))
+		heading := br.text(t, `#queue-name`)
+		if linkText != xssName || heading != xssName {
+			t.Errorf("the queue shows as %q in the list and %q on its page, want the text %q", linkText, heading, xssName)
+		}
+		if imgs := value(t, br, "count images", chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); imgs != 0 {
+			t.Errorf("the page has %d <img> elements: a name became markup", imgs)
+		}
+		br.mu.Lock()
+		dialogs := br.dialogs
+		br.mu.Unlock()
+		if dialogs != 0 {
+			t.Errorf("%d dialogs opened: a name ran as script", dialogs)
+		}
+	})
+
+	// Last, so that the charts have the history the steps above made.
+	t.Run("overview screenshot", func(t *testing.T) {
+		br.do(t, "overview", click("#nav-overview"), waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+			setValue("#chart-range", "60"),
+			poll(`Number(document.querySelector("#chart-rates").dataset.drawn) >= 2`))
+		shot := value(t, br, "screenshot", chromedp.FullScreenshot(100))
+		p := shotPath(t, "webui-overview.png")
+		if err := os.WriteFile(p, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("overview screenshot: %s", p)
+	})
+
+	if errs := br.pageErrors(); len(errs) > 0 {
+		t.Errorf("the page reported errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// The queues table pages on the server: with 10,000 queues the browser
+// gets one page of rows, and paging, sorting and filtering ask the API
+// again.
+func TestWebUIManyQueues(t *testing.T) {
+	br := startBrowser(t)
+	s := startWarren(t, func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" })
+	if err := s.b.ServeAdmin(admin.Handler(s.b)); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := s.b.VHost("/")
+	const n = 10000
+	for i := 0; i < n; i++ {
+		if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: fmt.Sprintf("bulk-%05d", i)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	login(t, br, "http://"+s.b.AdminAddr())
+	br.goTo(t, "queues")
+	br.do(t, "first page", waitVisible(`#queues[data-state="loaded"]`))
+	rows := value(t, br, "rows", chromedp.Evaluate[int](`document.querySelectorAll("#queues tbody tr").length`))
+	if info := br.text(t, `#queues-info`); rows != 20 || !strings.Contains(info, "Page 1 of 500") || !strings.Contains(info, "10000 items") {
+		t.Errorf("first page: %d rows, %q; want 20 rows of 10000 on 500 pages", rows, info)
+	}
+	br.do(t, "next page",
+		click(`#queues-next`),
+		poll(`document.querySelector("#queues-info").textContent.startsWith("Page 2 ")`),
+	)
+	if first := br.text(t, `#queues tbody tr:first-child a`); first != "bulk-00020" {
+		t.Errorf("page 2 starts with %q, want bulk-00020", first)
+	}
+	br.do(t, "sort by name, then reverse it",
+		click(`#queues th[data-sort="name"]`),
+		poll(`document.querySelector("#queues tbody tr:first-child a").textContent === "bulk-09999"`),
+	)
+	br.do(t, "filter",
+		sendKeys(`#queues-filter`, "bulk-0777"),
+		poll(`document.querySelector("#queues-info").textContent.includes("· 10 of 10000 items")`),
+	)
+	if errs := br.pageErrors(); len(errs) > 0 {
+		t.Errorf("the page reported errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// login logs the browser in as guest.
+func login(t *testing.T, br *browser, base string) {
+	t.Helper()
+	br.do(t, "log in",
+		chromedp.Navigate(base+"/"),
+		waitVisible(`#login`),
+		sendKeys(`#login-user`, "guest"),
+		sendKeys(`#login-password`, "guest"),
+		click(`#login-submit`),
+		waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+	)
+}
+
+func queueDepth(t *testing.T, ch *amqp.Channel, name string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Messages
+}
+
+func apiGet(t *testing.T, url string, into any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.SetBasicAuth("guest", "guest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatal(err)
+	}
+}
