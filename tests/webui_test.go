@@ -212,6 +212,17 @@ func sendKeys(css, v string) chromedp.Action[chromedp.Void] {
 }
 func poll(js string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](js) }
 
+// screenshot saves the whole page as a PNG and returns its path.
+func (b *browser) screenshot(t *testing.T, name string) string {
+	t.Helper()
+	shot := value(t, b, "screenshot", chromedp.FullScreenshot(100))
+	p := shotPath(t, name)
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // shotPath is where screenshots go: $WARREN_WEBUI_SHOTS, else
 // tests/testdata/out (ignored by git).
 func shotPath(t *testing.T, name string) string {
@@ -308,6 +319,7 @@ func TestWebUI(t *testing.T) {
 			{"#nav-overview", `#page[data-page="overview"][data-loaded="true"]`},
 		} {
 			br.do(t, p.nav, click(p.nav), waitVisible(p.ready))
+			br.screenshot(t, "webui-"+strings.TrimPrefix(strings.TrimPrefix(p.nav, "#nav-"), "#subnav-")+".png")
 		}
 		br.do(t, "connections", click("#nav-connections"), waitVisible(`#connections[data-state="loaded"]`))
 		if conns := br.text(t, `#connections tbody`); !strings.Contains(conns, "guest") {
@@ -344,6 +356,7 @@ func TestWebUI(t *testing.T) {
 			click(`#queue-get-submit`),
 			waitVisible(`#queue-get-msg[data-kind="ok"]`),
 		)
+		br.screenshot(t, "webui-queue.png")
 		if payload := br.text(t, `#get-results .message:last-child pre.payload`); payload != body {
 			t.Errorf("the sixth message got is %q, want %q", payload, body)
 		}
@@ -371,6 +384,32 @@ func TestWebUI(t *testing.T) {
 		)
 		if n := queueDepth(t, ch, "ui-events"); n != 0 {
 			t.Fatalf("after purging from the UI ui-events holds %d, want 0", n)
+		}
+	})
+
+	t.Run("close a connection", func(t *testing.T) {
+		victim, err := amqp.Dial(s.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim.Close()
+		closed := victim.NotifyClose(make(chan *amqp.Error, 1))
+		br.goTo(t, "connections")
+		br.do(t, "close",
+			waitVisible(`#connections[data-state="loaded"]`),
+			sendKeys(`#connections-filter`, victim.LocalAddr().String()),
+			poll(`document.querySelector("#connections-info").textContent.includes("· 1 of 2")`),
+			click(`#connections tbody button.danger`),
+			click(`#connections tbody button.danger`),
+			waitVisible(`#connections-msg[data-kind="ok"]`),
+		)
+		select {
+		case e := <-closed:
+			if e == nil || e.Code != amqp.ConnectionForced || !strings.Contains(e.Reason, "management UI") {
+				t.Errorf("the connection closed with %v, want 320 with the UI's reason", e)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("the connection closed in the UI is still open")
 		}
 	})
 
@@ -413,6 +452,7 @@ func TestWebUI(t *testing.T) {
 			waitVisible(`#plugin-consistent-hash[data-enabled="true"]`),
 			waitVisible(`#plugins-msg[data-kind="ok"]`),
 		)
+		br.screenshot(t, "webui-plugins-enabled.png")
 		var ps []struct {
 			Name    string `json:"name"`
 			Enabled bool   `json:"enabled"`
@@ -449,17 +489,48 @@ func TestWebUI(t *testing.T) {
 		}
 	})
 
+	t.Run("definitions", func(t *testing.T) {
+		if status, _ := adminGet(t, base+"/api/definitions", "guest", "guest"); status == http.StatusNotFound {
+			t.Skip("this build's API has no /api/definitions yet")
+		}
+		dir := t.TempDir()
+		good := filepath.Join(dir, "defs.json")
+		bad := filepath.Join(dir, "broken.json")
+		defs := `{"vhosts":[{"name":"/"}],"queues":[{"name":"ui-imported","vhost":"/","durable":true,"auto_delete":false,"arguments":{}}]}`
+		if err := os.WriteFile(good, []byte(defs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bad, []byte(`{"queues": [`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		br.goTo(t, "definitions")
+		br.do(t, "download",
+			waitVisible(`#page[data-page="definitions"][data-loaded="true"]`),
+			click(`#definitions-download`),
+			waitVisible(`#definitions-download-msg[data-kind="ok"]`),
+		)
+		br.do(t, "upload a broken file",
+			chromedp.SetUploadFiles(chromedp.CSS(`#definitions-file`), []string{bad}),
+			click(`#definitions-upload`),
+			waitVisible(`#definitions-upload-msg[data-kind="error"]`),
+		)
+		if msg := br.text(t, `#definitions-upload-msg`); !strings.Contains(msg, "not JSON") {
+			t.Errorf("a broken file shows %q", msg)
+		}
+		br.do(t, "upload",
+			chromedp.SetUploadFiles(chromedp.CSS(`#definitions-file`), []string{good}),
+			click(`#definitions-upload`),
+			waitVisible(`#definitions-upload-msg[data-kind="ok"]`),
+		)
+		queueDepth(t, ch, "ui-imported") // fails unless the import declared it
+	})
+
 	// Last, so that the charts have the history the steps above made.
 	t.Run("overview screenshot", func(t *testing.T) {
 		br.do(t, "overview", click("#nav-overview"), waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
 			setValue("#chart-range", "60"),
 			poll(`Number(document.querySelector("#chart-rates").dataset.drawn) >= 2`))
-		shot := value(t, br, "screenshot", chromedp.FullScreenshot(100))
-		p := shotPath(t, "webui-overview.png")
-		if err := os.WriteFile(p, shot, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("overview screenshot: %s", p)
+		t.Logf("overview screenshot: %s", br.screenshot(t, "webui-overview.png"))
 	})
 
 	if errs := br.pageErrors(); len(errs) > 0 {

@@ -6,7 +6,7 @@ import * as api from "./api.js";
 import { h, link, message } from "./dom.js";
 import { num, statRate, flags, json, time } from "./format.js";
 import { Table, serverPage } from "./table.js";
-import { actionForm, parseJSONField } from "./forms.js";
+import { actionForm, dangerButton, parseJSONField } from "./forms.js";
 
 // listPath is /api/KIND or /api/KIND/VHOST when the tab is limited to one.
 const listPath = (ctx, kind) => () => (ctx.vhost() ? api.path(kind, ctx.vhost()) : api.path(kind));
@@ -34,15 +34,11 @@ export function connections(ctx) {
       { label: "Client", render: (c) => clientName(c.client_properties) },
       { label: "Connected", key: "connected_at", render: (c) => time(c.connected_at) },
       { label: "Publish", key: "message_stats.publish_details.rate", className: "num", render: (c) => statRate(c.message_stats, "publish") },
-      { label: "", render: (c) => h("button", { type: "button", className: "small danger", on: { click: async () => {
-        try {
-          await api.del(api.path("connections", c.name), { headers: { "X-Reason": "Closed via the Warren management UI" } });
-          message(status, "ok", "Closed " + c.name + ".");
-          t.reload();
-        } catch (e) {
-          message(status, "error", e.message);
-        }
-      } } }, "Close") },
+      { label: "", render: (c) => dangerButton("Close", "", async () => {
+        await api.del(api.path("connections", c.name), { headers: { "X-Reason": "Closed via the Warren management UI" } });
+        t.reload();
+        return "Closed " + c.name + ".";
+      }, status) },
     ],
   });
   return mount(ctx, "Connections", t, status);
