@@ -105,7 +105,7 @@ func (a *api) connections(c *call) (any, error) {
 	for _, ci := range cs {
 		out = append(out, a.connectionView(ci, node))
 	}
-	return list(out, p, connectionLister)
+	return list(out, p, connectionLister, same)
 }
 
 func (a *api) findConnection(c *call) (conn.ConnInfo, error) {
@@ -231,7 +231,7 @@ func (a *api) channels(c *call) (any, error) {
 	for _, ch := range chs {
 		out = append(out, channelView(ch, node))
 	}
-	return list(out, p, channelLister)
+	return list(out, p, channelLister, same)
 }
 
 func (a *api) channel(c *call) (any, error) {

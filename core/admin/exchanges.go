@@ -87,7 +87,7 @@ func (a *api) exchanges(c *call) (any, error) {
 			out = append(out, exchangeView(x))
 		}
 	}
-	return list(out, p, exchangeLister)
+	return list(out, p, exchangeLister, same)
 }
 
 // findExchange returns one exchange's snapshot.

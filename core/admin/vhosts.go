@@ -71,7 +71,7 @@ func (a *api) vhostList(c *call) (any, error) {
 		}
 		out = append(out, a.vhostView(v, node))
 	}
-	return list(out, p, vhostLister)
+	return list(out, p, vhostLister, same)
 }
 
 func (a *api) vhostOne(c *call) (any, error) {
