@@ -104,3 +104,16 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+func TestAdminRealmRefusesHeaderBreakers(t *testing.T) {
+	for _, realm := range []string{`say "hi"`, "a\nb", `back\slash`} {
+		c := Default()
+		c.Admin.Realm = realm
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.realm") {
+			t.Errorf("realm %q: %v", realm, err)
+		}
+	}
+	if c := Default(); c.Admin.Realm != "RabbitMQ Management" || c.Validate() != nil {
+		t.Fatalf("default realm %q", c.Admin.Realm)
+	}
+}
