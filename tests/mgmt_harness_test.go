@@ -192,12 +192,13 @@ func (m *mgmt) addUser(name, password, tags, vhost string) {
 	}
 }
 
-// waitFor polls cond for up to 15 s: RabbitMQ shows a queue's figures,
+// waitFor polls cond for up to 30 s: RabbitMQ shows a queue's figures,
 // and lists a connection or channel, only once their statistics are next
-// emitted (every 5 s by default).
+// emitted (every 5 s by default, and a queue's sometimes take three
+// rounds).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

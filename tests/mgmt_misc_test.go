@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,4 +206,34 @@ func TestMgmtWarrenNodeAndPlugins(t *testing.T) {
 			t.Errorf("plugin %+v", p)
 		}
 	}
+}
+
+// A raised resource alarm fails the alarm checks with 503 and RabbitMQ's
+// reason; Warren's alarm is raised here by hand.
+func TestMgmtAlarmHealthCheckFails(t *testing.T) {
+	m := startWarrenMgmt(t)
+	m.s.b.Alarm().Set(true, "memory: above the watermark of 1 bytes")
+	var failed struct {
+		Status, Reason string
+		Alarms         []map[string]any
+	}
+	for _, path := range []string{"/api/health/checks/alarms", "/api/health/checks/local-alarms"} {
+		m.expect("GET", path, "", 503).json(t, &failed)
+		if failed.Status != "failed" || failed.Reason != "resource alarm(s) in effect in the cluster" ||
+			len(failed.Alarms) != 1 || failed.Alarms[0]["resource"] != "memory" {
+			t.Fatalf("%s: %+v", path, failed)
+		}
+	}
+	var node struct {
+		MemAlarm bool `json:"mem_alarm"`
+	}
+	var nodes []json.RawMessage
+	m.expect("GET", "/api/nodes", "", 200).json(t, &nodes)
+	if err := json.Unmarshal(nodes[0], &node); err != nil || !node.MemAlarm {
+		t.Fatalf("mem_alarm not shown: %s", nodes[0])
+	}
+	m.s.b.Alarm().Set(false, "")
+	m.expect("GET", "/api/health/checks/alarms", "", 200)
+	m.expect("DELETE", "/api/vhosts/"+m.v(), "", 204)
+	m.expectNotFound("GET", "/api/vhosts/"+m.v())
 }
