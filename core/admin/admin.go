@@ -95,8 +95,9 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routePolicies(mux)
 	a.routePlugins(mux)
 	a.routeHealth(mux)
-	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
-	return refuseForgeable(mux)
+	a.routeLimits(mux)
+	mux.Handle("GET /metrics", metricsHandler(b))
+	return serverHeader(refuseForgeable(mux))
 }
 
 type api struct {

@@ -156,7 +156,7 @@ func (a *api) certificates(c *call) (any, error) {
 		return nil, badRequest("Time unit not recognised. Supported units: days, weeks, months, years.")
 	}
 	file := a.b.Config().AMQPS.CertFile
-	if a.b.Config().AMQPS.Listen == "" || file == "" {
+	if len(a.b.Config().AMQPS.Listen) == 0 || file == "" {
 		return statusOK, nil
 	}
 	raw, err := os.ReadFile(file)
