@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	neturl "net/url"
@@ -191,24 +192,30 @@ func (m *mgmt) addUser(name, password, tags, vhost string) {
 	}
 }
 
+// waitFor polls cond for up to 30 s: RabbitMQ shows a queue's figures,
+// and lists a connection or channel, only once their statistics are next
+// emitted (every 5 s by default, and a queue's sometimes take three
+// rounds).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitReady waits until the queue shows n ready messages: a publish is
-// counted when the broker has taken it, after the client's call returns,
-// and RabbitMQ shows a queue's figures only when its statistics are next
-// emitted (every 5 s by default), so this polls for up to 15 s.
+// counted when the broker has taken it, after the client's call returns.
 func (m *mgmt) waitReady(queue string, n int) {
 	m.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitFor(m.t, fmt.Sprintf("%d messages ready in %s", n, queue), func() bool {
 		var st struct {
 			MessagesReady *int `json:"messages_ready"`
 		}
 		m.expect("GET", "/api/queues/"+m.v()+"/"+esc(queue), "", 200).json(m.t, &st)
-		if st.MessagesReady != nil && *st.MessagesReady == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("timed out waiting for %d messages ready in %s", n, queue)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.MessagesReady != nil && *st.MessagesReady == n
+	})
 }

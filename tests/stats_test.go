@@ -99,6 +99,12 @@ func TestMessageStatistics(t *testing.T) {
 		t.Errorf("channels: publish %d, deliver %d, ack %d", publisher[stats.Publish], consumer[stats.Deliver], consumer[stats.Ack])
 	}
 
+	for _, ci := range s.b.Server().Connections() {
+		if ci.RecvOct == 0 || ci.RecvCnt == 0 || ci.SendOct == 0 || ci.SendCnt == 0 {
+			t.Errorf("connection %s: traffic recv %d B in %d reads, sent %d B in %d writes", ci.Name, ci.RecvOct, ci.RecvCnt, ci.SendOct, ci.SendCnt)
+		}
+	}
+
 	// A closed channel's counts stay in its connection's and vhost's.
 	conn := dial(t, s)
 	ch, err := conn.Channel()

@@ -96,10 +96,10 @@ func TestUsersVHostsPermissions(t *testing.T) {
 	if !strings.Contains(out, "alice") || !strings.Contains(out, "monitoring") {
 		t.Fatalf("list_users:\n%s", out)
 	}
-	// Tags decide as in RabbitMQ: monitoring reads everything and changes
-	// nothing outside its vhosts; no management tag, nothing at all.
-	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "list_queues"); err != nil {
-		t.Fatalf("a monitoring user could not list queues: %v", err)
+	// Tags decide as in RabbitMQ: monitoring reads its vhosts' objects and
+	// changes no vhost; no management tag, nothing at all.
+	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "-p", "orders", "list_queues"); err != nil {
+		t.Fatalf("a monitoring user could not list the queues of its vhost: %v", err)
 	}
 	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "add_vhost", "mine"); err == nil || !strings.Contains(err.Error(), "Not administrator user") {
 		t.Fatalf("a monitoring user added a vhost: %v", err)

@@ -96,8 +96,7 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routePolicies(mux)
 	a.routePlugins(mux)
 	a.routeHealth(mux)
-	a.handle(mux, "PUT /api/warren/vm-memory-high-watermark", administrator, func(c *call) (any, error) { return a.putMemoryWatermark(c.r) })
-	a.handle(mux, "PUT /api/warren/disk-free-limit", administrator, func(c *call) (any, error) { return a.putDiskFreeLimit(c.r) })
+	a.routeLimits(mux)
 	mux.Handle("GET /metrics", metricsHandler(b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page
 	mux.Handle("GET "+webui.AssetPrefix+"{asset}", webui.Handler()) // and its files

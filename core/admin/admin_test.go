@@ -22,7 +22,7 @@ import (
 
 // newBroker starts a broker with AMQP on a free loopback port; the tests
 // call its admin handler directly.
-func newBroker(t *testing.T) *broker.Broker {
+func newBroker(t testing.TB) *broker.Broker {
 	t.Helper()
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}

@@ -37,6 +37,12 @@ type connectionJSON struct {
 	PeerPort         int            `json:"peer_port"`
 	Port             int            `json:"port"`
 	Protocol         string         `json:"protocol"`
+	RecvCnt          uint64         `json:"recv_cnt"`
+	RecvOct          uint64         `json:"recv_oct"`
+	RecvOctDetails   details        `json:"recv_oct_details"`
+	SendCnt          uint64         `json:"send_cnt"`
+	SendOct          uint64         `json:"send_oct"`
+	SendOctDetails   details        `json:"send_oct_details"`
 	SSL              bool           `json:"ssl"`
 	State            string         `json:"state"`
 	Timeout          int            `json:"timeout"`
@@ -66,6 +72,8 @@ func (a *api) connectionView(ci conn.ConnInfo, node string) connectionJSON {
 		ClientProperties: jsonTable(ci.ClientProp), ConnectedAt: ci.Since.UnixMilli(), FrameMax: int(ci.FrameMax),
 		Host: host, MessageStats: messageStats(ci.Stats, ci.Rates), Name: ci.Name, Node: node,
 		PeerHost: peer, PeerPort: peerPort, Port: port, Protocol: "AMQP 0-9-1", SSL: ci.TLS, State: state,
+		RecvCnt: ci.RecvCnt, RecvOct: ci.RecvOct, RecvOctDetails: details{Rate: ci.RecvOctRate},
+		SendCnt: ci.SendCnt, SendOct: ci.SendOct, SendOctDetails: details{Rate: ci.SendOctRate},
 		Timeout: int(ci.Heartbeat.Seconds()), Type: "network", User: ci.User, VHost: ci.VHost,
 	}
 }
@@ -105,7 +113,7 @@ func (a *api) connections(c *call) (any, error) {
 	for _, ci := range cs {
 		out = append(out, a.connectionView(ci, node))
 	}
-	return list(out, p, connectionLister)
+	return list(out, p, connectionLister, same)
 }
 
 func (a *api) findConnection(c *call) (conn.ConnInfo, error) {
@@ -231,7 +239,7 @@ func (a *api) channels(c *call) (any, error) {
 	for _, ch := range chs {
 		out = append(out, channelView(ch, node))
 	}
-	return list(out, p, channelLister)
+	return list(out, p, channelLister, same)
 }
 
 func (a *api) channel(c *call) (any, error) {

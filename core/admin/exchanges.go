@@ -87,7 +87,7 @@ func (a *api) exchanges(c *call) (any, error) {
 			out = append(out, exchangeView(x))
 		}
 	}
-	return list(out, p, exchangeLister)
+	return list(out, p, exchangeLister, same)
 }
 
 // findExchange returns one exchange's snapshot.
@@ -173,10 +173,9 @@ func (a *api) exchangeBindings(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// RabbitMQ 3.10.8 lists nothing, rather than a 404, for a missing
+	// exchange here.
 	name := exchangeName(c)
-	if _, ok := findExchange(v, name); !ok {
-		return nil, errNotFound
-	}
 	asSource := c.r.URL.Path[len(c.r.URL.Path)-len("source"):] == "source"
 	return sortedBindings(bindingsOf(v, name == "", func(b vhost.BindingInfo) bool {
 		if asSource {
@@ -239,7 +238,7 @@ func (a *api) publish(c *call) (any, error) {
 	if err != nil {
 		// RabbitMQ answers a missing exchange here with a 400.
 		if e, ok := err.(*reply.Error); ok {
-			return nil, badRequest("%d %s - %s", e.Code, protocol.ReplyText(e.Code), e.Text)
+			return nil, badRequest("%d %s", e.Code, e.Text)
 		}
 		return nil, err
 	}

@@ -28,15 +28,25 @@ func (a *api) routeHealth(mux *router) {
 	a.handle(mux, "GET /api/health/checks/node-is-mirror-sync-critical", management, a.singleNode)
 }
 
-var statusOK = map[string]any{"status": "ok"}
+// health is a check's answer, its fields in RabbitMQ's order.
+type health struct {
+	Status    string           `json:"status"`
+	Reason    string           `json:"reason,omitempty"`
+	Port      int              `json:"port,omitempty"`
+	Protocol  string           `json:"protocol,omitempty"`
+	Missing   any              `json:"missing,omitempty"`
+	Ports     []int            `json:"ports,omitempty"`
+	Protocols []string         `json:"protocols,omitempty"`
+	Alarms    []map[string]any `json:"alarms,omitempty"`
+	Expired   []map[string]any `json:"expired,omitempty"`
+}
+
+var statusOK = health{Status: "ok"}
 
 // failed is a health check's 503.
-func failed(reason string, extra map[string]any) *answer {
-	body := map[string]any{"status": "failed", "reason": reason}
-	for k, v := range extra {
-		body[k] = v
-	}
-	return &answer{status: http.StatusServiceUnavailable, body: body}
+func failed(reason string, h health) *answer {
+	h.Status, h.Reason = "failed", reason
+	return &answer{status: http.StatusServiceUnavailable, body: h}
 }
 
 // aliveness declares the queue aliveness-test in the vhost, publishes a
@@ -50,21 +60,21 @@ func (a *api) aliveness(c *call) (any, error) {
 	const name = "aliveness-test"
 	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: name}, false)
 	if err != nil {
-		return failed(err.Error(), nil), nil
+		return failed(err.Error(), health{}), nil
 	}
 	x, err := v.Exchange("")
 	if err != nil {
-		return failed(err.Error(), nil), nil
+		return failed(err.Error(), health{}), nil
 	}
 	m, err := message.NewFromClient("", name, 0, nil, []byte("test_message"))
 	if err != nil {
-		return failed(err.Error(), nil), nil
+		return failed(err.Error(), health{}), nil
 	}
 	if out, err := v.Publish(x, m, &vhost.Router{}); err != nil || !out.Routed() {
-		return failed("aliveness-test: the test message was not routed", nil), nil
+		return failed("aliveness-test: the test message was not routed", health{}), nil
 	}
 	if _, _, ok := q.Get(true); !ok {
-		return failed("aliveness-test: the test message did not arrive", nil), nil
+		return failed("aliveness-test: the test message did not arrive", health{}), nil
 	}
 	return statusOK, nil
 }
@@ -74,8 +84,8 @@ func (a *api) alarms(*call) (any, error) {
 	if !raised {
 		return statusOK, nil
 	}
-	return failed("resource alarm(s) in effect in the cluster", map[string]any{
-		"alarms": []map[string]any{{"node": a.b.NodeName(), "resource": alarmResource(reason), "reason": reason}},
+	return failed("resource alarm(s) in effect in the cluster", health{
+		Alarms: []map[string]any{{"node": a.b.NodeName(), "resource": alarmResource(reason), "reason": reason}},
 	}), nil
 }
 
@@ -95,11 +105,11 @@ func (a *api) portListener(c *call) (any, error) {
 	ports := []int{}
 	for _, l := range a.b.Listeners() {
 		if l.Port == port {
-			return map[string]any{"status": "ok", "port": port}, nil
+			return health{Status: "ok", Port: port}, nil
 		}
 		ports = append(ports, l.Port)
 	}
-	return failed("No active listener", map[string]any{"missing": port, "ports": ports}), nil
+	return failed("No active listener", health{Missing: port, Ports: ports}), nil
 }
 
 // protocolAliases are the names RabbitMQ accepts for a protocol.
@@ -117,11 +127,11 @@ func (a *api) protocolListener(c *call) (any, error) {
 	protocols := []string{}
 	for _, l := range a.b.Listeners() {
 		if l.Protocol == want {
-			return map[string]any{"status": "ok", "protocol": want}, nil
+			return health{Status: "ok", Protocol: want}, nil
 		}
 		protocols = append(protocols, l.Protocol)
 	}
-	return failed("No active listener", map[string]any{"missing": asked, "protocols": protocols}), nil
+	return failed("No active listener", health{Missing: asked, Protocols: protocols}), nil
 }
 
 // virtualHosts is ok while every vhost runs; a Warren vhost always does
@@ -129,7 +139,7 @@ func (a *api) protocolListener(c *call) (any, error) {
 func (a *api) virtualHosts(*call) (any, error) { return statusOK, nil }
 
 func (a *api) singleNode(*call) (any, error) {
-	return map[string]any{"status": "ok", "reason": "single node cluster"}, nil
+	return health{Status: "ok", Reason: "single node cluster"}, nil
 }
 
 // certificates fails when the AMQPS certificate expires within the given
@@ -151,7 +161,7 @@ func (a *api) certificates(c *call) (any, error) {
 	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return failed("cannot read the certificate: "+err.Error(), nil), nil
+		return failed("cannot read the certificate: "+err.Error(), health{}), nil
 	}
 	limit := time.Now().Add(time.Duration(n) * unit)
 	var expired []map[string]any
@@ -169,7 +179,7 @@ func (a *api) certificates(c *call) (any, error) {
 		}
 	}
 	if len(expired) > 0 {
-		return failed("Certificates expiring", map[string]any{"expired": expired}), nil
+		return failed("Certificates expiring", health{Expired: expired}), nil
 	}
 	return statusOK, nil
 }

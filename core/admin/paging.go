@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -98,49 +99,53 @@ type pageAnswer[T any] struct {
 	TotalCount    int `json:"total_count"`
 }
 
-// lister describes a listing's items to list: each item's name, and its
-// value under a sort key. field may answer ok=false for a key it does not
-// know, and the item's JSON form is searched instead.
-type lister[T any] struct {
-	name  func(T) string
-	field func(T, string) (any, bool)
+// lister describes a listing's rows: each row's name, and its value under
+// a sort key. field may answer ok=false for a key it does not know, and
+// the rendered item's JSON form is searched instead.
+type lister[S any] struct {
+	name  func(S) string
+	field func(S, string) (any, bool)
 }
 
-// list sorts, filters and pages items as p asks. items is sorted in place.
-func list[T any](items []T, p paging, l lister[T]) (any, error) {
-	slices.SortStableFunc(items, func(a, b T) int { return strings.Compare(l.name(a), l.name(b)) })
+// same renders a row that is already its own JSON form.
+func same[T any](t T) T { return t }
+
+// list sorts, filters and pages rows as p asks, and renders only the rows
+// it answers with: a page of 100 out of 10,000 queues renders 100. Rows
+// are never moved (a queue's row is large); an index is sorted instead.
+func list[S, T any](rows []S, p paging, l lister[S], render func(S) T) (any, error) {
+	names := make([]string, len(rows))
+	idx := make([]int, len(rows))
+	for i, r := range rows {
+		names[i], idx[i] = l.name(r), i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(names[a], names[b]) })
 	if p.sortKey != "" && p.sortKey != "name" {
-		keys := make([]any, len(items))
-		for i, it := range items {
-			keys[i] = l.valueOf(it, p.sortKey)
-		}
-		idx := make([]int, len(items))
-		for i := range idx {
-			idx[i] = i
+		keys := make([]any, len(rows))
+		for i, r := range rows {
+			keys[i] = valueOf(l, r, render, p.sortKey)
 		}
 		slices.SortStableFunc(idx, func(a, b int) int { return compareValues(keys[a], keys[b]) })
-		sorted := make([]T, len(items))
-		for i, j := range idx {
-			sorted[i] = items[j]
-		}
-		items = sorted
 	}
 	if p.reverse {
-		slices.Reverse(items)
+		slices.Reverse(idx)
+	}
+	renderAll := func(is []int) []T {
+		out := make([]T, len(is))
+		for i, j := range is {
+			out[i] = render(rows[j])
+		}
+		return out
 	}
 	if !p.paged {
-		if items == nil {
-			items = []T{}
-		}
-		return items, nil
+		return renderAll(idx), nil
 	}
-	total := len(items)
-	filtered := items
+	filtered := idx
 	if p.name != "" {
-		filtered = make([]T, 0, len(items))
-		for _, it := range items {
-			if p.matches(l.name(it)) {
-				filtered = append(filtered, it)
+		filtered = make([]int, 0, len(idx))
+		for _, i := range idx {
+			if p.matches(names[i]) {
+				filtered = append(filtered, i)
 			}
 		}
 	}
@@ -150,26 +155,26 @@ func list[T any](items []T, p paging, l lister[T]) (any, error) {
 			reason: fmt.Sprintf("Page out of range, page: %d page size: %d, len: %d", p.page, p.size, len(filtered))}
 	}
 	end := min(start+p.size, len(filtered))
-	pageItems := append([]T{}, filtered[start:end]...)
+	pageItems := renderAll(filtered[start:end])
 	return pageAnswer[T]{
 		FilteredCount: len(filtered), ItemCount: len(pageItems), Items: pageItems, Page: p.page,
-		PageCount: (len(filtered) + p.size - 1) / p.size, PageSize: p.size, TotalCount: total,
+		PageCount: (len(filtered) + p.size - 1) / p.size, PageSize: p.size, TotalCount: len(rows),
 	}, nil
 }
 
-// valueOf is an item's value under a dotted sort key, nil when absent.
-func (l lister[T]) valueOf(it T, key string) any {
+// valueOf is a row's value under a dotted sort key, nil when absent.
+func valueOf[S, T any](l lister[S], r S, render func(S) T, key string) any {
 	if l.field != nil {
-		if v, ok := l.field(it, key); ok {
+		if v, ok := l.field(r, key); ok {
 			return v
 		}
 	}
-	raw, err := json.Marshal(it)
+	raw, err := json.Marshal(render(r))
 	if err != nil {
 		return nil
 	}
 	var m any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(&m) != nil {
 		return nil

@@ -3,6 +3,7 @@ package admin
 import (
 	"encoding/base64"
 	"errors"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/warrenmq/warren/core/queue"
@@ -80,29 +81,37 @@ func policyDefinitions(v *vhost.VHost) map[string]map[string]any {
 	return out
 }
 
-var queueLister = lister[queueJSON]{
-	name: func(q queueJSON) string { return q.Name },
-	field: func(q queueJSON, key string) (any, bool) {
+// queueRow is a queue as a listing sorts and pages it, before it is
+// rendered.
+type queueRow struct {
+	vhost string
+	info  vhost.QueueInfo
+	defs  map[string]map[string]any // the vhost's policy definitions
+}
+
+var queueLister = lister[queueRow]{
+	name: func(q queueRow) string { return q.info.Name },
+	field: func(q queueRow, key string) (any, bool) {
 		switch key {
 		case "vhost":
-			return q.VHost, true
+			return q.vhost, true
 		case "messages":
-			return q.Messages, true
+			return q.info.Ready + q.info.Unacked, true
 		case "messages_ready":
-			return q.MessagesReady, true
+			return q.info.Ready, true
 		case "messages_unacknowledged":
-			return q.MessagesUnacknowledged, true
+			return q.info.Unacked, true
 		case "consumers":
-			return q.Consumers, true
+			return q.info.Consumers, true
 		case "message_bytes":
-			return q.MessageBytes, true
+			return q.info.ReadyBytes, true
 		case "durable":
-			return q.Durable, true
+			return q.info.Durable, true
 		case "policy":
-			if q.Policy == nil {
+			if q.info.Policy == "" {
 				return nil, true
 			}
-			return *q.Policy, true
+			return q.info.Policy, true
 		}
 		return nil, false
 	},
@@ -117,15 +126,17 @@ func (a *api) queues(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	node := a.b.NodeName()
-	var out []queueJSON
+	var rows []queueRow
 	for _, v := range vs {
 		defs := policyDefinitions(v)
-		for _, q := range v.Queues() {
-			out = append(out, a.queueView(v.Name, node, q, defs))
+		infos := v.Queues()
+		rows = slices.Grow(rows, len(infos))
+		for _, q := range infos {
+			rows = append(rows, queueRow{vhost: v.Name, info: q, defs: defs})
 		}
 	}
-	return list(out, p, queueLister)
+	node := a.b.NodeName()
+	return list(rows, p, queueLister, func(q queueRow) queueJSON { return a.queueView(q.vhost, node, q.info, q.defs) })
 }
 
 // lookupQueue finds the named queue: errNotFound when there is none, and

@@ -61,7 +61,7 @@ func (a *api) users(c *call) (any, error) {
 	for _, u := range a.b.Users().Users() {
 		out = append(out, userView(u))
 	}
-	return list(out, p, userLister)
+	return list(out, p, userLister, same)
 }
 
 func (a *api) user(c *call) (any, error) {

@@ -62,16 +62,16 @@ func (a *api) vhostList(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	vs, err := c.vhosts()
-	if err != nil {
-		return nil, err
-	}
 	node := a.b.NodeName()
 	var out []vhostJSON
-	for _, v := range vs {
+	for _, name := range a.b.VHosts() {
+		v, ok := a.b.VHost(name)
+		if !ok || !(c.seesAll() || c.mayUse(name)) {
+			continue
+		}
 		out = append(out, a.vhostView(v, node))
 	}
-	return list(out, p, vhostLister)
+	return list(out, p, vhostLister, same)
 }
 
 func (a *api) vhostOne(c *call) (any, error) {

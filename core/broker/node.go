@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/warrenmq/warren/core/config"
 )
@@ -84,9 +83,6 @@ func (b *Broker) ClusterName() string {
 // SetClusterName renames the cluster.
 func (b *Broker) SetClusterName(name string) { b.clusterName.Store(&name) }
 
-// Uptime is how long the broker has run.
-func (b *Broker) Uptime() time.Duration { return time.Since(b.started) }
-
 // NodeStatus is the node's resource figures at one moment.
 type NodeStatus struct {
 	MemUsed, MemLimit       uint64 // bytes; MemLimit 0 when there is no watermark
@@ -99,23 +95,20 @@ type NodeStatus struct {
 	OSPid                   int
 }
 
-// Status samples the node's figures: memory as the alarm counts it (the
-// resident set less freed heap), the data directory's free disk, open file
-// descriptors, and which alarms are raised. It reads /proc and the disk,
-// so it is for the admin API, not for a hot path.
+// Status is the node's figures now: memory and disk as the resource
+// watcher last read them (Resources), open file descriptors, and which
+// alarms are raised, including one raised by hand (an operator's or a
+// test's), told apart by its reason. It reads /proc, so it is for the
+// admin API, not for a hot path.
 func (b *Broker) Status() NodeStatus {
-	s := NodeStatus{Goroutines: runtime.NumGoroutine(), Processors: runtime.NumCPU(), OSPid: os.Getpid(), FDUsed: -1, FDTotal: -1}
-	g := newMemoryGauge()
-	s.MemUsed = g.read(b.store.OffHeapMemory()).used
-	g.close()
-	if total := systemMemory(); total > 0 && b.cfg.Resources.MemoryHighWatermark > 0 {
-		s.MemLimit = uint64(float64(total) * b.cfg.Resources.MemoryHighWatermark)
-	}
-	s.DiskFree, _ = diskFree(b.cfg.Storage.DataDir)
-	s.DiskFreeLimit = uint64(b.cfg.Resources.DiskFreeLimit)
+	r := b.Resources()
+	s := NodeStatus{Goroutines: runtime.NumGoroutine(), Processors: runtime.NumCPU(), OSPid: os.Getpid(), FDUsed: -1, FDTotal: -1,
+		MemUsed: r.MemoryUsed, MemLimit: r.MemoryLimit, MemAlarm: r.MemoryAlarm,
+		DiskFree: r.DiskFree, DiskFreeLimit: r.DiskLimit, DiskAlarm: r.DiskAlarm || r.StoreError != ""}
 	if raised, reason, _ := b.alarm.State(); raised {
-		s.MemAlarm = strings.Contains(reason, "memory")
-		s.DiskAlarm = !s.MemAlarm || strings.Contains(reason, "disk")
+		mem := strings.Contains(reason, "memory")
+		s.MemAlarm = s.MemAlarm || mem
+		s.DiskAlarm = s.DiskAlarm || !mem || strings.Contains(reason, "disk")
 	}
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
 		s.FDUsed = len(fds)

@@ -69,6 +69,9 @@ func (b *Broker) History(age time.Duration) []stats.Point {
 // is closed.
 func (b *Broker) StoreFigures() (storage.Figures, bool) { return b.store.Figures() }
 
+// Uptime is how long the broker has run.
+func (b *Broker) Uptime() time.Duration { return time.Since(b.started) }
+
 // PluginRouteMetrics returns each enabled plugin's route figures, by name.
 func (b *Broker) PluginRouteMetrics() map[string]plugins.RouteMetrics {
 	pm := b.plugins

@@ -261,6 +261,9 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxHandshakes < 0 {
 		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
 	}
+	if strings.ContainsAny(c.Admin.Realm, "\"\\\r\n") {
+		return fmt.Errorf("admin.realm: %q may not hold a quote, a backslash or a line break (it is sent in a WWW-Authenticate header)", c.Admin.Realm)
+	}
 	if c.Admin.StatsInterval < Duration(10*time.Millisecond) {
 		return fmt.Errorf("admin.stats_interval: %v must be at least 10ms", time.Duration(c.Admin.StatsInterval))
 	}

@@ -115,9 +115,11 @@ func DeadLetterKind(reason string) (k Kind, ok bool) {
 type Values [NumKinds]uint64
 
 // Add adds o into v.
-func (v *Values) Add(o Values) {
-	for i := range v {
-		v[i] += o[i]
+func (v *Values) Add(o Values) { addInto((*[NumKinds]uint64)(v), o) }
+
+func addInto[T uint64 | float64](dst *[NumKinds]T, src [NumKinds]T) {
+	for i := range dst {
+		dst[i] += src[i]
 	}
 }
 
@@ -130,11 +132,7 @@ func (v Values) DeliverGet() uint64 {
 type Rates [NumKinds]float64
 
 // Add adds o into r.
-func (r *Rates) Add(o Rates) {
-	for i := range r {
-		r[i] += o[i]
-	}
-}
+func (r *Rates) Add(o Rates) { addInto((*[NumKinds]float64)(r), o) }
 
 // DeliverGet is the rate of deliver_get.
 func (r Rates) DeliverGet() float64 {
