@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -525,6 +526,37 @@ func TestWebUI(t *testing.T) {
 		queueDepth(t, ch, "ui-imported") // fails unless the import declared it
 	})
 
+	// A user with the management tag sees what the API lets it do: no
+	// admin pages, plugins or definitions, its vhost's queues.
+	t.Run("a management user", func(t *testing.T) {
+		pw := "watch-pw"
+		if err := s.b.PutUser("watcher", &pw, []string{"management"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.b.SetPermission("/", "watcher", ".*", ".*", ".*"); err != nil {
+			t.Fatal(err)
+		}
+		defer login(t, br, base) // guest again for what follows
+		br.do(t, "log in as watcher",
+			click(`#logout`),
+			waitVisible(`#login`),
+			sendKeys(`#login-user`, "watcher"),
+			sendKeys(`#login-password`, pw),
+			click(`#login-submit`),
+			waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+		)
+		navs := value(t, br, "nav", chromedp.Evaluate[[]string](`[...document.querySelectorAll("nav.main a")].map((a) => a.id)`))
+		for _, hidden := range []string{"nav-users", "nav-policies", "nav-plugins", "nav-definitions"} {
+			if slices.Contains(navs, hidden) {
+				t.Errorf("a management user's navigation %v has %s", navs, hidden)
+			}
+		}
+		br.do(t, "queues", click(`#nav-queues`), waitVisible(`#queues[data-state="loaded"]`))
+		if q := br.text(t, `#queues tbody`); !strings.Contains(q, "ui-orders") {
+			t.Errorf("watcher's queues %q lack ui-orders", q)
+		}
+	})
+
 	// Last, so that the charts have the history the steps above made.
 	t.Run("overview screenshot", func(t *testing.T) {
 		br.do(t, "overview", click("#nav-overview"), waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
@@ -581,11 +613,12 @@ func TestWebUIManyQueues(t *testing.T) {
 	}
 }
 
-// login logs the browser in as guest.
+// login logs the browser in as guest, from a fresh tab session.
 func login(t *testing.T, br *browser, base string) {
 	t.Helper()
 	br.do(t, "log in",
 		chromedp.Navigate(base+"/"),
+		chromedp.Evaluate[chromedp.Void](`sessionStorage.clear(); location.hash = "#/login"`),
 		waitVisible(`#login`),
 		sendKeys(`#login-user`, "guest"),
 		sendKeys(`#login-password`, "guest"),

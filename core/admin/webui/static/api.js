@@ -47,6 +47,21 @@ export function savedUser() {
   }
 }
 
+// can says what the logged-in user's tags let it do, as the API decides
+// it (core/admin/access.go): the UI only hides what would be refused.
+export function can() {
+  let tags = [];
+  try {
+    tags = (JSON.parse(sessionStorage.getItem(KEY) || "null") || {}).tags || [];
+  } catch { /* no login */ }
+  const admin = tags.includes("administrator");
+  return {
+    admin,
+    monitor: admin || tags.includes("monitoring"),
+    policies: admin || tags.includes("policymaker"),
+  };
+}
+
 function authorization() {
   try {
     const c = JSON.parse(sessionStorage.getItem(KEY) || "null");
@@ -65,7 +80,8 @@ export function logout() {
 export async function login(user, password) {
   const auth = basic(user, password);
   const me = await request("GET", "/api/whoami", undefined, { auth });
-  sessionStorage.setItem(KEY, JSON.stringify({ user: me.name || user, auth }));
+  const tags = Array.isArray(me.tags) ? me.tags : String(me.tags || "").split(",").map((t) => t.trim()).filter(Boolean);
+  sessionStorage.setItem(KEY, JSON.stringify({ user: me.name || user, auth, tags }));
   return me;
 }
 

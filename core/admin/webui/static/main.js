@@ -91,9 +91,22 @@ async function show() {
   }
 }
 
+// visibleNav leaves out what the user's tags would be refused: the admin
+// pages but policies need administrator, policies policymaker, plugins
+// monitoring, definitions administrator.
+function visibleNav() {
+  const may = api.can();
+  return nav.flatMap(([p, label]) => {
+    if (p === "users") return may.admin ? [[p, label]] : may.policies ? [["policies", "Policies"]] : [];
+    if (p === "plugins" && !may.monitor) return [];
+    if (p === "definitions" && !may.admin) return [];
+    return [[p, label]];
+  });
+}
+
 function header(page) {
-  const links = nav.map(([p, label]) => {
-    const active = p === page || (p === "users" && adminPages.has(page)) ||
+  const links = visibleNav().map(([p, label]) => {
+    const active = p === page || (p === "users" && adminPages.has(page)) || (p === "policies" && page === "policies") ||
       (p === "queues" && page === "queue") || (p === "exchanges" && page === "exchange");
     return h("a", { href: route(p), className: active ? "active" : "", id: "nav-" + p }, label);
   });
@@ -106,7 +119,7 @@ function header(page) {
     for (const v of vs) vsel.append(h("option", { value: v.name }, v.name));
     vsel.value = currentVHost();
   }).catch(() => {});
-  const sub = adminPages.has(page)
+  const sub = adminPages.has(page) && api.can().admin
     ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["policies", "Policies"]]
       .map(([p, label]) => h("a", { href: route(p), className: p === page ? "active" : "", id: "subnav-" + p }, label)))
     : null;

@@ -4,16 +4,16 @@
 // refused by the API unless forced; the error says so.
 
 import * as api from "./api.js";
-import { h, replace, message } from "./dom.js";
+import { h, append, replace, message } from "./dom.js";
 import { num, bytes, time } from "./format.js";
 
 export async function render(ctx) {
   const status = h("div", { hidden: true, id: "plugins-msg" });
   const list = h("div", { id: "plugins" });
   const force = h("input", { type: "checkbox", id: "plugins-force" });
-  ctx.main.append(h("h2", {}, "Plugins"), h("p", { className: "muted" },
+  append(ctx.main, [h("h2", {}, "Plugins"), h("p", { className: "muted" },
     "Exchange types beyond the built-in four come from WebAssembly plugins, enabled here in the running broker."),
-  h("label", { className: "check" }, force, " Force disable (even when exchanges of its types exist)"), status, list);
+  api.can().admin ? h("label", { className: "check" }, force, " Force disable (even when exchanges of its types exist)") : null, status, list]);
 
   const act = async (p, verb) => {
     try {
@@ -52,7 +52,7 @@ function card(p, act) {
     ? h("table", { className: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "Setting"), h("th", {}, "Kind"), h("th", {}, "Description"))),
       h("tbody", {}, info.settings.map((s) => h("tr", {}, h("td", {}, s.name), h("td", {}, s.kind), h("td", {}, s.doc || "")))))
     : null;
-  const button = p.enabled
+  const button = !api.can().admin ? null : p.enabled
     ? h("button", { type: "button", className: "danger", id: "plugin-disable-" + p.name, on: { click: () => act(p, "disable") } }, "Disable")
     : h("button", { type: "button", id: "plugin-enable-" + p.name, on: { click: () => act(p, "enable") } }, "Enable");
   return h("section", { className: "plugin " + (p.enabled ? "on" : "off"), id: "plugin-" + p.name, dataset: { enabled: String(!!p.enabled) } },
