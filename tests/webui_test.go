@@ -339,6 +339,37 @@ func TestWebUI(t *testing.T) {
 		}
 	})
 
+	// The vhost chosen at the top limits the lists, through
+	// /api/queues/{vhost}: a vhost name with a slash and a space must
+	// survive the trip.
+	t.Run("vhost selector", func(t *testing.T) {
+		v, err := s.b.AddVHost("team a/b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "team-queue"}, false); err != nil {
+			t.Fatal(err)
+		}
+		br.goTo(t, "queues")
+		br.do(t, "choose the vhost",
+			waitVisible(`#queues[data-state="loaded"]`),
+			poll(`[...document.querySelectorAll("#vhost-select option")].some((o) => o.value === "team a/b")`),
+			setValue(`#vhost-select`, "team a/b"),
+			poll(`document.querySelector("#queues-info") && document.querySelector("#queues-info").textContent.includes("· 1 items")`),
+		)
+		if q := br.text(t, `#queues tbody`); !strings.Contains(q, "team-queue") || strings.Contains(q, "ui-events") {
+			t.Errorf("queues of vhost team a/b: %q", q)
+		}
+		br.do(t, "the queue's page",
+			click(`#queues tbody a`),
+			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+			setValue(`#vhost-select`, ""),
+		)
+		if d := br.text(t, `#queue-details`); !strings.Contains(d, "team a/b") {
+			t.Errorf("team-queue's details %q lack its vhost", d)
+		}
+	})
+
 	t.Run("queue page publish get purge", func(t *testing.T) {
 		const body = "hello from the browser"
 		br.goTo(t, "queue", "/", "ui-events")
