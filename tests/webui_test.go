@@ -419,6 +419,96 @@ func TestWebUI(t *testing.T) {
 		}
 	})
 
+	t.Run("exchange page bind and publish", func(t *testing.T) {
+		br.goTo(t, "exchange", "/", "amq.direct")
+		br.do(t, "bind",
+			waitVisible(`#page[data-page="exchange"][data-loaded="true"]`),
+			setValue(`#exchange-bind-kind`, "q"),
+			sendKeys(`#exchange-bind-destination`, "ui-events"),
+			sendKeys(`#exchange-bind-routing_key`, "ui.key"),
+			click(`#exchange-bind-submit`),
+			waitVisible(`#exchange-bind-msg[data-kind="ok"]`),
+			poll(`document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
+		)
+		br.do(t, "publish routed",
+			setValue(`#exchange-publish-routing_key`, "ui.key"),
+			setValue(`#exchange-publish-payload`, "via amq.direct"),
+			click(`#exchange-publish-submit`),
+			waitVisible(`#exchange-publish-msg[data-kind="ok"]`),
+		)
+		if n := queueDepth(t, ch, "ui-events"); n != 1 {
+			t.Errorf("ui-events holds %d after a publish through amq.direct, want 1", n)
+		}
+		br.do(t, "publish unroutable",
+			setValue(`#exchange-publish-routing_key`, "no.such.key"),
+			click(`#exchange-publish-submit`),
+			waitVisible(`#exchange-publish-msg[data-kind="error"]`),
+		)
+		if m := br.text(t, `#exchange-publish-msg`); !strings.Contains(m, "not routed") {
+			t.Errorf("an unroutable publish shows %q", m)
+		}
+		br.do(t, "unbind",
+			click(`#exchange-source-table tbody button.danger`),
+			poll(`!document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
+		)
+		if _, err := ch.QueuePurge("ui-events", false); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("users vhosts permissions", func(t *testing.T) {
+		br.goTo(t, "vhosts")
+		br.do(t, "add a vhost",
+			waitVisible(`#vhosts[data-state="loaded"]`),
+			sendKeys(`#add-vhost-name`, "ui-vhost"),
+			click(`#add-vhost-submit`),
+			waitVisible(`#add-vhost-msg[data-kind="ok"]`),
+			poll(`document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
+		)
+		br.goTo(t, "users")
+		br.do(t, "add a user",
+			waitVisible(`#users[data-state="loaded"]`),
+			sendKeys(`#add-user-name`, "ui-user"),
+			sendKeys(`#add-user-password`, "s3cret"),
+			sendKeys(`#add-user-tags`, "monitoring, management"),
+			click(`#add-user-submit`),
+			waitVisible(`#add-user-msg[data-kind="ok"]`),
+			poll(`document.querySelector("#users tbody").textContent.includes("ui-user")`),
+		)
+		if status, _ := adminGet(t, base+"/api/whoami", "ui-user", "s3cret"); status != http.StatusOK {
+			t.Errorf("the user made in the UI cannot log in to the API: %d", status)
+		}
+		br.goTo(t, "permissions")
+		br.do(t, "set permissions",
+			waitVisible(`#permissions[data-state="loaded"]`),
+			setValue(`#set-permission-user`, "ui-user"),
+			setValue(`#set-permission-vhost`, "ui-vhost"),
+			setValue(`#set-permission-write`, "^ui-"),
+			click(`#set-permission-submit`),
+			waitVisible(`#set-permission-msg[data-kind="ok"]`),
+		)
+		var perm struct{ Configure, Write, Read string }
+		apiGet(t, base+"/api/permissions/ui-vhost/ui-user", &perm)
+		if perm.Configure != ".*" || perm.Write != "^ui-" || perm.Read != ".*" {
+			t.Errorf("permissions set in the UI: %+v", perm)
+		}
+		br.goTo(t, "users")
+		br.do(t, "delete the user",
+			waitVisible(`#users[data-state="loaded"]`),
+			click(`#delete-user-ui-user`),
+			click(`#delete-user-ui-user`),
+			waitVisible(`#users-msg[data-kind="ok"]`),
+			poll(`!document.querySelector("#users tbody").textContent.includes("ui-user")`),
+		)
+		br.goTo(t, "vhosts")
+		br.do(t, "delete the vhost",
+			waitVisible(`#vhosts[data-state="loaded"]`),
+			click(`#delete-vhost-ui-vhost`),
+			click(`#delete-vhost-ui-vhost`),
+			poll(`!document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
+		)
+	})
+
 	t.Run("close a connection", func(t *testing.T) {
 		victim, err := amqp.Dial(s.url)
 		if err != nil {
