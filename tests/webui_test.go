@@ -126,8 +126,10 @@ func (b *browser) note(s string) {
 }
 
 // stepTimeout bounds one step: a UI that never shows what a step waits
-// for fails the test instead of hanging it.
-const stepTimeout = 30 * time.Second
+// for fails the test instead of hanging it. It is generous because the
+// broker's first /api/plugins compiles every shipped module to describe
+// it: about 3 s, and 40 s under the race detector.
+const stepTimeout = 2 * time.Minute
 
 // do performs steps, failing the test with a screenshot and what the page
 // logged.
