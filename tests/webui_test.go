@@ -332,6 +332,11 @@ func TestWebUI(t *testing.T) {
 		if consumers := br.text(t, `#consumers tbody`); !strings.Contains(consumers, "ui-consumer") || !strings.Contains(consumers, "ui-orders") {
 			t.Errorf("consumers table %q lacks ui-consumer on ui-orders", consumers)
 		}
+		br.goTo(t, "queue", "/", "no-such-queue")
+		br.do(t, "a missing queue", waitVisible(`#page-error[data-kind="error"]`))
+		if m := br.text(t, `#page-error`); !strings.Contains(m, "404") {
+			t.Errorf("a missing queue's page says %q, want the API's 404", m)
+		}
 		br.goTo(t, "exchange", "/", "amq.topic")
 		br.do(t, "exchange page", waitVisible(`#page[data-page="exchange"][data-loaded="true"]`))
 		br.goTo(t, "exchange", "/", "")

@@ -41,6 +41,9 @@ const adminPages = new Set(["users", "vhosts", "permissions", "policies"]);
 
 const root = document.getElementById("app");
 let timers = [];
+// generation counts page renders: a page still loading when the operator
+// moves on must not start refreshing behind the next one.
+let generation = 0;
 
 function stopTimers() {
   timers.forEach(clearInterval);
@@ -52,7 +55,7 @@ const VHOST_KEY = "warren.vhost";
 export const currentVHost = () => sessionStorage.getItem(VHOST_KEY) || "";
 
 function parseHash() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").filter((p, i) => i === 0 || p !== undefined);
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
   const segs = parts.map((p) => {
     try {
       return decodeURIComponent(p);
@@ -65,6 +68,7 @@ function parseHash() {
 
 async function show() {
   stopTimers();
+  const gen = ++generation;
   const { page, params } = parseHash();
   if (page === "login" || !api.savedUser()) return showLogin();
   const renderPage = pages[page];
@@ -77,14 +81,16 @@ async function show() {
   const ctx = {
     main, params, vhost: currentVHost,
     every(fn, ms) {
+      if (gen !== generation) return;
       timers.push(setInterval(() => {
-        if (!document.hidden) fn();
+        if (gen === generation && !document.hidden) fn();
       }, ms || REFRESH_MS));
     },
   };
   try {
     await renderPage(ctx);
   } catch (e) {
+    if (gen !== generation) return;
     const m = h("div", { id: "page-error" });
     message(m, "error", e.message);
     main.append(m);
@@ -139,6 +145,7 @@ function header(page) {
 
 function showLogin(reason) {
   stopTimers();
+  generation++;
   const user = h("input", { id: "login-user", name: "username", autocomplete: "username", required: true });
   const pass = h("input", { id: "login-password", type: "password", name: "password", autocomplete: "current-password" });
   const status = h("div", { id: "login-error", hidden: true });
