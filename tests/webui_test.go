@@ -424,6 +424,20 @@ func TestWebUI(t *testing.T) {
 		if n := queueDepth(t, ch, "ui-events"); n != 0 {
 			t.Fatalf("after purging from the UI ui-events holds %d, want 0", n)
 		}
+
+		if _, err := ch.QueueDeclare("ui-doomed", false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		br.goTo(t, "queue", "/", "ui-doomed")
+		br.do(t, "delete",
+			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+			click(`#queue-delete`),
+			click(`#queue-delete`),
+			waitVisible(`#queues[data-state="loaded"]`),
+		)
+		if status, _ := adminGet(t, base+"/api/queues/%2F/ui-doomed", "guest", "guest"); status != http.StatusNotFound {
+			t.Errorf("the queue deleted in the UI answers %d, want 404", status)
+		}
 	})
 
 	t.Run("exchange page bind and publish", func(t *testing.T) {
