@@ -177,12 +177,23 @@ func (b *browser) pageErrors() []string {
 	return append([]string(nil), b.errs...)
 }
 
-// goTo sets the UI's route (the part after #), as a click on a link does.
+// goTo sets the UI's route (the part after #), as a click on a link does,
+// and waits until the page shown is the new one: hashchange comes after
+// the script returns, and waiting for "a queue page" right away could find
+// the queue page being left.
 func (b *browser) goTo(t *testing.T, segments ...string) {
 	t.Helper()
 	js, _ := json.Marshal(segments)
 	b.do(t, "route "+strings.Join(segments, "/"),
-		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`void (location.hash = "#/" + %s.map(encodeURIComponent).join("/"))`, js)))
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const hash = "#/" + %s.map(encodeURIComponent).join("/");
+			if (location.hash === hash) return;
+			const old = document.querySelector("#page");
+			if (old) old.dataset.left = "true";
+			location.hash = hash;
+		})()`, js)),
+		poll(`document.querySelector("#page:not([data-left])") !== null`),
+	)
 }
 
 // Short names for the CSS steps the tests use.
@@ -370,11 +381,15 @@ func TestWebUI(t *testing.T) {
 		br.do(t, "the queue's page",
 			click(`#queues tbody a`),
 			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
-			setValue(`#vhost-select`, ""),
 		)
 		if d := br.text(t, `#queue-details`); !strings.Contains(d, "team a/b") {
 			t.Errorf("team-queue's details %q lack its vhost", d)
 		}
+		br.do(t, "all vhosts again",
+			setValue(`#vhost-select`, ""),
+			poll(`!sessionStorage.getItem("warren.vhost")`),
+			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+		)
 	})
 
 	t.Run("queue page publish get purge", func(t *testing.T) {
@@ -621,8 +636,55 @@ func TestWebUI(t *testing.T) {
 		if linkText != xssName || heading != xssName {
 			t.Errorf("the queue shows as %q in the list and %q on its page, want the text %q", linkText, heading, xssName)
 		}
-		if imgs := value(t, br, "count images", chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); imgs != 0 {
-			t.Errorf("the page has %d <img> elements: a name became markup", imgs)
+			// The same name as a vhost, an exchange, a routing key, a
+		// payload, a header and a client property.
+		if _, err := s.b.AddVHost(xssName); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.ExchangeDeclare(xssName, "topic", false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(xssName, xssName, xssName, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Publish(xssName, xssName, false, false, amqp.Publishing{
+			Headers: amqp.Table{xssName: xssName}, ContentType: xssName, Body: []byte(xssName),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		hostile, err := amqp.DialConfig(s.url, amqp.Config{Properties: amqp.Table{"product": xssName}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hostile.Close()
+		br.goTo(t, "queue", "/", xssName)
+		br.do(t, "get the hostile message",
+			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+			click(`#queue-get-submit`),
+			waitVisible(`#get-results .message`),
+		)
+		if p := br.text(t, `#get-results pre.payload`); p != xssName {
+			t.Errorf("the payload shows as %q", p)
+		}
+		for _, page := range []struct{ nav, ready string }{
+			{"#nav-exchanges", `#exchanges[data-state="loaded"]`},
+			{"#nav-connections", `#connections[data-state="loaded"]`},
+			{"#nav-users", `#users[data-state="loaded"]`},
+			{"#subnav-vhosts", `#vhosts[data-state="loaded"]`},
+			{"#subnav-permissions", `#permissions[data-state="loaded"]`},
+		} {
+			br.do(t, page.nav, click(page.nav), waitVisible(page.ready))
+			if !strings.Contains(br.text(t, `#page`), xssName) && page.nav != "#nav-users" && page.nav != "#subnav-permissions" {
+				t.Errorf("%s does not show the name as text", page.nav)
+			}
+		}
+		br.goTo(t, "exchange", "/", xssName)
+		br.do(t, "the exchange's page", waitVisible(`#page[data-page="exchange"][data-loaded="true"]`))
+		if x := br.text(t, `#exchange-name`); x != xssName {
+			t.Errorf("the exchange shows as %q", x)
+		}
+		if imgs := value(t, br, "count images", chromedp.Evaluate[int](`document.querySelectorAll("img, script:not([src])").length`)); imgs != 0 {
+			t.Errorf("the page has %d <img> or inline <script> elements: a name became markup", imgs)
 		}
 		br.mu.Lock()
 		dialogs := br.dialogs
