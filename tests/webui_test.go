@@ -636,7 +636,7 @@ func TestWebUI(t *testing.T) {
 		if linkText != xssName || heading != xssName {
 			t.Errorf("the queue shows as %q in the list and %q on its page, want the text %q", linkText, heading, xssName)
 		}
-			// The same name as a vhost, an exchange, a routing key, a
+		// The same name as a vhost, an exchange, a routing key, a
 		// payload, a header and a client property.
 		if _, err := s.b.AddVHost(xssName); err != nil {
 			t.Fatal(err)
