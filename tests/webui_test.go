@@ -455,6 +455,53 @@ func TestWebUI(t *testing.T) {
 		}
 	})
 
+	t.Run("add a queue", func(t *testing.T) {
+		br.goTo(t, "queues")
+		br.do(t, "bad arguments",
+			waitVisible(`#queues[data-state="loaded"]`),
+			sendKeys(`#add-queue-name`, "ui-added"),
+			setValue(`#add-queue-arguments`, `{"x-max-length": `),
+			click(`#add-queue-submit`),
+			waitVisible(`#add-queue-msg[data-kind="error"]`),
+		)
+		if m := br.text(t, `#add-queue-msg`); !strings.Contains(m, "Arguments") {
+			t.Errorf("bad JSON arguments show %q, want the field named", m)
+		}
+		br.do(t, "add",
+			setValue(`#add-queue-arguments`, `{"x-max-length": 3}`),
+			click(`#add-queue-submit`),
+			waitVisible(`#add-queue-msg[data-kind="ok"]`),
+			poll(`document.querySelector("#queues tbody").textContent.includes("ui-added")`),
+		)
+		var q struct {
+			Durable   bool           `json:"durable"`
+			Arguments map[string]any `json:"arguments"`
+		}
+		apiGet(t, base+"/api/queues/%2F/ui-added", &q)
+		if !q.Durable || q.Arguments["x-max-length"] != float64(3) {
+			t.Errorf("the queue added in the UI: %+v", q)
+		}
+	})
+
+	// dom.js, through which every element is made, refuses what would turn
+	// data into script.
+	t.Run("dom refuses script", func(t *testing.T) {
+		refused := value(t, br, "dom.h", chromedp.Evaluate[[]bool](`import("/ui/dom.js").then(({ h }) => [
+			() => h("a", { onclick: "alert(1)" }),
+			() => h("a", { href: "javascript:alert(1)" }),
+			() => h("div", { innerHTML: "<img src=x>" }),
+			() => h("div", { style: "background:url(x)" }),
+		].map((f) => { try { f(); return false; } catch { return true; } }))`, chromedp.EvalAwaitPromise))
+		if len(refused) != 4 {
+			t.Fatalf("dom.h cases: %v", refused)
+		}
+		for i, r := range refused {
+			if !r {
+				t.Errorf("dom.h accepted case %d", i)
+			}
+		}
+	})
+
 	t.Run("exchange page bind and publish", func(t *testing.T) {
 		br.goTo(t, "exchange", "/", "amq.direct")
 		br.do(t, "bind",
@@ -611,6 +658,21 @@ func TestWebUI(t *testing.T) {
 			waitVisible(`#plugins-msg[data-kind="ok"]`),
 		)
 		br.screenshot(t, "webui-plugins-enabled.png")
+		// Its type is offered when adding an exchange.
+		br.goTo(t, "exchanges")
+		br.do(t, "add an x-consistent-hash exchange",
+			waitVisible(`#exchanges[data-state="loaded"]`),
+			poll(`[...document.querySelectorAll("#add-exchange-type option")].some((o) => o.value === "x-consistent-hash")`),
+			sendKeys(`#add-exchange-name`, "ui-ring"),
+			setValue(`#add-exchange-type`, "x-consistent-hash"),
+			click(`#add-exchange-submit`),
+			waitVisible(`#add-exchange-msg[data-kind="ok"]`),
+		)
+		var x struct{ Type string }
+		apiGet(t, base+"/api/exchanges/%2F/ui-ring", &x)
+		if x.Type != "x-consistent-hash" {
+			t.Errorf("the exchange added in the UI has type %q", x.Type)
+		}
 		var ps []struct {
 			Name    string `json:"name"`
 			Enabled bool   `json:"enabled"`
