@@ -8,6 +8,17 @@
 // no state on the server and has no endpoint of its own; what an operator
 // can do in it is exactly what the API lets that user do.
 //
+// # Files
+//
+// handler.go serves static/ with its security headers. In static/:
+// index.html loads main.js (log-in, navigation, the router over
+// location.hash), which renders one page-*.js at a time; api.js is the
+// API client, dom.js the only way elements are made, table.js the
+// sortable, filterable, paged listing, chart.js the canvas charts,
+// forms.js and bindings.js the shared forms, format.js numbers and rates.
+// Tests: handler_test.go here, and tests/webui_test.go, which drives the
+// UI in headless chromium.
+//
 // # Invariants
 //
 //   - Credentials never become a cookie. The UI asks for a Warren user
