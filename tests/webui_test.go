@@ -397,6 +397,7 @@ func TestWebUI(t *testing.T) {
 		br.goTo(t, "queue", "/", "ui-events")
 		br.do(t, "publish",
 			waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+			waitVisible(`#queue-chart-depth[data-drawn]`),
 			setValue(`#queue-publish-payload`, body),
 			click(`#queue-publish-submit`),
 			waitVisible(`#queue-publish-msg[data-kind="ok"]`),

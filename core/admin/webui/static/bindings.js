@@ -69,7 +69,7 @@ export function bindForm(id, vhost, fixed, onChange) {
 // publishForm publishes through the API; routingKey pre-fills the key
 // (the queue's name on a queue page, which publishes via the default
 // exchange).
-export function publishForm(id, vhost, exchange, routingKey) {
+export function publishForm(id, vhost, exchange, routingKey, onDone) {
   return actionForm({
     id, title: "Publish a message", submit: "Publish",
     fields: [
@@ -88,6 +88,7 @@ export function publishForm(id, vhost, exchange, routingKey) {
       const r = await api.post(api.path("exchanges", vhost, apiExchange(exchange), "publish"),
         { properties, routing_key: v.routing_key, payload: v.payload, payload_encoding: v.encoding });
       if (r && r.routed === false) throw new Error("Message published, but not routed to any queue.");
+      if (onDone) onDone();
       return "Message published and routed.";
     },
   });

@@ -7,6 +7,11 @@ import { num, json, bytes, statRate, flags } from "./format.js";
 import { actionForm, dangerButton } from "./forms.js";
 import { bindingsTable, bindForm, publishForm, section } from "./bindings.js";
 import { prop } from "./page-overview.js";
+import { Chart } from "./chart.js";
+
+// The API keeps history for the overview only, so a queue's charts are
+// the figures this page has read since it opened, one point a refresh.
+const MAX_POINTS = 120;
 
 export async function render(ctx) {
   const [vhost, name] = ctx.params;
@@ -15,10 +20,31 @@ export async function render(ctx) {
   const details = section("Details", "queue-details");
   const consumers = section("Consumers", "queue-consumers");
   const bindings = section("Bindings", "queue-bindings");
+  const depthChart = new Chart("queue-chart-depth", "Queued messages (while this page is open)", "");
+  const rateChart = new Chart("queue-chart-rates", "Message rates (while this page is open)", "/s");
+  const series = { ready: [], unacked: [], publish: [], deliver: [], ack: [] };
+  const record = (q) => {
+    const t = Date.now();
+    const ms = q.message_stats || {};
+    const rate = (k) => (ms[k + "_details"] || {}).rate || 0;
+    const add = (k, v) => {
+      series[k].push({ t, v });
+      if (series[k].length > MAX_POINTS) series[k].shift();
+    };
+    add("ready", q.messages_ready || 0);
+    add("unacked", q.messages_unacknowledged || 0);
+    add("publish", rate("publish"));
+    add("deliver", rate("deliver_get"));
+    add("ack", rate("ack"));
+    depthChart.draw([{ label: "Ready", points: series.ready }, { label: "Unacked", points: series.unacked }]);
+    rateChart.draw([{ label: "Incoming", points: series.publish }, { label: "Deliver / get", points: series.deliver },
+      { label: "Ack", points: series.ack }]);
+  };
 
   const refresh = async () => {
     const [q, bs] = await Promise.all([api.get(qpath), api.get(qpath + "/bindings")]);
     const ms = q.message_stats || {};
+    record(q);
     details.set(h("table", { className: "props" }, h("tbody", {},
       prop("Virtual host", q.vhost), prop("Type", q.type), prop("Features", flags(q)), prop("State", q.state),
       prop("Policy", q.policy || ""), prop("Arguments", json(q.arguments)),
@@ -40,10 +66,10 @@ export async function render(ctx) {
   const showError = (e) => message(status, "error", e.message);
 
   ctx.main.append(h("h2", {}, "Queue ", h("span", { className: "name", id: "queue-name" }, name)), status,
-    details.el, consumers.el, bindings.el,
+    details.el, h("div", { className: "charts" }, depthChart.el, rateChart.el), consumers.el, bindings.el,
     bindForm("queue-bind", vhost, { queue: name }, () => refresh().catch(showError)),
-    publishForm("queue-publish", vhost, "", name),
-    getForm(qpath),
+    publishForm("queue-publish", vhost, "", name, () => refresh().catch(showError)),
+    getForm(qpath, () => refresh().catch(showError)),
     actions(qpath, vhost, () => refresh().catch(showError)));
   await refresh();
   ctx.every(() => refresh().catch(showError));
@@ -56,7 +82,7 @@ const ACKMODES = [
   ["reject_requeue_false", "Reject requeue false"],
 ];
 
-function getForm(qpath) {
+function getForm(qpath, onDone) {
   const out = h("div", { id: "get-results" });
   const form = actionForm({
     id: "queue-get", title: "Get messages", submit: "Get message(s)",
@@ -78,6 +104,7 @@ function getForm(qpath) {
           prop("Properties", json(m.properties)),
           prop("Payload", h("span", {}, `${num(m.payload_bytes)} bytes, encoding ${m.payload_encoding}`)))),
         h("pre", { className: "payload" }, m.payload))));
+      onDone();
       return msgs.length ? `Got ${msgs.length} message(s).` : "Queue is empty.";
     },
   });
