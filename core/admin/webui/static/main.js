@@ -123,6 +123,12 @@ function header(page) {
   });
   api.get("/api/vhosts").then((vs) => {
     for (const v of vs) vsel.append(h("option", { value: v.name }, v.name));
+    if (currentVHost() && !vs.some((v) => v.name === currentVHost())) {
+      // The chosen vhost is gone (deleted, or not this user's): all again.
+      sessionStorage.removeItem(VHOST_KEY);
+      show();
+      return;
+    }
     vsel.value = currentVHost();
   }).catch(() => {});
   const sub = adminPages.has(page) && api.can().admin
