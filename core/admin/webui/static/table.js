@@ -90,7 +90,9 @@ export class Table {
     const seq = ++this.seq;
     let answer;
     try {
-      answer = this.opts.fetchPage ? await this.opts.fetchPage(s) : await this.clientPage(s);
+      answer = this.opts.fetchPage ? await this.opts.fetchPage(s) : this.localPage(await this.opts.fetchAll(), s);
+      // An API that ignores the page parameters answers the bare array.
+      if (Array.isArray(answer)) answer = this.localPage(answer, s);
     } catch (e) {
       if (seq !== this.seq) return;
       // A page past the end (the list shrank under us): go to page 1.
@@ -107,8 +109,8 @@ export class Table {
     this.render(answer);
   }
 
-  async clientPage(s) {
-    let items = await this.opts.fetchAll();
+  // localPage filters, sorts and pages a whole listing as the API would.
+  localPage(items, s) {
     const total = items.length;
     const nameOf = this.opts.nameOf || ((x) => x.name || "");
     if (s.name) {
