@@ -659,6 +659,16 @@ func TestWebUI(t *testing.T) {
 			waitVisible(`#plugins-msg[data-kind="ok"]`),
 		)
 		br.screenshot(t, "webui-plugins-enabled.png")
+		var ps []struct {
+			Name    string `json:"name"`
+			Enabled bool   `json:"enabled"`
+		}
+		apiGet(t, base+"/api/plugins", &ps)
+		for _, p := range ps {
+			if p.Name == "consistent-hash" && !p.Enabled {
+				t.Errorf("the UI showed consistent-hash enabled, the API says %+v", p)
+			}
+		}
 		// Its type is offered when adding an exchange.
 		br.goTo(t, "exchanges")
 		br.do(t, "add an x-consistent-hash exchange",
@@ -674,16 +684,22 @@ func TestWebUI(t *testing.T) {
 		if x.Type != "x-consistent-hash" {
 			t.Errorf("the exchange added in the UI has type %q", x.Type)
 		}
-		var ps []struct {
-			Name    string `json:"name"`
-			Enabled bool   `json:"enabled"`
+		// Disabling it now is refused with the API's reason, unless forced.
+		br.goTo(t, "plugins")
+		br.do(t, "disable refused",
+			waitVisible(`#plugin-disable-consistent-hash`),
+			click(`#plugin-disable-consistent-hash`),
+			waitVisible(`#plugins-msg[data-kind="error"]`),
+		)
+		if m := br.text(t, `#plugins-msg`); !strings.Contains(m, "400") {
+			t.Errorf("disabling a plugin in use shows %q, want the API's refusal", m)
 		}
-		apiGet(t, base+"/api/plugins", &ps)
-		for _, p := range ps {
-			if p.Name == "consistent-hash" && !p.Enabled {
-				t.Errorf("the UI showed consistent-hash enabled, the API says %+v", p)
-			}
-		}
+		br.do(t, "forced disable",
+			click(`#plugins-force`),
+			click(`#plugin-disable-consistent-hash`),
+			waitVisible(`#plugin-consistent-hash[data-enabled="false"]`),
+			waitVisible(`#plugins-msg[data-kind="ok"]`),
+		)
 	})
 
 	t.Run("names are text", func(t *testing.T) {
