@@ -23,16 +23,21 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 	if name == "" {
 		return reply.PreconditionFailed("user name must not be empty")
 	}
-	hash := ""
+	hash, alg := "", auth.SHA256
 	switch {
 	case password != nil && *password != "":
 		hash = auth.HashPassword(*password)
 	case password == nil:
 		if old, ok := b.users.User(name); ok {
-			hash = old.PasswordHash
+			hash, alg = old.PasswordHash, old.Hashing // an imported user keeps the algorithm of their hash
 		}
 	}
-	u := &auth.User{Name: name, PasswordHash: hash, Tags: tags}
+	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
+}
+
+// putUser stores and installs a user as given.
+func (b *Broker) putUser(u *auth.User) error {
+	name := u.Name
 	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
 		return reply.Internal("could not store user '%s': %v", name, err)
 	}
