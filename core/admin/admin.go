@@ -81,6 +81,7 @@ func Handler(b *broker.Broker) http.Handler {
 	mux.Handle("GET /api/plugins", h(a.plugins))
 	mux.Handle("POST /api/plugins/{name}/enable", h(a.enablePlugin))
 	mux.Handle("POST /api/plugins/{name}/disable", h(a.disablePlugin))
+	a.definitionRoutes(mux, h)
 	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
 	return refuseForgeable(mux)
 }
