@@ -41,6 +41,7 @@ Commands:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_policy [-p VHOST] NAME
+  export_definitions FILE | import_definitions FILE    (FILE - is stdout/stdin)
   plugins list
   plugins enable NAME
   plugins disable NAME [--force]
@@ -218,6 +219,10 @@ func run(argv []string, out io.Writer) error {
 		return c.do("DELETE", "/api/policies/"+vh+"/"+url.PathEscape(args[0]), nil)
 	case "plugins":
 		return plugins(c, out, args, o.force)
+	case "export_definitions":
+		return exportDefinitions(c, out, args)
+	case "import_definitions":
+		return importDefinitions(c, out, args)
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
