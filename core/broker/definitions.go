@@ -35,9 +35,13 @@ package broker
 // creates: a permission's user and vhost, a binding's source and
 // destination must exist in one or the other; a queue's or exchange's
 // arguments are checked as a declare checks them; an existing queue or
-// exchange must be equivalent to the document's (RabbitMQ 3.10.8 keeps
-// the existing one and says nothing; Warren refuses, naming it, since the
-// topology would not be what the file says).
+// exchange must be equivalent to the document's. RabbitMQ 3.10.8 answers
+// 204 to both an inequivalent queue or exchange (keeping the existing one)
+// and a binding to a queue that does not exist (making nothing); Warren
+// refuses them, naming them, since the topology would not be what the
+// file says. It also reads rabbitmqctl export_definitions' form, whose
+// vhosts carry metadata and limits (ignored, limits logged) and whose
+// queues carry a type (classic only).
 //
 // Then it is applied in dependency order: vhosts, users, permissions,
 // policies, exchanges, queues, bindings. What exists already and is the
