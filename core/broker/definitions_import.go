@@ -111,6 +111,9 @@ var (
 )
 
 func (b *Broker) planImport(doc []byte, scope string) (*importPlan, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return &importPlan{}, nil // an empty body is an empty document, as RabbitMQ reads it
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var top map[string]any

@@ -217,6 +217,9 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		}
 	}
 	b := testBroker(t, t.TempDir())
+	if err := b.ImportDefinitions([]byte(" \n"), ""); err != nil {
+		t.Errorf("an empty document (RabbitMQ: 204): %v", err)
+	}
 	for _, doc := range []string{`{nope`, `[]`, `"x"`, `{} {}`} {
 		if err := b.ImportDefinitions([]byte(doc), ""); !errors.Is(err, ErrInvalidDefinitions) || !strings.Contains(err.Error(), "document") {
 			t.Errorf("%s: %v", doc, err)
