@@ -291,10 +291,18 @@ func plainMap(t protocol.Table) map[string]any {
 	return m
 }
 
-// Route is the hot path: take an instance, write the route record straight
+// Route times route and counts it for the plugin's metrics.
+func (r *router) Route(m *message.Message, res *exchange.Result) error {
+	start := time.Now()
+	err := r.route(m, res)
+	r.p.routeLatency.Observe(time.Since(start).Seconds())
+	return err
+}
+
+// route is the hot path: take an instance, write the route record straight
 // into its exchange buffer, call warren_route, map the ids it answers to
 // bindings, give the instance back. Nothing here allocates.
-func (r *router) Route(m *message.Message, res *exchange.Result) error {
+func (r *router) route(m *message.Message, res *exchange.Result) error {
 	p := r.p
 	if r.deleted {
 		return p.unavailable(r.t.name)
@@ -332,17 +340,20 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 				size, r.t.name, p.name)
 		}
 		p.pool.discard(in, err)
+		p.routeFailures.Add(1)
 		return p.callError(r.t.name, "route", err)
 	}
 	abi.PutRoute(dst, r.id, m.RoutingKey, flags, props, body)
 	out, err := in.call(fnRoute, uint32(size))
 	if err != nil {
 		p.pool.discard(in, err)
+		p.routeFailures.Add(1)
 		return p.callError(r.t.name, "route", err)
 	}
 	if err := r.result(out, res); err != nil {
 		if _, isFailure := err.(*failure); isFailure {
 			p.pool.discard(in, err)
+			p.routeFailures.Add(1)
 			return p.callError(r.t.name, "route", err)
 		}
 		p.pool.put(in)

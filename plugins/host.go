@@ -228,14 +228,15 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 		return nil, fmt.Errorf("%w: %v", ErrNotPlugin, err)
 	}
 	p := &Plugin{
-		h:         h,
-		name:      name,
-		compiled:  compiled,
-		size:      len(wasm),
-		loaded:    time.Now(),
-		log:       h.log.With().Str("plugin", name).Logger(),
-		exchanges: make(map[uint32]*exchangeRecord),
-		viaNames:  make(map[string]string),
+		h:            h,
+		name:         name,
+		compiled:     compiled,
+		size:         len(wasm),
+		loaded:       time.Now(),
+		log:          h.log.With().Str("plugin", name).Logger(),
+		exchanges:    make(map[uint32]*exchangeRecord),
+		viaNames:     make(map[string]string),
+		routeLatency: newRouteLatency(name),
 	}
 	p.pool = newPool(p, h.cfg.PoolSize)
 	fail := func(err error) (*Plugin, error) {

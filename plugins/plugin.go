@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/tetratelabs/wazero"
 
@@ -62,6 +63,38 @@ type Plugin struct {
 
 	viaMu    sync.RWMutex
 	viaNames map[string]string
+
+	// routeLatency times every route call (its count is the calls);
+	// routeFailures counts those that failed in the plugin (a trap, the
+	// deadline, a malformed answer), not its deliberate refusals.
+	routeLatency  prometheus.Histogram
+	routeFailures atomic.Uint64
+}
+
+// RouteMetrics are a plugin's route figures, for /metrics.
+type RouteMetrics struct {
+	// Latency is the histogram of route call durations in seconds,
+	// labelled with the plugin's name; its count is the number of calls.
+	Latency  prometheus.Histogram
+	Failures uint64
+}
+
+// RouteMetrics returns the plugin's route figures.
+func (p *Plugin) RouteMetrics() RouteMetrics {
+	return RouteMetrics{Latency: p.routeLatency, Failures: p.routeFailures.Load()}
+}
+
+// routeBuckets span a plugin's route call: about a microsecond for a small
+// module to the 500 ms deadline.
+var routeBuckets = []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2, 0.1, 0.5}
+
+func newRouteLatency(plugin string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:        "warren_plugin_route_duration_seconds",
+		Help:        "Time taken by a plugin exchange type's route calls.",
+		ConstLabels: prometheus.Labels{"plugin": plugin},
+		Buckets:     routeBuckets,
+	})
 }
 
 // op is one mutation in the log: the export and its encoded input. Inputs

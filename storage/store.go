@@ -502,3 +502,36 @@ func (s *Store) eventListener() *pebble.EventListener {
 		},
 	}
 }
+
+// Figures are the store's figures worth a dashboard: the commit pipeline's
+// counters and Pebble's own.
+type Figures struct {
+	Commits, Syncs, CommitErrors uint64 // commit batches, fsyncs, failed commits
+	CommittedBytes               uint64
+	WALBytesWritten              uint64 // Pebble's WAL, since start
+	DiskBytes                    uint64 // every file of the store
+	CompactionDebt               uint64 // bytes compaction estimates it still has to rewrite
+	ReadAmp                      int    // sublevels a read may consult
+	Flushes, Compactions         int64
+	CacheBytes                   int64
+	CacheHits, CacheMisses       int64
+}
+
+// Figures returns the store's figures; ok is false once it is closed.
+func (s *Store) Figures() (f Figures, ok bool) {
+	done, err := s.read()
+	if err != nil {
+		return Figures{}, false
+	}
+	defer done()
+	c := &s.c
+	m := s.db.Metrics()
+	return Figures{
+		Commits: c.stats.commits.Load(), Syncs: c.stats.syncs.Load() + c.stats.intervalSyncs.Load(),
+		CommitErrors: c.stats.errors.Load(), CommittedBytes: c.stats.bytes.Load(),
+		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage(),
+		CompactionDebt: m.Compact.EstimatedDebt, ReadAmp: m.ReadAmp(),
+		Flushes: m.Flush.Count, Compactions: m.Compact.Count,
+		CacheBytes: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,
+	}, true
+}

@@ -475,7 +475,7 @@ func TestDefinitionsLoadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	cfg.Definitions.LoadFile = bad

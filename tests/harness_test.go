@@ -73,7 +73,7 @@ func startBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	t.Helper()
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	cfg.Plugins.CacheDir = sharedWasmCache(t)

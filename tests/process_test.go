@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -313,5 +314,44 @@ func TestSIGTERMWithPublisherHeldByAlarm(t *testing.T) {
 	expectClose(t, closed, amqp.ConnectionForced)
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+}
+
+// -listen may be given more than once (RabbitMQ listens on IPv4 and IPv6),
+// and -admin moves the admin API, so Warren starts beside a RabbitMQ on
+// other ports without a configuration file.
+func TestListenFlagsRepeatAndAdminFlag(t *testing.T) {
+	skipReference(t)
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	ln.Close()
+	p := startProcess(t, t.TempDir(), "-listen", "[::1]:0", "-admin", "127.0.0.1:0")
+	defer p.stop(syscall.SIGTERM)
+	var amqpAddrs []string
+	for _, line := range strings.Split(p.logText(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["listener"] == "amqp" {
+			amqpAddrs = append(amqpAddrs, rec["addr"].(string))
+		}
+	}
+	if len(amqpAddrs) != 2 {
+		t.Fatalf("AMQP listeners %v, want an IPv4 and an IPv6 one", amqpAddrs)
+	}
+	for _, addr := range amqpAddrs {
+		c, err := amqp.Dial("amqp://guest:guest@" + addr + "/")
+		if err != nil {
+			t.Fatalf("dial %s: %v", addr, err)
+		}
+		c.Close()
+	}
+	resp, err := http.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin API at -admin's address: %d", resp.StatusCode)
 	}
 }

@@ -60,7 +60,7 @@ func TestMessageStatistics(t *testing.T) {
 		}
 	}
 	check("vhost", v.Counters.Values(), map[stats.Kind]uint64{
-		stats.Publish: 7, stats.Confirm: 7, stats.ReturnUnroutable: 1, stats.DropUnroutable: 1,
+		stats.Publish: 7, stats.Routed: 5, stats.Confirm: 7, stats.ReturnUnroutable: 1, stats.DropUnroutable: 1,
 		stats.Deliver: 6, stats.Redeliver: 1, stats.Ack: 5, stats.Reject: 1, stats.GetEmpty: 1,
 	})
 	found := 0
@@ -97,6 +97,12 @@ func TestMessageStatistics(t *testing.T) {
 	}
 	if publisher[stats.Publish] != 7 || consumer[stats.Deliver] != 6 || consumer[stats.Ack] != 5 {
 		t.Errorf("channels: publish %d, deliver %d, ack %d", publisher[stats.Publish], consumer[stats.Deliver], consumer[stats.Ack])
+	}
+
+	for _, ci := range s.b.Server().Connections() {
+		if ci.RecvOct == 0 || ci.RecvCnt == 0 || ci.SendOct == 0 || ci.SendCnt == 0 {
+			t.Errorf("connection %s: traffic recv %d B in %d reads, sent %d B in %d writes", ci.Name, ci.RecvOct, ci.RecvCnt, ci.SendOct, ci.SendCnt)
+		}
 	}
 
 	// A closed channel's counts stay in its connection's and vhost's.

@@ -50,8 +50,8 @@ func writeSelfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPoo
 func TestAMQPS(t *testing.T) {
 	certFile, keyFile, pool := writeSelfSigned(t)
 	s := startWarren(t, func(c *config.Config) {
-		c.AMQP.Listen = ""
-		c.AMQPS = config.AMQPS{Listen: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile}
+		c.AMQP.Listen = nil
+		c.AMQPS = config.AMQPS{Listen: config.Addrs{"127.0.0.1:0"}, CertFile: certFile, KeyFile: keyFile}
 	})
 	c, err := amqp.DialTLS("amqps://guest:guest@"+s.b.Addr().String()+"/", &tls.Config{RootCAs: pool})
 	if err != nil {

@@ -1,10 +1,13 @@
 // Command warren runs the Warren AMQP 0-9-1 broker.
 //
-//	warren [-config broker.toml] [-listen ADDR] [-data DIR]
+//	warren [-config broker.toml] [-listen ADDR]... [-admin ADDR] [-data DIR]
 //
 // Without -config it uses the built-in defaults (AMQP on 127.0.0.1:5672,
-// vhost "/", guest/guest from loopback, data in ./data). Flags override the
-// file. SIGINT or SIGTERM shut the broker down cleanly, within
+// the admin API and web UI on 127.0.0.1:15672, vhost "/", guest/guest from
+// loopback, data in ./data). Flags override the file: -listen, given once
+// or more (an IPv4 and an IPv6 address, say), replaces amqp.listen; -admin
+// replaces admin.listen, so Warren can start beside a RabbitMQ on other
+// ports without a configuration file. SIGINT or SIGTERM shut the broker down cleanly, within
 // limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED. SIGHUP is
 // logged and otherwise ignored, as RabbitMQ does: Warren logs to stderr, so
 // there is no log file to reopen, and it reads its configuration only at
@@ -41,7 +44,9 @@ func main() {
 
 func run() error {
 	configPath := flag.String("config", "", "broker.toml to read (default: built-in defaults)")
-	listen := flag.String("listen", "", "AMQP listen address, overriding amqp.listen")
+	var listen listenFlag
+	flag.Var(&listen, "listen", "AMQP listen address, overriding amqp.listen; repeat it to listen on several")
+	adminAddr := flag.String("admin", "", `admin API and web UI listen address, overriding admin.listen ("off" disables it)`)
 	dataDir := flag.String("data", "", "data directory, overriding storage.data_dir")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown (for performance work)")
@@ -58,8 +63,15 @@ func run() error {
 			return err
 		}
 	}
-	if *listen != "" {
-		cfg.AMQP.Listen = *listen
+	if len(listen) > 0 {
+		cfg.AMQP.Listen = config.Addrs(listen)
+	}
+	switch *adminAddr {
+	case "":
+	case "off":
+		cfg.Admin.Listen = ""
+	default:
+		cfg.Admin.Listen = *adminAddr
 	}
 	if *dataDir != "" {
 		cfg.Storage.DataDir = *dataDir
@@ -108,6 +120,16 @@ func run() error {
 	if err := b.Shutdown(context.Background()); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	return nil
+}
+
+// listenFlag collects every -listen.
+type listenFlag []string
+
+func (l *listenFlag) String() string { return fmt.Sprint(*l) }
+
+func (l *listenFlag) Set(addr string) error {
+	*l = append(*l, addr)
 	return nil
 }
 

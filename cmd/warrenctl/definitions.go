@@ -9,6 +9,14 @@ import (
 	"os"
 )
 
+// The definitions verbs register themselves here, beside their code.
+func init() {
+	commands["export_definitions"] = command{form: "export_definitions FILE (- for stdout)", min: 1, max: 1,
+		run: func(c *client, _ *opts, out io.Writer, args []string) error { return exportDefinitions(c, out, args) }}
+	commands["import_definitions"] = command{form: "import_definitions FILE (- for stdin)", min: 1, max: 1,
+		run: func(c *client, _ *opts, out io.Writer, args []string) error { return importDefinitions(c, out, args) }}
+}
+
 // exportDefinitions writes GET /api/definitions to FILE, or to stdout for
 // "-", as rabbitmqctl export_definitions does. The file holds password
 // hashes, so only its owner may read it.

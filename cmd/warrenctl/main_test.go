@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ import (
 
 func newBroker(t *testing.T) (*broker.Broker, string) {
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Storage.DataDir = t.TempDir()
 	b, err := broker.New(cfg, zerolog.New(io.Discard))
 	if err != nil {
@@ -118,7 +119,7 @@ func TestListings(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := ctl(t, url, "list_exchanges")
-	if err != nil || !strings.Contains(out, "amq.topic") || !strings.Contains(out, "ex ") {
+	if err != nil || !strings.Contains(out, "amq.topic\ttopic\n") || !strings.Contains(out, "\nex\ttopic\n") {
 		t.Fatalf("list_exchanges: %v\n%s", err, out)
 	}
 	if _, err := ctl(t, url, "bogus"); err == nil || !strings.Contains(err.Error(), "unknown command") {
@@ -150,5 +151,90 @@ func TestListQueuesWithNonFiniteArguments(t *testing.T) {
 	out, err = ctl(t, url, "list_bindings")
 	if err != nil || !strings.Contains(out, `{"w":"Infinity"}`) {
 		t.Fatalf("list_bindings: %v\n%s", err, out)
+	}
+}
+
+// Listings take rabbitmqctl's column arguments and formatters: a header
+// and a "Listing" line by default, no banner with -q, no header either
+// with -s, JSON with the columns in order with --formatter json.
+func TestListingColumnsAndFormatters(t *testing.T) {
+	b, url := newBroker(t)
+	v, _ := b.VHost("/")
+	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "orders", Durable: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ctl(t, url, "list_queues")
+	if err != nil || out != "Listing queues for vhost / ...\nname\tmessages\norders\t0\n" {
+		t.Fatalf("list_queues: %v\n%q", err, out)
+	}
+	out, err = ctl(t, url, "list_queues", "name", "durable", "consumers", "-q")
+	if err != nil || out != "name\tdurable\tconsumers\norders\ttrue\t0\n" {
+		t.Fatalf("list_queues -q with columns: %v\n%q", err, out)
+	}
+	out, err = ctl(t, url, "-s", "list_queues", "messages", "name")
+	if err != nil || out != "0\torders\n" {
+		t.Fatalf("list_queues -s: %v\n%q", err, out)
+	}
+	out, err = ctl(t, url, "list_queues", "name", "durable", "--formatter", "json")
+	if err != nil || out != `[{"name":"orders","durable":true}]`+"\n" {
+		t.Fatalf("list_queues --formatter json: %v\n%q", err, out)
+	}
+	if _, err := ctl(t, url, "list_queues", "nmae"); err == nil || !strings.Contains(err.Error(), `unknown column "nmae"`) {
+		t.Fatalf("a misspelt column: %v", err)
+	}
+	if _, err := ctl(t, url, "list_queues", "--formatter", "xml"); err == nil || !strings.Contains(err.Error(), "--formatter") {
+		t.Fatalf("a bad formatter: %v", err)
+	}
+}
+
+// The resource limits change at run time through warrenctl, with
+// rabbitmqctl's argument forms.
+func TestSetLimits(t *testing.T) {
+	b, url := newBroker(t)
+	if _, err := ctl(t, url, "set_vm_memory_high_watermark", "absolute", "512MiB"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Resources().MemoryLimit; got != 512<<20 {
+		t.Fatalf("memory limit %d, want 512 MiB", got)
+	}
+	if _, err := ctl(t, url, "set_vm_memory_high_watermark", "0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Resources().MemoryLimit, broker.SystemMemory()/2; got < want-1 || got > want+1 {
+		t.Fatalf("memory limit %d, want half of %d", got, broker.SystemMemory())
+	}
+	if _, err := ctl(t, url, "set_vm_memory_high_watermark", "2"); err == nil || !strings.Contains(err.Error(), "at most 1") {
+		t.Fatalf("a watermark above 1: %v", err)
+	}
+	if _, err := ctl(t, url, "set_disk_free_limit", "2GB"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Resources().DiskLimit; got != 2e9 {
+		t.Fatalf("disk limit %d, want 2 GB", got)
+	}
+	if _, err := ctl(t, url, "set_disk_free_limit", "lots"); err == nil || !strings.Contains(err.Error(), "not a size") {
+		t.Fatalf("a bad size: %v", err)
+	}
+}
+
+// warrenctl pointed at RabbitMQ's management plugin (or anything else)
+// says so instead of misreading its answers.
+func TestRefusesAnotherProduct(t *testing.T) {
+	rabbit := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "Cowboy")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"product_name":"RabbitMQ","product_version":"3.10.8"}`))
+	}))
+	defer rabbit.Close()
+	if _, err := ctl(t, rabbit.URL, "list_queues"); err == nil || !strings.Contains(err.Error(), "RabbitMQ 3.10.8 answered") {
+		t.Fatalf("against RabbitMQ: %v", err)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "nginx")
+		http.NotFound(w, r)
+	}))
+	defer other.Close()
+	if _, err := ctl(t, other.URL, "status"); err == nil || !strings.Contains(err.Error(), "nginx") {
+		t.Fatalf("against nginx: %v", err)
 	}
 }

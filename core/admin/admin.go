@@ -81,9 +81,11 @@ func Handler(b *broker.Broker) http.Handler {
 	mux.Handle("GET /api/plugins", h(a.plugins))
 	mux.Handle("POST /api/plugins/{name}/enable", h(a.enablePlugin))
 	mux.Handle("POST /api/plugins/{name}/disable", h(a.disablePlugin))
+	mux.Handle("PUT /api/warren/vm-memory-high-watermark", h(a.putMemoryWatermark))
+	mux.Handle("PUT /api/warren/disk-free-limit", h(a.putDiskFreeLimit))
 	a.definitionRoutes(mux, h)
-	mux.Handle("GET /metrics", http.HandlerFunc(a.metrics))
-	return refuseForgeable(mux)
+	mux.Handle("GET /metrics", metricsHandler(b))
+	return serverHeader(refuseForgeable(mux))
 }
 
 type api struct{ b *broker.Broker }

@@ -25,7 +25,7 @@ import (
 func newBroker(t *testing.T) *broker.Broker {
 	t.Helper()
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	b, err := broker.New(cfg, zerolog.New(io.Discard))

@@ -1,44 +1,256 @@
 package admin
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/stats"
 )
 
-// metrics writes Prometheus text exposition by hand: a handful of gauges
-// do not need a client library.
-func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	gauge := func(name, help string) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+// metricsHandler serves /metrics: Prometheus's exposition, written by
+// client_golang (which also escapes every label value, so a queue named
+// with quotes, backslashes or newlines cannot break a scrape). Besides the
+// Go runtime's and the process's own collectors (memory, CPU, file
+// descriptors), one collector reads the broker's state at scrape time:
+// nothing is kept per metric between scrapes, so queues and vhosts that
+// come and go need no registration.
+//
+// Counters are monotonic where they live: per vhost (a deleted vhost's
+// series ends), per queue and per exchange. The per-vhost message counters
+// follow RabbitMQ's global counters; the delivery counter carries two
+// labels, as RabbitMQ splits it into four names.
+func metricsHandler(b *broker.Broker) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&brokerCollector{b: b},
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// brokerCollector is an unchecked collector (its Describe sends nothing):
+// the set of series changes with the broker's objects.
+type brokerCollector struct{ b *broker.Broker }
+
+func (c *brokerCollector) Describe(chan<- *prometheus.Desc) {}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	buildInfo = desc("warren_build_info", "Warren's version, the commit it was built from and the Go version, as labels; always 1.", "version", "commit", "go_version")
+	uptime    = desc("warren_uptime_seconds", "Seconds since the broker started.")
+
+	// Per vhost message counters.
+	vhostCounters = map[stats.Kind]*prometheus.Desc{
+		stats.Publish:          desc("warren_messages_published_total", "Messages published by clients.", "vhost"),
+		stats.Routed:           desc("warren_messages_routed_total", "Published messages that reached a queue (or were held for delayed routing).", "vhost"),
+		stats.Confirm:          desc("warren_messages_confirmed_total", "Publisher confirms (basic.ack) sent.", "vhost"),
+		stats.ReturnUnroutable: desc("warren_messages_unroutable_returned_total", "Mandatory messages that reached no queue and were returned.", "vhost"),
+		stats.DropUnroutable:   desc("warren_messages_unroutable_dropped_total", "Messages that reached no queue and were dropped.", "vhost"),
+		stats.GetEmpty:         desc("warren_messages_get_empty_total", "basic.get on an empty queue.", "vhost"),
+		stats.Redeliver:        desc("warren_messages_redelivered_total", "Deliveries flagged redelivered.", "vhost"),
+		stats.Ack:              desc("warren_messages_acknowledged_total", "Deliveries acknowledged by clients.", "vhost"),
+		stats.Reject:           desc("warren_messages_rejected_total", "Deliveries rejected or nacked by clients, requeued or not.", "vhost"),
 	}
-	gauge("warren_connections", "Open client connections.")
-	fmt.Fprintf(w, "warren_connections %d\n", len(a.b.Server().Connections()))
-	gauge("warren_queue_messages_ready", "Messages ready for delivery, per queue.")
-	type qrow struct {
-		vhost, name         string
-		ready, unacked, con int
+	delivered    = desc("warren_messages_delivered_total", "Messages handed to clients, by how (consume or get) and whether an ack was required (manual) or not (auto).", "vhost", "via", "ack")
+	deadLettered = desc("warren_messages_dead_lettered_total", "Messages that left a queue for its dead-letter exchange, by reason.", "vhost", "reason")
+
+	// Per queue.
+	queueReady        = desc("warren_queue_messages_ready", "Messages ready for delivery.", "vhost", "queue")
+	queueUnacked      = desc("warren_queue_messages_unacked", "Messages delivered and not yet acknowledged.", "vhost", "queue")
+	queueReadyBytes   = desc("warren_queue_messages_ready_bytes", "Bytes of the ready messages' bodies and properties.", "vhost", "queue")
+	queueConsumers    = desc("warren_queue_consumers", "Consumers.", "vhost", "queue")
+	queuePublished    = desc("warren_queue_messages_published_total", "Messages enqueued.", "vhost", "queue")
+	queueDelivered    = desc("warren_queue_messages_delivered_total", "Messages handed to consumers and basic.get.", "vhost", "queue")
+	queueRedelivered  = desc("warren_queue_messages_redelivered_total", "Deliveries flagged redelivered.", "vhost", "queue")
+	queueAcknowledged = desc("warren_queue_messages_acknowledged_total", "Deliveries acknowledged.", "vhost", "queue")
+	queueDeadLettered = desc("warren_queue_messages_dead_lettered_total", "Messages dead-lettered, by reason.", "vhost", "queue", "reason")
+
+	// Per exchange.
+	exchangeIn  = desc("warren_exchange_messages_published_in_total", "Messages published to the exchange by clients.", "vhost", "exchange")
+	exchangeOut = desc("warren_exchange_messages_published_out_total", "Of those, messages routed to a queue or held.", "vhost", "exchange")
+
+	// Totals.
+	vhostsTotal      = desc("warren_vhosts", "Virtual hosts.")
+	queuesTotal      = desc("warren_queues", "Queues, per vhost.", "vhost")
+	exchangesTotal   = desc("warren_exchanges", "Exchanges, the default and predeclared ones included, per vhost.", "vhost")
+	connectionsTotal = desc("warren_connections", "Open client connections.")
+	channelsTotal    = desc("warren_channels", "Open channels.")
+	consumersTotal   = desc("warren_consumers", "Consumers.")
+	heldTotal        = desc("warren_delayed_messages", "Messages held for delayed routing, per vhost.", "vhost")
+
+	connectionsOpened = desc("warren_connections_opened_total", "Client connections opened (past connection.open).")
+	connectionsClosed = desc("warren_connections_closed_total", "Client connections closed.")
+	channelsOpened    = desc("warren_channels_opened_total", "Channels opened.")
+	channelsClosed    = desc("warren_channels_closed_total", "Channels closed.")
+
+	// Resources.
+	memoryUsed     = desc("warren_memory_used_bytes", "Memory as the memory alarm counts it: resident set less heap the Go runtime has freed.")
+	memoryLimit    = desc("warren_memory_watermark_bytes", "The memory alarm's watermark; 0 when the alarm is off.")
+	diskFree       = desc("warren_disk_free_bytes", "Free space in the data directory's file system.")
+	diskFreeLimit  = desc("warren_disk_free_limit_bytes", "The disk alarm's limit; 0 when the alarm is off.")
+	alarm          = desc("warren_alarm", "1 while the resource's alarm is raised (publishers blocked).", "resource")
+	resourceAlarm  = desc("warren_resource_alarm", "1 while publishers are blocked by any resource alarm.")
+	storeWriteFail = desc("warren_store_write_failing", "1 while the store cannot write.")
+
+	// The store.
+	storeCommits     = desc("warren_store_commits_total", "Commit batches written.")
+	storeSyncs       = desc("warren_store_syncs_total", "fsyncs of the write-ahead log.")
+	storeErrors      = desc("warren_store_commit_errors_total", "Commit batches that failed.")
+	storeBytes       = desc("warren_store_committed_bytes_total", "Bytes committed.")
+	storeWAL         = desc("warren_store_wal_bytes_written_total", "Bytes written to Pebble's write-ahead log.")
+	storeDisk        = desc("warren_store_disk_usage_bytes", "Bytes of every file of the store.")
+	storeDebt        = desc("warren_store_compaction_debt_bytes", "Bytes Pebble estimates compaction still has to rewrite.")
+	storeReadAmp     = desc("warren_store_read_amplification", "Sublevels a read may consult.")
+	storeFlushes     = desc("warren_store_flushes_total", "Memtable flushes.")
+	storeCompactions = desc("warren_store_compactions_total", "Compactions.")
+	storeCacheBytes  = desc("warren_store_block_cache_bytes", "Bytes in the block cache.")
+	storeCacheHits   = desc("warren_store_block_cache_hits_total", "Block cache hits.")
+	storeCacheMisses = desc("warren_store_block_cache_misses_total", "Block cache misses.")
+
+	// Plugins (the route latency histogram is each plugin's own).
+	pluginFailures = desc("warren_plugin_route_failures_total", "Route calls that failed in the plugin (a trap, the deadline, a malformed answer).", "plugin")
+)
+
+func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.b
+	constant := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
 	}
-	var rows []qrow
-	for _, n := range a.b.VHosts() {
-		v, _ := a.b.VHost(n)
-		for _, q := range v.Queues() {
-			rows = append(rows, qrow{n, q.Name, q.Ready, q.Unacked, q.Consumers})
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		constant(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		constant(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	flag := func(d *prometheus.Desc, on bool, labels ...string) {
+		v := 0.0
+		if on {
+			v = 1
+		}
+		gauge(d, v, labels...)
+	}
+
+	gauge(buildInfo, 1, broker.Version, buildCommit(), runtime.Version())
+	gauge(uptime, b.Uptime().Seconds())
+
+	names := b.VHosts()
+	gauge(vhostsTotal, float64(len(names)))
+	consumers := 0
+	for _, name := range names {
+		v, ok := b.VHost(name)
+		if !ok {
+			continue
+		}
+		values := v.Counters.Values()
+		for k, d := range vhostCounters {
+			counter(d, values[k], name)
+		}
+		counter(delivered, values[stats.Deliver], name, "consume", "manual")
+		counter(delivered, values[stats.DeliverNoAck], name, "consume", "auto")
+		counter(delivered, values[stats.Get], name, "get", "manual")
+		counter(delivered, values[stats.GetNoAck], name, "get", "auto")
+		for _, r := range deadLetterReasons {
+			counter(deadLettered, values[r.kind], name, r.name)
+		}
+
+		queues := v.Queues()
+		gauge(queuesTotal, float64(len(queues)), name)
+		for _, q := range queues {
+			consumers += q.Consumers
+			gauge(queueReady, float64(q.Ready), name, q.Name)
+			gauge(queueUnacked, float64(q.Unacked), name, q.Name)
+			gauge(queueReadyBytes, float64(q.ReadyBytes), name, q.Name)
+			gauge(queueConsumers, float64(q.Consumers), name, q.Name)
+			counter(queuePublished, q.Counters[stats.Publish], name, q.Name)
+			counter(queueDelivered, q.Counters.DeliverGet(), name, q.Name)
+			counter(queueRedelivered, q.Counters[stats.Redeliver], name, q.Name)
+			counter(queueAcknowledged, q.Counters[stats.Ack], name, q.Name)
+			for _, r := range deadLetterReasons {
+				counter(queueDeadLettered, q.Counters[r.kind], name, q.Name, r.name)
+			}
+		}
+		exchanges := v.Exchanges()
+		gauge(exchangesTotal, float64(len(exchanges)), name)
+		for _, x := range exchanges {
+			counter(exchangeIn, x.Counters[stats.PublishIn], name, x.Name)
+			counter(exchangeOut, x.Counters[stats.PublishOut], name, x.Name)
+		}
+		gauge(heldTotal, float64(v.HeldCount()), name)
+	}
+	gauge(consumersTotal, float64(consumers))
+
+	srv := b.Server()
+	gauge(connectionsTotal, float64(len(srv.Connections())))
+	gauge(channelsTotal, float64(len(srv.Channels())))
+	churn := srv.Churn()
+	counter(connectionsOpened, churn.ConnectionsOpened)
+	counter(connectionsClosed, churn.ConnectionsClosed)
+	counter(channelsOpened, churn.ChannelsOpened)
+	counter(channelsClosed, churn.ChannelsClosed)
+
+	r := b.Resources()
+	gauge(memoryUsed, float64(r.MemoryUsed))
+	gauge(memoryLimit, float64(r.MemoryLimit))
+	gauge(diskFree, float64(r.DiskFree))
+	gauge(diskFreeLimit, float64(r.DiskLimit))
+	flag(alarm, r.MemoryAlarm, "memory")
+	flag(alarm, r.DiskAlarm, "disk")
+	raised, _, _ := b.Alarm().State()
+	flag(resourceAlarm, raised)
+	flag(storeWriteFail, r.StoreError != "")
+
+	if f, ok := b.StoreFigures(); ok {
+		counter(storeCommits, f.Commits)
+		counter(storeSyncs, f.Syncs)
+		counter(storeErrors, f.CommitErrors)
+		counter(storeBytes, f.CommittedBytes)
+		counter(storeWAL, f.WALBytesWritten)
+		gauge(storeDisk, float64(f.DiskBytes))
+		gauge(storeDebt, float64(f.CompactionDebt))
+		gauge(storeReadAmp, float64(f.ReadAmp))
+		counter(storeFlushes, uint64(f.Flushes))
+		counter(storeCompactions, uint64(f.Compactions))
+		gauge(storeCacheBytes, float64(f.CacheBytes))
+		counter(storeCacheHits, uint64(f.CacheHits))
+		counter(storeCacheMisses, uint64(f.CacheMisses))
+	}
+
+	for name, m := range b.PluginRouteMetrics() {
+		m.Latency.Collect(ch)
+		counter(pluginFailures, m.Failures, name)
+	}
+}
+
+var deadLetterReasons = []struct {
+	name string
+	kind stats.Kind
+}{
+	{"expired", stats.DeadLetteredExpired},
+	{"rejected", stats.DeadLetteredRejected},
+	{"maxlen", stats.DeadLetteredMaxLen},
+	{"delivery_limit", stats.DeadLetteredDeliveryLimit},
+}
+
+// buildCommit is the VCS revision the binary was built from, as the Go
+// toolchain stamps it ("unknown" for test binaries and builds outside a
+// checkout).
+func buildCommit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
 		}
 	}
-	for _, q := range rows {
-		fmt.Fprintf(w, "warren_queue_messages_ready{vhost=%s,queue=%s} %d\n", strconv.Quote(q.vhost), strconv.Quote(q.name), q.ready)
-	}
-	gauge("warren_queue_messages_unacked", "Messages delivered and not yet acknowledged, per queue.")
-	for _, q := range rows {
-		fmt.Fprintf(w, "warren_queue_messages_unacked{vhost=%s,queue=%s} %d\n", strconv.Quote(q.vhost), strconv.Quote(q.name), q.unacked)
-	}
-	gauge("warren_queue_consumers", "Consumers, per queue.")
-	for _, q := range rows {
-		fmt.Fprintf(w, "warren_queue_consumers{vhost=%s,queue=%s} %d\n", strconv.Quote(q.vhost), strconv.Quote(q.name), q.con)
-	}
-	raised, _, _ := a.b.Alarm().State()
-	gauge("warren_resource_alarm", "1 while publishers are blocked by a memory or disk alarm.")
-	fmt.Fprintf(w, "warren_resource_alarm %d\n", map[bool]int{false: 0, true: 1}[raised])
+	return "unknown"
 }

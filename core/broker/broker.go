@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -60,6 +61,12 @@ type Broker struct {
 	history *stats.History
 	retired stats.Meter
 
+	// The resource alarms' limits in bytes (0: none), changeable at run
+	// time, and the watcher's latest reading.
+	memLimit, diskLimit atomic.Uint64
+	resources           atomic.Pointer[ResourceState]
+	started             time.Time
+
 	listeners []net.Listener
 	stopOnce  sync.Once
 	admin     *http.Server
@@ -80,7 +87,10 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		vhosts:  make(map[string]*vhost.VHost),
 		stop:    make(chan struct{}),
 		history: stats.NewHistory(historyLength),
+		started: time.Now(),
 	}
+	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
+	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
 			FrameMax:         cfg.Limits.FrameMax,
@@ -195,25 +205,28 @@ func (b *Broker) DeleteVHost(name string) error {
 
 // Start opens the AMQP (and AMQPS) listeners and starts serving.
 func (b *Broker) Start() error {
-	if b.cfg.AMQP.Listen != "" {
-		ln, err := net.Listen("tcp", b.cfg.AMQP.Listen)
+	for _, addr := range b.cfg.AMQP.Listen {
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("amqp listener: %w", err)
+			b.closeListeners()
+			return fmt.Errorf("amqp listener %s: %w", addr, err)
 		}
 		b.serve(ln, "amqp")
 	}
-	if b.cfg.AMQPS.Listen != "" {
+	if len(b.cfg.AMQPS.Listen) > 0 {
 		cert, err := tls.LoadX509KeyPair(b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile)
 		if err != nil {
 			b.closeListeners()
 			return fmt.Errorf("amqps: loading %s and %s: %w", b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile, err)
 		}
-		ln, err := tls.Listen("tcp", b.cfg.AMQPS.Listen, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-		if err != nil {
-			b.closeListeners()
-			return fmt.Errorf("amqps listener: %w", err)
+		for _, addr := range b.cfg.AMQPS.Listen {
+			ln, err := tls.Listen("tcp", addr, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+			if err != nil {
+				b.closeListeners()
+				return fmt.Errorf("amqps listener %s: %w", addr, err)
+			}
+			b.serve(ln, "amqps")
 		}
-		b.serve(ln, "amqps")
 	}
 	b.wg.Add(2)
 	go b.watchResources()

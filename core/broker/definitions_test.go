@@ -31,7 +31,7 @@ func testBroker(t *testing.T, dir string, tweak ...func(*config.Config)) *Broker
 func tryBroker(t *testing.T, dir string, tweak ...func(*config.Config)) (*Broker, error) {
 	t.Helper()
 	cfg := config.Default()
-	cfg.AMQP.Listen = "127.0.0.1:0"
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = dir
 	for _, f := range tweak {

@@ -185,7 +185,9 @@ type resourceWatch struct {
 	setGoLimit bool   // whether the watcher manages the Go memory limit
 	goLimit    int64  // the Go memory limit it set last
 	memRoom    uint64 // watermark less memory used at the last sample (0: at or over)
+	memUsed    uint64 // at the last sample
 	diskReason string
+	diskFree   uint64    // at the last sample (0: unknown)
 	diskRoom   uint64    // free space above the disk limit at the last sample
 	diskOKFrom time.Time // since when the disk has had room, while diskReason is kept
 	storeErr   string
@@ -198,10 +200,7 @@ func (b *Broker) watchResources() {
 	defer b.wg.Done()
 	w := &resourceWatch{gauge: newMemoryGauge()}
 	defer w.gauge.close()
-	if total := systemMemory(); total > 0 && b.cfg.Resources.MemoryHighWatermark > 0 {
-		w.memLimit = uint64(float64(total) * b.cfg.Resources.MemoryHighWatermark)
-	}
-	if w.memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	if os.Getenv("GOMEMLIMIT") == "" {
 		w.setGoLimit = true
 		previous := debug.SetMemoryLimit(-1)
 		defer debug.SetMemoryLimit(previous)
@@ -217,7 +216,7 @@ func (b *Broker) watchResources() {
 			if !now.Before(nextDisk) {
 				w.offHeap = b.store.OffHeapMemory()
 				var reason string
-				reason, w.diskRoom = b.diskState()
+				reason, w.diskRoom, w.diskFree = b.diskState()
 				if reason != "" {
 					w.diskReason, w.diskOKFrom = reason, time.Time{}
 				} else if w.diskOKFrom.IsZero() {
@@ -240,6 +239,7 @@ func (b *Broker) watchResources() {
 				nextMemory = now.Add(sampleWait(w.memRoom, fastestGrowth, memorySampleEvery, memoryIdleSampleEvery))
 			}
 			b.updateAlarm(w)
+			b.publishResources(w)
 			t.Reset(time.Until(earliest(nextMemory, nextDisk)))
 		}
 	}
@@ -263,8 +263,15 @@ func earliest(a, b time.Time) time.Time {
 // sampleMemory decides whether memory is over the watermark, forcing a
 // collection first when that could change the answer and the budget allows.
 func (b *Broker) sampleMemory(w *resourceWatch) {
+	w.memLimit = b.memLimit.Load()
 	if w.memLimit == 0 {
 		w.memRoom = math.MaxUint64 // no alarm: no hurry
+		w.memOver = false
+		w.memUsed = w.gauge.read(w.offHeap).used
+		if w.setGoLimit && w.goLimit != 0 {
+			debug.SetMemoryLimit(math.MaxInt64)
+			w.goLimit = 0
+		}
 		return
 	}
 	m := w.gauge.read(w.offHeap)
@@ -277,6 +284,7 @@ func (b *Broker) sampleMemory(w *resourceWatch) {
 		over = w.isOver(m.used)
 	}
 	used := m.used
+	w.memUsed = used
 	w.memRoom = 0
 	if used < w.memLimit && !over {
 		w.memRoom = w.memLimit - used
@@ -312,22 +320,23 @@ func (w *resourceWatch) isOver(used uint64) bool {
 	return used > w.memLimit
 }
 
-// diskState says why the disk is short of space ("" when it is not), and
-// how much room is left above the point where it would be.
-func (b *Broker) diskState() (reason string, room uint64) {
-	limit := uint64(b.cfg.Resources.DiskFreeLimit)
-	if limit == 0 {
-		return "", math.MaxUint64
-	}
+// diskState says why the disk is short of space ("" when it is not), how
+// much room is left above the point where it would be, and the space free
+// (0 when unknown).
+func (b *Broker) diskState() (reason string, room, free uint64) {
 	free, ok := diskFree(b.cfg.Storage.DataDir)
 	if !ok {
-		return "", math.MaxUint64
+		return "", math.MaxUint64, 0
+	}
+	limit := b.diskLimit.Load()
+	if limit == 0 {
+		return "", math.MaxUint64, free
 	}
 	reserve := b.store.DiskReserve()
 	if free >= limit+reserve {
-		return "", free - (limit + reserve)
+		return "", free - (limit + reserve), free
 	}
-	return fmt.Sprintf("disk: %d bytes free, limit %d plus %d the store may still need", free, limit, reserve), 0
+	return fmt.Sprintf("disk: %d bytes free, limit %d plus %d the store may still need", free, limit, reserve), 0, free
 }
 
 // updateAlarm raises, updates or clears the alarm from w's reasons. It
@@ -386,4 +395,70 @@ func diskFree(dir string) (uint64, bool) {
 		return 0, false
 	}
 	return st.Bavail * uint64(st.Bsize), true
+}
+
+// ResourceState is the resource watcher's latest reading, for the admin
+// API, warrenctl status and /metrics.
+type ResourceState struct {
+	MemoryUsed  uint64 // the figure the memory alarm compares: resident less freed heap
+	MemoryLimit uint64 // the watermark in bytes; 0: no memory alarm
+	MemoryAlarm bool
+	DiskFree    uint64 // in the data directory's file system; 0: unknown
+	DiskLimit   uint64 // disk_free_limit in bytes; 0: no disk alarm
+	DiskAlarm   bool
+	StoreError  string // why the store cannot write, when it cannot
+}
+
+// Resources returns the watcher's latest reading (zero before the first).
+func (b *Broker) Resources() ResourceState {
+	if r := b.resources.Load(); r != nil {
+		return *r
+	}
+	return ResourceState{MemoryLimit: b.memLimit.Load(), DiskLimit: b.diskLimit.Load()}
+}
+
+func (b *Broker) publishResources(w *resourceWatch) {
+	b.resources.Store(&ResourceState{
+		MemoryUsed: w.memUsed, MemoryLimit: w.memLimit, MemoryAlarm: w.memOver,
+		DiskFree: w.diskFree, DiskLimit: b.diskLimit.Load(), DiskAlarm: w.diskReason != "",
+		StoreError: w.storeErr,
+	})
+}
+
+// SystemMemory is the machine's memory in bytes (MemTotal); 0 when
+// unknown.
+func SystemMemory() uint64 { return systemMemory() }
+
+// memoryLimitFor turns a watermark (a fraction of the machine's memory)
+// into bytes; 0 when either is unknown or zero.
+func memoryLimitFor(watermark float64) uint64 {
+	if total := systemMemory(); total > 0 && watermark > 0 {
+		return uint64(float64(total) * watermark)
+	}
+	return 0
+}
+
+// SetMemoryWatermark changes the memory alarm's watermark until the broker
+// stops, as rabbitmqctl set_vm_memory_high_watermark: a fraction of the
+// machine's memory, or, with absolute set, bytes. 0 disables the alarm.
+func (b *Broker) SetMemoryWatermark(value float64, absolute bool) error {
+	switch {
+	case value < 0 || math.IsNaN(value) || math.IsInf(value, 0):
+		return fmt.Errorf("memory watermark %v: must be a non-negative number", value)
+	case absolute:
+		b.memLimit.Store(uint64(value))
+	case value > 1:
+		return fmt.Errorf("memory watermark %v: a fraction must be at most 1 (use an absolute value in bytes)", value)
+	default:
+		b.memLimit.Store(memoryLimitFor(value))
+	}
+	b.log.Info().Uint64("bytes", b.memLimit.Load()).Msg("memory watermark set")
+	return nil
+}
+
+// SetDiskFreeLimit changes the disk alarm's limit until the broker stops,
+// as rabbitmqctl set_disk_free_limit. 0 disables the alarm.
+func (b *Broker) SetDiskFreeLimit(bytes uint64) {
+	b.diskLimit.Store(bytes)
+	b.log.Info().Uint64("bytes", bytes).Msg("disk free limit set")
 }

@@ -18,7 +18,8 @@ func TestMemoryAlarmClearsOnceMessagesAreFreed(t *testing.T) {
 	g := testGauge()
 	defer g.close()
 	base := g.read(0).used
-	w := &resourceWatch{memLimit: base + 100<<20, gauge: g}
+	b.memLimit.Store(base + 100<<20)
+	w := &resourceWatch{gauge: g}
 
 	// A queue's worth of message bodies, above the watermark.
 	var bodies [][]byte

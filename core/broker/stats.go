@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/storage"
 )
 
 // historyLength is how many broker-wide samples are kept for charts: an
@@ -61,4 +63,23 @@ func (b *Broker) Totals() (stats.Values, stats.Rates, stats.QueueTotals) {
 // History returns the broker-wide samples of the last age, oldest first.
 func (b *Broker) History(age time.Duration) []stats.Point {
 	return b.history.Since(time.Now(), age)
+}
+
+// StoreFigures are the store's figures for /metrics; ok is false once it
+// is closed.
+func (b *Broker) StoreFigures() (storage.Figures, bool) { return b.store.Figures() }
+
+// Uptime is how long the broker has run.
+func (b *Broker) Uptime() time.Duration { return time.Since(b.started) }
+
+// PluginRouteMetrics returns each enabled plugin's route figures, by name.
+func (b *Broker) PluginRouteMetrics() map[string]plugins.RouteMetrics {
+	pm := b.plugins
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	out := make(map[string]plugins.RouteMetrics, len(pm.enabled))
+	for name, p := range pm.enabled {
+		out[name] = p.RouteMetrics()
+	}
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,11 +41,14 @@ type Log struct {
 }
 
 type AMQP struct {
-	Listen string `toml:"listen"`
+	// Listen is one address or several (RabbitMQ listens on IPv4 and
+	// IPv6): "127.0.0.1:5672" or ["0.0.0.0:5672", "[::]:5672"]. Empty
+	// disables plain AMQP.
+	Listen Addrs `toml:"listen"`
 }
 
 type AMQPS struct {
-	Listen   string `toml:"listen"` // "" disables TLS
+	Listen   Addrs  `toml:"listen"` // none disables TLS
 	CertFile string `toml:"cert_file"`
 	KeyFile  string `toml:"key_file"`
 }
@@ -135,7 +139,7 @@ type Plugins struct {
 func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "auto"},
-		AMQP:  AMQP{Listen: "127.0.0.1:5672"},
+		AMQP:  AMQP{Listen: Addrs{"127.0.0.1:5672"}},
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second)},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
@@ -235,10 +239,20 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("log.format: %q is not one of auto, console, json", c.Log.Format)
 	}
-	if c.AMQP.Listen == "" && c.AMQPS.Listen == "" {
+	if len(c.AMQP.Listen) == 0 && len(c.AMQPS.Listen) == 0 {
 		return errors.New("amqp.listen: at least one of amqp.listen and amqps.listen is needed")
 	}
-	if c.AMQPS.Listen != "" && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
+	for _, l := range []struct {
+		key   string
+		addrs Addrs
+	}{{"amqp.listen", c.AMQP.Listen}, {"amqps.listen", c.AMQPS.Listen}} {
+		for _, a := range l.addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("%s: %q is not host:port (%v)", l.key, a, err)
+			}
+		}
+	}
+	if len(c.AMQPS.Listen) > 0 && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("amqps: cert_file and key_file are required with amqps.listen")
 	}
 	if c.Admin.MaxConnections < 0 {
@@ -285,6 +299,34 @@ func (c *Config) Validate() error {
 
 // Duration is a time.Duration written as "60s" or "1m30s".
 type Duration time.Duration
+
+// Addrs are listen addresses. In broker.toml they are one string ("" for
+// none) or an array of strings.
+type Addrs []string
+
+// UnmarshalTOML takes a string or an array of strings.
+func (a *Addrs) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*a = nil
+		if v != "" {
+			*a = Addrs{v}
+		}
+		return nil
+	case []any:
+		out := make(Addrs, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok || s == "" {
+				return fmt.Errorf("%v is not an address: want \"host:port\" strings", e)
+			}
+			out = append(out, s)
+		}
+		*a = out
+		return nil
+	}
+	return fmt.Errorf("%v is not an address: want \"host:port\" or a list of them", v)
+}
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))

@@ -104,3 +104,32 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// amqp.listen takes one address or a list; a bad one is named.
+func TestListenAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want Addrs
+		err  string
+	}{
+		{`listen = "127.0.0.1:5672"`, Addrs{"127.0.0.1:5672"}, ""},
+		{`listen = ["0.0.0.0:5672", "[::]:5672"]`, Addrs{"0.0.0.0:5672", "[::]:5672"}, ""},
+		{`listen = ["127.0.0.1"]`, nil, `amqp.listen: "127.0.0.1" is not host:port`},
+		{`listen = [5672]`, nil, "5672 is not an address"},
+		{`listen = 5672`, nil, "5672 is not an address"},
+	} {
+		c, err := Parse("t", []byte("[amqp]\n"+tc.src+"\n"))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: got %v, want an error containing %q", tc.src, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(c.AMQP.Listen, tc.want) {
+			t.Errorf("%s: got %v, %v; want %v", tc.src, c.AMQP.Listen, err, tc.want)
+		}
+	}
+	if _, err := Parse("t", []byte("[amqp]\nlisten = []\n")); err == nil || !strings.Contains(err.Error(), "at least one") {
+		t.Errorf("no listener at all: %v", err)
+	}
+}

@@ -61,6 +61,7 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 		c.liveMu.Lock()
 		c.live[id] = ch
 		c.liveMu.Unlock()
+		c.srv.churn.channelsOpened.Add(1)
 		c.send(id, &protocol.ChannelOpenOk{})
 		return nil
 	}

@@ -81,6 +81,7 @@ type Conn struct {
 	liveMu  sync.Mutex
 	live    map[uint16]*channel
 	retired stats.Meter
+	io      ioCounts // socket traffic, for the admin API
 }
 
 type capabilities struct {
@@ -93,7 +94,6 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 	c := &Conn{
 		srv: s, nc: nc, id: id,
 		name:       nc.RemoteAddr().String() + " -> " + nc.LocalAddr().String(),
-		r:          protocol.NewFrameReader(nc),
 		out:        newOutbound(),
 		since:      time.Now(),
 		channels:   make(map[uint16]*channel),
@@ -105,6 +105,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 		frameMax:   s.Limits.FrameMax,
 		channelMax: s.Limits.ChannelMax,
 	}
+	c.r = protocol.NewFrameReader(countingReader{nc, &c.io})
 	c.log = s.Log.With().Uint64("conn", id).Str("peer", nc.RemoteAddr().String()).Logger()
 	return c
 }
@@ -393,11 +394,13 @@ func (c *Conn) writeLoop() {
 		}
 		b, closing := c.out.take(spare)
 		if len(b) > 0 && !failed {
-			if _, err := c.nc.Write(b); err != nil {
+			n, err := c.nc.Write(b)
+			if err != nil {
 				failed = true
 				c.nc.Close() // the reader sees the failure and finishes
 			}
 			c.out.writes.Add(1)
+			c.io.sent(n)
 		}
 		if cap(b) <= keepBuffer {
 			spare = b[:0]

@@ -2,7 +2,10 @@ package conn
 
 import (
 	"crypto/tls"
+	"io"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/core/reply"
@@ -33,6 +36,10 @@ type ConnInfo struct {
 	Blocked     bool // held by a resource alarm right now
 	Stats       stats.Values
 	Rates       stats.Rates
+	// Socket traffic: bytes and reads received, bytes and writes sent,
+	// and their rates per second.
+	RecvOct, RecvCnt, SendOct, SendCnt                 uint64
+	RecvOctRate, RecvCntRate, SendOctRate, SendCntRate float64
 }
 
 // ChannelInfo describes a channel for the admin API.
@@ -86,11 +93,15 @@ type ConsumerInfo struct {
 // statistics in the connection's totals.
 func (c *Conn) retire(ch *channel) {
 	c.liveMu.Lock()
-	if c.live[ch.id] == ch {
+	live := c.live[ch.id] == ch
+	if live {
 		delete(c.live, ch.id)
 	}
 	c.liveMu.Unlock()
-	c.retired.AddValues(ch.stats.Values())
+	if live {
+		c.srv.churn.channelsClosed.Add(1)
+		c.retired.AddValues(ch.stats.Values())
+	}
 }
 
 // dropChannels tears down and retires every channel: the connection is
@@ -134,6 +145,9 @@ func (c *Conn) info() ConnInfo {
 		ci.User, ci.VHost, ci.ClientProp = o.user, o.vhost, o.props
 		ci.Heartbeat, ci.FrameMax, ci.ChannelMax = o.heartbeat, o.frameMax, o.channelMax
 	}
+	n, r := c.io.values(), c.io.rates()
+	ci.RecvOct, ci.RecvCnt, ci.SendOct, ci.SendCnt = n[recvOct], n[recvCnt], n[sendOct], n[sendCnt]
+	ci.RecvOctRate, ci.RecvCntRate, ci.SendOctRate, ci.SendCntRate = r[recvOct], r[recvCnt], r[sendOct], r[sendCnt]
 	ci.Stats = c.retired.Values()
 	for _, ch := range c.liveChannels() {
 		ci.Stats.Add(ch.stats.Values())
@@ -188,6 +202,7 @@ func (s *Server) Channels() []ChannelInfo {
 // statistics sampler calls it.
 func (s *Server) SampleRates(now time.Time) {
 	for _, c := range s.snapshot() {
+		c.io.sample(now)
 		for _, ch := range c.liveChannels() {
 			ch.stats.Sample(now)
 		}
@@ -222,4 +237,75 @@ func (s *Server) snapshot() []*Conn {
 	s.mu.Unlock()
 	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
 	return conns
+}
+
+// ioCounts are a connection's socket traffic as RabbitMQ reports it:
+// bytes and reads received (recv_oct, recv_cnt), bytes and writes sent
+// (send_oct, send_cnt), with rates between the two latest samples.
+type ioCounts struct {
+	n [4]atomic.Uint64 // recvOct, recvCnt, sendOct, sendCnt
+
+	mu             sync.Mutex // guards the samples
+	prev, last     [4]uint64
+	prevAt, lastAt time.Time
+}
+
+const (
+	recvOct = iota
+	recvCnt
+	sendOct
+	sendCnt
+)
+
+func (ic *ioCounts) received(n int) {
+	ic.n[recvOct].Add(uint64(n))
+	ic.n[recvCnt].Add(1)
+}
+
+func (ic *ioCounts) sent(n int) {
+	ic.n[sendOct].Add(uint64(n))
+	ic.n[sendCnt].Add(1)
+}
+
+func (ic *ioCounts) values() [4]uint64 {
+	var v [4]uint64
+	for i := range v {
+		v[i] = ic.n[i].Load()
+	}
+	return v
+}
+
+func (ic *ioCounts) sample(now time.Time) {
+	v := ic.values()
+	ic.mu.Lock()
+	ic.prev, ic.prevAt = ic.last, ic.lastAt
+	ic.last, ic.lastAt = v, now
+	ic.mu.Unlock()
+}
+
+func (ic *ioCounts) rates() [4]float64 {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	var r [4]float64
+	if dt := ic.lastAt.Sub(ic.prevAt).Seconds(); !ic.prevAt.IsZero() && dt > 0 {
+		for i := range r {
+			r[i] = float64(ic.last[i]-ic.prev[i]) / dt
+		}
+	}
+	return r
+}
+
+// countingReader counts what the frame reader takes from the socket; the
+// reader buffers, so this is one add per socket read, not per frame.
+type countingReader struct {
+	r      io.Reader
+	counts *ioCounts
+}
+
+func (cr countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	if n > 0 {
+		cr.counts.received(n)
+	}
+	return n, err
 }

@@ -157,13 +157,14 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 		return false, err
 	}
 	ch.count(stats.Publish, 1)
-	if !out.Routed() {
-		if mandatory {
-			ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
-			ch.count(stats.ReturnUnroutable, 1)
-		} else {
-			ch.count(stats.DropUnroutable, 1)
-		}
+	switch {
+	case out.Routed():
+		ch.count(stats.Routed, 1)
+	case mandatory:
+		ch.basicReturn(m, protocol.NoRoute, "NO_ROUTE")
+		ch.count(stats.ReturnUnroutable, 1)
+	default:
+		ch.count(stats.DropUnroutable, 1)
 	}
 	if confirm {
 		seq := ch.confirm.add()

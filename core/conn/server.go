@@ -98,6 +98,29 @@ type Server struct {
 	refusing bool
 	closed   bool // CloseAll has begun: no new connections
 	wg       sync.WaitGroup
+	churn    churn
+}
+
+// churn counts connections (past connection.open) and channels opened and
+// closed since the server started.
+type churn struct {
+	connectionsOpened, connectionsClosed atomic.Uint64
+	channelsOpened, channelsClosed       atomic.Uint64
+}
+
+// Churn is how many connections and channels were opened and closed since
+// the server started.
+type Churn struct {
+	ConnectionsOpened, ConnectionsClosed uint64
+	ChannelsOpened, ChannelsClosed       uint64
+}
+
+// Churn returns the server's connection and channel churn.
+func (s *Server) Churn() Churn {
+	return Churn{
+		ConnectionsOpened: s.churn.connectionsOpened.Load(), ConnectionsClosed: s.churn.connectionsClosed.Load(),
+		ChannelsOpened: s.churn.channelsOpened.Load(), ChannelsClosed: s.churn.channelsClosed.Load(),
+	}
 }
 
 // Serve runs one client connection to its end.
@@ -162,6 +185,7 @@ func (s *Server) admit(c *Conn) bool {
 	}
 	c.counted = true
 	s.opened++
+	s.churn.connectionsOpened.Add(1)
 	return true
 }
 
@@ -171,6 +195,7 @@ func (s *Server) forget(c *Conn) {
 	delete(s.conns, c)
 	if c.counted {
 		s.opened--
+		s.churn.connectionsClosed.Add(1)
 	}
 	s.mu.Unlock()
 	s.wg.Done()

@@ -38,8 +38,10 @@ const (
 	PublishOut
 	// Confirm: publisher confirms sent (basic.ack to a publisher).
 	Confirm
-	// ReturnUnroutable and DropUnroutable: published messages that reached
-	// no queue, returned (mandatory) or dropped.
+	// Routed: published messages that reached a queue or were held for
+	// later. ReturnUnroutable and DropUnroutable: those that did not,
+	// returned (mandatory) or dropped.
+	Routed
 	ReturnUnroutable
 	DropUnroutable
 	// Deliver, DeliverNoAck, Get, GetNoAck: messages handed to consumers
@@ -72,6 +74,7 @@ var names = [NumKinds]string{
 	PublishIn:                 "publish_in",
 	PublishOut:                "publish_out",
 	Confirm:                   "confirm",
+	Routed:                    "routed",
 	ReturnUnroutable:          "return_unroutable",
 	DropUnroutable:            "drop_unroutable",
 	Deliver:                   "deliver",
@@ -112,9 +115,11 @@ func DeadLetterKind(reason string) (k Kind, ok bool) {
 type Values [NumKinds]uint64
 
 // Add adds o into v.
-func (v *Values) Add(o Values) {
-	for i := range v {
-		v[i] += o[i]
+func (v *Values) Add(o Values) { addInto((*[NumKinds]uint64)(v), o) }
+
+func addInto[T uint64 | float64](dst *[NumKinds]T, src [NumKinds]T) {
+	for i := range dst {
+		dst[i] += src[i]
 	}
 }
 
@@ -127,11 +132,7 @@ func (v Values) DeliverGet() uint64 {
 type Rates [NumKinds]float64
 
 // Add adds o into r.
-func (r *Rates) Add(o Rates) {
-	for i := range r {
-		r[i] += o[i]
-	}
-}
+func (r *Rates) Add(o Rates) { addInto((*[NumKinds]float64)(r), o) }
 
 // DeliverGet is the rate of deliver_get.
 func (r Rates) DeliverGet() float64 {

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// command is one verb: its usage line, how many arguments it takes (max
+// -1: any number) and what it does.
+type command struct {
+	form     string
+	min, max int
+	run      func(c *client, o *opts, out io.Writer, args []string) error
+}
+
+func vhostPath(o *opts) string { return url.PathEscape(o.vhost) }
+
+// listings are the list_* verbs, with rabbitmqctl's column names.
+var listings = map[string]listing{
+	"list_queues": {
+		what: "queues", perVHost: true,
+		path:     func(o *opts) string { return "/api/queues/" + vhostPath(o) },
+		defaults: []string{"name", "messages"},
+		columns: []string{"name", "durable", "auto_delete", "exclusive", "arguments", "policy", "messages",
+			"messages_ready", "messages_unacknowledged", "message_bytes", "message_bytes_ready",
+			"message_bytes_unacknowledged", "consumers", "consumer_utilisation", "memory", "state", "type",
+			"head_message_timestamp", "exclusive_consumer_tag"},
+	},
+	"list_exchanges": {
+		what: "exchanges", perVHost: true,
+		path:     func(o *opts) string { return "/api/exchanges/" + vhostPath(o) },
+		defaults: []string{"name", "type"},
+		columns:  []string{"name", "type", "durable", "auto_delete", "internal", "arguments", "policy"},
+	},
+	"list_bindings": {
+		what: "bindings", perVHost: true,
+		path:     func(o *opts) string { return "/api/bindings/" + vhostPath(o) },
+		defaults: []string{"source_name", "source_kind", "destination_name", "destination_kind", "routing_key", "arguments"},
+		columns:  []string{"source_name", "source_kind", "destination_name", "destination_kind", "routing_key", "arguments"},
+		fields: map[string]string{"source_name": "source", "source_kind": "source_kind",
+			"destination_name": "destination", "destination_kind": "destination_type"},
+	},
+	"list_connections": {
+		what:     "connections",
+		path:     func(*opts) string { return "/api/connections" },
+		defaults: []string{"user", "peer_host", "peer_port", "state"},
+		columns: []string{"name", "user", "vhost", "peer_host", "peer_port", "host", "port", "state", "channels",
+			"protocol", "auth_mechanism", "ssl", "timeout", "frame_max", "channel_max", "client_properties",
+			"connected_at", "recv_oct", "send_oct", "recv_cnt", "send_cnt"},
+	},
+	"list_channels": {
+		what:     "channels",
+		path:     func(*opts) string { return "/api/channels" },
+		defaults: []string{"name", "user", "consumer_count", "messages_unacknowledged"},
+		columns: []string{"name", "connection", "number", "user", "vhost", "transactional", "confirm",
+			"consumer_count", "messages_unacknowledged", "prefetch_count", "global_prefetch_count", "state"},
+		fields: map[string]string{"connection": "connection_details.name"},
+	},
+	"list_consumers": {
+		what: "consumers", perVHost: true,
+		path:     func(o *opts) string { return "/api/consumers/" + vhostPath(o) },
+		defaults: []string{"queue_name", "channel_pid", "consumer_tag", "ack_required", "prefetch_count", "active", "arguments"},
+		columns:  []string{"queue_name", "channel_pid", "consumer_tag", "ack_required", "prefetch_count", "active", "exclusive", "arguments"},
+		fields:   map[string]string{"queue_name": "queue.name", "channel_pid": "channel_details.name"},
+	},
+}
+
+func list(c *client, o *opts, out io.Writer, l listing, args []string) error {
+	cols, err := l.chosen(args)
+	if err != nil {
+		return err
+	}
+	rows, err := l.rows(c, o, cols)
+	if err != nil {
+		return err
+	}
+	if l.what == "bindings" {
+		// Every binding's source is an exchange; the API has no field for it.
+		for _, row := range rows {
+			for j, col := range cols {
+				if col == "source_kind" {
+					row[j] = "exchange"
+				}
+			}
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return cell(rows[i][0]) < cell(rows[j][0]) })
+	banner := "Listing " + l.what + " ..."
+	if l.perVHost {
+		banner = "Listing " + l.what + " for vhost " + o.vhost + " ..."
+	}
+	return output(out, o, banner, cols, rows)
+}
+
+// commands are every other verb.
+var commands = map[string]command{
+	"status":        {form: "status", run: status},
+	"ping":          {form: "ping", run: ping},
+	"await_startup": {form: "await_startup [--timeout SECONDS]", run: awaitStartup},
+	"version":       {form: "version", run: version},
+	"list_alarms":   {form: "list_alarms", run: listAlarms},
+	"set_vm_memory_high_watermark": {form: "set_vm_memory_high_watermark FRACTION | absolute BYTES", min: 1, max: 2,
+		run: setMemoryWatermark},
+	"set_disk_free_limit": {form: "set_disk_free_limit BYTES | mem_relative FRACTION", min: 1, max: 2,
+		run: setDiskFreeLimit},
+
+	"close_connection": {form: "close_connection NAME REASON", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			h := http.Header{"X-Reason": {args[1]}}
+			return c.request("DELETE", "/api/connections/"+url.PathEscape(args[0]), nil, nil, h)
+		}},
+	"purge_queue": {form: "purge_queue [-p VHOST] NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/contents", nil)
+		}},
+	"delete_queue": {form: "delete_queue [-p VHOST] NAME [--if-empty] [--if-unused]", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			q := url.Values{}
+			if o.ifEmpty {
+				q.Set("if-empty", "true")
+			}
+			if o.ifUnused {
+				q.Set("if-unused", "true")
+			}
+			path := "/api/queues/" + vhostPath(o) + "/" + url.PathEscape(args[0])
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			return c.do("DELETE", path, nil)
+		}},
+	"delete_exchange": {form: "delete_exchange [-p VHOST] NAME [--if-unused]", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			path := "/api/exchanges/" + vhostPath(o) + "/" + url.PathEscape(args[0])
+			if o.ifUnused {
+				path += "?if-unused=true"
+			}
+			return c.do("DELETE", path, nil)
+		}},
+
+	"list_vhosts": {form: "list_vhosts", run: table("/api/vhosts", "name")},
+	"add_vhost": {form: "add_vhost NAME", min: 1, max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return c.do("PUT", "/api/vhosts/"+url.PathEscape(args[0]), nil)
+	}},
+	"delete_vhost": {form: "delete_vhost NAME", min: 1, max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return c.do("DELETE", "/api/vhosts/"+url.PathEscape(args[0]), nil)
+	}},
+	"list_users": {form: "list_users", run: table("/api/users", "name", "tags")},
+	"add_user": {form: "add_user NAME PASSWORD", min: 2, max: 2, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return c.do("PUT", "/api/users/"+url.PathEscape(args[0]), map[string]any{"password": args[1], "tags": []string{}})
+	}},
+	"set_user_tags": {form: "set_user_tags NAME [TAG...]", min: 1, max: -1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return c.do("PUT", "/api/users/"+url.PathEscape(args[0]), map[string]any{"tags": append([]string{}, args[1:]...)})
+	}},
+	"delete_user": {form: "delete_user NAME", min: 1, max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return c.do("DELETE", "/api/users/"+url.PathEscape(args[0]), nil)
+	}},
+	"list_permissions": {form: "list_permissions", run: table("/api/permissions", "vhost", "user", "configure", "write", "read")},
+	"set_permissions": {form: "set_permissions [-p VHOST] USER CONFIGURE WRITE READ", min: 4, max: 4,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("PUT", "/api/permissions/"+vhostPath(o)+"/"+url.PathEscape(args[0]),
+				map[string]string{"configure": args[1], "write": args[2], "read": args[3]})
+		}},
+	"clear_permissions": {form: "clear_permissions [-p VHOST] USER", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/permissions/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
+		}},
+	"list_policies": {form: "list_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return table("/api/policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
+	}},
+	"set_policy": {form: "set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION",
+		min: 3, max: 3, run: setPolicy},
+	"clear_policy": {form: "clear_policy [-p VHOST] NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
+		}},
+	"plugins": {form: "plugins list | enable NAME | disable NAME [--force]", min: 1, max: 2, run: plugins},
+}
+
+// table lists an endpoint's rows with fixed columns.
+func table(path string, cols ...string) func(*client, *opts, io.Writer, []string) error {
+	return func(c *client, o *opts, out io.Writer, _ []string) error {
+		l := listing{path: func(*opts) string { return path }, defaults: cols}
+		rows, err := l.rows(c, o, cols)
+		if err != nil {
+			return err
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return cell(rows[i][0]) < cell(rows[j][0]) })
+		return output(out, o, "", cols, rows)
+	}
+}
+
+func setPolicy(c *client, o *opts, out io.Writer, args []string) error {
+	var def map[string]any
+	if err := json.Unmarshal([]byte(args[2]), &def); err != nil {
+		return fmt.Errorf("set_policy: definition %q is not a JSON object: %v", args[2], err)
+	}
+	return c.do("PUT", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), map[string]any{
+		"pattern": args[1], "definition": def, "priority": o.priority, "apply-to": o.applyTo,
+	})
+}
+
+func plugins(c *client, o *opts, out io.Writer, args []string) error {
+	switch args[0] {
+	case "list":
+		return table("/api/plugins", "name", "enabled", "version", "types", "state")(c, o, out, nil)
+	case "enable", "disable":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: warrenctl plugins %s NAME", args[0])
+		}
+		path := "/api/plugins/" + url.PathEscape(args[1]) + "/" + args[0]
+		if o.force {
+			path += "?force=true"
+		}
+		if err := c.do("POST", path, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plugin %s %sd\n", args[1], args[0])
+		return nil
+	}
+	return fmt.Errorf("unknown plugins command %q", args[0])
+}
+
+// node is the figures of /api/nodes that status and list_alarms show.
+type node struct {
+	Name          string  `json:"name"`
+	Uptime        float64 `json:"uptime"` // ms
+	MemUsed       float64 `json:"mem_used"`
+	MemLimit      float64 `json:"mem_limit"`
+	MemAlarm      bool    `json:"mem_alarm"`
+	DiskFree      float64 `json:"disk_free"`
+	DiskFreeLimit float64 `json:"disk_free_limit"`
+	DiskFreeAlarm bool    `json:"disk_free_alarm"`
+	FDUsed        float64 `json:"fd_used"`
+	FDTotal       float64 `json:"fd_total"`
+}
+
+func thisNode(c *client) (node, error) {
+	var nodes []node
+	if err := c.get("/api/nodes", &nodes); err != nil {
+		return node{}, err
+	}
+	if len(nodes) == 0 {
+		return node{}, errors.New("the broker listed no node")
+	}
+	return nodes[0], nil
+}
+
+func status(c *client, o *opts, out io.Writer, _ []string) error {
+	var ov struct {
+		Version   string `json:"product_version"`
+		Listeners []struct {
+			Protocol string `json:"protocol"`
+			IP       string `json:"ip_address"`
+			Port     any    `json:"port"`
+		} `json:"listeners"`
+	}
+	if err := c.get("/api/overview", &ov); err != nil {
+		return err
+	}
+	n, err := thisNode(c)
+	if err != nil {
+		return err
+	}
+	var ps []struct {
+		Name    string `json:"name"`
+		Enabled bool   `json:"enabled"`
+		Version string `json:"version"`
+	}
+	if err := c.get("/api/plugins", &ps); err != nil {
+		return err
+	}
+	var enabled []string
+	for _, p := range ps {
+		if p.Enabled {
+			enabled = append(enabled, p.Name+" "+p.Version)
+		}
+	}
+	var listeners []string
+	for _, l := range ov.Listeners {
+		listeners = append(listeners, fmt.Sprintf("%s %s:%v", l.Protocol, l.IP, l.Port))
+	}
+	if o.formatter == "json" {
+		b, err := json.Marshal(map[string]any{
+			"node": n.Name, "version": ov.Version, "uptime_seconds": int64(n.Uptime / 1000),
+			"memory":           map[string]any{"used": n.MemUsed, "watermark": n.MemLimit, "alarm": n.MemAlarm},
+			"disk":             map[string]any{"free": n.DiskFree, "limit": n.DiskFreeLimit, "alarm": n.DiskFreeAlarm},
+			"file_descriptors": map[string]any{"used": n.FDUsed, "total": n.FDTotal},
+			"listeners":        listeners, "alarms": alarms(n), "plugins": enabled,
+		})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, string(b))
+		return err
+	}
+	if !o.quiet && !o.silent {
+		fmt.Fprintf(out, "Status of node %s ...\n", n.Name)
+	}
+	fmt.Fprintf(out, "Version: Warren %s\n", ov.Version)
+	fmt.Fprintf(out, "Uptime: %s\n", (time.Duration(n.Uptime) * time.Millisecond).Round(time.Second))
+	fmt.Fprintf(out, "Memory: %s used, watermark %s\n", bytesText(n.MemUsed), bytesText(n.MemLimit))
+	fmt.Fprintf(out, "Disk: %s free, limit %s\n", bytesText(n.DiskFree), bytesText(n.DiskFreeLimit))
+	fmt.Fprintf(out, "File descriptors: %.0f used of %.0f\n", n.FDUsed, n.FDTotal)
+	fmt.Fprintf(out, "Listeners: %s\n", strings.Join(listeners, ", "))
+	if a := alarms(n); len(a) > 0 {
+		fmt.Fprintf(out, "Alarms: %s\n", strings.Join(a, ", "))
+	} else {
+		fmt.Fprintln(out, "Alarms: none")
+	}
+	fmt.Fprintf(out, "Plugins enabled: %s\n", strings.Join(enabled, ", "))
+	return nil
+}
+
+func alarms(n node) []string {
+	a := []string{}
+	if n.MemAlarm {
+		a = append(a, "memory")
+	}
+	if n.DiskFreeAlarm {
+		a = append(a, "disk")
+	}
+	return a
+}
+
+func bytesText(b float64) string {
+	if b == 0 {
+		return "none"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	return strconv.FormatFloat(b, 'f', 1, 64) + " " + units[i]
+}
+
+func listAlarms(c *client, o *opts, out io.Writer, _ []string) error {
+	n, err := thisNode(c)
+	if err != nil {
+		return err
+	}
+	a := alarms(n)
+	if o.formatter == "json" {
+		b, _ := json.Marshal(a)
+		_, err := fmt.Fprintln(out, string(b))
+		return err
+	}
+	if !o.quiet && !o.silent {
+		fmt.Fprintf(out, "Listing alarms of node %s ...\n", n.Name)
+	}
+	for _, name := range a {
+		fmt.Fprintln(out, name)
+	}
+	return nil
+}
+
+func ping(c *client, o *opts, out io.Writer, _ []string) error {
+	var who map[string]any
+	if err := c.get("/api/whoami", &who); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "Ping succeeded")
+	return nil
+}
+
+// awaitStartup polls until the admin API answers as Warren (or the
+// timeout, 300 s by default as rabbitmqctl's, passes).
+func awaitStartup(c *client, o *opts, out io.Writer, _ []string) error {
+	timeout := o.timeout
+	if timeout == 0 {
+		timeout = 300 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	c.timeout = 5 * time.Second
+	for {
+		var who map[string]any
+		err := c.get("/api/whoami", &who)
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "cannot reach") {
+			return err // it answered, and not as a running Warren would
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the broker did not start within %v: %v", timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func version(c *client, o *opts, out io.Writer, _ []string) error {
+	var ov struct {
+		Version string `json:"product_version"`
+	}
+	if err := c.get("/api/overview", &ov); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, ov.Version)
+	return nil
+}
+
+func setMemoryWatermark(c *client, o *opts, out io.Writer, args []string) error {
+	body := map[string]any{}
+	switch {
+	case len(args) == 2 && args[0] == "absolute":
+		n, err := parseBytes(args[1])
+		if err != nil {
+			return err
+		}
+		body["absolute"] = n
+	case len(args) == 1:
+		f, err := strconv.ParseFloat(args[0], 64)
+		if err != nil {
+			return fmt.Errorf("set_vm_memory_high_watermark: %q is not a fraction", args[0])
+		}
+		body["fraction"] = f
+	default:
+		return errors.New("usage: warrenctl set_vm_memory_high_watermark FRACTION | absolute BYTES")
+	}
+	return c.do("PUT", "/api/warren/vm-memory-high-watermark", body)
+}
+
+func setDiskFreeLimit(c *client, o *opts, out io.Writer, args []string) error {
+	body := map[string]any{}
+	switch {
+	case len(args) == 2 && args[0] == "mem_relative":
+		f, err := strconv.ParseFloat(args[1], 64)
+		if err != nil {
+			return fmt.Errorf("set_disk_free_limit: %q is not a fraction", args[1])
+		}
+		body["mem_relative"] = f
+	case len(args) == 1:
+		n, err := parseBytes(args[0])
+		if err != nil {
+			return err
+		}
+		body["bytes"] = n
+	default:
+		return errors.New("usage: warrenctl set_disk_free_limit BYTES | mem_relative FRACTION")
+	}
+	return c.do("PUT", "/api/warren/disk-free-limit", body)
+}
+
+// parseBytes reads a size as rabbitmqctl does: a number with an optional
+// unit, k/kiB, M/MiB, G/GiB (powers of 1024) or kB, MB, GB (of 1000).
+func parseBytes(s string) (uint64, error) {
+	units := []struct {
+		suffix string
+		mult   uint64
+	}{
+		{"kiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"TB", 1000 * 1000 * 1000 * 1000},
+		{"k", 1 << 10}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40},
+	}
+	num, mult := s, uint64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (a number of bytes, with an optional unit such as MiB or GB)", s)
+	}
+	return n * mult, nil
+}
