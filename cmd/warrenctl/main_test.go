@@ -66,7 +66,8 @@ func TestPolicyFromTheSeed(t *testing.T) {
 	if x.Alternate() != "" {
 		t.Fatal("policy still applied after clear_policy")
 	}
-	if _, err := ctl(t, url, "clear_policy", "AE"); err == nil || !strings.Contains(err.Error(), "no policy") {
+	// RabbitMQ's 404 body for any missing object.
+	if _, err := ctl(t, url, "clear_policy", "AE"); err == nil || !strings.Contains(err.Error(), "Not Found") {
 		t.Fatalf("clearing a missing policy: %v", err)
 	}
 }
@@ -95,13 +96,24 @@ func TestUsersVHostsPermissions(t *testing.T) {
 	if !strings.Contains(out, "alice") || !strings.Contains(out, "monitoring") {
 		t.Fatalf("list_users:\n%s", out)
 	}
-	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "list_queues"); err == nil || !strings.Contains(err.Error(), "not an administrator") {
-		t.Fatalf("a non-administrator used the API: %v", err)
+	// Tags decide as in RabbitMQ: monitoring reads its vhosts' objects and
+	// changes no vhost; no management tag, nothing at all.
+	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "-p", "orders", "list_queues"); err != nil {
+		t.Fatalf("a monitoring user could not list the queues of its vhost: %v", err)
+	}
+	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "add_vhost", "mine"); err == nil || !strings.Contains(err.Error(), "Not administrator user") {
+		t.Fatalf("a monitoring user added a vhost: %v", err)
+	}
+	if _, err := ctl(t, url, "set_user_tags", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl(t, url, "--user", "alice", "--password", "s3cret", "list_queues"); err == nil || !strings.Contains(err.Error(), "Not management user") {
+		t.Fatalf("a user without tags used the API: %v", err)
 	}
 	if _, err := ctl(t, url, "--password", "wrong", "list_queues"); err == nil || !strings.Contains(err.Error(), "Login failed") {
 		t.Fatalf("bad password: %v", err)
 	}
-	if _, err := ctl(t, url, "set_permissions", "-p", "nope", "alice", ".*", ".*", ".*"); err == nil || !strings.Contains(err.Error(), "no vhost") {
+	if _, err := ctl(t, url, "set_permissions", "-p", "nope", "alice", ".*", ".*", ".*"); err == nil || !strings.Contains(err.Error(), "vhost_or_user_not_found") {
 		t.Fatalf("missing vhost: %v", err)
 	}
 	if _, err := ctl(t, url, "delete_vhost", "orders"); err != nil {
@@ -185,7 +197,12 @@ func TestListingColumnsAndFormatters(t *testing.T) {
 	if _, err := ctl(t, url, "list_queues", "--formatter", "xml"); err == nil || !strings.Contains(err.Error(), "--formatter") {
 		t.Fatalf("a bad formatter: %v", err)
 	}
+	out, err = ctl(t, url, "-q", "list_bindings")
+	if err != nil || !strings.Contains(out, "\texchange\torders\tqueue\torders\t") {
+		t.Fatalf("list_bindings (the default exchange's binding): %v\n%q", err, out)
+	}
 }
+
 
 // The resource limits change at run time through warrenctl, with
 // rabbitmqctl's argument forms.

@@ -14,7 +14,13 @@ import (
 //	PUT /api/warren/vm-memory-high-watermark  {"fraction": 0.4} or {"absolute": BYTES}
 //	PUT /api/warren/disk-free-limit           {"bytes": BYTES} or {"mem_relative": 1.5}
 
-func (a *api) putMemoryWatermark(r *http.Request) (any, error) {
+func (a *api) routeLimits(mux *router) {
+	a.handle(mux, "PUT /api/warren/vm-memory-high-watermark", administrator, a.putMemoryWatermark)
+	a.handle(mux, "PUT /api/warren/disk-free-limit", administrator, a.putDiskFreeLimit)
+}
+
+func (a *api) putMemoryWatermark(c *call) (any, error) {
+	r := c.r
 	var body struct {
 		Fraction *float64 `json:"fraction"`
 		Absolute *uint64  `json:"absolute"`
@@ -31,7 +37,8 @@ func (a *api) putMemoryWatermark(r *http.Request) (any, error) {
 	return nil, asBadRequest(a.b.SetMemoryWatermark(*body.Fraction, false))
 }
 
-func (a *api) putDiskFreeLimit(r *http.Request) (any, error) {
+func (a *api) putDiskFreeLimit(c *call) (any, error) {
+	r := c.r
 	var body struct {
 		Bytes       *uint64  `json:"bytes"`
 		MemRelative *float64 `json:"mem_relative"`

@@ -53,10 +53,11 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if pathMatched {
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here")
+		// RabbitMQ answers 405 with no body.
+		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	writeError(w, http.StatusNotFound, "not_found", "no such endpoint "+r.URL.Path)
+	writeError(w, http.StatusNotFound, "Object Not Found", "Not Found")
 }
 
 func (rte route) match(segs []string) (map[string]string, bool) {

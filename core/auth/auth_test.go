@@ -81,3 +81,18 @@ func TestParsePlain(t *testing.T) {
 		t.Fatal("malformed PLAIN accepted")
 	}
 }
+
+func TestValidHash(t *testing.T) {
+	if err := SHA256.Valid(HashPassword("x")); err != nil {
+		t.Fatalf("a hash HashPassword made is not valid: %v", err)
+	}
+	// RabbitMQ 3.10.8's hash of "guest", from its /api/users.
+	if h := "ctxOjaoYQs4WVgZMSUT+O40TlWVHWmV5UPi8ZM7yBg4sLBZQ"; SHA256.Valid(h) != nil || !CheckPassword(h, "guest") {
+		t.Fatal("RabbitMQ's hash of guest is not accepted")
+	}
+	for _, bad := range []string{"not base64!", "AAAA"} {
+		if SHA256.Valid(bad) == nil {
+			t.Errorf("Valid(%q)", bad)
+		}
+	}
+}

@@ -45,6 +45,20 @@ func (b *Broker) putUser(u *auth.User) error {
 	return nil
 }
 
+// PutUserHash adds or replaces a user with a password hash as RabbitMQ
+// writes it under alg (base64 of a 4-byte salt and the digest of salt and
+// password): a user moved from RabbitMQ keeps its password. "" allows no
+// password login.
+func (b *Broker) PutUserHash(name, hash string, alg auth.Hashing, tags []string) error {
+	if name == "" {
+		return reply.PreconditionFailed("user name must not be empty")
+	}
+	if err := alg.Valid(hash); err != nil {
+		return reply.PreconditionFailed("password_hash is not a %s hash: %v", alg.Name(), err)
+	}
+	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
+}
+
 // DeleteUser removes a user and all their permissions.
 func (b *Broker) DeleteUser(name string) error {
 	if _, ok := b.users.User(name); !ok {

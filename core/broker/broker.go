@@ -68,10 +68,14 @@ type Broker struct {
 	started             time.Time
 
 	listeners []net.Listener
-	stopOnce  sync.Once
-	admin     *http.Server
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
+	// "http") and bound address, for the admin API and its health checks.
+	listenerInfo atomic.Pointer[[]Listener] // copied on write
+	clusterName  atomic.Pointer[string]
+	stopOnce     sync.Once
+	admin        *http.Server
+	stop         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // New builds a broker from a configuration; Start opens its listeners.
@@ -236,6 +240,7 @@ func (b *Broker) Start() error {
 
 func (b *Broker) serve(ln net.Listener, proto string) {
 	b.listeners = append(b.listeners, ln)
+	b.recordListener(proto, ln.Addr())
 	b.log.Info().Str("listener", proto).Str("addr", ln.Addr().String()).Msg("accepting connections")
 	b.wg.Add(1)
 	go func() {
@@ -283,6 +288,7 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 		IdleTimeout:       adminIdleTimeout,
 		MaxHeaderBytes:    adminMaxHeaderBytes,
 	}
+	b.recordListener("http", ln.Addr())
 	b.log.Info().Str("listener", "admin").Str("addr", ln.Addr().String()).Msg("admin API listening")
 	b.wg.Add(1)
 	go func() {

@@ -208,6 +208,9 @@ type PluginStatus struct {
 	Source    string   `json:"source"`
 	State     string   `json:"state"`
 	Exchanges int      `json:"exchanges"`
+	// Info is the module's own description (ABI version, features,
+	// settings, size, instances), when it could be read.
+	Info *plugins.PluginInfo `json:"info,omitempty"`
 }
 
 // List describes every available or enabled plugin, by name.
@@ -235,14 +238,17 @@ func (pm *pluginManager) List() []PluginStatus {
 			if p, ok := pm.enabled[n]; ok {
 				info := p.Info()
 				st.Enabled, st.Version, st.Types, st.State, st.Exchanges = true, info.Version, info.Types, "enabled", info.Exchanges
+				st.Info = &info
 			} else if info, err := pm.inspect(n, wasm); err == nil {
 				st.Version, st.Types = info.Version, info.Types
+				st.Info = &info
 			} else {
 				st.State = "invalid: " + err.Error()
 			}
 		} else if p, ok := pm.enabled[n]; ok {
 			info := p.Info()
 			st.Enabled, st.Version, st.Types, st.State = true, info.Version, info.Types, "enabled (module file removed)"
+			st.Info = &info
 		}
 		if reason, ok := pm.failed[n]; ok {
 			st.State = "disabled after failures: " + reason

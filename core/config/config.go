@@ -63,6 +63,10 @@ type Admin struct {
 	// collect_statistics_interval: a rate is the change between the two
 	// latest samples.
 	StatsInterval Duration `toml:"stats_interval"`
+	// Realm is the HTTP basic-auth realm the API names when it asks for
+	// credentials; RabbitMQ's is "RabbitMQ Management", which tools and
+	// browsers' saved passwords may expect.
+	Realm string `toml:"realm"`
 }
 
 type Storage struct {
@@ -140,7 +144,7 @@ func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: Addrs{"127.0.0.1:5672"}},
-		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second)},
+		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management"},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
@@ -266,6 +270,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxHandshakes < 0 {
 		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
+	}
+	if strings.ContainsAny(c.Admin.Realm, "\"\\\r\n") {
+		return fmt.Errorf("admin.realm: %q may not hold a quote, a backslash or a line break (it is sent in a WWW-Authenticate header)", c.Admin.Realm)
 	}
 	if c.Admin.StatsInterval < Duration(10*time.Millisecond) {
 		return fmt.Errorf("admin.stats_interval: %v must be at least 10ms", time.Duration(c.Admin.StatsInterval))

@@ -105,6 +105,19 @@ func unwrapAll(err error) error {
 	}
 }
 
+func TestAdminRealmRefusesHeaderBreakers(t *testing.T) {
+	for _, realm := range []string{`say "hi"`, "a\nb", `back\slash`} {
+		c := Default()
+		c.Admin.Realm = realm
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.realm") {
+			t.Errorf("realm %q: %v", realm, err)
+		}
+	}
+	if c := Default(); c.Admin.Realm != "RabbitMQ Management" || c.Validate() != nil {
+		t.Fatalf("default realm %q", c.Admin.Realm)
+	}
+}
+
 // amqp.listen takes one address or a list; a bad one is named.
 func TestListenAddresses(t *testing.T) {
 	for _, tc := range []struct {

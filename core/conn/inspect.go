@@ -219,7 +219,7 @@ func (s *Server) CloseConnection(name, reason string) bool {
 			continue
 		}
 		c.log.Info().Str("reason", reason).Msg("connection closed by an operator")
-		c.sendClose(reply.New(protocol.ConnectionForced, "CONNECTION_FORCED - %s", reason), 0, 0)
+		c.sendClose(reply.New(protocol.ConnectionForced, "%s", reason), 0, 0) // New writes "CONNECTION_FORCED - "
 		c.stopOnce.Do(func() { close(c.stop) })
 		_ = c.nc.SetDeadline(time.Now().Add(closeTimeout))
 		return true

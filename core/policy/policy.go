@@ -66,12 +66,26 @@ func New(name, pattern string, applyTo ApplyTo, priority int, def protocol.Table
 	if len(def) == 0 {
 		return nil, fmt.Errorf("policy %q: empty definition", name)
 	}
-	for k := range def {
+	for _, k := range sortedKeys(def) {
 		if !ExchangeKeys[k] && !QueueKeys[k] {
 			return nil, fmt.Errorf("policy %q: unknown definition key %q", name, k)
 		}
+		if err := checkValue(k, def[k]); err != nil {
+			return nil, fmt.Errorf("policy %q: %w", name, err)
+		}
 	}
 	return &Policy{Name: name, Pattern: pattern, ApplyTo: applyTo, Priority: priority, Definition: def, re: re}, nil
+}
+
+// sortedKeys orders a definition's keys, so the first bad one reported
+// does not depend on map order.
+func sortedKeys(def protocol.Table) []string {
+	keys := make([]string, 0, len(def))
+	for k := range def {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Matches reports whether the policy covers an entity of the given kind.

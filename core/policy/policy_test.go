@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/warrenmq/warren/protocol"
@@ -63,5 +64,42 @@ func TestNewValidates(t *testing.T) {
 	p, err := New("p", ".*", "", 0, def)
 	if err != nil || p.ApplyTo != All {
 		t.Fatalf("empty apply-to should mean all: %v %v", p, err)
+	}
+}
+
+// Definition values are checked as RabbitMQ 3.10.8 checks them; the
+// refusal names the key.
+func TestNewChecksDefinitionValues(t *testing.T) {
+	cases := []struct {
+		def protocol.Table
+		ok  bool
+	}{
+		{protocol.Table{"max-length": int64(10)}, true},
+		{protocol.Table{"max-length": float64(10)}, true}, // JSON's 10
+		{protocol.Table{"max-length": "abc"}, false},
+		{protocol.Table{"max-length": 1.5}, false},
+		{protocol.Table{"max-length-bytes": int64(-1)}, false},
+		{protocol.Table{"message-ttl": int64(-1)}, false},
+		{protocol.Table{"message-ttl": int64(0)}, true},
+		{protocol.Table{"expires": int64(0)}, false},
+		{protocol.Table{"expires": int64(1)}, true},
+		{protocol.Table{"delivery-limit": int32(3)}, true},
+		{protocol.Table{"overflow": "nope"}, false},
+		{protocol.Table{"overflow": "reject-publish-dlx"}, true},
+		{protocol.Table{"queue-mode": "lazy"}, true},
+		{protocol.Table{"queue-mode": int64(1)}, false},
+		{protocol.Table{"dead-letter-exchange": int64(1)}, false},
+		{protocol.Table{"alternate-exchange": "ae"}, true},
+	}
+	for _, c := range cases {
+		_, err := New("p", ".*", All, 0, c.def)
+		if (err == nil) != c.ok {
+			t.Errorf("%v: err %v, want ok=%v", c.def, err, c.ok)
+		}
+		for k := range c.def {
+			if err != nil && !strings.Contains(err.Error(), k) {
+				t.Errorf("%v: %v does not name %s", c.def, err, k)
+			}
+		}
 	}
 }

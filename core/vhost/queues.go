@@ -310,3 +310,37 @@ func (v *VHost) Queues() []QueueInfo {
 	}
 	return out
 }
+
+// QueueInfo is one queue's snapshot, as Queues lists it; ok is false when
+// there is no such queue. Like Queues, it reads the queue's figures after
+// releasing the vhost's lock.
+func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
+	v.mu.RLock()
+	q := v.queues[name]
+	var info QueueInfo
+	if q != nil {
+		info = QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args}
+		if p := v.policies.For(policy.Queues, q.Name); p != nil {
+			info.Policy = p.Name
+		}
+	}
+	v.mu.RUnlock()
+	if q == nil {
+		return QueueInfo{}, false
+	}
+	info.Stats = q.Stats()
+	info.Counters, info.Rates = q.Counters.Values(), q.Counters.Rates()
+	return info, true
+}
+
+// QueueNames lists the queues' names, in no order; it takes only the
+// vhost's lock, never a queue's.
+func (v *VHost) QueueNames() []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]string, 0, len(v.queues))
+	for name := range v.queues {
+		out = append(out, name)
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package admin
+
+import (
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/warrenmq/warren/core/broker"
+)
+
+func (a *api) routeOverview(mux *router) {
+	a.handle(mux, "GET /api/overview", management, a.overview)
+	a.handle(mux, "GET /api/cluster-name", management, a.clusterName)
+	a.handle(mux, "PUT /api/cluster-name", administrator, a.putClusterName)
+	a.handle(mux, "GET /api/nodes", monitoring, a.nodes)
+	a.handle(mux, "GET /api/nodes/{node}", monitoring, a.node)
+}
+
+// exchangeTypeDescriptions are RabbitMQ's words for the built-in types.
+var exchangeTypeDescriptions = map[string]string{
+	"direct":  "AMQP direct exchange, as per the AMQP specification",
+	"fanout":  "AMQP fanout exchange, as per the AMQP specification",
+	"headers": "AMQP headers exchange, as per the AMQP specification",
+	"topic":   "AMQP topic exchange, as per the AMQP specification",
+}
+
+type exchangeTypeJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Enabled     bool   `json:"enabled"`
+}
+
+func (a *api) exchangeTypes() []exchangeTypeJSON {
+	out := []exchangeTypeJSON{}
+	for _, n := range a.b.Types().Names() {
+		d, ok := exchangeTypeDescriptions[n]
+		if !ok {
+			d = "Exchange type provided by a Warren plugin"
+		}
+		out = append(out, exchangeTypeJSON{Name: n, Description: d, Enabled: true})
+	}
+	return out
+}
+
+type listenerJSON struct {
+	Node      string `json:"node"`
+	Protocol  string `json:"protocol"`
+	IPAddress string `json:"ip_address"`
+	Port      int    `json:"port"`
+}
+
+func (a *api) listeners() []listenerJSON {
+	node := a.b.NodeName()
+	out := []listenerJSON{}
+	for _, l := range a.b.Listeners() {
+		out = append(out, listenerJSON{Node: node, Protocol: l.Protocol, IPAddress: l.IP, Port: l.Port})
+	}
+	return out
+}
+
+// overview is RabbitMQ's /api/overview. With lengths_age/lengths_incr or
+// msg_rates_age/msg_rates_incr the *_details objects carry samples from
+// the broker's history (one point per admin.stats_interval, an hour of
+// them at most), as RabbitMQ's do; the web UI's charts read them. A user
+// who sees only some vhosts gets totals over those.
+func (a *api) overview(c *call) (any, error) {
+	h, err := historyOf(c)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := c.vhosts()
+	if err != nil {
+		return nil, err
+	}
+	var queues, exchanges, consumers, channels, connections int
+	for _, v := range vs {
+		queues += len(v.QueueNames())
+		exchanges += len(v.Exchanges())
+	}
+	for _, ch := range a.b.Server().Channels() {
+		if c.seesConnection(ch.Conn.User, ch.Conn.VHost) {
+			channels++
+			consumers += len(ch.Consumers)
+		}
+	}
+	for _, ci := range a.b.Server().Connections() {
+		if ci.User != "" && c.seesConnection(ci.User, ci.VHost) {
+			connections++
+		}
+	}
+	values, rates, totals := a.b.Totals()
+	now := time.Now()
+	prev, last := latestTwo(a.b.History(3 * time.Duration(a.b.Config().Admin.StatsInterval)))
+	qt := queueTotals(totals, prev.Queues, last.At.Sub(prev.At))
+	if prev.At.IsZero() {
+		qt = queueTotals(totals, totals, 0)
+	}
+	ms := orEmpty(messageStats(values, rates))
+	if h.msgAge > 0 {
+		ms = messageStatsHistory(values, rates, a.b.History(h.msgAge+h.msgIncr), now, h.msgAge, h.msgIncr)
+	}
+	if h.lenAge > 0 {
+		qt = queueTotalsHistory(totals, qt, a.b.History(h.lenAge+h.lenIncr), now, h.lenAge, h.lenIncr)
+	}
+	raised, reason, _ := a.b.Alarm().State()
+	return map[string]any{
+		"management_version": broker.Version,
+		"rabbitmq_version":   broker.Version,
+		"product_name":       "Warren",
+		"product_version":    broker.Version,
+		"rates_mode":         "basic",
+		"cluster_name":       a.b.ClusterName(),
+		"node":               a.b.NodeName(),
+		"exchange_types":     a.exchangeTypes(),
+		"message_stats":      ms,
+		"queue_totals":       qt,
+		"object_totals": map[string]int{
+			"connections": connections, "channels": channels, "exchanges": exchanges,
+			"queues": queues, "consumers": consumers,
+		},
+		"listeners":                 a.listeners(),
+		"statistics_db_event_queue": 0,
+		"disable_stats":             false,
+		"enable_queue_totals":       false,
+		// Warren's own: the resource alarm and held (delayed) messages.
+		"alarm": map[string]any{"raised": raised, "reason": reason},
+	}, nil
+}
+
+// latestTwo returns the last two points of a history (zero values when
+// there are fewer).
+func latestTwo[T any](ps []T) (prev, last T) {
+	if n := len(ps); n >= 2 {
+		return ps[n-2], ps[n-1]
+	} else if n == 1 {
+		return prev, ps[0]
+	}
+	return prev, last
+}
+
+func (a *api) clusterName(*call) (any, error) {
+	return map[string]string{"name": a.b.ClusterName()}, nil
+}
+
+func (a *api) putClusterName(c *call) (any, error) {
+	var body struct {
+		Name *string `json:"name"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Name == nil {
+		return nil, badRequest("[{key_missing,name}]")
+	}
+	if *body.Name == "" {
+		return nil, badRequest("field 'name' must not be empty")
+	}
+	a.b.SetClusterName(*body.Name)
+	return nil, nil
+}
+
+// nodeJSON is the one node, with the figures RabbitMQ's /api/nodes has
+// that Warren has too. proc_used and proc_total count goroutines (Erlang
+// processes' counterpart), with no limit; sockets_used counts AMQP
+// connections.
+type nodeJSON struct {
+	Name                   string   `json:"name"`
+	Type                   string   `json:"type"`
+	Running                bool     `json:"running"`
+	OSPid                  string   `json:"os_pid"`
+	Uptime                 int64    `json:"uptime"`
+	Processors             int      `json:"processors"`
+	MemUsed                uint64   `json:"mem_used"`
+	MemUsedDetails         details  `json:"mem_used_details"`
+	MemLimit               uint64   `json:"mem_limit"`
+	MemAlarm               bool     `json:"mem_alarm"`
+	MemCalculationStrategy string   `json:"mem_calculation_strategy"`
+	DiskFree               uint64   `json:"disk_free"`
+	DiskFreeDetails        details  `json:"disk_free_details"`
+	DiskFreeLimit          uint64   `json:"disk_free_limit"`
+	DiskFreeAlarm          bool     `json:"disk_free_alarm"`
+	FDUsed                 int      `json:"fd_used"`
+	FDTotal                int      `json:"fd_total"`
+	SocketsUsed            int      `json:"sockets_used"`
+	SocketsTotal           int      `json:"sockets_total"`
+	ProcUsed               int      `json:"proc_used"`
+	ProcTotal              int      `json:"proc_total"`
+	RunQueue               int      `json:"run_queue"`
+	RatesMode              string   `json:"rates_mode"`
+	Partitions             []string `json:"partitions"`
+	EnabledPlugins         []string `json:"enabled_plugins"`
+	ExchangeTypes          any      `json:"exchange_types"`
+	GoVersion              string   `json:"go_version"`
+}
+
+func (a *api) nodeView() nodeJSON {
+	s := a.b.Status()
+	enabled := []string{}
+	for _, p := range a.b.Plugins() {
+		if p.Enabled {
+			enabled = append(enabled, p.Name)
+		}
+	}
+	sockets := len(a.b.Server().Connections())
+	socketsTotal := a.b.Config().Limits.MaxConnections
+	if socketsTotal == 0 {
+		socketsTotal = s.FDTotal
+	}
+	return nodeJSON{
+		Name: a.b.NodeName(), Type: "disc", Running: true, OSPid: itoa(s.OSPid), Uptime: a.b.Uptime().Milliseconds(),
+		Processors: s.Processors, MemUsed: s.MemUsed, MemLimit: s.MemLimit, MemAlarm: s.MemAlarm,
+		MemCalculationStrategy: "rss", DiskFree: s.DiskFree, DiskFreeLimit: s.DiskFreeLimit, DiskFreeAlarm: s.DiskAlarm,
+		FDUsed: s.FDUsed, FDTotal: s.FDTotal, SocketsUsed: sockets, SocketsTotal: socketsTotal,
+		ProcUsed: s.Goroutines, ProcTotal: s.Goroutines, RunQueue: 0, RatesMode: "basic",
+		Partitions: []string{}, EnabledPlugins: enabled, ExchangeTypes: a.exchangeTypes(), GoVersion: runtime.Version(),
+	}
+}
+
+func (a *api) nodes(*call) (any, error) { return []nodeJSON{a.nodeView()}, nil }
+
+func (a *api) node(c *call) (any, error) {
+	if c.path("node") != a.b.NodeName() {
+		return nil, errNotFound
+	}
+	return a.nodeView(), nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

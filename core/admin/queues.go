@@ -1,0 +1,366 @@
+package admin
+
+import (
+	"encoding/base64"
+	"errors"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+func (a *api) routeQueues(mux *router) {
+	a.handle(mux, "GET /api/queues", management, a.queues)
+	a.handle(mux, "GET /api/queues/{vhost}", management, a.queues)
+	a.handle(mux, "GET /api/queues/{vhost}/{queue}", management, a.queue)
+	a.handle(mux, "PUT /api/queues/{vhost}/{queue}", management, a.putQueue)
+	a.handle(mux, "DELETE /api/queues/{vhost}/{queue}", management, a.deleteQueue)
+	a.handle(mux, "DELETE /api/queues/{vhost}/{queue}/contents", management, a.purgeQueue)
+	a.handle(mux, "POST /api/queues/{vhost}/{queue}/get", management, a.getMessages)
+	a.handle(mux, "GET /api/queues/{vhost}/{queue}/bindings", management, a.queueBindings)
+}
+
+// queueJSON is a queue as RabbitMQ lists it, less the Erlang process
+// figures Warren has no counterpart for.
+type queueJSON struct {
+	Arguments                     map[string]any `json:"arguments"`
+	AutoDelete                    bool           `json:"auto_delete"`
+	ConsumerDetails               []consumerJSON `json:"consumer_details,omitempty"`
+	Consumers                     int            `json:"consumers"`
+	Durable                       bool           `json:"durable"`
+	EffectivePolicyDefinition     map[string]any `json:"effective_policy_definition"`
+	Exclusive                     bool           `json:"exclusive"`
+	MessageBytes                  int64          `json:"message_bytes"`
+	MessageBytesReady             int64          `json:"message_bytes_ready"`
+	MessageStats                  map[string]any `json:"message_stats,omitempty"`
+	Messages                      int            `json:"messages"`
+	MessagesDetails               details        `json:"messages_details"`
+	MessagesReady                 int            `json:"messages_ready"`
+	MessagesReadyDetails          details        `json:"messages_ready_details"`
+	MessagesUnacknowledged        int            `json:"messages_unacknowledged"`
+	MessagesUnacknowledgedDetails details        `json:"messages_unacknowledged_details"`
+	Name                          string         `json:"name"`
+	Node                          string         `json:"node"`
+	Policy                        *string        `json:"policy"`
+	State                         string         `json:"state"`
+	Type                          string         `json:"type"`
+	VHost                         string         `json:"vhost"`
+}
+
+// queueView renders a queue snapshot; defs are the vhost's policy
+// definitions by name, for effective_policy_definition.
+func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[string]map[string]any) queueJSON {
+	out := queueJSON{
+		Arguments: jsonTable(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
+		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
+		MessageStats: messageStats(q.Counters, q.Rates),
+		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
+		Name: q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
+		EffectivePolicyDefinition: map[string]any{},
+	}
+	if q.Policy != "" {
+		name := q.Policy
+		out.Policy = &name
+		if d, ok := defs[name]; ok {
+			out.EffectivePolicyDefinition = d
+		}
+	}
+	return out
+}
+
+// policyDefinitions maps a vhost's policies to their JSON definitions.
+func policyDefinitions(v *vhost.VHost) map[string]map[string]any {
+	ps := v.Policies()
+	out := make(map[string]map[string]any, len(ps))
+	for _, p := range ps {
+		out[p.Name] = jsonTable(p.Definition)
+	}
+	return out
+}
+
+// queueRow is a queue as a listing sorts and pages it, before it is
+// rendered.
+type queueRow struct {
+	vhost string
+	info  vhost.QueueInfo
+	defs  map[string]map[string]any // the vhost's policy definitions
+}
+
+var queueLister = lister[queueRow]{
+	name: func(q queueRow) string { return q.info.Name },
+	field: func(q queueRow, key string) (any, bool) {
+		switch key {
+		case "vhost":
+			return q.vhost, true
+		case "messages":
+			return q.info.Ready + q.info.Unacked, true
+		case "messages_ready":
+			return q.info.Ready, true
+		case "messages_unacknowledged":
+			return q.info.Unacked, true
+		case "consumers":
+			return q.info.Consumers, true
+		case "message_bytes":
+			return q.info.ReadyBytes, true
+		case "durable":
+			return q.info.Durable, true
+		case "policy":
+			if q.info.Policy == "" {
+				return nil, true
+			}
+			return q.info.Policy, true
+		}
+		return nil, false
+	},
+}
+
+func (a *api) queues(c *call) (any, error) {
+	p, err := pagingOf(c.r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	vs, err := c.vhosts()
+	if err != nil {
+		return nil, err
+	}
+	var rows []queueRow
+	for _, v := range vs {
+		defs := policyDefinitions(v)
+		infos := v.Queues()
+		rows = slices.Grow(rows, len(infos))
+		for _, q := range infos {
+			rows = append(rows, queueRow{vhost: v.Name, info: q, defs: defs})
+		}
+	}
+	node := a.b.NodeName()
+	return list(rows, p, queueLister, func(q queueRow) queueJSON { return a.queueView(q.vhost, node, q.info, q.defs) })
+}
+
+// lookupQueue finds the named queue: errNotFound when there is none, and
+// RabbitMQ's 400 (405 RESOURCE_LOCKED in AMQP) for another connection's
+// exclusive queue, which RabbitMQ's API may not purge, get from or delete
+// either (checked against RabbitMQ 3.10.8).
+func lookupQueue(v *vhost.VHost, name string) (*queue.Queue, error) {
+	q, err := v.Queue(name, nil)
+	if q == nil {
+		return nil, errNotFound
+	}
+	return q, err
+}
+
+func (a *api) queue(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	info, ok := v.QueueInfo(c.path("queue"))
+	if !ok {
+		return nil, errNotFound
+	}
+	out := a.queueView(v.Name, a.b.NodeName(), info, policyDefinitions(v))
+	out.ConsumerDetails = []consumerJSON{}
+	for _, cons := range a.consumersOf(c, v.Name) {
+		if cons.Queue.Name == info.Name {
+			out.ConsumerDetails = append(out.ConsumerDetails, cons)
+		}
+	}
+	// RabbitMQ shows consumer_details on a single queue, even when empty.
+	type withConsumers struct {
+		queueJSON
+		ConsumerDetails []consumerJSON `json:"consumer_details"`
+	}
+	return withConsumers{queueJSON: out, ConsumerDetails: out.ConsumerDetails}, nil
+}
+
+// queueBody is PUT /api/queues/{vhost}/{queue}'s body.
+type queueBody struct {
+	Durable    flag           `json:"durable"`
+	AutoDelete flag           `json:"auto_delete"`
+	Exclusive  flag           `json:"exclusive"`
+	Arguments  map[string]any `json:"arguments"`
+}
+
+func (a *api) putQueue(c *call) (any, error) {
+	v, ok := a.b.VHost(c.path("vhost"))
+	if !ok {
+		return nil, &reply.Error{Code: protocol.NotFound, Text: "vhost_not_found"}
+	}
+	if !c.mayUse(v.Name) {
+		return nil, notAuthorised(notInVHost)
+	}
+	var body queueBody
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	name := c.path("queue")
+	args := amqpTable(body.Arguments)
+	if err := queue.CheckExpiryArgs(name, v.Name, args); err != nil {
+		return nil, err
+	}
+	// An exclusive queue declared here would belong to no connection;
+	// RabbitMQ's API declares it on a connection of its own that closes at
+	// once, so it would vanish. Warren declares it owned by nobody instead.
+	_, isNew, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
+		Exclusive: bool(body.Exclusive), Args: args}, false)
+	if err != nil {
+		return nil, err
+	}
+	return createdOrUpdated(isNew)
+}
+
+func (a *api) deleteQueue(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	q, err := lookupQueue(v, c.path("queue"))
+	if err != nil {
+		return nil, err
+	}
+	_, err = v.DeleteQueue(q.Name, q.Owner, c.query("if-unused") == "true", c.query("if-empty") == "true")
+	var re *reply.Error
+	if errors.As(err, &re) && re.Code == protocol.PreconditionFailed {
+		// RabbitMQ's words for the two conditions.
+		if c.query("if-empty") == "true" && q.Stats().Ready > 0 {
+			return nil, badRequest("queue '%s' in vhost '%s' not empty", q.Name, v.Name)
+		}
+		return nil, badRequest("queue '%s' in vhost '%s' in use", q.Name, v.Name)
+	}
+	return nil, err
+}
+
+func (a *api) purgeQueue(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	q, err := lookupQueue(v, c.path("queue"))
+	if err != nil {
+		return nil, err
+	}
+	q.Purge()
+	return nil, nil
+}
+
+// getBody is POST /api/queues/{vhost}/{queue}/get's body.
+type getBody struct {
+	Count    *count `json:"count"`
+	AckMode  string `json:"ackmode"`
+	Encoding string `json:"encoding"`
+	Truncate *count `json:"truncate"`
+	Requeue  *flag  `json:"requeue"` // before 3.7; ackmode replaced it
+}
+
+// gotMessage is one message POST .../get answers with.
+type gotMessage struct {
+	PayloadBytes    int            `json:"payload_bytes"`
+	Redelivered     bool           `json:"redelivered"`
+	Exchange        string         `json:"exchange"`
+	RoutingKey      string         `json:"routing_key"`
+	MessageCount    int            `json:"message_count"`
+	Properties      map[string]any `json:"properties"`
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+}
+
+// getMessages takes up to count messages, as basic.get with an ack, and
+// then settles them all as ackmode says: ack_requeue_true and
+// reject_requeue_true put them back (redelivered), ack_requeue_false
+// drops them, reject_requeue_false rejects them (dead-lettering them where
+// the queue says so). Settling after the last get is what RabbitMQ does,
+// so a requeueing get of 5 sees 5 different messages.
+func (a *api) getMessages(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	var body getBody
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Count == nil {
+		return nil, badRequest("[{key_missing,count}]")
+	}
+	if *body.Count < 0 {
+		return nil, badRequest("field 'count' must not be negative")
+	}
+	mode := body.AckMode
+	if mode == "" && body.Requeue != nil {
+		mode = map[bool]string{true: "ack_requeue_true", false: "ack_requeue_false"}[bool(*body.Requeue)]
+	}
+	switch mode {
+	case "ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false":
+	default:
+		return nil, badRequest("field 'ackmode' must be ack_requeue_true, ack_requeue_false, reject_requeue_true or reject_requeue_false")
+	}
+	switch body.Encoding {
+	case "auto", "base64":
+	default:
+		return nil, badRequest("Unsupported encoding. Please use auto or base64.")
+	}
+	q, err := v.Queue(c.path("queue"), nil)
+	if q == nil {
+		// RabbitMQ keeps the code's name in this one reason.
+		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - NOT_FOUND - no queue '" + c.path("queue") + "' in vhost '" + v.Name + "'"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []gotMessage{}
+	var taken []queue.Entry
+	for range int(*body.Count) {
+		d, remaining, ok := q.Get(false)
+		if !ok {
+			break
+		}
+		taken = append(taken, d.Entry)
+		out = append(out, renderMessage(d, remaining, body.Encoding, (*int)(body.Truncate)))
+	}
+	if len(taken) > 0 {
+		switch mode {
+		case "ack_requeue_false":
+			q.Ack(taken)
+		case "reject_requeue_false":
+			q.Reject(taken)
+		default:
+			q.Requeue(taken)
+		}
+	}
+	return out, nil
+}
+
+// renderMessage shows a message as RabbitMQ's get does: with encoding auto
+// the payload is a string when it is valid UTF-8, else base64; truncate
+// cuts the payload (not payload_bytes) to so many bytes.
+func renderMessage(d queue.Delivery, remaining int, encoding string, truncate *int) gotMessage {
+	m := d.Entry.Msg
+	body := m.Body
+	if truncate != nil && *truncate >= 0 && *truncate < len(body) {
+		body = body[:*truncate]
+	}
+	g := gotMessage{PayloadBytes: len(m.Body), Redelivered: d.Redelivered, Exchange: m.Exchange,
+		RoutingKey: m.RoutingKey, MessageCount: remaining, Properties: propertiesJSON(m.Flags, m.Props)}
+	if encoding == "auto" && utf8.Valid(body) {
+		g.Payload, g.PayloadEncoding = string(body), "string"
+	} else {
+		g.Payload, g.PayloadEncoding = base64.StdEncoding.EncodeToString(body), "base64"
+	}
+	return g
+}
+
+func (a *api) queueBindings(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	q, err := lookupQueue(v, c.path("queue"))
+	if err != nil {
+		return nil, err
+	}
+	return sortedBindings(bindingsOf(v, true, func(b vhost.BindingInfo) bool {
+		return b.Destination.Name == q.Name && b.Destination.Kind.String() == "queue"
+	})), nil
+}

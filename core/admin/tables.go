@@ -1,0 +1,189 @@
+package admin
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/warren/protocol"
+)
+
+// maxBody bounds a request body.
+const maxBody = 1 << 20
+
+// decode reads a JSON request body into v. An empty body is {}. Unknown
+// fields are ignored, as RabbitMQ ignores them; a body that is not JSON is
+// RabbitMQ's 400 "not_json", and a field of the wrong type is a 400 that
+// names the field. Numbers in free-form objects (arguments, headers,
+// definitions) arrive as json.Number, for amqpTable to tell integers from
+// floats.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	dec.UseNumber()
+	err := dec.Decode(v)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return badRequest("the request body must be a JSON object")
+		}
+		return badRequest("field '%s' must be %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return badRequest("the request body is larger than %d bytes", maxBody)
+	}
+	return badRequest("not_json")
+}
+
+// jsonKind names a Go kind as JSON would.
+func jsonKind(kind string) string {
+	switch {
+	case kind == "bool":
+		return "a boolean"
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"):
+		return "an integer"
+	case strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "string":
+		return "a string"
+	case kind == "map", kind == "struct":
+		return "an object"
+	case kind == "slice":
+		return "an array"
+	}
+	return "of another type"
+}
+
+// amqpTable converts a JSON object into a field table as RabbitMQ's
+// to_amqp_table does: integers as long (int64), other numbers as double,
+// strings, booleans, null as void, arrays and objects nested.
+func amqpTable(m map[string]any) protocol.Table {
+	if m == nil {
+		return nil
+	}
+	t := make(protocol.Table, len(m))
+	for k, v := range m {
+		t[k] = amqpValue(v)
+	}
+	return t
+}
+
+func amqpValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		return amqpTable(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = amqpValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// jsonTable renders a field table for JSON: byte arrays as base64,
+// timestamps as RFC 3339, NaN and the infinities as the strings "NaN",
+// "Infinity" and "-Infinity", nested tables and arrays recursively.
+func jsonTable(t protocol.Table) map[string]any {
+	out := make(map[string]any, len(t))
+	for k, v := range t {
+		out[k] = jsonValue(v)
+	}
+	return out
+}
+
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case protocol.Table:
+		return jsonTable(x)
+	case map[string]any:
+		return jsonTable(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339)
+	case protocol.Decimal:
+		return x.Value
+	case float64:
+		if name, ok := nonFinite(x); ok {
+			return name
+		}
+	case float32:
+		if name, ok := nonFinite(float64(x)); ok {
+			return name
+		}
+	}
+	return v
+}
+
+// nonFinite names the floats JSON has no number for. The AMQP wire can
+// carry them in a field table ('d' and 'f'); the names are JavaScript's.
+func nonFinite(f float64) (string, bool) {
+	switch {
+	case math.IsNaN(f):
+		return "NaN", true
+	case math.IsInf(f, 1):
+		return "Infinity", true
+	case math.IsInf(f, -1):
+		return "-Infinity", true
+	}
+	return "", false
+}
+
+// flag is a boolean field of a request body. RabbitMQ's API takes true and
+// false as JSON booleans or as the strings "true" and "false", and
+// rabbitmqadmin sends the strings.
+type flag bool
+
+func (f *flag) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true", `"true"`:
+		*f = true
+	case "false", `"false"`, "null":
+		*f = false
+	default:
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[bool]()}
+	}
+	return nil
+}
+
+// count is an integer field of a request body, given as a JSON number or
+// a string of digits, as RabbitMQ takes it (rabbitmqadmin sends strings).
+type count int
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if unquoted, err := strconv.Unquote(s); err == nil {
+		s = unquoted
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[int]()}
+	}
+	*c = count(n)
+	return nil
+}

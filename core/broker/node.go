@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/warrenmq/warren/core/config"
+)
+
+// This file is what the admin API reports about the node itself: its
+// name, listeners, uptime and resource figures (RabbitMQ's /api/nodes),
+// and the cluster name an operator may set.
+
+// Listener is one open listener.
+type Listener struct {
+	Protocol string // RabbitMQ's names: "amqp", "amqp/ssl", "http"
+	IP       string
+	Port     int
+}
+
+// recordListener adds a listener to Listeners; it is called while the
+// broker starts its listeners, and the list is replaced, never changed in
+// place, so readers need no lock.
+func (b *Broker) recordListener(proto string, addr net.Addr) {
+	if proto == "amqps" {
+		proto = "amqp/ssl"
+	}
+	l := Listener{Protocol: proto}
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		l.IP, l.Port = tcp.IP.String(), tcp.Port
+		if tcp.IP.IsUnspecified() {
+			l.IP = "::"
+		}
+	}
+	for {
+		old := b.listenerInfo.Load()
+		var next []Listener
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, l)
+		if b.listenerInfo.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// Listeners lists the open listeners in the order they were opened.
+func (b *Broker) Listeners() []Listener {
+	if l := b.listenerInfo.Load(); l != nil {
+		return append([]Listener(nil), *l...)
+	}
+	return nil
+}
+
+// Config returns the configuration the broker was started with.
+func (b *Broker) Config() config.Config { return b.cfg }
+
+// NodeName is the node's name as RabbitMQ would write it: warren@host.
+func (b *Broker) NodeName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		host = host[:i]
+	}
+	return "warren@" + host
+}
+
+// ClusterName is the name an operator gave the cluster, the node's name
+// until one is set. It is kept in memory only: a restart forgets it.
+func (b *Broker) ClusterName() string {
+	if n := b.clusterName.Load(); n != nil {
+		return *n
+	}
+	return b.NodeName()
+}
+
+// SetClusterName renames the cluster.
+func (b *Broker) SetClusterName(name string) { b.clusterName.Store(&name) }
+
+// NodeStatus is the node's resource figures at one moment.
+type NodeStatus struct {
+	MemUsed, MemLimit       uint64 // bytes; MemLimit 0 when there is no watermark
+	MemAlarm                bool
+	DiskFree, DiskFreeLimit uint64 // bytes; DiskFree 0 when unknown
+	DiskAlarm               bool
+	FDUsed, FDTotal         int // open file descriptors and their limit; -1 when unknown
+	Goroutines              int
+	Processors              int
+	OSPid                   int
+}
+
+// Status is the node's figures now: memory and disk as the resource
+// watcher last read them (Resources), open file descriptors, and which
+// alarms are raised, including one raised by hand (an operator's or a
+// test's), told apart by its reason. It reads /proc, so it is for the
+// admin API, not for a hot path.
+func (b *Broker) Status() NodeStatus {
+	r := b.Resources()
+	s := NodeStatus{Goroutines: runtime.NumGoroutine(), Processors: runtime.NumCPU(), OSPid: os.Getpid(), FDUsed: -1, FDTotal: -1,
+		MemUsed: r.MemoryUsed, MemLimit: r.MemoryLimit, MemAlarm: r.MemoryAlarm,
+		DiskFree: r.DiskFree, DiskFreeLimit: r.DiskLimit, DiskAlarm: r.DiskAlarm || r.StoreError != ""}
+	if raised, reason, _ := b.alarm.State(); raised {
+		mem := strings.Contains(reason, "memory")
+		s.MemAlarm = s.MemAlarm || mem
+		s.DiskAlarm = s.DiskAlarm || !mem || strings.Contains(reason, "disk")
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		s.FDUsed = len(fds)
+	}
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		s.FDTotal = int(lim.Cur)
+	}
+	return s
+}

@@ -1,0 +1,91 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+)
+
+// Every way of setting a policy (the admin API, warrenctl set_policy which
+// calls it, a definitions import, a restart reading the store) builds it
+// with New, and New checks each definition value here, so a policy with a
+// value Warren would ignore or misread is refused, naming the key, and
+// never stored. The rules are RabbitMQ 3.10.8's, checked against it:
+// integers must be integers (1.5 and "10" are refused), message-ttl,
+// max-length, max-length-bytes and delivery-limit must not be negative,
+// expires must be positive, overflow is one of its three words, and the
+// exchange and routing-key names are strings. RabbitMQ's reasons read
+// "<value> is not a valid maximum length"; Warren's add the key.
+
+// checkValue validates one definition value.
+func checkValue(key string, v any) error {
+	switch key {
+	case "message-ttl":
+		return integer(key, v, 0, "a valid message TTL")
+	case "max-length", "max-length-bytes":
+		return integer(key, v, 0, "a valid maximum length")
+	case "delivery-limit":
+		return integer(key, v, 0, "a valid delivery limit")
+	case "expires":
+		return integer(key, v, 1, "a valid expiry")
+	case "overflow":
+		s, ok := v.(string)
+		if !ok || (s != "drop-head" && s != "reject-publish" && s != "reject-publish-dlx") {
+			return fmt.Errorf("%s: %s is not a valid overflow value (drop-head, reject-publish or reject-publish-dlx)", key, show(v))
+		}
+	case "queue-mode":
+		s, ok := v.(string)
+		if !ok || (s != "default" && s != "lazy") {
+			return fmt.Errorf("%s: %s is not a valid queue mode (default or lazy)", key, show(v))
+		}
+	case "alternate-exchange", "dead-letter-exchange", "dead-letter-routing-key":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: %s is not a string", key, show(v))
+		}
+	}
+	return nil
+}
+
+// integer checks that v is an integer of at least min.
+func integer(key string, v any, min int64, what string) error {
+	n, ok := asInteger(v)
+	if !ok || n < min {
+		return fmt.Errorf("%s: %s is not %s", key, show(v), what)
+	}
+	return nil
+}
+
+// asInteger reads an integer as a field table or JSON carries it; a float
+// counts only when it has no fraction and came from JSON (float64).
+func asInteger(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return int64(n), true
+	case uint8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+// show writes a value as the refusal quotes it: strings quoted.
+func show(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,239 @@
+package tests
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Policies through the API; a definition with a wrong value is refused
+// with RabbitMQ's 400 "Validation failed" (Warren's reason also names the
+// key) and never stored.
+func TestMgmtPolicies(t *testing.T) {
+	m := startMgmt(t)
+	p := "/api/policies/" + m.v() + "/p1"
+	for _, def := range []string{
+		`{"max-length":"abc"}`, `{"max-length":1.5}`, `{"message-ttl":-1}`, `{"overflow":"nope"}`,
+		`{"bogus-key":1}`, `{}`,
+	} {
+		r := m.call("PUT", p, `{"pattern":"^q","definition":`+def+`}`)
+		var e struct{ Error, Reason string }
+		if r.status == 400 {
+			r.json(t, &e)
+		}
+		if r.status != 400 || e.Error != "bad_request" || !strings.HasPrefix(e.Reason, "Validation failed\n\n") {
+			t.Errorf("definition %s: %d %s", def, r.status, r.body)
+		}
+		if m.isWarren() && def != `{}` {
+			key := strings.Split(def, `"`)[1]
+			if !strings.Contains(e.Reason, key) {
+				t.Errorf("definition %s: the reason does not name %s: %s", def, key, e.Reason)
+			}
+		}
+	}
+	m.expectError(m.call("PUT", p, `{"definition":{"max-length":10}}`), 400, "bad_request", "[{key_missing,pattern}]")
+	if r := m.call("PUT", p, `{"pattern":"^q","definition":{"max-length":10},"apply-to":"bogus"}`); r.status != 400 {
+		t.Fatalf("apply-to bogus: %d %s", r.status, r.body)
+	}
+	if r := m.call("PUT", p, `{"pattern":"^q","definition":{"max-length":10},"priority":"x"}`); r.status != 400 {
+		t.Fatalf("priority x: %d %s", r.status, r.body)
+	}
+	m.expectNotFound("GET", p) // nothing refused was stored
+
+	m.expect("PUT", p, `{"pattern":"^q","definition":{"max-length":10,"overflow":"reject-publish"},"priority":1,"apply-to":"queues"}`, 201)
+	m.expect("PUT", p, `{"pattern":"^q","definition":{"max-length":10},"priority":1,"apply-to":"queues"}`, 204)
+	r := m.expect("GET", p, "", 200)
+	if want := `{"vhost":"` + m.vhost + `","name":"p1","pattern":"^q","apply-to":"queues","definition":{"max-length":10},"priority":1}`; r.body != want {
+		t.Fatalf("policy: %s, want %s", r.body, want)
+	}
+	m.expect("PUT", "/api/queues/"+m.v()+"/q1", `{}`, 201)
+	waitFor(t, "the policy shown on q1", func() bool {
+		var q struct {
+			Policy    *string
+			Effective map[string]any `json:"effective_policy_definition"`
+		}
+		m.expect("GET", "/api/queues/"+m.v()+"/q1", "", 200).json(t, &q)
+		return q.Policy != nil && *q.Policy == "p1" && q.Effective["max-length"] == 10.0
+	})
+	var list []map[string]any
+	m.expect("GET", "/api/policies/"+m.v(), "", 200).json(t, &list)
+	if len(list) != 1 {
+		t.Fatalf("policies: %v", list)
+	}
+	m.expect("DELETE", p, "", 204)
+	m.expectNotFound("DELETE", p)
+}
+
+// The health checks, with RabbitMQ 3.10.8's answers.
+func TestMgmtHealthChecks(t *testing.T) {
+	m := startMgmt(t)
+	hc := "/api/health/checks/"
+	for _, path := range []string{"/api/aliveness-test/" + m.v(), hc + "alarms", hc + "local-alarms", hc + "virtual-hosts",
+		hc + "certificate-expiration/1/months", hc + "protocol-listener/amqp", hc + "protocol-listener/amqp091"} {
+		r := m.expect("GET", path, "", 200)
+		if !strings.HasPrefix(r.body, `{"status":"ok"`) {
+			t.Errorf("%s: %s", path, r.body)
+		}
+	}
+	for _, path := range []string{hc + "node-is-quorum-critical", hc + "node-is-mirror-sync-critical"} {
+		if r := m.expect("GET", path, "", 200); r.body != `{"status":"ok","reason":"single node cluster"}` {
+			t.Errorf("%s: %s", path, r.body)
+		}
+	}
+	port := amqpPort(t, m)
+	if r := m.expect("GET", hc+"port-listener/"+port, "", 200); r.body != `{"status":"ok","port":`+port+`}` {
+		t.Errorf("port-listener: %s", r.body)
+	}
+	var failed struct {
+		Status, Reason string
+		Missing        any
+	}
+	m.expect("GET", hc+"port-listener/1", "", 503).json(t, &failed)
+	if failed.Status != "failed" || failed.Reason != "No active listener" || failed.Missing != 1.0 {
+		t.Errorf("port-listener/1: %+v", failed)
+	}
+	m.expect("GET", hc+"protocol-listener/mqtt", "", 503).json(t, &failed)
+	if failed.Status != "failed" || failed.Missing != "mqtt" {
+		t.Errorf("protocol-listener/mqtt: %+v", failed)
+	}
+	m.expectError(m.call("GET", hc+"port-listener/abc", ""), 400, "bad_request", "Invalid port")
+	m.expectError(m.call("GET", hc+"certificate-expiration/1/bogus", ""), 400, "bad_request",
+		"Time unit not recognised. Supported units: days, weeks, months, years.")
+	m.expectError(m.call("GET", hc+"certificate-expiration/x/days", ""), 400, "bad_request", "Invalid expiration value.")
+	m.expectNotFound("GET", "/api/aliveness-test/no-such-vhost")
+	m.expectNotFound("GET", hc+"nope")
+}
+
+// amqpPort is the AMQP listener's port, from the broker under test's URL.
+func amqpPort(t testing.TB, m *mgmt) string {
+	u := strings.TrimSuffix(m.s.url, "/")
+	return u[strings.LastIndex(u, ":")+1:]
+}
+
+// The overview, nodes, vhosts and cluster name.
+func TestMgmtOverviewNodesVHosts(t *testing.T) {
+	m := startMgmt(t)
+	var ov map[string]any
+	m.expect("GET", "/api/overview", "", 200).json(t, &ov)
+	for _, k := range []string{"management_version", "rabbitmq_version", "product_name", "product_version", "cluster_name",
+		"node", "exchange_types", "message_stats", "queue_totals", "object_totals", "listeners", "statistics_db_event_queue"} {
+		if _, ok := ov[k]; !ok {
+			t.Errorf("overview has no %s", k)
+		}
+	}
+	types, _ := ov["exchange_types"].([]any)
+	if len(types) < 4 || types[0].(map[string]any)["description"] == nil {
+		t.Errorf("exchange_types: %v", ov["exchange_types"])
+	}
+	totals, _ := ov["object_totals"].(map[string]any)
+	for _, k := range []string{"connections", "channels", "exchanges", "queues", "consumers"} {
+		if _, ok := totals[k]; !ok {
+			t.Errorf("object_totals has no %s", k)
+		}
+	}
+	found := false
+	for _, l := range ov["listeners"].([]any) {
+		l := l.(map[string]any)
+		found = found || l["protocol"] == "amqp" && strconv.Itoa(int(l["port"].(float64))) == amqpPort(t, m)
+	}
+	if !found {
+		t.Errorf("listeners: %v", ov["listeners"])
+	}
+	// Samples for the web UI's charts.
+	m.expect("GET", "/api/overview?lengths_age=60&lengths_incr=5&msg_rates_age=60&msg_rates_incr=5", "", 200).json(t, &ov)
+	qt := ov["queue_totals"].(map[string]any)
+	d, _ := qt["messages_details"].(map[string]any)
+	if samples, _ := d["samples"].([]any); len(samples) != 13 || d["avg_rate"] == nil || d["avg"] == nil {
+		t.Errorf("queue_totals.messages_details: %v", d)
+	}
+	ms := ov["message_stats"].(map[string]any)
+	if d, _ := ms["publish_details"].(map[string]any); len(d["samples"].([]any)) != 13 {
+		t.Errorf("message_stats.publish_details: %v", ms["publish_details"])
+	}
+
+	var nodes []map[string]any
+	m.expect("GET", "/api/nodes", "", 200).json(t, &nodes)
+	if len(nodes) != 1 {
+		t.Fatalf("nodes: %v", nodes)
+	}
+	for _, k := range []string{"name", "mem_used", "mem_limit", "mem_alarm", "disk_free", "disk_free_limit", "disk_free_alarm",
+		"fd_used", "fd_total", "uptime", "running", "sockets_used", "proc_used", "proc_total"} {
+		if _, ok := nodes[0][k]; !ok {
+			t.Errorf("node has no %s", k)
+		}
+	}
+	name := nodes[0]["name"].(string)
+	m.expect("GET", "/api/nodes/"+esc(name), "", 200)
+
+	var vh map[string]any
+	m.expect("GET", "/api/vhosts/"+m.v(), "", 200).json(t, &vh)
+	if vh["name"] != m.vhost {
+		t.Errorf("vhost: %v", vh)
+	}
+	m.expect("PUT", "/api/vhosts/"+m.v(), "", 204)
+	m.expectNotFound("GET", "/api/vhosts/no-such-vhost")
+	m.expectNotFound("DELETE", "/api/vhosts/no-such-vhost")
+
+	var cn struct{ Name string }
+	m.expect("GET", "/api/cluster-name", "", 200).json(t, &cn)
+	if cn.Name == "" {
+		t.Fatal("no cluster name")
+	}
+	m.expectError(m.call("PUT", "/api/cluster-name", `{}`), 400, "bad_request", "[{key_missing,name}]")
+	m.expect("PUT", "/api/cluster-name", `{"name":"renamed"}`, 204)
+	t.Cleanup(func() { m.call("PUT", "/api/cluster-name", `{"name":"`+cn.Name+`"}`) })
+	m.expect("GET", "/api/cluster-name", "", 200).json(t, &cn)
+	if cn.Name != "renamed" {
+		t.Fatalf("cluster name %q after renaming", cn.Name)
+	}
+}
+
+// Warren's own: unknown nodes, plugins with their description.
+func TestMgmtWarrenNodeAndPlugins(t *testing.T) {
+	m := startWarrenMgmt(t)
+	m.expectNotFound("GET", "/api/nodes/rabbit@elsewhere")
+	var plugins []struct {
+		Name  string
+		Types []string
+	}
+	m.expect("GET", "/api/plugins", "", 200).json(t, &plugins)
+	if len(plugins) == 0 {
+		t.Fatal("no plugins listed")
+	}
+	for _, p := range plugins {
+		if p.Name == "" || p.Types == nil {
+			t.Errorf("plugin %+v", p)
+		}
+	}
+}
+
+// A raised resource alarm fails the alarm checks with 503 and RabbitMQ's
+// reason; Warren's alarm is raised here by hand.
+func TestMgmtAlarmHealthCheckFails(t *testing.T) {
+	m := startWarrenMgmt(t)
+	m.s.b.Alarm().Set(true, "memory: above the watermark of 1 bytes")
+	var failed struct {
+		Status, Reason string
+		Alarms         []map[string]any
+	}
+	for _, path := range []string{"/api/health/checks/alarms", "/api/health/checks/local-alarms"} {
+		m.expect("GET", path, "", 503).json(t, &failed)
+		if failed.Status != "failed" || failed.Reason != "resource alarm(s) in effect in the cluster" ||
+			len(failed.Alarms) != 1 || failed.Alarms[0]["resource"] != "memory" {
+			t.Fatalf("%s: %+v", path, failed)
+		}
+	}
+	var node struct {
+		MemAlarm bool `json:"mem_alarm"`
+	}
+	var nodes []json.RawMessage
+	m.expect("GET", "/api/nodes", "", 200).json(t, &nodes)
+	if err := json.Unmarshal(nodes[0], &node); err != nil || !node.MemAlarm {
+		t.Fatalf("mem_alarm not shown: %s", nodes[0])
+	}
+	m.s.b.Alarm().Set(false, "")
+	m.expect("GET", "/api/health/checks/alarms", "", 200)
+	m.expect("DELETE", "/api/vhosts/"+m.v(), "", 204)
+	m.expectNotFound("GET", "/api/vhosts/"+m.v())
+}
