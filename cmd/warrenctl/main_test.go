@@ -206,7 +206,6 @@ func TestListingColumnsAndFormatters(t *testing.T) {
 	}
 }
 
-
 // The resource limits change at run time through warrenctl, with
 // rabbitmqctl's argument forms.
 func TestSetLimits(t *testing.T) {
