@@ -58,7 +58,10 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
 		MessageStats: messageStats(q.Counters, q.Rates),
 		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
-		Name: q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
+		MessagesDetails:               details{Rate: q.ReadyRate + q.UnackedRate},
+		MessagesReadyDetails:          details{Rate: q.ReadyRate},
+		MessagesUnacknowledgedDetails: details{Rate: q.UnackedRate},
+		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
 	if q.Policy != "" {
