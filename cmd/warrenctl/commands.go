@@ -240,6 +240,9 @@ type node struct {
 	DiskFreeAlarm bool    `json:"disk_free_alarm"`
 	FDUsed        float64 `json:"fd_used"`
 	FDTotal       float64 `json:"fd_total"`
+	// EnabledPlugins are named without versions: describing a plugin
+	// that is not enabled means compiling it, which /api/plugins does.
+	EnabledPlugins []string `json:"enabled_plugins"`
 }
 
 func thisNode(c *client) (node, error) {
@@ -269,20 +272,7 @@ func status(c *client, o *opts, out io.Writer, _ []string) error {
 	if err != nil {
 		return err
 	}
-	var ps []struct {
-		Name    string `json:"name"`
-		Enabled bool   `json:"enabled"`
-		Version string `json:"version"`
-	}
-	if err := c.get("/api/plugins", &ps); err != nil {
-		return err
-	}
-	var enabled []string
-	for _, p := range ps {
-		if p.Enabled {
-			enabled = append(enabled, p.Name+" "+p.Version)
-		}
-	}
+	enabled := n.EnabledPlugins
 	var listeners []string
 	for _, l := range ov.Listeners {
 		listeners = append(listeners, fmt.Sprintf("%s %s:%v", l.Protocol, l.IP, l.Port))

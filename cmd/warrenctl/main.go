@@ -58,6 +58,8 @@ Policies:
   clear_policy [-p VHOST] NAME
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
+Definitions (FILE - is stdout or stdin):
+  export_definitions FILE | import_definitions FILE
 `
 
 func main() {

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/admin"
@@ -197,6 +200,10 @@ func TestListingColumnsAndFormatters(t *testing.T) {
 	if _, err := ctl(t, url, "list_queues", "--formatter", "xml"); err == nil || !strings.Contains(err.Error(), "--formatter") {
 		t.Fatalf("a bad formatter: %v", err)
 	}
+	out, err = ctl(t, url, "-q", "list_bindings")
+	if err != nil || !strings.Contains(out, "\texchange\torders\tqueue\torders\t") {
+		t.Fatalf("list_bindings (the default exchange's binding): %v\n%q", err, out)
+	}
 }
 
 // The resource limits change at run time through warrenctl, with
@@ -249,4 +256,122 @@ func TestRefusesAnotherProduct(t *testing.T) {
 	if _, err := ctl(t, other.URL, "status"); err == nil || !strings.Contains(err.Error(), "nginx") {
 		t.Fatalf("against nginx: %v", err)
 	}
+}
+
+// The verbs that act on live objects, against a started broker with an
+// AMQP client: listings of connections, channels and consumers, purge,
+// delete with conditions, close_connection, and the broker verbs.
+func TestObjectVerbs(t *testing.T) {
+	b, url := newBroker(t)
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := amqp.Dial("amqp://guest:guest@" + b.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("work", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("jobs", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeDeclare("events", "fanout", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := ch.Publish("", "jobs", false, false, amqp.Publishing{Body: []byte("j")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ch.Consume("work", "worker-1", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctlOK := func(args ...string) string {
+		t.Helper()
+		out, err := ctl(t, url, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out
+	}
+	waitFor := func(what string, args []string, want string) {
+		t.Helper()
+		for range 200 {
+			if strings.Contains(ctlOK(args...), want) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // polling the broker's own state, not synchronising the test
+		}
+		t.Fatalf("%s: %v never showed %q", what, args, want)
+	}
+
+	if out := ctlOK("-q", "list_connections"); !strings.Contains(out, "guest\t127.0.0.1\t") || !strings.Contains(out, "running") {
+		t.Fatalf("list_connections:\n%s", out)
+	}
+	if out := ctlOK("-q", "list_channels", "user", "consumer_count", "number"); !strings.Contains(out, "guest\t1\t1\n") {
+		t.Fatalf("list_channels:\n%s", out)
+	}
+	if out := ctlOK("-q", "list_consumers", "queue_name", "consumer_tag", "ack_required"); !strings.Contains(out, "work\tworker-1\ttrue\n") {
+		t.Fatalf("list_consumers:\n%s", out)
+	}
+	waitFor("two messages in jobs", []string{"-s", "list_queues", "name", "messages"}, "jobs\t2\n")
+	if _, err := ctl(t, url, "delete_queue", "jobs", "--if-empty"); err == nil {
+		t.Fatal("delete_queue --if-empty removed a queue with messages")
+	}
+	ctlOK("purge_queue", "jobs")
+	waitFor("jobs purged", []string{"-s", "list_queues", "name", "messages"}, "jobs\t0\n")
+	ctlOK("delete_queue", "jobs", "--if-empty")
+	if _, err := ctl(t, url, "delete_queue", "work", "--if-unused"); err == nil {
+		t.Fatal("delete_queue --if-unused removed a queue with a consumer")
+	}
+	ctlOK("delete_exchange", "events")
+	if out := ctlOK("-s", "list_exchanges", "name"); strings.Contains(out, "events") {
+		t.Fatalf("events still listed:\n%s", out)
+	}
+
+	status := ctlOK("status")
+	for _, want := range []string{"Version: Warren ", "Alarms: none", "Listeners: amqp ", "File descriptors: "} {
+		if !strings.Contains(status, want) {
+			t.Fatalf("status lacks %q:\n%s", want, status)
+		}
+	}
+	if out := ctlOK("ping"); out != "Ping succeeded\n" {
+		t.Fatalf("ping: %q", out)
+	}
+	if out := ctlOK("-q", "list_alarms"); out != "" {
+		t.Fatalf("list_alarms with no alarm: %q", out)
+	}
+	if out := ctlOK("version"); out != broker.Version+"\n" {
+		t.Fatalf("version: %q", out)
+	}
+	ctlOK("await_startup", "--timeout", "5")
+
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	var conns []map[string]any
+	if err := json.Unmarshal([]byte(ctlOK("list_connections", "name", "--formatter", "json")), &conns); err != nil || len(conns) != 1 {
+		t.Fatalf("list_connections --formatter json: %v %v", conns, err)
+	}
+	ctlOK("close_connection", conns[0]["name"].(string), "maintenance window")
+	select {
+	case e := <-closed:
+		if e == nil || e.Code != amqp.ConnectionForced || !strings.Contains(e.Reason, "maintenance window") {
+			t.Fatalf("the client saw %v, want 320 with the reason", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("close_connection did not close the connection")
+	}
+	if _, err := ctl(t, url, "close_connection", "nobody", "x"); err == nil {
+		t.Fatal("closing a connection that does not exist succeeded")
+	}
+	start := time.Now()
+	for len(b.Server().Connections()) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("connection gone after %v", time.Since(start))
 }

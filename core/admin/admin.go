@@ -97,6 +97,7 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routePlugins(mux)
 	a.routeHealth(mux)
 	a.routeLimits(mux)
+	a.routeDefinitions(mux)
 	mux.Handle("GET /metrics", metricsHandler(b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page
 	mux.Handle("GET "+webui.AssetPrefix+"{asset}", webui.Handler()) // and its files

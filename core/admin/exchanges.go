@@ -121,9 +121,9 @@ func (a *api) exchange(c *call) (any, error) {
 // defaults to direct, as RabbitMQ's does.
 type exchangeBody struct {
 	Type       string         `json:"type"`
-	Durable    bool           `json:"durable"`
-	AutoDelete bool           `json:"auto_delete"`
-	Internal   bool           `json:"internal"`
+	Durable    flag           `json:"durable"`
+	AutoDelete flag           `json:"auto_delete"`
+	Internal   flag           `json:"internal"`
 	Arguments  map[string]any `json:"arguments"`
 }
 
@@ -144,8 +144,8 @@ func (a *api) putExchange(c *call) (any, error) {
 	}
 	name := exchangeName(c)
 	_, existed := findExchange(v, name)
-	_, err := v.DeclareExchange(exchange.Definition{Name: name, Type: body.Type, Durable: body.Durable,
-		AutoDelete: body.AutoDelete, Internal: body.Internal, Args: amqpTable(body.Arguments)}, false)
+	_, err := v.DeclareExchange(exchange.Definition{Name: name, Type: body.Type, Durable: bool(body.Durable),
+		AutoDelete: bool(body.AutoDelete), Internal: bool(body.Internal), Args: amqpTable(body.Arguments)}, false)
 	if err != nil {
 		if e, ok := err.(*reply.Error); ok && e.Code == protocol.CommandInvalid {
 			// RabbitMQ's words, from its HTTP API.

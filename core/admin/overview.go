@@ -195,12 +195,7 @@ type nodeJSON struct {
 
 func (a *api) nodeView() nodeJSON {
 	s := a.b.Status()
-	enabled := []string{}
-	for _, p := range a.b.Plugins() {
-		if p.Enabled {
-			enabled = append(enabled, p.Name)
-		}
-	}
+	enabled := a.b.EnabledPlugins()
 	sockets := len(a.b.Server().Connections())
 	socketsTotal := a.b.Config().Limits.MaxConnections
 	if socketsTotal == 0 {

@@ -58,7 +58,10 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
 		MessageStats: messageStats(q.Counters, q.Rates),
 		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
-		Name: q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
+		MessagesDetails:               details{Rate: q.ReadyRate + q.UnackedRate},
+		MessagesReadyDetails:          details{Rate: q.ReadyRate},
+		MessagesUnacknowledgedDetails: details{Rate: q.UnackedRate},
+		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
 	if q.Policy != "" {
@@ -177,9 +180,9 @@ func (a *api) queue(c *call) (any, error) {
 
 // queueBody is PUT /api/queues/{vhost}/{queue}'s body.
 type queueBody struct {
-	Durable    bool           `json:"durable"`
-	AutoDelete bool           `json:"auto_delete"`
-	Exclusive  bool           `json:"exclusive"`
+	Durable    flag           `json:"durable"`
+	AutoDelete flag           `json:"auto_delete"`
+	Exclusive  flag           `json:"exclusive"`
 	Arguments  map[string]any `json:"arguments"`
 }
 
@@ -203,8 +206,8 @@ func (a *api) putQueue(c *call) (any, error) {
 	// An exclusive queue declared here would belong to no connection;
 	// RabbitMQ's API declares it on a connection of its own that closes at
 	// once, so it would vanish. Warren declares it owned by nobody instead.
-	_, isNew, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: body.Durable, AutoDelete: body.AutoDelete,
-		Exclusive: body.Exclusive, Args: args}, false)
+	_, isNew, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
+		Exclusive: bool(body.Exclusive), Args: args}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -247,11 +250,11 @@ func (a *api) purgeQueue(c *call) (any, error) {
 
 // getBody is POST /api/queues/{vhost}/{queue}/get's body.
 type getBody struct {
-	Count    *int   `json:"count"`
+	Count    *count `json:"count"`
 	AckMode  string `json:"ackmode"`
 	Encoding string `json:"encoding"`
-	Truncate *int   `json:"truncate"`
-	Requeue  *bool  `json:"requeue"` // before 3.7; ackmode replaced it
+	Truncate *count `json:"truncate"`
+	Requeue  *flag  `json:"requeue"` // before 3.7; ackmode replaced it
 }
 
 // gotMessage is one message POST .../get answers with.
@@ -289,7 +292,7 @@ func (a *api) getMessages(c *call) (any, error) {
 	}
 	mode := body.AckMode
 	if mode == "" && body.Requeue != nil {
-		mode = map[bool]string{true: "ack_requeue_true", false: "ack_requeue_false"}[*body.Requeue]
+		mode = map[bool]string{true: "ack_requeue_true", false: "ack_requeue_false"}[bool(*body.Requeue)]
 	}
 	switch mode {
 	case "ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false":
@@ -311,13 +314,13 @@ func (a *api) getMessages(c *call) (any, error) {
 	}
 	out := []gotMessage{}
 	var taken []queue.Entry
-	for range *body.Count {
+	for range int(*body.Count) {
 		d, remaining, ok := q.Get(false)
 		if !ok {
 			break
 		}
 		taken = append(taken, d.Entry)
-		out = append(out, renderMessage(d, remaining, body.Encoding, body.Truncate))
+		out = append(out, renderMessage(d, remaining, body.Encoding, (*int)(body.Truncate)))
 	}
 	if len(taken) > 0 {
 		switch mode {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,4 +152,38 @@ func nonFinite(f float64) (string, bool) {
 		return "-Infinity", true
 	}
 	return "", false
+}
+
+// flag is a boolean field of a request body. RabbitMQ's API takes true and
+// false as JSON booleans or as the strings "true" and "false", and
+// rabbitmqadmin sends the strings.
+type flag bool
+
+func (f *flag) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true", `"true"`:
+		*f = true
+	case "false", `"false"`, "null":
+		*f = false
+	default:
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[bool]()}
+	}
+	return nil
+}
+
+// count is an integer field of a request body, given as a JSON number or
+// a string of digits, as RabbitMQ takes it (rabbitmqadmin sends strings).
+type count int
+
+func (c *count) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if unquoted, err := strconv.Unquote(s); err == nil {
+		s = unquoted
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[int]()}
+	}
+	*c = count(n)
+	return nil
 }

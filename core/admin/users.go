@@ -31,15 +31,12 @@ type userJSON struct {
 	Limits           map[string]any `json:"limits"`
 }
 
-// hashingAlgorithm is RabbitMQ's name for the one hash Warren keeps.
-const hashingAlgorithm = "rabbit_password_hashing_sha256"
-
 func userView(u *auth.User) userJSON {
 	tags := u.Tags
 	if tags == nil {
 		tags = []string{}
 	}
-	return userJSON{Name: u.Name, PasswordHash: u.PasswordHash, HashingAlgorithm: hashingAlgorithm, Tags: tags, Limits: map[string]any{}}
+	return userJSON{Name: u.Name, PasswordHash: u.PasswordHash, HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: map[string]any{}}
 }
 
 func (a *api) whoami(c *call) (any, error) {
@@ -118,10 +115,13 @@ func (a *api) putUser(c *call) (any, error) {
 	case body.Password != nil:
 		err = a.b.PutUser(name, body.Password, tags)
 	case body.PasswordHash != nil:
-		if alg := body.HashingAlgorithm; alg != "" && alg != hashingAlgorithm {
-			return nil, badRequest("field 'hashing_algorithm': Warren keeps %s hashes only, not %s", hashingAlgorithm, alg)
+		alg := auth.SHA256 // RabbitMQ's default
+		if body.HashingAlgorithm != "" {
+			if alg, err = auth.ParseHashing(body.HashingAlgorithm); err != nil {
+				return nil, badRequest("field 'hashing_algorithm': %v", err)
+			}
 		}
-		err = a.b.PutUserHash(name, *body.PasswordHash, tags)
+		err = a.b.PutUserHash(name, *body.PasswordHash, alg, tags)
 	default:
 		// Neither: an existing user keeps its password, a new one has none.
 		err = a.b.PutUser(name, nil, tags)

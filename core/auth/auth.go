@@ -2,9 +2,12 @@
 // vhost, and answers the two questions a connection asks: who is this, and
 // may they do that here.
 //
-// Passwords are stored the way RabbitMQ stores them
-// (rabbit_password_hashing_sha256): base64 of a 4-byte random salt followed
-// by SHA-256(salt ++ password), so definitions move between the two.
+// Passwords are stored the way RabbitMQ stores them: base64 of a 4-byte
+// salt followed by H(salt ++ password), where H is the user's hashing
+// algorithm, one of RabbitMQ's three (password.go). Warren hashes new
+// passwords with SHA-256 (rabbit_password_hashing_sha256, RabbitMQ's
+// default); users imported from RabbitMQ keep their hashes and algorithms,
+// so definitions move between the two and passwords keep working.
 //
 // Permissions are three regular expressions per user and vhost, matched
 // against resource names: configure (declare, delete), write (publish,
@@ -15,10 +18,6 @@ package auth
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -33,7 +32,8 @@ var ErrBadCredentials = errors.New("invalid credentials")
 // User is an account.
 type User struct {
 	Name         string
-	PasswordHash string // base64(salt ++ sha256(salt ++ password)); "" allows no password login
+	PasswordHash string  // base64(salt ++ H(salt ++ password)); "" allows no password login
+	Hashing      Hashing // H; "" means SHA256
 	Tags         []string
 }
 
@@ -45,35 +45,6 @@ func (u *User) HasTag(tag string) bool {
 		}
 	}
 	return false
-}
-
-// HashPassword returns RabbitMQ's salted SHA-256 form of a password.
-func HashPassword(password string) string {
-	salt := make([]byte, 4)
-	_, _ = rand.Read(salt)
-	return hashWithSalt(salt, password)
-}
-
-func hashWithSalt(salt []byte, password string) string {
-	h := sha256.Sum256(append(append([]byte(nil), salt...), password...))
-	return base64.StdEncoding.EncodeToString(append(append([]byte(nil), salt...), h[:]...))
-}
-
-// CheckPassword reports whether password matches the stored hash.
-func CheckPassword(hash, password string) bool {
-	raw, err := base64.StdEncoding.DecodeString(hash)
-	if err != nil || len(raw) != 4+sha256.Size {
-		return false
-	}
-	want, _ := base64.StdEncoding.DecodeString(hashWithSalt(raw[:4], password))
-	return subtle.ConstantTimeCompare(raw, want) == 1
-}
-
-// ValidHash reports whether hash has the form HashPassword produces:
-// base64 of a 4-byte salt and a SHA-256 digest.
-func ValidHash(hash string) bool {
-	raw, err := base64.StdEncoding.DecodeString(hash)
-	return err == nil && len(raw) == 4+sha256.Size
 }
 
 // Permission is a user's rights in one vhost.
@@ -254,7 +225,7 @@ func (s *Store) Login(name, password string, fromLoopback bool) (*User, error) {
 	u, ok := s.users[name]
 	loopbackOnly := s.loopback[name]
 	s.mu.RUnlock()
-	if !ok || u.PasswordHash == "" || !CheckPassword(u.PasswordHash, password) {
+	if !ok || !u.Hashing.Check(u.PasswordHash, password) {
 		return nil, ErrBadCredentials
 	}
 	if loopbackOnly && !fromLoopback {

@@ -23,16 +23,21 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 	if name == "" {
 		return reply.PreconditionFailed("user name must not be empty")
 	}
-	hash := ""
+	hash, alg := "", auth.SHA256
 	switch {
 	case password != nil && *password != "":
 		hash = auth.HashPassword(*password)
 	case password == nil:
 		if old, ok := b.users.User(name); ok {
-			hash = old.PasswordHash
+			hash, alg = old.PasswordHash, old.Hashing // an imported user keeps the algorithm of their hash
 		}
 	}
-	u := &auth.User{Name: name, PasswordHash: hash, Tags: tags}
+	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
+}
+
+// putUser stores and installs a user as given.
+func (b *Broker) putUser(u *auth.User) error {
+	name := u.Name
 	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
 		return reply.Internal("could not store user '%s': %v", name, err)
 	}
@@ -40,23 +45,18 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 	return nil
 }
 
-// PutUserHash adds or replaces a user with a password hash as RabbitMQ's
-// rabbit_password_hashing_sha256 writes it (base64 of a 4-byte salt and
-// the SHA-256 of salt and password), which is Warren's own: a user moved
-// from RabbitMQ keeps its password. "" allows no password login.
-func (b *Broker) PutUserHash(name, hash string, tags []string) error {
+// PutUserHash adds or replaces a user with a password hash as RabbitMQ
+// writes it under alg (base64 of a 4-byte salt and the digest of salt and
+// password): a user moved from RabbitMQ keeps its password. "" allows no
+// password login.
+func (b *Broker) PutUserHash(name, hash string, alg auth.Hashing, tags []string) error {
 	if name == "" {
 		return reply.PreconditionFailed("user name must not be empty")
 	}
-	if hash != "" && !auth.ValidHash(hash) {
-		return reply.PreconditionFailed("password_hash is not a base64 salted SHA-256 hash")
+	if err := alg.Valid(hash); err != nil {
+		return reply.PreconditionFailed("password_hash is not a %s hash: %v", alg.Name(), err)
 	}
-	u := &auth.User{Name: name, PasswordHash: hash, Tags: tags}
-	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
-		return reply.Internal("could not store user '%s': %v", name, err)
-	}
-	b.users.PutUser(u)
-	return nil
+	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
 }
 
 // DeleteUser removes a user and all their permissions.

@@ -1,8 +1,10 @@
 // Package broker assembles Warren: it owns the vhosts, users, exchange
 // types and listeners, and starts and stops them in order.
 //
-// Start-up: vhosts and the default user come from the configuration, then
-// the listeners open. Shutdown: listeners close first (no new clients),
+// Start-up: the data directory is restored (on first start, the default
+// vhost and user come from the configuration), plugins are enabled, the
+// definitions file of definitions.load_file is applied, then the listeners
+// open. Shutdown: listeners close first (no new clients),
 // connections get 320 CONNECTION_FORCED, then vhosts stop their timers and
 // the store closes, all within limits.shutdown_timeout.
 package broker
@@ -49,6 +51,10 @@ type Broker struct {
 
 	mu     sync.RWMutex
 	vhosts map[string]*vhost.VHost
+
+	// defsMu serializes definitions imports, so one validates and applies
+	// without another's changes in between (see definitions.go).
+	defsMu sync.Mutex
 
 	// history is the broker-wide statistics, sampled every
 	// admin.stats_interval; retired holds the counters of deleted vhosts.
@@ -111,6 +117,14 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	if err := b.startPlugins(shippedModules()); err != nil {
 		b.store.Close()
 		return nil, err
+	}
+	// After the plugins, whose exchange types the file may use.
+	if path := cfg.Definitions.LoadFile; path != "" {
+		if err := b.LoadDefinitionsFile(path); err != nil {
+			b.plugins.close()
+			b.store.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }

@@ -83,7 +83,10 @@ func (b *Broker) restore(start time.Time) error {
 			}
 		}
 		hash, _ := u.Rec["password_hash"].(string)
-		b.users.PutUser(&auth.User{Name: u.Name, PasswordHash: hash, Tags: tags})
+		// Stores written before Warren recorded the algorithm hold
+		// SHA-256 hashes only: the zero Hashing means that.
+		alg, _ := u.Rec["hashing_algorithm"].(string)
+		b.users.PutUser(&auth.User{Name: u.Name, PasswordHash: hash, Hashing: auth.Hashing(alg), Tags: tags})
 	}
 	for _, vr := range vhosts {
 		if err := b.restoreVHost(vr.Name, queues, stats.Queues); err != nil {
@@ -230,7 +233,7 @@ func userRecord(u *auth.User) protocol.Table {
 	for i, t := range u.Tags {
 		tags[i] = t
 	}
-	return protocol.Table{"password_hash": u.PasswordHash, "tags": tags}
+	return protocol.Table{"password_hash": u.PasswordHash, "hashing_algorithm": u.Hashing.Name(), "tags": tags}
 }
 
 func permissionRecord(p *auth.Permission) protocol.Table {

@@ -23,15 +23,16 @@ import (
 
 // Config is the whole broker configuration.
 type Config struct {
-	Log       Log       `toml:"log"`
-	AMQP      AMQP      `toml:"amqp"`
-	AMQPS     AMQPS     `toml:"amqps"`
-	Admin     Admin     `toml:"admin"`
-	Storage   Storage   `toml:"storage"`
-	Defaults  Defaults  `toml:"defaults"`
-	Limits    Limits    `toml:"limits"`
-	Resources Resources `toml:"resources"`
-	Plugins   Plugins   `toml:"plugins"`
+	Log         Log         `toml:"log"`
+	AMQP        AMQP        `toml:"amqp"`
+	AMQPS       AMQPS       `toml:"amqps"`
+	Admin       Admin       `toml:"admin"`
+	Storage     Storage     `toml:"storage"`
+	Defaults    Defaults    `toml:"defaults"`
+	Limits      Limits      `toml:"limits"`
+	Resources   Resources   `toml:"resources"`
+	Plugins     Plugins     `toml:"plugins"`
+	Definitions Definitions `toml:"definitions"`
 }
 
 type Log struct {
@@ -116,6 +117,15 @@ type Resources struct {
 	// DiskFreeLimit blocks publishers when the data directory's disk has
 	// less free space; 0 disables the alarm.
 	DiskFreeLimit Size `toml:"disk_free_limit"`
+}
+
+// Definitions is RabbitMQ's load_definitions: a definitions file (RabbitMQ's
+// JSON format) applied at every start, after the data directory is
+// restored.
+type Definitions struct {
+	// LoadFile is the file; "" loads none. A missing or bad file stops
+	// start-up with an error naming it.
+	LoadFile string `toml:"load_file"`
 }
 
 type Plugins struct {

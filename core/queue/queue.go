@@ -144,6 +144,11 @@ type Queue struct {
 	tx       *storage.Txn // writes of the operation in progress
 	memLimit MemoryLimit
 	mem      memory // ready entries held in memory
+
+	// The two latest depth samples (ready, unacked), for the rates of
+	// change the admin API shows; under mu.
+	depthPrev, depthLast     [2]int
+	depthPrevAt, depthLastAt time.Time
 }
 
 // Order is the queue's place in the lock order: a vhost that locks several
@@ -821,18 +826,36 @@ func (q *Queue) Deleted() bool {
 	return q.deleted
 }
 
-// Stats are a queue's counts at one moment.
+// Stats are a queue's counts at one moment, and how fast the message
+// counts changed between the two latest samples (per second).
 type Stats struct {
 	Ready      int
 	ReadyBytes int64
 	Unacked    int
 	Consumers  int
+
+	ReadyRate, UnackedRate float64
 }
 
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return Stats{Ready: q.ready, ReadyBytes: q.readyBytes, Unacked: q.unacked, Consumers: len(q.consumers)}
+	st := Stats{Ready: q.ready, ReadyBytes: q.readyBytes, Unacked: q.unacked, Consumers: len(q.consumers)}
+	if dt := q.depthLastAt.Sub(q.depthPrevAt).Seconds(); !q.depthPrevAt.IsZero() && dt > 0 {
+		st.ReadyRate = float64(q.depthLast[0]-q.depthPrev[0]) / dt
+		st.UnackedRate = float64(q.depthLast[1]-q.depthPrev[1]) / dt
+	}
+	return st
+}
+
+// SampleDepth records the message counts as of now, for Stats' rates, and
+// returns the counts; the broker's statistics sampler calls it.
+func (q *Queue) SampleDepth(now time.Time) Stats {
+	q.mu.Lock()
+	q.depthPrev, q.depthPrevAt = q.depthLast, q.depthLastAt
+	q.depthLast, q.depthLastAt = [2]int{q.ready, q.unacked}, now
+	q.mu.Unlock()
+	return q.Stats()
 }
 
 // Touch marks the queue used, for x-expires (a redeclare counts as use).

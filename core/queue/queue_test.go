@@ -276,3 +276,25 @@ func TestParseArgsRefusesBadValues(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The depth rates are the change in ready and unacked messages between
+// the two latest samples, per second.
+func TestDepthRates(t *testing.T) {
+	q, _ := newQueue(t, nil, nil)
+	t0 := time.Unix(1000, 0)
+	for range 4 {
+		q.Enqueue(msg(t, "m", 0, false))
+	}
+	if st := q.SampleDepth(t0); st.ReadyRate != 0 || st.Ready != 4 {
+		t.Fatalf("after one sample: %+v", st)
+	}
+	for range 10 {
+		q.Enqueue(msg(t, "m", 0, false))
+	}
+	d, _, _ := q.Get(false) // one ready becomes unacked
+	st := q.SampleDepth(t0.Add(2 * time.Second))
+	if st.ReadyRate != 4.5 || st.UnackedRate != 0.5 {
+		t.Fatalf("rates ready %v unacked %v, want 4.5 and 0.5", st.ReadyRate, st.UnackedRate)
+	}
+	q.Ack([]Entry{d.Entry})
+}

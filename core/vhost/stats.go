@@ -18,7 +18,7 @@ func (v *VHost) SampleRates(now time.Time) stats.QueueTotals {
 	var totals stats.QueueTotals
 	for _, q := range v.queueList() {
 		q.Counters.Sample(now)
-		st := q.Stats()
+		st := q.SampleDepth(now)
 		totals.Ready += int64(st.Ready)
 		totals.Unacked += int64(st.Unacked)
 	}

@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"sort"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+)
+
+// ExportDefinitions describes the whole broker in RabbitMQ 3.10.8's
+// definitions format (see definitions.go for what is in it).
+func (b *Broker) ExportDefinitions() *Definitions {
+	d := &Definitions{
+		RabbitVersion: DefinitionsFormat, RabbitMQVersion: DefinitionsFormat,
+		ProductName: "Warren", ProductVersion: Version,
+		Users: []UserDefinition{}, VHosts: []VHostDefinition{}, Permissions: []PermissionDefinition{},
+		TopicPermissions: []TopicPermission{}, Parameters: []ParameterDefinition{},
+		GlobalParameters: []GlobalParameter{}, Policies: []PolicyDefinition{},
+		Queues: []QueueDefinition{}, Exchanges: []ExchangeDefinition{}, Bindings: []BindingDefinition{},
+	}
+	for _, u := range b.users.Users() {
+		tags := append([]string{}, u.Tags...)
+		d.Users = append(d.Users, UserDefinition{Name: u.Name, PasswordHash: u.PasswordHash,
+			HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: map[string]any{}})
+	}
+	for _, p := range b.users.Permissions() {
+		d.Permissions = append(d.Permissions, PermissionDefinition{User: p.User, VHost: p.VHost,
+			Configure: p.Configure, Write: p.Write, Read: p.Read})
+	}
+	for _, name := range b.VHosts() {
+		v, ok := b.VHost(name)
+		if !ok {
+			continue // deleted meanwhile
+		}
+		d.VHosts = append(d.VHosts, VHostDefinition{Name: name})
+		part := exportVHost(v, true)
+		d.Policies = append(d.Policies, part.Policies...)
+		d.Queues = append(d.Queues, part.Queues...)
+		d.Exchanges = append(d.Exchanges, part.Exchanges...)
+		d.Bindings = append(d.Bindings, part.Bindings...)
+	}
+	return d
+}
+
+// ExportVHostDefinitions describes one vhost as RabbitMQ 3.10.8's
+// /api/definitions/{vhost} does.
+func (b *Broker) ExportVHostDefinitions(name string) (*VHostDefinitions, error) {
+	v, ok := b.VHost(name)
+	if !ok {
+		return nil, reply.NotFound("no vhost '%s'", name)
+	}
+	return exportVHost(v, false), nil
+}
+
+// exportVHost lists a vhost's policies, queues, exchanges and bindings;
+// withVHost puts the vhost's name in queues, exchanges and bindings, as the
+// whole broker's export has it.
+func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
+	d := &VHostDefinitions{RabbitVersion: DefinitionsFormat, Parameters: []ParameterDefinition{},
+		Policies: []PolicyDefinition{}, Queues: []QueueDefinition{}, Exchanges: []ExchangeDefinition{},
+		Bindings: []BindingDefinition{}}
+	name := ""
+	if withVHost {
+		name = v.Name
+	}
+	pols := v.Policies()
+	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
+	for _, p := range pols {
+		d.Policies = append(d.Policies, PolicyDefinition{VHost: v.Name, Name: p.Name, Pattern: p.Pattern,
+			ApplyTo: string(p.ApplyTo), Definition: jsonArgs(p.Definition), Priority: p.Priority})
+	}
+	// Bindings are kept only to queues in the export: not to exclusive
+	// queues, nor to a queue declared after the listing.
+	exported := map[string]bool{}
+	qs := v.Queues()
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name })
+	for _, q := range qs {
+		if q.Exclusive {
+			continue
+		}
+		exported[q.Name] = true
+		d.Queues = append(d.Queues, QueueDefinition{Name: q.Name, VHost: name, Durable: q.Durable,
+			AutoDelete: q.AutoDelete, Arguments: jsonArgs(q.Args)})
+	}
+	xs := v.Exchanges()
+	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
+	for _, x := range xs {
+		if x.Name == "" || vhost.ReservedName(x.Name) {
+			continue
+		}
+		d.Exchanges = append(d.Exchanges, ExchangeDefinition{Name: x.Name, VHost: name, Type: x.Type,
+			Durable: x.Durable, AutoDelete: x.AutoDelete, Internal: x.Internal, Arguments: jsonArgs(x.Args)})
+	}
+	for _, bi := range v.Bindings() {
+		if bi.Destination.Kind == exchange.ToQueue && !exported[bi.Destination.Name] {
+			continue
+		}
+		d.Bindings = append(d.Bindings, BindingDefinition{Source: bi.Source, VHost: name,
+			Destination: bi.Destination.Name, DestinationType: bi.Destination.Kind.String(),
+			RoutingKey: bi.Key, Arguments: jsonArgs(bi.Args)})
+	}
+	return d
+}

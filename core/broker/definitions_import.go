@@ -1,0 +1,622 @@
+package broker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// ImportDefinitions validates a definitions document in full and, when
+// nothing in it is bad, applies it (definitions.go tells how). A refused
+// document is an *InvalidError and changes nothing. scope "" imports the
+// whole document; a vhost name imports only that vhost's part, as
+// POST /api/definitions/{vhost} does, and the vhost must exist.
+func (b *Broker) ImportDefinitions(doc []byte, scope string) error {
+	b.defsMu.Lock()
+	defer b.defsMu.Unlock()
+	if scope != "" {
+		if _, ok := b.VHost(scope); !ok {
+			return reply.NotFound("no vhost '%s'", scope)
+		}
+	}
+	plan, err := b.planImport(doc, scope)
+	if err != nil {
+		return err
+	}
+	for _, note := range plan.skipped {
+		b.log.Info().Str("skipped", note).Msg("definitions: not imported, Warren cannot apply it")
+	}
+	return b.apply(plan)
+}
+
+// LoadDefinitionsFile imports a definitions file, as definitions.load_file
+// does at start; an error names the file.
+func (b *Broker) LoadDefinitionsFile(path string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("definitions.load_file: %w", err)
+	}
+	if err := b.ImportDefinitions(doc, ""); err != nil {
+		return fmt.Errorf("definitions.load_file %s: %w", path, err)
+	}
+	b.log.Info().Str("file", path).Msg("definitions loaded")
+	return nil
+}
+
+// importPlan is a validated document: what to apply, in order.
+type importPlan struct {
+	vhosts      []string
+	users       []*auth.User
+	permissions []permissionPlan
+	policies    []policyPlan
+	exchanges   []exchange.Definition
+	queues      []queuePlan
+	bindings    []bindingPlan
+	skipped     []string // entities Warren cannot apply, for the log
+}
+
+type permissionPlan struct {
+	vhost, user, configure, write, read string
+}
+
+type policyPlan struct {
+	vhost string
+	p     *policy.Policy
+}
+
+type queuePlan struct {
+	vhost string
+	def   vhost.QueueDef
+}
+
+type bindingPlan struct {
+	vhost, source, key string
+	dest               exchange.Destination
+	args               protocol.Table
+}
+
+// planner validates a document against the broker as it is plus what the
+// document creates.
+type planner struct {
+	b       *Broker
+	scope   string
+	version string
+	p       problems
+	plan    importPlan
+
+	vhosts    map[string]*vhost.VHost // each vhost entities go into: the broker's, or a scratch one
+	users     map[string]bool         // users the document creates
+	exchanges map[string]map[string]exchange.Definition
+	queues    map[string]map[string]vhost.QueueDef
+}
+
+// sections are the parts of a document Warren reads; in a vhost's import,
+// only the second line.
+var (
+	brokerSections = []string{"users", "vhosts", "permissions", "topic_permissions", "global_parameters"}
+	vhostSections  = []string{"parameters", "policies", "queues", "exchanges", "bindings"}
+	metaFields     = []string{"rabbit_version", "rabbitmq_version", "product_name", "product_version"}
+)
+
+func (b *Broker) planImport(doc []byte, scope string) (*importPlan, error) {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return &importPlan{}, nil // an empty body is an empty document, as RabbitMQ reads it
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil || dec.More() || top == nil {
+		why := "not a JSON object"
+		if err != nil {
+			why += ": " + err.Error()
+		}
+		return nil, &InvalidError{Problems: []Problem{{Entity: "document", Reason: why}}}
+	}
+	pl := &planner{b: b, scope: scope, vhosts: map[string]*vhost.VHost{}, users: map[string]bool{},
+		exchanges: map[string]map[string]exchange.Definition{}, queues: map[string]map[string]vhost.QueueDef{}}
+	pl.version, _ = top["rabbitmq_version"].(string)
+	if pl.version == "" {
+		pl.version, _ = top["rabbit_version"].(string)
+	}
+	known := map[string]bool{}
+	for _, k := range append(append(append([]string{}, brokerSections...), vhostSections...), metaFields...) {
+		known[k] = true
+	}
+	for k := range top {
+		if !known[k] {
+			pl.skip("section %q", k)
+		}
+	}
+	each := func(section string, f func(o *object)) {
+		list, ok := top[section].([]any)
+		if !ok {
+			if top[section] != nil {
+				pl.p.add(section, "", "must be a list, not %s", jsonKind(top[section]))
+			}
+			return
+		}
+		for i, e := range list {
+			m, ok := e.(map[string]any)
+			if !ok {
+				pl.p.add(fmt.Sprintf("%s[%d]", section, i), "", "must be an object, not %s", jsonKind(e))
+				continue
+			}
+			f(&object{m: m, entity: fmt.Sprintf("%s[%d]", section, i), p: &pl.p})
+		}
+	}
+	if scope == "" {
+		each("vhosts", pl.vhost)
+		each("users", pl.user)
+		each("permissions", pl.permission)
+		each("topic_permissions", func(o *object) {
+			pl.skip("topic permission of user '%s' in vhost '%s' on exchange '%s' (Warren has no topic permissions)",
+				o.str("user", false), o.str("vhost", false), o.str("exchange", false))
+		})
+		each("global_parameters", func(o *object) {
+			pl.skip("global parameter '%s'", o.str("name", false))
+		})
+	} else {
+		for _, s := range brokerSections {
+			if top[s] != nil {
+				pl.skip("section %q in an import to vhost '%s'", s, scope)
+			}
+		}
+		pl.vhosts[scope], _ = b.VHost(scope)
+	}
+	each("parameters", func(o *object) {
+		pl.skip("parameter '%s' of component '%s' in vhost '%s'", o.str("name", false), o.str("component", false), pl.vhostOf(o, false))
+	})
+	each("policies", pl.policy)
+	each("exchanges", pl.exchange)
+	each("queues", pl.queue)
+	each("bindings", pl.binding)
+	if len(pl.p.list) > 0 {
+		return nil, &InvalidError{Problems: pl.p.list}
+	}
+	return &pl.plan, nil
+}
+
+// describe names an entity for problems: "queue 'q' in vhost 'v'", or its
+// place in the document ("queues[3]") while it has no name to show.
+func describe(o *object, kind, scope string) string {
+	name, ok := o.m["name"].(string)
+	if !ok {
+		return o.entity
+	}
+	if kind == "vhost" || kind == "user" {
+		return fmt.Sprintf("%s '%s'", kind, name)
+	}
+	return fmt.Sprintf("%s '%s' in vhost '%s'", kind, name, entityVHost(o, scope))
+}
+
+// entityVHost is the vhost an entity names, for describing it.
+func entityVHost(o *object, scope string) string {
+	if scope != "" {
+		return scope
+	}
+	v, _ := o.m["vhost"].(string)
+	return v
+}
+
+func (pl *planner) skip(format string, args ...any) {
+	pl.plan.skipped = append(pl.plan.skipped, fmt.Sprintf(format, args...))
+}
+
+// vhostOf returns the vhost an entity goes into: the import's scope, or
+// its own vhost field. With check, the vhost must exist or be in the
+// document.
+func (pl *planner) vhostOf(o *object, check bool) string {
+	if pl.scope != "" {
+		return pl.scope
+	}
+	name := o.str("vhost", check)
+	if check && name != "" && pl.target(name) == nil {
+		o.bad("vhost", "no vhost '%s' in the broker or the document", name)
+	}
+	return name
+}
+
+// target is the vhost to check an entity against: the broker's, or for a
+// vhost the document creates, a scratch one without a store, which holds
+// the predeclared exchanges and nothing else.
+func (pl *planner) target(name string) *vhost.VHost {
+	if v, ok := pl.vhosts[name]; ok {
+		return v
+	}
+	v, ok := pl.b.VHost(name)
+	if !ok {
+		return nil
+	}
+	pl.vhosts[name] = v
+	return v
+}
+
+func (pl *planner) vhost(o *object) {
+	o.entity = describe(o, "vhost", "")
+	name := o.name("name")
+	if name == "" {
+		return
+	}
+	if o.ignoredObject("limits") {
+		pl.skip("limits of vhost '%s' (Warren has no vhost limits)", name)
+	}
+	if _, seen := pl.vhosts[name]; seen {
+		return
+	}
+	v, ok := pl.b.VHost(name)
+	if !ok {
+		v = vhost.New(vhost.Config{Name: name, Types: pl.b.types, Logger: pl.b.log})
+	}
+	pl.vhosts[name] = v
+	pl.plan.vhosts = append(pl.plan.vhosts, name)
+}
+
+// preHashingVersion reports whether a file's RabbitMQ version predates
+// 3.6, whose users' hashes are MD5 without saying so.
+func preHashingVersion(version string) bool {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (major < 3 || major == 3 && minor < 6)
+}
+
+func (pl *planner) user(o *object) {
+	o.entity = describe(o, "user", "")
+	name := o.name("name")
+	if name == "" {
+		return
+	}
+	u := &auth.User{Name: name, Tags: o.tags("tags")}
+	switch {
+	case o.has("hashing_algorithm"):
+		h, err := auth.ParseHashing(o.str("hashing_algorithm", true))
+		if err != nil {
+			o.bad("hashing_algorithm", "%v", err)
+		}
+		u.Hashing = h
+	case preHashingVersion(pl.version):
+		u.Hashing = auth.MD5
+	default:
+		u.Hashing = auth.SHA256
+	}
+	switch {
+	case o.has("password_hash"):
+		u.PasswordHash = o.str("password_hash", true)
+		if err := u.Hashing.Valid(u.PasswordHash); err != nil {
+			o.bad("password_hash", "%v", err)
+		}
+	case o.has("password"):
+		u.Hashing = auth.SHA256
+		if pw := o.str("password", true); pw != "" {
+			u.PasswordHash = auth.HashPassword(pw)
+		}
+	default:
+		o.bad("password_hash", "missing (and no password)")
+	}
+	if o.ignoredObject("limits") {
+		pl.skip("limits of user '%s' (Warren has no user limits)", name)
+	}
+	pl.users[name] = true
+	pl.plan.users = append(pl.plan.users, u)
+}
+
+func (pl *planner) permission(o *object) {
+	if u, ok := o.m["user"].(string); ok {
+		v, _ := o.m["vhost"].(string)
+		o.entity = fmt.Sprintf("permission of user '%s' in vhost '%s'", u, v)
+	}
+	user, vh := o.str("user", true), o.str("vhost", true)
+	c, w, r := o.str("configure", true), o.str("write", true), o.str("read", true)
+	if user != "" && !pl.users[user] {
+		if _, ok := pl.b.users.User(user); !ok {
+			o.bad("user", "no user '%s' in the broker or the document", user)
+		}
+	}
+	if vh != "" && pl.target(vh) == nil {
+		o.bad("vhost", "no vhost '%s' in the broker or the document", vh)
+	}
+	for field, expr := range map[string]string{"configure": c, "write": w, "read": r} {
+		if _, err := regexp.Compile(expr); err != nil {
+			o.bad(field, "bad regular expression %q: %v", expr, err)
+		}
+	}
+	pl.plan.permissions = append(pl.plan.permissions, permissionPlan{vhost: vh, user: user, configure: c, write: w, read: r})
+}
+
+func (pl *planner) policy(o *object) {
+	o.entity = describe(o, "policy", pl.scope)
+	before := len(pl.p.list)
+	name := o.name("name")
+	vh := pl.vhostOf(o, true)
+	pattern := o.str("pattern", true)
+	if _, err := regexp.Compile(pattern); err != nil {
+		o.bad("pattern", "bad regular expression %q: %v", pattern, err)
+	}
+	applyTo := policy.All
+	if o.has("apply-to") {
+		applyTo = policy.ApplyTo(o.str("apply-to", true))
+		switch applyTo {
+		case policy.Queues, policy.Exchanges, policy.All:
+		default:
+			o.bad("apply-to", "must be queues, exchanges or all, not %q", applyTo)
+		}
+	}
+	priority := o.integer("priority", 0)
+	def, err := tableFromJSON(o.m["definition"])
+	switch {
+	case err != nil:
+		o.bad("definition", "%v", err)
+	case len(def) == 0:
+		o.bad("definition", "missing or empty")
+	}
+	if len(pl.p.list) > before {
+		return // policy.New would repeat what is already reported
+	}
+	p, err := policy.New(name, pattern, applyTo, priority, def)
+	if err != nil {
+		o.bad("definition", "%v", err)
+		return
+	}
+	pl.plan.policies = append(pl.plan.policies, policyPlan{vhost: vh, p: p})
+}
+
+func (pl *planner) exchange(o *object) {
+	o.entity = describe(o, "exchange", pl.scope)
+	name := o.str("name", true)
+	vh := pl.vhostOf(o, true)
+	def := exchange.Definition{VHost: vh, Name: name, Type: o.str("type", true),
+		Durable: o.boolean("durable", true, true), AutoDelete: o.boolean("auto_delete", false, false),
+		Internal: o.boolean("internal", false, false)}
+	args, err := tableFromJSON(o.m["arguments"])
+	if err != nil {
+		o.bad("arguments", "%v", err)
+	}
+	def.Args = args
+	if _, isString := o.m["name"].(string); isString && (name == "" || vhost.ReservedName(name)) {
+		pl.skip("exchange '%s' in vhost '%s' (the default and amq.* exchanges are the broker's own)", name, vh)
+		return
+	}
+	v := pl.target(vh)
+	if v == nil || name == "" {
+		return
+	}
+	if prev, ok := pl.exchanges[vh][name]; ok {
+		if !reflect.DeepEqual(prev, def) {
+			o.bad("", "declared twice in the document, differently")
+		}
+		return
+	}
+	if err := v.CheckExchange(def); err != nil {
+		o.bad(exchangeField(err), "%s", reason(err))
+		return
+	}
+	if pl.exchanges[vh] == nil {
+		pl.exchanges[vh] = map[string]exchange.Definition{}
+	}
+	pl.exchanges[vh][name] = def
+	pl.plan.exchanges = append(pl.plan.exchanges, def)
+}
+
+// exchangeField guesses which field a declare's refusal is about, for the
+// problem's field; the refusal's text names it in full either way.
+func exchangeField(err error) string {
+	text := reply.As(err).Text
+	switch {
+	case strings.Contains(text, "exchange type"):
+		return "type"
+	case strings.Contains(text, "inequivalent arg 'type'"):
+		return "type"
+	case strings.Contains(text, "inequivalent arg 'durable'"):
+		return "durable"
+	case strings.Contains(text, "inequivalent arg 'auto_delete'"):
+		return "auto_delete"
+	case strings.Contains(text, "inequivalent arg 'internal'"):
+		return "internal"
+	}
+	return "arguments"
+}
+
+func (pl *planner) queue(o *object) {
+	o.entity = describe(o, "queue", pl.scope)
+	name := o.str("name", true)
+	vh := pl.vhostOf(o, true)
+	def := vhost.QueueDef{Name: name, Durable: o.boolean("durable", true, true), AutoDelete: o.boolean("auto_delete", false, false)}
+	args, err := tableFromJSON(o.m["arguments"])
+	if err != nil {
+		o.bad("arguments", "%v", err)
+	}
+	def.Args = args
+	if t := o.str("type", false); t != "" && t != "classic" {
+		o.bad("type", "Warren has classic queues only, not %q", t)
+	}
+	if name == "" {
+		if _, isString := o.m["name"].(string); isString {
+			o.bad("name", "must not be empty")
+		}
+		return
+	}
+	if vhost.ReservedName(name) {
+		pl.skip("queue '%s' in vhost '%s' (amq.* names are the broker's own)", name, vh)
+		return
+	}
+	v := pl.target(vh)
+	if v == nil {
+		return
+	}
+	if prev, ok := pl.queues[vh][name]; ok {
+		if !reflect.DeepEqual(prev, def) {
+			o.bad("", "declared twice in the document, differently")
+		}
+		return
+	}
+	if err := v.CheckQueue(def); err != nil {
+		field := "arguments"
+		if text := reply.As(err).Text; strings.Contains(text, "'durable'") {
+			field = "durable"
+		} else if strings.Contains(text, "'auto_delete'") {
+			field = "auto_delete"
+		}
+		o.bad(field, "%s", reason(err))
+		return
+	}
+	if pl.queues[vh] == nil {
+		pl.queues[vh] = map[string]vhost.QueueDef{}
+	}
+	pl.queues[vh][name] = def
+	pl.plan.queues = append(pl.plan.queues, queuePlan{vhost: vh, def: def})
+}
+
+func (pl *planner) binding(o *object) {
+	if s, ok := o.m["source"].(string); ok {
+		d, _ := o.m["destination"].(string)
+		k, _ := o.m["destination_type"].(string)
+		o.entity = fmt.Sprintf("binding from exchange '%s' to %s '%s' in vhost '%s'", s, k, d, entityVHost(o, pl.scope))
+	}
+	source, dest := o.str("source", true), o.str("destination", true)
+	vh := pl.vhostOf(o, true)
+	kind := o.str("destination_type", true)
+	key := o.str("routing_key", false)
+	args, err := tableFromJSON(o.m["arguments"])
+	if err != nil {
+		o.bad("arguments", "%v", err)
+	}
+	d := exchange.Destination{Kind: exchange.ToQueue, Name: dest}
+	switch kind {
+	case "queue":
+	case "exchange":
+		d.Kind = exchange.ToExchange
+	case "":
+	default:
+		o.bad("destination_type", "must be queue or exchange, not %q", kind)
+	}
+	if o.has("source") && source == "" {
+		o.bad("source", "the default exchange takes no bindings")
+	}
+	v := pl.target(vh)
+	if v == nil {
+		return
+	}
+	if source != "" && !pl.hasExchange(v, source) {
+		o.bad("source", "no exchange '%s' in the broker or the document", source)
+	}
+	if dest != "" {
+		switch d.Kind {
+		case exchange.ToExchange:
+			if !pl.hasExchange(v, dest) {
+				o.bad("destination", "no exchange '%s' in the broker or the document", dest)
+			}
+		case exchange.ToQueue:
+			if _, planned := pl.queues[vh][dest]; !planned {
+				if _, err := v.Queue(dest, nil); err != nil {
+					o.bad("destination", "%s", reason(err))
+				}
+			}
+		}
+	}
+	if len(args) > 0 {
+		if _, err := protocol.AppendTable(nil, args); err != nil {
+			o.bad("arguments", "%v", err)
+		}
+	}
+	pl.plan.bindings = append(pl.plan.bindings, bindingPlan{vhost: vh, source: source, key: key, dest: d, args: args})
+}
+
+// reason is a refusal's text without its AMQP reply name
+// ("PRECONDITION_FAILED - "): in a definitions problem it names nothing.
+func reason(err error) string {
+	text := reply.As(err).Text
+	if _, rest, ok := strings.Cut(text, " - "); ok {
+		return rest
+	}
+	return text
+}
+
+func (pl *planner) hasExchange(v *vhost.VHost, name string) bool {
+	if _, planned := pl.exchanges[v.Name][name]; planned {
+		return true
+	}
+	_, err := v.Exchange(name)
+	return err == nil
+}
+
+// apply makes a validated plan real, in dependency order. An error names
+// the entity it stopped at; what came before stays applied.
+func (b *Broker) apply(plan *importPlan) error {
+	failed := func(entity string, err error) error {
+		return fmt.Errorf("definitions applied only up to %s, which failed: %w", entity, err)
+	}
+	for _, name := range plan.vhosts {
+		if _, err := b.AddVHost(name); err != nil {
+			return failed(fmt.Sprintf("vhost '%s'", name), err)
+		}
+	}
+	for _, u := range plan.users {
+		if err := b.putUser(u); err != nil {
+			return failed(fmt.Sprintf("user '%s'", u.Name), err)
+		}
+	}
+	for _, p := range plan.permissions {
+		if err := b.SetPermission(p.vhost, p.user, p.configure, p.write, p.read); err != nil {
+			return failed(fmt.Sprintf("permission of user '%s' in vhost '%s'", p.user, p.vhost), err)
+		}
+	}
+	vhostOf := func(name string) (*vhost.VHost, error) {
+		v, ok := b.VHost(name)
+		if !ok {
+			return nil, reply.NotFound("no vhost '%s'", name)
+		}
+		return v, nil
+	}
+	for _, p := range plan.policies {
+		v, err := vhostOf(p.vhost)
+		if err == nil {
+			err = v.SetPolicy(p.p)
+		}
+		if err != nil {
+			return failed(fmt.Sprintf("policy '%s' in vhost '%s'", p.p.Name, p.vhost), err)
+		}
+	}
+	for _, def := range plan.exchanges {
+		v, err := vhostOf(def.VHost)
+		if err == nil {
+			_, err = v.DeclareExchange(def, false)
+		}
+		if err != nil {
+			return failed(fmt.Sprintf("exchange '%s' in vhost '%s'", def.Name, def.VHost), err)
+		}
+	}
+	for _, q := range plan.queues {
+		v, err := vhostOf(q.vhost)
+		if err == nil {
+			_, _, err = v.DeclareQueue(q.def, false)
+		}
+		if err != nil {
+			return failed(fmt.Sprintf("queue '%s' in vhost '%s'", q.def.Name, q.vhost), err)
+		}
+	}
+	for _, bd := range plan.bindings {
+		v, err := vhostOf(bd.vhost)
+		if err == nil {
+			err = v.Bind(bd.source, bd.dest, bd.key, bd.args, nil)
+		}
+		if err != nil {
+			return failed(fmt.Sprintf("binding from exchange '%s' to %s '%s' in vhost '%s'", bd.source, bd.dest.Kind, bd.dest.Name, bd.vhost), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package vhost
+
+import (
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+)
+
+// The checks below answer "would this declare succeed?" without declaring
+// anything, for callers that must validate a whole batch of declares
+// before making any (a definitions import). They give the errors
+// DeclareExchange and DeclareQueue would give. The answer holds only while
+// nobody else changes the vhost: a declare made after a check can still
+// fail.
+
+// CheckExchange reports whether DeclareExchange(def, false) would succeed:
+// an existing exchange must be equivalent, a new one must have a known
+// type, a name without the reserved prefix and valid arguments. It calls
+// the type's ValidateDeclare, which for a plugin type is a plugin call.
+func (v *VHost) CheckExchange(def exchange.Definition) error {
+	def.VHost = v.Name
+	if def.Name == "" {
+		return reply.AccessRefused("operation not permitted on the default exchange")
+	}
+	v.mu.RLock()
+	x := v.exchanges[def.Name]
+	v.mu.RUnlock()
+	if x != nil {
+		return v.equivalentExchange(x, def)
+	}
+	if ReservedName(def.Name) {
+		return reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	t, ok := v.types.Lookup(def.Type)
+	if !ok {
+		return reply.CommandInvalid("invalid exchange type '%s'", def.Type)
+	}
+	if err := validateExchangeArgs(def); err != nil {
+		return err
+	}
+	if err := t.ValidateDeclare(def); err != nil {
+		return reply.As(err)
+	}
+	return nil
+}
+
+// CheckQueue reports whether DeclareQueue(def, false) would succeed for a
+// named queue: valid arguments, no reserved prefix, and an existing queue
+// of that name must be equivalent and not exclusive to another owner.
+func (v *VHost) CheckQueue(def QueueDef) error {
+	if ReservedName(def.Name) {
+		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
+		return err
+	}
+	v.mu.RLock()
+	q := v.queues[def.Name]
+	v.mu.RUnlock()
+	if q == nil {
+		return nil
+	}
+	if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
+		return err
+	}
+	return v.equivalentQueue(q, def)
+}
