@@ -10,6 +10,7 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/tablejson"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -61,7 +62,7 @@ func bindingsOf(v *vhost.VHost, withDefault bool, keep func(vhost.BindingInfo) b
 		}
 		out = append(out, bindingJSON{
 			Source: b.Source, VHost: v.Name, Destination: b.Destination.Name,
-			DestinationType: b.Destination.Kind.String(), RoutingKey: b.Key, Arguments: jsonTable(b.Args),
+			DestinationType: b.Destination.Kind.String(), RoutingKey: b.Key, Arguments: tablejson.Render(b.Args),
 			PropertiesKey: propertiesKey(b.Key, b.Args), args: b.Args,
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/warrenmq/warren/core/conn"
+	"github.com/warrenmq/warren/internal/tablejson"
 )
 
 func (a *api) routeConnections(mux *router) {
@@ -69,7 +70,7 @@ func (a *api) connectionView(ci conn.ConnInfo, node string) connectionJSON {
 	}
 	return connectionJSON{
 		AuthMechanism: "PLAIN", ChannelMax: int(ci.ChannelMax), Channels: ci.Channels,
-		ClientProperties: jsonTable(ci.ClientProp), ConnectedAt: ci.Since.UnixMilli(), FrameMax: int(ci.FrameMax),
+		ClientProperties: tablejson.Render(ci.ClientProp), ConnectedAt: ci.Since.UnixMilli(), FrameMax: int(ci.FrameMax),
 		Host: host, MessageStats: messageStats(ci.Stats, ci.Rates), Name: ci.Name, Node: node,
 		PeerHost: peer, PeerPort: peerPort, Port: port, Protocol: "AMQP 0-9-1", SSL: ci.TLS, State: state,
 		RecvCnt: ci.RecvCnt, RecvOct: ci.RecvOct, RecvOctDetails: details{Rate: ci.RecvOctRate},
@@ -292,7 +293,7 @@ type queueRef struct {
 func consumerView(ch conn.ChannelInfo, k conn.ConsumerInfo, node string) consumerJSON {
 	peer, port := splitAddr(ch.Conn.Peer)
 	return consumerJSON{
-		Arguments: jsonTable(k.Args), AckRequired: !k.NoAck, Active: true, ActivityStatus: "up",
+		Arguments: tablejson.Render(k.Args), AckRequired: !k.NoAck, Active: true, ActivityStatus: "up",
 		ChannelDetails: chanDetails{ConnectionName: ch.Conn.Name, Name: ch.Name(), Node: node, Number: int(ch.Number),
 			PeerHost: peer, PeerPort: port, User: ch.Conn.User},
 		ConsumerTag: k.Tag, Exclusive: k.Exclusive, PrefetchCount: int(k.Prefetch),

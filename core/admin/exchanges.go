@@ -10,6 +10,7 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/tablejson"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -50,11 +51,11 @@ type exchangeJSON struct {
 
 func exchangeView(x vhost.ExchangeInfo) exchangeJSON {
 	e := exchangeJSON{
-		Arguments: jsonTable(x.Args), AutoDelete: x.AutoDelete, Durable: x.Durable, Internal: x.Internal,
+		Arguments: tablejson.Render(x.Args), AutoDelete: x.AutoDelete, Durable: x.Durable, Internal: x.Internal,
 		MessageStats: messageStats(x.Counters, x.Rates), Name: x.Name, Policy: x.Policy, Type: x.Type, VHost: x.VHost,
 	}
 	if x.Info != nil {
-		e.TypeInfo = jsonValue(x.Info) // a plugin's description may hold floats
+		e.TypeInfo = tablejson.Value(x.Info) // a plugin's description may hold floats
 	}
 	return e
 }
@@ -355,7 +356,7 @@ func propertiesJSON(flags uint16, raw []byte) map[string]any {
 	}
 	set(protocol.FlagContentType, "content_type", p.ContentType)
 	set(protocol.FlagContentEncoding, "content_encoding", p.ContentEncoding)
-	set(protocol.FlagHeaders, "headers", jsonTable(p.Headers))
+	set(protocol.FlagHeaders, "headers", tablejson.Render(p.Headers))
 	set(protocol.FlagDeliveryMode, "delivery_mode", p.DeliveryMode)
 	set(protocol.FlagPriority, "priority", p.Priority)
 	set(protocol.FlagCorrelationID, "correlation_id", p.CorrelationID)

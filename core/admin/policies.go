@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/internal/tablejson"
 )
 
 func (a *api) routePolicies(mux *router) {
@@ -25,7 +26,7 @@ type policyJSON struct {
 
 func policyView(vhostName string, p *policy.Policy) policyJSON {
 	return policyJSON{VHost: vhostName, Name: p.Name, Pattern: p.Pattern, ApplyTo: string(p.ApplyTo),
-		Definition: jsonTable(p.Definition), Priority: p.Priority}
+		Definition: tablejson.Render(p.Definition), Priority: p.Priority}
 }
 
 func (a *api) policies(c *call) (any, error) {

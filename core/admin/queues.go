@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/tablejson"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -54,7 +55,7 @@ type queueJSON struct {
 // definitions by name, for effective_policy_definition.
 func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[string]map[string]any) queueJSON {
 	out := queueJSON{
-		Arguments: jsonTable(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
+		Arguments: tablejson.Render(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
 		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
 		MessageStats: messageStats(q.Counters, q.Rates),
 		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
@@ -79,7 +80,7 @@ func policyDefinitions(v *vhost.VHost) map[string]map[string]any {
 	ps := v.Policies()
 	out := make(map[string]map[string]any, len(ps))
 	for _, p := range ps {
-		out[p.Name] = jsonTable(p.Definition)
+		out[p.Name] = tablejson.Render(p.Definition)
 	}
 	return out
 }

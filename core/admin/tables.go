@@ -1,16 +1,13 @@
 package admin
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/warrenmq/warren/protocol"
 )
@@ -97,61 +94,6 @@ func amqpValue(v any) any {
 		return out
 	}
 	return v
-}
-
-// jsonTable renders a field table for JSON: byte arrays as base64,
-// timestamps as RFC 3339, NaN and the infinities as the strings "NaN",
-// "Infinity" and "-Infinity", nested tables and arrays recursively.
-func jsonTable(t protocol.Table) map[string]any {
-	out := make(map[string]any, len(t))
-	for k, v := range t {
-		out[k] = jsonValue(v)
-	}
-	return out
-}
-
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case protocol.Table:
-		return jsonTable(x)
-	case map[string]any:
-		return jsonTable(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValue(e)
-		}
-		return out
-	case []byte:
-		return base64.StdEncoding.EncodeToString(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339)
-	case protocol.Decimal:
-		return x.Value
-	case float64:
-		if name, ok := nonFinite(x); ok {
-			return name
-		}
-	case float32:
-		if name, ok := nonFinite(float64(x)); ok {
-			return name
-		}
-	}
-	return v
-}
-
-// nonFinite names the floats JSON has no number for. The AMQP wire can
-// carry them in a field table ('d' and 'f'); the names are JavaScript's.
-func nonFinite(f float64) (string, bool) {
-	switch {
-	case math.IsNaN(f):
-		return "NaN", true
-	case math.IsInf(f, 1):
-		return "Infinity", true
-	case math.IsInf(f, -1):
-		return "-Infinity", true
-	}
-	return "", false
 }
 
 // flag is a boolean field of a request body. RabbitMQ's API takes true and

@@ -6,6 +6,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/tablejson"
 )
 
 // ExportDefinitions describes the whole broker in RabbitMQ 3.10.8's
@@ -68,7 +69,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 	for _, p := range pols {
 		d.Policies = append(d.Policies, PolicyDefinition{VHost: v.Name, Name: p.Name, Pattern: p.Pattern,
-			ApplyTo: string(p.ApplyTo), Definition: jsonArgs(p.Definition), Priority: p.Priority})
+			ApplyTo: string(p.ApplyTo), Definition: tablejson.Render(p.Definition), Priority: p.Priority})
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.
@@ -81,7 +82,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 		}
 		exported[q.Name] = true
 		d.Queues = append(d.Queues, QueueDefinition{Name: q.Name, VHost: name, Durable: q.Durable,
-			AutoDelete: q.AutoDelete, Arguments: jsonArgs(q.Args)})
+			AutoDelete: q.AutoDelete, Arguments: tablejson.Render(q.Args)})
 	}
 	xs := v.Exchanges()
 	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
@@ -90,7 +91,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 			continue
 		}
 		d.Exchanges = append(d.Exchanges, ExchangeDefinition{Name: x.Name, VHost: name, Type: x.Type,
-			Durable: x.Durable, AutoDelete: x.AutoDelete, Internal: x.Internal, Arguments: jsonArgs(x.Args)})
+			Durable: x.Durable, AutoDelete: x.AutoDelete, Internal: x.Internal, Arguments: tablejson.Render(x.Args)})
 	}
 	for _, bi := range v.Bindings() {
 		if bi.Destination.Kind == exchange.ToQueue && !exported[bi.Destination.Name] {
@@ -98,7 +99,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 		}
 		d.Bindings = append(d.Bindings, BindingDefinition{Source: bi.Source, VHost: name,
 			Destination: bi.Destination.Name, DestinationType: bi.Destination.Kind.String(),
-			RoutingKey: bi.Key, Arguments: jsonArgs(bi.Args)})
+			RoutingKey: bi.Key, Arguments: tablejson.Render(bi.Args)})
 	}
 	return d
 }

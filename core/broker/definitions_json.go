@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/warrenmq/warren/protocol"
 )
@@ -16,54 +13,6 @@ import (
 // the way RabbitMQ reads JSON into a table: whole numbers become signed
 // 64-bit integers ('l'), other numbers doubles, objects tables, lists
 // arrays, null void.
-
-// jsonArgs renders a table; nil becomes {}, as RabbitMQ writes an empty
-// table.
-func jsonArgs(t protocol.Table) map[string]any {
-	out := make(map[string]any, len(t))
-	for k, v := range t {
-		out[k] = jsonArg(v)
-	}
-	return out
-}
-
-func jsonArg(v any) any {
-	switch x := v.(type) {
-	case protocol.Table:
-		return jsonArgs(x)
-	case map[string]any:
-		return jsonArgs(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonArg(e)
-		}
-		return out
-	case []byte:
-		return base64.StdEncoding.EncodeToString(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339)
-	case protocol.Decimal:
-		return x.Value
-	case float32:
-		return jsonFloat(float64(x))
-	case float64:
-		return jsonFloat(x)
-	}
-	return v
-}
-
-func jsonFloat(f float64) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	return f
-}
 
 // tableFromJSON reads a JSON object decoded with UseNumber into a table;
 // a missing (nil) value is an empty table.
