@@ -305,6 +305,9 @@ func status(c *client, o *opts, out io.Writer, _ []string) error {
 	} else {
 		fmt.Fprintln(out, "Alarms: none")
 	}
+	if len(enabled) == 0 {
+		enabled = []string{"none"}
+	}
 	fmt.Fprintf(out, "Plugins enabled: %s\n", strings.Join(enabled, ", "))
 	return nil
 }
