@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/warrenmq/warren/internal/datadriven"
 )
 
 // TestDataDriven runs the scripts in testdata/: each file starts with a
@@ -40,15 +42,15 @@ func TestDataDriven(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			s, fs := openMem(t, nil)
 			defer func() { s.Close() }()
-			runDD(t, f, func(c *ddCase) string {
-				switch c.cmd {
+			datadriven.Run(t, f, func(c *datadriven.Case) string {
+				switch c.Cmd {
 				case "txn":
 					txn := s.Begin()
-					for _, l := range c.input {
+					for _, l := range c.Input {
 						ddOp(t, txn, l)
 					}
 					ch := make(chan error, 1)
-					txn.Commit(!c.args.has("nondurable"), func(err error) { ch <- err })
+					txn.Commit(!c.Args.Has("nondurable"), func(err error) { ch <- err })
 					if err := <-ch; err != nil {
 						return "error: " + err.Error()
 					}
@@ -70,8 +72,8 @@ func TestDataDriven(t *testing.T) {
 					return strings.Join(out, "\n")
 				case "scan":
 					var b strings.Builder
-					err := s.ScanQueue(c.args.u64(t, "q", 0), uint8(c.args.u64(t, "p", 0)), c.args.u64(t, "from", 0),
-						int(c.args.u64(t, "limit", 0)), func(seq uint64, e *Entry) bool {
+					err := s.ScanQueue(c.Args.U64(t, "q", 0), uint8(c.Args.U64(t, "p", 0)), c.Args.U64(t, "from", 0),
+						int(c.Args.U64(t, "limit", 0)), func(seq uint64, e *Entry) bool {
 							fmt.Fprintf(&b, "%d: %s\n", seq, formatEntry(e))
 							return true
 						})
@@ -83,7 +85,7 @@ func TestDataDriven(t *testing.T) {
 					}
 					return b.String()
 				case "levels":
-					levels, err := s.QueueLevels(c.args.u64(t, "q", 0))
+					levels, err := s.QueueLevels(c.Args.U64(t, "q", 0))
 					if err != nil {
 						return "error: " + err.Error()
 					}
@@ -115,7 +117,7 @@ func TestDataDriven(t *testing.T) {
 					return strings.Join(lines, "\n")
 				case "recover":
 					keep := map[uint64]bool{}
-					if v := c.args["keep"]; v != "" {
+					if v := c.Args["keep"]; v != "" {
 						for _, f := range strings.Split(v, ",") {
 							n, _ := strconv.ParseUint(f, 10, 64)
 							keep[n] = true
@@ -143,7 +145,7 @@ func TestDataDriven(t *testing.T) {
 					s, _ = openMem(t, fs)
 					return "ok"
 				}
-				t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
+				t.Fatalf("line %d: unknown command %q", c.Line, c.Cmd)
 				return ""
 			})
 		})
@@ -164,41 +166,41 @@ func formatLevels(levels []Level) string {
 // ddOp applies one Txn operation line.
 func ddOp(t *testing.T, txn *Txn, line string) {
 	f := strings.Fields(line)
-	a := parseArgs(f[1:])
-	q, p, seq := a.u64(t, "q", 0), uint8(a.u64(t, "p", 0)), a.u64(t, "s", 0)
+	a := datadriven.ParseArgs(f[1:])
+	q, p, seq := a.U64(t, "q", 0), uint8(a.U64(t, "p", 0)), a.U64(t, "s", 0)
 	msg := func() *Message {
-		return &Message{Exchange: a["exchange"], RoutingKey: a["rk"], Flags: uint16(a.u64(t, "flags", 0)), Body: []byte(a["body"])}
+		return &Message{Exchange: a["exchange"], RoutingKey: a["rk"], Flags: uint16(a.U64(t, "flags", 0)), Body: []byte(a["body"])}
 	}
 	entry := func() *Entry {
 		e := &Entry{
-			Persistent: a.has("persistent"),
-			Delivered:  a.has("delivered"),
-			Deliveries: uint32(a.u64(t, "deliveries", 0)),
-			ExpiresAt:  a.i64(t, "expires", 0),
-			MsgID:      a.u64(t, "msg", 0),
+			Persistent: a.Has("persistent"),
+			Delivered:  a.Has("delivered"),
+			Deliveries: uint32(a.U64(t, "deliveries", 0)),
+			ExpiresAt:  a.I64(t, "expires", 0),
+			MsgID:      a.U64(t, "msg", 0),
 		}
-		if e.MsgID == 0 || a.has("body") {
+		if e.MsgID == 0 || a.Has("body") {
 			e.Msg = msg()
 		}
 		return e
 	}
 	switch f[0] {
 	case "put-message":
-		txn.PutMessage(a.u64(t, "id", 0), msg(), int(a.u64(t, "refs", 0)))
+		txn.PutMessage(a.U64(t, "id", 0), msg(), int(a.U64(t, "refs", 0)))
 	case "put":
 		txn.PutEntry(q, p, seq, entry())
 	case "update":
 		txn.UpdateEntry(q, p, seq, entry())
 	case "delete":
-		txn.DeleteEntry(q, p, seq, a.u64(t, "msg", 0))
+		txn.DeleteEntry(q, p, seq, a.U64(t, "msg", 0))
 	case "delete-queue":
 		txn.DeleteQueue(q)
 	case "release":
-		txn.ReleaseRef(a.u64(t, "msg", 0))
+		txn.ReleaseRef(a.U64(t, "msg", 0))
 	case "put-held":
-		txn.PutHeld(a.i64(t, "due", 0), a.u64(t, "seq", 0), []byte(a["rec"]))
+		txn.PutHeld(a.I64(t, "due", 0), a.U64(t, "seq", 0), []byte(a["rec"]))
 	case "delete-held":
-		txn.DeleteHeld(a.i64(t, "due", 0), a.u64(t, "seq", 0))
+		txn.DeleteHeld(a.I64(t, "due", 0), a.U64(t, "seq", 0))
 	default:
 		t.Fatalf("unknown txn operation %q", line)
 	}

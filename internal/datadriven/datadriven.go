@@ -35,6 +35,17 @@ type Case struct {
 // Args are a command's key=value arguments.
 type Args map[string]string
 
+// ParseArgs reads key=value words (a bare word is a key with an empty
+// value), for commands and for input lines shaped like them.
+func ParseArgs(fields []string) Args {
+	a := Args{}
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, "=")
+		a[k] = v
+	}
+	return a
+}
+
 // Has reports whether key was given.
 func (a Args) Has(key string) bool { _, ok := a[key]; return ok }
 
@@ -94,11 +105,7 @@ func Parse(t testing.TB, path string) []Case {
 			continue
 		}
 		fields := strings.Fields(l)
-		c := Case{Line: i + 1, Raw: l, Comments: comments, Cmd: fields[0], Fields: fields[1:], Args: Args{}}
-		for _, f := range fields[1:] {
-			k, v, _ := strings.Cut(f, "=")
-			c.Args[k] = v
-		}
+		c := Case{Line: i + 1, Raw: l, Comments: comments, Cmd: fields[0], Fields: fields[1:], Args: ParseArgs(fields[1:])}
 		comments = nil
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "----"; i++ {
 			if in := strings.TrimSpace(lines[i]); in != "" {
