@@ -2,7 +2,8 @@ package policy
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/warrenmq/warren/core/queue"
 )
 
 // Every way of setting a policy (the admin API, warrenctl set_policy which
@@ -47,39 +48,11 @@ func checkValue(key string, v any) error {
 
 // integer checks that v is an integer of at least min.
 func integer(key string, v any, min int64, what string) error {
-	n, ok := asInteger(v)
+	n, ok := queue.Integer(v)
 	if !ok || n < min {
 		return fmt.Errorf("%s: %s is not %s", key, show(v), what)
 	}
 	return nil
-}
-
-// asInteger reads an integer as a field table or JSON carries it; a float
-// counts only when it has no fraction and came from JSON (float64).
-func asInteger(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int8:
-		return int64(n), true
-	case uint8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n), true
-		}
-	}
-	return 0, false
 }
 
 // show writes a value as the refusal quotes it: strings quoted.

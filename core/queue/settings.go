@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
@@ -206,8 +207,9 @@ func Integer(v any) (int64, bool) {
 	case int:
 		return int64(n), true
 	case float64:
-		// Policies arrive as JSON, where every number is a float64.
-		if n == float64(int64(n)) {
+		// Policies arrive as JSON, where every number is a float64: a
+		// whole one within int64's range counts.
+		if n == math.Trunc(n) && n >= math.MinInt64 && n < math.MaxInt64 {
 			return int64(n), true
 		}
 	}
