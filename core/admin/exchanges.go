@@ -118,6 +118,19 @@ func (a *api) exchange(c *call) (any, error) {
 	}{exchangeView(x), []any{}, []any{}}, nil
 }
 
+// declareVHost is the vhost a PUT declares in: RabbitMQ's 404
+// vhost_not_found when there is none, a 401 when the user may not use it.
+func (c *call) declareVHost() (*vhost.VHost, error) {
+	v, ok := c.a.b.VHost(c.path("vhost"))
+	if !ok {
+		return nil, &reply.Error{Code: protocol.NotFound, Text: "vhost_not_found"}
+	}
+	if !c.mayUse(v.Name) {
+		return nil, notAuthorised(notInVHost)
+	}
+	return v, nil
+}
+
 // exchangeBody is PUT /api/exchanges/{vhost}/{exchange}'s body; the type
 // defaults to direct, as RabbitMQ's does.
 type exchangeBody struct {
@@ -129,12 +142,9 @@ type exchangeBody struct {
 }
 
 func (a *api) putExchange(c *call) (any, error) {
-	v, ok := a.b.VHost(c.path("vhost"))
-	if !ok {
-		return nil, &reply.Error{Code: protocol.NotFound, Text: "vhost_not_found"}
-	}
-	if !c.mayUse(v.Name) {
-		return nil, notAuthorised(notInVHost)
+	v, err := c.declareVHost()
+	if err != nil {
+		return nil, err
 	}
 	var body exchangeBody
 	if err := decode(c.r, &body); err != nil {
@@ -145,7 +155,7 @@ func (a *api) putExchange(c *call) (any, error) {
 	}
 	name := exchangeName(c)
 	_, existed := findExchange(v, name)
-	_, err := v.DeclareExchange(exchange.Definition{Name: name, Type: body.Type, Durable: bool(body.Durable),
+	_, err = v.DeclareExchange(exchange.Definition{Name: name, Type: body.Type, Durable: bool(body.Durable),
 		AutoDelete: bool(body.AutoDelete), Internal: bool(body.Internal), Args: amqpTable(body.Arguments)}, false)
 	if err != nil {
 		if e, ok := err.(*reply.Error); ok && e.Code == protocol.CommandInvalid {

@@ -143,6 +143,16 @@ func (a *api) queues(c *call) (any, error) {
 	return list(rows, p, queueLister, func(q queueRow) queueJSON { return a.queueView(q.vhost, node, q.info, q.defs) })
 }
 
+// pathQueue is the queue the path names, and its vhost.
+func (c *call) pathQueue() (*vhost.VHost, *queue.Queue, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := lookupQueue(v, c.path("queue"))
+	return v, q, err
+}
+
 // lookupQueue finds the named queue: errNotFound when there is none, and
 // RabbitMQ's 400 (405 RESOURCE_LOCKED in AMQP) for another connection's
 // exclusive queue, which RabbitMQ's API may not purge, get from or delete
@@ -188,12 +198,9 @@ type queueBody struct {
 }
 
 func (a *api) putQueue(c *call) (any, error) {
-	v, ok := a.b.VHost(c.path("vhost"))
-	if !ok {
-		return nil, &reply.Error{Code: protocol.NotFound, Text: "vhost_not_found"}
-	}
-	if !c.mayUse(v.Name) {
-		return nil, notAuthorised(notInVHost)
+	v, err := c.declareVHost()
+	if err != nil {
+		return nil, err
 	}
 	var body queueBody
 	if err := decode(c.r, &body); err != nil {
@@ -216,11 +223,7 @@ func (a *api) putQueue(c *call) (any, error) {
 }
 
 func (a *api) deleteQueue(c *call) (any, error) {
-	v, err := c.vhost()
-	if err != nil {
-		return nil, err
-	}
-	q, err := lookupQueue(v, c.path("queue"))
+	v, q, err := c.pathQueue()
 	if err != nil {
 		return nil, err
 	}
@@ -237,11 +240,7 @@ func (a *api) deleteQueue(c *call) (any, error) {
 }
 
 func (a *api) purgeQueue(c *call) (any, error) {
-	v, err := c.vhost()
-	if err != nil {
-		return nil, err
-	}
-	q, err := lookupQueue(v, c.path("queue"))
+	_, q, err := c.pathQueue()
 	if err != nil {
 		return nil, err
 	}
@@ -356,11 +355,7 @@ func renderMessage(d queue.Delivery, remaining int, encoding string, truncate *i
 }
 
 func (a *api) queueBindings(c *call) (any, error) {
-	v, err := c.vhost()
-	if err != nil {
-		return nil, err
-	}
-	q, err := lookupQueue(v, c.path("queue"))
+	v, q, err := c.pathQueue()
 	if err != nil {
 		return nil, err
 	}
