@@ -69,15 +69,11 @@ func (k *consumer) Deliver(d queue.Delivery) bool {
 	return true
 }
 
-// countDelivery counts d as withAck or noAck, and as a redelivery.
+// countDelivery counts d in the channel's statistics and its vhost's.
 func (ch *channel) countDelivery(d queue.Delivery, noAck bool, withAck, withoutAck stats.Kind) {
-	if noAck {
-		ch.count(withoutAck, 1)
-	} else {
-		ch.count(withAck, 1)
-	}
-	if d.Redelivered {
-		ch.count(stats.Redeliver, 1)
+	ch.stats.CountDelivery(noAck, d.Redelivered, withAck, withoutAck)
+	if vh := ch.c.vh; vh != nil {
+		vh.Counters.CountDelivery(noAck, d.Redelivered, withAck, withoutAck)
 	}
 }
 

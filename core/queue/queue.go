@@ -542,7 +542,7 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		c := q.consumers[k]
 		if c.Deliver(d) {
 			q.popFrom(l)
-			q.countDelivery(d, c.NoAck(), stats.Deliver, stats.DeliverNoAck)
+			q.Counters.CountDelivery(c.NoAck(), d.Redelivered, stats.Deliver, stats.DeliverNoAck)
 			if c.NoAck() {
 				q.forget(&d.Entry)
 			} else {
@@ -554,18 +554,6 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		}
 	}
 	return false
-}
-
-// countDelivery counts d as withAck or noAck, and as a redelivery.
-func (q *Queue) countDelivery(d Delivery, noAck bool, withAck, withoutAck stats.Kind) {
-	if noAck {
-		q.Counters.Inc(withoutAck)
-	} else {
-		q.Counters.Inc(withAck)
-	}
-	if d.Redelivered {
-		q.Counters.Inc(stats.Redeliver)
-	}
 }
 
 // Kick retries delivery, after a consumer regained credit.
@@ -590,7 +578,7 @@ func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 	e := q.popFrom(l)
 	d = Delivery{Queue: q, Entry: e, Redelivered: e.Deliveries > 0}
 	d.Entry.Deliveries++
-	q.countDelivery(d, noAck, stats.Get, stats.GetNoAck)
+	q.Counters.CountDelivery(noAck, d.Redelivered, stats.Get, stats.GetNoAck)
 	if noAck {
 		q.forget(&d.Entry)
 	} else {

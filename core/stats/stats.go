@@ -161,6 +161,19 @@ func (m *Meter) Add(k Kind, n uint64) { m.n[k].Add(n) }
 // Inc counts one event of kind k.
 func (m *Meter) Inc(k Kind) { m.n[k].Add(1) }
 
+// CountDelivery counts one delivery as withAck or withoutAck (Deliver or
+// DeliverNoAck, Get or GetNoAck), and as a redelivery when it is one.
+func (m *Meter) CountDelivery(noAck, redelivered bool, withAck, withoutAck Kind) {
+	if noAck {
+		m.Inc(withoutAck)
+	} else {
+		m.Inc(withAck)
+	}
+	if redelivered {
+		m.Inc(Redeliver)
+	}
+}
+
 // AddValues counts every kind in v at once: how an aggregate absorbs a
 // closed object's totals.
 func (m *Meter) AddValues(v Values) {
