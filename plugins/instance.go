@@ -89,6 +89,9 @@ type instance struct {
 	// only the holder touches them.
 	calls uint64
 	home  uint32
+	// routes counts the route calls made on this instance, to time one
+	// in routeTimingEvery; only the holder touches it.
+	routes uint64
 
 	// Watchdog bookkeeping, touched by the watchdog goroutine only.
 	wdSeq   uint64

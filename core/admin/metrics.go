@@ -118,6 +118,7 @@ var (
 	storeCacheMisses = desc("warren_store_block_cache_misses_total", "Block cache misses.")
 
 	// Plugins (the route latency histogram is each plugin's own).
+	pluginCalls    = desc("warren_plugin_route_calls_total", "Route calls made to the plugin.", "plugin")
 	pluginFailures = desc("warren_plugin_route_failures_total", "Route calls that failed in the plugin (a trap, the deadline, a malformed answer).", "plugin")
 )
 
@@ -227,6 +228,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 
 	for name, m := range b.PluginRouteMetrics() {
 		m.Latency.Collect(ch)
+		counter(pluginCalls, m.Calls, name)
 		counter(pluginFailures, m.Failures, name)
 	}
 }
