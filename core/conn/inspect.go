@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,25 +59,7 @@ type ChannelInfo struct {
 
 // Name is the channel's name as RabbitMQ shows it: the connection's name
 // and the channel number.
-func (ci ChannelInfo) Name() string { return channelName(ci.Conn.Name, ci.Number) }
-
-func channelName(conn string, number uint16) string {
-	return conn + " (" + itoa(int(number)) + ")"
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
-}
+func (ci ChannelInfo) Name() string { return ci.Conn.Name + " (" + strconv.Itoa(int(ci.Number)) + ")" }
 
 // ConsumerInfo describes a consumer for the admin API.
 type ConsumerInfo struct {
