@@ -36,8 +36,8 @@
 //
 // # Loading
 //
-// Load rewrites the module (package wasmpatch: an interrupt check at every
-// function entry and loop head), compiles it with wazero's compiler (the
+// Load rewrites the module (package wasmpatch: a budget check at every
+// loop head and at the entry of functions that call), compiles it with wazero's compiler (the
 // compilation cache on disk makes every later load of the same module,
 // including after a broker restart, skip compilation), checks its imports,
 // instantiates it once, checks warren_abi_version (refusing another major
@@ -80,10 +80,17 @@
 //     so growth never copies and a memory bomb hits the cap in
 //     milliseconds.
 //   - Time: a watchdog samples every instance's call counter four times
-//     per Config.CallTimeout; a call seen running for a whole timeout gets
-//     its interrupt global set and traps at its next check. wazero's own
-//     mechanism, WithCloseOnContextDone, starts a goroutine per call
-//     (about 1 µs and 3 allocations), which this avoids.
+//     per Config.CallTimeout; a call seen running for a whole timeout is
+//     marked and its budget zeroed, and the yield its next check calls
+//     fails it. wazero's own mechanism, WithCloseOnContextDone, starts a
+//     goroutine per call (about 1 µs and 3 allocations), which this
+//     avoids.
+//   - The scheduler: Go cannot preempt compiled wasm, so a guest that
+//     loops would keep its P, and a garbage collection waiting to stop
+//     the world would wait for it, with every other goroutine (the
+//     watchdog too) stopped. The yield every wasmpatch.Budget checks
+//     calls runtime.Gosched, so a looping guest holds up the rest of the
+//     broker for tens of microseconds at most, on any number of Ps.
 //   - Failures (a trap, a timeout, a fault the plugin reports, output that
 //     breaks the ABI, an instance that cannot start) fail the one call,
 //     discard the instance and start a replacement; Config.FailureLimit

@@ -230,3 +230,16 @@ func release(p *Plugin, held []*instance) {
 		p.pool.store(in)
 	}
 }
+
+// callsRunning counts the host's instances in a call.
+func callsRunning(h *Host) int {
+	h.instMu.RLock()
+	defer h.instMu.RUnlock()
+	n := 0
+	for in := range h.instances {
+		if in.inCall() {
+			n++
+		}
+	}
+	return n
+}

@@ -306,6 +306,7 @@ func checkImports(cm wazero.CompiledModule) error {
 		module, name, _ := f.Import()
 		switch {
 		case module == abi.ImportModule || module == wasi_snapshot_preview1.ModuleName:
+		case module == wasmpatch.ImportModule: // added by Patch, which refuses a module that had it
 		case strings.HasPrefix(module, "warren_v"):
 			return fmt.Errorf("%w: the module imports host functions %s.%s; this broker provides %s (routing ABI v%d.%d)",
 				ErrABIVersion, module, name, abi.ImportModule, abi.Major, abi.Minor)
@@ -576,8 +577,8 @@ const watchdogTicks = 4
 // when they start (that would cost a clock read per call); it samples each
 // instance's call counter every CallTimeout/4 instead, and a call seen
 // running at watchdogTicks samples in a row, always the same call, is
-// interrupted: wasmpatch's check traps at the next function entry or loop
-// iteration.
+// interrupted: wasmpatch's check calls yield at the next function entry or
+// loop iteration, and yield fails the call.
 func (h *Host) watchdog() {
 	defer h.wg.Done()
 	t := time.NewTicker(max(h.cfg.CallTimeout/watchdogTicks, time.Millisecond))
@@ -598,7 +599,7 @@ func (h *Host) watchdog() {
 			in.wdTicks++
 			if in.wdTicks == watchdogTicks && !in.interrupted.Load() {
 				in.interrupted.Store(true)
-				in.interrupt.Set(1)
+				in.budget.Set(0)
 				in.p.log.Warn().Dur("timeout", h.cfg.CallTimeout).Msg("interrupting a plugin call past its deadline")
 			}
 		}

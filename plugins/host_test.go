@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -349,13 +350,30 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
-func TestLoopIsInterrupted(t *testing.T) {
+func TestLoopIsInterrupted(t *testing.T) { loopIsInterrupted(t) }
+
+// TestLoopIsInterruptedOnOneP: Go cannot preempt compiled wasm, so with a
+// single P only the module's own yields let the watchdog run (CI machines
+// with one CPU hung here before the patch added them).
+func TestLoopIsInterruptedOnOneP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	loopIsInterrupted(t)
+}
+
+// misbehaving returns an exchange of the misbehave plugin, bound to q by
+// k, on a host whose calls time out after timeout.
+func misbehaving(t *testing.T, timeout time.Duration) (*Host, exchange.Router) {
 	cfg := testConfig(t)
-	cfg.CallTimeout = 100 * time.Millisecond
+	cfg.CallTimeout = timeout
 	h := newHost(t, cfg)
 	p := load(t, h, "misbehave", buildGo(t, "misbehave"))
 	r := declare(t, typ(t, p, "x-misbehave"), "e", nil)
 	bind(t, r, "q", "k", nil)
+	return h, r
+}
+
+func loopIsInterrupted(t *testing.T) {
+	_, r := misbehaving(t, 100*time.Millisecond)
 	for _, key := range []string{"loop", "sleep"} {
 		start := time.Now()
 		_, _, err := route(r, msg(t, key, nil, ""))
@@ -367,6 +385,32 @@ func TestLoopIsInterrupted(t *testing.T) {
 		if got, _, err := route(r, msg(t, "k", nil, "")); err != nil || !slices.Equal(got, []string{"q"}) {
 			t.Fatalf("after %s: %v, %v", key, got, err)
 		}
+	}
+}
+
+// TestLoopDoesNotStopTheWorld: a garbage collection must stop every
+// goroutine, and cannot stop one running compiled wasm; before the yields,
+// a looping plugin call held every other goroutine of the broker until it
+// ended (and the watchdog that would end it was held too).
+func TestLoopDoesNotStopTheWorld(t *testing.T) {
+	h, r := misbehaving(t, 5*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := route(r, msg(t, "loop", nil, ""))
+		done <- err
+	}()
+	// Wait until the call runs, then collect garbage under it.
+	for callsRunning(h) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	runtime.GC()
+	select {
+	case err := <-done:
+		t.Fatalf("the looping call ended before the collection did: %v", err)
+	default:
+	}
+	if e := reply.As(<-done); e == nil || !strings.Contains(e.Text, "timeout in warren_route") {
+		t.Fatalf("loop: %v", e)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/warrenmq/warren/plugins/internal/wasmpatch"
 	"github.com/warrenmq/warren/sdk/abi"
 )
 
@@ -55,7 +57,8 @@ var fnRequired = [numFns]bool{
 	fnRemoveBindings: true, fnRoute: true,
 }
 
-// interruptExport is the global wasmpatch adds; see the package doc.
+// interruptExport names the budget global wasmpatch adds; see the package
+// doc.
 const interruptExport = "warren_interrupt"
 
 // initialBuffer is the exchange buffer asked for at instantiation.
@@ -79,8 +82,11 @@ type instance struct {
 
 	// seq counts call starts and ends: odd while a call runs. The
 	// watchdog compares it between ticks to spot a call that does not end.
-	seq         atomic.Uint64
-	interrupt   api.MutableGlobal
+	seq atomic.Uint64
+	// budget is wasmpatch's budget global: the checks left before the
+	// module calls yield. The watchdog zeroes it to interrupt a call; no
+	// other Go code writes it.
+	budget      api.MutableGlobal
 	interrupted atomic.Bool
 
 	// epoch is the last op of the plugin's log applied to this instance.
@@ -162,7 +168,7 @@ func (p *Plugin) newInstance() (*instance, error) {
 		in.close()
 		return nil, &failure{kind: "instantiate", detail: "module lost its memory or interrupt global"}
 	}
-	in.interrupt = g
+	in.budget = g
 	h.watch(in)
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		if err := in.callRaw(f, abi.ExportInitialize); err != nil {
@@ -365,9 +371,26 @@ func (h *Host) instantiateHostModule(ctx context.Context) error {
 		stack[0] = uint64(len(settings))
 	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).WithParameterNames("ptr", "cap").Export(abi.HostConfig)
 
-	_, err := b.Instantiate(ctx)
+	if _, err := b.Instantiate(ctx); err != nil {
+		return err
+	}
+
+	// The yield every patched module imports (package wasmpatch): fail a
+	// call the watchdog marked, else let the scheduler run other
+	// goroutines, the watchdog among them, and renew the budget.
+	_, err := h.rt.NewHostModuleBuilder(wasmpatch.ImportModule).NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+			if in := instanceOf(ctx); in != nil && in.interrupted.Load() {
+				panic(errInterrupted)
+			}
+			runtime.Gosched()
+			stack[0] = wasmpatch.Budget
+		}), nil, []api.ValueType{i32}).Export(wasmpatch.ImportYield).Instantiate(ctx)
 	return err
 }
+
+// errInterrupted fails a call the watchdog interrupted, from yield.
+var errInterrupted = errors.New("interrupted by the watchdog")
 
 // lineLog turns a module's stdout or stderr into log lines (a Go guest's
 // panic and fatal error reports land there). It remembers the last line

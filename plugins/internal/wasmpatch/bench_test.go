@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"testing"
-
-	"github.com/tetratelabs/wazero"
 )
 
 // BenchmarkSpin measures what the checks cost: a tight loop of a few
@@ -27,12 +25,7 @@ func BenchmarkSpin(b *testing.B) {
 	}{{"original", orig}, {"patched", res.Wasm}} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
-			defer r.Close(ctx)
-			m, err := r.Instantiate(ctx, c.wasm)
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := newHost(b, true).instantiate(b, c.wasm)
 			f := m.ExportedFunction("spin")
 			stack := make([]uint64, 1)
 			const iterations = 1 << 20

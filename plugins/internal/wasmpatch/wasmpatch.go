@@ -1,28 +1,59 @@
 // Package wasmpatch rewrites a WebAssembly module so that the host can stop
-// it cheaply: it adds a mutable i32 global, exports it, and puts a check of
-// that global at the entry of every function and at the head of every loop:
+// it cheaply and so that it never keeps the Go scheduler from running
+// anything else. It adds a mutable i32 global, the budget, exported under
+// a name the host chooses; a function import, ImportModule.ImportYield;
+// and a check at the head of every loop and at the entry of every function
+// that calls another (unless a loop head comes first):
 //
-//	global.get $interrupt
+//	global.get $budget
+//	i32.const 1
+//	i32.sub
+//	global.set $budget
+//	global.get $budget
+//	i32.const 0
+//	i32.le_s
 //	if
-//	  unreachable
+//	  call $yield
+//	  global.set $budget
 //	end
 //
-// The host sets the global to 1 from another goroutine when a call runs past
-// its deadline; the next function entry or loop iteration traps, and the
-// host discards the instance.
+// The host's yield lets other goroutines run (runtime.Gosched) and returns
+// the new budget, Budget, or, when the call has run past its deadline,
+// fails the call. (Returning the budget rather than setting the global
+// leaves the host a single writer of it, its watchdog, which the race
+// detector can check.) To interrupt a call, the host marks it and sets
+// the budget to 0 from another goroutine; the next check calls yield.
 //
-// Why not wazero's WithCloseOnContextDone? With it, wazero compiles the same
-// kind of check into loops but also starts a goroutine and allocates a
-// channel on every call, whatever the context: about 1 µs and 3 allocations
-// per call on this project's machines, more than the whole budget of a
-// route. The check added here costs a load and a not-taken branch per loop
-// iteration, and nothing per call. wazero's compiler reloads a global at
-// every loop header (it only forwards a global's value along a straight
-// path), so a store made by another goroutine is seen on the next iteration.
+// Why a yield at all: Go cannot preempt a goroutine while it runs code
+// that wazero compiled (the preemption signal finds no Go function at the
+// interrupted PC), so a loop that never leaves compiled code keeps its P
+// for ever. With as many looping calls as there are Ps (one is enough
+// with GOMAXPROCS=1) nothing else runs, not even the watchdog that would
+// stop them. Calling yield every Budget checks hands the P back to the
+// scheduler often enough (tens of microseconds of a tight loop) to cost
+// well under 1% of a loop's time.
 //
-// A function without loops ends or recurses; recursion passes a function
-// entry, and wazero traps a stack that grows too deep, so the two check
-// sites are enough to interrupt any run.
+// Why not wazero's WithCloseOnContextDone? With it, wazero compiles a call
+// into Go at every loop iteration and starts a goroutine and allocates a
+// channel on every call, whatever the context: about 1 µs and 3
+// allocations per call on this project's machines, more than the whole
+// budget of a route. The check added here costs a load, a subtraction, a
+// store and a not-taken branch per loop iteration, and nothing per call.
+// wazero's compiler reloads a global at every loop header (it only
+// forwards a global's value along a straight path), so a store made by
+// another goroutine is seen on the next iteration. A store lost to a
+// race with the module's own decrement delays the interrupt by at most
+// Budget checks.
+//
+// A function without loops ends or calls; every cycle of calls passes the
+// entry check of a function that calls, or the loop head such a function
+// starts with, and wazero traps a stack that grows too deep, so the two
+// kinds of check site are enough to reach any run.
+//
+// The import comes after the module's own imports, so every function the
+// module defines moves up by one index: calls, ref.func, exports, the
+// start function, element segments, constant expressions and the "name"
+// section are renumbered.
 //
 // The rewrite decodes every instruction, so it knows the immediates of the
 // instruction sets wazero runs (MVP, sign extension, saturating conversions,
@@ -37,12 +68,26 @@ import (
 	"fmt"
 )
 
-// Result of Patch: the new module, the index of the interrupt global and the
-// counts of check sites.
+// The function the patched module imports. The host must provide it: a
+// function without parameters that returns the new budget, an i32.
+const (
+	ImportModule = "warren_wasmpatch"
+	ImportYield  = "yield"
+)
+
+// Budget is the budget global's initial value and the value the host's
+// yield resets it to: how many checks pass between two yields.
+const Budget = 1 << 14
+
+// Result of Patch: the new module, the indices of the budget global and of
+// the yield import, the number of function bodies and the counts of check
+// sites.
 type Result struct {
 	Wasm      []byte
 	Global    uint32
+	Yield     uint32
 	Functions int
+	Entries   int
 	Loops     int
 }
 
@@ -50,12 +95,20 @@ var magic = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 
 // Section ids.
 const (
-	secCustom    = 0
-	secImport    = 2
-	secGlobal    = 6
-	secExport    = 7
-	secCode      = 10
-	exportGlobal = 0x03
+	secCustom = 0
+	secType   = 1
+	secImport = 2
+	secGlobal = 6
+	secExport = 7
+	secStart  = 8
+	secElem   = 9
+	secCode   = 10
+)
+
+// Kinds of imports and exports.
+const (
+	kindFunc   = 0x00
+	kindGlobal = 0x03
 )
 
 // order ranks section ids in the order the binary format requires.
@@ -70,7 +123,11 @@ type section struct {
 	body []byte
 }
 
-// Patch adds the interrupt global, exported as exportName, and the checks.
+// renumber maps a function index of the original module to the patched one.
+type renumber func(uint32) uint32
+
+// Patch adds the budget global, exported as exportName, the yield import
+// and the checks.
 func Patch(wasm []byte, exportName string) (*Result, error) {
 	if len(wasm) < 8 || string(wasm[:8]) != string(magic) {
 		return nil, ErrNotWasm
@@ -97,71 +154,78 @@ func Patch(wasm []byte, exportName string) (*Result, error) {
 		secs = append(secs, s)
 	}
 
-	importedGlobals, err := countImportedGlobals(secs)
+	// Types and imports first: the yield import's index is the number of
+	// functions imported before it.
+	yieldType, err := addYieldType(&secs)
 	if err != nil {
 		return nil, err
 	}
-
-	res := &Result{}
-	// Globals: append ours, creating the section if there is none.
-	gi := find(secs, secGlobal)
-	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b} // i32, mutable, i32.const 0, end
-	if gi < 0 {
-		secs = insert(secs, section{id: secGlobal, body: append([]byte{1}, newGlobal...)})
-		res.Global = importedGlobals
-	} else {
-		gd := decoder{b: secs[gi].body}
-		n := gd.u32()
-		if gd.err != nil {
-			return nil, fmt.Errorf("global section: %w", gd.err)
+	funcs, globals, err := addYieldImport(&secs, yieldType)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Yield: funcs}
+	fn := func(idx uint32) uint32 {
+		if idx >= funcs {
+			return idx + 1
 		}
-		body := appendU32(nil, n+1)
-		body = append(body, gd.b[gd.pos:]...)
-		secs[gi].body = append(body, newGlobal...)
-		res.Global = importedGlobals + n
+		return idx
 	}
 
-	// Exports: append ours, refusing a module that already has the name.
-	ei := find(secs, secExport)
-	if ei < 0 {
-		secs = insert(secs, section{id: secExport, body: []byte{0}})
-		ei = find(secs, secExport)
+	if res.Global, err = addBudgetGlobal(&secs, globals, fn); err != nil {
+		return nil, err
 	}
-	ed := decoder{b: secs[ei].body}
-	n := ed.u32()
-	for i := uint32(0); i < n && ed.err == nil; i++ {
-		name := ed.bytes(int(ed.u32()))
-		ed.byte()
-		ed.u32()
-		if string(name) == exportName {
-			return nil, fmt.Errorf("module already exports %q", exportName)
+	if err := addExport(&secs, exportName, res.Global, fn); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(secs); i++ {
+		s := &secs[i]
+		switch s.id {
+		case secStart:
+			sd := decoder{b: s.body}
+			idx := sd.u32()
+			if sd.err != nil {
+				return nil, fmt.Errorf("start section: %w", sd.err)
+			}
+			s.body = appendU32(nil, fn(idx))
+		case secElem:
+			if s.body, err = renumberElements(s.body, fn); err != nil {
+				return nil, fmt.Errorf("element section: %w", err)
+			}
+		case secCustom:
+			// Names only help debugging: a name section this cannot
+			// read is dropped rather than refusing the module.
+			if body, err := renumberNames(s.body, fn); err == nil {
+				s.body = body
+			} else {
+				secs = append(secs[:i], secs[i+1:]...)
+				i--
+			}
 		}
 	}
-	if ed.err != nil {
-		return nil, fmt.Errorf("export section: %w", ed.err)
-	}
-	exp := appendU32(nil, n+1)
-	exp = append(exp, ed.b[lebLen(ed.b):]...) // the existing entries
-	exp = appendU32(exp, uint32(len(exportName)))
-	exp = append(exp, exportName...)
-	exp = append(exp, exportGlobal)
-	exp = appendU32(exp, res.Global)
-	secs[ei].body = exp
 
 	check := []byte{0x23}
 	check = appendU32(check, res.Global)
-	check = append(check, 0x04, 0x40, 0x00, 0x0b)
+	check = append(check, 0x41, 0x01, 0x6b, 0x24) // i32.const 1, i32.sub, global.set
+	check = appendU32(check, res.Global)
+	check = append(check, 0x23)
+	check = appendU32(check, res.Global)
+	check = append(check, 0x41, 0x00, 0x4c, 0x04, 0x40, 0x10) // i32.const 0, i32.le_s, if, call
+	check = appendU32(check, res.Yield)
+	check = append(check, 0x24) // global.set
+	check = appendU32(check, res.Global)
+	check = append(check, 0x0b) // end
 
 	if ci := find(secs, secCode); ci >= 0 {
-		body, funcs, loops, err := patchCode(secs[ci].body, check)
+		body, c, err := patchCode(secs[ci].body, check, fn)
 		if err != nil {
 			return nil, err
 		}
 		secs[ci].body = body
-		res.Functions, res.Loops = funcs, loops
+		res.Functions, res.Entries, res.Loops = c.functions, c.entries, c.loops
 	}
 
-	out := make([]byte, 0, len(wasm)+res.Functions*len(check)+res.Loops*len(check)+64)
+	out := make([]byte, 0, len(wasm)+(res.Entries+res.Loops)*len(check)+64)
 	out = append(out, magic...)
 	for _, s := range secs {
 		out = append(out, s.id)
@@ -170,6 +234,154 @@ func Patch(wasm []byte, exportName string) (*Result, error) {
 	}
 	res.Wasm = out
 	return res, nil
+}
+
+// addYieldType appends the type of yield, [] -> [i32], and returns its index.
+func addYieldType(secs *[]section) (uint32, error) {
+	ti := find(*secs, secType)
+	if ti < 0 {
+		*secs = insert(*secs, section{id: secType, body: []byte{1, 0x60, 0, 1, 0x7f}})
+		return 0, nil
+	}
+	d := decoder{b: (*secs)[ti].body}
+	n := d.u32()
+	for i := uint32(0); i < n && d.err == nil; i++ {
+		if form := d.byte(); form != 0x60 && d.err == nil {
+			return 0, fmt.Errorf("type section: unsupported type form 0x%02x", form)
+		}
+		for k := d.u32(); k > 0 && d.err == nil; k-- {
+			d.valtype()
+		}
+		for k := d.u32(); k > 0 && d.err == nil; k-- {
+			d.valtype()
+		}
+	}
+	if d.err == nil && d.pos != len(d.b) {
+		d.err = errors.New("trailing bytes")
+	}
+	if d.err != nil {
+		return 0, fmt.Errorf("type section: %w", d.err)
+	}
+	body := appendU32(nil, n+1)
+	body = append(body, d.b[lebLen(d.b):]...)
+	(*secs)[ti].body = append(body, 0x60, 0, 1, 0x7f)
+	return n, nil
+}
+
+// addYieldImport appends the yield import and returns how many functions
+// and globals the module imported before it.
+func addYieldImport(secs *[]section, yieldType uint32) (funcs, globals uint32, err error) {
+	entry := appendU32(nil, uint32(len(ImportModule)))
+	entry = append(entry, ImportModule...)
+	entry = appendU32(entry, uint32(len(ImportYield)))
+	entry = append(entry, ImportYield...)
+	entry = append(entry, kindFunc)
+	entry = appendU32(entry, yieldType)
+
+	ii := find(*secs, secImport)
+	if ii < 0 {
+		*secs = insert(*secs, section{id: secImport, body: append([]byte{1}, entry...)})
+		return 0, 0, nil
+	}
+	d := decoder{b: (*secs)[ii].body}
+	n := d.u32()
+	for i := uint32(0); i < n && d.err == nil; i++ {
+		module := d.bytes(int(d.u32()))
+		d.bytes(int(d.u32())) // name
+		if string(module) == ImportModule {
+			return 0, 0, fmt.Errorf("module already imports from %q", ImportModule)
+		}
+		switch kind := d.byte(); kind {
+		case kindFunc:
+			d.u32()
+			funcs++
+		case 0x01: // table
+			d.valtype()
+			d.limits()
+		case 0x02: // memory
+			d.limits()
+		case kindGlobal:
+			d.valtype()
+			d.byte()
+			globals++
+		case 0x04: // tag
+			d.byte()
+			d.u32()
+		default:
+			if d.err == nil {
+				return 0, 0, fmt.Errorf("import section: unknown import kind %d", kind)
+			}
+		}
+	}
+	if d.err != nil {
+		return 0, 0, fmt.Errorf("import section: %w", d.err)
+	}
+	body := appendU32(nil, n+1)
+	body = append(body, d.b[lebLen(d.b):]...)
+	(*secs)[ii].body = append(body, entry...)
+	return funcs, globals, nil
+}
+
+// addBudgetGlobal appends the budget global, renumbering the functions
+// the other globals' initializers name, and returns its index.
+func addBudgetGlobal(secs *[]section, imported uint32, fn renumber) (uint32, error) {
+	budget := []byte{0x7f, 0x01, 0x41} // i32, mutable, i32.const
+	budget = appendSigned(budget, Budget)
+	budget = append(budget, 0x0b)
+
+	gi := find(*secs, secGlobal)
+	if gi < 0 {
+		*secs = insert(*secs, section{id: secGlobal, body: append([]byte{1}, budget...)})
+		return imported, nil
+	}
+	r := rewriter{decoder: decoder{b: (*secs)[gi].body}}
+	n := r.u32()
+	r.out = appendU32(r.out, n+1)
+	r.mark = r.pos
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		r.valtype()
+		r.byte() // mutability
+		r.constExpr(fn)
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("global section: %w", r.err)
+	}
+	r.flush()
+	(*secs)[gi].body = append(r.out, budget...)
+	return imported + n, nil
+}
+
+// addExport exports the budget global, refusing a module that already has
+// the name, and renumbers the exported functions.
+func addExport(secs *[]section, name string, global uint32, fn renumber) error {
+	ei := find(*secs, secExport)
+	if ei < 0 {
+		*secs = insert(*secs, section{id: secExport, body: []byte{0}})
+		ei = find(*secs, secExport)
+	}
+	r := rewriter{decoder: decoder{b: (*secs)[ei].body}}
+	n := r.u32()
+	r.out = appendU32(r.out, n+1)
+	r.mark = r.pos
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if string(r.bytes(int(r.u32()))) == name {
+			return fmt.Errorf("module already exports %q", name)
+		}
+		if r.byte() == kindFunc {
+			r.funcIndex(fn)
+		} else {
+			r.u32()
+		}
+	}
+	if r.err != nil {
+		return fmt.Errorf("export section: %w", r.err)
+	}
+	r.flush()
+	r.out = appendU32(r.out, uint32(len(name)))
+	r.out = append(r.out, name...)
+	r.out = append(r.out, kindGlobal)
+	(*secs)[ei].body = appendU32(r.out, global)
+	return nil
 }
 
 // lebLen is the length of the LEB128 number at the start of b.
@@ -204,328 +416,4 @@ func insert(secs []section, s section) []section {
 	copy(secs[at+1:], secs[at:])
 	secs[at] = s
 	return secs
-}
-
-func countImportedGlobals(secs []section) (uint32, error) {
-	i := find(secs, secImport)
-	if i < 0 {
-		return 0, nil
-	}
-	d := decoder{b: secs[i].body}
-	var globals uint32
-	for n := d.u32(); n > 0 && d.err == nil; n-- {
-		d.bytes(int(d.u32())) // module
-		d.bytes(int(d.u32())) // name
-		switch kind := d.byte(); kind {
-		case 0x00: // func
-			d.u32()
-		case 0x01: // table
-			d.valtype()
-			d.limits()
-		case 0x02: // memory
-			d.limits()
-		case 0x03: // global
-			d.valtype()
-			d.byte()
-			globals++
-		case 0x04: // tag
-			d.byte()
-			d.u32()
-		default:
-			return 0, fmt.Errorf("import section: unknown import kind %d", kind)
-		}
-	}
-	if d.err != nil {
-		return 0, fmt.Errorf("import section: %w", d.err)
-	}
-	return globals, nil
-}
-
-// patchCode rewrites every function body of the code section.
-func patchCode(code []byte, check []byte) ([]byte, int, int, error) {
-	d := decoder{b: code}
-	n := d.u32()
-	out := make([]byte, 0, len(code)+int(n)*len(check)*2)
-	out = appendU32(out, n)
-	loops := 0
-	var body []byte
-	for f := uint32(0); f < n; f++ {
-		size := d.u32()
-		fb := d.bytes(int(size))
-		if d.err != nil {
-			return nil, 0, 0, fmt.Errorf("code section, function %d: %w", f, d.err)
-		}
-		var l int
-		var err error
-		body, l, err = patchBody(body[:0], fb, check)
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("code section, function body %d: %w", f, err)
-		}
-		loops += l
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
-	}
-	if d.err != nil || d.pos != len(d.b) {
-		return nil, 0, 0, errors.New("code section: trailing bytes")
-	}
-	return out, int(n), loops, nil
-}
-
-// patchBody copies one function body into out with the checks inserted.
-func patchBody(out, fb []byte, check []byte) ([]byte, int, error) {
-	d := decoder{b: fb}
-	for groups := d.u32(); groups > 0 && d.err == nil; groups-- {
-		d.u32()
-		d.valtype()
-	}
-	if d.err != nil {
-		return nil, 0, fmt.Errorf("locals: %w", d.err)
-	}
-	out = append(out, fb[:d.pos]...)
-	out = append(out, check...)
-	loops := 0
-	depth := 1 // the function's own block
-	for depth > 0 {
-		if d.pos >= len(d.b) {
-			return nil, 0, errors.New("body ends before its end instruction")
-		}
-		start := d.pos
-		op := d.byte()
-		switch op {
-		case 0x02, 0x04, 0x06: // block, if, try (legacy)
-			d.blocktype()
-			depth++
-		case 0x03: // loop
-			d.blocktype()
-			depth++
-			out = append(out, fb[start:d.pos]...)
-			out = append(out, check...)
-			loops++
-			continue
-		case 0x1f: // try_table
-			d.blocktype()
-			for n := d.u32(); n > 0 && d.err == nil; n-- {
-				if kind := d.byte(); kind <= 1 {
-					d.u32() // tag
-				}
-				d.u32() // label
-			}
-			depth++
-		case 0x0b: // end
-			depth--
-		case 0x18: // delegate (legacy exceptions) ends its try block
-			d.u32()
-			depth--
-		default:
-			if err := d.skipImmediates(op); err != nil {
-				return nil, 0, fmt.Errorf("at offset %d: %w", start, err)
-			}
-		}
-		if d.err != nil {
-			return nil, 0, fmt.Errorf("at offset %d: %w", start, d.err)
-		}
-		out = append(out, fb[start:d.pos]...)
-	}
-	if d.pos != len(d.b) {
-		return nil, 0, errors.New("bytes after the body's end instruction")
-	}
-	return out, loops, nil
-}
-
-// skipImmediates reads the immediates of op (already read) that open no block.
-func (d *decoder) skipImmediates(op byte) error {
-	switch {
-	case op == 0x00, op == 0x01, op == 0x05, op == 0x0f, op == 0x0a, op == 0x19, // unreachable nop else return throw_ref catch_all
-		op == 0x1a, op == 0x1b, // drop select
-		op >= 0x45 && op <= 0xc4, // numeric, sign extension
-		op == 0xd1:               // ref.is_null
-	case op == 0x0c, op == 0x0d, // br br_if
-		op == 0x10, op == 0x12, // call return_call
-		op == 0x08, op == 0x07, op == 0x09, // throw catch rethrow
-		op >= 0x20 && op <= 0x26, // local.* global.* table.get/set
-		op == 0xd2:               // ref.func
-		d.u32()
-	case op == 0x0e: // br_table
-		for n := d.u32(); n > 0 && d.err == nil; n-- {
-			d.u32()
-		}
-		d.u32()
-	case op == 0x11, op == 0x13: // call_indirect return_call_indirect
-		d.u32()
-		d.u32()
-	case op == 0x1c: // select t*
-		for n := d.u32(); n > 0 && d.err == nil; n-- {
-			d.valtype()
-		}
-	case op >= 0x28 && op <= 0x3e: // loads and stores
-		d.memarg()
-	case op == 0x3f, op == 0x40: // memory.size memory.grow
-		d.u32()
-	case op == 0x41:
-		d.leb(5)
-	case op == 0x42:
-		d.leb(10)
-	case op == 0x43:
-		d.bytes(4)
-	case op == 0x44:
-		d.bytes(8)
-	case op == 0xd0: // ref.null
-		d.valtype()
-	case op == 0xfc:
-		return d.skipFC()
-	case op == 0xfd:
-		return d.skipFD()
-	case op == 0xfe:
-		return d.skipFE()
-	default:
-		return fmt.Errorf("unsupported opcode 0x%02x", op)
-	}
-	return nil
-}
-
-func (d *decoder) skipFC() error {
-	switch sub := d.u32(); {
-	case sub <= 7: // trunc_sat
-	case sub == 8: // memory.init
-		d.u32()
-		d.u32()
-	case sub == 9, sub == 11, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop memory.fill elem.drop table.grow/size/fill
-		d.u32()
-	case sub == 10, sub == 12, sub == 14: // memory.copy table.init table.copy
-		d.u32()
-		d.u32()
-	default:
-		return fmt.Errorf("unsupported opcode 0xfc %d", sub)
-	}
-	return nil
-}
-
-func (d *decoder) skipFD() error {
-	switch sub := d.u32(); {
-	case sub <= 11, sub == 92, sub == 93: // loads, store, load_zero
-		d.memarg()
-	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
-		d.bytes(16)
-	case sub >= 21 && sub <= 34: // extract_lane, replace_lane
-		d.byte()
-	case sub >= 84 && sub <= 91: // load_lane, store_lane
-		d.memarg()
-		d.byte()
-	case sub <= 0x113: // no immediates (including relaxed SIMD)
-	default:
-		return fmt.Errorf("unsupported opcode 0xfd %d", sub)
-	}
-	return nil
-}
-
-func (d *decoder) skipFE() error {
-	switch sub := d.u32(); {
-	case sub == 0x03: // atomic.fence
-		d.byte()
-	case sub <= 0x02, sub >= 0x10 && sub <= 0x4e:
-		d.memarg()
-	default:
-		return fmt.Errorf("unsupported opcode 0xfe %d", sub)
-	}
-	return nil
-}
-
-type decoder struct {
-	b   []byte
-	pos int
-	err error
-}
-
-var errShort = errors.New("unexpected end")
-
-func (d *decoder) byte() byte {
-	if d.err != nil || d.pos >= len(d.b) {
-		d.err = errShort
-		return 0
-	}
-	c := d.b[d.pos]
-	d.pos++
-	return c
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil || n < 0 || n > len(d.b)-d.pos {
-		d.err = errShort
-		return nil
-	}
-	p := d.b[d.pos : d.pos+n]
-	d.pos += n
-	return p
-}
-
-// leb skips a LEB128 number of at most max bytes and returns its low 64 bits
-// (unsigned reading).
-func (d *decoder) leb(max int) uint64 {
-	var v uint64
-	for i := 0; i < max; i++ {
-		c := d.byte()
-		if d.err != nil {
-			return 0
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	d.err = errors.New("LEB128 number too long")
-	return 0
-}
-
-func (d *decoder) u32() uint32 { return uint32(d.leb(5)) }
-
-func (d *decoder) valtype() {
-	switch c := d.byte(); c {
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f, 0x69: // i32 i64 f32 f64 v128 funcref externref exnref
-	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("unsupported value type 0x%02x", c)
-		}
-	}
-}
-
-func (d *decoder) blocktype() {
-	if d.pos < len(d.b) {
-		switch d.b[d.pos] {
-		case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f, 0x69:
-			d.pos++
-			return
-		case 0x63, 0x64:
-			d.err = errors.New("typed reference block types are not supported")
-			return
-		}
-	}
-	d.leb(5) // s33 type index
-}
-
-func (d *decoder) limits() {
-	flags := d.byte()
-	d.leb(10)
-	if flags&1 != 0 {
-		d.leb(10)
-	}
-}
-
-func (d *decoder) memarg() {
-	align := d.u32()
-	if align&0x40 != 0 { // multi-memory: a memory index follows
-		d.u32()
-	}
-	d.leb(10)
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
 }

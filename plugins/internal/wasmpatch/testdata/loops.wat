@@ -1,11 +1,42 @@
 ;; Fixture for wasmpatch tests: functions with loops, nested blocks, a
 ;; br_table, SIMD and bulk-memory instructions, so the rewrite must decode
-;; every immediate correctly. Regenerate: wat2wasm --enable-all loops.wat
+;; every immediate correctly; and every place a function index lives (calls,
+;; ref.func, exports, the start function, element segments of both forms,
+;; a global's initializer, the name section), so renumbering is checked.
+;; The imports come from env.wat.
+;; Regenerate: wat2wasm --debug-names loops.wat && wat2wasm env.wat
 (module
+  (import "env" "twice" (func $twice (param i32) (result i32)))
+  (import "env" "five" (global $five i32))
+  (type $ii (func (param i32) (result i32)))
   (memory (export "memory") 1)
+  (table $t 4 funcref)
   (global $g (mut i32) (i32.const 7))
+  (global $fr funcref (ref.func $inc))
+  (global $started (mut i32) (i32.const 0))
+  (elem (table $t) (i32.const 0) func $inc $dbl)
+  (elem (table $t) (i32.const 2) funcref (ref.func $twice) (ref.func $inc))
+  (elem declare func $dbl)
+  (start $init)
+  (func $init (global.set $started (global.get $five)))
+  (func $inc (type $ii) (i32.add (local.get 0) (i32.const 1)))
+  (func $dbl (type $ii) (i32.mul (local.get 0) (i32.const 2)))
+  ;; indirect: table slot k applied to 10.
+  (func $indirect (export "indirect") (param $k i32) (result i32)
+    (call_indirect (type $ii) (i32.const 10) (local.get $k)))
+  ;; direct: a defined and an imported function.
+  (func $direct (export "direct") (param $x i32) (result i32)
+    (call $twice (call $inc (local.get $x))))
+  ;; reffunc: a ref.func stored in the table, and the global's.
+  (func $reffunc (export "reffunc") (param $x i32) (result i32)
+    (table.set $t (i32.const 3) (ref.func $dbl))
+    (table.set $t (i32.const 2) (global.get $fr))
+    (i32.add
+      (call_indirect (type $ii) (local.get $x) (i32.const 3))
+      (call_indirect (type $ii) (local.get $x) (i32.const 2))))
+  (func $started (export "started") (result i32) (global.get $started))
   ;; spin: loops forever unless n > 0, counting n down.
-  (func (export "spin") (param $n i32) (result i32)
+  (func $spin (export "spin") (param $n i32) (result i32)
     (local $i i32)
     (block $out
       (loop $top
@@ -17,7 +48,7 @@
         (br $top)))
     (local.get $i))
   ;; dispatch: br_table over three blocks.
-  (func (export "dispatch") (param $k i32) (result i32)
+  (func $dispatch (export "dispatch") (param $k i32) (result i32)
     (block $c
       (block $b
         (block $a
@@ -26,7 +57,7 @@
       (return (i32.const 20)))
     (i32.const 30))
   ;; misc: SIMD, bulk memory, i64 and float constants, memory ops.
-  (func (export "misc") (result i64)
+  (func $misc (export "misc") (result i64)
     (memory.fill (i32.const 0) (i32.const 1) (i32.const 16))
     (memory.copy (i32.const 16) (i32.const 0) (i32.const 16))
     (v128.store offset=32 (i32.const 0)
