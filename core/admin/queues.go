@@ -86,36 +86,46 @@ func policyDefinitions(v *vhost.VHost) map[string]map[string]any {
 }
 
 // queueRow is a queue as a listing sorts and pages it, before it is
-// rendered.
+// rendered. Its figures are read when first needed: a listing sorted by
+// name reads those of the page's queues only.
 type queueRow struct {
 	vhost string
-	info  vhost.QueueInfo
+	entry vhost.QueueEntry
+	info  *vhost.QueueInfo
 	defs  map[string]map[string]any // the vhost's policy definitions
 }
 
-var queueLister = lister[queueRow]{
-	name: func(q queueRow) string { return q.info.Name },
-	field: func(q queueRow, key string) (any, bool) {
+func (q *queueRow) figures() *vhost.QueueInfo {
+	if q.info == nil {
+		info := q.entry.Info()
+		q.info = &info
+	}
+	return q.info
+}
+
+var queueLister = lister[*queueRow]{
+	name: func(q *queueRow) string { return q.entry.Name },
+	field: func(q *queueRow, key string) (any, bool) {
 		switch key {
 		case "vhost":
 			return q.vhost, true
-		case "messages":
-			return q.info.Ready + q.info.Unacked, true
-		case "messages_ready":
-			return q.info.Ready, true
-		case "messages_unacknowledged":
-			return q.info.Unacked, true
-		case "consumers":
-			return q.info.Consumers, true
-		case "message_bytes":
-			return q.info.ReadyBytes, true
 		case "durable":
-			return q.info.Durable, true
+			return q.entry.Durable, true
 		case "policy":
-			if q.info.Policy == "" {
+			if q.entry.Policy == "" {
 				return nil, true
 			}
-			return q.info.Policy, true
+			return q.entry.Policy, true
+		case "messages":
+			return q.figures().Ready + q.figures().Unacked, true
+		case "messages_ready":
+			return q.figures().Ready, true
+		case "messages_unacknowledged":
+			return q.figures().Unacked, true
+		case "consumers":
+			return q.figures().Consumers, true
+		case "message_bytes":
+			return q.figures().ReadyBytes, true
 		}
 		return nil, false
 	},
@@ -130,17 +140,19 @@ func (a *api) queues(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []queueRow
+	var rows []*queueRow
 	for _, v := range vs {
 		defs := policyDefinitions(v)
-		infos := v.Queues()
-		rows = slices.Grow(rows, len(infos))
-		for _, q := range infos {
-			rows = append(rows, queueRow{vhost: v.Name, info: q, defs: defs})
+		entries := v.QueueEntries()
+		all := make([]queueRow, len(entries))
+		rows = slices.Grow(rows, len(entries))
+		for i, e := range entries {
+			all[i] = queueRow{vhost: v.Name, entry: e, defs: defs}
+			rows = append(rows, &all[i])
 		}
 	}
 	node := a.b.NodeName()
-	return list(rows, p, queueLister, func(q queueRow) queueJSON { return a.queueView(q.vhost, node, q.info, q.defs) })
+	return list(rows, p, queueLister, func(q *queueRow) queueJSON { return a.queueView(q.vhost, node, *q.figures(), q.defs) })
 }
 
 // pathQueue is the queue the path names, and its vhost.

@@ -278,59 +278,77 @@ func (v *VHost) queueList() []*queue.Queue {
 	return out
 }
 
-// QueueInfo is a snapshot of a queue for listings.
-type QueueInfo struct {
+// QueueEntry is a queue as a listing first sees it: what the vhost knows
+// of it, read under the vhost's lock. Info reads the queue's own figures.
+type QueueEntry struct {
 	Name, Policy                   string
 	Durable, Exclusive, AutoDelete bool
 	Args                           protocol.Table
+	q                              *queue.Queue
+}
+
+// QueueInfo is a snapshot of a queue for listings.
+type QueueInfo struct {
+	QueueEntry
 	queue.Stats
 	Counters stats.Values // message statistics
 	Rates    stats.Rates
 }
 
-// Queues lists the queues. The names and policies are read under mu, the
-// counts from each queue afterwards: a listing never holds the vhost's
-// lock while it waits for a queue's.
-func (v *VHost) Queues() []QueueInfo {
-	v.mu.RLock()
-	qs := make([]*queue.Queue, 0, len(v.queues))
-	out := make([]QueueInfo, 0, len(v.queues))
-	for _, q := range v.queues {
-		info := QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args}
-		if p := v.policies.For(policy.Queues, q.Name); p != nil {
-			info.Policy = p.Name
-		}
-		qs = append(qs, q)
-		out = append(out, info)
+// Info reads the queue's depth and message statistics, under the queue's
+// lock.
+func (e QueueEntry) Info() QueueInfo {
+	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
+}
+
+// entry is q's listing entry; the caller holds mu.
+func (v *VHost) entry(q *queue.Queue) QueueEntry {
+	e := QueueEntry{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args, q: q}
+	if p := v.policies.For(policy.Queues, q.Name); p != nil {
+		e.Policy = p.Name
 	}
-	v.mu.RUnlock()
-	for i, q := range qs {
-		out[i].Stats = q.Stats()
-		out[i].Counters, out[i].Rates = q.Counters.Values(), q.Counters.Rates()
+	return e
+}
+
+// QueueEntries lists the queues without their figures, taking only the
+// vhost's lock: a listing that pages by name reads the figures of the
+// page's queues only.
+func (v *VHost) QueueEntries() []QueueEntry {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]QueueEntry, 0, len(v.queues))
+	for _, q := range v.queues {
+		out = append(out, v.entry(q))
+	}
+	return out
+}
+
+// Queues lists the queues with their figures. The names and policies are
+// read under mu, the figures from each queue afterwards: a listing never
+// holds the vhost's lock while it waits for a queue's.
+func (v *VHost) Queues() []QueueInfo {
+	entries := v.QueueEntries()
+	out := make([]QueueInfo, len(entries))
+	for i, e := range entries {
+		out[i] = e.Info()
 	}
 	return out
 }
 
 // QueueInfo is one queue's snapshot, as Queues lists it; ok is false when
-// there is no such queue. Like Queues, it reads the queue's figures after
-// releasing the vhost's lock.
+// there is no such queue.
 func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	v.mu.RLock()
 	q := v.queues[name]
-	var info QueueInfo
+	var e QueueEntry
 	if q != nil {
-		info = QueueInfo{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args}
-		if p := v.policies.For(policy.Queues, q.Name); p != nil {
-			info.Policy = p.Name
-		}
+		e = v.entry(q)
 	}
 	v.mu.RUnlock()
 	if q == nil {
 		return QueueInfo{}, false
 	}
-	info.Stats = q.Stats()
-	info.Counters, info.Rates = q.Counters.Values(), q.Counters.Rates()
-	return info, true
+	return e.Info(), true
 }
 
 // QueueNames lists the queues' names, in no order; it takes only the
