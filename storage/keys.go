@@ -27,8 +27,8 @@ var (
 // record's key, so it must never change once released.
 type Kind uint8
 
-// The metadata kinds. KindVHost, KindUser and KindPlugin are global (keyed by
-// name); the others live inside a vhost.
+// The metadata kinds. KindVHost, KindUser, KindPlugin and KindParameter are
+// global (keyed by name); the others live inside a vhost.
 const (
 	KindVHost      Kind = 1
 	KindUser       Kind = 2
@@ -38,11 +38,13 @@ const (
 	KindBinding    Kind = 6 // per vhost, keyed by sequence number
 	KindPolicy     Kind = 7
 	KindPlugin     Kind = 8
+	KindParameter  Kind = 9 // global parameters, such as cluster_name
 )
 
 var kindNames = [...]string{
 	KindVHost: "vhost", KindUser: "user", KindPermission: "permission", KindExchange: "exchange",
 	KindQueue: "queue", KindBinding: "binding", KindPolicy: "policy", KindPlugin: "plugin",
+	KindParameter: "parameter",
 }
 
 func (k Kind) String() string {
@@ -52,10 +54,12 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= KindVHost && k <= KindPlugin }
+func (k Kind) valid() bool { return k >= KindVHost && k <= KindParameter }
 
 // global reports whether records of kind k are keyed by name alone.
-func (k Kind) global() bool { return k == KindVHost || k == KindUser || k == KindPlugin }
+func (k Kind) global() bool {
+	return k == KindVHost || k == KindUser || k == KindPlugin || k == KindParameter
+}
 
 // perVHostKinds are the kinds DeleteVHost removes.
 var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy}

@@ -21,7 +21,7 @@ type MetaRecord struct {
 // change is durable: the broker may send its -ok after they return.
 
 // PutMeta creates or replaces a metadata record. For the global kinds
-// (KindVHost, KindUser, KindPlugin) vhost must be empty, except that a
+// (KindVHost, KindUser, KindPlugin, KindParameter) vhost must be empty, except that a
 // vhost's name may be passed as either vhost or name.
 func (s *Store) PutMeta(kind Kind, vhost, name string, rec protocol.Table) error {
 	key, err := metaKey(kind, vhost, name)

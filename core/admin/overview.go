@@ -155,8 +155,7 @@ func (a *api) putClusterName(c *call) (any, error) {
 	if *body.Name == "" {
 		return nil, badRequest("field 'name' must not be empty")
 	}
-	a.b.SetClusterName(*body.Name)
-	return nil, nil
+	return nil, a.b.SetClusterName(*body.Name)
 }
 
 // nodeJSON is the one node, with the figures RabbitMQ's /api/nodes has

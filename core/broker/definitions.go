@@ -16,9 +16,10 @@ package broker
 // 3.10.8's management export has them; queues, exchanges and bindings
 // their flags and arguments. rabbit_version and rabbitmq_version say
 // "3.10.8", the format's version, so that RabbitMQ reads the file as its
-// own; product_name and product_version say Warren. What Warren has no
-// concept of is exported empty: topic_permissions, parameters,
-// global_parameters, and users' limits. Left out, as RabbitMQ leaves them
+// own; product_name and product_version say Warren. global_parameters
+// holds cluster_name once an operator has set it (and it is the one global
+// parameter an import applies). What Warren has no concept of is exported
+// empty: topic_permissions, parameters, and users' limits. Left out, as RabbitMQ leaves them
 // out: the default exchange, the amq.* exchanges, exclusive queues (they
 // cannot outlive their connection) and, unlike RabbitMQ, bindings to
 // exclusive queues, which could not be imported without them. Lists are

@@ -20,6 +20,9 @@ func (b *Broker) ExportDefinitions() *Definitions {
 		GlobalParameters: []GlobalParameter{}, Policies: []PolicyDefinition{},
 		Queues: []QueueDefinition{}, Exchanges: []ExchangeDefinition{}, Bindings: []BindingDefinition{},
 	}
+	if n := b.clusterName.Load(); n != nil {
+		d.GlobalParameters = append(d.GlobalParameters, GlobalParameter{Name: ParamClusterName, Value: *n})
+	}
 	for _, u := range b.users.Users() {
 		tags := append([]string{}, u.Tags...)
 		d.Users = append(d.Users, UserDefinition{Name: u.Name, PasswordHash: u.PasswordHash,

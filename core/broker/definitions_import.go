@@ -64,6 +64,7 @@ type importPlan struct {
 	exchanges   []exchange.Definition
 	queues      []queuePlan
 	bindings    []bindingPlan
+	clusterName string   // the cluster_name global parameter, if given
 	skipped     []string // entities Warren cannot apply, for the log
 }
 
@@ -164,9 +165,7 @@ func (b *Broker) planImport(doc []byte, scope string) (*importPlan, error) {
 			pl.skip("topic permission of user '%s' in vhost '%s' on exchange '%s' (Warren has no topic permissions)",
 				o.str("user", false), o.str("vhost", false), o.str("exchange", false))
 		})
-		each("global_parameters", func(o *object) {
-			pl.skip("global parameter '%s'", o.str("name", false))
-		})
+		each("global_parameters", pl.globalParameter)
 	} else {
 		for _, s := range brokerSections {
 			if top[s] != nil {
@@ -554,6 +553,21 @@ func (pl *planner) hasExchange(v *vhost.VHost, name string) bool {
 	return err == nil
 }
 
+// globalParameter plans cluster_name, the one global parameter Warren
+// has; others (RabbitMQ's internal_cluster_id) are skipped.
+func (pl *planner) globalParameter(o *object) {
+	name := o.str("name", true)
+	if name != ParamClusterName {
+		pl.skip("global parameter '%s'", name)
+		return
+	}
+	if value := o.str("value", true); value != "" {
+		pl.plan.clusterName = value
+	} else if _, ok := o.m["value"].(string); ok {
+		o.bad("value", "must not be empty")
+	}
+}
+
 // apply makes a validated plan real, in dependency order. An error names
 // the entity it stopped at; what came before stays applied.
 func (b *Broker) apply(plan *importPlan) error {
@@ -563,6 +577,11 @@ func (b *Broker) apply(plan *importPlan) error {
 	for _, name := range plan.vhosts {
 		if _, err := b.AddVHost(name); err != nil {
 			return failed(fmt.Sprintf("vhost '%s'", name), err)
+		}
+	}
+	if plan.clusterName != "" {
+		if err := b.SetClusterName(plan.clusterName); err != nil {
+			return failed("global parameter 'cluster_name'", err)
 		}
 	}
 	for _, u := range plan.users {

@@ -115,6 +115,13 @@ func TestImportAppliesEverySection(t *testing.T) {
 		if len(v.Policies()) != 1 {
 			t.Error("policy missing")
 		}
+		// cluster_name is applied, stored, and exported again.
+		if got := b.ClusterName(); got != "rabbit@x" {
+			t.Errorf("cluster name %q, want rabbit@x", got)
+		}
+		if gp := b.ExportDefinitions().GlobalParameters; len(gp) != 1 || gp[0] != (GlobalParameter{Name: "cluster_name", Value: "rabbit@x"}) {
+			t.Errorf("exported global parameters: %+v", gp)
+		}
 	}
 	check(b)
 	// Again: the same definitions are a no-op.
@@ -195,6 +202,8 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		{`"bindings": [{"source": "nope", "vhost": "v1", "destination": "q1", "destination_type": "queue", "routing_key": ""}]`, "binding from exchange 'nope' to queue 'q1' in vhost 'v1'", "source"},
 		{`"bindings": [{"source": "x1", "vhost": "v1", "destination": "q1", "destination_type": "thing", "routing_key": ""}]`, "in vhost 'v1'", "destination_type"},
 		{`"bindings": {}`, "bindings", "must be a list"},
+		{`"global_parameters": [{"name": "cluster_name", "value": ""}]`, "global_parameters[0]", "value"},
+		{`"global_parameters": [{"name": "cluster_name", "value": 7}]`, "global_parameters[0]", "value"},
 	}
 	for _, c := range cases {
 		b := testBroker(t, t.TempDir())

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"net"
 	"os"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // This file is what the admin API reports about the node itself: its
@@ -72,7 +75,7 @@ func (b *Broker) NodeName() string {
 }
 
 // ClusterName is the name an operator gave the cluster, the node's name
-// until one is set. It is kept in memory only: a restart forgets it.
+// until one is set.
 func (b *Broker) ClusterName() string {
 	if n := b.clusterName.Load(); n != nil {
 		return *n
@@ -80,8 +83,36 @@ func (b *Broker) ClusterName() string {
 	return b.NodeName()
 }
 
-// SetClusterName renames the cluster.
-func (b *Broker) SetClusterName(name string) { b.clusterName.Store(&name) }
+// ParamClusterName is the global parameter that holds the cluster's name,
+// as in RabbitMQ's definitions.
+const ParamClusterName = "cluster_name"
+
+// SetClusterName renames the cluster, durably: the name is stored before
+// it is answered.
+func (b *Broker) SetClusterName(name string) error {
+	if name == "" {
+		return errors.New("a cluster name must not be empty")
+	}
+	if err := b.store.PutMeta(storage.KindParameter, "", ParamClusterName, protocol.Table{"value": name}); err != nil {
+		return err
+	}
+	b.clusterName.Store(&name)
+	return nil
+}
+
+// restoreClusterName reads the stored cluster name, if one was set.
+func (b *Broker) restoreClusterName() error {
+	params, err := b.store.Meta(storage.KindParameter, "")
+	if err != nil {
+		return err
+	}
+	for _, p := range params {
+		if name, ok := p.Rec["value"].(string); ok && p.Name == ParamClusterName && name != "" {
+			b.clusterName.Store(&name)
+		}
+	}
+	return nil
+}
 
 // NodeStatus is the node's resource figures at one moment.
 type NodeStatus struct {

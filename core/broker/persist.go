@@ -73,6 +73,9 @@ func (b *Broker) restore(start time.Time) error {
 	if len(vhosts) == 0 && len(users) == 0 {
 		return b.firstBoot()
 	}
+	if err := b.restoreClusterName(); err != nil {
+		return err
+	}
 	for _, u := range users {
 		tags := []string{}
 		if list, ok := u.Rec["tags"].([]any); ok {
