@@ -14,6 +14,8 @@ require (
 	github.com/rabbitmq/amqp091-go v1.10.0
 	github.com/rs/zerolog v1.35.1
 	github.com/tetratelabs/wazero v1.12.0
+	go.etcd.io/raft/v3 v3.7.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
@@ -44,5 +46,4 @@ require (
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

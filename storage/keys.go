@@ -15,6 +15,7 @@ const (
 	prefixEntry   byte = 0x04 // 0x04 qid prio seq    -> entry
 	prefixRef     byte = 0x05 // 0x05 qid prio seq    -> msgID (entries of shared messages only)
 	prefixHeld    byte = 0x06 // 0x06 due seq         -> held record (the delay store)
+	prefixRaft    byte = 0x07 // 0x07 group kind ...   -> a Raft group's log entry, hard state or snapshot
 )
 
 // System keys.
@@ -244,6 +245,51 @@ func parseHeldKey(k []byte) (due int64, seq uint64, ok bool) {
 		return 0, 0, false
 	}
 	return int64(binary.BigEndian.Uint64(k[1:]) ^ (1 << 63)), binary.BigEndian.Uint64(k[9:]), true
+}
+
+// The keys of a Raft group: 0x07 group(8) then one of these.
+const (
+	raftEntries   byte = 0x01 // followed by index(8): a log entry
+	raftHardState byte = 0x02
+	raftSnapshot  byte = 0x03
+
+	raftGroupLen    = 1 + 8
+	raftEntryKeyLen = raftGroupLen + 1 + 8
+)
+
+// raftKey is 0x07 group kind: the hard state or snapshot key of group, or
+// the prefix of its entries.
+func raftKey(group uint64, kind byte) []byte {
+	k := make([]byte, raftGroupLen+1, raftEntryKeyLen)
+	k[0] = prefixRaft
+	binary.BigEndian.PutUint64(k[1:], group)
+	k[raftGroupLen] = kind
+	return k
+}
+
+func raftEntryKey(group, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(raftKey(group, raftEntries), index)
+}
+
+// raftGroupSpan returns the bounds [start, end) of every key of group.
+func raftGroupSpan(group uint64) (start, end []byte) {
+	start = raftKey(group, 0)[:raftGroupLen]
+	return start, prefixEnd(start)
+}
+
+// parseRaftKey returns the group, kind and (for an entry) index of a raft key.
+func parseRaftKey(k []byte) (group uint64, kind byte, index uint64, ok bool) {
+	if len(k) < raftGroupLen+1 || k[0] != prefixRaft {
+		return 0, 0, 0, false
+	}
+	group, kind = binary.BigEndian.Uint64(k[1:]), k[raftGroupLen]
+	switch {
+	case kind == raftEntries && len(k) == raftEntryKeyLen:
+		return group, kind, binary.BigEndian.Uint64(k[raftGroupLen+1:]), true
+	case (kind == raftHardState || kind == raftSnapshot) && len(k) == raftGroupLen+1:
+		return group, kind, 0, true
+	}
+	return 0, 0, 0, false
 }
 
 // prefixEnd returns the smallest key greater than every key starting with p

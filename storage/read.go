@@ -163,22 +163,31 @@ func (s *Store) ScanHeld(fn func(due int64, seq uint64, rec []byte) bool) error 
 	}
 	defer done()
 	s.c.waitApplied()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
+	return s.iterate([]byte{prefixHeld}, []byte{prefixHeld + 1}, func(k, v []byte) (bool, error) {
+		due, seq, ok := parseHeldKey(k)
+		if !ok {
+			return false, fmt.Errorf("storage: malformed held key %q", k)
+		}
+		return fn(due, seq, append([]byte(nil), v...)), nil
+	})
+}
+
+// iterate calls fn with the keys in [lo, hi) and their values, in order,
+// until fn returns false or an error; k and v are valid only during the
+// call. The caller holds s.read().
+func (s *Store) iterate(lo, hi []byte, fn func(k, v []byte) (bool, error)) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		due, seq, ok := parseHeldKey(it.Key())
-		if !ok {
-			err = fmt.Errorf("storage: malformed held key %q", it.Key())
+		v, verr := it.ValueAndErr()
+		if verr != nil {
+			err = verr
 			break
 		}
-		v, err1 := it.ValueAndErr()
-		if err1 != nil {
-			err = err1
-			break
-		}
-		if !fn(due, seq, append([]byte(nil), v...)) {
+		var more bool
+		if more, err = fn(it.Key(), v); err != nil || !more {
 			break
 		}
 	}

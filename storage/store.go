@@ -164,6 +164,8 @@ type Store struct {
 
 	space spaceState
 
+	raftLogs raftLogs // the RaftLogs handed out, one per group (raftlog.go)
+
 	recovered atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
