@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/warrenmq/warren/protocol"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Dump writes every key of the store and its decoded value, one per line,
@@ -102,6 +104,10 @@ func describe(k, v []byte) string {
 		if due, seq, ok := parseHeldKey(k); ok {
 			return fmt.Sprintf("held due=%d seq=%d = %s", due, seq, abbrev(v))
 		}
+	case prefixRaft:
+		if line := describeRaft(k, v); line != "" {
+			return line
+		}
 	}
 	return fmt.Sprintf("? %q = %q", k, v)
 }
@@ -155,4 +161,51 @@ func formatTable(t protocol.Table) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// describeRaft renders a raft key and its value ("" if either is malformed).
+func describeRaft(k, v []byte) string {
+	group, kind, index, ok := parseRaftKey(k)
+	if !ok {
+		return ""
+	}
+	switch kind {
+	case raftEntries:
+		var e raftpb.Entry
+		if proto.Unmarshal(v, &e) == nil {
+			return fmt.Sprintf("raft g=%d entry i=%d = term=%d index=%d type=%s data=%s",
+				group, index, e.GetTerm(), e.GetIndex(), e.GetType(), abbrev(e.GetData()))
+		}
+	case raftHardState:
+		var hs raftpb.HardState
+		if proto.Unmarshal(v, &hs) == nil {
+			return fmt.Sprintf("raft g=%d hardstate = term=%d vote=%d commit=%d", group, hs.GetTerm(), hs.GetVote(), hs.GetCommit())
+		}
+	case raftSnapshot:
+		var snap raftpb.Snapshot
+		if proto.Unmarshal(v, &snap) == nil {
+			md := snap.GetMetadata()
+			return fmt.Sprintf("raft g=%d snapshot = index=%d term=%d conf=%s data=%s",
+				group, md.GetIndex(), md.GetTerm(), formatConfState(md.GetConfState()), abbrev(snap.GetData()))
+		}
+	}
+	return ""
+}
+
+// formatConfState lists the non-empty parts of a conf state.
+func formatConfState(cs *raftpb.ConfState) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for _, part := range []struct {
+		name string
+		ids  []uint64
+	}{{"voters", cs.GetVoters()}, {"learners", cs.GetLearners()}, {"voters_outgoing", cs.GetVotersOutgoing()}, {"learners_next", cs.GetLearnersNext()}} {
+		if len(part.ids) > 0 {
+			fmt.Fprintf(&b, "%s:%v ", part.name, part.ids)
+		}
+	}
+	if cs.GetAutoLeave() {
+		b.WriteString("auto_leave ")
+	}
+	return strings.TrimSuffix(b.String(), " ") + "}"
 }
