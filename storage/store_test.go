@@ -37,6 +37,10 @@ func TestKeyExamples(t *testing.T) {
 	if k := entryKey(prefixEntry, 7, 0, 300); !bytes.Equal(k, want) {
 		t.Errorf("entry key = % x, want % x", k, want)
 	}
+	want = []byte{0x07, 0, 0, 0, 0, 0, 0, 0, 3, 0x01, 0, 0, 0, 0, 0, 0, 0, 5}
+	if k := raftEntryKey(3, 5); !bytes.Equal(k, want) {
+		t.Errorf("raft entry key = % x, want % x", k, want)
+	}
 }
 
 // Escaped names round-trip, keep byte order, and none is a prefix of
