@@ -1,10 +1,11 @@
 // Package storage is Warren's persistent state: one Pebble DB in the data
 // directory holding the metadata (vhosts, users, permissions, exchanges,
 // queues, bindings, policies, enabled plugins), the messages, one index per
-// queue, and the delay store of held messages. The broker core calls it
-// through Store and Txn; this comment describes what is on disk and the
-// rules that keep it consistent, so that someone new can read the store
-// with a debugger (Store.Dump prints every key decoded, in this notation).
+// queue, the delay store of held messages, and the Raft logs of clustered
+// groups. The broker core calls it through Store, Txn and RaftLog; this
+// comment describes what is on disk and the rules that keep it consistent,
+// so that someone new can read the store with a debugger (Store.Dump prints
+// every key decoded, in this notation).
 //
 // # Key layout
 //
@@ -27,6 +28,9 @@
 //	0x04 qid(8) prio(1) seq(8)         queue index entry
 //	0x05 qid(8) prio(1) seq(8)         reference: the msgID(8) of a shared entry
 //	0x06 due(8) seq(8)                 held message (delay store)
+//	0x07 group(8) 0x01 index(8)        Raft log entry of a group
+//	0x07 group(8) 0x02                 the group's Raft hard state
+//	0x07 group(8) 0x03                 the group's Raft snapshot
 //
 // esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
 // terminator 0x00 0x01. It keeps names in byte order, and an escaped name is
@@ -40,6 +44,10 @@
 //
 //	04 00 00 00 00 00 00 00 07 00 00 00 00 00 00 00 01 2c
 //
+// and entry 5 of Raft group 3 is
+//
+//	07 00 00 00 00 00 00 00 03 01 00 00 00 00 00 00 00 05
+//
 // due in a held key is unix milliseconds with the sign bit flipped (so that
 // a negative time would still sort first); held messages are read in due
 // order, ties in seq order.
@@ -47,6 +55,10 @@
 // Queue ids and message ids come from one counter (Store.NewID) and are
 // never reused in the life of a data directory: "next-id" is raised a block
 // of 1<<20 ids at a time, durably, before any id of the block is handed out.
+//
+// A Raft group's keys are contiguous (all of them start with 0x07 group),
+// so DeleteRaftLog is one range deletion, and its entries are in index
+// order, so a read of [lo, hi) is one iterator over adjacent keys.
 //
 // # Values
 //
@@ -71,6 +83,9 @@
 // A shared entry records its body length so that QueueLevels and Recover
 // count bytes without reading the message. A reference (0x05) value is the
 // msgID, 8 bytes. A held value is the caller's bytes.
+//
+// Raft values are raft's own messages marshalled with protobuf: a
+// raftpb.Entry, a raftpb.HardState, a raftpb.Snapshot (metadata and data).
 //
 // # Invariants
 //
@@ -230,6 +245,51 @@
 // references. It syncs its deletions before returning, and logs progress
 // at info level every few seconds when it runs longer than a second.
 //
+// Recover leaves the Raft keys (0x07) alone: a Raft log is whole by
+// construction (below), and only DeleteRaftLog removes a group.
+//
+// # Raft logs
+//
+// A RaftLog is one Raft group's raft.Storage, with raft.MemoryStorage's
+// semantics. Its entries on disk are the indices offset..last with no gap.
+// The one at offset is MemoryStorage's dummy entry: the snapshot's index,
+// or the last compacted one, with its term and nothing else. A new group's
+// dummy (index 0, term 0) is written with its first entries, since without
+// it a log starting at 1 could not be told from one compacted up to 1.
+// Opening a group reads offset and last from its first and last key.
+//
+// Each write is one durable Txn, landing whole in one batch, ordered with
+// every other Txn:
+//
+//   - Save: for a snapshot, a range deletion of all the group's entries,
+//     the dummy at the snapshot's index and the snapshot; for entries that
+//     overwrite a suffix (a new leader's), a range deletion from the first
+//     of them to the end of the log; the entries; the hard state.
+//   - Compact: a range deletion of the entries below the new dummy, and the
+//     dummy rewritten with only its index and term.
+//   - CreateSnapshot: the snapshot key.
+//   - DeleteRaftLog: one range deletion of the group.
+//
+// So a crash leaves a group as it was before or after each write, never in
+// between: no gap in the log, no hard state without the entries saved with
+// it, no snapshot without its dummy. Between two Saves
+// a crash keeps every Save that returned (under SyncAlways; raft's safety
+// needs it: under SyncNever a machine crash can lose a vote) and, whole or
+// not at all, the one under way. raft copes with losing that one because
+// it persists before it acts: the messages of a Ready are sent, and its
+// entries applied, only after Save returns, so no other node relies on
+// what was lost; on restart raft takes the log and hard state it finds, and
+// the leader sends again what the follower lacks. A crash between
+// CreateSnapshot and Compact leaves a snapshot over a log not yet
+// compacted, which is only space.
+//
+// The first and last index and their terms, the hard state, the
+// snapshot's index and conf state and the log's size are kept in memory, so
+// raft's most frequent calls read no disk; Entries, the other terms and the
+// snapshot itself are read from Pebble. A writer publishes the new state
+// after its Txn is applied; readers need not wait for the committer, since
+// every raft write is waited for (see RaftLog for the locking).
+//
 // # Damage in the write-ahead log
 //
 // Pebble replays the newest WAL up to the first record it cannot read. If
@@ -273,6 +333,7 @@
 // MemTableSize), the store holds the open commit batch (at most about
 // 4*MaxBatchBytes, by the backpressure above, plus one Txn), the batch being
 // committed, batches whose callbacks have not run yet, pooled Txn batches
-// (each trimmed to 1 MiB when reused), and about 40 bytes per shared message
-// for its count.
+// (each trimmed to 1 MiB when reused), about 40 bytes per shared message
+// for its count, and per Raft group opened a few hundred bytes (its bounds,
+// hard state and conf state).
 package storage
