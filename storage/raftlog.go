@@ -185,7 +185,7 @@ func (l *RaftLog) getProto(kind byte, m proto.Message) (found bool, err error) {
 func (l *RaftLog) readSnapshot() (*raftpb.Snapshot, error) {
 	snap := &raftpb.Snapshot{}
 	if _, err := l.getProto(raftSnapshot, snap); err != nil {
-		return nil, fmt.Errorf("storage: raft group %d: snapshot: %w", l.group, err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return raftpb.EnsureSnapshot(snap), nil
 }
@@ -371,7 +371,11 @@ func (l *RaftLog) Snapshot() (*raftpb.Snapshot, error) {
 		return nil, err
 	}
 	defer l.mu.RUnlock()
-	return l.readSnapshot()
+	snap, err := l.readSnapshot()
+	if err != nil {
+		return nil, fmt.Errorf("storage: raft group %d: %w", l.group, err)
+	}
+	return snap, nil
 }
 
 // Size reports the bytes (keys and values) and the number of the group's
