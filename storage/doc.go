@@ -272,16 +272,15 @@
 //
 // So a crash leaves a group as it was before or after each write, never in
 // between: no gap in the log, no hard state without the entries saved with
-// it, no snapshot without its dummy. Between two Saves
-// a crash keeps every Save that returned (under SyncAlways; raft's safety
-// needs it: under SyncNever a machine crash can lose a vote) and, whole or
-// not at all, the one under way. raft copes with losing that one because
-// it persists before it acts: the messages of a Ready are sent, and its
-// entries applied, only after Save returns, so no other node relies on
-// what was lost; on restart raft takes the log and hard state it finds, and
-// the leader sends again what the follower lacks. A crash between
-// CreateSnapshot and Compact leaves a snapshot over a log not yet
-// compacted, which is only space.
+// it, no snapshot without its dummy. A crash between two Saves keeps every
+// Save that returned (under SyncAlways; raft's safety needs it, as under
+// SyncNever a machine crash can lose a vote) and the one under way whole or
+// not at all. raft copes with losing that one because it persists before
+// it acts: a Ready's messages are sent, and its entries applied, only after
+// Save returns, so no other node relies on what was lost; on restart raft
+// takes the log and hard state it finds, and the leader sends again what
+// the follower lacks. A crash between CreateSnapshot and Compact leaves a
+// snapshot over a log not yet compacted, which costs only space.
 //
 // The first and last index and their terms, the hard state, the
 // snapshot's index and conf state and the log's size are kept in memory, so
