@@ -53,6 +53,9 @@ type RaftLog struct {
 	deleted bool // by DeleteRaftLog (set under wmu and mu)
 }
 
+// The raft node takes a RaftLog as its Storage.
+var _ raft.Storage = (*RaftLog)(nil)
+
 // raftState is a RaftLog's in-memory state: what the disk holds once every
 // write that returned is applied.
 type raftState struct {
