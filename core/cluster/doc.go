@@ -1,0 +1,69 @@
+// Package cluster makes several Warren nodes one broker: it runs the
+// metadata Raft group (go.etcd.io/raft/v3) over all nodes, carries Raft's
+// messages between them (transport.go), and keeps the member table.
+//
+// What it replicates is a StateMachine of the caller's: commands are
+// opaque bytes, applied in log order on every node; Propose returns once
+// its command is committed by a majority and applied on the proposing node,
+// with the state machine's answer. A node never answers a change it has
+// not committed: without a majority, Propose returns ErrNoQuorum when its
+// context ends. Reads are served locally, from what the node has applied.
+//
+// # Forming a cluster
+//
+// A node started without seeds and without a log starts a cluster of one.
+// A node with seeds asks them, in turn, to add it (a configuration change
+// whose context carries its name and address), and waits for the leader
+// to send it the log or a snapshot. A node with a log restarts from it,
+// whatever its seeds. Node ids are a hash of the node's name, so every
+// node derives the same id for a name. Snapshots carry the member table
+// beside the state machine's own snapshot, since Raft's configuration
+// holds ids only.
+//
+// # Raft settings, and why
+//
+//   - A tick is 100 ms; a heartbeat every tick, an election after 10
+//     ticks without one (randomized by Raft to 10–20). Nodes of a Warren
+//     cluster are on one network (RabbitMQ advises against clustering
+//     across a WAN): a round trip is well under a millisecond, so a
+//     heartbeat every 100 ms costs nothing, and a leader that died is
+//     replaced in 1–2 s. A garbage-collection pause or a busy core must
+//     not depose a healthy leader, which a timeout below a second would
+//     risk on a 2-core machine.
+//   - PreVote and CheckQuorum: a node cut off from the others cannot
+//     disrupt the cluster when it comes back (it must win a pre-vote
+//     first), and a leader that lost its majority steps down after an
+//     election timeout, so the minority side of a partition knows it
+//     cannot commit and refuses changes instead of holding them.
+//   - MaxSizePerMsg 1 MiB and MaxInflightMsgs 256: metadata commands are
+//     small (a declare is a few hundred bytes), so a message batches
+//     thousands of them; 256 messages in flight let a follower that fell
+//     behind catch up at the network's speed without the leader buffering
+//     more than a few hundred MiB for it.
+//   - A snapshot every 10,000 applied entries, keeping the last 1,000 in
+//     the log: a node that was down briefly catches up from the log, one
+//     that was down long gets a snapshot, and the log of a broker that
+//     declares all day stays bounded. A metadata snapshot is the whole
+//     topology, megabytes for a large broker, cheap every 10,000 changes.
+//
+// # Transport
+//
+// Nodes authenticate each other with a challenge-response on the shared
+// cluster secret (transport.go); each sends to each peer on its own
+// connection from a bounded queue, and a message that cannot be queued or
+// sent is dropped and reported to Raft, which retries. Sending never
+// blocks the node's loop.
+//
+// # Invariants
+//
+//   - The node's loop handles each Ready in the order Raft requires: the
+//     hard state, entries and snapshot are durable (LogStore.Save) before
+//     its messages are sent and its committed entries applied.
+//   - Every committed entry's index reaches StateMachine.Apply, even
+//     Raft's empty entries and configuration changes (with a nil
+//     command), so Applied is exact; at a restart Raft hands back only
+//     entries after Applied, and the member table is rebuilt from the
+//     snapshot and the configuration changes up to Applied.
+//   - Lock order: Node.mu and Transport.mu are leaves; neither is held
+//     while calling Raft or the state machine.
+package cluster

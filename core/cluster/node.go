@@ -1,0 +1,646 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Raft settings; the package doc says why each has its value.
+const (
+	tickInterval     = 100 * time.Millisecond
+	electionTicks    = 10
+	heartbeatTicks   = 1
+	maxSizePerMsg    = 1 << 20
+	maxInflightMsgs  = 256
+	defaultSnapEvery = 10_000
+	keepAfterSnap    = 1_000
+	joinTimeout      = 10 * time.Second
+)
+
+// ErrNoQuorum is the answer to a change the cluster could not commit: this
+// node cannot reach a majority (it is on the minority side of a partition,
+// or most nodes are down), or no leader is elected yet.
+var ErrNoQuorum = errors.New("cluster: the change was not committed: no majority of the cluster's nodes is reachable")
+
+// ErrStopped is the answer to a change proposed to a stopped node.
+var ErrStopped = errors.New("cluster: the node is stopping")
+
+// LogStore keeps a Raft group's log, hard state and snapshot.
+// storage.RaftLog is the durable one.
+type LogStore interface {
+	raft.Storage
+	// Save persists what a Ready asks for, durably, before it returns.
+	Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error
+	CreateSnapshot(i uint64, cs *raftpb.ConfState, data []byte) (*raftpb.Snapshot, error)
+	Compact(compactIndex uint64) error
+}
+
+// StateMachine is what the cluster replicates. Every node applies the same
+// commands in the same order.
+type StateMachine interface {
+	// Apply applies the command committed at index. It must be
+	// deterministic: every node gets the same error, which is the
+	// command's answer to whoever proposed it (an AMQP reply, say), not a
+	// failure of the node. It makes index durable with the command's
+	// effects, so that Applied is right after a crash.
+	Apply(index uint64, cmd []byte) error
+	// Applied is the index of the last command whose effects are durable.
+	Applied() uint64
+	// Snapshot is the whole state, as of Applied.
+	Snapshot() ([]byte, error)
+	// Restore replaces the whole state with a snapshot taken at index.
+	Restore(index uint64, data []byte) error
+}
+
+// Config configures a Node.
+type Config struct {
+	Name   string   // the node's name, unique in the cluster
+	Listen string   // address for other nodes (host:port; port 0 picks one)
+	Seeds  []string // other nodes' addresses; none: this node starts the cluster
+	Secret []byte   // shared by every node
+	Log    LogStore
+	State  StateMachine
+	Logger zerolog.Logger
+	// SnapshotEvery is how many applied entries make a snapshot (and a
+	// compaction of the log); 0 means 10,000. KeepAfterSnapshot is how
+	// many entries behind the snapshot stay in the log; 0 means 1,000.
+	SnapshotEvery     uint64
+	KeepAfterSnapshot uint64
+}
+
+// Member is a node of the cluster.
+type Member struct {
+	ID   uint64
+	Name string
+	Addr string
+}
+
+// NodeID is the Raft id of the node named name: a hash, so that every
+// node derives the same id for a name without asking.
+func NodeID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	if id := h.Sum64(); id != 0 {
+		return id
+	}
+	return 1
+}
+
+// Node is this process's member of the cluster.
+type Node struct {
+	cfg  Config
+	id   uint64
+	raft raft.Node
+	tr   *Transport
+	log  zerolog.Logger
+
+	confMu sync.Mutex // serializes configuration changes proposed here
+
+	mu       sync.Mutex
+	members  map[uint64]Member
+	waiters  map[uint64]chan error // by proposal sequence
+	seq      uint64
+	status   Status
+	joined   chan struct{} // closed once this node is in the configuration
+	isJoined bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Status is a node's view of the cluster.
+type Status struct {
+	ID      uint64
+	Name    string
+	Role    string // "leader", "follower", "candidate", "pre-candidate"
+	Term    uint64
+	Leader  uint64
+	Commit  uint64
+	Applied uint64
+	Members []Member
+}
+
+// Start starts the node: it restarts from its log if it has one, starts a
+// new cluster of one without seeds, or asks the seeds to let it join.
+func Start(cfg Config) (*Node, error) {
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = defaultSnapEvery
+	}
+	if cfg.KeepAfterSnapshot == 0 {
+		cfg.KeepAfterSnapshot = keepAfterSnap
+	}
+	id := NodeID(cfg.Name)
+	tr, err := newTransport(id, cfg.Listen, cfg.Secret, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: id, tr: tr, log: cfg.Logger.With().Str("component", "cluster").Logger(),
+		members: map[uint64]Member{}, waiters: map[uint64]chan error{}, joined: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	tr.deliver = n.receive
+	tr.onJoin = n.handleJoin
+	tr.unreachable = func(id uint64) { n.raft.ReportUnreachable(id) }
+	tr.snapshotSent = func(id uint64, ok bool) {
+		status := raft.SnapshotFinish
+		if !ok {
+			status = raft.SnapshotFailure
+		}
+		n.raft.ReportSnapshot(id, status)
+	}
+
+	hs, cs, err := cfg.Log.InitialState()
+	if err != nil {
+		tr.close()
+		return nil, err
+	}
+	last, err := cfg.Log.LastIndex()
+	if err != nil {
+		tr.close()
+		return nil, err
+	}
+	// A state machine behind the log's snapshot (one that keeps nothing
+	// durable, or lost its data) starts from the snapshot: Raft hands
+	// back only entries after it.
+	applied := cfg.State.Applied()
+	if snap, err := cfg.Log.Snapshot(); err != nil {
+		tr.close()
+		return nil, err
+	} else if i := snap.GetMetadata().GetIndex(); i > applied {
+		_, data, err := decodeSnapshot(snap.GetData())
+		if err == nil {
+			err = cfg.State.Restore(i, data)
+		}
+		if err != nil {
+			tr.close()
+			return nil, fmt.Errorf("cluster: restoring the snapshot at %d: %w", i, err)
+		}
+		applied = i
+	}
+	rc := &raft.Config{
+		ID: id, ElectionTick: electionTicks, HeartbeatTick: heartbeatTicks, Storage: cfg.Log,
+		Applied: applied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: maxInflightMsgs,
+		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true,
+		Logger: raftLogger{n.log},
+	}
+	restart := !raft.IsEmptyHardState(hs) || last > 0 || len(cs.GetVoters()) > 0
+	if restart {
+		if err := n.recoverMembers(applied); err != nil {
+			tr.close()
+			return nil, err
+		}
+		n.raft = raft.RestartNode(rc)
+	} else if len(cfg.Seeds) == 0 {
+		self := Member{ID: id, Name: cfg.Name, Addr: tr.Addr()}
+		n.raft = raft.StartNode(rc, []raft.Peer{{ID: id, Context: encodeMember(id, 0, self)}})
+	} else {
+		n.raft = raft.RestartNode(rc) // empty: waits for the leader to add it
+	}
+	for _, m := range n.members {
+		tr.setPeer(m.ID, m.Addr)
+	}
+	tr.serve()
+	go n.run()
+	if !restart && len(cfg.Seeds) > 0 {
+		go n.join()
+	}
+	return n, nil
+}
+
+// ID is the node's Raft id.
+func (n *Node) ID() uint64 { return n.id }
+
+// Addr is the address other nodes reach this one at.
+func (n *Node) Addr() string { return n.tr.Addr() }
+
+// WaitJoined waits until this node is a member of the configuration and
+// has applied what the cluster committed up to then.
+func (n *Node) WaitJoined(ctx context.Context) error {
+	select {
+	case <-n.joined:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: not joined: %w", ctx.Err())
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// join asks the seeds, in turn, to add this node until one has.
+func (n *Node) join() {
+	self := joinRequest{id: n.id, name: n.cfg.Name, addr: n.tr.Addr()}
+	for attempt := 0; ; attempt++ {
+		seed := n.cfg.Seeds[attempt%len(n.cfg.Seeds)]
+		ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+		members, err := n.tr.request(ctx, seed, self)
+		cancel()
+		if err == nil {
+			// Raft's first messages come before the log that names
+			// their senders: the transport learns them now.
+			for _, m := range members {
+				n.tr.setPeer(m.ID, m.Addr)
+			}
+			n.log.Info().Str("seed", seed).Msg("joined the cluster")
+			return
+		}
+		n.log.Info().Err(err).Str("seed", seed).Msg("could not join through this seed yet")
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// handleJoin adds (or removes) a node, answering once the change is
+// applied here, with the members.
+func (n *Node) handleJoin(ctx context.Context, req joinRequest) ([]Member, error) {
+	if err := n.changeConf(ctx, req); err != nil {
+		return nil, err
+	}
+	return n.Members(), nil
+}
+
+// changeConf proposes a configuration change and waits until it is
+// applied here. Raft takes one change at a time (it turns a second one
+// proposed while the first is pending into an empty entry, which would
+// leave its waiter without an answer), so a node proposes them in turn.
+func (n *Node) changeConf(ctx context.Context, req joinRequest) error {
+	n.confMu.Lock()
+	defer n.confMu.Unlock()
+	cc := &raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(req.id)}
+	if req.leave {
+		cc.Type = raftpb.ConfChangeRemoveNode.Enum()
+	}
+	seq, ch := n.wait()
+	cc.Context = encodeMember(n.id, seq, Member{ID: req.id, Name: req.name, Addr: req.addr})
+	if err := n.raft.ProposeConfChange(ctx, cc); err != nil {
+		n.unwait(seq)
+		return ErrNoQuorum
+	}
+	return n.await(ctx, seq, ch)
+}
+
+// Members lists the cluster's nodes by name.
+func (n *Node) Members() []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]Member, 0, len(n.members))
+	for _, m := range n.members {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return compareStrings(a.Name, b.Name) })
+	return out
+}
+
+// Forget removes a node from the cluster (rabbitmqctl
+// forget_cluster_node).
+func (n *Node) Forget(ctx context.Context, name string) error {
+	id := NodeID(name)
+	n.mu.Lock()
+	m, ok := n.members[id]
+	n.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("cluster: no node %q in the cluster", name)
+	}
+	return n.changeConf(ctx, joinRequest{id: m.ID, name: m.Name, addr: m.Addr, leave: true})
+}
+
+// Propose replicates cmd and returns once it is committed and applied on
+// this node, with the state machine's answer to it.
+func (n *Node) Propose(ctx context.Context, cmd []byte) error {
+	seq, ch := n.wait()
+	data := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, n.id), seq)
+	data = append(data, cmd...)
+	if err := n.raft.Propose(ctx, data); err != nil {
+		n.unwait(seq)
+		if errors.Is(err, raft.ErrStopped) {
+			return ErrStopped
+		}
+		return ErrNoQuorum
+	}
+	return n.await(ctx, seq, ch)
+}
+
+func (n *Node) wait() (uint64, chan error) {
+	ch := make(chan error, 1)
+	n.mu.Lock()
+	n.seq++
+	seq := n.seq
+	n.waiters[seq] = ch
+	n.mu.Unlock()
+	return seq, ch
+}
+
+func (n *Node) unwait(seq uint64) {
+	n.mu.Lock()
+	delete(n.waiters, seq)
+	n.mu.Unlock()
+}
+
+// await waits for a proposal's answer. A proposal whose context ends may
+// still be committed later: the caller cannot tell, and says so.
+func (n *Node) await(ctx context.Context, seq uint64, ch chan error) error {
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		n.unwait(seq)
+		return ErrNoQuorum
+	case <-n.done:
+		n.unwait(seq)
+		return ErrStopped
+	}
+}
+
+// answer hands a proposal's answer to its waiter, if it was proposed here.
+func (n *Node) answer(proposer, seq uint64, err error) {
+	if proposer != n.id {
+		return
+	}
+	n.mu.Lock()
+	ch, ok := n.waiters[seq]
+	delete(n.waiters, seq)
+	n.mu.Unlock()
+	if ok {
+		ch <- err
+	}
+}
+
+func (n *Node) receive(m *raftpb.Message) {
+	n.raft.Step(context.Background(), m)
+}
+
+// Status is the node's view of the cluster now.
+func (n *Node) Status() Status {
+	st := n.raft.Status()
+	n.mu.Lock()
+	out := n.status
+	n.mu.Unlock()
+	out.ID, out.Name = n.id, n.cfg.Name
+	out.Role = roleName(st.RaftState)
+	out.Term, out.Leader, out.Commit = st.GetTerm(), st.Lead, st.GetCommit()
+	out.Members = n.Members()
+	return out
+}
+
+func roleName(s raft.StateType) string {
+	switch s {
+	case raft.StateLeader:
+		return "leader"
+	case raft.StateCandidate:
+		return "candidate"
+	case raft.StatePreCandidate:
+		return "pre-candidate"
+	}
+	return "follower"
+}
+
+// Block cuts the links between this node and another, both ways, or
+// restores them: a partition for tests.
+func (n *Node) Block(name string, cut bool) { n.tr.block(NodeID(name), cut) }
+
+// Stop stops the node; its log and state stay for a restart.
+func (n *Node) Stop() {
+	select {
+	case <-n.stop:
+		return
+	default:
+	}
+	close(n.stop)
+	<-n.done
+	n.raft.Stop()
+	n.tr.close()
+}
+
+// run is the node's loop: it ticks Raft and handles each Ready in the
+// order Raft requires (persist, send, apply, advance).
+func (n *Node) run() {
+	defer close(n.done)
+	ticker := time.NewTicker(tickInterval)
+	defer ticker.Stop()
+	applied := n.cfg.State.Applied()
+	snapIndex := uint64(0)
+	if snap, err := n.cfg.Log.Snapshot(); err == nil {
+		snapIndex = snap.GetMetadata().GetIndex()
+	}
+	var confState *raftpb.ConfState
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-ticker.C:
+			n.raft.Tick()
+		case rd := <-n.raft.Ready():
+			if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+				n.log.Error().Err(err).Msg("cannot persist the Raft log; this node stops taking part")
+				return
+			}
+			n.tr.send(rd.Messages)
+			if snap := rd.Snapshot; snap != nil && !raft.IsEmptySnap(snap) && snap.GetMetadata().GetIndex() > applied {
+				if err := n.restore(snap); err != nil {
+					n.log.Error().Err(err).Msg("cannot restore a snapshot; this node stops taking part")
+					return
+				}
+				applied, snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
+				confState = snap.GetMetadata().GetConfState()
+			}
+			for _, e := range rd.CommittedEntries {
+				if e.GetIndex() <= applied {
+					continue
+				}
+				if cs := n.apply(e); cs != nil {
+					confState = cs
+				}
+				applied = e.GetIndex()
+			}
+			n.mu.Lock()
+			n.status.Applied = applied
+			n.mu.Unlock()
+			if applied-snapIndex >= n.cfg.SnapshotEvery {
+				if confState == nil {
+					_, cs, _ := n.cfg.Log.InitialState()
+					confState = cs
+				}
+				if err := n.snapshot(applied, confState); err != nil {
+					n.log.Warn().Err(err).Msg("cannot take a snapshot; the log keeps growing")
+				} else {
+					snapIndex = applied
+				}
+			}
+			n.raft.Advance()
+		}
+	}
+}
+
+// apply applies one committed entry and returns the new configuration if
+// it changed it.
+func (n *Node) apply(e *raftpb.Entry) *raftpb.ConfState {
+	switch e.GetType() {
+	case raftpb.EntryNormal:
+		data := e.GetData()
+		if len(data) < 16 {
+			// Raft's empty entry at a new term: its index still reaches
+			// the state machine, so that Applied moves past it.
+			n.cfg.State.Apply(e.GetIndex(), nil)
+			return nil
+		}
+		proposer, seq := binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:])
+		err := n.cfg.State.Apply(e.GetIndex(), data[16:])
+		n.answer(proposer, seq, err)
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			n.log.Error().Err(err).Msg("undecodable configuration change in the log")
+			return nil
+		}
+		cs := n.raft.ApplyConfChange(cc)
+		proposer, seq, m, err := decodeMember(cc.GetContext())
+		if err == nil {
+			n.changeMember(cc.GetType(), m)
+		}
+		// The entry's index must still reach the state machine, so that
+		// Applied moves past it.
+		n.cfg.State.Apply(e.GetIndex(), nil)
+		if err == nil {
+			n.answer(proposer, seq, nil)
+		}
+		return cs
+	}
+	return nil
+}
+
+// changeMember records a configuration change in the member table and the
+// transport.
+func (n *Node) changeMember(typ raftpb.ConfChangeType, m Member) {
+	n.mu.Lock()
+	if typ == raftpb.ConfChangeRemoveNode {
+		delete(n.members, m.ID)
+	} else {
+		n.members[m.ID] = m
+	}
+	joinedNow := m.ID == n.id && typ != raftpb.ConfChangeRemoveNode && !n.isJoined
+	if joinedNow {
+		n.isJoined = true
+	}
+	n.mu.Unlock()
+	if typ == raftpb.ConfChangeRemoveNode {
+		n.tr.removePeer(m.ID)
+	} else {
+		n.tr.setPeer(m.ID, m.Addr)
+	}
+	if joinedNow {
+		close(n.joined)
+	}
+}
+
+// snapshot records the state as of applied, with the member table, and
+// compacts the log behind it.
+func (n *Node) snapshot(applied uint64, cs *raftpb.ConfState) error {
+	data, err := n.cfg.State.Snapshot()
+	if err != nil {
+		return err
+	}
+	env := encodeSnapshot(n.Members(), data)
+	if _, err := n.cfg.Log.CreateSnapshot(applied, cs, env); err != nil {
+		return err
+	}
+	if applied > n.cfg.KeepAfterSnapshot {
+		return n.cfg.Log.Compact(applied - n.cfg.KeepAfterSnapshot)
+	}
+	return nil
+}
+
+// restore replaces the state and member table with a snapshot's.
+func (n *Node) restore(snap *raftpb.Snapshot) error {
+	members, data, err := decodeSnapshot(snap.GetData())
+	if err != nil {
+		return err
+	}
+	if err := n.cfg.State.Restore(snap.GetMetadata().GetIndex(), data); err != nil {
+		return err
+	}
+	keep := map[uint64]bool{}
+	for _, m := range members {
+		keep[m.ID] = true
+		n.changeMember(raftpb.ConfChangeAddNode, m)
+	}
+	for _, m := range n.Members() {
+		if !keep[m.ID] {
+			n.changeMember(raftpb.ConfChangeRemoveNode, m)
+		}
+	}
+	return nil
+}
+
+// recoverMembers rebuilds the member table at a restart: the snapshot's,
+// then the configuration changes of the log up to applied (Raft does not
+// hand back entries the state machine has applied).
+func (n *Node) recoverMembers(applied uint64) error {
+	snap, err := n.cfg.Log.Snapshot()
+	if err != nil {
+		return err
+	}
+	from := snap.GetMetadata().GetIndex() + 1
+	if !raft.IsEmptySnap(snap) {
+		members, _, err := decodeSnapshot(snap.GetData())
+		if err != nil {
+			return err
+		}
+		for _, m := range members {
+			n.members[m.ID] = m
+		}
+	}
+	if applied < from {
+		return n.markJoined()
+	}
+	ents, err := n.cfg.Log.Entries(from, applied+1, 1<<62)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.GetType() != raftpb.EntryConfChange {
+			continue
+		}
+		cc := &raftpb.ConfChange{}
+		if proto.Unmarshal(e.GetData(), cc) != nil {
+			continue
+		}
+		if _, _, m, err := decodeMember(cc.GetContext()); err == nil {
+			if cc.GetType() == raftpb.ConfChangeRemoveNode {
+				delete(n.members, m.ID)
+			} else {
+				n.members[m.ID] = m
+			}
+		}
+	}
+	return n.markJoined()
+}
+
+func (n *Node) markJoined() error {
+	if _, ok := n.members[n.id]; ok && !n.isJoined {
+		n.isJoined = true
+		close(n.joined)
+	}
+	return nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

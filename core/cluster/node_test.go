@@ -1,0 +1,356 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/warrenmq/warren/storage"
+)
+
+// memLog is raft.MemoryStorage with Save: durable for as long as the test
+// keeps it, which is what a restart within a test needs.
+type memLog struct{ *raft.MemoryStorage }
+
+func (m memLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error {
+	if snap != nil && !raft.IsEmptySnap(snap) {
+		if err := m.ApplySnapshot(snap); err != nil {
+			return err
+		}
+	}
+	if err := m.Append(ents); err != nil {
+		return err
+	}
+	if hs != nil && !raft.IsEmptyHardState(hs) {
+		return m.SetHardState(hs)
+	}
+	return nil
+}
+
+// journal is a state machine that records its commands; a command that
+// starts with "bad" is refused, on every node alike.
+type journal struct {
+	mu      sync.Mutex
+	applied uint64
+	cmds    []string
+}
+
+func (j *journal) Apply(index uint64, cmd []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.applied = index
+	if cmd == nil {
+		return nil
+	}
+	if strings.HasPrefix(string(cmd), "bad") {
+		return fmt.Errorf("refused %q", cmd)
+	}
+	j.cmds = append(j.cmds, string(cmd))
+	return nil
+}
+
+func (j *journal) Applied() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.applied
+}
+
+func (j *journal) Snapshot() ([]byte, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return []byte(strings.Join(j.cmds, "\n")), nil
+}
+
+func (j *journal) Restore(index uint64, data []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.applied, j.cmds = index, nil
+	if len(data) > 0 {
+		j.cmds = strings.Split(string(data), "\n")
+	}
+	return nil
+}
+
+func (j *journal) commands() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.cmds)
+}
+
+// testNode is a node with its log and state, which outlive a Stop.
+type testNode struct {
+	*Node
+	cfg   Config
+	state *journal
+}
+
+var secret = []byte("the cluster's secret")
+
+func startNode(t *testing.T, name string, seeds []string, tweak func(*Config)) *testNode {
+	t.Helper()
+	tn := &testNode{state: &journal{}}
+	tn.cfg = Config{Name: name, Listen: "127.0.0.1:0", Seeds: seeds, Secret: secret, Log: memLog{raft.NewMemoryStorage()}, State: tn.state,
+		Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}
+	if tweak != nil {
+		tweak(&tn.cfg)
+	}
+	tn.start(t)
+	return tn
+}
+
+func (tn *testNode) start(t *testing.T) {
+	t.Helper()
+	n, err := Start(tn.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Node = n
+	tn.cfg.Listen = n.Addr() // a restart keeps the address the others know
+	t.Cleanup(n.Stop)
+}
+
+// threeNodes starts a, then b and c joining through a.
+func threeNodes(t *testing.T, tweak func(*Config)) []*testNode {
+	t.Helper()
+	a := startNode(t, "a", nil, tweak)
+	nodes := []*testNode{a, startNode(t, "b", []string{a.Addr()}, tweak), startNode(t, "c", []string{a.Addr()}, tweak)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.WaitJoined(ctx); err != nil {
+			t.Fatalf("%s: %v", n.cfg.Name, err)
+		}
+	}
+	return nodes
+}
+
+func propose(t *testing.T, n *testNode, cmd string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return n.Propose(ctx, []byte(cmd))
+}
+
+// converge waits until every node has applied the same commands, want.
+func converge(t *testing.T, nodes []*testNode, want []string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		same := true
+		for _, n := range nodes {
+			if got := n.state.commands(); !slices.Equal(got, want) {
+				same = false
+				if time.Now().After(deadline) {
+					t.Fatalf("%s applied %q, want %q", n.cfg.Name, got, want)
+				}
+			}
+		}
+		if same {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestThreeNodesApplyTheSameCommands(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	var want []string
+	for i := range 30 {
+		n := nodes[i%3]
+		cmd := fmt.Sprintf("cmd-%d-via-%s", i, n.cfg.Name)
+		if err := propose(t, n, cmd); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		want = append(want, cmd)
+		// Propose returns once the command is applied where it was
+		// proposed.
+		if got := n.state.commands(); got[len(got)-1] != cmd {
+			t.Fatalf("%s answered before applying %s", n.cfg.Name, cmd)
+		}
+	}
+	// A refusal is the state machine's answer, given to the proposer.
+	if err := propose(t, nodes[1], "bad thing"); err == nil || !strings.Contains(err.Error(), `refused "bad thing"`) {
+		t.Fatalf("bad command: %v", err)
+	}
+	converge(t, nodes, want)
+	for _, n := range nodes {
+		if got := n.Members(); len(got) != 3 || got[0].Name != "a" || got[2].Name != "c" {
+			t.Fatalf("%s sees members %+v", n.cfg.Name, got)
+		}
+	}
+}
+
+// TestMinorityRefusesChanges cuts c off: it cannot commit, and says so;
+// a and b go on; after healing c has what they did.
+func TestMinorityRefusesChanges(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	for _, cut := range []bool{true, false} {
+		for _, n := range []*testNode{a, b} {
+			n.Block("c", cut)
+			c.Block(n.cfg.Name, cut)
+		}
+		if !cut {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := c.Propose(ctx, []byte("from the minority"))
+		cancel()
+		if !errors.Is(err, ErrNoQuorum) {
+			t.Fatalf("minority: %v, want ErrNoQuorum", err)
+		}
+		if err := propose(t, b, "from the majority"); err != nil {
+			t.Fatalf("majority: %v", err)
+		}
+	}
+	converge(t, nodes, []string{"from the majority"})
+	if err := propose(t, c, "after healing"); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, nodes, []string{"from the majority", "after healing"})
+}
+
+// TestRestartedNodeCatchesUp stops b, changes things without it, and
+// restarts it from its log: it catches up from the leader's log or, with
+// the log compacted past it, from a snapshot.
+func TestRestartedNodeCatchesUp(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
+			var tweak func(*Config)
+			if compact {
+				tweak = func(c *Config) { c.SnapshotEvery, c.KeepAfterSnapshot = 10, 2 }
+			}
+			nodes := threeNodes(t, tweak)
+			var want []string
+			for i := range 5 {
+				want = append(want, fmt.Sprintf("before-%d", i))
+				if err := propose(t, nodes[0], want[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			converge(t, nodes, want)
+			b := nodes[1]
+			b.Stop()
+			for i := range 40 {
+				cmd := fmt.Sprintf("while-b-was-down-%d", i)
+				if err := propose(t, nodes[i%2*2], cmd); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, cmd)
+			}
+			b.start(t)
+			converge(t, nodes, want)
+			if compact {
+				if first, _ := nodes[0].cfg.Log.FirstIndex(); first < 10 {
+					t.Fatalf("the leader's log was not compacted (first index %d)", first)
+				}
+			}
+		})
+	}
+}
+
+// TestForgetNode removes a node; the others go on as a cluster of two.
+func TestForgetNode(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	nodes[2].Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := nodes[0].Forget(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].Forget(ctx, "nobody"); err == nil {
+		t.Fatal("forgot a node that is not a member")
+	}
+	for _, n := range nodes[:2] {
+		deadline := time.Now().Add(10 * time.Second)
+		for len(n.Members()) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still sees %+v", n.cfg.Name, n.Members())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := propose(t, nodes[1], "two of two"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWrongSecretCannotJoin: a node without the secret is refused.
+func TestWrongSecretCannotJoin(t *testing.T) {
+	a := startNode(t, "a", nil, nil)
+	intruder := startNode(t, "intruder", []string{a.Addr()}, func(c *Config) { c.Secret = []byte("a guess") })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := intruder.WaitJoined(ctx); err == nil {
+		t.Fatal("a node with the wrong secret joined")
+	}
+	if got := a.Members(); len(got) != 1 {
+		t.Fatalf("members: %+v", got)
+	}
+}
+
+// TestOnTheStore runs the nodes on storage.RaftLog, the log a broker
+// keeps: a node restarted with a fresh state machine (one that keeps
+// nothing) rebuilds it from the snapshot and the log on disk.
+func TestOnTheStore(t *testing.T) {
+	stores := map[string]*storage.Store{}
+	// Registered first, so run last: after every node has stopped.
+	t.Cleanup(func() {
+		for _, st := range stores {
+			st.Close()
+		}
+	})
+	open := func(name, dir string) *storage.RaftLog {
+		st, err := storage.Open(filepath.Join(dir, "data"), storage.Options{Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[name] = st
+		l, err := st.RaftLog(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	dirs := map[string]string{"a": t.TempDir(), "b": t.TempDir(), "c": t.TempDir()}
+	nodes := threeNodes(t, func(c *Config) {
+		c.Log = open(c.Name, dirs[c.Name])
+		c.SnapshotEvery, c.KeepAfterSnapshot = 10, 2
+	})
+	var want []string
+	for i := range 25 {
+		want = append(want, fmt.Sprintf("stored-%d", i))
+		if err := propose(t, nodes[i%3], want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	converge(t, nodes, want)
+
+	// b goes down, its store is closed and opened again, and it comes
+	// back with an empty state machine.
+	b := nodes[1]
+	b.Stop()
+	stores["b"].Close()
+	b.cfg.Log = open("b", dirs["b"])
+	b.state = &journal{}
+	b.cfg.State = b.state
+	want = append(want, "while b was down")
+	if err := propose(t, nodes[0], want[len(want)-1]); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t)
+	converge(t, nodes, want)
+	if got := b.Members(); len(got) != 3 {
+		t.Fatalf("b restarted with members %+v", got)
+	}
+}

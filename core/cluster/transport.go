@@ -1,0 +1,516 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// The transport carries Raft messages between nodes over TCP. Every node
+// dials every peer it sends to; a connection carries frames one way, from
+// the dialer, except for the join request, which is answered on the same
+// connection. A connection starts with a mutual challenge-response on the
+// cluster secret, so a node that does not know the secret can neither
+// send to nor impersonate a member:
+//
+//	dialer   -> hello:  magic "WRNC", version, dialer's id, nonce A
+//	listener -> nonce B, HMAC(secret, "listener" | A | B)
+//	dialer   -> HMAC(secret, "dialer" | A | B)
+//
+// Frames are a type byte, a big-endian uint32 length and a body: a Raft
+// message (protobuf), or a join request and its answer.
+//
+// Sending never blocks the node: each peer has a bounded queue drained by
+// its own goroutine; when the queue is full or the peer cannot be reached
+// the message is dropped and Raft is told (ReportUnreachable), which it
+// copes with by retrying.
+
+const (
+	magic          = "WRNC"
+	version        = 1
+	nonceLen       = 32
+	macLen         = sha256.Size
+	frameRaft      = 1
+	frameJoin      = 2
+	frameJoinReply = 3
+	frameLeave     = 4
+
+	// maxFrame bounds a frame: a metadata snapshot of a large broker
+	// (100,000 queues and bindings) is tens of megabytes.
+	maxFrame = 256 << 20
+	// sendQueue is how many messages wait for one peer before new ones
+	// are dropped: Raft sends at most MaxInflightMsgs appends per peer,
+	// plus heartbeats and votes.
+	sendQueue = 4096
+	// dialTimeout and the handshake deadline keep a dead peer from
+	// holding its sender for long.
+	dialTimeout = 2 * time.Second
+)
+
+var errAuth = errors.New("cluster: the peer does not know the cluster secret")
+
+// Transport sends and receives Raft messages.
+type Transport struct {
+	id     uint64
+	secret []byte
+	log    zerolog.Logger
+	ln     net.Listener
+
+	// deliver gets every Raft message received; onJoin answers join and
+	// leave requests. Both are set before Serve.
+	deliver func(*raftpb.Message)
+	onJoin  func(ctx context.Context, req joinRequest) ([]Member, error)
+
+	mu      sync.Mutex
+	peers   map[uint64]*peer
+	blocked map[uint64]bool // tests: links cut by Block
+	conns   map[net.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+
+	unreachable  func(id uint64)          // reports a dropped message to Raft
+	snapshotSent func(id uint64, ok bool) // reports how sending a snapshot went
+}
+
+// peer is one destination and its sender goroutine.
+type peer struct {
+	id    uint64
+	addr  string
+	queue chan *raftpb.Message
+	stop  chan struct{}
+}
+
+// newTransport listens on addr for other nodes.
+func newTransport(id uint64, addr string, secret []byte, log zerolog.Logger) (*Transport, error) {
+	if len(secret) == 0 {
+		return nil, errors.New("cluster: a cluster secret is required")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listening for nodes: %w", err)
+	}
+	return &Transport{id: id, secret: secret, log: log, ln: ln,
+		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// Addr is the address the transport listens on.
+func (t *Transport) Addr() string { return t.ln.Addr().String() }
+
+// serve accepts connections until close.
+func (t *Transport) serve() {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		for {
+			c, err := t.ln.Accept()
+			if err != nil {
+				return
+			}
+			if !t.track(c) {
+				c.Close()
+				return
+			}
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				defer t.untrack(c)
+				t.receive(c)
+			}()
+		}
+	}()
+}
+
+func (t *Transport) track(c net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+func (t *Transport) untrack(c net.Conn) {
+	c.Close()
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+}
+
+// receive authenticates a dialer and reads its frames.
+func (t *Transport) receive(c net.Conn) {
+	c.SetDeadline(time.Now().Add(dialTimeout))
+	from, err := t.accept(c)
+	if err != nil {
+		t.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("refused a cluster connection")
+		return
+	}
+	c.SetDeadline(time.Time{})
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		typ, body, err := readFrame(r)
+		if err != nil {
+			return
+		}
+		if t.isBlocked(from) {
+			continue // tests: the link is cut
+		}
+		switch typ {
+		case frameRaft:
+			m := &raftpb.Message{}
+			if err := proto.Unmarshal(body, m); err != nil {
+				t.log.Warn().Err(err).Uint64("from", from).Msg("dropping a malformed Raft message")
+				return
+			}
+			t.deliver(m)
+		case frameJoin, frameLeave:
+			var req joinRequest
+			if err := req.unmarshal(body); err != nil {
+				return
+			}
+			req.leave = typ == frameLeave
+			ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+			members, err := t.onJoin(ctx, req)
+			cancel()
+			// The answer: 0 and the members (the joiner must know
+			// where to send before its log tells it), or 1 and why not.
+			var answer []byte
+			if err != nil {
+				answer = append([]byte{1}, err.Error()...)
+			} else {
+				answer = append([]byte{0}, encodeSnapshot(members, nil)...)
+			}
+			if err := writeFrame(c, frameJoinReply, answer); err != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// accept runs the listener's side of the handshake and returns the
+// dialer's id.
+func (t *Transport) accept(c net.Conn) (uint64, error) {
+	hello := make([]byte, len(magic)+1+8+nonceLen)
+	if _, err := io.ReadFull(c, hello); err != nil {
+		return 0, err
+	}
+	if string(hello[:len(magic)]) != magic || hello[len(magic)] != version {
+		return 0, errors.New("not a Warren cluster peer, or another version")
+	}
+	from := binary.BigEndian.Uint64(hello[len(magic)+1:])
+	nonceA := hello[len(magic)+9:]
+	nonceB := make([]byte, nonceLen)
+	rand.Read(nonceB)
+	if _, err := c.Write(append(nonceB, t.mac("listener", nonceA, nonceB)...)); err != nil {
+		return 0, err
+	}
+	proof := make([]byte, macLen)
+	if _, err := io.ReadFull(c, proof); err != nil {
+		return 0, err
+	}
+	if !hmac.Equal(proof, t.mac("dialer", nonceA, nonceB)) {
+		return 0, errAuth
+	}
+	return from, nil
+}
+
+// dial connects to addr and runs the dialer's side of the handshake.
+func (t *Transport) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(dialTimeout))
+	hello := append([]byte(magic), version)
+	hello = binary.BigEndian.AppendUint64(hello, t.id)
+	nonceA := make([]byte, nonceLen)
+	rand.Read(nonceA)
+	hello = append(hello, nonceA...)
+	if _, err := c.Write(hello); err != nil {
+		c.Close()
+		return nil, err
+	}
+	answer := make([]byte, nonceLen+macLen)
+	if _, err := io.ReadFull(c, answer); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cluster handshake with %s: %w", addr, err)
+	}
+	nonceB := answer[:nonceLen]
+	if !hmac.Equal(answer[nonceLen:], t.mac("listener", nonceA, nonceB)) {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", addr, errAuth)
+	}
+	if _, err := c.Write(t.mac("dialer", nonceA, nonceB)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+func (t *Transport) mac(role string, nonceA, nonceB []byte) []byte {
+	h := hmac.New(sha256.New, t.secret)
+	h.Write([]byte(role))
+	h.Write(nonceA)
+	h.Write(nonceB)
+	return h.Sum(nil)
+}
+
+// setPeer adds a peer or changes its address.
+func (t *Transport) setPeer(id uint64, addr string) {
+	if id == t.id {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	if p, ok := t.peers[id]; ok {
+		if p.addr == addr {
+			return
+		}
+		close(p.stop)
+	}
+	p := &peer{id: id, addr: addr, queue: make(chan *raftpb.Message, sendQueue), stop: make(chan struct{})}
+	t.peers[id] = p
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.sendLoop(p)
+	}()
+}
+
+// removePeer stops sending to a peer.
+func (t *Transport) removePeer(id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.peers[id]; ok {
+		close(p.stop)
+		delete(t.peers, id)
+	}
+}
+
+// send queues messages for their peers, dropping those that do not fit.
+func (t *Transport) send(msgs []*raftpb.Message) {
+	var dropped []uint64
+	t.mu.Lock()
+	for _, m := range msgs {
+		p, ok := t.peers[m.GetTo()]
+		if !ok || t.closed {
+			continue
+		}
+		select {
+		case p.queue <- m:
+		default:
+			dropped = append(dropped, p.id)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range dropped {
+		t.unreachable(id)
+	}
+}
+
+// sendLoop keeps a connection to one peer and writes its queue to it.
+func (t *Transport) sendLoop(p *peer) {
+	var c net.Conn
+	var w *bufio.Writer
+	defer func() {
+		if c != nil {
+			t.untrack(c)
+		}
+	}()
+	var buf []byte
+	for {
+		var m *raftpb.Message
+		select {
+		case <-p.stop:
+			return
+		case m = <-p.queue:
+		}
+		if t.isBlocked(p.id) {
+			t.failed(m)
+			continue
+		}
+		if c == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+			conn, err := t.dial(ctx, p.addr)
+			cancel()
+			if err != nil {
+				t.failed(m)
+				t.drain(p, time.Now().Add(100*time.Millisecond))
+				continue
+			}
+			if !t.track(conn) {
+				conn.Close()
+				return
+			}
+			c, w = conn, bufio.NewWriterSize(conn, 64<<10)
+		}
+		// Write what else is queued in the same flush; snapshots are
+		// reported once flushed.
+		var snaps []*raftpb.Message
+		var err error
+		for {
+			if m.GetType() == raftpb.MsgSnap {
+				snaps = append(snaps, m)
+			}
+			if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf[:0], m); err == nil {
+				err = writeFrameTo(w, frameRaft, buf)
+			}
+			if err != nil || len(p.queue) == 0 {
+				break
+			}
+			m = <-p.queue
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		for _, s := range snaps {
+			t.snapshotSent(s.GetTo(), err == nil)
+		}
+		if err != nil {
+			t.unreachable(p.id)
+			t.untrack(c)
+			c, w = nil, nil
+		}
+	}
+}
+
+// failed reports a message that could not be sent.
+func (t *Transport) failed(m *raftpb.Message) {
+	if m.GetType() == raftpb.MsgSnap {
+		t.snapshotSent(m.GetTo(), false)
+	}
+	t.unreachable(m.GetTo())
+}
+
+// drain drops what is queued for an unreachable peer until deadline, so
+// that a dead peer costs one dial per interval rather than one per
+// message.
+func (t *Transport) drain(p *peer, deadline time.Time) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-timer.C:
+			return
+		case <-p.queue:
+		}
+	}
+}
+
+// request sends a join or leave request to addr and waits for its answer:
+// the cluster's members.
+func (t *Transport) request(ctx context.Context, addr string, req joinRequest) ([]Member, error) {
+	c, err := t.dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	typ := byte(frameJoin)
+	if req.leave {
+		typ = frameLeave
+	}
+	if err := writeFrame(c, typ, req.marshal()); err != nil {
+		return nil, err
+	}
+	rt, body, err := readFrame(bufio.NewReader(c))
+	if err != nil {
+		return nil, err
+	}
+	if rt != frameJoinReply || len(body) == 0 {
+		return nil, errors.New("cluster: unexpected answer to a join request")
+	}
+	if body[0] != 0 {
+		return nil, errors.New(string(body[1:]))
+	}
+	members, _, err := decodeSnapshot(body[1:])
+	return members, err
+}
+
+// block cuts (or restores) the link with a peer both ways, for tests.
+func (t *Transport) block(id uint64, cut bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.blocked[id] = cut
+}
+
+func (t *Transport) isBlocked(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.blocked[id]
+}
+
+// close stops listening and sending and waits for the goroutines.
+func (t *Transport) close() {
+	t.mu.Lock()
+	t.closed = true
+	for _, p := range t.peers {
+		close(p.stop)
+	}
+	t.peers = map[uint64]*peer{}
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.ln.Close()
+	t.wg.Wait()
+}
+
+func writeFrame(w io.Writer, typ byte, body []byte) error {
+	bw := bufio.NewWriterSize(w, len(body)+5)
+	if err := writeFrameTo(bw, typ, body); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func writeFrameTo(w *bufio.Writer, typ byte, body []byte) error {
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(body)
+	return err
+}
+
+func readFrame(r *bufio.Reader) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("cluster: a frame of %d bytes is over the limit", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], body, nil
+}
