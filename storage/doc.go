@@ -31,6 +31,8 @@
 //	0x07 group(8) 0x01 index(8)        Raft log entry of a group
 //	0x07 group(8) 0x02                 the group's Raft hard state
 //	0x07 group(8) 0x03                 the group's Raft snapshot
+//	0x07 group(8) 0x04                 uint64: the index its state machine
+//	                                   applied last (RaftLog.SetApplied)
 //
 // esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
 // terminator 0x00 0x01. It keeps names in byte order, and an escaped name is

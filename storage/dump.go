@@ -188,6 +188,10 @@ func describeRaft(k, v []byte) string {
 			return fmt.Sprintf("raft g=%d snapshot = index=%d term=%d conf=%s data=%s",
 				group, md.GetIndex(), md.GetTerm(), formatConfState(md.GetConfState()), abbrev(snap.GetData()))
 		}
+	case raftApplied:
+		if len(v) == 8 {
+			return fmt.Sprintf("raft g=%d applied = %d", group, binary.BigEndian.Uint64(v))
+		}
 	}
 	return ""
 }

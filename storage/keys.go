@@ -252,6 +252,7 @@ const (
 	raftEntries   byte = 0x01 // followed by index(8): a log entry
 	raftHardState byte = 0x02
 	raftSnapshot  byte = 0x03
+	raftApplied   byte = 0x04 // uint64: the state machine's applied index
 
 	raftGroupLen    = 1 + 8
 	raftEntryKeyLen = raftGroupLen + 1 + 8

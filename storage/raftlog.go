@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -51,6 +53,8 @@ type RaftLog struct {
 	mu      sync.RWMutex
 	st      raftState
 	deleted bool // by DeleteRaftLog (set under wmu and mu)
+
+	applied atomic.Uint64 // SetApplied's last index
 }
 
 // The raft node takes a RaftLog as its Storage.
@@ -137,6 +141,15 @@ func (l *RaftLog) load() error {
 	}
 	snap, err := l.readSnapshot()
 	if err != nil {
+		return err
+	}
+	if _, err := l.get(raftKey(l.group, raftApplied), func(v []byte) error {
+		if len(v) != 8 {
+			return errors.New("applied index: not 8 bytes")
+		}
+		l.applied.Store(binary.BigEndian.Uint64(v))
+		return nil
+	}); err != nil {
 		return err
 	}
 	md := snap.GetMetadata()
@@ -398,6 +411,22 @@ type raftWrite struct {
 	// rewrites: the Txn changes entries that exist, so readers wait for it.
 	rewrites bool
 }
+
+// SetApplied records index as the last entry the group's state machine
+// has applied, for Applied after a restart. It is not synced on its own:
+// it reaches the disk with the store's next durable write, so after a crash
+// Applied may be behind the state machine's durable effects, and the
+// entries since are applied again; a state machine that uses it makes its
+// commands idempotent.
+func (l *RaftLog) SetApplied(index uint64) {
+	t := l.s.Begin()
+	t.b.Set(raftKey(l.group, raftApplied), binary.BigEndian.AppendUint64(nil, index), nil)
+	t.Commit(false, nil)
+	l.applied.Store(index)
+}
+
+// Applied is the index SetApplied last recorded (0 if never).
+func (l *RaftLog) Applied() uint64 { return l.applied.Load() }
 
 // begin starts a write; the caller holds wmu.
 func (l *RaftLog) begin() (*raftWrite, error) {

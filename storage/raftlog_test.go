@@ -712,3 +712,36 @@ func BenchmarkRaftLogTerm(b *testing.B) {
 		})
 	}
 }
+
+// TestRaftLogApplied: the applied index is kept per group and read back
+// when the store is opened again.
+func TestRaftLogApplied(t *testing.T) {
+	s, fs := openMem(t, nil)
+	l, err := s.RaftLog(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Applied() != 0 {
+		t.Fatalf("a new group's applied index is %d", l.Applied())
+	}
+	l.SetApplied(41)
+	l.SetApplied(42)
+	other, _ := s.RaftLog(4)
+	if l.Applied() != 42 || other.Applied() != 0 {
+		t.Fatalf("applied %d and %d, want 42 and 0", l.Applied(), other.Applied())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = openMem(t, fs)
+	defer s.Close()
+	if l, _ = s.RaftLog(3); l.Applied() != 42 {
+		t.Fatalf("after reopening: applied %d, want 42", l.Applied())
+	}
+	if err := s.DeleteRaftLog(3); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ = s.RaftLog(3); l.Applied() != 0 {
+		t.Fatalf("after DeleteRaftLog: applied %d", l.Applied())
+	}
+}
