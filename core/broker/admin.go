@@ -13,8 +13,10 @@ import (
 )
 
 // The operations below change users, permissions, vhosts and policies on
-// behalf of the admin API. They are the only way those change while the
-// broker runs, so they are where persistence hooks in.
+// behalf of the admin API and definitions imports. They are the only way
+// those change while the broker runs: each checks what needs no state,
+// then goes through change (replicated.go), which applies it here or, in
+// a cluster, on every node; the apply* functions carry it out.
 
 // PutUser adds or replaces a user with a password (hashed here) and tags.
 // A nil password keeps an existing user's password (changing tags only); a
@@ -35,11 +37,16 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
 }
 
-// putUser stores and installs a user as given.
+// putUser installs a user as given, hash and all.
 func (b *Broker) putUser(u *auth.User) error {
-	name := u.Name
-	if err := b.store.PutMeta(storage.KindUser, "", name, userRecord(u)); err != nil {
-		return reply.Internal("could not store user '%s': %v", name, err)
+	cmd := userRecord(u)
+	cmd["op"], cmd["name"] = opPutUser, u.Name
+	return b.change(cmd)
+}
+
+func (b *Broker) applyPutUser(u *auth.User) error {
+	if err := b.store.PutMeta(storage.KindUser, "", u.Name, userRecord(u)); err != nil {
+		return reply.Internal("could not store user '%s': %v", u.Name, err)
 	}
 	b.users.PutUser(u)
 	return nil
@@ -61,6 +68,10 @@ func (b *Broker) PutUserHash(name, hash string, alg auth.Hashing, tags []string)
 
 // DeleteUser removes a user and all their permissions.
 func (b *Broker) DeleteUser(name string) error {
+	return b.change(protocol.Table{"op": opDeleteUser, "name": name})
+}
+
+func (b *Broker) applyDeleteUser(name string) error {
 	if _, ok := b.users.User(name); !ok {
 		return reply.NotFound("no user '%s'", name)
 	}
@@ -80,6 +91,14 @@ func (b *Broker) DeleteUser(name string) error {
 
 // SetPermission grants a user rights in a vhost.
 func (b *Broker) SetPermission(vhost, user, configure, write, read string) error {
+	if _, err := auth.NewPermission(configure, write, read); err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	return b.change(protocol.Table{"op": opSetPermission, "vhost": vhost, "user": user,
+		"configure": configure, "write": write, "read": read})
+}
+
+func (b *Broker) applySetPermission(vhost, user, configure, write, read string) error {
 	if _, ok := b.VHost(vhost); !ok {
 		return reply.NotFound("no vhost '%s'", vhost)
 	}
@@ -99,6 +118,10 @@ func (b *Broker) SetPermission(vhost, user, configure, write, read string) error
 
 // ClearPermission revokes a user's rights in a vhost.
 func (b *Broker) ClearPermission(vhost, user string) error {
+	return b.change(protocol.Table{"op": opClearPermission, "vhost": vhost, "user": user})
+}
+
+func (b *Broker) applyClearPermission(vhost, user string) error {
 	if _, ok := b.users.Permission(vhost, user); !ok {
 		return reply.NotFound("user '%s' has no permissions in vhost '%s'", user, vhost)
 	}
@@ -111,6 +134,14 @@ func (b *Broker) ClearPermission(vhost, user string) error {
 
 // SetPolicy adds or replaces a policy in a vhost.
 func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
+	p, err := policy.New(name, pattern, applyTo, priority, def)
+	if err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	return b.change(policyCommand(vhost, p))
+}
+
+func (b *Broker) applySetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
 	v, ok := b.VHost(vhost)
 	if !ok {
 		return reply.NotFound("no vhost '%s'", vhost)
@@ -124,6 +155,10 @@ func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, 
 
 // ClearPolicy removes a policy from a vhost.
 func (b *Broker) ClearPolicy(vhost, name string) error {
+	return b.change(protocol.Table{"op": opClearPolicy, "vhost": vhost, "name": name})
+}
+
+func (b *Broker) applyClearPolicy(vhost, name string) error {
 	v, ok := b.VHost(vhost)
 	if !ok {
 		return reply.NotFound("no vhost '%s'", vhost)

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/conn"
 	"github.com/warrenmq/warren/core/exchange"
@@ -72,10 +73,13 @@ type Broker struct {
 	// "http") and bound address, for the admin API and its health checks.
 	listenerInfo atomic.Pointer[[]Listener] // copied on write
 	clusterName  atomic.Pointer[string]
-	stopOnce     sync.Once
-	admin        *http.Server
-	stop         chan struct{}
-	wg           sync.WaitGroup
+	// cluster is this node's member of the metadata Raft group; nil on a
+	// node of its own (replicated.go).
+	cluster  *cluster.Node
+	stopOnce sync.Once
+	admin    *http.Server
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New builds a broker from a configuration; Start opens its listeners.
@@ -118,9 +122,15 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		b.store.Close()
 		return nil, err
 	}
+	if err := b.startCluster(); err != nil {
+		b.plugins.close()
+		b.store.Close()
+		return nil, err
+	}
 	// After the plugins, whose exchange types the file may use.
 	if path := cfg.Definitions.LoadFile; path != "" {
 		if err := b.LoadDefinitionsFile(path); err != nil {
+			b.stopCluster()
 			b.plugins.close()
 			b.store.Close()
 			return nil, err
@@ -169,6 +179,20 @@ func (b *Broker) AddVHost(name string) (*vhost.VHost, error) {
 	if v, ok := b.VHost(name); ok {
 		return v, nil
 	}
+	if err := b.change(protocol.Table{"op": opAddVHost, "name": name}); err != nil {
+		return nil, err
+	}
+	v, ok := b.VHost(name)
+	if !ok { // deleted meanwhile, by another node
+		return nil, reply.NotFound("no vhost '%s'", name)
+	}
+	return v, nil
+}
+
+func (b *Broker) applyAddVHost(name string) (*vhost.VHost, error) {
+	if v, ok := b.VHost(name); ok {
+		return v, nil
+	}
 	if err := b.store.PutMeta(storage.KindVHost, "", name, protocol.Table{}); err != nil {
 		return nil, reply.Internal("could not store vhost '%s': %v", name, err)
 	}
@@ -190,6 +214,10 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 
 // DeleteVHost removes a vhost and everything in it, from memory and store.
 func (b *Broker) DeleteVHost(name string) error {
+	return b.change(protocol.Table{"op": opDeleteVHost, "name": name})
+}
+
+func (b *Broker) applyDeleteVHost(name string) error {
 	b.mu.Lock()
 	v, ok := b.vhosts[name]
 	delete(b.vhosts, name)
@@ -356,6 +384,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			v.Close()
 		}
 		b.mu.RUnlock()
+		b.stopCluster()
 		b.plugins.close()
 		if err := b.store.Close(); err != nil {
 			b.log.Error().Err(err).Msg("closing the store")

@@ -93,6 +93,10 @@ func (b *Broker) SetClusterName(name string) error {
 	if name == "" {
 		return errors.New("a cluster name must not be empty")
 	}
+	return b.change(protocol.Table{"op": opSetClusterName, "name": name})
+}
+
+func (b *Broker) applySetClusterName(name string) error {
 	if err := b.store.PutMeta(storage.KindParameter, "", ParamClusterName, protocol.Table{"value": name}); err != nil {
 		return err
 	}

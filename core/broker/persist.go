@@ -77,19 +77,7 @@ func (b *Broker) restore(start time.Time) error {
 		return err
 	}
 	for _, u := range users {
-		tags := []string{}
-		if list, ok := u.Rec["tags"].([]any); ok {
-			for _, t := range list {
-				if s, ok := t.(string); ok {
-					tags = append(tags, s)
-				}
-			}
-		}
-		hash, _ := u.Rec["password_hash"].(string)
-		// Stores written before Warren recorded the algorithm hold
-		// SHA-256 hashes only: the zero Hashing means that.
-		alg, _ := u.Rec["hashing_algorithm"].(string)
-		b.users.PutUser(&auth.User{Name: u.Name, PasswordHash: hash, Hashing: auth.Hashing(alg), Tags: tags})
+		b.users.PutUser(userFromRecord(u.Name, u.Rec))
 	}
 	for _, vr := range vhosts {
 		if err := b.restoreVHost(vr.Name, queues, stats.Queues); err != nil {

@@ -33,6 +33,7 @@ type Config struct {
 	Resources   Resources   `toml:"resources"`
 	Plugins     Plugins     `toml:"plugins"`
 	Definitions Definitions `toml:"definitions"`
+	Cluster     Cluster     `toml:"cluster"`
 }
 
 type Log struct {
@@ -128,6 +129,30 @@ type Definitions struct {
 	LoadFile string `toml:"load_file"`
 }
 
+// Cluster makes this node one of several that are one broker (package
+// core/cluster). Without node_name the node is a broker of its own, as
+// before, with no Raft at all.
+type Cluster struct {
+	// NodeName names this node in the cluster; every node's must differ.
+	NodeName string `toml:"node_name"`
+	// Listen is the address other nodes reach this one at (host:port):
+	// also the address it gives them, so not 0.0.0.0.
+	Listen string `toml:"listen"`
+	// Seeds are other nodes' listen addresses. A node with none starts a
+	// new cluster the first time; a node with seeds joins through them.
+	// A node that has been a member restarts from its own log either way.
+	Seeds []string `toml:"seeds"`
+	// Secret is shared by every node; nodes prove they know it to each
+	// other before anything else. At least 16 characters.
+	Secret string `toml:"secret"`
+	// ChangeTimeout bounds how long a definition change waits to be
+	// committed by a majority before it is refused.
+	ChangeTimeout Duration `toml:"change_timeout"`
+}
+
+// Enabled reports whether the node is configured as a cluster member.
+func (c Cluster) Enabled() bool { return c.NodeName != "" }
+
 type Plugins struct {
 	// Dir holds plugin modules (NAME.wasm); "" means the plugins folder of
 	// the data directory.
@@ -155,6 +180,7 @@ func Default() Config {
 		},
 		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
 		Plugins:   Plugins{},
+		Cluster:   Cluster{ChangeTimeout: Duration(10 * time.Second)},
 	}
 }
 
@@ -300,6 +326,30 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
+	}
+	return c.Cluster.validate()
+}
+
+func (c Cluster) validate() error {
+	if !c.Enabled() {
+		if c.Listen != "" || len(c.Seeds) > 0 || c.Secret != "" {
+			return errors.New("cluster.node_name: required with cluster.listen, cluster.seeds or cluster.secret")
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("cluster.listen: %q is not host:port (%v)", c.Listen, err)
+	}
+	for _, s := range c.Seeds {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return fmt.Errorf("cluster.seeds: %q is not host:port (%v)", s, err)
+		}
+	}
+	if len(c.Secret) < 16 {
+		return errors.New("cluster.secret: at least 16 characters are required (every node needs the same)")
+	}
+	if c.ChangeTimeout <= 0 {
+		return fmt.Errorf("cluster.change_timeout: %v must be positive", time.Duration(c.ChangeTimeout))
 	}
 	return nil
 }
