@@ -102,11 +102,13 @@ func list(c *client, o *opts, out io.Writer, l listing, args []string) error {
 
 // commands are every other verb.
 var commands = map[string]command{
-	"status":        {form: "status", run: status},
-	"ping":          {form: "ping", run: ping},
-	"await_startup": {form: "await_startup [--timeout SECONDS]", run: awaitStartup},
-	"version":       {form: "version", run: version},
-	"list_alarms":   {form: "list_alarms", run: listAlarms},
+	"status":              {form: "status", run: status},
+	"ping":                {form: "ping", run: ping},
+	"await_startup":       {form: "await_startup [--timeout SECONDS]", run: awaitStartup},
+	"version":             {form: "version", run: version},
+	"list_alarms":         {form: "list_alarms", run: listAlarms},
+	"cluster_status":      {form: "cluster_status", run: clusterStatus},
+	"forget_cluster_node": {form: "forget_cluster_node NODE", min: 1, max: 1, run: forgetClusterNode},
 	"set_vm_memory_high_watermark": {form: "set_vm_memory_high_watermark FRACTION | absolute BYTES", min: 1, max: 2,
 		run: setMemoryWatermark},
 	"set_disk_free_limit": {form: "set_disk_free_limit BYTES | mem_relative FRACTION", min: 1, max: 2,

@@ -56,6 +56,8 @@ Policies:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_policy [-p VHOST] NAME
+Cluster:
+  cluster_status | forget_cluster_node NODE
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
 Definitions (FILE - is stdout or stdin):

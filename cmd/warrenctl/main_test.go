@@ -23,10 +23,13 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-func newBroker(t *testing.T) (*broker.Broker, string) {
+func newBroker(t *testing.T, tweak ...func(*config.Config)) (*broker.Broker, string) {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Storage.DataDir = t.TempDir()
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	b, err := broker.New(cfg, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +236,35 @@ func TestSetLimits(t *testing.T) {
 	}
 	if _, err := ctl(t, url, "set_disk_free_limit", "lots"); err == nil || !strings.Contains(err.Error(), "not a size") {
 		t.Fatalf("a bad size: %v", err)
+	}
+}
+
+// cluster_status and forget_cluster_node, on a node of its own and on a
+// cluster of one (the three-node cluster is tests/cluster_test.go's).
+func TestClusterVerbs(t *testing.T) {
+	_, url := newBroker(t)
+	out, err := ctl(t, url, "cluster_status")
+	if err != nil || !strings.Contains(out, "Running Nodes\n\nwarren@") || !strings.Contains(out, "Role: leader") {
+		t.Fatalf("cluster_status of a node of its own: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "forget_cluster_node", "other"); err == nil || !strings.Contains(err.Error(), "not clustered") {
+		t.Fatalf("forget_cluster_node on a node of its own: %v", err)
+	}
+
+	_, url = newBroker(t, func(c *config.Config) {
+		c.Cluster = config.Cluster{NodeName: "solo", Listen: "127.0.0.1:0", Secret: "sixteen+ characters",
+			ChangeTimeout: config.Duration(5 * time.Second)}
+	})
+	out, err = ctl(t, url, "cluster_status")
+	if err != nil || !strings.Contains(out, "Disk Nodes\n\nsolo\n") || !strings.Contains(out, "Leader: solo") {
+		t.Fatalf("cluster_status of a cluster of one: %v\n%s", err, out)
+	}
+	out, err = ctl(t, url, "--formatter", "json", "cluster_status")
+	if err != nil || !strings.Contains(out, `"clustered":true`) {
+		t.Fatalf("cluster_status as JSON: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "forget_cluster_node", "nobody"); err == nil || !strings.Contains(err.Error(), `no node "nobody"`) {
+		t.Fatalf("forgetting a node that is not a member: %v", err)
 	}
 }
 

@@ -78,6 +78,7 @@ import (
 	"github.com/warrenmq/warren/core/admin/webui"
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -97,6 +98,7 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routePlugins(mux)
 	a.routeHealth(mux)
 	a.routeLimits(mux)
+	a.routeCluster(mux)
 	a.routeDefinitions(mux)
 	mux.Handle("GET /metrics", metricsHandler(b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page
@@ -245,6 +247,10 @@ func writeFailure(w http.ResponseWriter, err error) {
 	}
 	if errors.Is(err, errNotFound) {
 		writeError(w, http.StatusNotFound, "Object Not Found", "Not Found")
+		return
+	}
+	if errors.Is(err, cluster.ErrNoQuorum) {
+		writeError(w, http.StatusServiceUnavailable, "service_unavailable", err.Error())
 		return
 	}
 	var e *reply.Error

@@ -210,13 +210,20 @@ func (a *api) nodeView() nodeJSON {
 	}
 }
 
-func (a *api) nodes(*call) (any, error) { return []nodeJSON{a.nodeView()}, nil }
+func (a *api) nodes(*call) (any, error) {
+	return append([]nodeJSON{a.nodeView()}, a.clusterMembers()...), nil
+}
 
 func (a *api) node(c *call) (any, error) {
-	if c.path("node") != a.b.NodeName() {
-		return nil, errNotFound
+	if c.path("node") == a.b.NodeName() {
+		return a.nodeView(), nil
 	}
-	return a.nodeView(), nil
+	for _, m := range a.clusterMembers() {
+		if m.Name == c.path("node") {
+			return m, nil
+		}
+	}
+	return nil, errNotFound
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

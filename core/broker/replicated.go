@@ -279,9 +279,10 @@ func policyCommand(vhost string, p *policy.Policy) protocol.Table {
 
 // startCluster joins the metadata group when broker.toml has a [cluster]
 // section: after the store is restored (the state machine's state is the
-// store's metadata), before clients are served. A node that is joining
-// waits up to cluster.change_timeout for the cluster to take it in, then
-// starts anyway and keeps trying.
+// store's metadata), before clients are served. A node waits up to
+// cluster.change_timeout for the cluster to take it in and for a leader,
+// so that it takes changes as soon as it serves; past that it starts
+// anyway (it cannot make changes yet) and keeps trying.
 func (b *Broker) startCluster() error {
 	cc := b.cfg.Cluster
 	if !cc.Enabled() {
@@ -301,7 +302,11 @@ func (b *Broker) startCluster() error {
 	b.cluster = n
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cc.ChangeTimeout))
 	defer cancel()
-	if err := n.WaitJoined(ctx); err != nil {
+	err = n.WaitJoined(ctx)
+	if err == nil {
+		err = n.WaitLeader(ctx)
+	}
+	if err != nil {
 		b.log.Warn().Err(err).Strs("seeds", cc.Seeds).Msg("not a member of the cluster yet; still trying")
 	} else {
 		b.log.Info().Str("node", cc.NodeName).Str("listen", n.Addr()).Msg("cluster member")

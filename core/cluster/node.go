@@ -79,11 +79,13 @@ type Config struct {
 	KeepAfterSnapshot uint64
 }
 
-// Member is a node of the cluster.
+// Member is a node of the cluster. Alive, in a Status, says whether this
+// node has heard from it in the last few seconds (always true of itself).
 type Member struct {
-	ID   uint64
-	Name string
-	Addr string
+	ID    uint64
+	Name  string
+	Addr  string
+	Alive bool
 }
 
 // NodeID is the Raft id of the node named name: a hash, so that every
@@ -211,6 +213,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 	tr.serve()
 	go n.run()
+	// A cluster of one elects itself at once rather than after an
+	// election timeout: a node of its own takes changes from the start.
+	if voters := cs.GetVoters(); (!restart && len(cfg.Seeds) == 0) || (len(voters) == 1 && voters[0] == id) {
+		n.raft.Campaign(context.Background())
+	}
 	if !restart && len(cfg.Seeds) > 0 {
 		go n.join()
 	}
@@ -234,6 +241,20 @@ func (n *Node) WaitJoined(ctx context.Context) error {
 	case <-n.done:
 		return ErrStopped
 	}
+}
+
+// WaitLeader waits until this node knows a leader (itself, perhaps).
+func (n *Node) WaitLeader(ctx context.Context) error {
+	for n.raft.Status().Lead == raft.None {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: no leader: %w", ctx.Err())
+		case <-n.done:
+			return ErrStopped
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // join asks the seeds, in turn, to add this node until one has.
@@ -391,6 +412,10 @@ func (n *Node) Status() Status {
 	out.Role = roleName(st.RaftState)
 	out.Term, out.Leader, out.Commit = st.GetTerm(), st.Lead, st.GetCommit()
 	out.Members = n.Members()
+	for i := range out.Members {
+		m := &out.Members[i]
+		m.Alive = m.ID == n.id || n.tr.alive(m.ID)
+	}
 	return out
 }
 

@@ -262,7 +262,27 @@ func TestRestartedNodeCatchesUp(t *testing.T) {
 // TestForgetNode removes a node; the others go on as a cluster of two.
 func TestForgetNode(t *testing.T) {
 	nodes := threeNodes(t, nil)
+	alive := func(n *testNode, name string) bool {
+		for _, m := range n.Status().Members {
+			if m.Name == name {
+				return m.Alive
+			}
+		}
+		return false
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+		}
+	}
+	// Followers hear from each other through pings, not only from the
+	// leader.
+	waitFor("b and c never saw each other alive", func() bool { return alive(nodes[1], "c") && alive(nodes[2], "b") })
 	nodes[2].Stop()
+	waitFor("c is still reported alive after it stopped", func() bool { return !alive(nodes[0], "c") && !alive(nodes[1], "c") })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := nodes[0].Forget(ctx, "c"); err != nil {

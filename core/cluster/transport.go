@@ -47,6 +47,7 @@ const (
 	frameJoin      = 2
 	frameJoinReply = 3
 	frameLeave     = 4
+	framePing      = 5 // nothing to say: keeps the peer's view of us fresh
 
 	// maxFrame bounds a frame: a metadata snapshot of a large broker
 	// (100,000 queues and bindings) is tens of megabytes.
@@ -58,6 +59,10 @@ const (
 	// dialTimeout and the handshake deadline keep a dead peer from
 	// holding its sender for long.
 	dialTimeout = 2 * time.Second
+	// pingEvery is how often a sender with nothing to send pings its peer;
+	// a peer not heard from for aliveWithin is reported down.
+	pingEvery   = time.Second
+	aliveWithin = 3 * pingEvery
 )
 
 var errAuth = errors.New("cluster: the peer does not know the cluster secret")
@@ -76,7 +81,8 @@ type Transport struct {
 
 	mu      sync.Mutex
 	peers   map[uint64]*peer
-	blocked map[uint64]bool // tests: links cut by Block
+	blocked map[uint64]bool      // tests: links cut by Block
+	heard   map[uint64]time.Time // when each peer last sent us a frame
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -103,7 +109,8 @@ func newTransport(id uint64, addr string, secret []byte, log zerolog.Logger) (*T
 		return nil, fmt.Errorf("cluster: listening for nodes: %w", err)
 	}
 	return &Transport{id: id, secret: secret, log: log, ln: ln,
-		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, conns: map[net.Conn]struct{}{}}, nil
+		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, heard: map[uint64]time.Time{},
+		conns: map[net.Conn]struct{}{}}, nil
 }
 
 // Addr is the address the transport listens on.
@@ -168,7 +175,11 @@ func (t *Transport) receive(c net.Conn) {
 		if t.isBlocked(from) {
 			continue // tests: the link is cut
 		}
+		t.mu.Lock()
+		t.heard[from] = time.Now()
+		t.mu.Unlock()
 		switch typ {
+		case framePing:
 		case frameRaft:
 			m := &raftpb.Message{}
 			if err := proto.Unmarshal(body, m); err != nil {
@@ -338,31 +349,41 @@ func (t *Transport) sendLoop(p *peer) {
 		}
 	}()
 	var buf []byte
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
 	for {
 		var m *raftpb.Message
 		select {
 		case <-p.stop:
 			return
 		case m = <-p.queue:
+		case <-ping.C:
+			// Dial if need be and ping, so that the peer knows we are
+			// up even when Raft has nothing to tell it.
+			if t.isBlocked(p.id) {
+				continue
+			}
+			if c == nil {
+				if c, w = t.connect(p); c == nil {
+					continue
+				}
+			}
+			if err := writeFrameTo(w, framePing, nil); err != nil || w.Flush() != nil {
+				t.untrack(c)
+				c, w = nil, nil
+			}
+			continue
 		}
 		if t.isBlocked(p.id) {
 			t.failed(m)
 			continue
 		}
 		if c == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-			conn, err := t.dial(ctx, p.addr)
-			cancel()
-			if err != nil {
+			if c, w = t.connect(p); c == nil {
 				t.failed(m)
 				t.drain(p, time.Now().Add(100*time.Millisecond))
 				continue
 			}
-			if !t.track(conn) {
-				conn.Close()
-				return
-			}
-			c, w = conn, bufio.NewWriterSize(conn, 64<<10)
 		}
 		// Write what else is queued in the same flush; snapshots are
 		// reported once flushed.
@@ -392,6 +413,29 @@ func (t *Transport) sendLoop(p *peer) {
 			c, w = nil, nil
 		}
 	}
+}
+
+// connect dials a peer; nil when it cannot be reached (or the transport
+// is closing).
+func (t *Transport) connect(p *peer) (net.Conn, *bufio.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	conn, err := t.dial(ctx, p.addr)
+	cancel()
+	if err != nil {
+		return nil, nil
+	}
+	if !t.track(conn) {
+		conn.Close()
+		return nil, nil
+	}
+	return conn, bufio.NewWriterSize(conn, 64<<10)
+}
+
+// alive reports whether a peer sent us anything lately.
+func (t *Transport) alive(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Since(t.heard[id]) < aliveWithin
 }
 
 // failed reports a message that could not be sent.

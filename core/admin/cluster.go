@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"context"
+	"time"
+)
+
+// Warren's cluster endpoints, for what rabbitmqctl's cluster_status and
+// forget_cluster_node do (warrenctl calls them):
+//
+//	GET    /api/warren/cluster              this node's view: members, who is
+//	                                        alive, the Raft role, term,
+//	                                        leader, commit and applied index
+//	DELETE /api/warren/cluster/nodes/{node} remove a node from the cluster
+//
+// On a node without [cluster] the view is a cluster of one, itself.
+
+func (a *api) routeCluster(mux *router) {
+	a.handle(mux, "GET /api/warren/cluster", monitoring, a.clusterStatus)
+	a.handle(mux, "DELETE /api/warren/cluster/nodes/{node}", administrator, a.forgetNode)
+}
+
+type clusterMemberJSON struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	Running bool   `json:"running"`
+	Leader  bool   `json:"leader"`
+}
+
+type clusterJSON struct {
+	ClusterName string              `json:"cluster_name"`
+	Node        string              `json:"node"`
+	Clustered   bool                `json:"clustered"`
+	Role        string              `json:"raft_role"`
+	Term        uint64              `json:"raft_term"`
+	Commit      uint64              `json:"raft_commit_index"`
+	Applied     uint64              `json:"raft_applied_index"`
+	Members     []clusterMemberJSON `json:"nodes"`
+}
+
+func (a *api) clusterStatus(*call) (any, error) {
+	out := clusterJSON{ClusterName: a.b.ClusterName(), Node: a.b.NodeName()}
+	n := a.b.Cluster()
+	if n == nil {
+		out.Role = "leader"
+		out.Members = []clusterMemberJSON{{Name: out.Node, Running: true, Leader: true}}
+		return out, nil
+	}
+	st := n.Status()
+	out.Clustered, out.Role, out.Term, out.Commit, out.Applied = true, st.Role, st.Term, st.Commit, st.Applied
+	for _, m := range st.Members {
+		out.Members = append(out.Members, clusterMemberJSON{Name: m.Name, Address: m.Addr, Running: m.Alive, Leader: m.ID == st.Leader})
+	}
+	return out, nil
+}
+
+func (a *api) forgetNode(c *call) (any, error) {
+	n := a.b.Cluster()
+	if n == nil {
+		return nil, badRequest("this node is not clustered")
+	}
+	name := c.path("node")
+	if name == a.b.NodeName() {
+		return nil, badRequest("a node cannot forget itself; ask another node")
+	}
+	ctx, cancel := context.WithTimeout(c.r.Context(), time.Duration(a.b.Config().Cluster.ChangeTimeout))
+	defer cancel()
+	return nil, n.Forget(ctx, name)
+}
+
+// clusterMembers are the cluster's other nodes for /api/nodes: their
+// names and whether this node hears from them (their figures are theirs
+// to give: ask them).
+func (a *api) clusterMembers() []nodeJSON {
+	n := a.b.Cluster()
+	if n == nil {
+		return nil
+	}
+	var out []nodeJSON
+	for _, m := range n.Status().Members {
+		if m.Name != a.b.NodeName() {
+			out = append(out, nodeJSON{Name: m.Name, Type: "disc", Running: m.Alive,
+				Partitions: []string{}, EnabledPlugins: []string{}, ExchangeTypes: []exchangeTypeJSON{}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// The cluster tests start Warren processes on loopback, each with its own
+// data directory, AMQP, admin and cluster ports, as an operator would run
+// them on three machines.
+
+const clusterSecret = "a secret for the tests"
+
+// clusterNode is one Warren process of a test cluster.
+type clusterNode struct {
+	*process
+	name, listen string
+	config       string
+}
+
+// freeAddr is a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startClusterNode(t *testing.T, name string, seeds []string) *clusterNode {
+	t.Helper()
+	n := &clusterNode{name: name, listen: freeAddr(t)}
+	quoted := make([]string, len(seeds))
+	for i, s := range seeds {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	n.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
+		name, n.listen, strings.Join(quoted, ", "), clusterSecret)
+	n.process = startProcessWith(t, t.TempDir(), n.config)
+	return n
+}
+
+// restart starts the node again on its data directory, after a stop.
+func (n *clusterNode) restart(t *testing.T) {
+	t.Helper()
+	n.process = startProcessWith(t, n.dataDir, n.config)
+}
+
+// clusterView is GET /api/warren/cluster, as much as the tests read.
+type clusterView struct {
+	Role  string `json:"raft_role"`
+	Nodes []struct {
+		Name    string `json:"name"`
+		Running bool   `json:"running"`
+	} `json:"nodes"`
+}
+
+func (n *clusterNode) view(t *testing.T) clusterView {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+n.admin+"/api/warren/cluster", nil)
+	req.SetBasicAuth("guest", "guest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v clusterView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// running lists the nodes n reports running.
+func (n *clusterNode) running(t *testing.T) []string {
+	var out []string
+	for _, m := range n.view(t).Nodes {
+		if m.Running {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after 20 s", what)
+		}
+	}
+}
+
+// canLogIn reports whether user can open a connection to vhost on n.
+func (n *clusterNode) canLogIn(user, password, vhost string) bool {
+	c, err := amqp.Dial(fmt.Sprintf("amqp://%s:%s@%s/%s", user, password, n.addr, vhost))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// TestClusterOfThreeProcesses: users, vhosts and permissions made through
+// one node's admin API let a client in through another; a node killed
+// with kill -9 is reported down, and once restarted has what changed
+// while it was down.
+func TestClusterOfThreeProcesses(t *testing.T) {
+	n1 := startClusterNode(t, "n1", nil)
+	n2 := startClusterNode(t, "n2", []string{n1.listen})
+	n3 := startClusterNode(t, "n3", []string{n1.listen, n2.listen})
+	all := []*clusterNode{n1, n2, n3}
+	for _, n := range all {
+		waitUntil(t, n.name+" sees three running nodes", func() bool { return len(n.running(t)) == 3 })
+	}
+
+	// /api/nodes lists every node, this one first with its figures.
+	code, body := adminGet(t, "http://"+n2.admin+"/api/nodes", "guest", "guest")
+	var nodes []struct {
+		Name    string `json:"name"`
+		Running bool   `json:"running"`
+		Uptime  int64  `json:"uptime"`
+	}
+	if err := json.Unmarshal([]byte(body), &nodes); code != 200 || err != nil || len(nodes) != 3 || nodes[0].Name != "n2" || nodes[0].Uptime == 0 {
+		t.Fatalf("/api/nodes on n2: %d %s", code, body)
+	}
+
+	admin := func(n *clusterNode, method, path, body string) {
+		t.Helper()
+		if err := httpJSON(method, "http://"+n.admin+path, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin(n1, "PUT", "/api/users/alice", `{"password": "alice-pw", "tags": ""}`)
+	admin(n2, "PUT", "/api/vhosts/shop", "")
+	admin(n1, "PUT", "/api/permissions/shop/alice", `{"configure": ".*", "write": ".*", "read": ".*"}`)
+	for _, n := range all {
+		waitUntil(t, "alice logs in to shop on "+n.name, func() bool { return n.canLogIn("alice", "alice-pw", "shop") })
+	}
+
+	n3.stop(syscall.SIGKILL)
+	waitUntil(t, "n1 reports n3 down", func() bool { return !strings.Contains(strings.Join(n1.running(t), ","), "n3") })
+	// Two of three still make changes.
+	admin(n2, "PUT", "/api/users/bob", `{"password": "bob-pw", "tags": ""}`)
+	admin(n1, "PUT", "/api/permissions/shop/bob", `{"configure": "", "write": ".*", "read": ".*"}`)
+	admin(n1, "DELETE", "/api/users/alice", "")
+
+	n3.restart(t)
+	waitUntil(t, "bob logs in to shop on the restarted n3", func() bool { return n3.canLogIn("bob", "bob-pw", "shop") })
+	if n3.canLogIn("alice", "alice-pw", "shop") {
+		t.Fatal("alice, deleted while n3 was down, still logs in there")
+	}
+	waitUntil(t, "n1 reports n3 running again", func() bool { return len(n1.running(t)) == 3 })
+}
+
+// TestClusterRefusesChangesWithoutMajority: with two of three nodes down,
+// the last one answers 503 to a change and makes none.
+func TestClusterRefusesChangesWithoutMajority(t *testing.T) {
+	n1 := startClusterNode(t, "n1", nil)
+	n2 := startClusterNode(t, "n2", []string{n1.listen})
+	n3 := startClusterNode(t, "n3", []string{n1.listen})
+	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
+	n2.stop(syscall.SIGKILL)
+	n3.stop(syscall.SIGKILL)
+	err := httpJSON("PUT", "http://"+n1.admin+"/api/users/carol", `{"password": "pw", "tags": ""}`)
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "majority") {
+		t.Fatalf("a change without a majority: %v, want 503 naming the majority", err)
+	}
+	if n1.canLogIn("carol", "pw", "") {
+		t.Fatal("the change was made without a majority")
+	}
+}
