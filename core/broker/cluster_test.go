@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/config"
@@ -224,4 +229,189 @@ func TestMetaSnapshotRestore(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("after restoring, definitions differ:\nsource: %s\nrestored: %s", a, b)
 	}
+}
+
+// TestClusterRandomFaults is in the style of Jepsen: clients make changes
+// through random nodes while links are cut and healed and a node is
+// stopped and restarted. Each change touches its own user, once, so the
+// checks need no model of interleavings: every change a node answered as
+// done is in the final state, every change refused with ErrNoQuorum may
+// or may not be, nothing else changed, and every node ends with the same
+// users.
+func TestClusterRandomFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds of faults")
+	}
+	nodes := threeBrokers(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+
+	type outcome struct{ done, unknown bool }
+	var mu sync.Mutex                // guards outcomes, generation and the nodes' Broker
+	outcomes := map[string]outcome{} // user name -> what its put answered
+	generation := map[string]int{}   // how often each node was stopped
+	var live sync.WaitGroup
+	stop := make(chan struct{})
+	for c := range 4 {
+		live.Add(1)
+		go func() {
+			defer live.Done()
+			pw := "pw"
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("client%d-user%d", c, i)
+				mu.Lock()
+				n := nodes[(c+i)%3]
+				b, gen := n.Broker, generation[n.name]
+				mu.Unlock()
+				if b == nil {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				err := b.PutUser(name, &pw, nil)
+				mu.Lock()
+				switch {
+				case err == nil:
+					outcomes[name] = outcome{done: true}
+				case errors.Is(err, cluster.ErrNoQuorum), errors.Is(err, cluster.ErrStopped), generation[n.name] != gen:
+					// Refused, or the node stopped under the call.
+					outcomes[name] = outcome{unknown: true}
+				default:
+					t.Errorf("%s on %s: %v", name, n.name, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+
+	// Faults: cut one node off and heal, or stop one and restart it.
+	for range 6 {
+		victim := nodes[rng.Intn(3)]
+		if rng.Intn(2) == 0 {
+			for _, o := range nodes {
+				if o != victim {
+					victim.Cluster().Block(o.name, true)
+					o.Cluster().Block(victim.name, true)
+				}
+			}
+			time.Sleep(time.Duration(500+rng.Intn(1000)) * time.Millisecond)
+			for _, o := range nodes {
+				if o != victim {
+					victim.Cluster().Block(o.name, false)
+					o.Cluster().Block(victim.name, false)
+				}
+			}
+		} else {
+			mu.Lock()
+			b := victim.Broker
+			victim.Broker = nil
+			generation[victim.name]++
+			mu.Unlock()
+			b.Shutdown(context.Background())
+			time.Sleep(time.Duration(300+rng.Intn(700)) * time.Millisecond)
+			mu.Lock()
+			victim.start(t)
+			mu.Unlock()
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	close(stop)
+	live.Wait()
+
+	// Every node converges to the same users.
+	users := func(b *Broker) map[string]bool {
+		out := map[string]bool{}
+		for _, u := range b.Users().Users() {
+			out[u.Name] = true
+		}
+		return out
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a, b, c := users(nodes[0].Broker), users(nodes[1].Broker), users(nodes[2].Broker)
+		if maps.Equal(a, b) && maps.Equal(b, c) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nodes disagree: %d, %d and %d users", len(a), len(b), len(c))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	final := users(nodes[0].Broker)
+	done, unknown, landed := 0, 0, 0
+	for name, o := range outcomes {
+		switch {
+		case o.done:
+			done++
+			if !final[name] {
+				t.Errorf("%s was answered as done and is missing", name)
+			}
+		case o.unknown:
+			unknown++
+			if final[name] {
+				landed++
+			}
+		}
+	}
+	for name := range final {
+		if _, ok := outcomes[name]; !ok && name != "guest" {
+			t.Errorf("%s is in the final state and nobody made it", name)
+		}
+	}
+	t.Logf("%d changes answered done, %d refused (%d of those landed anyway)", done, unknown, landed)
+	if done == 0 {
+		t.Fatal("no change succeeded: the test tested nothing")
+	}
+}
+
+// BenchmarkDefinitionChange times one definitions change (a user put)
+// answered by a node of its own and by a node of a cluster of three (from
+// the leader and from a follower): the cluster adds a round of consensus
+// and the Raft log's fsync on a majority.
+//
+//	go test ./core/broker -run '^$' -bench DefinitionChange -benchtime 200x
+func BenchmarkDefinitionChange(b *testing.B) {
+	run := func(b *testing.B, br *Broker) {
+		pw := "pw"
+		for i := 0; b.Loop(); i++ {
+			if err := br.PutUser(fmt.Sprintf("user-%d", i), &pw, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("single", func(b *testing.B) {
+		run(b, benchBroker(b, nil))
+	})
+	b.Run("cluster", func(b *testing.B) {
+		first := benchBroker(b, func(c *config.Config) { c.Cluster.NodeName = "n1" })
+		seed := first.Cluster().Addr()
+		second := benchBroker(b, func(c *config.Config) { c.Cluster.NodeName, c.Cluster.Seeds = "n2", []string{seed} })
+		benchBroker(b, func(c *config.Config) { c.Cluster.NodeName, c.Cluster.Seeds = "n3", []string{seed} })
+		for _, br := range []*Broker{first, second} {
+			role := br.Cluster().Status().Role
+			b.Run(role, func(b *testing.B) { run(b, br) })
+		}
+	})
+}
+
+func benchBroker(b *testing.B, cluster func(*config.Config)) *Broker {
+	cfg := config.Default()
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Admin.Listen = ""
+	cfg.Storage.DataDir = b.TempDir()
+	if cluster != nil {
+		cfg.Cluster = config.Cluster{Listen: "127.0.0.1:0", Secret: "sixteen+ characters", ChangeTimeout: config.Duration(10 * time.Second)}
+		cluster(&cfg)
+	}
+	br, err := New(cfg, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { br.Shutdown(context.Background()) })
+	return br
 }
