@@ -135,6 +135,16 @@ func TestClusterOfThreeProcesses(t *testing.T) {
 		t.Fatalf("/api/nodes on n2: %d %s", code, body)
 	}
 
+	// Prometheus sees the cluster; no node is quorum-critical yet.
+	if code, body := adminGet(t, "http://"+n1.admin+"/metrics", "guest", "guest"); code != 200 ||
+		!strings.Contains(body, "warren_cluster_members 3") || !strings.Contains(body, `warren_cluster_member_up{node="n3"} 1`) ||
+		!strings.Contains(body, "warren_raft_applied_index") {
+		t.Fatalf("metrics: %d\n%s", code, body)
+	}
+	if code, body := adminGet(t, "http://"+n1.admin+"/api/health/checks/node-is-quorum-critical", "guest", "guest"); code != 200 {
+		t.Fatalf("quorum-critical with three nodes running: %d %s", code, body)
+	}
+
 	admin := func(n *clusterNode, method, path, body string) {
 		t.Helper()
 		if err := httpJSON(method, "http://"+n.admin+path, body); err != nil {
@@ -150,6 +160,11 @@ func TestClusterOfThreeProcesses(t *testing.T) {
 
 	n3.stop(syscall.SIGKILL)
 	waitUntil(t, "n1 reports n3 down", func() bool { return !strings.Contains(strings.Join(n1.running(t), ","), "n3") })
+	// With n3 down, stopping n1 would leave one node of three.
+	if code, body := adminGet(t, "http://"+n1.admin+"/api/health/checks/node-is-quorum-critical", "guest", "guest"); code != 503 ||
+		!strings.Contains(body, "fewer than the 2") {
+		t.Fatalf("quorum-critical with n3 down: %d %s", code, body)
+	}
 	// Two of three still make changes.
 	admin(n2, "PUT", "/api/users/bob", `{"password": "bob-pw", "tags": ""}`)
 	admin(n1, "PUT", "/api/permissions/shop/bob", `{"configure": "", "write": ".*", "read": ".*"}`)

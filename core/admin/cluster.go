@@ -35,6 +35,8 @@ type clusterJSON struct {
 	Term        uint64              `json:"raft_term"`
 	Commit      uint64              `json:"raft_commit_index"`
 	Applied     uint64              `json:"raft_applied_index"`
+	LogBytes    uint64              `json:"raft_log_bytes"`
+	LogEntries  uint64              `json:"raft_log_entries"`
 	Members     []clusterMemberJSON `json:"nodes"`
 }
 
@@ -48,6 +50,7 @@ func (a *api) clusterStatus(*call) (any, error) {
 	}
 	st := n.Status()
 	out.Clustered, out.Role, out.Term, out.Commit, out.Applied = true, st.Role, st.Term, st.Commit, st.Applied
+	out.LogBytes, out.LogEntries = st.LogBytes, st.LogEntries
 	for _, m := range st.Members {
 		out.Members = append(out.Members, clusterMemberJSON{Name: m.Name, Address: m.Addr, Running: m.Alive, Leader: m.ID == st.Leader})
 	}

@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -24,7 +25,7 @@ func (a *api) routeHealth(mux *router) {
 	a.handle(mux, "GET /api/health/checks/protocol-listener/{protocol}", management, a.protocolListener)
 	a.handle(mux, "GET /api/health/checks/virtual-hosts", management, a.virtualHosts)
 	a.handle(mux, "GET /api/health/checks/certificate-expiration/{within}/{unit}", management, a.certificates)
-	a.handle(mux, "GET /api/health/checks/node-is-quorum-critical", management, a.singleNode)
+	a.handle(mux, "GET /api/health/checks/node-is-quorum-critical", management, a.quorumCritical)
 	a.handle(mux, "GET /api/health/checks/node-is-mirror-sync-critical", management, a.singleNode)
 }
 
@@ -140,6 +141,28 @@ func (a *api) virtualHosts(*call) (any, error) { return statusOK, nil }
 
 func (a *api) singleNode(*call) (any, error) {
 	return health{Status: "ok", Reason: "single node cluster"}, nil
+}
+
+// quorumCritical fails when stopping this node would leave the metadata
+// group without a majority of its nodes running (RabbitMQ asks it of
+// quorum queues before a node is taken down for maintenance).
+func (a *api) quorumCritical(c *call) (any, error) {
+	n := a.b.Cluster()
+	if n == nil {
+		return a.singleNode(c)
+	}
+	st := n.Status()
+	alive := 0
+	for _, m := range st.Members {
+		if m.Alive {
+			alive++
+		}
+	}
+	if majority := len(st.Members)/2 + 1; len(st.Members) > 1 && alive-1 < majority {
+		return failed(fmt.Sprintf("stopping this node would leave %d of the cluster's %d nodes running, fewer than the %d a change needs",
+			alive-1, len(st.Members), majority), health{}), nil
+	}
+	return health{Status: "ok"}, nil
 }
 
 // certificates fails when the AMQPS certificate expires within the given

@@ -49,6 +49,16 @@ var (
 	buildInfo = desc("warren_build_info", "Warren's version, the commit it was built from and the Go version, as labels; always 1.", "version", "commit", "go_version")
 	uptime    = desc("warren_uptime_seconds", "Seconds since the broker started.")
 
+	// The metadata Raft group, on a cluster member only.
+	clusterMembers  = desc("warren_cluster_members", "Nodes in the cluster's configuration.")
+	clusterMemberUp = desc("warren_cluster_member_up", "1 if this node has heard from the node lately (itself: always).", "node")
+	raftLeader      = desc("warren_raft_is_leader", "1 if this node leads the metadata Raft group.")
+	raftTerm        = desc("warren_raft_term", "The metadata Raft group's current term, as this node knows it.")
+	raftCommit      = desc("warren_raft_commit_index", "The last metadata log index this node knows committed.")
+	raftApplied     = desc("warren_raft_applied_index", "The last metadata log index this node applied.")
+	raftLogBytes    = desc("warren_raft_log_bytes", "Bytes of metadata log entries kept since the last compaction.")
+	raftLogEntries  = desc("warren_raft_log_entries", "Metadata log entries kept since the last compaction.")
+
 	// Per vhost message counters.
 	vhostCounters = map[stats.Kind]*prometheus.Desc{
 		stats.Publish:          desc("warren_messages_published_total", "Messages published by clients.", "vhost"),
@@ -143,6 +153,19 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 
 	gauge(buildInfo, 1, broker.Version, buildCommit(), runtime.Version())
 	gauge(uptime, b.Uptime().Seconds())
+	if n := b.Cluster(); n != nil {
+		st := n.Status()
+		gauge(clusterMembers, float64(len(st.Members)))
+		for _, m := range st.Members {
+			flag(clusterMemberUp, m.Alive, m.Name)
+		}
+		flag(raftLeader, st.Role == "leader")
+		gauge(raftTerm, float64(st.Term))
+		gauge(raftCommit, float64(st.Commit))
+		gauge(raftApplied, float64(st.Applied))
+		gauge(raftLogBytes, float64(st.LogBytes))
+		gauge(raftLogEntries, float64(st.LogEntries))
+	}
 
 	names := b.VHosts()
 	gauge(vhostsTotal, float64(len(names)))

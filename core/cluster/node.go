@@ -131,6 +131,9 @@ type Status struct {
 	Commit  uint64
 	Applied uint64
 	Members []Member
+	// LogBytes and LogEntries are the size of the log kept since the
+	// last compaction, when the LogStore can tell (storage.RaftLog can).
+	LogBytes, LogEntries uint64
 }
 
 // Start starts the node: it restarts from its log if it has one, starts a
@@ -415,6 +418,9 @@ func (n *Node) Status() Status {
 	for i := range out.Members {
 		m := &out.Members[i]
 		m.Alive = m.ID == n.id || n.tr.alive(m.ID)
+	}
+	if sized, ok := n.cfg.Log.(interface{ Size() (uint64, uint64) }); ok {
+		out.LogBytes, out.LogEntries = sized.Size()
 	}
 	return out
 }
