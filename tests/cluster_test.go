@@ -3,9 +3,11 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,6 +113,16 @@ func (n *clusterNode) canLogIn(user, password, vhost string) bool {
 	return true
 }
 
+// hasUser reports whether n lists the user, through its admin API.
+func (n *clusterNode) hasUser(t *testing.T, name string) bool {
+	t.Helper()
+	code, body := adminGet(t, "http://"+n.admin+"/api/users/"+name, "guest", "guest")
+	if code != 200 && code != 404 {
+		t.Fatalf("GET /api/users/%s on %s: %d %s", name, n.name, code, body)
+	}
+	return code == 200
+}
+
 // TestClusterOfThreeProcesses: users, vhosts and permissions made through
 // one node's admin API let a client in through another; a node killed
 // with kill -9 is reported down, and once restarted has what changed
@@ -191,7 +203,140 @@ func TestClusterRefusesChangesWithoutMajority(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "majority") {
 		t.Fatalf("a change without a majority: %v, want 503 naming the majority", err)
 	}
-	if n1.canLogIn("carol", "pw", "") {
+	if n1.hasUser(t, "carol") {
 		t.Fatal("the change was made without a majority")
+	}
+}
+
+// linkProxy stands between the other nodes and one node: it forwards
+// every connection to the node, except from the source IPs it is told to
+// cut off, whose connections it closes and refuses. Each test node dials
+// from its own loopback IP (the transport dials from its listen IP), so
+// cutting an IP at every other node's proxy, and every other IP at its
+// own, partitions a node both ways.
+type linkProxy struct {
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	blocked map[string]bool
+	conns   map[net.Conn]string // accepted connections and their source IP
+}
+
+func newLinkProxy(t *testing.T, target string) *linkProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &linkProxy{ln: ln, target: target, blocked: map[string]bool{}, conns: map[net.Conn]string{}}
+	t.Cleanup(func() { ln.Close(); p.cut("", true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.forward(c)
+		}
+	}()
+	return p
+}
+
+func (p *linkProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *linkProxy) forward(c net.Conn) {
+	ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	p.mu.Lock()
+	if p.blocked[ip] {
+		p.mu.Unlock()
+		c.Close()
+		return
+	}
+	p.conns[c] = ip
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+		c.Close()
+	}()
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(up, c); done <- struct{}{} }()
+	go func() { io.Copy(c, up); done <- struct{}{} }()
+	<-done
+}
+
+// cut refuses (or lets in again) connections from ip, closing those open;
+// ip "" closes every connection.
+func (p *linkProxy) cut(ip string, cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocked[ip] = cut
+	for c, from := range p.conns {
+		if cut && (ip == "" || from == ip) {
+			c.Close()
+		}
+	}
+}
+
+// TestClusterPartition cuts one node off from the two others with TCP
+// proxies: it refuses changes (503) while they go on, and after healing it
+// has what they did.
+func TestClusterPartition(t *testing.T) {
+	type node struct {
+		*clusterNode
+		ip    string
+		proxy *linkProxy
+	}
+	var nodes []*node
+	for i, name := range []string{"n1", "n2", "n3"} {
+		ip := fmt.Sprintf("127.0.0.%d", i+2)
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Skipf("cannot listen on %s (a loopback /8 is needed): %v", ip, err)
+		}
+		listen := ln.Addr().String()
+		ln.Close()
+		n := &node{ip: ip, proxy: newLinkProxy(t, listen)}
+		seeds := ""
+		if i > 0 {
+			seeds = fmt.Sprintf("%q", nodes[0].proxy.addr())
+		}
+		cn := &clusterNode{name: name, listen: listen}
+		cn.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nadvertise = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
+			name, listen, n.proxy.addr(), seeds, clusterSecret)
+		cn.process = startProcessWith(t, t.TempDir(), cn.config)
+		n.clusterNode = cn
+		nodes = append(nodes, n)
+	}
+	n1, n3 := nodes[0], nodes[2]
+	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
+
+	partition := func(cut bool) {
+		for _, other := range nodes[:2] {
+			other.proxy.cut(n3.ip, cut)
+			n3.proxy.cut(other.ip, cut)
+		}
+	}
+	partition(true)
+	waitUntil(t, "n1 reports n3 down", func() bool { return len(n1.running(t)) == 2 })
+	err := httpJSON("PUT", "http://"+n3.admin+"/api/users/minority", `{"password": "pw", "tags": ""}`)
+	if err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a change on the minority side: %v, want 503", err)
+	}
+	if err := httpJSON("PUT", "http://"+n1.admin+"/api/users/majority", `{"password": "pw", "tags": ""}`); err != nil {
+		t.Fatalf("a change on the majority side: %v", err)
+	}
+	partition(false)
+	waitUntil(t, "the healed n3 has the majority's change", func() bool { return n3.hasUser(t, "majority") })
+	for _, n := range nodes {
+		if n.hasUser(t, "minority") {
+			t.Fatalf("the minority's refused change is on %s", n.name)
+		}
 	}
 }

@@ -293,7 +293,7 @@ func (b *Broker) startCluster() error {
 		return err
 	}
 	n, err := cluster.Start(cluster.Config{
-		Name: cc.NodeName, Listen: cc.Listen, Seeds: cc.Seeds, Secret: []byte(cc.Secret),
+		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: cc.Seeds, Secret: []byte(cc.Secret),
 		Log: log, State: metaState{b: b, log: log}, Logger: b.log,
 	})
 	if err != nil {

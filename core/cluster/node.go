@@ -65,13 +65,17 @@ type StateMachine interface {
 
 // Config configures a Node.
 type Config struct {
-	Name   string   // the node's name, unique in the cluster
-	Listen string   // address for other nodes (host:port; port 0 picks one)
-	Seeds  []string // other nodes' addresses; none: this node starts the cluster
-	Secret []byte   // shared by every node
-	Log    LogStore
-	State  StateMachine
-	Logger zerolog.Logger
+	Name   string // the node's name, unique in the cluster
+	Listen string // address for other nodes (host:port; port 0 picks one)
+	// Advertise is the address the other nodes are told to reach this
+	// one at, when it is not Listen (behind NAT, a proxy or a container
+	// port mapping).
+	Advertise string
+	Seeds     []string // other nodes' addresses; none: this node starts the cluster
+	Secret    []byte   // shared by every node
+	Log       LogStore
+	State     StateMachine
+	Logger    zerolog.Logger
 	// SnapshotEvery is how many applied entries make a snapshot (and a
 	// compaction of the log); 0 means 10,000. KeepAfterSnapshot is how
 	// many entries behind the snapshot stay in the log; 0 means 1,000.
@@ -206,7 +210,7 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.raft = raft.RestartNode(rc)
 	} else if len(cfg.Seeds) == 0 {
-		self := Member{ID: id, Name: cfg.Name, Addr: tr.Addr()}
+		self := Member{ID: id, Name: cfg.Name, Addr: n.advertised()}
 		n.raft = raft.StartNode(rc, []raft.Peer{{ID: id, Context: encodeMember(id, 0, self)}})
 	} else {
 		n.raft = raft.RestartNode(rc) // empty: waits for the leader to add it
@@ -230,8 +234,16 @@ func Start(cfg Config) (*Node, error) {
 // ID is the node's Raft id.
 func (n *Node) ID() uint64 { return n.id }
 
-// Addr is the address other nodes reach this one at.
+// Addr is the address this node listens on for the others.
 func (n *Node) Addr() string { return n.tr.Addr() }
+
+// advertised is the address the others are told to reach this node at.
+func (n *Node) advertised() string {
+	if n.cfg.Advertise != "" {
+		return n.cfg.Advertise
+	}
+	return n.tr.Addr()
+}
 
 // WaitJoined waits until this node is a member of the configuration and
 // has applied what the cluster committed up to then.
@@ -262,7 +274,7 @@ func (n *Node) WaitLeader(ctx context.Context) error {
 
 // join asks the seeds, in turn, to add this node until one has.
 func (n *Node) join() {
-	self := joinRequest{id: n.id, name: n.cfg.Name, addr: n.tr.Addr()}
+	self := joinRequest{id: n.id, name: n.cfg.Name, addr: n.advertised()}
 	for attempt := 0; ; attempt++ {
 		seed := n.cfg.Seeds[attempt%len(n.cfg.Seeds)]
 		ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)

@@ -240,9 +240,15 @@ func (t *Transport) accept(c net.Conn) (uint64, error) {
 	return from, nil
 }
 
-// dial connects to addr and runs the dialer's side of the handshake.
+// dial connects to addr and runs the dialer's side of the handshake. It
+// dials from the listen address's IP (when that is a specific one), so
+// that connections leave by the interface the cluster uses and a peer, or
+// a firewall, sees which node is calling.
 func (t *Transport) dial(ctx context.Context, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: dialTimeout}
+	if la, ok := t.ln.Addr().(*net.TCPAddr); ok && !la.IP.IsUnspecified() {
+		d.LocalAddr = &net.TCPAddr{IP: la.IP}
+	}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

@@ -138,6 +138,10 @@ type Cluster struct {
 	// Listen is the address other nodes reach this one at (host:port):
 	// also the address it gives them, so not 0.0.0.0.
 	Listen string `toml:"listen"`
+	// Advertise is the address the other nodes are told to reach this one
+	// at, when it is not listen (NAT, a proxy, a container's port
+	// mapping); "" means listen.
+	Advertise string `toml:"advertise"`
 	// Seeds are other nodes' listen addresses. A node with none starts a
 	// new cluster the first time; a node with seeds joins through them.
 	// A node that has been a member restarts from its own log either way.
@@ -339,6 +343,9 @@ func (c Cluster) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("cluster.listen: %q is not host:port (%v)", c.Listen, err)
+	}
+	if _, _, err := net.SplitHostPort(c.Advertise); c.Advertise != "" && err != nil {
+		return fmt.Errorf("cluster.advertise: %q is not host:port (%v)", c.Advertise, err)
 	}
 	for _, s := range c.Seeds {
 		if _, _, err := net.SplitHostPort(s); err != nil {
