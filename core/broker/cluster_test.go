@@ -2,11 +2,21 @@ package broker
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -414,4 +424,60 @@ func benchBroker(b *testing.B, cluster func(*config.Config)) *Broker {
 	}
 	b.Cleanup(func() { br.Shutdown(context.Background()) })
 	return br
+}
+
+// writeCert writes a self-signed certificate and its key as PEM files.
+func writeCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "warren"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestClusterOverTLS: cluster.tls with the amqps certificate.
+func TestClusterOverTLS(t *testing.T) {
+	certFile, keyFile := writeCert(t)
+	start := func(name string, seeds []string) *Broker {
+		return testBroker(t, t.TempDir(), func(c *config.Config) {
+			c.AMQPS.CertFile, c.AMQPS.KeyFile = certFile, keyFile
+			c.Cluster = config.Cluster{NodeName: name, Listen: "127.0.0.1:0", Seeds: seeds, TLS: true,
+				Secret: "sixteen+ characters", ChangeTimeout: config.Duration(5 * time.Second)}
+		})
+	}
+	first := start("t1", nil)
+	second := start("t2", []string{first.Cluster().Addr()})
+	pw := "pw"
+	if err := first.PutUser("over-tls", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, []*clusterNode{{Broker: second, name: "t2"}}, "the user on t2", func(b *Broker) bool {
+		_, ok := b.Users().User("over-tls")
+		return ok
+	})
+	if _, err := tryBroker(t, t.TempDir(), func(c *config.Config) {
+		c.Cluster = config.Cluster{NodeName: "x", Listen: "127.0.0.1:0", TLS: true, Secret: "sixteen+ characters",
+			ChangeTimeout: config.Duration(time.Second)}
+	}); err == nil || !strings.Contains(err.Error(), "cluster.tls") {
+		t.Fatalf("cluster.tls without a certificate: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -292,8 +293,16 @@ func (b *Broker) startCluster() error {
 	if err != nil {
 		return err
 	}
+	var tlsConfig *tls.Config
+	if cc.TLS {
+		cert, err := tls.LoadX509KeyPair(b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("cluster.tls: loading %s and %s: %w", b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile, err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
 	n, err := cluster.Start(cluster.Config{
-		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: cc.Seeds, Secret: []byte(cc.Secret),
+		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: cc.Seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
 		Log: log, State: metaState{b: b, log: log}, Logger: b.log,
 	})
 	if err != nil {

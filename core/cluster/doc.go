@@ -49,10 +49,14 @@
 // # Transport
 //
 // Nodes authenticate each other with a challenge-response on the shared
-// cluster secret (transport.go); each sends to each peer on its own
-// connection from a bounded queue, and a message that cannot be queued or
-// sent is dropped and reported to Raft, which retries. Sending never
-// blocks the node's loop.
+// cluster secret (transport.go), over TLS 1.3 when Config.TLS is set (the
+// proof is then bound to the TLS session). Each sends to each peer on its
+// own connection, dialed from the node's listen IP, from a bounded queue;
+// a message that cannot be queued or sent is dropped and reported to Raft,
+// which retries. Sending never blocks the node's loop. A sender with
+// nothing to send pings every second, so every node knows which others
+// are up (Status), followers included. A node tells the others the
+// address to reach it at: Config.Advertise, else its listen address.
 //
 // # Invariants
 //

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -73,9 +74,12 @@ type Config struct {
 	Advertise string
 	Seeds     []string // other nodes' addresses; none: this node starts the cluster
 	Secret    []byte   // shared by every node
-	Log       LogStore
-	State     StateMachine
-	Logger    zerolog.Logger
+	// TLS, when set, holds this node's certificate: the nodes then talk
+	// over TLS 1.3 (see transport.go for what authenticates whom).
+	TLS    *tls.Config
+	Log    LogStore
+	State  StateMachine
+	Logger zerolog.Logger
 	// SnapshotEvery is how many applied entries make a snapshot (and a
 	// compaction of the log); 0 means 10,000. KeepAfterSnapshot is how
 	// many entries behind the snapshot stay in the log; 0 means 1,000.
@@ -150,7 +154,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg.KeepAfterSnapshot = keepAfterSnap
 	}
 	id := NodeID(cfg.Name)
-	tr, err := newTransport(id, cfg.Listen, cfg.Secret, cfg.Logger)
+	tr, err := newTransport(id, cfg.Listen, cfg.Secret, cfg.TLS, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,16 @@ package cluster
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -372,5 +380,40 @@ func TestOnTheStore(t *testing.T) {
 	converge(t, nodes, want)
 	if got := b.Members(); len(got) != 3 {
 		t.Fatalf("b restarted with members %+v", got)
+	}
+}
+
+// selfSigned is a TLS config with a fresh self-signed certificate.
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "warren node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// TestOverTLS: the nodes replicate over TLS; a node that speaks plain
+// TCP cannot join them.
+func TestOverTLS(t *testing.T) {
+	cert := selfSigned(t)
+	nodes := threeNodes(t, func(c *Config) { c.TLS = cert })
+	if err := propose(t, nodes[2], "over TLS"); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, nodes, []string{"over TLS"})
+
+	plain := startNode(t, "plain", []string{nodes[0].Addr()}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := plain.WaitJoined(ctx); err == nil {
+		t.Fatal("a node without TLS joined a cluster that uses it")
 	}
 }

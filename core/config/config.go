@@ -152,6 +152,9 @@ type Cluster struct {
 	// ChangeTimeout bounds how long a definition change waits to be
 	// committed by a majority before it is refused.
 	ChangeTimeout Duration `toml:"change_timeout"`
+	// TLS makes the nodes talk over TLS 1.3 with amqps.cert_file and
+	// amqps.key_file; every node must agree.
+	TLS bool `toml:"tls"`
 }
 
 // Enabled reports whether the node is configured as a cluster member.
@@ -330,6 +333,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
+	}
+	if c.Cluster.TLS && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
+		return errors.New("cluster.tls: needs amqps.cert_file and amqps.key_file (the node's certificate)")
 	}
 	return c.Cluster.validate()
 }
