@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -339,4 +340,72 @@ func TestClusterPartition(t *testing.T) {
 			t.Fatalf("the minority's refused change is on %s", n.name)
 		}
 	}
+}
+
+// TestClusterKillDuringBurst: clients make 1,000 changes through two
+// nodes while the third is killed with kill -9; every change that was
+// answered 2xx is on both survivors and on the killed node once it is
+// back, and the nodes agree on the rest.
+func TestClusterKillDuringBurst(t *testing.T) {
+	n1 := startClusterNode(t, "n1", nil)
+	n2 := startClusterNode(t, "n2", []string{n1.listen})
+	n3 := startClusterNode(t, "n3", []string{n1.listen})
+	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
+
+	const total = 1000
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	third := make(chan struct{}) // a third of the changes are made
+	var once sync.Once
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += 8 {
+				via := []*clusterNode{n1, n2}[i%2]
+				name := fmt.Sprintf("burst-%04d", i)
+				if httpJSON("PUT", "http://"+via.admin+"/api/users/"+name, `{"password": "pw", "tags": ""}`) == nil {
+					mu.Lock()
+					acked[name] = true
+					mu.Unlock()
+				}
+				if i >= total/3 {
+					once.Do(func() { close(third) })
+				}
+			}
+		}()
+	}
+	<-third
+	n3.stop(syscall.SIGKILL)
+	wg.Wait()
+	if len(acked) < total/2 {
+		t.Fatalf("only %d of %d changes were answered 2xx with two of three nodes up", len(acked), total)
+	}
+	n3.restart(t)
+	users := func(n *clusterNode) map[string]bool {
+		code, body := adminGet(t, "http://"+n.admin+"/api/users", "guest", "guest")
+		var list []struct {
+			Name string `json:"name"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
+			t.Fatalf("GET /api/users on %s: %d", n.name, code)
+		}
+		out := map[string]bool{}
+		for _, u := range list {
+			out[u.Name] = true
+		}
+		return out
+	}
+	waitUntil(t, "the three nodes agree", func() bool {
+		a, b, c := users(n1), users(n2), users(n3)
+		return maps.Equal(a, b) && maps.Equal(b, c)
+	})
+	final := users(n1)
+	for name := range acked {
+		if !final[name] {
+			t.Errorf("%s was answered 2xx and is missing", name)
+		}
+	}
+	t.Logf("%d of %d changes answered 2xx; %d users in the end", len(acked), total, len(final))
 }
