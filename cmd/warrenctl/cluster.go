@@ -69,3 +69,12 @@ func forgetClusterNode(c *client, o *opts, out io.Writer, args []string) error {
 	}
 	return c.do("DELETE", "/api/warren/cluster/nodes/"+url.PathEscape(args[0]), nil)
 }
+
+// joinCluster resets the node and joins the cluster of the node at ADDR
+// (its cluster.listen address), as rabbitmqctl join_cluster.
+func joinCluster(c *client, o *opts, out io.Writer, args []string) error {
+	if !o.quiet && !o.silent {
+		fmt.Fprintf(out, "Clustering node with %s ...\n", args[0])
+	}
+	return c.do("POST", "/api/warren/cluster/join", map[string]string{"seed": args[0]})
+}

@@ -109,6 +109,7 @@ var commands = map[string]command{
 	"list_alarms":         {form: "list_alarms", run: listAlarms},
 	"cluster_status":      {form: "cluster_status", run: clusterStatus},
 	"forget_cluster_node": {form: "forget_cluster_node NODE", min: 1, max: 1, run: forgetClusterNode},
+	"join_cluster":        {form: "join_cluster ADDR", min: 1, max: 1, run: joinCluster},
 	"set_vm_memory_high_watermark": {form: "set_vm_memory_high_watermark FRACTION | absolute BYTES", min: 1, max: 2,
 		run: setMemoryWatermark},
 	"set_disk_free_limit": {form: "set_disk_free_limit BYTES | mem_relative FRACTION", min: 1, max: 2,

@@ -58,6 +58,8 @@ Policies:
   clear_policy [-p VHOST] NAME
 Cluster:
   cluster_status | forget_cluster_node NODE
+  join_cluster ADDR (resets this node, then joins the cluster of the node
+  whose cluster.listen is ADDR)
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
 Definitions (FILE - is stdout or stdin):

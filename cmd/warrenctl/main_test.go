@@ -250,6 +250,9 @@ func TestClusterVerbs(t *testing.T) {
 	if _, err := ctl(t, url, "forget_cluster_node", "other"); err == nil || !strings.Contains(err.Error(), "not clustered") {
 		t.Fatalf("forget_cluster_node on a node of its own: %v", err)
 	}
+	if _, err := ctl(t, url, "join_cluster", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "[cluster]") {
+		t.Fatalf("join_cluster on a node of its own: %v", err)
+	}
 
 	_, url = newBroker(t, func(c *config.Config) {
 		c.Cluster = config.Cluster{NodeName: "solo", Listen: "127.0.0.1:0", Secret: "sixteen+ characters",

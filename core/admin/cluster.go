@@ -12,12 +12,32 @@ import (
 //	                                        alive, the Raft role, term,
 //	                                        leader, commit and applied index
 //	DELETE /api/warren/cluster/nodes/{node} remove a node from the cluster
+//	POST   /api/warren/cluster/join         {"seed": "host:port"}: reset this
+//	                                        node and join the cluster the
+//	                                        node at seed is in
 //
 // On a node without [cluster] the view is a cluster of one, itself.
 
 func (a *api) routeCluster(mux *router) {
 	a.handle(mux, "GET /api/warren/cluster", monitoring, a.clusterStatus)
 	a.handle(mux, "DELETE /api/warren/cluster/nodes/{node}", administrator, a.forgetNode)
+	a.handle(mux, "POST /api/warren/cluster/join", administrator, a.joinCluster)
+}
+
+func (a *api) joinCluster(c *call) (any, error) {
+	var body struct {
+		Seed *string `json:"seed"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Seed == nil || *body.Seed == "" {
+		return nil, badRequest("[{key_missing,seed}]")
+	}
+	if err := a.b.JoinCluster(*body.Seed); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return nil, nil
 }
 
 type clusterMemberJSON struct {

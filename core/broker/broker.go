@@ -75,7 +75,8 @@ type Broker struct {
 	clusterName  atomic.Pointer[string]
 	// cluster is this node's member of the metadata Raft group; nil on a
 	// node of its own (replicated.go).
-	cluster  *cluster.Node
+	cluster  atomic.Pointer[cluster.Node]
+	joinMu   sync.Mutex // serializes JoinCluster
 	stopOnce sync.Once
 	admin    *http.Server
 	stop     chan struct{}
@@ -122,7 +123,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		b.store.Close()
 		return nil, err
 	}
-	if err := b.startCluster(); err != nil {
+	if err := b.startCluster(cfg.Cluster.Seeds); err != nil {
 		b.plugins.close()
 		b.store.Close()
 		return nil, err

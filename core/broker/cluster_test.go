@@ -481,3 +481,62 @@ func TestClusterOverTLS(t *testing.T) {
 		t.Fatalf("cluster.tls without a certificate: %v", err)
 	}
 }
+
+// TestJoinCluster: a cluster of one joins another as join_cluster does:
+// reset (its own users and vhosts gone), then the other cluster's
+// definitions; the membership lasts across a restart.
+func TestJoinCluster(t *testing.T) {
+	solo := func(name string) *clusterNode {
+		n := &clusterNode{name: name, dir: t.TempDir(), listen: "127.0.0.1:0"}
+		n.start(t)
+		return n
+	}
+	a, b := solo("a"), solo("b")
+	pw := "pw"
+	if err := a.PutUser("from-a", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutUser("from-b", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddVHost("b-only"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := testBroker(t, t.TempDir()).JoinCluster(a.listen); err == nil || !strings.Contains(err.Error(), "[cluster]") {
+		t.Fatalf("join_cluster on a node without [cluster]: %v", err)
+	}
+	if err := b.JoinCluster(a.listen); err != nil {
+		t.Fatal(err)
+	}
+	b.listen = b.Cluster().Addr()
+	nodes := []*clusterNode{a, b}
+	eventually(t, nodes, "a's user on both", func(br *Broker) bool { _, ok := br.Users().User("from-a"); return ok })
+	if _, ok := b.Users().User("from-b"); ok {
+		t.Fatal("b kept its own user through the reset")
+	}
+	if _, ok := b.VHost("b-only"); ok {
+		t.Fatal("b kept its own vhost through the reset")
+	}
+	if got := len(a.Cluster().Members()); got != 2 {
+		t.Fatalf("a has %d members, want 2", got)
+	}
+	if err := a.JoinCluster(b.listen); err == nil || !strings.Contains(err.Error(), "already clustered") {
+		t.Fatalf("join_cluster on a clustered node: %v", err)
+	}
+	// Changes go both ways, and b is still a member after a restart.
+	if err := b.PutUser("made-on-b", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.stop(t)
+	b.seeds = nil
+	b.start(t)
+	if err := a.PutUser("after-restart", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "both users on both", func(br *Broker) bool {
+		_, x := br.Users().User("made-on-b")
+		_, y := br.Users().User("after-restart")
+		return x && y
+	})
+}

@@ -61,7 +61,8 @@ func (e errNoQuorum) Unwrap() error { return cluster.ErrNoQuorum }
 // change makes a definitions change: at once on a node of its own,
 // through the metadata group in a cluster.
 func (b *Broker) change(cmd protocol.Table) error {
-	if b.cluster == nil {
+	n := b.cluster.Load()
+	if n == nil {
 		return b.applyChange(cmd)
 	}
 	data, err := protocol.AppendTable(nil, cmd)
@@ -71,7 +72,7 @@ func (b *Broker) change(cmd protocol.Table) error {
 	timeout := time.Duration(b.cfg.Cluster.ChangeTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	err = b.cluster.Propose(ctx, data)
+	err = n.Propose(ctx, data)
 	if errors.Is(err, cluster.ErrNoQuorum) {
 		return errNoQuorum{timeout}
 	}
@@ -284,7 +285,7 @@ func policyCommand(vhost string, p *policy.Policy) protocol.Table {
 // cluster.change_timeout for the cluster to take it in and for a leader,
 // so that it takes changes as soon as it serves; past that it starts
 // anyway (it cannot make changes yet) and keeps trying.
-func (b *Broker) startCluster() error {
+func (b *Broker) startCluster(seeds []string) error {
 	cc := b.cfg.Cluster
 	if !cc.Enabled() {
 		return nil
@@ -302,13 +303,13 @@ func (b *Broker) startCluster() error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	n, err := cluster.Start(cluster.Config{
-		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: cc.Seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
+		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
 		Log: log, State: metaState{b: b, log: log}, Logger: b.log,
 	})
 	if err != nil {
 		return err
 	}
-	b.cluster = n
+	b.cluster.Store(n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cc.ChangeTimeout))
 	defer cancel()
 	err = n.WaitJoined(ctx)
@@ -316,7 +317,7 @@ func (b *Broker) startCluster() error {
 		err = n.WaitLeader(ctx)
 	}
 	if err != nil {
-		b.log.Warn().Err(err).Strs("seeds", cc.Seeds).Msg("not a member of the cluster yet; still trying")
+		b.log.Warn().Err(err).Strs("seeds", seeds).Msg("not a member of the cluster yet; still trying")
 	} else {
 		b.log.Info().Str("node", cc.NodeName).Str("listen", n.Addr()).Msg("cluster member")
 	}
@@ -324,11 +325,11 @@ func (b *Broker) startCluster() error {
 }
 
 func (b *Broker) stopCluster() {
-	if b.cluster != nil {
-		b.cluster.Stop()
+	if n := b.cluster.Swap(nil); n != nil {
+		n.Stop()
 	}
 }
 
 // Cluster is this node's member of the metadata group, nil on a node of
-// its own.
-func (b *Broker) Cluster() *cluster.Node { return b.cluster }
+// its own (or while it is joining another cluster).
+func (b *Broker) Cluster() *cluster.Node { return b.cluster.Load() }

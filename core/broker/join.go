@@ -1,0 +1,65 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/warrenmq/warren/storage"
+)
+
+// JoinCluster makes this node leave its cluster of one and join the
+// cluster a node at seed belongs to, as rabbitmqctl join_cluster does
+// after stop_app: the node is reset first. Its broker-wide definitions,
+// vhosts (with their exchanges, queues and messages) and users are
+// deleted and the defaults of a new data directory made again; then it
+// joins through seed and gets the cluster's definitions from it. As with
+// RabbitMQ, clients must be gone first (RabbitMQ's stop_app closes them),
+// and a node that is clustered with others must be forgotten by them
+// instead.
+//
+// The new membership lasts: at a restart the node comes back from its
+// Raft log, whatever cluster.seeds says.
+func (b *Broker) JoinCluster(seed string) error {
+	b.joinMu.Lock()
+	defer b.joinMu.Unlock()
+	n := b.cluster.Load()
+	if n == nil {
+		return errors.New("this node has no [cluster] section in broker.toml (node_name, listen, secret)")
+	}
+	if members := n.Members(); len(members) > 1 {
+		return fmt.Errorf("this node is already clustered with %d other nodes; remove it from them with forget_cluster_node first", len(members)-1)
+	}
+	if conns := len(b.srv.Connections()); conns > 0 {
+		return fmt.Errorf("%d client connections are open; close them first (rabbitmqctl join_cluster needs stop_app)", conns)
+	}
+	b.log.Warn().Str("seed", seed).Msg("join_cluster: resetting this node and joining another cluster")
+	b.stopCluster()
+	if err := b.reset(); err != nil {
+		return fmt.Errorf("join_cluster: resetting this node: %w", err)
+	}
+	return b.startCluster([]string{seed})
+}
+
+// reset deletes every broker-wide definition and the metadata Raft log,
+// then makes the defaults of a new data directory again. No cluster
+// member runs meanwhile, so every change applies here only.
+func (b *Broker) reset() error {
+	for _, name := range b.VHosts() {
+		if err := b.applyDeleteVHost(name); err != nil {
+			return err
+		}
+	}
+	for _, u := range b.users.Users() {
+		if err := b.applyDeleteUser(u.Name); err != nil {
+			return err
+		}
+	}
+	if err := b.store.DeleteMeta(storage.KindParameter, "", ParamClusterName); err != nil {
+		return err
+	}
+	b.clusterName.Store(nil)
+	if err := b.store.DeleteRaftLog(metaGroup); err != nil {
+		return err
+	}
+	return b.firstBoot()
+}
