@@ -6,8 +6,10 @@
 #   tests/bench/ab.sh OLD_REV [NEW_REV]
 #   ROUNDS=6 DURATION=20s SCENARIOS="transient persistent" tests/bench/ab.sh 19b9957
 #
-# NEW_REV defaults to the work tree. The load tool is always the work
-# tree's warrenperf, so both brokers see the same client. Each line gives
+# NEW_REV defaults to the work tree. OLD_ARGS and NEW_ARGS are extra
+# arguments for each broker: the same revision twice with NEW_ARGS="-config
+# cluster.toml" compares a node with and without [cluster]. The load tool
+# is always the work tree's warrenperf, so both brokers see the same client. Each line gives
 # the consumed rate and the broker's CPU per message (from /proc).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,9 +36,11 @@ if [ -n "$new_rev" ]; then build_rev "$new_rev" new; else (cd "$root" && go buil
 (cd "$root" && go build -o "$work/warrenperf" ./cmd/warrenperf)
 
 run_one() { # label scenario
-	local label=$1 scenario=$2 addr="" args
+	local label=$1 scenario=$2 addr="" args extra
 	rm -rf "$work/data"
-	"$work/$label" -listen 127.0.0.1:0 -data "$work/data" >"$work/log" 2>&1 &
+	if [ "$label" = old ]; then extra=${OLD_ARGS:-}; else extra=${NEW_ARGS:-}; fi
+	# shellcheck disable=SC2086
+	"$work/$label" -listen 127.0.0.1:0 -data "$work/data" $extra >"$work/log" 2>&1 &
 	echo $! >"$work/pid"
 	for _ in $(seq 200); do
 		addr=$(sed -n 's/.*"listener":"amqp","addr":"\([^"]*\)".*/\1/p' "$work/log" | head -1)
