@@ -276,3 +276,21 @@ func TestForgeableRequestsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// HEAD is answered as GET (the page and the API alike); other methods on
+// a GET-only path are 405, as RabbitMQ answers them.
+func TestHeadIsGet(t *testing.T) {
+	h := Handler(newBroker(t))
+	for _, path := range []string{"/", "/api/overview"} {
+		rq := asGuest(path)
+		rq.method = "HEAD"
+		if w := rq.serve(h); w.Code != http.StatusOK {
+			t.Errorf("HEAD %s: %d", path, w.Code)
+		}
+	}
+	rq := asGuest("/api/overview")
+	rq.method = "PATCH"
+	if w := rq.serve(h); w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("PATCH /api/overview: %d, want 405", w.Code)
+	}
+}

@@ -43,7 +43,9 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		pathMatched = true
-		if rte.method != r.Method {
+		// HEAD is GET without the body (net/http drops it), as
+		// RabbitMQ's web server and net/http's ServeMux answer it.
+		if rte.method != r.Method && (r.Method != http.MethodHead || rte.method != http.MethodGet) {
 			continue
 		}
 		for k, v := range params {
