@@ -154,6 +154,10 @@ func TestClusterOfThreeProcesses(t *testing.T) {
 		!strings.Contains(body, "warren_raft_applied_index") {
 		t.Fatalf("metrics: %d\n%s", code, body)
 	}
+	waitUntil(t, "n1 measures its round trip to n2", func() bool {
+		_, body := adminGet(t, "http://"+n1.admin+"/metrics", "guest", "guest")
+		return strings.Contains(body, `warren_cluster_peer_rtt_seconds{node="n2"}`)
+	})
 	if code, body := adminGet(t, "http://"+n1.admin+"/api/health/checks/node-is-quorum-critical", "guest", "guest"); code != 200 {
 		t.Fatalf("quorum-critical with three nodes running: %d %s", code, body)
 	}

@@ -17,10 +17,11 @@ type clusterView struct {
 	Commit      uint64 `json:"raft_commit_index"`
 	Applied     uint64 `json:"raft_applied_index"`
 	Nodes       []struct {
-		Name    string `json:"name"`
-		Address string `json:"address"`
-		Running bool   `json:"running"`
-		Leader  bool   `json:"leader"`
+		Name      string  `json:"name"`
+		Address   string  `json:"address"`
+		Running   bool    `json:"running"`
+		Leader    bool    `json:"leader"`
+		LatencyMS float64 `json:"latency_ms"`
 	} `json:"nodes"`
 }
 
@@ -60,6 +61,16 @@ func clusterStatus(c *client, o *opts, out io.Writer, _ []string) error {
 	}
 	fmt.Fprintf(out, "\nRaft (metadata)\n\nRole: %s\nLeader: %s\nTerm: %d\nCommit index: %d\nApplied index: %d\n",
 		v.Role, leader, v.Term, v.Commit, v.Applied)
+	header := false
+	for _, n := range v.Nodes {
+		if n.LatencyMS > 0 {
+			if !header {
+				fmt.Fprint(out, "\nRound trips from this node\n\n")
+				header = true
+			}
+			fmt.Fprintf(out, "%s: %.2f ms\n", n.Name, n.LatencyMS)
+		}
+	}
 	return nil
 }
 

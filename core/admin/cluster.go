@@ -45,6 +45,9 @@ type clusterMemberJSON struct {
 	Address string `json:"address,omitempty"`
 	Running bool   `json:"running"`
 	Leader  bool   `json:"leader"`
+	// LatencyMS is the last round trip this node measured to the other,
+	// in milliseconds; absent for itself and before the first.
+	LatencyMS float64 `json:"latency_ms,omitempty"`
 }
 
 type clusterJSON struct {
@@ -72,7 +75,8 @@ func (a *api) clusterStatus(*call) (any, error) {
 	out.Clustered, out.Role, out.Term, out.Commit, out.Applied = true, st.Role, st.Term, st.Commit, st.Applied
 	out.LogBytes, out.LogEntries = st.LogBytes, st.LogEntries
 	for _, m := range st.Members {
-		out.Members = append(out.Members, clusterMemberJSON{Name: m.Name, Address: m.Addr, Running: m.Alive, Leader: m.ID == st.Leader})
+		out.Members = append(out.Members, clusterMemberJSON{Name: m.Name, Address: m.Addr, Running: m.Alive,
+			Leader: m.ID == st.Leader, LatencyMS: float64(m.Latency.Microseconds()) / 1000})
 	}
 	return out, nil
 }

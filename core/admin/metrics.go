@@ -52,6 +52,7 @@ var (
 	// The metadata Raft group, on a cluster member only.
 	clusterMembers  = desc("warren_cluster_members", "Nodes in the cluster's configuration.")
 	clusterMemberUp = desc("warren_cluster_member_up", "1 if this node has heard from the node lately (itself: always).", "node")
+	clusterPeerRTT  = desc("warren_cluster_peer_rtt_seconds", "The last round trip this node measured to another node.", "node")
 	raftLeader      = desc("warren_raft_is_leader", "1 if this node leads the metadata Raft group.")
 	raftTerm        = desc("warren_raft_term", "The metadata Raft group's current term, as this node knows it.")
 	raftCommit      = desc("warren_raft_commit_index", "The last metadata log index this node knows committed.")
@@ -158,6 +159,9 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(clusterMembers, float64(len(st.Members)))
 		for _, m := range st.Members {
 			flag(clusterMemberUp, m.Alive, m.Name)
+			if m.Latency > 0 {
+				gauge(clusterPeerRTT, m.Latency.Seconds(), m.Name)
+			}
 		}
 		flag(raftLeader, st.Role == "leader")
 		gauge(raftTerm, float64(st.Term))

@@ -87,13 +87,16 @@ type Config struct {
 	KeepAfterSnapshot uint64
 }
 
-// Member is a node of the cluster. Alive, in a Status, says whether this
-// node has heard from it in the last few seconds (always true of itself).
+// Member is a node of the cluster. In a Status, Alive says whether this
+// node has heard from it in the last few seconds (always true of itself)
+// and Latency is the last round trip measured to it (0: none yet, or
+// itself).
 type Member struct {
-	ID    uint64
-	Name  string
-	Addr  string
-	Alive bool
+	ID      uint64
+	Name    string
+	Addr    string
+	Alive   bool
+	Latency time.Duration
 }
 
 // NodeID is the Raft id of the node named name: a hash, so that every
@@ -434,6 +437,9 @@ func (n *Node) Status() Status {
 	for i := range out.Members {
 		m := &out.Members[i]
 		m.Alive = m.ID == n.id || n.tr.alive(m.ID)
+		if m.ID != n.id {
+			m.Latency = n.tr.latency(m.ID)
+		}
 	}
 	if sized, ok := n.cfg.Log.(interface{ Size() (uint64, uint64) }); ok {
 		out.LogBytes, out.LogEntries = sized.Size()

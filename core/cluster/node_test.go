@@ -289,6 +289,15 @@ func TestForgetNode(t *testing.T) {
 	// Followers hear from each other through pings, not only from the
 	// leader.
 	waitFor("b and c never saw each other alive", func() bool { return alive(nodes[1], "c") && alive(nodes[2], "b") })
+	// Pings echo each other, so each link gets a round trip.
+	waitFor("no round trip measured from b to c", func() bool {
+		for _, m := range nodes[1].Status().Members {
+			if m.Name == "c" {
+				return m.Latency > 0 && m.Latency < time.Second
+			}
+		}
+		return false
+	})
 	nodes[2].Stop()
 	waitFor("c is still reported alive after it stopped", func() bool { return !alive(nodes[0], "c") && !alive(nodes[1], "c") })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -54,7 +54,7 @@ const (
 	frameJoin      = 2
 	frameJoinReply = 3
 	frameLeave     = 4
-	framePing      = 5 // nothing to say: keeps the peer's view of us fresh
+	framePing      = 5 // keeps the peer's view of us fresh, and times the link (pingBody)
 
 	// maxFrame bounds a frame: a metadata snapshot of a large broker
 	// (100,000 queues and bindings) is tens of megabytes.
@@ -91,6 +91,8 @@ type Transport struct {
 	peers   map[uint64]*peer
 	blocked map[uint64]bool      // tests: links cut by Block
 	heard   map[uint64]time.Time // when each peer last sent us a frame
+	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
+	rtt     map[uint64]time.Duration
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -124,6 +126,7 @@ func newTransport(id uint64, addr string, secret []byte, serverTLS *tls.Config, 
 	}
 	return &Transport{id: id, secret: secret, tls: serverTLS, log: log, ln: ln,
 		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, heard: map[uint64]time.Time{},
+		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{},
 		conns: map[net.Conn]struct{}{}}, nil
 }
 
@@ -194,6 +197,7 @@ func (t *Transport) receive(c net.Conn) {
 		t.mu.Unlock()
 		switch typ {
 		case framePing:
+			t.pinged(from, body)
 		case frameRaft:
 			m := &raftpb.Message{}
 			if err := proto.Unmarshal(body, m); err != nil {
@@ -411,7 +415,7 @@ func (t *Transport) sendLoop(p *peer) {
 					continue
 				}
 			}
-			if err := writeFrameTo(w, framePing, nil); err != nil || w.Flush() != nil {
+			if err := writeFrameTo(w, framePing, t.pingBody(p.id)); err != nil || w.Flush() != nil {
 				t.untrack(c)
 				c, w = nil, nil
 			}
@@ -472,6 +476,52 @@ func (t *Transport) connect(p *peer) (net.Conn, *bufio.Writer) {
 		return nil, nil
 	}
 	return conn, bufio.NewWriterSize(conn, 64<<10)
+}
+
+// A ping carries the time it was sent (on the sender's clock) and echoes
+// the last ping received from the peer: that ping's send time and how long
+// it was held here. The peer gets the link's round trip as now - sent -
+// held, with its own clock only, whatever the two clocks say.
+type pingEcho struct {
+	sent     int64     // the peer's clock, unix ns
+	received time.Time // ours
+}
+
+func (t *Transport) pingBody(to uint64) []byte {
+	body := binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixNano()))
+	t.mu.Lock()
+	e, ok := t.echo[to]
+	t.mu.Unlock()
+	if ok {
+		body = binary.BigEndian.AppendUint64(body, uint64(e.sent))
+		body = binary.BigEndian.AppendUint64(body, uint64(time.Since(e.received)))
+	}
+	return body
+}
+
+// pinged records a peer's ping and, if it echoes one of ours, the round
+// trip.
+func (t *Transport) pinged(from uint64, body []byte) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(body) >= 8 {
+		t.echo[from] = pingEcho{sent: int64(binary.BigEndian.Uint64(body)), received: now}
+	}
+	if len(body) >= 24 {
+		sent := time.Unix(0, int64(binary.BigEndian.Uint64(body[8:])))
+		held := time.Duration(binary.BigEndian.Uint64(body[16:]))
+		if rtt := now.Sub(sent) - held; rtt >= 0 && rtt < time.Minute {
+			t.rtt[from] = rtt
+		}
+	}
+}
+
+// latency is the last round trip measured to a peer (0: none yet).
+func (t *Transport) latency(id uint64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rtt[id]
 }
 
 // alive reports whether a peer sent us anything lately.
