@@ -58,6 +58,15 @@
 // are up (Status), followers included. A node tells the others the
 // address to reach it at: Config.Advertise, else its listen address.
 //
+// # Calls
+//
+// Beside Raft, nodes call each other (Node.Call, SetCallHandler;
+// calls.go): a request and its answer, many at once on one connection per
+// pair of nodes, kept apart from Raft's so that neither waits behind the
+// other. They are the data plane the broker's forwarding between nodes is
+// to be built on; a call broken by a failed link may or may not have been
+// acted on (ErrCallBroken), which the caller must allow for.
+//
 // # Invariants
 //
 //   - The node's loop handles each Ready in the order Raft requires: the

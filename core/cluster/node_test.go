@@ -104,7 +104,7 @@ type testNode struct {
 
 var secret = []byte("the cluster's secret")
 
-func startNode(t *testing.T, name string, seeds []string, tweak func(*Config)) *testNode {
+func startNode(t testing.TB, name string, seeds []string, tweak func(*Config)) *testNode {
 	t.Helper()
 	tn := &testNode{state: &journal{}}
 	tn.cfg = Config{Name: name, Listen: "127.0.0.1:0", Seeds: seeds, Secret: secret, Log: memLog{raft.NewMemoryStorage()}, State: tn.state,
@@ -116,7 +116,7 @@ func startNode(t *testing.T, name string, seeds []string, tweak func(*Config)) *
 	return tn
 }
 
-func (tn *testNode) start(t *testing.T) {
+func (tn *testNode) start(t testing.TB) {
 	t.Helper()
 	n, err := Start(tn.cfg)
 	if err != nil {
@@ -128,7 +128,7 @@ func (tn *testNode) start(t *testing.T) {
 }
 
 // threeNodes starts a, then b and c joining through a.
-func threeNodes(t *testing.T, tweak func(*Config)) []*testNode {
+func threeNodes(t testing.TB, tweak func(*Config)) []*testNode {
 	t.Helper()
 	a := startNode(t, "a", nil, tweak)
 	nodes := []*testNode{a, startNode(t, "b", []string{a.Addr()}, tweak), startNode(t, "c", []string{a.Addr()}, tweak)}

@@ -93,6 +93,8 @@ type Transport struct {
 	heard   map[uint64]time.Time // when each peer last sent us a frame
 	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
 	rtt     map[uint64]time.Duration
+	links   map[uint64]*callLink // call connections, by peer (calls.go)
+	onCall  CallHandler
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
@@ -126,7 +128,7 @@ func newTransport(id uint64, addr string, secret []byte, serverTLS *tls.Config, 
 	}
 	return &Transport{id: id, secret: secret, tls: serverTLS, log: log, ln: ln,
 		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, heard: map[uint64]time.Time{},
-		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{},
+		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{}, links: map[uint64]*callLink{},
 		conns: map[net.Conn]struct{}{}}, nil
 }
 
@@ -184,6 +186,8 @@ func (t *Transport) receive(c net.Conn) {
 	}
 	c.SetDeadline(time.Time{})
 	r := bufio.NewReaderSize(c, 64<<10)
+	var wmu sync.Mutex // answers to calls, written from their goroutines
+	slots := make(chan struct{}, maxCallsInFlight)
 	for {
 		typ, body, err := readFrame(r)
 		if err != nil {
@@ -198,6 +202,8 @@ func (t *Transport) receive(c net.Conn) {
 		switch typ {
 		case framePing:
 			t.pinged(from, body)
+		case frameCall:
+			t.serveCall(c, &wmu, slots, from, body)
 		case frameRaft:
 			m := &raftpb.Message{}
 			if err := proto.Unmarshal(body, m); err != nil {
@@ -222,7 +228,10 @@ func (t *Transport) receive(c net.Conn) {
 			} else {
 				answer = append([]byte{0}, encodeSnapshot(members, nil)...)
 			}
-			if err := writeFrame(c, frameJoinReply, answer); err != nil {
+			wmu.Lock()
+			err = writeFrame(c, frameJoinReply, answer)
+			wmu.Unlock()
+			if err != nil {
 				return
 			}
 		default:
@@ -358,10 +367,14 @@ func (t *Transport) setPeer(id uint64, addr string) {
 // removePeer stops sending to a peer.
 func (t *Transport) removePeer(id uint64) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if p, ok := t.peers[id]; ok {
 		close(p.stop)
 		delete(t.peers, id)
+	}
+	l := t.links[id]
+	t.mu.Unlock()
+	if l != nil {
+		t.breakLink(id, l, errors.New("node removed"))
 	}
 }
 
@@ -591,8 +604,12 @@ func (t *Transport) request(ctx context.Context, addr string, req joinRequest) (
 // block cuts (or restores) the link with a peer both ways, for tests.
 func (t *Transport) block(id uint64, cut bool) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.blocked[id] = cut
+	l := t.links[id]
+	t.mu.Unlock()
+	if cut && l != nil {
+		t.breakLink(id, l, errors.New("link cut"))
+	}
 }
 
 func (t *Transport) isBlocked(id uint64) bool {
@@ -625,15 +642,27 @@ func writeFrame(w io.Writer, typ byte, body []byte) error {
 	return bw.Flush()
 }
 
-func writeFrameTo(w *bufio.Writer, typ byte, body []byte) error {
+// writeFrameTo writes one frame whose body is the parts, one after another.
+func writeFrameTo(w *bufio.Writer, typ byte, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n > maxFrame {
+		return fmt.Errorf("cluster: a frame of %d bytes is over the limit", n)
+	}
 	var hdr [5]byte
 	hdr[0] = typ
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
+	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(body)
-	return err
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readFrame(r *bufio.Reader) (byte, []byte, error) {
