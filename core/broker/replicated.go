@@ -139,6 +139,13 @@ func (m metaState) Apply(index uint64, cmd []byte) error {
 		var t protocol.Table
 		if t, _, err = protocol.DecodeTable(cmd); err == nil {
 			err = m.b.applyChange(t)
+			// A refusal (404, 406) is the same on every node; a failure
+			// of this node's own (its store) is not, and leaves it behind
+			// the others until it is restarted from a snapshot: say so.
+			if e := reply.As(err); e != nil && e.Code == protocol.InternalError {
+				m.b.log.Error().Err(err).Uint64("index", index).Str("op", fmt.Sprint(t["op"])).
+					Msg("a replicated definitions change failed on this node only; its definitions differ from the cluster's")
+			}
 		} else {
 			err = reply.Internal("undecodable definitions change at %d: %v", index, err)
 		}
