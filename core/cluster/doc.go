@@ -74,9 +74,12 @@
 //     its messages are sent and its committed entries applied.
 //   - Every committed entry's index reaches StateMachine.Apply, even
 //     Raft's empty entries and configuration changes (with a nil
-//     command), so Applied is exact; at a restart Raft hands back only
-//     entries after Applied, and the member table is rebuilt from the
-//     snapshot and the configuration changes up to Applied.
+//     command), so Applied is exact. At a restart Raft is told only the
+//     snapshot's index as applied: it hands back every entry after the
+//     snapshot, rebuilding its configuration from the configuration
+//     changes among them; those up to the state machine's Applied go to
+//     Raft only. The member table is rebuilt from the snapshot and the
+//     configuration changes up to Applied.
 //   - Lock order: Node.mu and Transport.mu are leaves; neither is held
 //     while calling Raft or the state machine.
 package cluster

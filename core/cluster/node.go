@@ -145,6 +145,8 @@ type Status struct {
 	// LogBytes and LogEntries are the size of the log kept since the
 	// last compaction, when the LogStore can tell (storage.RaftLog can).
 	LogBytes, LogEntries uint64
+	// Voters is how many voters Raft's configuration on this node has.
+	Voters int
 }
 
 // Start starts the node: it restarts from its log if it has one, starts a
@@ -203,9 +205,18 @@ func Start(cfg Config) (*Node, error) {
 		}
 		applied = i
 	}
+	// Raft is told only the snapshot's index as applied, not the state
+	// machine's: Raft rebuilds its configuration from the snapshot's and
+	// the configuration changes it hands back, so every entry after the
+	// snapshot must come back. The loop passes those the state machine
+	// already has to Raft only (see run).
+	raftApplied := uint64(0)
+	if snap, err := cfg.Log.Snapshot(); err == nil {
+		raftApplied = snap.GetMetadata().GetIndex()
+	}
 	rc := &raft.Config{
 		ID: id, ElectionTick: electionTicks, HeartbeatTick: heartbeatTicks, Storage: cfg.Log,
-		Applied: applied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: maxInflightMsgs,
+		Applied: raftApplied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: maxInflightMsgs,
 		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true,
 		Logger: raftLogger{n.log},
 	}
@@ -227,9 +238,10 @@ func Start(cfg Config) (*Node, error) {
 	}
 	tr.serve()
 	go n.run()
-	// A cluster of one elects itself at once rather than after an
-	// election timeout: a node of its own takes changes from the start.
-	if voters := cs.GetVoters(); (!restart && len(cfg.Seeds) == 0) || (len(voters) == 1 && voters[0] == id) {
+	// A new cluster of one elects itself at once rather than after an
+	// election timeout (a restarted one does once its configuration is
+	// rebuilt: see run).
+	if !restart && len(cfg.Seeds) == 0 {
 		n.raft.Campaign(context.Background())
 	}
 	if !restart && len(cfg.Seeds) > 0 {
@@ -433,6 +445,7 @@ func (n *Node) Status() Status {
 	out.ID, out.Name = n.id, n.cfg.Name
 	out.Role = roleName(st.RaftState)
 	out.Term, out.Leader, out.Commit = st.GetTerm(), st.Lead, st.GetCommit()
+	out.Voters = len(st.Config.Voters.IDs())
 	out.Members = n.Members()
 	for i := range out.Members {
 		m := &out.Members[i]
@@ -488,6 +501,7 @@ func (n *Node) run() {
 		snapIndex = snap.GetMetadata().GetIndex()
 	}
 	var confState *raftpb.ConfState
+	soleVoterChecked := false
 	for {
 		select {
 		case <-n.stop:
@@ -510,6 +524,12 @@ func (n *Node) run() {
 			}
 			for _, e := range rd.CommittedEntries {
 				if e.GetIndex() <= applied {
+					// Applied before a restart: a configuration change
+					// goes to Raft again (it rebuilds its configuration
+					// from them), nothing goes to the state machine.
+					if cs := n.reapplyConf(e); cs != nil {
+						confState = cs
+					}
 					continue
 				}
 				if cs := n.apply(e); cs != nil {
@@ -520,6 +540,17 @@ func (n *Node) run() {
 			n.mu.Lock()
 			n.status.Applied = applied
 			n.mu.Unlock()
+			// A cluster of one, restarted, elects itself as soon as its
+			// configuration is rebuilt rather than after a timeout.
+			if !soleVoterChecked && len(rd.CommittedEntries) > 0 {
+				soleVoterChecked = true
+				st := n.raft.Status()
+				if voters := st.Config.Voters.IDs(); len(voters) == 1 && st.Lead == raft.None {
+					if _, self := voters[n.id]; self {
+						n.raft.Campaign(context.Background())
+					}
+				}
+			}
 			if applied-snapIndex >= n.cfg.SnapshotEvery {
 				if confState == nil {
 					_, cs, _ := n.cfg.Log.InitialState()
@@ -571,6 +602,19 @@ func (n *Node) apply(e *raftpb.Entry) *raftpb.ConfState {
 		return cs
 	}
 	return nil
+}
+
+// reapplyConf hands a configuration change the state machine applied
+// before a restart back to Raft.
+func (n *Node) reapplyConf(e *raftpb.Entry) *raftpb.ConfState {
+	if e.GetType() != raftpb.EntryConfChange {
+		return nil
+	}
+	cc := &raftpb.ConfChange{}
+	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+		return nil
+	}
+	return n.raft.ApplyConfChange(cc)
 }
 
 // changeMember records a configuration change in the member table and the

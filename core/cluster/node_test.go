@@ -258,6 +258,12 @@ func TestRestartedNodeCatchesUp(t *testing.T) {
 			}
 			b.start(t)
 			converge(t, nodes, want)
+			// Raft's configuration on the restarted node has every voter,
+			// though the changes that made it were applied before the
+			// restart (and, compacted, after the snapshot or before it).
+			if v := b.Status().Voters; v != 3 {
+				t.Fatalf("the restarted node's Raft configuration has %d voters, want 3", v)
+			}
 			if compact {
 				if first, _ := nodes[0].cfg.Log.FirstIndex(); first < 10 {
 					t.Fatalf("the leader's log was not compacted (first index %d)", first)
