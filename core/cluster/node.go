@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -166,6 +167,13 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, id: id, tr: tr, log: cfg.Logger.With().Str("component", "cluster").Logger(),
 		members: map[uint64]Member{}, waiters: map[uint64]chan error{}, joined: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	// Proposals are matched to their waiters by (node, seq) when they are
+	// applied. Entries a previous run of this node proposed may be applied
+	// after a restart: a random start keeps their seqs from meeting this
+	// run's.
+	var start [8]byte
+	crand.Read(start[:])
+	n.seq = binary.BigEndian.Uint64(start[:]) >> 1
 	tr.deliver = n.receive
 	tr.onJoin = n.handleJoin
 	tr.unreachable = func(id uint64) { n.raft.ReportUnreachable(id) }
