@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -95,20 +96,37 @@ func (a *api) forgetNode(c *call) (any, error) {
 	return nil, n.Forget(ctx, name)
 }
 
-// clusterMembers are the cluster's other nodes for /api/nodes: their
-// names and whether this node hears from them (their figures are theirs
-// to give: ask them).
+// clusterMembers are the cluster's other nodes for /api/nodes, each with
+// the figures it answers when asked (all are asked at once, for a second
+// at most); a node that does not answer is listed not running.
 func (a *api) clusterMembers() []nodeJSON {
 	n := a.b.Cluster()
 	if n == nil {
 		return nil
 	}
-	var out []nodeJSON
-	for _, m := range n.Status().Members {
+	var others []string
+	for _, m := range n.Members() {
 		if m.Name != a.b.NodeName() {
-			out = append(out, nodeJSON{Name: m.Name, Type: "disc", Running: m.Alive,
-				Partitions: []string{}, EnabledPlugins: []string{}, ExchangeTypes: []exchangeTypeJSON{}})
+			others = append(others, m.Name)
 		}
 	}
+	out := make([]nodeJSON, len(others))
+	var wg sync.WaitGroup
+	for i, name := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			f, err := a.b.MemberFigures(ctx, name)
+			if err != nil {
+				out[i] = nodeJSON{Name: name, Type: "disc", Partitions: []string{}, EnabledPlugins: []string{},
+					ExchangeTypes: []exchangeTypeJSON{}}
+				return
+			}
+			out[i] = a.nodeViewOf(name, f)
+		}()
+	}
+	wg.Wait()
 	return out
 }

@@ -192,21 +192,21 @@ type nodeJSON struct {
 	GoVersion              string   `json:"go_version"`
 }
 
-func (a *api) nodeView() nodeJSON {
-	s := a.b.Status()
-	enabled := a.b.EnabledPlugins()
-	sockets := len(a.b.Server().Connections())
+func (a *api) nodeView() nodeJSON { return a.nodeViewOf(a.b.NodeName(), a.b.Figures()) }
+
+// nodeViewOf renders a node's figures, this node's or another member's.
+func (a *api) nodeViewOf(name string, f broker.NodeFigures) nodeJSON {
 	socketsTotal := a.b.Config().Limits.MaxConnections
 	if socketsTotal == 0 {
-		socketsTotal = s.FDTotal
+		socketsTotal = f.FDTotal
 	}
 	return nodeJSON{
-		Name: a.b.NodeName(), Type: "disc", Running: true, OSPid: itoa(s.OSPid), Uptime: a.b.Uptime().Milliseconds(),
-		Processors: s.Processors, MemUsed: s.MemUsed, MemLimit: s.MemLimit, MemAlarm: s.MemAlarm,
-		MemCalculationStrategy: "rss", DiskFree: s.DiskFree, DiskFreeLimit: s.DiskFreeLimit, DiskFreeAlarm: s.DiskAlarm,
-		FDUsed: s.FDUsed, FDTotal: s.FDTotal, SocketsUsed: sockets, SocketsTotal: socketsTotal,
-		ProcUsed: s.Goroutines, ProcTotal: s.Goroutines, RunQueue: 0, RatesMode: "basic",
-		Partitions: []string{}, EnabledPlugins: enabled, ExchangeTypes: a.exchangeTypes(), GoVersion: runtime.Version(),
+		Name: name, Type: "disc", Running: true, OSPid: itoa(f.OSPid), Uptime: f.UptimeMS,
+		Processors: f.Processors, MemUsed: f.MemUsed, MemLimit: f.MemLimit, MemAlarm: f.MemAlarm,
+		MemCalculationStrategy: "rss", DiskFree: f.DiskFree, DiskFreeLimit: f.DiskFreeLimit, DiskFreeAlarm: f.DiskAlarm,
+		FDUsed: f.FDUsed, FDTotal: f.FDTotal, SocketsUsed: f.Sockets, SocketsTotal: socketsTotal,
+		ProcUsed: f.Goroutines, ProcTotal: f.Goroutines, RunQueue: 0, RatesMode: "basic",
+		Partitions: []string{}, EnabledPlugins: f.EnabledPlugins, ExchangeTypes: a.exchangeTypes(), GoVersion: runtime.Version(),
 	}
 }
 

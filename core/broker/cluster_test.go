@@ -91,6 +91,15 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 			t.Fatalf("%s sees members %+v", n.name, st.Members)
 		}
 	}
+	// A member's figures come from it, through a call.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if f, err := n1.MemberFigures(ctx, "n3"); err != nil || f.UptimeMS == 0 || f.OSPid != os.Getpid() || f.Processors == 0 {
+		t.Fatalf("n3's figures through n1: %+v, %v", f, err)
+	}
+	if _, err := n1.MemberFigures(ctx, "nobody"); err == nil {
+		t.Fatal("figures of a node that is not a member")
+	}
 
 	pw := "alice-pw"
 	if err := n2.PutUser("alice", &pw, []string{"management"}); err != nil {

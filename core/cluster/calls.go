@@ -53,9 +53,9 @@ type callAnswer struct {
 	err     error
 }
 
-// SetCallHandler installs the handler of calls from other nodes; set it
-// before the first call can arrive.
-func (n *Node) SetCallHandler(h CallHandler) { n.tr.onCall = h }
+// SetCallHandler installs (or replaces) the handler of calls from other
+// nodes; Config.OnCall installs one before the node serves.
+func (n *Node) SetCallHandler(h CallHandler) { n.tr.onCall.Store(&h) }
 
 // Call sends payload to the node named name and waits for its answer.
 func (n *Node) Call(ctx context.Context, name string, payload []byte) ([]byte, error) {
@@ -204,10 +204,10 @@ func (t *Transport) serveCall(c net.Conn, wmu *sync.Mutex, slots chan struct{}, 
 		id := body[:8]
 		var answer []byte
 		var err error
-		if t.onCall == nil {
+		if h := t.onCall.Load(); h == nil {
 			err = errors.New("cluster: this node takes no calls")
 		} else {
-			answer, err = t.onCall(from, body[8:])
+			answer, err = (*h)(from, body[8:])
 		}
 		status := []byte{0}
 		if err != nil {

@@ -77,9 +77,11 @@ type Config struct {
 	Secret    []byte   // shared by every node
 	// TLS, when set, holds this node's certificate: the nodes then talk
 	// over TLS 1.3 (see transport.go for what authenticates whom).
-	TLS    *tls.Config
-	Log    LogStore
-	State  StateMachine
+	TLS   *tls.Config
+	Log   LogStore
+	State StateMachine
+	// OnCall answers other nodes' calls (calls.go); nil takes none.
+	OnCall CallHandler
 	Logger zerolog.Logger
 	// SnapshotEvery is how many applied entries make a snapshot (and a
 	// compaction of the log); 0 means 10,000. KeepAfterSnapshot is how
@@ -176,6 +178,9 @@ func Start(cfg Config) (*Node, error) {
 	n.seq = binary.BigEndian.Uint64(start[:]) >> 1
 	tr.deliver = n.receive
 	tr.onJoin = n.handleJoin
+	if cfg.OnCall != nil {
+		tr.onCall.Store(&cfg.OnCall)
+	}
 	tr.unreachable = func(id uint64) { n.raft.ReportUnreachable(id) }
 	tr.snapshotSent = func(id uint64, ok bool) {
 		status := raft.SnapshotFinish

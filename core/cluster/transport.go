@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -94,7 +95,7 @@ type Transport struct {
 	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
 	rtt     map[uint64]time.Duration
 	links   map[uint64]*callLink // call connections, by peer (calls.go)
-	onCall  CallHandler
+	onCall  atomic.Pointer[CallHandler]
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
