@@ -228,9 +228,8 @@ func (s *Server) snapshot() []*Conn {
 type ioCounts struct {
 	n [4]atomic.Uint64 // recvOct, recvCnt, sendOct, sendCnt
 
-	mu             sync.Mutex // guards the samples
-	prev, last     [4]uint64
-	prevAt, lastAt time.Time
+	mu      sync.Mutex // guards samples
+	samples stats.Pair[[4]uint64]
 }
 
 const (
@@ -261,8 +260,7 @@ func (ic *ioCounts) values() [4]uint64 {
 func (ic *ioCounts) sample(now time.Time) {
 	v := ic.values()
 	ic.mu.Lock()
-	ic.prev, ic.prevAt = ic.last, ic.lastAt
-	ic.last, ic.lastAt = v, now
+	ic.samples.Push(v, now)
 	ic.mu.Unlock()
 }
 
@@ -270,9 +268,10 @@ func (ic *ioCounts) rates() [4]float64 {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
 	var r [4]float64
-	if dt := ic.lastAt.Sub(ic.prevAt).Seconds(); !ic.prevAt.IsZero() && dt > 0 {
+	s := &ic.samples
+	if dt := s.Seconds(); dt > 0 {
 		for i := range r {
-			r[i] = float64(ic.last[i]-ic.prev[i]) / dt
+			r[i] = float64(s.Last[i]-s.Prev[i]) / dt
 		}
 	}
 	return r

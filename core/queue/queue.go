@@ -147,8 +147,7 @@ type Queue struct {
 
 	// The two latest depth samples (ready, unacked), for the rates of
 	// change the admin API shows; under mu.
-	depthPrev, depthLast     [2]int
-	depthPrevAt, depthLastAt time.Time
+	depth stats.Pair[[2]int]
 }
 
 // Order is the queue's place in the lock order: a vhost that locks several
@@ -829,9 +828,9 @@ func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := Stats{Ready: q.ready, ReadyBytes: q.readyBytes, Unacked: q.unacked, Consumers: len(q.consumers)}
-	if dt := q.depthLastAt.Sub(q.depthPrevAt).Seconds(); !q.depthPrevAt.IsZero() && dt > 0 {
-		st.ReadyRate = float64(q.depthLast[0]-q.depthPrev[0]) / dt
-		st.UnackedRate = float64(q.depthLast[1]-q.depthPrev[1]) / dt
+	if dt := q.depth.Seconds(); dt > 0 {
+		st.ReadyRate = float64(q.depth.Last[0]-q.depth.Prev[0]) / dt
+		st.UnackedRate = float64(q.depth.Last[1]-q.depth.Prev[1]) / dt
 	}
 	return st
 }
@@ -840,8 +839,7 @@ func (q *Queue) Stats() Stats {
 // returns the counts; the broker's statistics sampler calls it.
 func (q *Queue) SampleDepth(now time.Time) Stats {
 	q.mu.Lock()
-	q.depthPrev, q.depthPrevAt = q.depthLast, q.depthLastAt
-	q.depthLast, q.depthLastAt = [2]int{q.ready, q.unacked}, now
+	q.depth.Push([2]int{q.ready, q.unacked}, now)
 	q.mu.Unlock()
 	return q.Stats()
 }

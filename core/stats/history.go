@@ -82,5 +82,8 @@ func (h *History) Latest() (prev, last Point) {
 
 // Rates are the counter rates between two points.
 func (p Point) RatesSince(prev Point) Rates {
-	return rates(prev.Values, p.Values, prev.At, p.At)
+	if prev.At.IsZero() {
+		return Rates{}
+	}
+	return rates(prev.Values, p.Values, p.At.Sub(prev.At).Seconds())
 }

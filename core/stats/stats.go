@@ -147,12 +147,29 @@ type Meter struct {
 	n [NumKinds]atomic.Uint64
 
 	mu      sync.Mutex // guards samples
-	samples *samplePair
+	samples *Pair[Values]
 }
 
-type samplePair struct {
-	prev, last     Values
-	prevAt, lastAt time.Time
+// Pair is the two latest samples of some figures and when each was taken:
+// what a rate between samples is computed from (a Meter's counters, a
+// connection's traffic, a queue's depth).
+type Pair[V any] struct {
+	Prev, Last     V
+	PrevAt, LastAt time.Time
+}
+
+// Push records v, taken at now, as the latest sample.
+func (p *Pair[V]) Push(v V, now time.Time) {
+	p.Prev, p.PrevAt = p.Last, p.LastAt
+	p.Last, p.LastAt = v, now
+}
+
+// Seconds between the two samples; 0 until there are two.
+func (p *Pair[V]) Seconds() float64 {
+	if p.PrevAt.IsZero() {
+		return 0
+	}
+	return max(p.LastAt.Sub(p.PrevAt).Seconds(), 0)
 }
 
 // Add counts n events of kind k. It is safe from any goroutine.
@@ -202,12 +219,9 @@ func (m *Meter) Sample(now time.Time) {
 		if v == (Values{}) {
 			return
 		}
-		m.samples = &samplePair{last: v, lastAt: now}
-		return
+		m.samples = &Pair[Values]{}
 	}
-	s := m.samples
-	s.prev, s.prevAt = s.last, s.lastAt
-	s.last, s.lastAt = v, now
+	m.samples.Push(v, now)
 }
 
 // Rates are the per-second rates between the two latest samples; zero
@@ -219,13 +233,14 @@ func (m *Meter) Rates() Rates {
 		return Rates{}
 	}
 	s := m.samples
-	return rates(s.prev, s.last, s.prevAt, s.lastAt)
+	return rates(s.Prev, s.Last, s.Seconds())
 }
 
-func rates(prev, last Values, prevAt, lastAt time.Time) Rates {
+// rates are the per-second rates from prev to last, dt seconds apart; a
+// counter that went down (a reset) has rate 0.
+func rates(prev, last Values, dt float64) Rates {
 	var r Rates
-	dt := lastAt.Sub(prevAt).Seconds()
-	if prevAt.IsZero() || dt <= 0 {
+	if dt <= 0 {
 		return r
 	}
 	for k := range r {
