@@ -3,8 +3,8 @@ package admin
 import (
 	"encoding/json"
 
+	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/policy"
-	"github.com/warrenmq/warren/internal/tablejson"
 )
 
 func (a *api) routePolicies(mux *router) {
@@ -15,29 +15,15 @@ func (a *api) routePolicies(mux *router) {
 	a.handle(mux, "DELETE /api/policies/{vhost}/{name}", policymaker, a.deletePolicy)
 }
 
-type policyJSON struct {
-	VHost      string         `json:"vhost"`
-	Name       string         `json:"name"`
-	Pattern    string         `json:"pattern"`
-	ApplyTo    string         `json:"apply-to"`
-	Definition map[string]any `json:"definition"`
-	Priority   int            `json:"priority"`
-}
-
-func policyView(vhostName string, p *policy.Policy) policyJSON {
-	return policyJSON{VHost: vhostName, Name: p.Name, Pattern: p.Pattern, ApplyTo: string(p.ApplyTo),
-		Definition: tablejson.Render(p.Definition), Priority: p.Priority}
-}
-
 func (a *api) policies(c *call) (any, error) {
 	vs, err := c.vhosts()
 	if err != nil {
 		return nil, err
 	}
-	out := []policyJSON{}
+	out := []broker.PolicyDefinition{}
 	for _, v := range vs {
 		for _, p := range v.Policies() {
-			out = append(out, policyView(v.Name, p))
+			out = append(out, broker.PolicyDefinitionOf(v.Name, p))
 		}
 	}
 	return out, nil
@@ -50,7 +36,7 @@ func (a *api) policyOne(c *call) (any, error) {
 	}
 	for _, p := range v.Policies() {
 		if p.Name == c.path("name") {
-			return policyView(v.Name, p), nil
+			return broker.PolicyDefinitionOf(v.Name, p), nil
 		}
 	}
 	return nil, errNotFound

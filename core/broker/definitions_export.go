@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/tablejson"
@@ -71,8 +72,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	pols := v.Policies()
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 	for _, p := range pols {
-		d.Policies = append(d.Policies, PolicyDefinition{VHost: v.Name, Name: p.Name, Pattern: p.Pattern,
-			ApplyTo: string(p.ApplyTo), Definition: tablejson.Render(p.Definition), Priority: p.Priority})
+		d.Policies = append(d.Policies, PolicyDefinitionOf(v.Name, p))
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.
@@ -105,4 +105,11 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 			RoutingKey: bi.Key, Arguments: tablejson.Render(bi.Args)})
 	}
 	return d
+}
+
+// PolicyDefinitionOf is p of vhost in the definitions format, which is
+// also how the management API lists policies.
+func PolicyDefinitionOf(vhost string, p *policy.Policy) PolicyDefinition {
+	return PolicyDefinition{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: string(p.ApplyTo),
+		Definition: tablejson.Render(p.Definition), Priority: p.Priority}
 }
