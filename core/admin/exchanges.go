@@ -118,9 +118,10 @@ func (a *api) exchange(c *call) (any, error) {
 	}{exchangeView(x), []any{}, []any{}}, nil
 }
 
-// declareVHost is the vhost a PUT declares in: RabbitMQ's 404
-// vhost_not_found when there is none, a 401 when the user may not use it.
-func (c *call) declareVHost() (*vhost.VHost, error) {
+// declareVHost is the vhost a PUT declares in (RabbitMQ's 404
+// vhost_not_found when there is none, a 401 when the user may not use it),
+// with the request's body decoded into body.
+func (c *call) declareVHost(body any) (*vhost.VHost, error) {
 	v, ok := c.a.b.VHost(c.path("vhost"))
 	if !ok {
 		return nil, &reply.Error{Code: protocol.NotFound, Text: "vhost_not_found"}
@@ -128,7 +129,7 @@ func (c *call) declareVHost() (*vhost.VHost, error) {
 	if !c.mayUse(v.Name) {
 		return nil, notAuthorised(notInVHost)
 	}
-	return v, nil
+	return v, decode(c.r, body)
 }
 
 // exchangeBody is PUT /api/exchanges/{vhost}/{exchange}'s body; the type
@@ -142,12 +143,9 @@ type exchangeBody struct {
 }
 
 func (a *api) putExchange(c *call) (any, error) {
-	v, err := c.declareVHost()
-	if err != nil {
-		return nil, err
-	}
 	var body exchangeBody
-	if err := decode(c.r, &body); err != nil {
+	v, err := c.declareVHost(&body)
+	if err != nil {
 		return nil, err
 	}
 	if body.Type == "" {

@@ -210,12 +210,9 @@ type queueBody struct {
 }
 
 func (a *api) putQueue(c *call) (any, error) {
-	v, err := c.declareVHost()
-	if err != nil {
-		return nil, err
-	}
 	var body queueBody
-	if err := decode(c.r, &body); err != nil {
+	v, err := c.declareVHost(&body)
+	if err != nil {
 		return nil, err
 	}
 	name := c.path("queue")
