@@ -142,14 +142,20 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 	}
 	// Samples for the web UI's charts.
 	m.expect("GET", "/api/overview?lengths_age=60&lengths_incr=5&msg_rates_age=60&msg_rates_incr=5", "", 200).json(t, &ov)
+	// RabbitMQ leaves queue_totals and message_stats empty until its
+	// statistics database has seen a queue and a publish (a fresh node);
+	// Warren always has them.
 	qt := ov["queue_totals"].(map[string]any)
-	d, _ := qt["messages_details"].(map[string]any)
-	if samples, _ := d["samples"].([]any); len(samples) != 13 || d["avg_rate"] == nil || d["avg"] == nil {
-		t.Errorf("queue_totals.messages_details: %v", d)
+	if len(qt) > 0 || m.isWarren() {
+		d, _ := qt["messages_details"].(map[string]any)
+		if samples, _ := d["samples"].([]any); len(samples) != 13 || d["avg_rate"] == nil || d["avg"] == nil {
+			t.Errorf("queue_totals.messages_details: %v", d)
+		}
 	}
-	ms := ov["message_stats"].(map[string]any)
-	if d, _ := ms["publish_details"].(map[string]any); len(d["samples"].([]any)) != 13 {
-		t.Errorf("message_stats.publish_details: %v", ms["publish_details"])
+	if ms, _ := ov["message_stats"].(map[string]any); len(ms) > 0 || m.isWarren() {
+		if d, _ := ms["publish_details"].(map[string]any); d == nil || len(d["samples"].([]any)) != 13 {
+			t.Errorf("message_stats.publish_details: %v", ms["publish_details"])
+		}
 	}
 
 	var nodes []map[string]any
