@@ -243,7 +243,7 @@ func (a *api) publish(c *call) (any, error) {
 		return nil, badRequest("properties: %v", err)
 	}
 	name := exchangeName(c)
-	x, err := v.Exchange(name)
+	x, err := v.FindExchange(name)
 	if err != nil {
 		// RabbitMQ answers a missing exchange here with a 400.
 		if e, ok := err.(*reply.Error); ok {

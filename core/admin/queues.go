@@ -65,6 +65,12 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
+	if q.Home != "" {
+		out.Node = q.Home // homed on another node of the cluster
+	}
+	if q.Down {
+		out.State = "down" // as RabbitMQ lists a queue whose node is down
+	}
 	if q.Policy != "" {
 		name := q.Policy
 		out.Policy = &name

@@ -77,6 +77,10 @@ type Broker struct {
 	// node of its own (replicated.go).
 	cluster  atomic.Pointer[cluster.Node]
 	joinMu   sync.Mutex // serializes JoinCluster
+	// forwarders send messages to queues homed on other nodes, one per
+	// node (topology.go).
+	forwardMu  sync.Mutex
+	forwarders map[string]*forwarder
 	stopOnce sync.Once
 	admin    *http.Server
 	stop     chan struct{}
@@ -207,8 +211,12 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 	if v, ok := b.vhosts[name]; ok {
 		return v
 	}
-	v := vhost.New(vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store,
-		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}})
+	c := vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store,
+		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
+	if b.cfg.Cluster.Enabled() {
+		c.Cluster = topologyLink{b: b}
+	}
+	v := vhost.New(c)
 	b.vhosts[name] = v
 	return v
 }

@@ -77,7 +77,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.
 	exported := map[string]bool{}
-	qs := v.Queues()
+	qs := v.QueueEntries() // every node's queues; no figures needed
 	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name })
 	for _, q := range qs {
 		if q.Exclusive {

@@ -55,6 +55,10 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 	switch payload[0] {
 	case callFigures:
 		return json.Marshal(b.Figures())
+	case callTopology:
+		return b.answerTopology(payload[1:])
+	case callDeliver:
+		return b.answerDeliver(payload[1:])
 	}
 	return nil, fmt.Errorf("unknown call %d (a node of a newer version?)", payload[0])
 }

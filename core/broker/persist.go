@@ -170,8 +170,9 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 	}
 	for _, x := range exchanges {
 		typ, _ := x.Rec["type"].(string)
+		durable, ok := x.Rec["durable"].(bool)
 		v.RestoreExchange(exchange.Definition{
-			Name: x.Name, Type: typ, Durable: true,
+			Name: x.Name, Type: typ, Durable: durable || !ok,
 			AutoDelete: flag(x.Rec, "auto_delete"), Internal: flag(x.Rec, "internal"), Args: table(x.Rec, "arguments"),
 		})
 	}
@@ -180,7 +181,12 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 			continue
 		}
 		id, _ := queue.Integer(q.Rec["id"])
-		def := vhost.QueueDef{Name: q.Name, Durable: true, AutoDelete: flag(q.Rec, "auto_delete"), Args: table(q.Rec, "arguments")}
+		incarnation, _ := queue.Integer(q.Rec["cluster_id"])
+		home, _ := q.Rec["home"].(string)
+		// Records from before clusters hold durable queues only.
+		durable, ok := q.Rec["durable"].(bool)
+		def := vhost.QueueDef{Name: q.Name, Durable: durable || !ok, AutoDelete: flag(q.Rec, "auto_delete"),
+			Exclusive: flag(q.Rec, "exclusive"), Args: table(q.Rec, "arguments"), Home: home, ID: uint64(incarnation)}
 		if err := v.RestoreQueue(def, uint64(id), levels[uint64(id)]); err != nil {
 			b.log.Error().Err(err).Str("vhost", name).Str("queue", q.Name).Msg("queue could not be restored")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -47,6 +48,7 @@ const (
 	opSetPolicy       = "set_policy"
 	opClearPolicy     = "clear_policy"
 	opSetClusterName  = "set_cluster_name"
+	opSync            = "sync" // changes nothing; see topologyLink.Sync
 )
 
 // errNoQuorum is what a change the cluster could not commit answers.
@@ -61,15 +63,24 @@ func (e errNoQuorum) Unwrap() error { return cluster.ErrNoQuorum }
 // change makes a definitions change: at once on a node of its own,
 // through the metadata group in a cluster.
 func (b *Broker) change(cmd protocol.Table) error {
+	if b.cluster.Load() == nil {
+		return b.applyChange(cmd)
+	}
+	return b.propose(cmd)
+}
+
+// propose makes a change through the metadata group and returns this
+// node's result of applying it.
+func (b *Broker) propose(cmd protocol.Table) error {
+	timeout := time.Duration(b.cfg.Cluster.ChangeTimeout)
 	n := b.cluster.Load()
 	if n == nil {
-		return b.applyChange(cmd)
+		return errNoQuorum{timeout}
 	}
 	data, err := protocol.AppendTable(nil, cmd)
 	if err != nil {
 		return reply.Internal("could not encode the change: %v", err)
 	}
-	timeout := time.Duration(b.cfg.Cluster.ChangeTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	err = n.Propose(ctx, data)
@@ -104,7 +115,16 @@ func (b *Broker) applyChange(cmd protocol.Table) error {
 		return b.applyClearPolicy(str("vhost"), str("name"))
 	case opSetClusterName:
 		return b.applySetClusterName(str("name"))
+	case opSync:
+		return nil
 	default:
+		if vhost.IsCommand(op) {
+			v, ok := b.VHost(str("vhost"))
+			if !ok {
+				return reply.NotFound("no vhost '%s'", str("vhost"))
+			}
+			return v.Apply(cmd)
+		}
 		return reply.Internal("unknown definitions change %q (a node of a newer version?)", op)
 	}
 }
@@ -160,6 +180,7 @@ func (m metaState) Applied() uint64 { return m.log.Applied() }
 func (m metaState) Snapshot() ([]byte, error) {
 	b := m.b
 	var users, perms, vhosts, pols []any
+	topology := protocol.Table{}
 	for _, u := range b.users.Users() {
 		rec := userRecord(u)
 		rec["name"] = u.Name
@@ -176,9 +197,10 @@ func (m metaState) Snapshot() ([]byte, error) {
 			for _, p := range v.Policies() {
 				pols = append(pols, policyCommand(name, p))
 			}
+			topology[name] = v.Topology()
 		}
 	}
-	snap := protocol.Table{"users": users, "permissions": perms, "vhosts": vhosts, "policies": pols}
+	snap := protocol.Table{"users": users, "permissions": perms, "vhosts": vhosts, "policies": pols, "topology": topology}
 	if n := b.clusterName.Load(); n != nil {
 		snap["cluster_name"] = *n
 	}
@@ -271,6 +293,15 @@ func (m metaState) Restore(index uint64, data []byte) error {
 			}
 		}
 	}
+	topology, _ := snap["topology"].(protocol.Table)
+	for _, vh := range b.VHosts() {
+		if v, ok := b.VHost(vh); ok {
+			t, _ := topology[vh].(protocol.Table)
+			if err := v.RestoreTopology(t); err != nil {
+				b.log.Warn().Err(err).Str("vhost", vh).Msg("part of a snapshot's topology could not be restored")
+			}
+		}
+	}
 	if name, ok := snap["cluster_name"].(string); ok && name != "" {
 		if err := b.applySetClusterName(name); err != nil {
 			return err
@@ -317,6 +348,11 @@ func (b *Broker) startCluster(seeds []string) error {
 		return err
 	}
 	b.cluster.Store(n)
+	for _, name := range b.VHosts() {
+		if v, ok := b.VHost(name); ok {
+			v.DropLost()
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cc.ChangeTimeout))
 	defer cancel()
 	err = n.WaitJoined(ctx)

@@ -754,3 +754,10 @@ func compareStrings(a, b string) int {
 	}
 	return 0
 }
+
+// Alive reports whether the node named name is this one or was heard from
+// lately.
+func (n *Node) Alive(name string) bool {
+	id := NodeID(name)
+	return id == n.id || n.tr.alive(id)
+}

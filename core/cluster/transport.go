@@ -358,6 +358,11 @@ func (t *Transport) setPeer(id uint64, addr string) {
 	}
 	p := &peer{id: id, addr: addr, queue: make(chan *raftpb.Message, sendQueue), stop: make(chan struct{})}
 	t.peers[id] = p
+	if _, ok := t.heard[id]; !ok {
+		// A new peer is taken to be up until it has had the time to say
+		// so: a node that just joined or started has heard nobody yet.
+		t.heard[id] = time.Now()
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()

@@ -119,24 +119,29 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 			return err
 		}
 	}
-	q, _, err := ch.c.vh.DeclareQueue(vhost.QueueDef{
+	d, err := ch.c.vh.Declare(vhost.QueueDef{
 		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
 		Args: m.Arguments, Owner: ch.c, ServerNamed: serverNamed,
 	}, m.Passive)
 	if err != nil {
 		return err
 	}
-	ch.lastQueue = q.Name
-	st := q.Stats()
-	return ch.ok(m.NoWait, &protocol.QueueDeclareOk{Queue: q.Name, MessageCount: uint32(st.Ready), ConsumerCount: uint32(st.Consumers)})
+	ch.lastQueue = d.Name
+	if m.NoWait {
+		return nil
+	}
+	ready, consumers, err := ch.c.vh.Counts(d)
+	if err != nil {
+		return err
+	}
+	return ch.ok(false, &protocol.QueueDeclareOk{Queue: d.Name, MessageCount: uint32(ready), ConsumerCount: uint32(consumers)})
 }
 
 // isNewQueue reports whether a declare would create the queue: the checks
 // RabbitMQ makes on a new queue's arguments are not made again when one is
 // redeclared (its arguments must then match what is there).
 func (ch *channel) isNewQueue(name string) bool {
-	_, err := ch.c.vh.Queue(name, ch.c)
-	return err != nil && reply.As(err).Code == protocol.NotFound
+	return !ch.c.vh.HasQueue(name)
 }
 
 // checkDeadLetterExchange applies RabbitMQ's rule for a new queue with an
@@ -227,7 +232,7 @@ func (ch *channel) queueDelete(m *protocol.QueueDelete) error {
 	}
 	n, err := ch.c.vh.DeleteQueue(name, ch.c, m.IfUnused, m.IfEmpty)
 	if err != nil {
-		if e := reply.As(err); e.Code == protocol.NotFound {
+		if e := reply.As(err); e.Code == protocol.NotFound && !ch.c.vh.HasQueue(name) {
 			// Deleting a queue that is not there succeeds, as in RabbitMQ.
 			return ch.ok(m.NoWait, &protocol.QueueDeleteOk{})
 		}

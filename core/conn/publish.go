@@ -38,7 +38,7 @@ func (ch *channel) publish(m *protocol.BasicPublish) error {
 	if m.Immediate {
 		return reply.NotImplemented("immediate=true")
 	}
-	x, err := ch.c.vh.Exchange(m.Exchange)
+	x, err := ch.c.vh.FindExchange(m.Exchange)
 	if err != nil {
 		return err
 	}
@@ -147,14 +147,15 @@ func (ch *channel) checkUserID(m *message.Message) error {
 // deliverPublish routes and enqueues a complete message, returns it if it
 // was mandatory and went nowhere, and records its confirm: at once, or,
 // for a persistent message a durable queue stored, once the store has
-// synced it. stored reports the latter.
-func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) (stored bool, err error) {
+// synced it, and for one forwarded to queues on other nodes, once they
+// have it. The outcome says which.
+func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) (vhost.Outcome, error) {
 	if err := ch.waitForAlarm(); err != nil {
-		return false, err
+		return vhost.Outcome{}, err
 	}
 	out, err := ch.c.vh.Publish(x, m, &ch.router)
 	if err != nil {
-		return false, err
+		return vhost.Outcome{}, err
 	}
 	ch.count(stats.Publish, 1)
 	switch {
@@ -168,13 +169,26 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 	}
 	if confirm {
 		seq := ch.confirm.add()
-		if out.Stored && !out.Rejected {
+		switch {
+		case out.Rejected:
+			ch.confirm.settle(seq, false)
+		case out.Forwarded != nil && out.Stored:
+			out.Forwarded.Then(func(err error) {
+				if err != nil {
+					ch.Durable(seq, err)
+					return
+				}
+				ch.c.vh.AfterSync(func(err error) { ch.Durable(seq, err) })
+			})
+		case out.Forwarded != nil:
+			out.Forwarded.Then(func(err error) { ch.Durable(seq, err) })
+		case out.Stored:
 			ch.c.vh.AfterSync(func(err error) { ch.Durable(seq, err) })
-		} else {
-			ch.confirm.settle(seq, !out.Rejected)
+		default:
+			ch.confirm.settle(seq, true)
 		}
 	}
-	return out.Stored, nil
+	return out, nil
 }
 
 // basicReturn sends an unroutable message back to its publisher.
@@ -273,12 +287,29 @@ func (ch *channel) txCommit() error {
 		}
 	}
 	anyStored := false
+	var forwarded []*vhost.Forwarding
 	for _, p := range t.publishes {
-		stored, err := ch.deliverPublish(p.x, p.m, p.mandatory, false)
+		out, err := ch.deliverPublish(p.x, p.m, p.mandatory, false)
 		if err != nil {
 			return err
 		}
-		anyStored = anyStored || stored
+		anyStored = anyStored || out.Stored
+		if out.Forwarded != nil {
+			forwarded = append(forwarded, out.Forwarded)
+		}
+	}
+	for _, f := range forwarded {
+		// commit-ok promises the other nodes' queues have the messages too.
+		done := make(chan error, 1)
+		f.Then(func(err error) { done <- err })
+		select {
+		case err := <-done:
+			if err != nil {
+				return reply.Internal("forwarding the transaction's messages: %v", err)
+			}
+		case <-ch.c.stop:
+			return errForced
+		}
 	}
 	if anyStored {
 		// commit-ok promises the persistent messages are on disk.

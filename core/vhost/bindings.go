@@ -39,6 +39,9 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	if dest.Kind == exchange.ToExchange && dest.Name == "" {
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
+	if v.cluster != nil {
+		return v.proposeBinding(OpBind, source, dest, key, args, owner)
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	return v.addBinding(source, dest, key, args, owner, 0, true)
@@ -76,7 +79,7 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	if err := src.router.ValidateBinding(b); err != nil {
 		return reply.As(err)
 	}
-	persisted := b.Durable && persist && v.store != nil
+	persisted := persist && v.keeps(b.Durable)
 	if persisted {
 		if err := v.store.PutBinding(v.Name, b.Seq, bindingRecord(b)); err != nil {
 			return stored(err)
@@ -113,11 +116,13 @@ func durableTarget(t any) bool {
 		return t.Persists()
 	case *Exchange:
 		return t.Durable
+	case *RemoteQueue:
+		return t.Durable && !t.Exclusive
 	}
 	return false
 }
 
-// target resolves a destination; defMu is held.
+// target resolves a destination; defMu or mu is held.
 func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 	if dest.Kind == exchange.ToExchange {
 		x := v.exchanges[dest.Name]
@@ -127,6 +132,16 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 		return x, nil
 	}
 	q := v.queues[dest.Name]
+	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {
+		// A command's queue is the cluster's: a local exclusive queue
+		// nobody bound yet shadows it for clients only.
+		if rq := v.remote[dest.Name]; rq != nil {
+			if rq.Exclusive && owner != anyOwner {
+				return nil, v.locked(dest.Name)
+			}
+			return rq, nil
+		}
+	}
 	if err := v.checkQueue(q, dest.Name, owner); err != nil {
 		return nil, err
 	}
@@ -139,12 +154,20 @@ func (v *VHost) Unbind(source string, dest exchange.Destination, key string, arg
 	if source == "" {
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
+	if v.cluster != nil {
+		return v.proposeBinding(OpUnbind, source, dest, key, args, owner)
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	return v.unbind(source, dest, key, args, owner)
+}
+
+// unbind is Unbind's change; defMu is held.
+func (v *VHost) unbind(source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
 	bk, err := keyOf(source, dest, key, args)
 	if err != nil {
 		return err
 	}
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
 	if v.exchanges[source] == nil {
 		return v.noExchange(source)
 	}
@@ -183,7 +206,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 	v.mu.Unlock()
 	for _, source := range sources {
 		for _, b := range bySource[source] {
-			if b.Durable && v.store != nil {
+			if v.keeps(b.Durable) {
 				if err := v.store.DeleteBinding(v.Name, b.Seq); err != nil {
 					v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
 				}

@@ -63,5 +63,5 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 	if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
 		return err
 	}
-	return v.equivalentQueue(q, def)
+	return v.equivalentQueue(shapeOf(q), def)
 }

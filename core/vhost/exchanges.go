@@ -89,6 +89,17 @@ func (v *VHost) Exchange(name string) (*Exchange, error) {
 	return x, nil
 }
 
+// FindExchange is Exchange as a client asks for it: in a cluster a miss
+// looks again once this node has caught up, so that an exchange declared
+// through another node a moment ago is found.
+func (v *VHost) FindExchange(name string) (*Exchange, error) {
+	x, err := v.Exchange(name)
+	if err != nil && v.caughtUp() {
+		return v.Exchange(name)
+	}
+	return x, err
+}
+
 func (v *VHost) noExchange(name string) error {
 	return reply.NotFound("no exchange '%s' in vhost '%s'", name, v.Name)
 }
@@ -109,13 +120,46 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 		return nil, reply.AccessRefused("operation not permitted on the default exchange")
 	}
 	if passive {
-		return v.Exchange(def.Name)
+		return v.FindExchange(def.Name)
+	}
+	if v.cluster != nil {
+		return v.proposeExchange(def)
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	return v.declareExchange(def)
+}
+
+// declareExchange is DeclareExchange's change; defMu is held.
+func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 	if x := v.exchanges[def.Name]; x != nil {
 		return x, v.equivalentExchange(x, def)
 	}
+	t, err := v.checkNewExchange(def)
+	if err != nil {
+		return nil, err
+	}
+	router, err := t.Create(def)
+	if err != nil {
+		return nil, reply.As(err)
+	}
+	if v.keeps(def.Durable) {
+		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
+			router.Delete()
+			return nil, stored(err)
+		}
+	}
+	x := &Exchange{Definition: def, typ: t, router: router}
+	v.applyExchangePolicy(x)
+	v.mu.Lock()
+	v.exchanges[def.Name] = x
+	v.mu.Unlock()
+	return x, nil
+}
+
+// checkNewExchange makes the checks a new exchange must pass and returns
+// its type.
+func (v *VHost) checkNewExchange(def exchange.Definition) (exchange.Type, error) {
 	if ReservedName(def.Name) {
 		return nil, reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
@@ -129,22 +173,7 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 	if err := t.ValidateDeclare(def); err != nil {
 		return nil, reply.As(err)
 	}
-	router, err := t.Create(def)
-	if err != nil {
-		return nil, reply.As(err)
-	}
-	if def.Durable && v.store != nil {
-		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
-			router.Delete()
-			return nil, stored(err)
-		}
-	}
-	x := &Exchange{Definition: def, typ: t, router: router}
-	v.applyExchangePolicy(x)
-	v.mu.Lock()
-	v.exchanges[def.Name] = x
-	v.mu.Unlock()
-	return x, nil
+	return t, nil
 }
 
 func validateExchangeArgs(def exchange.Definition) error {
@@ -188,8 +217,16 @@ func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
 	if ReservedName(name) {
 		return reply.AccessRefused("operation not permitted on exchange '%s' in vhost '%s'", name, v.Name)
 	}
+	if v.cluster != nil {
+		return v.proposeExchangeDelete(name, ifUnused)
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	return v.deleteExchangeNamed(name, ifUnused)
+}
+
+// deleteExchangeNamed is DeleteExchange's change; defMu is held.
+func (v *VHost) deleteExchangeNamed(name string, ifUnused bool) error {
 	x := v.exchanges[name]
 	if x == nil {
 		return nil
@@ -211,7 +248,7 @@ func (v *VHost) deleteExchange(x *Exchange) {
 	x.mu.Lock()
 	x.deleted = true
 	x.mu.Unlock()
-	if x.Durable && v.store != nil {
+	if v.keeps(x.Durable) {
 		if err := v.store.DeleteMeta(storage.KindExchange, v.Name, x.Name); err != nil {
 			v.log.Error().Err(err).Str("exchange", x.Name).Msg("could not delete the stored exchange; it will come back after a restart")
 		}

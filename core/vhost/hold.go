@@ -157,9 +157,13 @@ func (hq *holdQueue) release(h *held) {
 		var r Router
 		if _, err := v.route(x, h.m, &r, h.via); err != nil {
 			v.log.Warn().Err(err).Str("exchange", h.x).Msg("held message could not be routed; dropped")
-		} else if v.holdPending(h.m, &r); len(r.queues) > 0 {
-			moves = []move{{m: h.m, queues: append([]*queue.Queue(nil), r.queues...)}}
-			targets = moves[0].queues
+		} else {
+			v.holdPending(h.m, &r)
+			v.forward(h.m, &r)
+			if len(r.queues) > 0 {
+				moves = []move{{m: h.m, queues: append([]*queue.Queue(nil), r.queues...)}}
+				targets = moves[0].queues
+			}
 		}
 	}
 	v.moveDeadLetters(v.moveInto(moves, targets, txn, nil))

@@ -30,8 +30,21 @@ func exchangeRecord(def exchange.Definition) protocol.Table {
 		"internal": def.Internal, "arguments": args(def.Args)}
 }
 
-func queueRecord(q *queue.Queue) protocol.Table {
-	return protocol.Table{"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": args(q.Args), "id": int64(q.QID())}
+// queueRecord is a queue homed here; in a cluster it names its home and
+// incarnation too.
+func queueRecord(q *queue.Queue, home string, incarnation uint64) protocol.Table {
+	rec := protocol.Table{"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": args(q.Args), "id": int64(q.QID())}
+	if incarnation != 0 {
+		rec["exclusive"], rec["home"], rec["cluster_id"] = q.Exclusive, home, int64(incarnation)
+	}
+	return rec
+}
+
+// keeps reports whether an object is written to the store: a durable one
+// when there is a store, and in a cluster every replicated one (see
+// cluster.go).
+func (v *VHost) keeps(durable bool) bool {
+	return v.store != nil && (durable || v.cluster != nil)
 }
 
 func bindingRecord(b *exchange.Binding) protocol.Table {
@@ -97,23 +110,34 @@ func (v *VHost) RestoreExchange(def exchange.Definition) {
 }
 
 // RestoreQueue recreates a durable queue under its stored id and loads its
-// messages from the levels recovery counted.
+// messages from the levels recovery counted. In a cluster it may be a
+// queue homed on another node, or a transient or exclusive one that did
+// not survive the restart: it is restored empty, unusable by clients, and
+// DropLost proposes its delete.
 func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	if v.cluster != nil && def.Home != "" && def.Home != v.cluster.Node() {
+		return v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
+			Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, false)
+	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
 	if err != nil {
 		return err
 	}
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
 	q := v.newQueue(def, settings, qid)
 	// Registered first: messages expiring as they are loaded are
 	// dead-lettered, perhaps back into this queue by name.
-	v.registerQueue(q)
+	v.registerQueue(q, def.ID)
+	if def.ID != 0 && (!def.Durable || def.Exclusive) {
+		v.lost = append(v.lost, lostQueue{name: def.Name, id: def.ID})
+	}
 	if err := q.Restore(levels); err != nil {
 		_, _ = q.Delete(false, false)
 		v.mu.Lock()
 		delete(v.queues, q.Name)
 		delete(v.defaults, q.Name)
+		delete(v.homed, q.Name)
 		v.mu.Unlock()
 		return err
 	}

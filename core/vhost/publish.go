@@ -1,6 +1,7 @@
 package vhost
 
 import (
+	"slices"
 	"time"
 
 	"github.com/warrenmq/warren/core/exchange"
@@ -20,6 +21,7 @@ type Router struct {
 	visited  []*Exchange
 	queues   []*queue.Queue
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
+	remote   []*RemoteQueue            // queues homed on other nodes
 }
 
 type pendingHold struct {
@@ -34,10 +36,13 @@ type Outcome struct {
 	Held     bool // held for delayed routing; counts as routed
 	Rejected bool // a queue refused it (overflow reject-publish): nack the publisher
 	Stored   bool // written to a durable queue's store: confirm after AfterSync
+	// Forwarded, when the message went to queues homed on other nodes,
+	// says when they have it (and stored it, if it is persistent).
+	Forwarded *Forwarding
 }
 
 // Routed reports whether the message reached a queue or is held for later.
-func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held }
+func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held || o.Forwarded != nil }
 
 // Publish routes m from exchange x and enqueues it. An error (a plugin
 // type failing, say) fails this publish only.
@@ -57,6 +62,7 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	}
 	heldStored := v.holdPending(m, r)
 	out := v.enqueue(m, r)
+	out.Forwarded = v.forward(m, r)
 	out.Held = held
 	out.Stored = out.Stored || heldStored
 	x.Counters.Inc(stats.PublishIn)
@@ -75,6 +81,8 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 // changes to its own exchange only, and no vhost lock is held meanwhile.
 func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (held bool, err error) {
 	r.queues = r.queues[:0]
+	clear(r.remote)
+	r.remote = r.remote[:0]
 	r.visited = r.visited[:0]
 	clear(r.holds)
 	r.holds = r.holds[:0]
@@ -126,6 +134,10 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 			switch t := b.Target.(type) {
 			case *queue.Queue:
 				r.addQueue(t)
+			case *RemoteQueue:
+				if !slices.Contains(r.remote, t) {
+					r.remote = append(r.remote, t)
+				}
 			case *Exchange:
 				r.work = append(r.work, t)
 			}

@@ -29,6 +29,19 @@ type QueueDef struct {
 	// server-named queue, and its permissions were checked on this name):
 	// the reserved prefix is the broker's own.
 	ServerNamed bool
+	// Home and ID are a replicated queue's home node and incarnation (see
+	// cluster.go); both are empty on a node of its own.
+	Home string
+	ID   uint64
+}
+
+// Declared is the queue a declare found or made: Local when it is on this
+// node, Remote when its home is another.
+type Declared struct {
+	Name    string
+	Local   *queue.Queue
+	Remote  *RemoteQueue
+	Created bool
 }
 
 // ServerNamed returns a fresh name like RabbitMQ's: amq.gen- and 22
@@ -45,14 +58,44 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 	v.mu.RLock()
 	q := v.queues[name]
 	v.mu.RUnlock()
+	if q == nil && !v.HasQueue(name) && v.caughtUp() {
+		v.mu.RLock()
+		q = v.queues[name]
+		v.mu.RUnlock()
+	}
+	if q == nil {
+		if rq := v.remoteQueue(name); rq != nil {
+			return nil, v.elsewhere(rq)
+		}
+	}
 	return q, v.checkQueue(q, name, owner)
+}
+
+// HasQueue reports whether a queue of that name exists, here or, in a
+// cluster, on another node.
+func (v *VHost) HasQueue(name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.queues[name] != nil || v.remote[name] != nil
+}
+
+// elsewhere refuses what needs a queue on this node for one homed on
+// another.
+func (v *VHost) elsewhere(rq *RemoteQueue) error {
+	if rq.Exclusive {
+		return v.locked(rq.Name)
+	}
+	if !v.cluster.Up(rq.Home) {
+		return v.homeDown(rq)
+	}
+	return reply.NotFound("queue '%s' in vhost '%s' is on node '%s': consume from it and get from it through that node", rq.Name, v.Name, rq.Home)
 }
 
 func (v *VHost) checkQueue(q *queue.Queue, name string, owner any) error {
 	if q == nil {
 		return reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	if q.Exclusive && q.Owner != owner {
+	if q.Exclusive && q.Owner != owner && owner != anyOwner {
 		return v.locked(name)
 	}
 	return nil
@@ -63,31 +106,71 @@ func (v *VHost) locked(name string) error {
 		"It could be originally declared on another connection or the exclusive property value does not match that of the original declaration.", name, v.Name)
 }
 
-// DeclareQueue creates a queue or checks an existing one (406 when its
-// flags or arguments differ). passive only checks that it exists and is
-// accessible. It returns the queue and whether it was created.
+// Declare creates a queue or checks an existing one (406 when its flags
+// or arguments differ). passive only checks that it exists and is
+// accessible. In a cluster the queue may be homed on another node.
 //
 // A new queue is built, stored (a synced write) and given its policy under
 // defMu alone, and enters the maps only when complete.
-func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, error) {
+func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	if passive {
 		q, err := v.Queue(def.Name, def.Owner)
 		if err == nil {
 			q.Touch()
+			return Declared{Name: q.Name, Local: q}, nil
 		}
-		return q, false, err
+		if rq := v.remoteQueue(def.Name); rq != nil && !rq.Exclusive && v.cluster.Up(rq.Home) {
+			return Declared{Name: rq.Name, Remote: rq}, nil
+		}
+		return Declared{}, err
 	}
 	if def.Name == "" {
 		def.Name = ServerNamed()
-	} else if !def.ServerNamed && ReservedName(def.Name) {
+		def.ServerNamed = true
+	}
+	if v.cluster != nil {
+		if !def.Exclusive {
+			return v.declareReplicated(def)
+		}
+		if rq := v.remoteQueue(def.Name); rq != nil {
+			return Declared{}, v.locked(def.Name)
+		}
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	q, created, err := v.declareQueue(def)
+	if err != nil {
+		return Declared{}, err
+	}
+	return Declared{Name: q.Name, Local: q, Created: created}, nil
+}
+
+// DeclareQueue is Declare for a queue on this node: a queue homed on
+// another is refused.
+func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, error) {
+	d, err := v.Declare(def, passive)
+	if err != nil {
+		return nil, false, err
+	}
+	if d.Local == nil {
+		return nil, false, v.elsewhere(d.Remote)
+	}
+	return d.Local, d.Created, nil
+}
+
+// Counts are a declared queue's ready messages and consumers, as
+// queue.declare-ok reports them.
+func (v *VHost) Counts(d Declared) (ready, consumers int, err error) { return v.counts(d) }
+
+// declareQueue is Declare's change on this node; defMu is held.
+func (v *VHost) declareQueue(def QueueDef) (*queue.Queue, bool, error) {
+	if !def.ServerNamed && ReservedName(def.Name) {
 		return nil, false, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
 	if err != nil {
 		return nil, false, err
 	}
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
 	if v.closed.Load() {
 		return nil, false, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
 	}
@@ -95,7 +178,7 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
 			return nil, false, err
 		}
-		if err := v.equivalentQueue(q, def); err != nil {
+		if err := v.equivalentQueue(shapeOf(q), def); err != nil {
 			return nil, false, err
 		}
 		q.Touch()
@@ -106,8 +189,8 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 		qid = v.store.NewID()
 	}
 	q := v.newQueue(def, settings, qid)
-	if q.Persists() {
-		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecord(q)); err != nil {
+	if q.Persists() || v.keeps(false) && def.ID != 0 {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecord(q, def.Home, def.ID)); err != nil {
 			_, _ = q.Delete(false, false)
 			return nil, false, stored(err)
 		}
@@ -116,14 +199,14 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 		// The queue holds nothing yet, so this cannot dead-letter.
 		q.ApplyPolicy(p.Definition)
 	}
-	v.registerQueue(q)
+	v.registerQueue(q, def.ID)
 	return q, true, nil
 }
 
 // newQueue creates a queue, not yet registered.
 func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *queue.Queue {
 	var owner any
-	if def.Exclusive {
+	if def.Exclusive && def.Owner != anyOwner {
 		owner = def.Owner
 	}
 	return queue.New(queue.Config{
@@ -134,11 +217,14 @@ func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *que
 }
 
 // registerQueue adds q and its implicit binding from the default exchange
-// to the maps; defMu is held.
-func (v *VHost) registerQueue(q *queue.Queue) {
+// to the maps, with its incarnation when it is replicated; defMu is held.
+func (v *VHost) registerQueue(q *queue.Queue, incarnation uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.queues[q.Name] = q
+	if incarnation != 0 {
+		v.homed[q.Name] = incarnation
+	}
 	v.defaults[q.Name] = &exchange.Binding{
 		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: q.Name},
 		Key:         q.Name, Target: q, Durable: q.Durable,
@@ -161,7 +247,7 @@ var queueArgsCompared = []string{
 	"x-single-active-consumer", "x-delivery-limit", "x-queue-type",
 }
 
-func (v *VHost) equivalentQueue(q *queue.Queue, def QueueDef) error {
+func (v *VHost) equivalentQueue(q queueShape, def QueueDef) error {
 	diff := func(field string, got, cur any) error {
 		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
 			field, def.Name, v.Name, got, cur)
@@ -194,6 +280,24 @@ func describe(v any, present bool) any {
 // DeleteQueue deletes a queue (see queue.Delete for the conditions) and its
 // bindings, and returns the number of ready messages it held.
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
+	if v.cluster != nil {
+		v.mu.RLock()
+		q, incarnation := v.queues[name], v.homed[name]
+		v.mu.RUnlock()
+		if q != nil && incarnation != 0 {
+			if err := v.checkQueue(q, name, owner); err != nil {
+				return 0, err
+			}
+			return v.deleteHomed(q, incarnation, ifUnused, ifEmpty)
+		}
+		if rq := v.remoteQueue(name); rq != nil {
+			ans, err := v.callHome(rq, callQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
+			return int(id(ans, "messages")), err
+		}
+		if q == nil && v.caughtUp() && v.HasQueue(name) {
+			return v.DeleteQueue(name, owner, ifUnused, ifEmpty)
+		}
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	q := v.queues[name]
@@ -209,7 +313,9 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 }
 
 // forgetQueue removes a deleted queue from the maps, its bindings, and its
-// stored record; defMu is held.
+// stored record; defMu is held. The home of a replicated queue proposes
+// its delete to the others (a delete already committed proposes one that
+// changes nothing).
 func (v *VHost) forgetQueue(q *queue.Queue) {
 	if v.queues[q.Name] != q {
 		return
@@ -218,14 +324,17 @@ func (v *VHost) forgetQueue(q *queue.Queue) {
 	v.mu.Lock()
 	delete(v.queues, q.Name)
 	delete(v.defaults, q.Name)
+	incarnation := v.homed[q.Name]
+	delete(v.homed, q.Name)
 	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
 	v.mu.Unlock()
 	v.removeBindings(bound)
-	if q.Persists() {
+	if q.Persists() || v.keeps(false) && incarnation != 0 {
 		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, q.Name); err != nil {
 			v.log.Error().Err(err).Str("queue", q.Name).Msg("could not delete the stored queue; it will come back after a restart")
 		}
 	}
+	v.queueGone(q.Name, incarnation)
 }
 
 // dropQueue deletes q unconditionally, if it is still the one registered.
@@ -241,6 +350,10 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
+	if rq := v.remoteQueue(name); rq != nil {
+		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
+		return int(id(ans, "messages")), err
+	}
 	q, err := v.Queue(name, owner)
 	if err != nil {
 		return 0, err
@@ -284,7 +397,12 @@ type QueueEntry struct {
 	Name, Policy                   string
 	Durable, Exclusive, AutoDelete bool
 	Args                           protocol.Table
-	q                              *queue.Queue
+	// Home is the node a queue homed on another node lives on; "" for a
+	// queue of this node.
+	Home string
+	q    *queue.Queue
+	v    *VHost // for a remote queue's figures
+	rq   *RemoteQueue
 }
 
 // QueueInfo is a snapshot of a queue for listings.
@@ -293,11 +411,18 @@ type QueueInfo struct {
 	queue.Stats
 	Counters stats.Values // message statistics
 	Rates    stats.Rates
+	// Down says a remote queue's home did not answer: its figures are
+	// unknown.
+	Down bool
 }
 
 // Info reads the queue's depth and message statistics, under the queue's
-// lock.
+// lock; a remote queue's depth comes from its home, in a call.
 func (e QueueEntry) Info() QueueInfo {
+	if e.rq != nil {
+		st, err := e.v.remoteStats(e.rq)
+		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
+	}
 	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
 }
 
@@ -310,24 +435,45 @@ func (v *VHost) entry(q *queue.Queue) QueueEntry {
 	return e
 }
 
-// QueueEntries lists the queues without their figures, taking only the
-// vhost's lock: a listing that pages by name reads the figures of the
-// page's queues only.
+// remoteEntry is rq's listing entry; the caller holds mu.
+func (v *VHost) remoteEntry(rq *RemoteQueue) QueueEntry {
+	e := QueueEntry{Name: rq.Name, Durable: rq.Durable, Exclusive: rq.Exclusive, AutoDelete: rq.AutoDelete, Args: rq.Args,
+		Home: rq.Home, v: v, rq: rq}
+	if p := v.policies.For(policy.Queues, rq.Name); p != nil {
+		e.Policy = p.Name
+	}
+	return e
+}
+
+// QueueEntries lists the queues, those homed on other nodes of a cluster
+// too, without their figures, taking only the vhost's lock: a listing
+// that pages by name reads the figures of the page's queues only.
 func (v *VHost) QueueEntries() []QueueEntry {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]QueueEntry, 0, len(v.queues))
+	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote))
 	for _, q := range v.queues {
 		out = append(out, v.entry(q))
+	}
+	for name, rq := range v.remote {
+		if v.queues[name] == nil {
+			out = append(out, v.remoteEntry(rq))
+		}
 	}
 	return out
 }
 
-// Queues lists the queues with their figures. The names and policies are
-// read under mu, the figures from each queue afterwards: a listing never
-// holds the vhost's lock while it waits for a queue's.
+// Queues lists the queues of this node with their figures (a node
+// reports its own queues' metrics). The names and policies are read under
+// mu, the figures from each queue afterwards: a listing never holds the
+// vhost's lock while it waits for a queue's.
 func (v *VHost) Queues() []QueueInfo {
-	entries := v.QueueEntries()
+	v.mu.RLock()
+	entries := make([]QueueEntry, 0, len(v.queues))
+	for _, q := range v.queues {
+		entries = append(entries, v.entry(q))
+	}
+	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
 	for i, e := range entries {
 		out[i] = e.Info()
@@ -335,30 +481,39 @@ func (v *VHost) Queues() []QueueInfo {
 	return out
 }
 
-// QueueInfo is one queue's snapshot, as Queues lists it; ok is false when
-// there is no such queue.
+// QueueInfo is one queue's snapshot, as QueueEntries and Info give it, a
+// remote one's too; ok is false when there is no such queue.
 func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	v.mu.RLock()
-	q := v.queues[name]
 	var e QueueEntry
-	if q != nil {
+	ok := true
+	if q := v.queues[name]; q != nil {
 		e = v.entry(q)
+	} else if rq := v.remote[name]; rq != nil {
+		e = v.remoteEntry(rq)
+	} else {
+		ok = false
 	}
 	v.mu.RUnlock()
-	if q == nil {
+	if !ok {
 		return QueueInfo{}, false
 	}
 	return e.Info(), true
 }
 
-// QueueNames lists the queues' names, in no order; it takes only the
-// vhost's lock, never a queue's.
+// QueueNames lists the queues' names, every node's, in no order; it takes
+// only the vhost's lock, never a queue's.
 func (v *VHost) QueueNames() []string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]string, 0, len(v.queues))
+	out := make([]string, 0, len(v.queues)+len(v.remote))
 	for name := range v.queues {
 		out = append(out, name)
+	}
+	for name := range v.remote {
+		if v.queues[name] == nil {
+			out = append(out, name)
+		}
 	}
 	return out
 }

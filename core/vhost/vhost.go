@@ -70,6 +70,7 @@ type VHost struct {
 	store    Store         // nil: nothing persists
 	memory   queue.MemoryLimit
 	closed   atomic.Bool
+	cluster  Cluster // nil on a node of its own; see cluster.go
 
 	// Counters are the vhost's message statistics: what its channels count
 	// (the connection layer adds to both) and its queues' dead letters.
@@ -86,6 +87,9 @@ type VHost struct {
 	bindings  map[bindingKey]*exchange.Binding
 	byDest    map[exchange.Destination][]*exchange.Binding
 	policies  policy.Set
+	remote    map[string]*RemoteQueue // queues homed on other nodes
+	homed     map[string]uint64       // replicated queues homed here: their incarnations
+	lost      []lostQueue             // for DropLost; under defMu
 }
 
 // Config is what a vhost needs from the broker.
@@ -95,6 +99,9 @@ type Config struct {
 	Logger zerolog.Logger
 	Store  Store             // nil: a vhost that keeps nothing across restarts
 	Memory queue.MemoryLimit // each queue's in-memory bound before paging
+	// Cluster, on a cluster member, shares the topology with the other
+	// nodes; nil on a node of its own.
+	Cluster Cluster
 }
 
 // New creates a vhost with the default and predeclared exchanges.
@@ -104,12 +111,15 @@ func New(c Config) *VHost {
 		types:     c.Types,
 		store:     c.Store,
 		memory:    c.Memory,
+		cluster:   c.Cluster,
 		log:       c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges: make(map[string]*Exchange),
 		queues:    make(map[string]*queue.Queue),
 		defaults:  make(map[string]*exchange.Binding),
 		bindings:  make(map[bindingKey]*exchange.Binding),
 		byDest:    make(map[exchange.Destination][]*exchange.Binding),
+		remote:    make(map[string]*RemoteQueue),
+		homed:     make(map[string]uint64),
 	}
 	v.holds = newHoldQueue(v)
 	v.exchanges[""] = &Exchange{Definition: exchange.Definition{VHost: c.Name, Type: "direct", Durable: true}, router: &defaultRouter{v: v}}

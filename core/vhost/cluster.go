@@ -1,0 +1,902 @@
+package vhost
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+
+	"sync"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// A vhost of a cluster member shares its topology with the other nodes.
+//
+// Every change to exchanges, bindings and non-exclusive queues is a
+// command, a field table with an "op" (the Op constants), that
+// Cluster.Propose carries through the cluster's metadata group; every node
+// applies the commands in the same order (Apply) and the change is
+// answered once this node has applied it. Checks that need no shared state
+// (a reserved name, bad arguments) and answers that only read it (a
+// redeclare of what exists, a passive declare) are made here, without a
+// round of consensus.
+//
+// A queue lives on one node, its home: the node whose client declared it.
+// There it is a queue.Queue with its messages; on the other nodes it is a
+// RemoteQueue, which routing reaches like a queue and whose messages are
+// forwarded home. Operations that need the queue's state (a conditional
+// delete, a purge, the counts of a passive declare) are calls to the home
+// node, which answers 404 "home node ... is down or inaccessible" as
+// RabbitMQ does when that node cannot be reached.
+//
+// Each replicated queue has an incarnation id, chosen by its declarer. A
+// delete names it, so a delete proposed late (an auto-delete queue's home
+// proposes one once its last consumer left) never removes a queue
+// declared again under the same name meanwhile.
+//
+// An exclusive queue is its connection's, on its node, and is declared
+// there alone. Binding it makes it known to the others (the bind carries
+// its home and incarnation), so messages published anywhere reach it; its
+// home proposes its delete when its connection closes.
+//
+// In a cluster every replicated object is kept in the store, transient
+// ones too: a node that restarts must come back with the state it had
+// applied, since the log it replays starts after that state. A transient
+// or exclusive queue homed on a node that restarted did not survive there:
+// DropLost proposes the deletes once the node is back in the cluster.
+
+// Cluster is what a vhost of a cluster member needs from the cluster.
+type Cluster interface {
+	// Node is this node's name.
+	Node() string
+	// Propose commits a command and returns this node's result of
+	// applying it.
+	Propose(cmd protocol.Table) error
+	// ProposeLater proposes a command without waiting for it: the changes
+	// a node makes of its own accord (an auto-delete queue's delete).
+	ProposeLater(cmd protocol.Table)
+	// Call asks node to carry out req and returns its answer.
+	Call(node string, req protocol.Table) (protocol.Table, error)
+	// Up reports whether node is reachable.
+	Up(node string) bool
+	// Sync returns once this node has applied every change committed
+	// before the call: a lookup that missed looks again after it, so that
+	// what a client made through another node a moment ago is found.
+	Sync() error
+	// Forward hands m to the queues named, in vhost, on node home (see
+	// Deliver) and calls done with the outcome. Messages forwarded to one
+	// node arrive in the order they were forwarded.
+	Forward(home, vhost string, queues []string, m *message.Message, done func(error))
+}
+
+// RemoteQueue is a queue whose home is another node.
+type RemoteQueue struct {
+	Name, Home                     string
+	Durable, Exclusive, AutoDelete bool
+	Args                           protocol.Table
+	ID                             uint64 // incarnation
+}
+
+// The ops of topology commands and of calls to a queue's home.
+const (
+	OpDeclareExchange = "declare_exchange"
+	OpDeleteExchange  = "delete_exchange"
+	OpBind            = "bind"
+	OpUnbind          = "unbind"
+	OpDeclareQueue    = "declare_queue"
+	OpDeleteQueue     = "delete_queue"
+
+	callQueueDelete = "queue.delete"
+	callQueuePurge  = "queue.purge"
+	callQueueCounts = "queue.counts"
+)
+
+// IsCommand reports whether op is a vhost's topology command.
+func IsCommand(op string) bool {
+	switch op {
+	case OpDeclareExchange, OpDeleteExchange, OpBind, OpUnbind, OpDeclareQueue, OpDeleteQueue:
+		return true
+	}
+	return false
+}
+
+// IsCall reports whether op is a call a vhost answers.
+func IsCall(op string) bool {
+	switch op {
+	case callQueueDelete, callQueuePurge, callQueueCounts:
+		return true
+	}
+	return false
+}
+
+// anyOwner passes every exclusivity check: commands were checked against
+// the declaring connection on the node that proposed them.
+var anyOwner = new(struct{ anyOwner bool })
+
+// self is this node's name, "" on a node of its own.
+func (v *VHost) self() string {
+	if v.cluster == nil {
+		return ""
+	}
+	return v.cluster.Node()
+}
+
+// caughtUp waits, in a cluster, until this node has applied what was
+// committed before; it reports whether a lookup that missed may look
+// again.
+func (v *VHost) caughtUp() bool {
+	return v.cluster != nil && v.cluster.Sync() == nil
+}
+
+// homeDown is RabbitMQ's answer for a queue whose node is unreachable.
+func (v *VHost) homeDown(rq *RemoteQueue) error {
+	kind := "queue"
+	if rq.Durable {
+		kind = "durable queue"
+	}
+	return reply.NotFound("home node '%s' of %s '%s' in vhost '%s' is down or inaccessible", rq.Home, kind, rq.Name, v.Name)
+}
+
+// newIncarnation returns a fresh nonzero queue incarnation id.
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if id := binary.LittleEndian.Uint64(b[:]); id != 0 {
+			return id
+		}
+	}
+}
+
+// ---- commands
+
+func (v *VHost) command(op string) protocol.Table {
+	return protocol.Table{"op": op, "vhost": v.Name}
+}
+
+func code(err error) uint16 {
+	if e := reply.As(err); e != nil {
+		return e.Code
+	}
+	return 0
+}
+
+func str(t protocol.Table, k string) string { s, _ := t[k].(string); return s }
+
+func id(t protocol.Table, k string) uint64 {
+	n, _ := queue.Integer(t[k])
+	return uint64(n)
+}
+
+func destinationCommand(cmd protocol.Table, dest exchange.Destination) {
+	cmd["destination"] = dest.Name
+	cmd["destination_type"] = dest.Kind.String()
+}
+
+func destinationOf(cmd protocol.Table) exchange.Destination {
+	d := exchange.Destination{Kind: exchange.ToQueue, Name: str(cmd, "destination")}
+	if str(cmd, "destination_type") == exchange.ToExchange.String() {
+		d.Kind = exchange.ToExchange
+	}
+	return d
+}
+
+func (v *VHost) queueCommand(def QueueDef, home string, incarnation uint64) protocol.Table {
+	cmd := v.command(OpDeclareQueue)
+	cmd["name"] = def.Name
+	cmd["durable"], cmd["auto_delete"], cmd["exclusive"] = def.Durable, def.AutoDelete, def.Exclusive
+	cmd["arguments"] = args(def.Args)
+	cmd["home"], cmd["id"] = home, int64(incarnation)
+	return cmd
+}
+
+func queueDefOf(cmd protocol.Table) QueueDef {
+	b := func(k string) bool { x, _ := cmd[k].(bool); return x }
+	a, _ := cmd["arguments"].(protocol.Table)
+	if len(a) == 0 {
+		a = nil
+	}
+	return QueueDef{Name: str(cmd, "name"), Durable: b("durable"), AutoDelete: b("auto_delete"), Exclusive: b("exclusive"),
+		Args: a, Home: str(cmd, "home"), ID: id(cmd, "id")}
+}
+
+// Apply carries out a topology command on this node.
+func (v *VHost) Apply(cmd protocol.Table) error {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	b := func(k string) bool { x, _ := cmd[k].(bool); return x }
+	a := func(k string) protocol.Table {
+		t, _ := cmd[k].(protocol.Table)
+		if len(t) == 0 {
+			return nil
+		}
+		return t
+	}
+	switch op := str(cmd, "op"); op {
+	case OpDeclareExchange:
+		_, err := v.declareExchange(exchange.Definition{VHost: v.Name, Name: str(cmd, "name"), Type: str(cmd, "type"),
+			Durable: b("durable"), AutoDelete: b("auto_delete"), Internal: b("internal"), Args: a("arguments")})
+		return err
+	case OpDeleteExchange:
+		return v.deleteExchangeNamed(str(cmd, "name"), b("if_unused"))
+	case OpBind:
+		dest := destinationOf(cmd)
+		if home := str(cmd, "queue_home"); home != "" {
+			v.shareExclusive(dest.Name, home, id(cmd, "queue_id"))
+		}
+		return v.addBinding(str(cmd, "source"), dest, str(cmd, "routing_key"), a("arguments"), anyOwner, 0, true)
+	case OpUnbind:
+		return v.unbind(str(cmd, "source"), destinationOf(cmd), str(cmd, "routing_key"), a("arguments"), anyOwner)
+	case OpDeclareQueue:
+		return v.applyDeclareQueue(queueDefOf(cmd))
+	case OpDeleteQueue:
+		v.applyDeleteQueue(str(cmd, "name"), id(cmd, "id"))
+		return nil
+	default:
+		return reply.Internal("unknown topology change %q (a node of a newer version?)", op)
+	}
+}
+
+// applyDeclareQueue declares a queue for the cluster: the queue itself on
+// its home, a RemoteQueue elsewhere; defMu is held.
+func (v *VHost) applyDeclareQueue(def QueueDef) error {
+	def.Owner = anyOwner
+	self := v.self()
+	v.mu.RLock()
+	q, rq, local := v.queues[def.Name], v.remote[def.Name], v.homed[def.Name]
+	v.mu.RUnlock()
+	switch {
+	case q != nil && (local != 0 || def.Home == self):
+		// A local exclusive queue of the same name shadows a queue homed
+		// elsewhere, but a declare for this node meets it.
+		return v.equivalentQueue(shapeOf(q), def)
+	case rq != nil:
+		return v.equivalentQueue(rq.shape(), def)
+	case def.Home == self:
+		_, _, err := v.declareQueue(def)
+		return err
+	}
+	rq = &RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
+		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}
+	return v.addRemote(rq, true)
+}
+
+// addRemote registers a queue homed elsewhere, storing it when persist is
+// set; defMu is held.
+func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
+	if persist && v.store != nil {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, remoteRecord(rq)); err != nil {
+			return stored(err)
+		}
+	}
+	v.mu.Lock()
+	v.remote[rq.Name] = rq
+	if v.queues[rq.Name] == nil {
+		v.defaults[rq.Name] = &exchange.Binding{
+			Destination: exchange.Destination{Kind: exchange.ToQueue, Name: rq.Name},
+			Key:         rq.Name, Target: rq, Durable: rq.Durable,
+		}
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+// shareExclusive records that the exclusive queue name, homed on home, is
+// known to the cluster: on its home it gets its incarnation (so closing its
+// connection proposes its delete), elsewhere a RemoteQueue; defMu is held.
+func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
+	if home == v.self() {
+		v.mu.Lock()
+		q := v.queues[name]
+		ours := q != nil && q.Exclusive && (v.homed[name] == 0 || v.homed[name] == incarnation)
+		if ours {
+			v.homed[name] = incarnation
+		}
+		v.mu.Unlock()
+		if ours && v.store != nil {
+			// Kept so that a restart, which ends it, proposes its delete.
+			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, queueRecord(q, home, incarnation)); err != nil {
+				v.log.Error().Err(err).Str("queue", name).Msg("could not store the exclusive queue; a restart of this node will not delete it on the others")
+			}
+		}
+		return
+	}
+	v.mu.RLock()
+	known := v.remote[name] != nil
+	v.mu.RUnlock()
+	if !known {
+		_ = v.addRemote(&RemoteQueue{Name: name, Home: home, Exclusive: true, AutoDelete: true, ID: incarnation}, true)
+	}
+}
+
+// applyDeleteQueue deletes the queue name if it is incarnation; defMu is
+// held. A queue that is gone or another is no change.
+func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
+	v.mu.RLock()
+	q, rq, local := v.queues[name], v.remote[name], v.homed[name]
+	v.mu.RUnlock()
+	if q != nil && local == incarnation {
+		_, _ = q.Delete(false, false)
+		v.forgetQueue(q)
+		return
+	}
+	if rq != nil && rq.ID == incarnation {
+		v.forgetRemote(rq)
+	}
+}
+
+// forgetRemote removes a RemoteQueue, its bindings and its record; defMu
+// is held.
+func (v *VHost) forgetRemote(rq *RemoteQueue) {
+	dest := exchange.Destination{Kind: exchange.ToQueue, Name: rq.Name}
+	v.mu.Lock()
+	if v.remote[rq.Name] != rq {
+		v.mu.Unlock()
+		return
+	}
+	delete(v.remote, rq.Name)
+	if b := v.defaults[rq.Name]; b != nil && b.Target == rq {
+		delete(v.defaults, rq.Name)
+	}
+	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	v.mu.Unlock()
+	v.removeBindings(bound)
+	if v.store != nil {
+		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, rq.Name); err != nil {
+			v.log.Error().Err(err).Str("queue", rq.Name).Msg("could not delete the stored queue; it will come back after a restart")
+		}
+	}
+}
+
+// queueGone proposes the delete of a replicated queue its home dropped of
+// its own accord (auto-delete, expiry, its exclusive owner closing).
+func (v *VHost) queueGone(name string, incarnation uint64) {
+	if v.cluster == nil || incarnation == 0 {
+		return
+	}
+	cmd := v.command(OpDeleteQueue)
+	cmd["name"], cmd["id"] = name, int64(incarnation)
+	v.cluster.ProposeLater(cmd)
+}
+
+// ---- the changes clients ask for, proposed
+
+func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
+	if x, err := v.Exchange(def.Name); err == nil {
+		return x, v.equivalentExchange(x, def)
+	}
+	if _, err := v.checkNewExchange(def); err != nil {
+		return nil, err
+	}
+	cmd := v.command(OpDeclareExchange)
+	cmd["name"], cmd["type"] = def.Name, def.Type
+	cmd["durable"], cmd["auto_delete"], cmd["internal"] = def.Durable, def.AutoDelete, def.Internal
+	cmd["arguments"] = args(def.Args)
+	if err := v.cluster.Propose(cmd); err != nil {
+		return nil, err
+	}
+	return v.Exchange(def.Name)
+}
+
+// proposeExchangeDelete proposes a delete even of an exchange this node
+// does not know: it may have been declared through another node a moment
+// ago, and a client that saw that -ok expects its delete to take.
+func (v *VHost) proposeExchangeDelete(name string, ifUnused bool) error {
+	cmd := v.command(OpDeleteExchange)
+	cmd["name"], cmd["if_unused"] = name, ifUnused
+	return v.cluster.Propose(cmd)
+}
+
+// proposeBinding proposes a bind or an unbind once the ends are found and
+// the owner may use them.
+func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
+	bk, err := keyOf(source, dest, key, args)
+	if err != nil {
+		return err
+	}
+	look := func() (src *Exchange, target any, exists bool, err error) {
+		v.mu.RLock()
+		defer v.mu.RUnlock()
+		src = v.exchanges[source]
+		target, err = v.target(dest, owner)
+		return src, target, v.bindings[bk] != nil, err
+	}
+	src, target, exists, err := look()
+	if (src == nil || code(err) == protocol.NotFound) && v.caughtUp() {
+		src, target, exists, err = look()
+	}
+	switch {
+	case src == nil:
+		return v.noExchange(source)
+	case err != nil:
+		return err
+	case exists && op == OpBind:
+		return nil // bound already
+	}
+	// An unbind is proposed even when this node has no such binding: it
+	// may have been made through another node a moment ago.
+	cmd := v.command(op)
+	cmd["source"], cmd["routing_key"], cmd["arguments"] = source, key, protocol.Table(args)
+	if args == nil {
+		cmd["arguments"] = protocol.Table{}
+	}
+	destinationCommand(cmd, dest)
+	if q, ok := target.(*queue.Queue); ok && q.Exclusive && op == OpBind {
+		cmd["queue_home"], cmd["queue_id"] = v.self(), int64(v.incarnationOf(q))
+	}
+	return v.cluster.Propose(cmd)
+}
+
+// incarnationOf gives a local exclusive queue its incarnation the first
+// time it is bound, so that its delete is proposed when its connection
+// closes even if the bind is still on its way.
+func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.queues[q.Name] != q {
+		return newIncarnation()
+	}
+	if v.homed[q.Name] == 0 {
+		v.homed[q.Name] = newIncarnation()
+	}
+	return v.homed[q.Name]
+}
+
+// declareReplicated declares a non-exclusive queue for the cluster.
+func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
+	v.mu.RLock()
+	q, rq := v.queues[def.Name], v.remote[def.Name]
+	v.mu.RUnlock()
+	if d, done, err := v.redeclare(q, rq, def); done {
+		return d, err
+	}
+	if !def.ServerNamed && ReservedName(def.Name) {
+		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
+	}
+	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
+		return Declared{}, err
+	}
+	if err := v.cluster.Propose(v.queueCommand(def, v.self(), newIncarnation())); err != nil {
+		return Declared{}, err
+	}
+	v.mu.RLock()
+	q, rq = v.queues[def.Name], v.remote[def.Name]
+	v.mu.RUnlock()
+	d, _, err := v.redeclare(q, rq, def)
+	d.Created = err == nil && d.Local != nil
+	return d, err
+}
+
+// redeclare answers a declare of a queue that exists, from what this node
+// knows; done is false when there is none.
+func (v *VHost) redeclare(q *queue.Queue, rq *RemoteQueue, def QueueDef) (d Declared, done bool, err error) {
+	switch {
+	case q != nil:
+		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
+			return Declared{}, true, err
+		}
+		if err := v.equivalentQueue(shapeOf(q), def); err != nil {
+			return Declared{}, true, err
+		}
+		q.Touch()
+		return Declared{Name: q.Name, Local: q}, true, nil
+	case rq != nil:
+		if rq.Exclusive {
+			return Declared{}, true, v.locked(def.Name)
+		}
+		// RabbitMQ answers for the unreachable queue before it compares.
+		if !v.cluster.Up(rq.Home) {
+			return Declared{}, true, v.homeDown(rq)
+		}
+		if err := v.equivalentQueue(rq.shape(), def); err != nil {
+			return Declared{}, true, err
+		}
+		return Declared{Name: rq.Name, Remote: rq}, true, nil
+	}
+	return Declared{}, false, nil
+}
+
+// remoteQueue returns the queue name if its home is another node.
+func (v *VHost) remoteQueue(name string) *RemoteQueue {
+	if v.cluster == nil {
+		return nil
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.queues[name] != nil {
+		return nil
+	}
+	return v.remote[name]
+}
+
+// callHome asks a RemoteQueue's home node to carry out op on it.
+func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protocol.Table, error) {
+	if rq.Exclusive {
+		return nil, v.locked(rq.Name)
+	}
+	if !v.cluster.Up(rq.Home) {
+		return nil, v.homeDown(rq)
+	}
+	req["op"], req["vhost"], req["name"], req["id"] = op, v.Name, rq.Name, int64(rq.ID)
+	ans, err := v.cluster.Call(rq.Home, req)
+	if err != nil {
+		if reply.As(err).Code == protocol.InternalError {
+			return nil, v.homeDown(rq)
+		}
+		return nil, err
+	}
+	return ans, nil
+}
+
+// HandleCall answers another node's call about a queue homed here.
+func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
+	name, incarnation := str(req, "name"), id(req, "id")
+	v.mu.RLock()
+	q := v.queues[name]
+	ok := q != nil && v.homed[name] == incarnation
+	v.mu.RUnlock()
+	if !ok {
+		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
+	}
+	b := func(k string) bool { x, _ := req[k].(bool); return x }
+	switch op := str(req, "op"); op {
+	case callQueueDelete:
+		n, err := v.deleteHomed(q, incarnation, b("if_unused"), b("if_empty"))
+		return protocol.Table{"messages": int64(n)}, err
+	case callQueuePurge:
+		return protocol.Table{"messages": int64(q.Purge())}, nil
+	case callQueueCounts:
+		st := q.Stats()
+		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
+			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate}, nil
+	default:
+		return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
+	}
+}
+
+// deleteHomed deletes a replicated queue homed here, once its conditions
+// hold: the delete is committed, then applied here like everywhere else.
+func (v *VHost) deleteHomed(q *queue.Queue, incarnation uint64, ifUnused, ifEmpty bool) (int, error) {
+	st := q.Stats()
+	if ifUnused && st.Consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", q.Name, v.Name)
+	}
+	if ifEmpty && st.Ready > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", q.Name, v.Name)
+	}
+	cmd := v.command(OpDeleteQueue)
+	cmd["name"], cmd["id"] = q.Name, int64(incarnation)
+	if err := v.cluster.Propose(cmd); err != nil {
+		return 0, err
+	}
+	return st.Ready, nil
+}
+
+// counts returns a declared queue's ready messages and consumers, asking
+// the home of a remote one.
+func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
+	if d.Local != nil {
+		st := d.Local.Stats()
+		return st.Ready, st.Consumers, nil
+	}
+	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(id(ans, "messages")), int(id(ans, "consumers")), nil
+}
+
+// remoteStats asks a remote queue's home for its depth.
+func (v *VHost) remoteStats(rq *RemoteQueue) (queue.Stats, error) {
+	if rq.Exclusive {
+		return queue.Stats{}, nil // its connection's business
+	}
+	ans, err := v.callHome(rq, callQueueCounts, protocol.Table{})
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	f := func(k string) float64 { x, _ := ans[k].(float64); return x }
+	return queue.Stats{Ready: int(id(ans, "messages")), ReadyBytes: int64(id(ans, "bytes")), Unacked: int(id(ans, "unacked")),
+		Consumers: int(id(ans, "consumers")), ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
+}
+
+// DropLost proposes the delete of the replicated queues homed here that a
+// restart ended (transient and exclusive ones), once the node is back in
+// its cluster.
+func (v *VHost) DropLost() {
+	v.defMu.Lock()
+	lost := v.lost
+	v.lost = nil
+	v.defMu.Unlock()
+	for _, l := range lost {
+		v.queueGone(l.name, l.id)
+	}
+}
+
+type lostQueue struct {
+	name string
+	id   uint64
+}
+
+// queueShape is what a redeclare compares.
+type queueShape struct {
+	Durable, AutoDelete, Exclusive bool
+	Args                           protocol.Table
+}
+
+func shapeOf(q *queue.Queue) queueShape {
+	return queueShape{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args}
+}
+
+func (rq *RemoteQueue) shape() queueShape {
+	return queueShape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}
+}
+
+func remoteRecord(rq *RemoteQueue) protocol.Table {
+	return protocol.Table{"durable": rq.Durable, "auto_delete": rq.AutoDelete, "exclusive": rq.Exclusive,
+		"arguments": args(rq.Args), "home": rq.Home, "cluster_id": int64(rq.ID)}
+}
+
+func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
+
+// ---- messages for queues homed on other nodes
+
+// Forwarding is one message's forwards to other nodes, one a node however
+// many of its queues the message reached.
+type Forwarding struct {
+	mu   sync.Mutex
+	n    int   // forwards not answered yet
+	err  error // the first failure
+	then func(error)
+}
+
+// Then calls fn once every node has answered: with nil when every queue
+// took the message (and stored it, when it is persistent), else with the
+// first failure. It is called at most once per Forwarding.
+func (f *Forwarding) Then(fn func(error)) {
+	f.mu.Lock()
+	if f.n > 0 {
+		f.then = fn
+		f.mu.Unlock()
+		return
+	}
+	err := f.err
+	f.mu.Unlock()
+	fn(err)
+}
+
+func (f *Forwarding) done(err error) {
+	f.mu.Lock()
+	f.n--
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	var fn func(error)
+	if f.n == 0 {
+		fn, f.then = f.then, nil
+	}
+	err = f.err
+	f.mu.Unlock()
+	if fn != nil {
+		fn(err)
+	}
+}
+
+// forward sends m to the RemoteQueues routing reached, once a home node,
+// and empties r.remote; nil when there were none.
+func (v *VHost) forward(m *message.Message, r *Router) *Forwarding {
+	if len(r.remote) == 0 {
+		return nil
+	}
+	type batch struct {
+		home   string
+		queues []string
+	}
+	var batches []batch
+next:
+	for _, rq := range r.remote {
+		for i := range batches {
+			if batches[i].home == rq.Home {
+				batches[i].queues = append(batches[i].queues, rq.Name)
+				continue next
+			}
+		}
+		batches = append(batches, batch{home: rq.Home, queues: []string{rq.Name}})
+	}
+	clear(r.remote)
+	r.remote = r.remote[:0]
+	f := &Forwarding{n: len(batches)}
+	for _, b := range batches {
+		v.cluster.Forward(b.home, v.Name, b.queues, m, f.done)
+	}
+	return f
+}
+
+// ErrRejected is a forwarded message a queue refused (overflow
+// reject-publish): its publisher is nacked.
+var ErrRejected = reply.PreconditionFailed("a queue refused the message (overflow reject-publish)")
+
+// Deliver enqueues a message another node forwarded into the queues named
+// (those homed here; a queue deleted meanwhile is skipped, as a publish
+// finds it gone) and calls done once they have it: after the store synced
+// it when it is persistent.
+func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
+	var r Router
+	v.mu.RLock()
+	for _, name := range queues {
+		if q := v.queues[name]; q != nil {
+			r.addQueue(q)
+		}
+	}
+	v.mu.RUnlock()
+	out := v.enqueue(m, &r)
+	switch {
+	case out.Rejected:
+		done(ErrRejected)
+	case out.Stored:
+		v.AfterSync(done)
+	default:
+		done(nil)
+	}
+}
+
+// ---- snapshots of the metadata group
+
+// Topology is the vhost's share of a metadata snapshot: its exchanges
+// (those of clients), queue declarations with their homes, and bindings in
+// creation order.
+func (v *VHost) Topology() protocol.Table {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	var exchanges, queues, bindings []any
+	for _, x := range v.exchangeList() {
+		if x.Name == "" || ReservedName(x.Name) {
+			continue
+		}
+		rec := exchangeRecord(x.Definition)
+		rec["name"] = x.Name
+		exchanges = append(exchanges, rec)
+	}
+	v.mu.RLock()
+	for name, incarnation := range v.homed {
+		if q := v.queues[name]; q != nil {
+			rec := queueRecord(q, v.self(), incarnation)
+			rec["name"] = name
+			queues = append(queues, rec)
+		}
+	}
+	for _, rq := range v.remote {
+		rec := remoteRecord(rq)
+		rec["name"] = rq.Name
+		queues = append(queues, rec)
+	}
+	v.mu.RUnlock()
+	for _, b := range v.Bindings() {
+		rec := protocol.Table{"source": b.Source, "routing_key": b.Key, "arguments": args(b.Args)}
+		destinationCommand(rec, b.Destination)
+		bindings = append(bindings, rec)
+	}
+	return protocol.Table{"exchanges": exchanges, "queues": queues, "bindings": bindings}
+}
+
+// RestoreTopology makes the vhost's topology a snapshot's (Topology): what
+// it lacks is deleted (a queue homed here with its messages), what differs
+// is made again, what matches is left alone.
+func (v *VHost) RestoreTopology(t protocol.Table) error {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	list := func(k string) []protocol.Table {
+		var out []protocol.Table
+		items, _ := t[k].([]any)
+		for _, it := range items {
+			if rec, ok := it.(protocol.Table); ok {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
+	b := func(rec protocol.Table, k string) bool { x, _ := rec[k].(bool); return x }
+
+	wantX := map[string]exchange.Definition{}
+	for _, rec := range list("exchanges") {
+		a, _ := rec["arguments"].(protocol.Table)
+		if len(a) == 0 {
+			a = nil
+		}
+		def := exchange.Definition{VHost: v.Name, Name: str(rec, "name"), Type: str(rec, "type"), Durable: b(rec, "durable"),
+			AutoDelete: b(rec, "auto_delete"), Internal: b(rec, "internal"), Args: a}
+		wantX[def.Name] = def
+	}
+	for _, x := range v.exchangeList() {
+		if x.Name == "" || ReservedName(x.Name) {
+			continue
+		}
+		if def, ok := wantX[x.Name]; !ok || x.Type != def.Type || v.equivalentExchange(x, def) != nil {
+			v.deleteExchange(x)
+		}
+	}
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, def := range wantX {
+		_, err := v.declareExchange(def)
+		keep(err)
+	}
+
+	wantQ := map[string]QueueDef{}
+	for _, rec := range list("queues") {
+		def := queueDefOf(rec)
+		def.ID = id(rec, "cluster_id")
+		wantQ[def.Name] = def
+	}
+	v.mu.RLock()
+	type have struct {
+		q           *queue.Queue
+		rq          *RemoteQueue
+		incarnation uint64
+	}
+	var haves []have
+	for name, incarnation := range v.homed {
+		haves = append(haves, have{q: v.queues[name], incarnation: incarnation})
+	}
+	for _, rq := range v.remote {
+		haves = append(haves, have{rq: rq, incarnation: rq.ID})
+	}
+	v.mu.RUnlock()
+	for _, h := range haves {
+		name := ""
+		if h.q != nil {
+			name = h.q.Name
+		} else {
+			name = h.rq.Name
+		}
+		if def, ok := wantQ[name]; ok && def.ID == h.incarnation {
+			delete(wantQ, name)
+			continue
+		}
+		v.applyDeleteQueue(name, h.incarnation)
+	}
+	for _, def := range wantQ {
+		keep(v.applyDeclareQueue(def))
+	}
+
+	wantB := map[bindingKey]protocol.Table{}
+	var order []bindingKey
+	for _, rec := range list("bindings") {
+		a, _ := rec["arguments"].(protocol.Table)
+		if len(a) == 0 {
+			a = nil
+		}
+		bk, err := keyOf(str(rec, "source"), destinationOf(rec), str(rec, "routing_key"), a)
+		if err != nil {
+			keep(err)
+			continue
+		}
+		rec["arguments"] = a
+		wantB[bk] = rec
+		order = append(order, bk)
+	}
+	v.mu.RLock()
+	var extra []*exchange.Binding
+	for bk, bd := range v.bindings {
+		if _, ok := wantB[bk]; !ok {
+			extra = append(extra, bd)
+		}
+	}
+	v.mu.RUnlock()
+	v.removeBindings(extra)
+	for _, bk := range order {
+		rec := wantB[bk]
+		a, _ := rec["arguments"].(protocol.Table)
+		keep(v.addBinding(bk.source, bk.dest, bk.key, a, anyOwner, 0, true))
+	}
+	return firstErr
+}

@@ -1,0 +1,288 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// The cluster's topology and messages, end to end: three Warren processes
+// and amqp091-go clients connected to different nodes.
+
+func (n *clusterNode) dial(t *testing.T) (*amqp.Connection, *amqp.Channel) {
+	t.Helper()
+	c, err := amqp.Dial("amqp://guest:guest@" + n.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ch
+}
+
+func threeProcesses(t *testing.T) []*clusterNode {
+	t.Helper()
+	n1 := startClusterNode(t, "n1", nil)
+	n2 := startClusterNode(t, "n2", []string{n1.listen})
+	n3 := startClusterNode(t, "n3", []string{n1.listen})
+	all := []*clusterNode{n1, n2, n3}
+	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
+	return all
+}
+
+// TestClusterMessagesAcrossNodes: a queue homed on n2, bound through n3 to
+// an exchange declared through n1, gets what is published on n1 and n3,
+// in order, with confirms sent once n2 has the messages; mandatory
+// returns, alternate exchanges and dead-lettering cross nodes too.
+func TestClusterMessagesAcrossNodes(t *testing.T) {
+	nodes := threeProcesses(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	_, ch1 := n1.dial(t)
+	_, ch2 := n2.dial(t)
+	_, ch3 := n3.dial(t)
+
+	if err := ch1.ExchangeDeclare("orders", "direct", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch2.QueueDeclare("work", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch3.QueueBind("work", "new", "orders", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A passive declare through any node sees the queue.
+	if _, err := ch1.QueueDeclarePassive("work", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := ch1.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch1.NotifyPublish(make(chan amqp.Confirmation, 200))
+	returns := ch1.NotifyReturn(make(chan amqp.Return, 1))
+	const count = 100
+	ctx := context.Background()
+	for i := range count {
+		err := ch1.PublishWithContext(ctx, "orders", "new", false, false, amqp.Publishing{
+			DeliveryMode: amqp.Persistent, Body: fmt.Appendf(nil, "%03d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range count {
+		select {
+		case c := <-confirms:
+			if !c.Ack {
+				t.Fatalf("message %d nacked", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d confirms", i, count)
+		}
+	}
+	// Published on n1, confirmed: n2 has them all, in order.
+	q, err := ch3.QueueDeclarePassive("work", true, false, false, false, nil)
+	if err != nil || q.Messages != count {
+		t.Fatalf("work through n3: %+v, %v", q, err)
+	}
+	deliveries, err := ch2.Consume("work", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range count {
+		d := <-deliveries
+		if string(d.Body) != fmt.Sprintf("%03d", i) {
+			t.Fatalf("delivery %d is %q", i, d.Body)
+		}
+		if err := d.Ack(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Mandatory and unroutable: returned by the node it was published on.
+	if err := ch1.PublishWithContext(ctx, "orders", "nobody", true, false, amqp.Publishing{Body: []byte("lost")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-returns:
+		if r.ReplyCode != 312 || string(r.Body) != "lost" {
+			t.Fatalf("return %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no basic.return")
+	}
+	<-confirms
+
+	// Through the default exchange, by the queue's name, from n3.
+	if err := ch3.PublishWithContext(ctx, "", "work", true, false, amqp.Publishing{Body: []byte("by-name")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-deliveries; string(d.Body) != "by-name" {
+		t.Fatalf("got %q", d.Body)
+	} else {
+		d.Ack(false)
+	}
+
+	// An alternate exchange on n3 takes what orders-ae cannot route, into
+	// a queue on n2.
+	if err := ch3.ExchangeDeclare("fallback", "fanout", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch3.ExchangeDeclare("orders-ae", "direct", true, false, false, false, amqp.Table{"alternate-exchange": "fallback"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch2.QueueBind("work", "", "fallback", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch1.PublishWithContext(ctx, "orders-ae", "unbound", false, false, amqp.Publishing{Body: []byte("via-ae")}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-confirms; !c.Ack {
+		t.Fatal("the message for the alternate exchange was nacked")
+	}
+	if d := <-deliveries; string(d.Body) != "via-ae" {
+		t.Fatalf("got %q", d.Body)
+	} else {
+		d.Ack(false)
+	}
+
+	// A queue on n1 dead-letters expired messages to a queue on n2.
+	if _, err := ch1.QueueDeclare("short-lived", true, false, false, false, amqp.Table{
+		"x-message-ttl": int32(50), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch3.PublishWithContext(ctx, "", "short-lived", false, false, amqp.Publishing{Body: []byte("expired")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-deliveries:
+		if string(d.Body) != "expired" || d.Headers["x-death"] == nil {
+			t.Fatalf("dead letter %q %v", d.Body, d.Headers)
+		}
+		d.Ack(false)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dead letter never reached n2")
+	}
+
+	// A queue full with reject-publish nacks a publisher on another node.
+	if _, err := ch2.QueueDeclare("tiny", true, false, false, false, amqp.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false} {
+		if err := ch1.PublishWithContext(ctx, "", "tiny", false, false, amqp.Publishing{Body: []byte("t")}); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-confirms; c.Ack != want {
+			t.Fatalf("publish %d to a full queue on another node: ack=%v", i, c.Ack)
+		}
+	}
+
+	// A consumer's exclusive queue on n3 gets what is published on n1.
+	_, ch3b := n3.dial(t)
+	mine, err := ch3b.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch3b.QueueBind(mine.Name, "new", "orders", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	own, err := ch3b.Consume(mine.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch1.PublishWithContext(ctx, "orders", "new", false, false, amqp.Publishing{Body: []byte("both")}); err != nil {
+		t.Fatal(err)
+	}
+	<-confirms
+	for _, c := range []<-chan amqp.Delivery{own, deliveries} {
+		select {
+		case d := <-c:
+			if string(d.Body) != "both" {
+				t.Fatalf("got %q", d.Body)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a bound queue missed the message")
+		}
+	}
+}
+
+// TestClusterKillDuringDeclares: 1,000 queue declares through two nodes
+// while the third is killed with kill -9: every declare that got its
+// declare-ok is on all three nodes afterwards.
+func TestClusterKillDuringDeclares(t *testing.T) {
+	nodes := threeProcesses(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	const total = 1000
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	third := make(chan struct{})
+	var once sync.Once
+	for w := range 8 {
+		via := []*clusterNode{n1, n2}[w%2]
+		_, ch := via.dial(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += 8 {
+				name := fmt.Sprintf("burst-%04d", i)
+				if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err == nil {
+					mu.Lock()
+					acked[name] = true
+					mu.Unlock()
+				} else if ch.IsClosed() {
+					return
+				}
+				if i >= total/3 {
+					once.Do(func() { close(third) })
+				}
+			}
+		}()
+	}
+	<-third
+	n3.stop(syscall.SIGKILL)
+	wg.Wait()
+	if len(acked) < total/2 {
+		t.Fatalf("only %d of %d declares were answered with two of three nodes up", len(acked), total)
+	}
+	n3.restart(t)
+	queuesOn := func(n *clusterNode) map[string]bool {
+		_, ch := n.dial(t)
+		out := map[string]bool{}
+		for i := range total {
+			name := fmt.Sprintf("burst-%04d", i)
+			if _, err := ch.QueueDeclarePassive(name, true, false, false, false, nil); err == nil {
+				out[name] = true
+			} else if ch, err = reopen(n, t); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	var final map[string]bool
+	waitUntil(t, "the three nodes agree", func() bool {
+		a, b, c := queuesOn(n1), queuesOn(n2), queuesOn(n3)
+		final = a
+		return maps.Equal(a, b) && maps.Equal(b, c)
+	})
+	for name := range acked {
+		if !final[name] {
+			t.Errorf("%s got its declare-ok and is missing", name)
+		}
+	}
+	t.Logf("%d of %d declares answered; %d queues in the end", len(acked), total, len(final))
+}
+
+// reopen opens a new channel after a passive declare closed one.
+func reopen(n *clusterNode, t *testing.T) (*amqp.Channel, error) {
+	_, ch := n.dial(t)
+	return ch, nil
+}
