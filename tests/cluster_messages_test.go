@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -159,9 +160,12 @@ func TestClusterMessagesAcrossNodes(t *testing.T) {
 		"x-message-ttl": int32(50), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ch3.PublishWithContext(ctx, "", "short-lived", false, false, amqp.Publishing{Body: []byte("expired")}); err != nil {
+	// (Published through the node that declared it: another node may
+	// apply the declare a moment after it was answered.)
+	if err := ch1.PublishWithContext(ctx, "", "short-lived", false, false, amqp.Publishing{Body: []byte("expired")}); err != nil {
 		t.Fatal(err)
 	}
+	<-confirms
 	select {
 	case d := <-deliveries:
 		if string(d.Body) != "expired" || d.Headers["x-death"] == nil {
@@ -285,4 +289,165 @@ func TestClusterKillDuringDeclares(t *testing.T) {
 func reopen(n *clusterNode, t *testing.T) (*amqp.Channel, error) {
 	_, ch := n.dial(t)
 	return ch, nil
+}
+
+// TestClusterConsumeThroughAnotherNode: a queue homed on n2 is consumed
+// and read with basic.get through n3 and n1: deliveries in order within
+// the prefetch, acks, requeues and rejects settled on n2, and a consuming
+// node that dies leaves its unacked messages to the others.
+func TestClusterConsumeThroughAnotherNode(t *testing.T) {
+	nodes := threeProcesses(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	_, ch1 := n1.dial(t)
+	_, ch2 := n2.dial(t)
+	_, ch3 := n3.dial(t)
+	if _, err := ch2.QueueDeclare("jobs", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	publish := func(body string) {
+		t.Helper()
+		if err := ch1.PublishWithContext(ctx, "", "jobs", false, false, amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	depth := func() int {
+		t.Helper()
+		q, err := ch2.QueueDeclarePassive("jobs", true, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Messages
+	}
+
+	// basic.get through n3.
+	for _, b := range []string{"g1", "g2", "g3"} {
+		publish(b)
+	}
+	waitUntil(t, "three messages on n2", func() bool { return depth() == 3 })
+	d, ok, err := ch3.Get("jobs", false)
+	if err != nil || !ok || string(d.Body) != "g1" || d.MessageCount != 2 {
+		t.Fatalf("get through n3: %q %v %v (%d left)", d.Body, ok, err, d.MessageCount)
+	}
+	if err := d.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "g1 requeued", func() bool { return depth() == 3 })
+	d, ok, _ = ch3.Get("jobs", false)
+	if !ok || string(d.Body) != "g1" || !d.Redelivered {
+		t.Fatalf("after a requeue: %q redelivered=%v", d.Body, d.Redelivered)
+	}
+	d.Ack(false)
+	if d, ok, _ = ch3.Get("jobs", true); !ok || string(d.Body) != "g2" {
+		t.Fatalf("no-ack get: %q", d.Body)
+	}
+	if d, ok, _ = ch3.Get("jobs", false); !ok || string(d.Body) != "g3" {
+		t.Fatalf("get: %q", d.Body)
+	}
+	d.Reject(false)
+	if _, ok, _ = ch3.Get("jobs", false); ok {
+		t.Fatal("get from an empty queue")
+	}
+	waitUntil(t, "jobs empty", func() bool { return depth() == 0 })
+
+	// A consumer on n3 with a prefetch gets them all, in order.
+	const count = 200
+	for i := range count {
+		publish(fmt.Sprintf("%03d", i))
+	}
+	if err := ch3.Qos(10, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := ch3.Consume("jobs", "on-n3", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range count {
+		select {
+		case d := <-deliveries:
+			if string(d.Body) != fmt.Sprintf("%03d", i) {
+				t.Fatalf("delivery %d is %q", i, d.Body)
+			}
+			d.Ack(false)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d deliveries", i, count)
+		}
+	}
+	waitUntil(t, "all acked on n2", func() bool { return depth() == 0 })
+
+	// The prefetch holds on the queue's node: with 10 unacked, 5 of 15
+	// stay ready there.
+	for i := range 15 {
+		publish(fmt.Sprintf("p%02d", i))
+	}
+	var held []amqp.Delivery
+	for range 10 {
+		held = append(held, <-deliveries)
+	}
+	waitUntil(t, "5 of 15 ready on n2 with a prefetch of 10 used up", func() bool { return depth() == 5 })
+	// Another node's management API lists the queue with its home and
+	// the home's figures.
+	code, body := adminGet(t, "http://"+n1.admin+"/api/queues/%2F/jobs", "guest", "guest")
+	var view struct {
+		Node    string `json:"node"`
+		Ready   int    `json:"messages_ready"`
+		Unacked int    `json:"messages_unacknowledged"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &view) != nil || view.Node != "n2" || view.Ready != 5 || view.Unacked != 10 {
+		t.Fatalf("GET /api/queues/%%2F/jobs on n1: %d %s", code, body)
+	}
+	held[9].Ack(true)
+	for range 5 {
+		(<-deliveries).Ack(false)
+	}
+	waitUntil(t, "all acked on n2", func() bool { return depth() == 0 })
+
+	// Closing n3's channel with unacked messages gives them back.
+	for _, b := range []string{"u1", "u2"} {
+		publish(b)
+	}
+	for range 2 {
+		<-deliveries // not acked
+	}
+	ch3.Close()
+	waitUntil(t, "unacked requeued", func() bool { return depth() == 2 })
+
+	// A consuming node killed with unacked messages: they go back too.
+	_, ch3 = n3.dial(t)
+	deliveries, err = ch3.Consume("jobs", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case d := <-deliveries:
+			if !d.Redelivered {
+				t.Fatalf("%q not redelivered", d.Body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the requeued messages did not come")
+		}
+	}
+	n3.stop(syscall.SIGKILL)
+	own, err := ch1.Consume("jobs", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case d := <-own:
+			d.Ack(false)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the dead node's unacked messages never came back")
+		}
+	}
+
+	// The queue's node killed: its consumers elsewhere are cancelled.
+	cancels := ch1.NotifyCancel(make(chan string, 1))
+	n2.stop(syscall.SIGKILL)
+	select {
+	case <-cancels:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no basic.cancel when the queue's node died")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/warrenmq/warren/core/queue"
@@ -237,7 +238,30 @@ func (a *api) putQueue(c *call) (any, error) {
 	return createdOrUpdated(isNew)
 }
 
+// remoteQueue is the vhost and name of a path's queue when its home is
+// another node of the cluster; ok is false otherwise.
+func (c *call) remoteQueue() (v *vhost.VHost, name string, ok bool) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, "", false
+	}
+	name = c.path("queue")
+	if q, _ := v.Queue(name, nil); q != nil || !v.HasQueue(name) {
+		return nil, "", false
+	}
+	return v, name, true
+}
+
 func (a *api) deleteQueue(c *call) (any, error) {
+	if v, name, ok := c.remoteQueue(); ok {
+		ifEmpty := c.query("if-empty") == "true"
+		_, err := v.DeleteQueue(name, nil, c.query("if-unused") == "true", ifEmpty)
+		var re *reply.Error
+		if errors.As(err, &re) && re.Code == protocol.PreconditionFailed {
+			return nil, badRequest("%s", strings.TrimPrefix(re.Text, "PRECONDITION_FAILED - "))
+		}
+		return nil, err
+	}
 	v, q, err := c.pathQueue()
 	if err != nil {
 		return nil, err
@@ -255,6 +279,10 @@ func (a *api) deleteQueue(c *call) (any, error) {
 }
 
 func (a *api) purgeQueue(c *call) (any, error) {
+	if v, name, ok := c.remoteQueue(); ok {
+		_, err := v.PurgeQueue(name, nil)
+		return nil, err
+	}
 	_, q, err := c.pathQueue()
 	if err != nil {
 		return nil, err
@@ -319,11 +347,11 @@ func (a *api) getMessages(c *call) (any, error) {
 	default:
 		return nil, badRequest("Unsupported encoding. Please use auto or base64.")
 	}
-	q, err := v.Queue(c.path("queue"), nil)
-	if q == nil {
+	if !v.HasQueue(c.path("queue")) {
 		// RabbitMQ keeps the code's name in this one reason.
 		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - NOT_FOUND - no queue '" + c.path("queue") + "' in vhost '" + v.Name + "'"}
 	}
+	q, err := v.Source(c.path("queue"), nil) // on another node: through its home
 	if err != nil {
 		return nil, err
 	}

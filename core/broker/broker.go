@@ -75,16 +75,16 @@ type Broker struct {
 	clusterName  atomic.Pointer[string]
 	// cluster is this node's member of the metadata Raft group; nil on a
 	// node of its own (replicated.go).
-	cluster  atomic.Pointer[cluster.Node]
-	joinMu   sync.Mutex // serializes JoinCluster
+	cluster atomic.Pointer[cluster.Node]
+	joinMu  sync.Mutex // serializes JoinCluster
 	// forwarders send messages to queues homed on other nodes, one per
 	// node (topology.go).
 	forwardMu  sync.Mutex
 	forwarders map[string]*forwarder
-	stopOnce sync.Once
-	admin    *http.Server
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	stopOnce   sync.Once
+	admin      *http.Server
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // New builds a broker from a configuration; Start opens its listeners.

@@ -353,6 +353,8 @@ func (b *Broker) startCluster(seeds []string) error {
 			v.DropLost()
 		}
 	}
+	b.wg.Add(1)
+	go b.watchConsumers(n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cc.ChangeTimeout))
 	defer cancel()
 	err = n.WaitJoined(ctx)
@@ -365,6 +367,51 @@ func (b *Broker) startCluster(seeds []string) error {
 		b.log.Info().Str("node", cc.NodeName).Str("listen", n.Addr()).Msg("cluster member")
 	}
 	return nil
+}
+
+// watchConsumers ends, every second, the consumers other nodes had on
+// this node's queues once those nodes cannot be reached, so that their
+// unacked messages go back; and tells each other node, once, that this
+// one has none of the consumers its previous run had there.
+func (b *Broker) watchConsumers(n *cluster.Node) {
+	defer b.wg.Done()
+	self := b.cfg.Cluster.NodeName
+	forgotten := map[string]bool{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+		}
+		if b.cluster.Load() != n {
+			return
+		}
+		link := topologyLink{b: b}
+		for _, m := range n.Members() {
+			if m.Name == self || forgotten[m.Name] || !n.Alive(m.Name) {
+				continue
+			}
+			ok := true
+			for _, name := range b.VHosts() {
+				v, found := b.VHost(name)
+				if !found {
+					continue
+				}
+				req := protocol.Table{"op": "consumers.forget", "vhost": name, "from": self, "before": int64(v.SourceBase())}
+				if _, err := link.Call(m.Name, req); err != nil {
+					ok = false
+				}
+			}
+			forgotten[m.Name] = ok
+		}
+		for _, name := range b.VHosts() {
+			if v, ok := b.VHost(name); ok {
+				v.CheckConsumers()
+			}
+		}
+	}
 }
 
 func (b *Broker) stopCluster() {

@@ -209,11 +209,11 @@ func (ch *channel) teardown() {
 // requeue hands deliveries back to their queues, grouped per queue in
 // delivery order.
 func requeue(pending []unacked) {
-	forEachQueue(pending, func(q *queue.Queue, entries []queue.Entry) { q.Requeue(entries) })
+	forEachQueue(pending, func(q vhost.Source, entries []queue.Entry) { q.Requeue(entries) })
 }
 
 // forEachQueue groups settled deliveries by queue, keeping their order.
-func forEachQueue(pending []unacked, f func(*queue.Queue, []queue.Entry)) {
+func forEachQueue(pending []unacked, f func(vhost.Source, []queue.Entry)) {
 	for len(pending) > 0 {
 		q := pending[0].q
 		var entries []queue.Entry

@@ -8,13 +8,15 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
 // consumer is one basic.consume: it implements queue.Consumer.
 type consumer struct {
 	ch        *channel
-	q         *queue.Queue
+	q         vhost.Source // the queue, or its home's stand-in
+	queueName string
 	tag       string
 	noAck     bool
 	exclusive bool
@@ -28,6 +30,14 @@ type consumer struct {
 
 func (k *consumer) NoAck() bool     { return k.noAck }
 func (k *consumer) Exclusive() bool { return k.exclusive }
+
+// Prefetch is the consumer's prefetch, for a queue on another node to
+// size its credit by.
+func (k *consumer) Prefetch() int {
+	k.ch.mu.Lock()
+	defer k.ch.mu.Unlock()
+	return int(k.prefetch)
+}
 
 // Deliver runs under the queue's lock: check credit, take a delivery tag,
 // remember the message until it is settled, and write it out.
@@ -117,7 +127,7 @@ func (c *Conn) dropConsumer(k *consumer) {
 // unacked is a delivery awaiting settlement.
 type unacked struct {
 	tag      uint64
-	q        *queue.Queue
+	q        vhost.Source
 	entry    queue.Entry
 	consumer *consumer // nil for basic.get
 	settled  bool
@@ -254,11 +264,11 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	switch {
 	case ack:
-		forEachQueue(done, func(q *queue.Queue, e []queue.Entry) { q.Ack(e) })
+		forEachQueue(done, func(q vhost.Source, e []queue.Entry) { q.Ack(e) })
 	case requeueIt:
 		requeue(done)
 	default:
-		forEachQueue(done, func(q *queue.Queue, e []queue.Entry) { q.Reject(e) })
+		forEachQueue(done, func(q vhost.Source, e []queue.Entry) { q.Reject(e) })
 	}
 	kickEach(kick)
 	return nil
@@ -266,8 +276,8 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 
 // releaseCredit gives back the prefetch credit settled deliveries held and
 // returns the queues of consumers that were waiting for it; ch.mu is held.
-func (ch *channel) releaseCredit(settled []unacked) []*queue.Queue {
-	var kick []*queue.Queue
+func (ch *channel) releaseCredit(settled []unacked) []vhost.Source {
+	var kick []vhost.Source
 	for _, u := range settled {
 		if k := u.consumer; k != nil {
 			k.unacked--
@@ -286,7 +296,7 @@ func (ch *channel) releaseCredit(settled []unacked) []*queue.Queue {
 
 // unblockAll appends the queues of every consumer waiting for credit;
 // ch.mu is held.
-func (ch *channel) unblockAll(kick []*queue.Queue) []*queue.Queue {
+func (ch *channel) unblockAll(kick []vhost.Source) []vhost.Source {
 	for _, k := range ch.consumers {
 		if k.blocked {
 			k.blocked = false
@@ -297,7 +307,7 @@ func (ch *channel) unblockAll(kick []*queue.Queue) []*queue.Queue {
 }
 
 // kickEach kicks each distinct queue once.
-func kickEach(qs []*queue.Queue) {
+func kickEach(qs []vhost.Source) {
 	for i, q := range qs {
 		dup := false
 		for _, p := range qs[:i] {
@@ -344,19 +354,20 @@ func (ch *channel) queueName(name string) (string, error) {
 // readableQueue resolves a queue named in basic.consume or basic.get: the
 // last declared one for "", then read permission, then existence and
 // exclusivity.
-func (ch *channel) readableQueue(name string) (*queue.Queue, error) {
+func (ch *channel) readableQueue(name string) (vhost.Source, string, error) {
 	name, err := ch.queueName(name)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !ch.c.perm.CanRead(name) {
-		return nil, ch.refused("read", "queue", name)
+		return nil, "", ch.refused("read", "queue", name)
 	}
-	return ch.c.vh.Queue(name, ch.c)
+	q, err := ch.c.vh.Source(name, ch.c)
+	return q, name, err
 }
 
 func (ch *channel) consume(m *protocol.BasicConsume) error {
-	q, err := ch.readableQueue(m.Queue)
+	q, name, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
 	}
@@ -369,7 +380,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		ch.mu.Unlock()
 		return reply.New(protocol.NotAllowed, "attempt to reuse consumer tag '%s'", tag)
 	}
-	k := &consumer{ch: ch, q: q, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, args: m.Arguments, prefetch: ch.prefetch}
+	k := &consumer{ch: ch, q: q, queueName: name, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, args: m.Arguments, prefetch: ch.prefetch}
 	ch.consumers[tag] = k
 	ch.mu.Unlock()
 
@@ -415,7 +426,7 @@ func (ch *channel) cancel(m *protocol.BasicCancel) error {
 }
 
 func (ch *channel) get(m *protocol.BasicGet) error {
-	q, err := ch.readableQueue(m.Queue)
+	q, _, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func (ch *channel) info(conn ConnInfo) ChannelInfo {
 	ci.Unacked = ch.unacked.len()
 	for _, k := range ch.consumers {
 		ci.Consumers = append(ci.Consumers, ConsumerInfo{
-			Tag: k.tag, Queue: k.q.Name, VHost: k.q.VHost, NoAck: k.noAck,
+			Tag: k.tag, Queue: k.queueName, VHost: ch.c.vh.Name, NoAck: k.noAck,
 			Exclusive: k.exclusive, Prefetch: k.prefetch, Args: k.args,
 		})
 	}

@@ -108,7 +108,8 @@ func IsCommand(op string) bool {
 // IsCall reports whether op is a call a vhost answers.
 func IsCall(op string) bool {
 	switch op {
-	case callQueueDelete, callQueuePurge, callQueueCounts:
+	case callQueueDelete, callQueuePurge, callQueueCounts,
+		callConsume, callCancel, callSettle, callGet, callDeliver, callCancelled, callForget:
 		return true
 	}
 	return false
@@ -522,7 +523,7 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 	if !v.cluster.Up(rq.Home) {
 		return nil, v.homeDown(rq)
 	}
-	req["op"], req["vhost"], req["name"], req["id"] = op, v.Name, rq.Name, int64(rq.ID)
+	req["op"], req["vhost"], req["name"], req["id"], req["from"] = op, v.Name, rq.Name, int64(rq.ID), v.self()
 	ans, err := v.cluster.Call(rq.Home, req)
 	if err != nil {
 		if reply.As(err).Code == protocol.InternalError {
@@ -533,8 +534,16 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 	return ans, nil
 }
 
-// HandleCall answers another node's call about a queue homed here.
+// HandleCall answers another node's call: about a queue homed here, or
+// about a consumer of this node on a queue homed there.
 func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
+	switch op := str(req, "op"); op {
+	case callDeliver, callCancelled:
+		return v.handleSourceCall(op, req)
+	case callForget:
+		v.ForgetConsumersOf(str(req, "from"), id(req, "before"))
+		return protocol.Table{}, nil
+	}
 	name, incarnation := str(req, "name"), id(req, "id")
 	v.mu.RLock()
 	q := v.queues[name]
@@ -550,6 +559,8 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 		return protocol.Table{"messages": int64(n)}, err
 	case callQueuePurge:
 		return protocol.Table{"messages": int64(q.Purge())}, nil
+	case callConsume, callCancel, callSettle, callGet:
+		return v.handleConsumerCall(op, q, req)
 	case callQueueCounts:
 		st := q.Stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,

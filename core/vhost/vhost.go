@@ -50,6 +50,7 @@ package vhost
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -90,6 +91,13 @@ type VHost struct {
 	remote    map[string]*RemoteQueue // queues homed on other nodes
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
 	lost      []lostQueue             // for DropLost; under defMu
+
+	// Consuming across nodes (consumers.go): consMu guards the maps.
+	consMu     sync.Mutex
+	sources    map[uint64]*RemoteSource        // this node's, by id
+	consumers  map[consumerKey]*remoteConsumer // other nodes', on queues homed here
+	sourceSeq  atomic.Uint64
+	sourceBase uint64 // the first id of this run
 }
 
 // Config is what a vhost needs from the broker.
@@ -120,8 +128,14 @@ func New(c Config) *VHost {
 		byDest:    make(map[exchange.Destination][]*exchange.Binding),
 		remote:    make(map[string]*RemoteQueue),
 		homed:     make(map[string]uint64),
+		sources:   make(map[uint64]*RemoteSource),
+		consumers: make(map[consumerKey]*remoteConsumer),
 	}
 	v.holds = newHoldQueue(v)
+	// RemoteSource ids grow across restarts, so that the homes of queues
+	// can tell this run's consumers from a previous run's (ForgetConsumersOf).
+	v.sourceBase = uint64(time.Now().UnixNano())
+	v.sourceSeq.Store(v.sourceBase)
 	v.exchanges[""] = &Exchange{Definition: exchange.Definition{VHost: c.Name, Type: "direct", Durable: true}, router: &defaultRouter{v: v}}
 	for name, typ := range map[string]string{
 		"amq.direct": "direct", "amq.fanout": "fanout", "amq.topic": "topic",
