@@ -25,8 +25,10 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -252,7 +254,8 @@ func TestMetaSnapshotRestore(t *testing.T) {
 
 // TestClusterRandomFaults is in the style of Jepsen: clients make changes
 // through random nodes while links are cut and healed and a node is
-// stopped and restarted. Each change touches its own user, once, so the
+// stopped and restarted. Each change touches its own object (a user, an
+// exchange, a queue, a queue's binding), once, so the
 // checks need no model of interleavings: every change a node answered as
 // done is in the final state, every change refused with ErrNoQuorum may
 // or may not be, nothing else changed, and every node ends with the same
@@ -283,7 +286,6 @@ func TestClusterRandomFaults(t *testing.T) {
 					return
 				default:
 				}
-				name := fmt.Sprintf("client%d-user%d", c, i)
 				mu.Lock()
 				n := nodes[(c+i)%3]
 				b, gen := n.Broker, generation[n.name]
@@ -292,7 +294,29 @@ func TestClusterRandomFaults(t *testing.T) {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				err := b.PutUser(name, &pw, nil)
+				// Users, exchanges, and queues bound as they are made,
+				// each change on an object of its own.
+				var name string
+				var err error
+				switch i % 3 {
+				case 0:
+					name = fmt.Sprintf("user:client%d-%d", c, i)
+					err = b.PutUser(name, &pw, nil)
+				case 1:
+					name = fmt.Sprintf("exchange:client%d-%d", c, i)
+					v, _ := b.VHost("/")
+					_, err = v.DeclareExchange(exchange.Definition{Name: name, Type: "fanout", Durable: true}, false)
+				case 2:
+					name = fmt.Sprintf("queue:client%d-%d", c, i)
+					v, _ := b.VHost("/")
+					if _, err = v.Declare(vhost.QueueDef{Name: name, Durable: true}, false); err == nil {
+						mu.Lock()
+						outcomes[name] = outcome{done: true}
+						mu.Unlock()
+						name = "binding:" + name
+						err = v.Bind("amq.direct", exchange.Destination{Kind: exchange.ToQueue, Name: strings.TrimPrefix(name, "binding:")}, "k", nil, nil)
+					}
+				}
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -342,22 +366,35 @@ func TestClusterRandomFaults(t *testing.T) {
 	close(stop)
 	live.Wait()
 
-	// Every node converges to the same users.
+	// Every node converges to the same users and topology.
 	users := func(b *Broker) map[string]bool {
 		out := map[string]bool{}
 		for _, u := range b.Users().Users() {
 			out[u.Name] = true
+		}
+		v, _ := b.VHost("/")
+		for _, x := range v.Exchanges() {
+			if strings.HasPrefix(x.Name, "exchange:") {
+				out[x.Name] = true
+			}
+		}
+		for _, q := range v.QueueNames() {
+			out[q] = true
+		}
+		for _, bd := range v.Bindings() {
+			out["binding:"+bd.Destination.Name] = true
 		}
 		return out
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		a, b, c := users(nodes[0].Broker), users(nodes[1].Broker), users(nodes[2].Broker)
-		if maps.Equal(a, b) && maps.Equal(b, c) {
+		if maps.Equal(a, b) && maps.Equal(b, c) && topologyOf(t, nodes[0].Broker) == topologyOf(t, nodes[1].Broker) &&
+			topologyOf(t, nodes[1].Broker) == topologyOf(t, nodes[2].Broker) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nodes disagree: %d, %d and %d users", len(a), len(b), len(c))
+			t.Fatalf("nodes disagree: %d, %d and %d objects", len(a), len(b), len(c))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
