@@ -28,6 +28,7 @@ import (
 
 type options struct {
 	url        string
+	consumeURL string // consumers' (and the queue's declare's) broker, when not url
 	producers  int
 	consumers  int
 	size       int
@@ -52,6 +53,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.url, "url", "amqp://guest:guest@127.0.0.1:5672/", "broker URL")
+	flag.StringVar(&o.consumeURL, "consume-url", "", "consumers' broker URL, another node of a cluster (default: -url); the queue is declared there")
 	flag.IntVar(&o.producers, "producers", 1, "producer connections")
 	flag.IntVar(&o.consumers, "consumers", 1, "consumer connections")
 	flag.IntVar(&o.size, "size", 16, "message body size in bytes")
@@ -185,8 +187,16 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
+// consumerURL is where consumers connect and the queue is declared.
+func (o options) consumerURL() string {
+	if o.consumeURL != "" {
+		return o.consumeURL
+	}
+	return o.url
+}
+
 func declare(o options) error {
-	c, err := amqp.Dial(o.url)
+	c, err := amqp.Dial(o.consumerURL())
 	if err != nil {
 		return err
 	}
@@ -316,7 +326,7 @@ func produce(ctx context.Context, o options, st *stats) error {
 }
 
 func consume(ctx context.Context, o options, st *stats, ready chan<- error) {
-	c, err := amqp.Dial(o.url)
+	c, err := amqp.Dial(o.consumerURL())
 	if err != nil {
 		ready <- err
 		return

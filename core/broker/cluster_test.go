@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,18 +429,51 @@ func TestClusterRandomFaults(t *testing.T) {
 // BenchmarkDefinitionChange times one definitions change (a user put)
 // answered by a node of its own and by a node of a cluster of three (from
 // the leader and from a follower): the cluster adds a round of consensus
-// and the Raft log's fsync on a majority.
+// and the Raft log's fsync on a majority. The same for a durable queue's
+// declare (BenchmarkQueueDeclare), one client at a time and eight at once.
 //
-//	go test ./core/broker -run '^$' -bench DefinitionChange -benchtime 200x
+//	go test ./core/broker -run '^$' -bench 'DefinitionChange|QueueDeclare' -benchtime 200x
 func BenchmarkDefinitionChange(b *testing.B) {
-	run := func(b *testing.B, br *Broker) {
+	benchEachRole(b, func(b *testing.B, br *Broker) {
 		pw := "pw"
 		for i := 0; b.Loop(); i++ {
 			if err := br.PutUser(fmt.Sprintf("user-%d", i), &pw, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+func BenchmarkQueueDeclare(b *testing.B) {
+	declare := func(b *testing.B, br *Broker, name string) {
+		v, _ := br.VHost("/")
+		if _, err := v.Declare(vhost.QueueDef{Name: name, Durable: true}, false); err != nil {
+			b.Fatal(err)
+		}
 	}
+	b.Run("serial", func(b *testing.B) {
+		benchEachRole(b, func(b *testing.B, br *Broker) {
+			for i := 0; b.Loop(); i++ {
+				declare(b, br, fmt.Sprintf("serial-%s-%d", b.Name(), i))
+			}
+		})
+	})
+	b.Run("parallel8", func(b *testing.B) {
+		benchEachRole(b, func(b *testing.B, br *Broker) {
+			b.SetParallelism(4) // 2 cores: 8 clients
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					declare(b, br, fmt.Sprintf("parallel-%s-%d", b.Name(), n.Add(1)))
+				}
+			})
+		})
+	})
+}
+
+// benchEachRole runs run on a node of its own, then on the leader and on
+// a follower of a cluster of three.
+func benchEachRole(b *testing.B, run func(*testing.B, *Broker)) {
 	b.Run("single", func(b *testing.B) {
 		run(b, benchBroker(b, nil))
 	})
