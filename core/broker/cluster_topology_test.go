@@ -305,3 +305,45 @@ func TestClusterTopologySnapshot(t *testing.T) {
 		t.Fatalf("q3 on the restored n3: %+v, %v", d, err)
 	}
 }
+
+// TestClusterPluginSet: a plugin enabled through one node is enabled on
+// every node, in order with the declares that use its types, and a
+// disable goes everywhere too.
+func TestClusterPluginSet(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n3 := nodes[0], nodes[2]
+	if err := n1.EnablePlugin("consistent-hash"); err != nil {
+		t.Fatal(err)
+	}
+	// Declared at once, before the others may have loaded the module:
+	// they have the exchange all the same, and it routes once they do.
+	if _, err := root(t, n1.Broker).DeclareExchange(exchange.Definition{Name: "spread", Type: "x-consistent-hash", Durable: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root(t, n3.Broker).Declare(vhost.QueueDef{Name: "share", Durable: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := root(t, n3.Broker).Bind("spread", exchange.Destination{Kind: exchange.ToQueue, Name: "share"}, "1", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the plugin enabled", func(b *Broker) bool {
+		return slices.Contains(b.EnabledPlugins(), "consistent-hash")
+	})
+	for _, n := range nodes {
+		publishVia(t, n.Broker, "spread", "any-key", "hashed", false)
+	}
+	if info, _ := root(t, n3.Broker).QueueInfo("share"); info.Ready != 3 {
+		t.Fatalf("share holds %d, want one from each node", info.Ready)
+	}
+	// A disable is checked where it is asked (exchanges use the type)...
+	if err := n3.DisablePlugin("consistent-hash", false); code(err) != protocol.PreconditionFailed {
+		t.Fatalf("disabling a plugin whose type is in use: %v", err)
+	}
+	// ...and, forced, made everywhere.
+	if err := n3.DisablePlugin("consistent-hash", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the plugin disabled", func(b *Broker) bool {
+		return !slices.Contains(b.EnabledPlugins(), "consistent-hash")
+	})
+}

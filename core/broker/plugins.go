@@ -38,6 +38,11 @@ type pluginManager struct {
 	enabled   map[string]*plugins.Plugin
 	failed    map[string]string               // plugins the host disabled, and why
 	inspected map[[32]byte]plugins.PluginInfo // descriptions of modules not enabled, by content
+
+	// The cluster's committed plugin changes, made in order by a
+	// goroutine started on the first (see EnablePlugin).
+	followOnce sync.Once
+	changes    chan pluginChange
 }
 
 func (b *Broker) startPlugins(shipped map[string][]byte) error {
@@ -150,15 +155,9 @@ func (pm *pluginManager) enable(name string, persist bool) error {
 func (pm *pluginManager) Disable(name string, force bool) error {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	p, ok := pm.enabled[name]
-	if !ok {
-		if _, _, err := pm.module(name); err != nil {
-			return err
-		}
-		return nil
-	}
-	if n := p.Exchanges(); n > 0 && !force {
-		return reply.PreconditionFailed("plugin '%s' has %d exchange(s) of its types; they would stop routing (disable with force to do it anyway)", name, n)
+	p, err := pm.mayDisable(name, force)
+	if p == nil || err != nil {
+		return err
 	}
 	if err := pm.b.store.DeleteMeta(storage.KindPlugin, "", name); err != nil {
 		return reply.Internal("could not store the change: %v", err)
@@ -167,6 +166,21 @@ func (pm *pluginManager) Disable(name string, force bool) error {
 	delete(pm.enabled, name)
 	pm.b.log.Info().Str("plugin", name).Bool("forced", force).Msg("plugin disabled")
 	return nil
+}
+
+// mayDisable checks a disable: the plugin, nil when it is not enabled (a
+// disable that changes nothing), or why it may not be disabled; pm.mu is
+// held.
+func (pm *pluginManager) mayDisable(name string, force bool) (*plugins.Plugin, error) {
+	p, ok := pm.enabled[name]
+	if !ok {
+		_, _, err := pm.module(name)
+		return nil, err
+	}
+	if n := p.Exchanges(); n > 0 && !force {
+		return nil, reply.PreconditionFailed("plugin '%s' has %d exchange(s) of its types; they would stop routing (disable with force to do it anyway)", name, n)
+	}
+	return p, nil
 }
 
 // remove unregisters p's types and turns its exchanges' routers into
@@ -282,9 +296,115 @@ func (pm *pluginManager) close() {
 }
 
 // EnablePlugin, DisablePlugin and Plugins are the admin API's view.
-func (b *Broker) EnablePlugin(name string) error { return b.plugins.Enable(name) }
+//
+// In a cluster the enabled set is replicated: an enable is checked by
+// enabling the plugin here, then proposed; a disable is checked here,
+// proposed, then done here. The other nodes follow on a goroutine of
+// their own (loading a module takes long enough to stall Raft's loop if
+// it ran there), in the order the changes were committed. An exchange of
+// a type a node does not have yet is declared there all the same and
+// routes once the type arrives.
+func (b *Broker) EnablePlugin(name string) error {
+	if b.cluster.Load() == nil {
+		return b.plugins.Enable(name)
+	}
+	was := b.plugins.isEnabled(name)
+	if err := b.plugins.Enable(name); err != nil {
+		return err
+	}
+	if err := b.propose(protocol.Table{"op": opEnablePlugin, "name": name}); err != nil {
+		if !was {
+			_ = b.plugins.Disable(name, true)
+		}
+		return err
+	}
+	return nil
+}
+
 func (b *Broker) DisablePlugin(name string, force bool) error {
-	return b.plugins.Disable(name, force)
+	if b.cluster.Load() == nil {
+		return b.plugins.Disable(name, force)
+	}
+	pm := b.plugins
+	pm.mu.Lock()
+	_, err := pm.mayDisable(name, force)
+	pm.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := b.propose(protocol.Table{"op": opDisablePlugin, "name": name}); err != nil {
+		return err
+	}
+	return pm.Disable(name, true)
+}
+
+// The replicated plugin changes' ops.
+const (
+	opEnablePlugin  = "enable_plugin"
+	opDisablePlugin = "disable_plugin"
+)
+
+func (pm *pluginManager) isEnabled(name string) bool {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	_, ok := pm.enabled[name]
+	return ok
+}
+
+// pluginChange is a committed enable or disable, for this node to follow.
+type pluginChange struct {
+	name   string
+	enable bool
+}
+
+// follow queues a committed plugin change; the follower goroutine makes
+// them in order. It is called from the cluster's apply and never waits
+// for a module to load.
+func (pm *pluginManager) follow(c pluginChange) {
+	pm.followOnce.Do(func() {
+		pm.changes = make(chan pluginChange, 1024)
+		pm.b.wg.Add(1)
+		go pm.follower()
+	})
+	select {
+	case pm.changes <- c:
+	case <-pm.b.stop:
+	}
+}
+
+func (pm *pluginManager) follower() {
+	defer pm.b.wg.Done()
+	for {
+		select {
+		case <-pm.b.stop:
+			return
+		case c := <-pm.changes:
+			var err error
+			if c.enable {
+				err = pm.Enable(c.name)
+			} else {
+				err = pm.Disable(c.name, true)
+			}
+			if err != nil {
+				pm.b.log.Error().Err(err).Str("plugin", c.name).Bool("enable", c.enable).
+					Msg("a plugin change the cluster made could not be made on this node")
+			}
+		}
+	}
+}
+
+// storedPlugins names the plugins the store holds enabled.
+func (b *Broker) storedPlugins() []string {
+	recs, err := b.store.Meta(storage.KindPlugin, "")
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(recs))
+	for _, r := range recs {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	return names
 }
 func (b *Broker) Plugins() []PluginStatus { return b.plugins.List() }
 

@@ -117,6 +117,9 @@ func (b *Broker) applyChange(cmd protocol.Table) error {
 		return b.applySetClusterName(str("name"))
 	case opSync:
 		return nil
+	case opEnablePlugin, opDisablePlugin:
+		b.plugins.follow(pluginChange{name: str("name"), enable: op == opEnablePlugin})
+		return nil
 	default:
 		if vhost.IsCommand(op) {
 			v, ok := b.VHost(str("vhost"))
@@ -200,7 +203,12 @@ func (m metaState) Snapshot() ([]byte, error) {
 			topology[name] = v.Topology()
 		}
 	}
-	snap := protocol.Table{"users": users, "permissions": perms, "vhosts": vhosts, "policies": pols, "topology": topology}
+	var enabled []any
+	for _, name := range b.storedPlugins() {
+		enabled = append(enabled, name)
+	}
+	snap := protocol.Table{"users": users, "permissions": perms, "vhosts": vhosts, "policies": pols, "topology": topology,
+		"plugins": enabled}
 	if n := b.clusterName.Load(); n != nil {
 		snap["cluster_name"] = *n
 	}
@@ -290,6 +298,20 @@ func (m metaState) Restore(index uint64, data []byte) error {
 						return err
 					}
 				}
+			}
+		}
+	}
+	if names, ok := snap["plugins"].([]any); ok {
+		keep := map[string]bool{}
+		for _, n := range names {
+			if s, ok := n.(string); ok {
+				keep[s] = true
+				b.plugins.follow(pluginChange{name: s, enable: true})
+			}
+		}
+		for _, name := range b.storedPlugins() {
+			if !keep[name] {
+				b.plugins.follow(pluginChange{name: name})
 			}
 		}
 	}

@@ -220,9 +220,9 @@ func (v *VHost) Apply(cmd protocol.Table) error {
 	}
 	switch op := str(cmd, "op"); op {
 	case OpDeclareExchange:
-		_, err := v.declareExchange(exchange.Definition{VHost: v.Name, Name: str(cmd, "name"), Type: str(cmd, "type"),
-			Durable: b("durable"), AutoDelete: b("auto_delete"), Internal: b("internal"), Args: a("arguments")})
-		return err
+		def := exchange.Definition{VHost: v.Name, Name: str(cmd, "name"), Type: str(cmd, "type"),
+			Durable: b("durable"), AutoDelete: b("auto_delete"), Internal: b("internal"), Args: a("arguments")}
+		return v.applyExchange(def)
 	case OpDeleteExchange:
 		return v.deleteExchangeNamed(str(cmd, "name"), b("if_unused"))
 	case OpBind:
@@ -241,6 +241,25 @@ func (v *VHost) Apply(cmd protocol.Table) error {
 	default:
 		return reply.Internal("unknown topology change %q (a node of a newer version?)", op)
 	}
+}
+
+// applyExchange declares an exchange for the cluster; defMu is held.
+func (v *VHost) applyExchange(def exchange.Definition) error {
+	if _, known := v.types.Lookup(def.Type); !known && v.exchanges[def.Name] == nil {
+		// The declaring node checked the type; this one does not have it
+		// (its plugin is not enabled here yet). The exchange is kept,
+		// refusing to route until the type comes, so that every node has
+		// the same exchanges.
+		if v.keeps(def.Durable) {
+			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
+				return stored(err)
+			}
+		}
+		v.restoreExchange(def)
+		return nil
+	}
+	_, err := v.declareExchange(def)
+	return err
 }
 
 // applyDeclareQueue declares a queue for the cluster: the queue itself on
@@ -838,8 +857,7 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		}
 	}
 	for _, def := range wantX {
-		_, err := v.declareExchange(def)
-		keep(err)
+		keep(v.applyExchange(def))
 	}
 
 	wantQ := map[string]QueueDef{}

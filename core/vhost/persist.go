@@ -90,6 +90,11 @@ func (v *VHost) RestoreExchange(def exchange.Definition) {
 	def.VHost = v.Name
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	v.restoreExchange(def)
+}
+
+// restoreExchange is RestoreExchange's work; defMu is held.
+func (v *VHost) restoreExchange(def exchange.Definition) {
 	if v.exchanges[def.Name] != nil {
 		return
 	}
