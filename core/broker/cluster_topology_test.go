@@ -192,7 +192,12 @@ func TestClusterTopology(t *testing.T) {
 		return err != nil
 	})
 
-	// A restarted node has what it had, and what changed meanwhile.
+	// A restarted node has what it had, and what changed meanwhile; a
+	// transient queue of its own did not survive, anywhere.
+	if _, err := v3.Declare(vhost.QueueDef{Name: "transient-on-n3"}, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the transient queue", func(b *Broker) bool { v, _ := b.VHost("/"); return v.HasQueue("transient-on-n3") })
 	n3.stop(t)
 	if _, err := v1.Declare(vhost.QueueDef{Name: "while-n3-was-down"}, false); err != nil {
 		t.Fatal(err)
@@ -216,6 +221,7 @@ func TestClusterTopology(t *testing.T) {
 		v, _ := b.VHost("/")
 		return v.HasQueue("while-n3-was-down") && len(v.Bindings()) == 3
 	})
+	eventually(t, nodes, "the transient queue gone", func(b *Broker) bool { v, _ := b.VHost("/"); return !v.HasQueue("transient-on-n3") })
 	if info, ok := v3.QueueInfo("on-n3"); !ok || info.Ready != 1 {
 		t.Fatalf("on-n3 after its node's restart: %+v", info.Stats)
 	}
