@@ -451,20 +451,22 @@ func BenchmarkQueueDeclare(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// Every declare makes a new queue, however often -count reruns a
+	// benchmark on the same brokers.
+	var n atomic.Int64
 	b.Run("serial", func(b *testing.B) {
 		benchEachRole(b, func(b *testing.B, br *Broker) {
-			for i := 0; b.Loop(); i++ {
-				declare(b, br, fmt.Sprintf("serial-%s-%d", b.Name(), i))
+			for b.Loop() {
+				declare(b, br, fmt.Sprintf("q-%d", n.Add(1)))
 			}
 		})
 	})
 	b.Run("parallel8", func(b *testing.B) {
 		benchEachRole(b, func(b *testing.B, br *Broker) {
 			b.SetParallelism(4) // 2 cores: 8 clients
-			var n atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					declare(b, br, fmt.Sprintf("parallel-%s-%d", b.Name(), n.Add(1)))
+					declare(b, br, fmt.Sprintf("q-%d", n.Add(1)))
 				}
 			})
 		})
