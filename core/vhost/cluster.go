@@ -341,8 +341,16 @@ func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	q, rq, local := v.queues[name], v.remote[name], v.homed[name]
 	v.mu.RUnlock()
 	if q != nil && local == incarnation {
+		// Committed already: forgetQueue is not to propose it again.
+		v.mu.Lock()
+		delete(v.homed, name)
+		v.mu.Unlock()
 		_, _ = q.Delete(false, false)
 		v.forgetQueue(q)
+		if v.store != nil && !q.Persists() {
+			// forgetQueue keeps the record of a queue it thinks local.
+			_ = v.store.DeleteMeta(storage.KindQueue, v.Name, name)
+		}
 		return
 	}
 	if rq != nil && rq.ID == incarnation {
@@ -487,7 +495,11 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	v.mu.RLock()
 	q, rq = v.queues[def.Name], v.remote[def.Name]
 	v.mu.RUnlock()
-	d, _, err := v.redeclare(q, rq, def)
+	d, found, err := v.redeclare(q, rq, def)
+	if !found {
+		// Deleted again before this lookup.
+		return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name)
+	}
 	d.Created = err == nil && d.Local != nil
 	return d, err
 }

@@ -313,9 +313,9 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 }
 
 // forgetQueue removes a deleted queue from the maps, its bindings, and its
-// stored record; defMu is held. The home of a replicated queue proposes
-// its delete to the others (a delete already committed proposes one that
-// changes nothing).
+// stored record; defMu is held. The home of a replicated queue it drops
+// of its own accord proposes the delete to the others (a committed
+// delete clears the incarnation first, so it proposes nothing).
 func (v *VHost) forgetQueue(q *queue.Queue) {
 	if v.queues[q.Name] != q {
 		return
