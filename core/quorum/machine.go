@@ -1,0 +1,465 @@
+// Package quorum is a quorum queue's state machine: what each entry of the
+// queue's replicated log does to the queue. Every member of the queue's
+// Raft group applies the same entries in the same order and so holds the
+// same state; the leader acts on the effects (deliveries to consumers,
+// dead letters, refused publishes), the others only keep the state.
+//
+// The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
+// clients can see it:
+//
+//   - Messages are served first in, first out; a message given back (a
+//     nack or reject with requeue, or a consumer gone with it unsettled)
+//     joins the returns, which are served before the rest, in the order
+//     they came back.
+//   - A give-back counts as a failed delivery: the message's delivery
+//     count (the x-delivery-count header on its next delivery) grows by
+//     one, and past the delivery limit the message is dead-lettered with
+//     reason delivery_limit instead of returned.
+//   - A consumer gets messages while it has credit (its prefetch; none
+//     means unlimited); consumers with credit are served in turn. With
+//     single active consumer only the oldest consumer is served.
+//   - max-length and max-length-bytes count ready messages (not those
+//     checked out); overflow drop-head dead-letters the oldest with
+//     reason maxlen, reject-publish refuses the new one.
+//   - Message TTL expires ready messages at the head only, as RabbitMQ's.
+//
+// # Invariants
+//
+//   - The machine is deterministic: it reads no clock (time comes in the
+//     entries that need it), draws no random number, and never lets a
+//     map's order decide anything it returns.
+//   - A message is in exactly one place: ready (returns or the main
+//     queue), checked out to one consumer, or gone.
+//   - A message's id is the log index of the entry that enqueued it, so
+//     ids grow with arrival and the main queue is sorted by id.
+package quorum
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Unlimited marks a limit that is not set.
+const Unlimited = -1
+
+// Overflow is what a full queue does with a new message.
+type Overflow uint8
+
+const (
+	DropHead      Overflow = iota // dead-letter the oldest ready message
+	RejectPublish                 // refuse the new one
+)
+
+// Config is a queue's settings that the machine acts on.
+type Config struct {
+	MaxLength     int64 // ready messages; Unlimited when not set
+	MaxBytes      int64 // ready bytes; Unlimited when not set
+	Overflow      Overflow
+	DeliveryLimit int64 // failed deliveries before dead-lettering; Unlimited when not set
+	// DeadLetter says dead messages leave as DeadLetter effects (a
+	// dead-letter exchange is set); without it they are dropped.
+	DeadLetter bool
+	// SingleActive serves the oldest consumer alone.
+	SingleActive bool
+}
+
+// DefaultConfig is a queue without limits.
+func DefaultConfig() Config {
+	return Config{MaxLength: Unlimited, MaxBytes: Unlimited, DeliveryLimit: Unlimited}
+}
+
+// Msg is a message as the machine holds it; the body stays in the log.
+type Msg struct {
+	ID            uint64 // the log index of its enqueue
+	Size          int64
+	ExpiresAt     int64  // unix ms; 0 never
+	DeliveryCount uint32 // failed deliveries so far
+	Delivered     bool   // delivered at least once
+}
+
+// ConsumerID names a consumer (the leader's choice; unique in the queue).
+type ConsumerID string
+
+// Reason says why a message was dead-lettered, in x-death's words.
+type Reason string
+
+const (
+	Rejected      Reason = "rejected"
+	Expired       Reason = "expired"
+	MaxLen        Reason = "maxlen"
+	DeliveryLimit Reason = "delivery_limit"
+)
+
+// EffectKind is what an effect asks of the leader.
+type EffectKind uint8
+
+const (
+	Deliver    EffectKind = iota // hand Msg to Consumer
+	DeadLetter                   // route Msg to the dead-letter exchange
+	Drop                         // Msg is gone (no dead-letter exchange)
+	Refuse                       // the publish of Msg was refused: nack it
+)
+
+// Effect is one thing applying an entry asks the leader to do.
+type Effect struct {
+	Kind        EffectKind
+	Consumer    ConsumerID
+	Msg         Msg
+	Redelivered bool
+	Reason      Reason
+}
+
+func (e Effect) String() string {
+	switch e.Kind {
+	case Deliver:
+		s := fmt.Sprintf("deliver %s m%d", e.Consumer, e.Msg.ID)
+		if e.Redelivered {
+			s += " redelivered"
+		}
+		if e.Msg.DeliveryCount > 0 {
+			s += fmt.Sprintf(" x-delivery-count=%d", e.Msg.DeliveryCount)
+		}
+		return s
+	case DeadLetter:
+		return fmt.Sprintf("dead-letter m%d %s", e.Msg.ID, e.Reason)
+	case Drop:
+		return fmt.Sprintf("drop m%d %s", e.Msg.ID, e.Reason)
+	default:
+		return fmt.Sprintf("refuse m%d", e.Msg.ID)
+	}
+}
+
+// consumer is a consumer's share of the state.
+type consumer struct {
+	id     ConsumerID
+	credit int             // its prefetch; 0 means unlimited
+	once   bool            // a basic.get: gone once served
+	out    map[uint64]Msg  // checked out, by id
+	gone   bool            // cancelled: no more deliveries
+}
+
+func (c *consumer) hasCredit() bool { return !c.gone && (c.credit == 0 || len(c.out) < c.credit) }
+
+// Machine is one quorum queue's state.
+type Machine struct {
+	cfg        Config
+	returns    []Msg // given back, served first
+	ready      []Msg // the main queue, by id
+	readyBytes int64
+	consumers  []*consumer // in the order they came
+	byID       map[ConsumerID]*consumer
+	next       int // where the round of consumers with credit goes on
+	effects    []Effect
+}
+
+// New returns an empty queue.
+func New(cfg Config) *Machine {
+	return &Machine{cfg: cfg, byID: map[ConsumerID]*consumer{}}
+}
+
+// Ready is how many messages wait for a consumer, and their bytes.
+func (m *Machine) Ready() (n int, bytes int64) { return len(m.returns) + len(m.ready), m.readyBytes }
+
+// CheckedOut is how many messages consumers hold unsettled.
+func (m *Machine) CheckedOut() int {
+	n := 0
+	for _, c := range m.consumers {
+		n += len(c.out)
+	}
+	return n
+}
+
+// take returns the effects gathered since the last take.
+func (m *Machine) take() []Effect {
+	out := m.effects
+	m.effects = nil
+	return out
+}
+
+// Enqueue adds a message: refused when the queue is full and overflows
+// with reject-publish, else queued, the oldest dropped past the limits.
+func (m *Machine) Enqueue(msg Msg) []Effect {
+	full := m.cfg.MaxLength != Unlimited && int64(len(m.returns)+len(m.ready)) >= m.cfg.MaxLength ||
+		m.cfg.MaxBytes != Unlimited && m.readyBytes+msg.Size > m.cfg.MaxBytes
+	if full && m.cfg.Overflow == RejectPublish {
+		m.effects = append(m.effects, Effect{Kind: Refuse, Msg: msg})
+		return m.take()
+	}
+	msg.DeliveryCount, msg.Delivered = 0, false
+	m.ready = append(m.ready, msg)
+	m.readyBytes += msg.Size
+	m.enforceLimits()
+	m.dispatch()
+	return m.take()
+}
+
+// enforceLimits drops the oldest ready messages past max-length and
+// max-length-bytes (drop-head).
+func (m *Machine) enforceLimits() {
+	for {
+		n, bytes := m.Ready()
+		over := m.cfg.MaxLength != Unlimited && int64(n) > m.cfg.MaxLength ||
+			m.cfg.MaxBytes != Unlimited && bytes > m.cfg.MaxBytes
+		if !over || n == 0 {
+			return
+		}
+		m.dead(m.pop(), MaxLen)
+	}
+}
+
+// pop takes the next ready message: a returned one first.
+func (m *Machine) pop() Msg {
+	var msg Msg
+	if len(m.returns) > 0 {
+		msg, m.returns = m.returns[0], m.returns[1:]
+	} else {
+		msg, m.ready = m.ready[0], m.ready[1:]
+	}
+	m.readyBytes -= msg.Size
+	return msg
+}
+
+func (m *Machine) dead(msg Msg, why Reason) {
+	kind := Drop
+	if m.cfg.DeadLetter {
+		kind = DeadLetter
+	}
+	m.effects = append(m.effects, Effect{Kind: kind, Msg: msg, Reason: why})
+}
+
+// Checkout adds a consumer with a prefetch (0: unlimited).
+func (m *Machine) Checkout(id ConsumerID, credit int) []Effect {
+	if m.byID[id] == nil {
+		c := &consumer{id: id, credit: credit, out: map[uint64]Msg{}}
+		m.consumers = append(m.consumers, c)
+		m.byID[id] = c
+	}
+	m.dispatch()
+	return m.take()
+}
+
+// Get serves one message to a basic.get under id: checked out to it until
+// settled, unless noAck settles it at once.
+func (m *Machine) Get(id ConsumerID, noAck bool) []Effect {
+	if n, _ := m.Ready(); n == 0 {
+		return nil
+	}
+	msg := m.pop()
+	redelivered := msg.Delivered
+	msg.Delivered = true
+	m.effects = append(m.effects, Effect{Kind: Deliver, Consumer: id, Msg: msg, Redelivered: redelivered})
+	if !noAck {
+		c := m.byID[id]
+		if c == nil {
+			c = &consumer{id: id, credit: 1, once: true, out: map[uint64]Msg{}}
+			m.byID[id] = c
+			m.consumers = append(m.consumers, c)
+		}
+		c.out[msg.ID] = msg
+	}
+	return m.take()
+}
+
+// dispatch hands ready messages to consumers with credit, in turn.
+func (m *Machine) dispatch() {
+	for {
+		if n, _ := m.Ready(); n == 0 {
+			return
+		}
+		c := m.nextConsumer()
+		if c == nil {
+			return
+		}
+		msg := m.pop()
+		redelivered := msg.Delivered
+		msg.Delivered = true
+		c.out[msg.ID] = msg
+		m.effects = append(m.effects, Effect{Kind: Deliver, Consumer: c.id, Msg: msg, Redelivered: redelivered})
+	}
+}
+
+// nextConsumer is the next consumer due a message, nil when none has
+// credit.
+func (m *Machine) nextConsumer() *consumer {
+	if m.cfg.SingleActive {
+		for _, c := range m.consumers {
+			if !c.once && !c.gone {
+				if c.hasCredit() {
+					return c
+				}
+				return nil
+			}
+		}
+		return nil
+	}
+	for range m.consumers {
+		if m.next >= len(m.consumers) {
+			m.next = 0
+		}
+		c := m.consumers[m.next]
+		m.next++
+		if !c.once && c.hasCredit() {
+			return c
+		}
+	}
+	return nil
+}
+
+// How settles checked-out messages.
+type How uint8
+
+const (
+	Ack     How = iota // done with
+	Requeue            // give back (counts as a failed delivery)
+	Discard            // reject without requeue: dead-lettered
+)
+
+// Settle settles the messages ids checked out to consumer id; ids it does
+// not hold are ignored (settled already).
+func (m *Machine) Settle(id ConsumerID, how How, ids []uint64) []Effect {
+	c := m.byID[id]
+	if c == nil {
+		return nil
+	}
+	var back []Msg
+	for _, mid := range ids {
+		msg, ok := c.out[mid]
+		if !ok {
+			continue
+		}
+		delete(c.out, mid)
+		switch how {
+		case Discard:
+			m.dead(msg, Rejected)
+		case Requeue:
+			back = append(back, msg)
+		}
+	}
+	m.giveBack(back)
+	m.forgetIfDone(c)
+	m.dispatch()
+	return m.take()
+}
+
+// giveBack returns messages to the returns, in id order, each counted as
+// a failed delivery; those past the delivery limit are dead-lettered.
+func (m *Machine) giveBack(msgs []Msg) {
+	slices.SortFunc(msgs, func(a, b Msg) int { return cmpU64(a.ID, b.ID) })
+	for _, msg := range msgs {
+		msg.DeliveryCount++
+		if m.cfg.DeliveryLimit != Unlimited && int64(msg.DeliveryCount) > m.cfg.DeliveryLimit {
+			m.dead(msg, DeliveryLimit)
+			continue
+		}
+		m.returns = append(m.returns, msg)
+		m.readyBytes += msg.Size
+	}
+	m.enforceLimits()
+}
+
+// Cancel stops deliveries to a consumer; what it holds stays checked out
+// until it is settled or the consumer is Down.
+func (m *Machine) Cancel(id ConsumerID) []Effect {
+	if c := m.byID[id]; c != nil {
+		c.gone = true
+		m.forgetIfDone(c)
+	}
+	m.dispatch() // with single active consumer, the next takes over
+	return m.take()
+}
+
+// Down ends a consumer whose channel or node is gone: what it held comes
+// back, counted as failed deliveries.
+func (m *Machine) Down(id ConsumerID) []Effect {
+	c := m.byID[id]
+	if c == nil {
+		return nil
+	}
+	back := make([]Msg, 0, len(c.out))
+	for _, msg := range c.out {
+		back = append(back, msg)
+	}
+	clear(c.out)
+	c.gone = true
+	m.forgetIfDone(c)
+	m.giveBack(back)
+	m.dispatch()
+	return m.take()
+}
+
+// forgetIfDone removes a consumer that is gone (or a get's, settled) and
+// holds nothing.
+func (m *Machine) forgetIfDone(c *consumer) {
+	if (!c.gone && !c.once) || len(c.out) > 0 {
+		return
+	}
+	delete(m.byID, c.id)
+	i := slices.Index(m.consumers, c)
+	m.consumers = slices.Delete(m.consumers, i, i+1)
+	if m.next > i {
+		m.next--
+	}
+}
+
+// Expire expires the ready messages at the head whose time has come by
+// now (unix ms, from the entry).
+func (m *Machine) Expire(now int64) []Effect {
+	for {
+		var head *Msg
+		if len(m.returns) > 0 {
+			head = &m.returns[0]
+		} else if len(m.ready) > 0 {
+			head = &m.ready[0]
+		}
+		if head == nil || head.ExpiresAt == 0 || head.ExpiresAt > now {
+			break
+		}
+		m.dead(m.pop(), Expired)
+	}
+	return m.take()
+}
+
+// Purge drops the ready messages and returns how many.
+func (m *Machine) Purge() int {
+	n := len(m.returns) + len(m.ready)
+	m.returns, m.ready, m.readyBytes = nil, nil, 0
+	return n
+}
+
+// String describes the state, for tests: the returns, the main queue and
+// each consumer's checked-out messages, by id.
+func (m *Machine) String() string {
+	var b strings.Builder
+	ids := func(msgs []Msg) string {
+		parts := make([]string, len(msgs))
+		for i, msg := range msgs {
+			parts[i] = fmt.Sprintf("m%d", msg.ID)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	n, bytes := m.Ready()
+	fmt.Fprintf(&b, "ready=%d bytes=%d returns=%s queue=%s", n, bytes, ids(m.returns), ids(m.ready))
+	for _, c := range m.consumers {
+		out := make([]Msg, 0, len(c.out))
+		for _, msg := range c.out {
+			out = append(out, msg)
+		}
+		slices.SortFunc(out, func(a, b Msg) int { return cmpU64(a.ID, b.ID) })
+		fmt.Fprintf(&b, "\n%s out=%s", c.id, ids(out))
+		if c.gone {
+			b.WriteString(" cancelled")
+		}
+	}
+	return b.String()
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

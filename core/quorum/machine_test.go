@@ -1,0 +1,179 @@
+package quorum
+
+import (
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/warrenmq/warren/internal/datadriven"
+)
+
+// TestMachine runs the data-driven cases in testdata: each file is one
+// queue's life, a command per entry, and the effects it asked for.
+//
+//	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac
+//	enqueue id=N [size=N] [expires=MS]
+//	checkout C [credit=N]
+//	get C [noack]
+//	settle C ack|requeue|discard ids=1,2
+//	cancel C | down C | expire now=MS | purge | state
+func TestMachine(t *testing.T) {
+	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd"} {
+		t.Run(path, func(t *testing.T) {
+			m := New(DefaultConfig())
+			datadriven.Run(t, path, func(c *datadriven.Case) string {
+				var effects []Effect
+				name := ""
+				if len(c.Fields) > 0 {
+					name = c.Fields[0]
+				}
+				switch c.Cmd {
+				case "config":
+					cfg := DefaultConfig()
+					cfg.MaxLength = c.Args.I64(t, "maxlen", Unlimited)
+					cfg.MaxBytes = c.Args.I64(t, "maxbytes", Unlimited)
+					cfg.DeliveryLimit = c.Args.I64(t, "limit", Unlimited)
+					if c.Args.Str("overflow", "") == "reject-publish" {
+						cfg.Overflow = RejectPublish
+					}
+					cfg.DeadLetter, cfg.SingleActive = c.Args.Has("dlx"), c.Args.Has("sac")
+					m = New(cfg)
+					return "ok"
+				case "enqueue":
+					effects = m.Enqueue(Msg{ID: c.Args.U64(t, "id", 0), Size: c.Args.I64(t, "size", 1), ExpiresAt: c.Args.I64(t, "expires", 0)})
+				case "checkout":
+					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)))
+				case "get":
+					effects = m.Get(ConsumerID(name), c.Args.Has("noack"))
+				case "settle":
+					how := map[string]How{"ack": Ack, "requeue": Requeue, "discard": Discard}[c.Fields[1]]
+					var ids []uint64
+					for _, s := range strings.Split(c.Args.Str("ids", ""), ",") {
+						n, err := strconv.ParseUint(s, 10, 64)
+						if err != nil {
+							t.Fatalf("line %d: bad id %q", c.Line, s)
+						}
+						ids = append(ids, n)
+					}
+					effects = m.Settle(ConsumerID(name), how, ids)
+				case "cancel":
+					effects = m.Cancel(ConsumerID(name))
+				case "down":
+					effects = m.Down(ConsumerID(name))
+				case "expire":
+					effects = m.Expire(c.Args.I64(t, "now", 0))
+				case "purge":
+					return strconv.Itoa(m.Purge())
+				case "state":
+					return m.String()
+				default:
+					t.Fatalf("line %d: unknown command %q", c.Line, c.Cmd)
+				}
+				if len(effects) == 0 {
+					return "(nothing)"
+				}
+				lines := make([]string, len(effects))
+				for i, e := range effects {
+					lines[i] = e.String()
+				}
+				return strings.Join(lines, "\n")
+			})
+		})
+	}
+}
+
+// TestMachineKeepsEveryMessageOnce applies random entries and checks the
+// invariant that every message is in one place: ready, checked out to one
+// consumer, or gone through an effect (or an ack), never two nor none.
+func TestMachineKeepsEveryMessageOnce(t *testing.T) {
+	for seed := range int64(50) {
+		rng := rand.New(rand.NewSource(seed))
+		cfg := DefaultConfig()
+		if rng.Intn(2) == 0 {
+			cfg.MaxLength = int64(rng.Intn(5) + 1)
+		}
+		if rng.Intn(2) == 0 {
+			cfg.Overflow = RejectPublish
+		}
+		if rng.Intn(2) == 0 {
+			cfg.DeliveryLimit = int64(rng.Intn(3))
+		}
+		cfg.SingleActive = rng.Intn(3) == 0
+		m := New(cfg)
+		where := map[uint64]string{} // message -> consumer holding it, "ready" or "gone"
+		holders := []ConsumerID{"a", "b", "c"}
+		apply := func(effects []Effect) {
+			for _, e := range effects {
+				switch e.Kind {
+				case Deliver:
+					if where[e.Msg.ID] != "ready" {
+						t.Fatalf("seed %d: m%d delivered from %q", seed, e.Msg.ID, where[e.Msg.ID])
+					}
+					where[e.Msg.ID] = string(e.Consumer)
+				default:
+					where[e.Msg.ID] = "gone"
+				}
+			}
+		}
+		var next uint64
+		for range 400 {
+			c := holders[rng.Intn(len(holders))]
+			switch rng.Intn(6) {
+			case 0, 1:
+				next++
+				where[next] = "ready"
+				apply(m.Enqueue(Msg{ID: next, Size: 1}))
+			case 2:
+				apply(m.Checkout(c, rng.Intn(3)))
+			case 3:
+				var held []uint64
+				for id, w := range where {
+					if w == string(c) {
+						held = append(held, id)
+					}
+				}
+				how := How(rng.Intn(3))
+				// A requeue sends the message back to ready before any
+				// redelivery the same entry makes.
+				for _, id := range held {
+					if how == Ack {
+						where[id] = "gone"
+					} else {
+						where[id] = "ready"
+					}
+				}
+				apply(m.Settle(c, how, held))
+				if how == Discard {
+					for _, id := range held {
+						if where[id] == "ready" {
+							t.Fatalf("seed %d: discarded m%d not dead", seed, id)
+						}
+					}
+				}
+			case 4:
+				for id, w := range where {
+					if w == string(c) {
+						where[id] = "ready"
+					}
+				}
+				apply(m.Down(c))
+			case 5:
+				apply(m.Cancel(c))
+			}
+			ready, out := 0, 0
+			for _, w := range where {
+				switch w {
+				case "ready":
+					ready++
+				case "gone":
+				default:
+					out++
+				}
+			}
+			if n, _ := m.Ready(); n != ready || m.CheckedOut() != out {
+				t.Fatalf("seed %d: machine has %d ready and %d out, the effects say %d and %d\n%s", seed, n, m.CheckedOut(), ready, out, m)
+			}
+		}
+	}
+}
