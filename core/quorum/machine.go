@@ -133,10 +133,10 @@ func (e Effect) String() string {
 // consumer is a consumer's share of the state.
 type consumer struct {
 	id     ConsumerID
-	credit int             // its prefetch; 0 means unlimited
-	once   bool            // a basic.get: gone once served
-	out    map[uint64]Msg  // checked out, by id
-	gone   bool            // cancelled: no more deliveries
+	credit int            // its prefetch; 0 means unlimited
+	once   bool           // a basic.get: gone once served
+	out    map[uint64]Msg // checked out, by id
+	gone   bool           // cancelled: no more deliveries
 }
 
 func (c *consumer) hasCredit() bool { return !c.gone && (c.credit == 0 || len(c.out) < c.credit) }
