@@ -1,8 +1,15 @@
-// Package quorum is a quorum queue's state machine: what each entry of the
-// queue's replicated log does to the queue. Every member of the queue's
-// Raft group applies the same entries in the same order and so holds the
-// same state; the leader acts on the effects (deliveries to consumers,
-// dead letters, refused publishes), the others only keep the state.
+// Package quorum is a quorum queue: its state machine (Machine), what
+// each entry of the queue's replicated log does to the queue, and the
+// leader's side (Queue), which turns what clients do into entries for a
+// Log and acts on what applying them asks for. Every member of the
+// queue's Raft group applies the same entries in the same order and so
+// holds the same state; the leader acts on the effects (deliveries to
+// consumers, dead letters, refused publishes), the others only keep the
+// state.
+//
+// Not yet here (issue 10's next steps): the Log over a Raft group with
+// its entries in Pebble, snapshots of the machine and the bodies it still
+// holds, followers, and the broker's queue type.
 //
 // The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
 // clients can see it:
@@ -99,6 +106,7 @@ const (
 	DeadLetter                   // route Msg to the dead-letter exchange
 	Drop                         // Msg is gone (no dead-letter exchange)
 	Refuse                       // the publish of Msg was refused: nack it
+	Acked                        // Msg was settled for good: its body may go
 )
 
 // Effect is one thing applying an entry asks the leader to do.
@@ -125,6 +133,8 @@ func (e Effect) String() string {
 		return fmt.Sprintf("dead-letter m%d %s", e.Msg.ID, e.Reason)
 	case Drop:
 		return fmt.Sprintf("drop m%d %s", e.Msg.ID, e.Reason)
+	case Acked:
+		return fmt.Sprintf("acked m%d", e.Msg.ID)
 	default:
 		return fmt.Sprintf("refuse m%d", e.Msg.ID)
 	}
@@ -249,7 +259,9 @@ func (m *Machine) Get(id ConsumerID, noAck bool) []Effect {
 	redelivered := msg.Delivered
 	msg.Delivered = true
 	m.effects = append(m.effects, Effect{Kind: Deliver, Consumer: id, Msg: msg, Redelivered: redelivered})
-	if !noAck {
+	if noAck {
+		m.effects = append(m.effects, Effect{Kind: Acked, Msg: msg})
+	} else {
 		c := m.byID[id]
 		if c == nil {
 			c = &consumer{id: id, credit: 1, once: true, out: map[uint64]Msg{}}
@@ -330,6 +342,8 @@ func (m *Machine) Settle(id ConsumerID, how How, ids []uint64) []Effect {
 		}
 		delete(c.out, mid)
 		switch how {
+		case Ack:
+			m.effects = append(m.effects, Effect{Kind: Acked, Msg: msg})
 		case Discard:
 			m.dead(msg, Rejected)
 		case Requeue:
@@ -340,6 +354,24 @@ func (m *Machine) Settle(id ConsumerID, how How, ids []uint64) []Effect {
 	m.forgetIfDone(c)
 	m.dispatch()
 	return m.take()
+}
+
+// SettleAny settles messages whoever holds them: a channel settles by
+// delivery, not by consumer.
+func (m *Machine) SettleAny(how How, ids []uint64) []Effect {
+	var effects []Effect
+	for _, c := range slices.Clone(m.consumers) {
+		var mine []uint64
+		for _, id := range ids {
+			if _, ok := c.out[id]; ok {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) > 0 {
+			effects = append(effects, m.Settle(c.id, how, mine)...)
+		}
+	}
+	return effects
 }
 
 // giveBack returns messages to the returns, in id order, each counted as

@@ -1,0 +1,127 @@
+package quorum
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/warrenmq/warren/core/message"
+)
+
+// An entry is one change to a queue, as its log carries it:
+//
+//	op(1) | fields
+//
+//	opEnqueue:  now(8) expires_at(8) | exchange, routing key (shortstr) |
+//	            flags(2) | props, body (u32 length each)
+//	opCheckout: consumer (shortstr) | credit(4)
+//	opGet:      consumer | no_ack(1)
+//	opSettle:   how(1) | count(4) | ids(8 each)
+//	opCancel, opDown: consumer
+//	opExpire:   now(8)
+//	opPurge:    nothing
+//
+// Times are the leader's clock when it made the entry: applying an entry
+// reads no clock, so every member decides alike.
+const (
+	opEnqueue byte = iota + 1
+	opCheckout
+	opGet
+	opSettle
+	opCancel
+	opDown
+	opExpire
+	opPurge
+)
+
+var errEntry = errors.New("quorum: an entry that does not decode")
+
+func appendShort(b []byte, s string) []byte { return append(append(b, byte(len(s))), s...) }
+
+func enqueueEntry(m *message.Message, now, expiresAt int64) []byte {
+	b := make([]byte, 0, 32+len(m.Exchange)+len(m.RoutingKey)+len(m.Props)+len(m.Body))
+	b = append(b, opEnqueue)
+	b = binary.BigEndian.AppendUint64(b, uint64(now))
+	b = binary.BigEndian.AppendUint64(b, uint64(expiresAt))
+	b = appendShort(b, m.Exchange)
+	b = appendShort(b, m.RoutingKey)
+	b = binary.BigEndian.AppendUint16(b, m.Flags)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Props)))
+	b = append(b, m.Props...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
+	return append(b, m.Body...)
+}
+
+func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
+
+func checkoutEntry(id ConsumerID, credit int) []byte {
+	return binary.BigEndian.AppendUint32(consumerEntry(opCheckout, id), uint32(credit))
+}
+
+func getEntry(id ConsumerID, noAck bool) []byte {
+	b := consumerEntry(opGet, id)
+	if noAck {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func settleEntry(how How, ids []uint64) []byte {
+	b := binary.BigEndian.AppendUint32([]byte{opSettle, byte(how)}, uint32(len(ids)))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, id)
+	}
+	return b
+}
+
+func expireEntry(now int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{opExpire}, uint64(now))
+}
+
+// reader takes an entry apart; a short entry sets err.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || n < 0 || len(r.b) < n {
+		r.err = errEntry
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u8() byte {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (r *reader) short() string { return string(r.take(int(r.u8()))) }
+
+// bytes copies: a message kept in the queue must not pin the log's buffer.
+func (r *reader) bytes() []byte { return append([]byte(nil), r.take(int(r.u32()))...) }

@@ -1,0 +1,413 @@
+package quorum
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Log orders and keeps a queue's entries: on one node the store, in a
+// cluster the queue's Raft group. Append hands an entry over and calls
+// done with the index it was committed at once the queue has applied it,
+// or with why it could not be (a minority cannot commit). The Log calls
+// the queue's Apply with every committed entry, in index order, once per
+// index.
+type Log interface {
+	Append(entry []byte, done func(index uint64, err error))
+}
+
+// ErrRefused is a publish the queue refused (overflow reject-publish).
+var ErrRefused = reply.PreconditionFailed("the quorum queue refused the message (overflow reject-publish)")
+
+// Queue is a quorum queue on its leader: it turns what clients do into
+// entries, and what applying them asks for (Machine's effects) into
+// deliveries, dead letters and answers to publishers. It serves a channel
+// as a queue does (vhost.Source).
+type Queue struct {
+	Name, VHost string
+	log         Log
+	ttl         time.Duration // x-message-ttl; 0 none
+	deadLetter  func(m *message.Message, why Reason)
+
+	mu        sync.Mutex
+	m         *Machine
+	bodies    map[uint64]*message.Message // ready and checked-out messages, by id
+	consumers map[ConsumerID]*local       // this node's consumers
+	byClient  map[queue.Consumer]ConsumerID
+	refused   map[uint64]bool // enqueues refused, until their publishers hear
+	gets      map[ConsumerID]chan getResult
+	nextID    uint64
+	dead      []deadMsg // to route once the lock is released
+}
+
+type deadMsg struct {
+	m   *message.Message
+	why Reason
+}
+
+// local is a consumer on this node.
+type local struct {
+	c       queue.Consumer
+	ready   bool             // basic.consume-ok is out
+	waiting []queue.Delivery // committed to it, not taken by its channel yet
+}
+
+type getResult struct {
+	d         queue.Delivery
+	remaining int
+	ok        bool
+}
+
+// QueueConfig is what a Queue needs.
+type QueueConfig struct {
+	Name, VHost string
+	Log         Log
+	Machine     Config
+	TTL         time.Duration // x-message-ttl; 0 none
+	// DeadLetter routes a dead message (the vhost's dead-lettering); nil
+	// drops them.
+	DeadLetter func(m *message.Message, why Reason)
+}
+
+// NewQueue makes a queue's leader over its log.
+func NewQueue(c QueueConfig) *Queue {
+	return &Queue{Name: c.Name, VHost: c.VHost, log: c.Log, ttl: c.TTL, deadLetter: c.DeadLetter, m: New(c.Machine),
+		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
+		refused: map[uint64]bool{}, gets: map[ConsumerID]chan getResult{}}
+}
+
+// Enqueue appends a message and calls done once the queue has it (a
+// confirm): after the entry is committed, with ErrRefused when a full
+// queue with reject-publish refused it.
+func (q *Queue) Enqueue(m *message.Message, done func(error)) {
+	now := time.Now().UnixMilli()
+	var expiresAt int64
+	if q.ttl > 0 {
+		expiresAt = now + q.ttl.Milliseconds()
+	}
+	if m.TTL != message.NoTTL && (expiresAt == 0 || now+m.TTL < expiresAt) {
+		expiresAt = now + m.TTL
+	}
+	q.log.Append(enqueueEntry(m, now, expiresAt), func(index uint64, err error) {
+		if err == nil {
+			q.mu.Lock()
+			if q.refused[index] {
+				delete(q.refused, index)
+				err = ErrRefused
+			}
+			q.mu.Unlock()
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// append appends an entry and waits until it is applied.
+func (q *Queue) append(entry []byte) error {
+	ch := make(chan error, 1)
+	q.log.Append(entry, func(_ uint64, err error) { ch <- err })
+	return <-ch
+}
+
+func (q *Queue) newConsumerID(prefix string) ConsumerID {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.nextID++
+	return ConsumerID(fmt.Sprintf("%s%d", prefix, q.nextID))
+}
+
+// Consume adds a consumer: deliveries start once the checkout is
+// committed, after added (basic.consume-ok).
+func (q *Queue) Consume(c queue.Consumer, added func()) error {
+	id := q.newConsumerID("c")
+	q.mu.Lock()
+	q.consumers[id] = &local{c: c}
+	q.byClient[c] = id
+	q.mu.Unlock()
+	credit := 0
+	if p, ok := c.(interface{ Prefetch() int }); ok {
+		credit = p.Prefetch()
+	}
+	if err := q.append(checkoutEntry(id, credit)); err != nil {
+		q.mu.Lock()
+		delete(q.consumers, id)
+		delete(q.byClient, c)
+		q.mu.Unlock()
+		return err
+	}
+	if added != nil {
+		added()
+	}
+	q.mu.Lock()
+	q.consumers[id].ready = true
+	q.mu.Unlock()
+	q.Kick()
+	return nil
+}
+
+// Cancel stops a consumer's deliveries; what its channel holds stays
+// checked out until settled (the channel requeues it when it closes).
+func (q *Queue) Cancel(c queue.Consumer) {
+	q.mu.Lock()
+	id, ok := q.byClient[c]
+	var back []uint64
+	if ok {
+		for _, d := range q.consumers[id].waiting {
+			back = append(back, d.Entry.Seq)
+		}
+		delete(q.byClient, c)
+		delete(q.consumers, id)
+	}
+	q.mu.Unlock()
+	if !ok {
+		return
+	}
+	_ = q.append(consumerEntry(opCancel, id))
+	if len(back) > 0 {
+		// Committed to it but never handed to its channel: given back.
+		_ = q.append(settleEntry(Requeue, back))
+	}
+}
+
+// Kick hands the channels what waits for them, once they have room.
+func (q *Queue) Kick() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, l := range q.consumers {
+		q.drain(l)
+	}
+}
+
+// drain gives a consumer what waits for it; q.mu is held.
+func (q *Queue) drain(l *local) {
+	for l.ready && len(l.waiting) > 0 && l.c.Deliver(l.waiting[0]) {
+		l.waiting[0] = queue.Delivery{}
+		l.waiting = l.waiting[1:]
+	}
+}
+
+// Get takes one message for basic.get.
+func (q *Queue) Get(noAck bool) (queue.Delivery, int, bool) {
+	id := q.newConsumerID("g")
+	ch := make(chan getResult, 1)
+	q.mu.Lock()
+	q.gets[id] = ch
+	q.mu.Unlock()
+	err := q.append(getEntry(id, noAck))
+	q.mu.Lock()
+	delete(q.gets, id)
+	q.mu.Unlock()
+	if err != nil {
+		return queue.Delivery{}, 0, false
+	}
+	select {
+	case r := <-ch:
+		return r.d, r.remaining, r.ok
+	default:
+		return queue.Delivery{}, 0, false
+	}
+}
+
+func (q *Queue) settle(how How, entries []queue.Entry) {
+	ids := make([]uint64, len(entries))
+	for i, e := range entries {
+		ids[i] = e.Seq
+	}
+	// Not waited for by the channel: an ack needs no answer.
+	go func() { _ = q.append(settleEntry(how, ids)) }()
+}
+
+func (q *Queue) Ack(entries []queue.Entry)     { q.settle(Ack, entries) }
+func (q *Queue) Requeue(entries []queue.Entry) { q.settle(Requeue, entries) }
+func (q *Queue) Reject(entries []queue.Entry)  { q.settle(Discard, entries) }
+
+// Expire appends an expiry at the leader's time; the leader calls it when
+// the head's time may have come.
+func (q *Queue) Expire() error { return q.append(expireEntry(time.Now().UnixMilli())) }
+
+// Purge drops the ready messages.
+func (q *Queue) Purge() error { return q.append([]byte{opPurge}) }
+
+// Counts are the ready and checked-out messages.
+func (q *Queue) Counts() (ready int, unacked int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, _ := q.m.Ready()
+	return n, q.m.CheckedOut()
+}
+
+// Apply carries out a committed entry: the machine changes, and this
+// member acts on what it asks. It is the Log's to call, in index order.
+func (q *Queue) Apply(index uint64, entry []byte) error {
+	q.mu.Lock()
+	err := q.apply(index, entry)
+	dead := q.dead
+	q.dead = nil
+	q.mu.Unlock()
+	// Dead letters are routed with no lock of the queue held, as a classic
+	// queue's are.
+	for _, d := range dead {
+		q.deadLetter(d.m, d.why)
+	}
+	return err
+}
+
+// apply is Apply's change; q.mu is held.
+func (q *Queue) apply(index uint64, entry []byte) error {
+	r := &reader{b: entry}
+	op := r.u8()
+	var effects []Effect
+	switch op {
+	case opEnqueue:
+		_ = r.u64() // when it was published, for the figures to come
+		expiresAt := int64(r.u64())
+		exchange, key, flags := r.short(), r.short(), r.u16()
+		props, body := r.bytes(), r.bytes()
+		if r.err != nil {
+			return r.err
+		}
+		m, err := message.New(exchange, key, flags, props, body)
+		if err != nil {
+			return err
+		}
+		q.bodies[index] = m
+		effects = q.m.Enqueue(Msg{ID: index, Size: int64(len(body)), ExpiresAt: expiresAt})
+	case opCheckout:
+		id := ConsumerID(r.short())
+		credit := int(r.u32())
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Checkout(id, credit)
+	case opGet:
+		id := ConsumerID(r.short())
+		noAck := r.u8() == 1
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Get(id, noAck)
+		if ch := q.gets[id]; ch != nil && len(effects) == 0 {
+			ch <- getResult{}
+		}
+	case opSettle:
+		how := How(r.u8())
+		ids := make([]uint64, r.u32())
+		for i := range ids {
+			ids[i] = r.u64()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.SettleAny(how, ids)
+	case opCancel, opDown:
+		id := ConsumerID(r.short())
+		if r.err != nil {
+			return r.err
+		}
+		if op == opCancel {
+			effects = q.m.Cancel(id)
+		} else {
+			effects = q.m.Down(id)
+		}
+	case opExpire:
+		effects = q.m.Expire(int64(r.u64()))
+	case opPurge:
+		before := bodyIDs(q.bodies)
+		q.m.Purge()
+		q.forgetReady(before)
+	default:
+		return fmt.Errorf("quorum: unknown entry %d at %d", op, index)
+	}
+	q.act(effects)
+	return nil
+}
+
+// act carries out effects; q.mu is held.
+func (q *Queue) act(effects []Effect) {
+	for _, e := range effects {
+		switch e.Kind {
+		case Deliver:
+			q.deliver(e)
+		case DeadLetter, Drop:
+			m := q.bodies[e.Msg.ID]
+			delete(q.bodies, e.Msg.ID)
+			if e.Kind == DeadLetter && m != nil && q.deadLetter != nil {
+				q.dead = append(q.dead, deadMsg{m: m, why: e.Reason})
+			}
+		case Acked:
+			delete(q.bodies, e.Msg.ID)
+		case Refuse:
+			delete(q.bodies, e.Msg.ID)
+			q.refused[e.Msg.ID] = true
+		}
+	}
+}
+
+// deliver hands a committed delivery to its consumer on this node, with
+// x-delivery-count when it failed before; q.mu is held.
+func (q *Queue) deliver(e Effect) {
+	m := q.bodies[e.Msg.ID]
+	if m == nil {
+		return
+	}
+	if e.Msg.DeliveryCount > 0 {
+		if p, err := m.Properties(); err == nil {
+			if p.Headers == nil {
+				p.Headers = protocol.Table{}
+			} else {
+				h := make(protocol.Table, len(p.Headers)+1)
+				for k, v := range p.Headers {
+					h[k] = v
+				}
+				p.Headers = h
+			}
+			p.Headers["x-delivery-count"] = int64(e.Msg.DeliveryCount)
+			p.Flags |= protocol.FlagHeaders
+			if withCount, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
+				m = withCount
+			}
+		}
+	}
+	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}
+	if ch := q.gets[e.Consumer]; ch != nil {
+		n, _ := q.m.Ready()
+		ch <- getResult{d: d, remaining: n, ok: true}
+		return
+	}
+	l := q.consumers[e.Consumer]
+	if l == nil {
+		return // a consumer of another node, or of a leader before this one
+	}
+	l.waiting = append(l.waiting, d)
+	q.drain(l)
+}
+
+func bodyIDs(m map[uint64]*message.Message) map[uint64]bool {
+	out := make(map[uint64]bool, len(m))
+	for id := range m {
+		out[id] = true
+	}
+	return out
+}
+
+// forgetReady drops the bodies of messages no consumer holds after a
+// purge; q.mu is held.
+func (q *Queue) forgetReady(before map[uint64]bool) {
+	held := map[uint64]bool{}
+	for _, c := range q.m.consumers {
+		for id := range c.out {
+			held[id] = true
+		}
+	}
+	for id := range before {
+		if !held[id] {
+			delete(q.bodies, id)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package quorum
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+)
+
+// memLog commits every entry at once, in order: a log of one member whose
+// disk never fails.
+type memLog struct {
+	mu      sync.Mutex
+	q       *Queue
+	entries [][]byte
+}
+
+func (l *memLog) Append(entry []byte, done func(uint64, error)) {
+	l.mu.Lock()
+	l.entries = append(l.entries, entry)
+	index := uint64(len(l.entries))
+	err := l.q.Apply(index, entry)
+	l.mu.Unlock()
+	done(index, err)
+}
+
+// sink is a consumer that takes up to room deliveries until it is given
+// more.
+type sink struct {
+	mu    sync.Mutex
+	got   []queue.Delivery
+	room  int
+	noAck bool
+}
+
+func (s *sink) Deliver(d queue.Delivery) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.room == 0 {
+		return false
+	}
+	s.room--
+	s.got = append(s.got, d)
+	return true
+}
+// deliveries is a copy of what it got so far.
+func (s *sink) deliveries() []queue.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]queue.Delivery(nil), s.got...)
+}
+
+func (s *sink) setRoom(n int) {
+	s.mu.Lock()
+	s.room = n
+	s.mu.Unlock()
+}
+
+func (s *sink) Cancelled()      {}
+func (s *sink) NoAck() bool     { return s.noAck }
+func (s *sink) Exclusive() bool { return false }
+func (s *sink) Prefetch() int   { return 2 }
+
+func newTestQueue(t *testing.T, cfg Config, dead func(*message.Message, Reason)) (*Queue, *memLog) {
+	t.Helper()
+	l := &memLog{}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: cfg, DeadLetter: dead})
+	l.q = q
+	return q, l
+}
+
+func publish(t *testing.T, q *Queue, body string) error {
+	t.Helper()
+	m, err := message.New("", "q", 0, nil, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	q.Enqueue(m, func(err error) { errc <- err })
+	return <-errc
+}
+
+// TestQueueDeliversWithinPrefetch: a consumer gets what its prefetch
+// allows, its acks free credit, a requeue comes back first with
+// x-delivery-count, and what its channel could not take yet waits.
+func TestQueueDeliversWithinPrefetch(t *testing.T) {
+	q, _ := newTestQueue(t, DefaultConfig(), nil)
+	for i := range 4 {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &sink{room: 1}
+	added := false
+	if err := q.Consume(s, func() { added = true }); err != nil || !added {
+		t.Fatal(err)
+	}
+	// Prefetch 2: two committed to it, one taken (room 1), one waiting.
+	if len(s.deliveries()) != 1 || string(s.deliveries()[0].Entry.Msg.Body) != "0" {
+		t.Fatalf("got %v", s.deliveries())
+	}
+	if ready, out := q.Counts(); ready != 2 || out != 2 {
+		t.Fatalf("ready %d, out %d", ready, out)
+	}
+	s.setRoom(10)
+	q.Kick()
+	if len(s.deliveries()) != 2 {
+		t.Fatalf("after a kick: %d deliveries", len(s.deliveries()))
+	}
+	// Requeue the first: it comes back first, counted. (settle is not
+	// waited for by a channel; the test waits by a later append.)
+	q.Requeue([]queue.Entry{s.deliveries()[0].Entry})
+	waitFor(t, func() bool { return len(s.deliveries()) == 3 })
+	d := s.deliveries()[2]
+	if string(d.Entry.Msg.Body) != "0" || !d.Redelivered || d.Entry.Msg.Headers()["x-delivery-count"] != int64(1) {
+		t.Fatalf("redelivery: %q redelivered=%v headers=%v", d.Entry.Msg.Body, d.Redelivered, d.Entry.Msg.Headers())
+	}
+	q.Ack([]queue.Entry{s.deliveries()[1].Entry, s.deliveries()[2].Entry})
+	waitFor(t, func() bool { return len(s.deliveries()) == 5 })
+	if ready, out := q.Counts(); ready != 0 || out != 2 {
+		t.Fatalf("ready %d, out %d", ready, out)
+	}
+}
+
+// TestQueueGetRefuseDeadLetter: basic.get, reject-publish, and dead
+// letters routed once the queue's lock is released.
+func TestQueueGetRefuseDeadLetter(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxLength, cfg.Overflow, cfg.DeadLetter, cfg.DeliveryLimit = 2, RejectPublish, true, 0
+	var q *Queue
+	var mu sync.Mutex
+	var dead []string
+	deadLetters := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), dead...) }
+	q, _ = newTestQueue(t, cfg, func(m *message.Message, why Reason) {
+		q.Counts() // takes the queue's lock: it must be free here
+		mu.Lock()
+		dead = append(dead, string(m.Body)+":"+string(why))
+		mu.Unlock()
+	})
+	for i, want := range []error{nil, nil, ErrRefused} {
+		if err := publish(t, q, fmt.Sprint(i)); err != want {
+			t.Fatalf("publish %d: %v, want %v", i, err, want)
+		}
+	}
+	d, remaining, ok := q.Get(false)
+	if !ok || string(d.Entry.Msg.Body) != "0" || remaining != 1 {
+		t.Fatalf("get: %v %d %v", d, remaining, ok)
+	}
+	// Delivery limit 0: a give-back dead-letters it.
+	q.Requeue([]queue.Entry{d.Entry})
+	waitFor(t, func() bool { r, _ := q.Counts(); return r == 1 && len(deadLetters()) == 1 })
+	if got := deadLetters(); got[0] != "0:delivery_limit" {
+		t.Fatalf("dead letters %v", got)
+	}
+	if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != "1" {
+		t.Fatalf("no-ack get: %v %v", d, ok)
+	}
+	if _, _, ok := q.Get(false); ok {
+		t.Fatal("get from an empty queue")
+	}
+	q.mu.Lock()
+	kept := len(q.bodies)
+	q.mu.Unlock()
+	if kept != 0 {
+		t.Fatalf("%d bodies kept after everything left", kept)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 1000 {
+		if cond() {
+			return
+		}
+		pause()
+	}
+	t.Fatal("condition never held")
+}
+
+func pause() { time.Sleep(time.Millisecond) }
