@@ -46,6 +46,7 @@ func (s *sink) Deliver(d queue.Delivery) bool {
 	s.got = append(s.got, d)
 	return true
 }
+
 // deliveries is a copy of what it got so far.
 func (s *sink) deliveries() []queue.Delivery {
 	s.mu.Lock()
