@@ -48,7 +48,7 @@ const (
 	opSetPolicy       = "set_policy"
 	opClearPolicy     = "clear_policy"
 	opSetClusterName  = "set_cluster_name"
-	opSync            = "sync" // changes nothing; see topologyLink.Sync
+	opSync            = "sync" // changes nothing (proposed by earlier versions' Sync)
 )
 
 // errNoQuorum is what a change the cluster could not commit answers.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -64,9 +65,17 @@ func (t topologyLink) ProposeLater(cmd protocol.Table) {
 	}()
 }
 
-// Sync commits a change that changes nothing: once this node has applied
-// it, it has applied everything committed before.
-func (t topologyLink) Sync() error { return t.b.propose(protocol.Table{"op": opSync}) }
+// Sync waits until this node applied what the leader had committed when
+// it was asked (a Raft read index: nothing is written to the log).
+func (t topologyLink) Sync() error {
+	n := t.b.cluster.Load()
+	if n == nil {
+		return cluster.ErrNoQuorum
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(t.b.cfg.Cluster.ChangeTimeout))
+	defer cancel()
+	return n.Barrier(ctx)
+}
 
 func (t topologyLink) Up(node string) bool {
 	n := t.b.cluster.Load()

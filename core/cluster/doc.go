@@ -7,7 +7,10 @@
 // its command is committed by a majority and applied on the proposing node,
 // with the state machine's answer. A node never answers a change it has
 // not committed: without a majority, Propose returns ErrNoQuorum when its
-// context ends. Reads are served locally, from what the node has applied.
+// context ends. Reads are served locally, from what the node has applied;
+// Barrier (Raft's read index, which writes nothing) first brings the node
+// up to what the leader had committed, for a read that must see a change
+// made through another node a moment ago.
 //
 // # Forming a cluster
 //

@@ -126,6 +126,7 @@ type Node struct {
 	mu       sync.Mutex
 	members  map[uint64]Member
 	waiters  map[uint64]chan error // by proposal sequence
+	reads    map[uint64]*pendingRead // Barrier's read-index requests, by sequence
 	seq      uint64
 	status   Status
 	joined   chan struct{} // closed once this node is in the configuration
@@ -167,7 +168,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, tr: tr, log: cfg.Logger.With().Str("component", "cluster").Logger(),
-		members: map[uint64]Member{}, waiters: map[uint64]chan error{}, joined: make(chan struct{}),
+		members: map[uint64]Member{}, waiters: map[uint64]chan error{}, reads: map[uint64]*pendingRead{}, joined: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Proposals are matched to their waiters by (node, seq) when they are
 	// applied. Entries a previous run of this node proposed may be applied
@@ -400,6 +401,68 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) error {
 	return n.await(ctx, seq, ch)
 }
 
+// pendingRead is a Barrier waiting for the leader's commit index, then
+// for this node to apply up to it.
+type pendingRead struct {
+	index uint64 // 0 until the leader answered
+	done  chan struct{}
+}
+
+// Barrier returns once this node has applied every change committed
+// before the call, as the leader sees it (Raft's ReadIndex: the leader
+// confirms it still leads a majority and names its commit index; no entry
+// is written). Without a majority it returns ErrNoQuorum when ctx ends.
+func (n *Node) Barrier(ctx context.Context) error {
+	n.mu.Lock()
+	n.seq++
+	seq := n.seq
+	r := &pendingRead{done: make(chan struct{})}
+	n.reads[seq] = r
+	n.mu.Unlock()
+	forget := func() {
+		n.mu.Lock()
+		delete(n.reads, seq)
+		n.mu.Unlock()
+	}
+	if err := n.raft.ReadIndex(ctx, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+		forget()
+		if errors.Is(err, raft.ErrStopped) {
+			return ErrStopped
+		}
+		return ErrNoQuorum
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		forget()
+		return ErrNoQuorum
+	case <-n.done:
+		forget()
+		return ErrStopped
+	}
+}
+
+// readsAnswered records the leader's answers to Barriers and releases
+// those this node has applied far enough for; applied is the node's.
+func (n *Node) readsAnswered(states []raft.ReadState, applied uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, rs := range states {
+		if len(rs.RequestCtx) == 8 {
+			if r := n.reads[binary.BigEndian.Uint64(rs.RequestCtx)]; r != nil {
+				r.index = rs.Index
+			}
+		}
+	}
+	for seq, r := range n.reads {
+		if r.index != 0 && r.index <= applied {
+			close(r.done)
+			delete(n.reads, seq)
+		}
+	}
+}
+
 func (n *Node) wait() (uint64, chan error) {
 	ch := make(chan error, 1)
 	n.mu.Lock()
@@ -553,6 +616,7 @@ func (n *Node) run() {
 			n.mu.Lock()
 			n.status.Applied = applied
 			n.mu.Unlock()
+			n.readsAnswered(rd.ReadStates, applied)
 			// A cluster of one, restarted, elects itself as soon as its
 			// configuration is rebuilt rather than after a timeout.
 			if !soleVoterChecked && len(rd.CommittedEntries) > 0 {

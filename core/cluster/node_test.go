@@ -432,3 +432,45 @@ func TestOverTLS(t *testing.T) {
 		t.Fatal("a node without TLS joined a cluster that uses it")
 	}
 }
+
+// TestBarrier: after a Barrier a node has applied what was committed
+// before it, from any node, with nothing written to the log; a node cut
+// off from the majority cannot pass one.
+func TestBarrier(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	a, c := nodes[0], nodes[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 20 {
+		cmd := fmt.Sprintf("cmd-%d", i)
+		if err := propose(t, a, cmd); err != nil {
+			t.Fatal(err)
+		}
+		// c did not propose it, and may not have applied it yet; after the
+		// barrier it has.
+		if err := c.Barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.state.commands(); len(got) != i+1 || got[i] != cmd {
+			t.Fatalf("after the barrier c has %q", got)
+		}
+	}
+	before := a.Status().Commit
+	for range 10 {
+		if err := c.Barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := a.Status().Commit; after != before {
+		t.Fatalf("barriers wrote to the log: commit %d -> %d", before, after)
+	}
+	for _, n := range nodes[:2] {
+		n.Block("c", true)
+		c.Block(n.cfg.Name, true)
+	}
+	cut, cancelCut := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelCut()
+	if err := c.Barrier(cut); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("barrier on the minority: %v", err)
+	}
+}
