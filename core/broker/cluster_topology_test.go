@@ -353,3 +353,45 @@ func TestClusterPluginSet(t *testing.T) {
 		return !slices.Contains(b.EnabledPlugins(), "consistent-hash")
 	})
 }
+
+// TestClusterAlarmHoldsForwards: a resource alarm on a queue's node holds
+// the messages other nodes forward there, as it holds its own
+// publishers; they arrive, and are confirmed, once it clears.
+func TestClusterAlarmHoldsForwards(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2 := nodes[0], nodes[1]
+	if _, err := root(t, n2.Broker).Declare(vhost.QueueDef{Name: "held", Durable: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the queue", func(b *Broker) bool { v, _ := b.VHost("/"); return v.HasQueue("held") })
+	n2.Alarm().Set(true, "memory")
+	v1 := root(t, n1.Broker)
+	ex, _ := v1.Exchange("")
+	m, _ := message.New("", "held", 0, nil, []byte("waits"))
+	out, err := v1.Publish(ex, m, &vhost.Router{})
+	if err != nil || out.Forwarded == nil {
+		t.Fatalf("publish: %+v, %v", out, err)
+	}
+	done := make(chan error, 1)
+	out.Forwarded.Then(func(err error) { done <- err })
+	select {
+	case err := <-done:
+		t.Fatalf("confirmed during the alarm: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if info, _ := root(t, n2.Broker).QueueInfo("held"); info.Ready != 0 {
+		t.Fatal("enqueued during the alarm")
+	}
+	n2.Alarm().Set(false, "")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not confirmed after the alarm cleared")
+	}
+	if info, _ := root(t, n2.Broker).QueueInfo("held"); info.Ready != 1 {
+		t.Fatalf("held has %d after the alarm", info.Ready)
+	}
+}

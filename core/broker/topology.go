@@ -41,6 +41,12 @@ const callTimeout = 10 * time.Second
 // larger message goes alone).
 const forwardBatchBytes = 4 << 20
 
+// forwardBacklog is how many bytes may wait to go to one node before
+// clients publishing there are held back: the flow control between nodes,
+// so that a node publishers outrun does not pile the difference up in
+// memory.
+const forwardBacklog = 64 << 20
+
 type topologyLink struct{ b *Broker }
 
 func (t topologyLink) Node() string { return t.b.cfg.Cluster.NodeName }
@@ -151,13 +157,40 @@ type forwarder struct {
 	b    *Broker
 	node string
 
-	mu      sync.Mutex
-	pending []forward
-	sending bool
+	mu           sync.Mutex
+	pending      []forward
+	pendingBytes int
+	sending      bool
+	drained      chan struct{} // closed when pendingBytes falls to forwardBacklog
 }
 
-func (t topologyLink) Forward(home, vh string, queues []string, m *message.Message, done func(error)) {
-	t.b.forwarder(home).add(forward{vhost: vh, queues: queues, m: m, done: done})
+func (t topologyLink) Forward(home, vh string, queues []string, m *message.Message, wait bool, done func(error)) {
+	f := t.b.forwarder(home)
+	if wait {
+		f.waitForRoom()
+	}
+	f.add(forward{vhost: vh, queues: queues, m: m, done: done})
+}
+
+// waitForRoom holds a publisher while the node's backlog is full.
+func (f *forwarder) waitForRoom() {
+	for {
+		f.mu.Lock()
+		if f.pendingBytes <= forwardBacklog {
+			f.mu.Unlock()
+			return
+		}
+		if f.drained == nil {
+			f.drained = make(chan struct{})
+		}
+		ch := f.drained
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-f.b.stop:
+			return
+		}
+	}
 }
 
 // forwarder returns the forwarder to node, made on first use.
@@ -178,6 +211,7 @@ func (b *Broker) forwarder(node string) *forwarder {
 func (f *forwarder) add(fw forward) {
 	f.mu.Lock()
 	f.pending = append(f.pending, fw)
+	f.pendingBytes += len(fw.m.Body) + len(fw.m.Props)
 	start := !f.sending
 	f.sending = true
 	f.mu.Unlock()
@@ -207,6 +241,11 @@ func (f *forwarder) run() {
 		if len(f.pending) == 0 {
 			f.pending = nil
 		}
+		f.pendingBytes -= size
+		if f.drained != nil && f.pendingBytes <= forwardBacklog {
+			close(f.drained)
+			f.drained = nil
+		}
 		f.mu.Unlock()
 		f.send(batch)
 	}
@@ -230,8 +269,29 @@ func (f *forwarder) call(batch []forward) ([]error, error) {
 		return nil, errors.New("this node left its cluster")
 	}
 	payload := encodeForwards(batch)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	// No deadline: the node may hold the answer for as long as a resource
+	// alarm of its own lasts. The call ends when the node is no longer
+	// heard from, or this one stops.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.b.stop:
+				cancel()
+				return
+			case <-tick.C:
+				if !n.Alive(f.node) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	raw, err := n.Call(ctx, f.node, payload)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding to node '%s': %w", f.node, err)
@@ -343,7 +403,7 @@ func (r *forwardReader) bytes() []byte {
 
 // answerDeliver enqueues forwarded messages into the queues homed here and
 // answers each one's outcome once it is settled (stored, for a persistent
-// message).
+// message), after any resource alarm of this node has cleared.
 func (b *Broker) answerDeliver(payload []byte) ([]byte, error) {
 	r := &forwardReader{b: payload}
 	count := int(r.u32())
@@ -375,6 +435,20 @@ func (b *Broker) answerDeliver(payload []byte) ([]byte, error) {
 			it.m = m
 		}
 		items = append(items, it)
+	}
+	// A resource alarm holds forwarded messages back as it holds this
+	// node's own publishers: the call is answered late, the sending
+	// node's backlog fills, and its publishers wait in turn.
+	for {
+		raised, _, cleared := b.alarm.State()
+		if !raised {
+			break
+		}
+		select {
+		case <-cleared:
+		case <-b.stop:
+			return nil, errors.New("the node is stopping")
+		}
 	}
 	out := make([]byte, count)
 	var wg sync.WaitGroup

@@ -70,8 +70,10 @@ type Cluster interface {
 	Sync() error
 	// Forward hands m to the queues named, in vhost, on node home (see
 	// Deliver) and calls done with the outcome. Messages forwarded to one
-	// node arrive in the order they were forwarded.
-	Forward(home, vhost string, queues []string, m *message.Message, done func(error))
+	// node arrive in the order they were forwarded. With wait (a client's
+	// publish, no lock held) it first waits while too much is on its way
+	// to that node already.
+	Forward(home, vhost string, queues []string, m *message.Message, wait bool, done func(error))
 }
 
 // RemoteQueue is a queue whose home is another node.
@@ -730,8 +732,9 @@ func (f *Forwarding) done(err error) {
 }
 
 // forward sends m to the RemoteQueues routing reached, once a home node,
-// and empties r.remote; nil when there were none.
-func (v *VHost) forward(m *message.Message, r *Router) *Forwarding {
+// and empties r.remote; nil when there were none. wait holds a client's
+// publish back while a node's backlog is full.
+func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
 	if len(r.remote) == 0 {
 		return nil
 	}
@@ -754,7 +757,7 @@ next:
 	r.remote = r.remote[:0]
 	f := &Forwarding{n: len(batches)}
 	for _, b := range batches {
-		v.cluster.Forward(b.home, v.Name, b.queues, m, f.done)
+		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
 	}
 	return f
 }

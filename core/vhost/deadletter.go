@@ -141,7 +141,7 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 			continue
 		}
 		v.holdPending(m, &r)
-		v.forward(m, &r)
+		v.forward(m, &r, false)
 		if d.Reason != queue.Rejected {
 			dropCycles(&r, m)
 		}

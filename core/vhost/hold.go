@@ -159,7 +159,7 @@ func (hq *holdQueue) release(h *held) {
 			v.log.Warn().Err(err).Str("exchange", h.x).Msg("held message could not be routed; dropped")
 		} else {
 			v.holdPending(h.m, &r)
-			v.forward(h.m, &r)
+			v.forward(h.m, &r, false)
 			if len(r.queues) > 0 {
 				moves = []move{{m: h.m, queues: append([]*queue.Queue(nil), r.queues...)}}
 				targets = moves[0].queues

@@ -62,7 +62,7 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 	}
 	heldStored := v.holdPending(m, r)
 	out := v.enqueue(m, r)
-	out.Forwarded = v.forward(m, r)
+	out.Forwarded = v.forward(m, r, true)
 	out.Held = held
 	out.Stored = out.Stored || heldStored
 	x.Counters.Inc(stats.PublishIn)
