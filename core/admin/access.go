@@ -85,7 +85,7 @@ func (c *call) mayUse(vhostName string) bool {
 // a 401 when the user may not use it.
 func (c *call) vhost() (*vhost.VHost, error) {
 	name := c.path("vhost")
-	v, ok := c.a.b.VHost(name)
+	v, ok := c.a.findVHost(name)
 	if !ok {
 		return nil, errNotFound
 	}

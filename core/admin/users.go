@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/vhost"
 )
 
 func (a *api) routeUsers(mux *router) {
@@ -62,7 +63,7 @@ func (a *api) users(c *call) (any, error) {
 }
 
 func (a *api) user(c *call) (any, error) {
-	u, ok := a.b.Users().User(c.path("user"))
+	u, ok := a.findUser(c.path("user"))
 	if !ok {
 		return nil, errNotFound
 	}
@@ -133,7 +134,7 @@ func (a *api) putUser(c *call) (any, error) {
 }
 
 func (a *api) deleteUser(c *call) (any, error) {
-	if _, ok := a.b.Users().User(c.path("user")); !ok {
+	if _, ok := a.findUser(c.path("user")); !ok {
 		return nil, errNotFound
 	}
 	return nil, a.b.DeleteUser(c.path("user"))
@@ -151,12 +152,12 @@ type permissionJSON struct {
 func (a *api) permissions(c *call) (any, error) {
 	user, vhostName := c.path("user"), c.path("vhost")
 	if user != "" {
-		if _, ok := a.b.Users().User(user); !ok {
+		if _, ok := a.findUser(user); !ok {
 			return nil, errNotFound
 		}
 	}
 	if vhostName != "" {
-		if _, ok := a.b.VHost(vhostName); !ok {
+		if _, ok := a.findVHost(vhostName); !ok {
 			return nil, errNotFound
 		}
 	}
@@ -194,8 +195,8 @@ func (a *api) putPermission(c *call) (any, error) {
 		}
 	}
 	vhostName, user := c.path("vhost"), c.path("user")
-	_, vok := a.b.VHost(vhostName)
-	_, uok := a.b.Users().User(user)
+	_, vok := a.findVHost(vhostName)
+	_, uok := a.findUser(user)
 	if !vok || !uok {
 		return nil, badRequest("vhost_or_user_not_found")
 	}
@@ -207,8 +208,34 @@ func (a *api) putPermission(c *call) (any, error) {
 }
 
 func (a *api) deletePermission(c *call) (any, error) {
-	if _, ok := a.b.Users().Permission(c.path("vhost"), c.path("user")); !ok {
+	if _, ok := a.b.Users().Permission(c.path("vhost"), c.path("user")); !ok &&
+		!(a.b.CatchUp() && a.hasPermission(c.path("vhost"), c.path("user"))) {
 		return nil, errNotFound
 	}
 	return nil, a.b.ClearPermission(c.path("vhost"), c.path("user"))
+}
+
+// findUser looks a user up; in a cluster a miss looks again once this
+// node has caught up, so that a user made through another node a moment
+// ago is found.
+func (a *api) findUser(name string) (*auth.User, bool) {
+	u, ok := a.b.Users().User(name)
+	if !ok && a.b.CatchUp() {
+		u, ok = a.b.Users().User(name)
+	}
+	return u, ok
+}
+
+// findVHost is findUser for a vhost.
+func (a *api) findVHost(name string) (*vhost.VHost, bool) {
+	v, ok := a.b.VHost(name)
+	if !ok && a.b.CatchUp() {
+		v, ok = a.b.VHost(name)
+	}
+	return v, ok
+}
+
+func (a *api) hasPermission(vhostName, user string) bool {
+	_, ok := a.b.Users().Permission(vhostName, user)
+	return ok
 }

@@ -106,7 +106,7 @@ func (a *api) putVHost(c *call) (any, error) {
 }
 
 func (a *api) deleteVHost(c *call) (any, error) {
-	if _, ok := a.b.VHost(c.path("vhost")); !ok {
+	if _, ok := a.findVHost(c.path("vhost")); !ok {
 		return nil, errNotFound
 	}
 	return nil, a.b.DeleteVHost(c.path("vhost"))

@@ -442,6 +442,20 @@ func (b *Broker) stopCluster() {
 	}
 }
 
+// CatchUp waits, in a cluster, until this node has applied what the
+// leader had committed (a read index); it reports whether it did, so that
+// a lookup that missed may look again. On a node of its own it does
+// nothing and reports false.
+func (b *Broker) CatchUp() bool {
+	n := b.cluster.Load()
+	if n == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.cfg.Cluster.ChangeTimeout))
+	defer cancel()
+	return n.Barrier(ctx) == nil
+}
+
 // Cluster is this node's member of the metadata group, nil on a node of
 // its own (or while it is joining another cluster).
 func (b *Broker) Cluster() *cluster.Node { return b.cluster.Load() }
