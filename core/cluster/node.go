@@ -120,12 +120,15 @@ type Node struct {
 	raft raft.Node
 	tr   *Transport
 	log  zerolog.Logger
+	// groups hosts the small Raft groups (quorum queues) this node is a
+	// member of, over the same transport.
+	groups *Groups
 
 	confMu sync.Mutex // serializes configuration changes proposed here
 
 	mu       sync.Mutex
 	members  map[uint64]Member
-	waiters  map[uint64]chan error // by proposal sequence
+	waiters  map[uint64]chan error   // by proposal sequence
 	reads    map[uint64]*pendingRead // Barrier's read-index requests, by sequence
 	seq      uint64
 	status   Status
@@ -177,18 +180,35 @@ func Start(cfg Config) (*Node, error) {
 	var start [8]byte
 	crand.Read(start[:])
 	n.seq = binary.BigEndian.Uint64(start[:]) >> 1
-	tr.deliver = n.receive
+	n.groups = newGroups(id, tr, cfg.Logger)
+	tr.deliver = func(group uint64, m *raftpb.Message) {
+		if group == 0 {
+			n.receive(m)
+		} else {
+			n.groups.receive(group, m)
+		}
+	}
 	tr.onJoin = n.handleJoin
 	if cfg.OnCall != nil {
 		tr.onCall.Store(&cfg.OnCall)
 	}
-	tr.unreachable = func(id uint64) { n.raft.ReportUnreachable(id) }
-	tr.snapshotSent = func(id uint64, ok bool) {
+	tr.unreachable = func(group, id uint64) {
+		if group == 0 {
+			n.raft.ReportUnreachable(id)
+		} else {
+			n.groups.report(group, id, nil)
+		}
+	}
+	tr.snapshotSent = func(group, id uint64, ok bool) {
 		status := raft.SnapshotFinish
 		if !ok {
 			status = raft.SnapshotFailure
 		}
-		n.raft.ReportSnapshot(id, status)
+		if group == 0 {
+			n.raft.ReportSnapshot(id, status)
+		} else {
+			n.groups.report(group, id, &status)
+		}
 	}
 
 	hs, cs, err := cfg.Log.InitialState()
@@ -251,13 +271,11 @@ func Start(cfg Config) (*Node, error) {
 		tr.setPeer(m.ID, m.Addr)
 	}
 	tr.serve()
-	go n.run()
 	// A new cluster of one elects itself at once rather than after an
-	// election timeout (a restarted one does once its configuration is
-	// rebuilt: see run).
-	if !restart && len(cfg.Seeds) == 0 {
-		n.raft.Campaign(context.Background())
-	}
+	// election timeout, once its first configuration is applied (Raft
+	// refuses before); a restarted one once its configuration is rebuilt.
+	// See run.
+	go n.run(!restart && len(cfg.Seeds) == 0)
 	if !restart && len(cfg.Seeds) > 0 {
 		go n.join()
 	}
@@ -266,6 +284,9 @@ func Start(cfg Config) (*Node, error) {
 
 // ID is the node's Raft id.
 func (n *Node) ID() uint64 { return n.id }
+
+// Groups hosts this node's members of small Raft groups (quorum queues).
+func (n *Node) Groups() *Groups { return n.groups }
 
 // Addr is the address this node listens on for the others.
 func (n *Node) Addr() string { return n.tr.Addr() }
@@ -561,13 +582,14 @@ func (n *Node) Stop() {
 	}
 	close(n.stop)
 	<-n.done
+	n.groups.stop()
 	n.raft.Stop()
 	n.tr.close()
 }
 
 // run is the node's loop: it ticks Raft and handles each Ready in the
 // order Raft requires (persist, send, apply, advance).
-func (n *Node) run() {
+func (n *Node) run(campaign bool) {
 	defer close(n.done)
 	ticker := time.NewTicker(tickInterval)
 	defer ticker.Stop()
@@ -589,7 +611,7 @@ func (n *Node) run() {
 				n.log.Error().Err(err).Msg("cannot persist the Raft log; this node stops taking part")
 				return
 			}
-			n.tr.send(rd.Messages)
+			n.tr.send(0, rd.Messages)
 			if snap := rd.Snapshot; snap != nil && !raft.IsEmptySnap(snap) && snap.GetMetadata().GetIndex() > applied {
 				if err := n.restore(snap); err != nil {
 					n.log.Error().Err(err).Msg("cannot restore a snapshot; this node stops taking part")
@@ -621,11 +643,8 @@ func (n *Node) run() {
 			// configuration is rebuilt rather than after a timeout.
 			if !soleVoterChecked && len(rd.CommittedEntries) > 0 {
 				soleVoterChecked = true
-				st := n.raft.Status()
-				if voters := st.Config.Voters.IDs(); len(voters) == 1 && st.Lead == raft.None {
-					if _, self := voters[n.id]; self {
-						n.raft.Campaign(context.Background())
-					}
+				if confState != nil && len(confState.GetVoters()) == 1 && confState.GetVoters()[0] == n.id {
+					campaign = true
 				}
 			}
 			if applied-snapIndex >= n.cfg.SnapshotEvery {
@@ -640,6 +659,14 @@ func (n *Node) run() {
 				}
 			}
 			n.raft.Advance()
+			// Raft lets a node stand only once the configuration it
+			// was handed is applied, which Advance has just told it.
+			if campaign && confState != nil {
+				campaign = false
+				if n.raft.Status().Lead == raft.None {
+					n.raft.Campaign(context.Background())
+				}
+			}
 		}
 	}
 }

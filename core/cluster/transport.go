@@ -39,7 +39,10 @@ import (
 // secret is what authenticates a node, TLS what keeps the traffic private.
 //
 // Frames are a type byte, a big-endian uint32 length and a body: a Raft
-// message (protobuf), or a join request and its answer.
+// message (protobuf) of the metadata group, one of another group (a
+// quorum queue's: its group id as a uvarint, then the message), or a join
+// request and its answer. Every group shares a peer's connection, so a
+// flush carries the heartbeats of all the groups that have one due.
 //
 // Sending never blocks the node: each peer has a bounded queue drained by
 // its own goroutine; when the queue is full or the peer cannot be reached
@@ -56,14 +59,16 @@ const (
 	frameJoinReply = 3
 	frameLeave     = 4
 	framePing      = 5 // keeps the peer's view of us fresh, and times the link (pingBody)
+	frameGroup     = 7 // a Raft message of a group other than the metadata's
 
 	// maxFrame bounds a frame: a metadata snapshot of a large broker
 	// (100,000 queues and bindings) is tens of megabytes.
 	maxFrame = 256 << 20
 	// sendQueue is how many messages wait for one peer before new ones
-	// are dropped: Raft sends at most MaxInflightMsgs appends per peer,
-	// plus heartbeats and votes.
-	sendQueue = 4096
+	// are dropped: the metadata group sends at most MaxInflightMsgs
+	// appends per peer, plus heartbeats and votes; each quorum queue's
+	// group a few more (a thousand groups heartbeat in the same tick).
+	sendQueue = 16384
 	// dialTimeout and the handshake deadline keep a dead peer from
 	// holding its sender for long.
 	dialTimeout = 2 * time.Second
@@ -83,9 +88,10 @@ type Transport struct {
 	log    zerolog.Logger
 	ln     net.Listener
 
-	// deliver gets every Raft message received; onJoin answers join and
-	// leave requests. Both are set before Serve.
-	deliver func(*raftpb.Message)
+	// deliver gets every Raft message received, with its group (0: the
+	// metadata group); onJoin answers join and leave requests. Both are
+	// set before Serve.
+	deliver func(group uint64, m *raftpb.Message)
 	onJoin  func(ctx context.Context, req joinRequest) ([]Member, error)
 
 	mu      sync.Mutex
@@ -100,15 +106,22 @@ type Transport struct {
 	closed  bool
 	wg      sync.WaitGroup
 
-	unreachable  func(id uint64)          // reports a dropped message to Raft
-	snapshotSent func(id uint64, ok bool) // reports how sending a snapshot went
+	unreachable  func(group, id uint64)          // reports a dropped message to Raft
+	snapshotSent func(group, id uint64, ok bool) // reports how sending a snapshot went
+}
+
+// outMsg is a Raft message on its way, with its group (0: the metadata
+// group).
+type outMsg struct {
+	group uint64
+	m     *raftpb.Message
 }
 
 // peer is one destination and its sender goroutine.
 type peer struct {
 	id    uint64
 	addr  string
-	queue chan *raftpb.Message
+	queue chan outMsg
 	stop  chan struct{}
 }
 
@@ -205,13 +218,22 @@ func (t *Transport) receive(c net.Conn) {
 			t.pinged(from, body)
 		case frameCall:
 			t.serveCall(c, &wmu, slots, from, body)
-		case frameRaft:
+		case frameRaft, frameGroup:
+			var group uint64
+			if typ == frameGroup {
+				g, n := binary.Uvarint(body)
+				if n <= 0 || g == 0 {
+					t.log.Warn().Uint64("from", from).Msg("dropping a Raft message with a malformed group")
+					return
+				}
+				group, body = g, body[n:]
+			}
 			m := &raftpb.Message{}
 			if err := proto.Unmarshal(body, m); err != nil {
 				t.log.Warn().Err(err).Uint64("from", from).Msg("dropping a malformed Raft message")
 				return
 			}
-			t.deliver(m)
+			t.deliver(group, m)
 		case frameJoin, frameLeave:
 			var req joinRequest
 			if err := req.unmarshal(body); err != nil {
@@ -356,7 +378,7 @@ func (t *Transport) setPeer(id uint64, addr string) {
 		}
 		close(p.stop)
 	}
-	p := &peer{id: id, addr: addr, queue: make(chan *raftpb.Message, sendQueue), stop: make(chan struct{})}
+	p := &peer{id: id, addr: addr, queue: make(chan outMsg, sendQueue), stop: make(chan struct{})}
 	t.peers[id] = p
 	if _, ok := t.heard[id]; !ok {
 		// A new peer is taken to be up until it has had the time to say
@@ -384,9 +406,10 @@ func (t *Transport) removePeer(id uint64) {
 	}
 }
 
-// send queues messages for their peers, dropping those that do not fit.
-func (t *Transport) send(msgs []*raftpb.Message) {
-	var dropped []uint64
+// send queues a group's messages for their peers, dropping those that do
+// not fit.
+func (t *Transport) send(group uint64, msgs []*raftpb.Message) {
+	var dropped []*raftpb.Message
 	t.mu.Lock()
 	for _, m := range msgs {
 		p, ok := t.peers[m.GetTo()]
@@ -394,14 +417,14 @@ func (t *Transport) send(msgs []*raftpb.Message) {
 			continue
 		}
 		select {
-		case p.queue <- m:
+		case p.queue <- outMsg{group, m}:
 		default:
-			dropped = append(dropped, p.id)
+			dropped = append(dropped, m)
 		}
 	}
 	t.mu.Unlock()
-	for _, id := range dropped {
-		t.unreachable(id)
+	for _, m := range dropped {
+		t.failed(outMsg{group, m})
 	}
 }
 
@@ -418,7 +441,7 @@ func (t *Transport) sendLoop(p *peer) {
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
 	for {
-		var m *raftpb.Message
+		var m outMsg
 		select {
 		case <-p.stop:
 			return
@@ -452,15 +475,23 @@ func (t *Transport) sendLoop(p *peer) {
 			}
 		}
 		// Write what else is queued in the same flush; snapshots are
-		// reported once flushed.
-		var snaps []*raftpb.Message
+		// reported once flushed, and a failed flush to every group that
+		// had a message in it.
+		var snaps []outMsg
+		groups := map[uint64]bool{}
 		var err error
 		for {
-			if m.GetType() == raftpb.MsgSnap {
+			if m.m.GetType() == raftpb.MsgSnap {
 				snaps = append(snaps, m)
 			}
-			if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf[:0], m); err == nil {
-				err = writeFrameTo(w, frameRaft, buf)
+			groups[m.group] = true
+			typ := byte(frameRaft)
+			buf = buf[:0]
+			if m.group != 0 {
+				typ, buf = frameGroup, binary.AppendUvarint(buf, m.group)
+			}
+			if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, m.m); err == nil {
+				err = writeFrameTo(w, typ, buf)
 			}
 			if err != nil || len(p.queue) == 0 {
 				break
@@ -471,10 +502,12 @@ func (t *Transport) sendLoop(p *peer) {
 			err = w.Flush()
 		}
 		for _, s := range snaps {
-			t.snapshotSent(s.GetTo(), err == nil)
+			t.snapshotSent(s.group, s.m.GetTo(), err == nil)
 		}
 		if err != nil {
-			t.unreachable(p.id)
+			for g := range groups {
+				t.unreachable(g, p.id)
+			}
 			t.untrack(c)
 			c, w = nil, nil
 		}
@@ -551,11 +584,11 @@ func (t *Transport) alive(id uint64) bool {
 }
 
 // failed reports a message that could not be sent.
-func (t *Transport) failed(m *raftpb.Message) {
-	if m.GetType() == raftpb.MsgSnap {
-		t.snapshotSent(m.GetTo(), false)
+func (t *Transport) failed(m outMsg) {
+	if m.m.GetType() == raftpb.MsgSnap {
+		t.snapshotSent(m.group, m.m.GetTo(), false)
 	}
-	t.unreachable(m.GetTo())
+	t.unreachable(m.group, m.m.GetTo())
 }
 
 // drain drops what is queued for an unreachable peer until deadline, so

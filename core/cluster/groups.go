@@ -1,0 +1,787 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Groups hosts this node's members of small Raft groups: one per quorum
+// queue whose replica lives here. The metadata group has a goroutine of
+// its own (Node); small groups are many, so one loop drives them all:
+//
+//   - one ticker ticks every group;
+//   - the groups that have something to persist in the same pass save it
+//     at once, and the store's commit pipeline syncs their batches with
+//     one fsync;
+//   - their messages share each peer's connection (transport.go), so one
+//     flush carries the heartbeats of every group that has one due.
+//
+// A group's state machine is in memory: at a start it is restored from
+// the group's snapshot and the log after it (Raft is told only the
+// snapshot's index as applied, so every later entry comes back).
+//
+// # Settings, and why
+//
+// Small groups tick with the metadata group (100 ms) but heartbeat every
+// 5 ticks and call an election after 30 (Raft randomizes it to 30–60):
+// a thousand queues on three nodes then send 4,000 heartbeats a second
+// between them, not 20,000, and a leader that died is replaced in 3–6 s,
+// the "few seconds" a quorum queue's failover may take. The node that
+// declares a queue campaigns at once, so a declare need not wait for an
+// election. MaxSizePerMsg is 1 MiB and 64 messages are in flight per
+// follower: a queue's entries carry message bodies, and 64 MiB in flight
+// is what a follower that fell behind may be sent before it answers.
+// PreVote and CheckQuorum, as the metadata group: the minority side of a
+// partition knows it cannot commit.
+//
+// A proposal is answered when it is applied on this node; one with no
+// answer after proposeTimeout (no leader, or lost with a leader that
+// died) is answered ErrNoQuorum, though it may still be committed later:
+// the caller cannot tell, and says so (a publisher gets a nack).
+//
+// Callbacks (a GroupMachine's methods, a proposal's done) run on the
+// loop: they must not block, nor call back into Groups and wait.
+type Groups struct {
+	self uint64
+	tr   *Transport // nil on a node of its own: its groups have one member
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	byID    map[uint64]*Group
+	inbox   []groupInput
+	running bool
+	closed  bool
+	seq     uint64
+	wake    chan struct{}
+	stopCh  chan struct{}
+	done    chan struct{}
+}
+
+// Small groups' settings; the Groups doc says why.
+const (
+	groupElectionTicks  = 30
+	groupHeartbeatTicks = 5
+	groupMaxInflight    = 64
+	proposeTimeout      = 10 * time.Second
+)
+
+// ErrGroupStopped answers what is proposed to a group this node no longer
+// hosts (the queue was deleted, this member removed, the node stopping).
+var ErrGroupStopped = errors.New("cluster: the group is not running on this node")
+
+// GroupMachine is one small group's replicated state machine.
+type GroupMachine interface {
+	// Apply applies the command committed at index: on every member, in
+	// index order, once per run of the member. Its error is the answer
+	// to whoever proposed it. cmd is nil for Raft's own entries.
+	Apply(index uint64, cmd []byte) error
+	// Snapshot is the state as of the last index applied.
+	Snapshot() ([]byte, error)
+	// Restore replaces the state with a snapshot's, taken at index.
+	Restore(index uint64, data []byte) error
+	// SnapshotDue says whether to take a snapshot now, entries having
+	// been applied since the last one; the machine weighs them against
+	// what a snapshot of it costs.
+	SnapshotDue(entries uint64) bool
+	// LeaderChanged tells the member who leads now (0: nobody it knows
+	// of) and whether that is this node.
+	LeaderChanged(leader, term uint64, self bool)
+}
+
+// GroupConfig describes a group to start on this node.
+type GroupConfig struct {
+	ID uint64 // the group's id; not 0, the metadata group's
+	// Members are the nodes of a new group's first configuration (used
+	// when the log is empty); Campaign makes this node stand for leader
+	// at once rather than after an election timeout.
+	Members  []uint64
+	Campaign bool
+	// Join: this node is being added to a running group; it starts with
+	// no configuration and waits for the leader to send it the log.
+	Join    bool
+	Log     LogStore
+	Machine GroupMachine
+}
+
+// GroupStatus is a member's view of its group.
+type GroupStatus struct {
+	ID      uint64
+	Role    string
+	Leader  uint64
+	Term    uint64
+	Commit  uint64
+	Applied uint64
+	Members []uint64
+	// Match is, on the leader, how far each member's log is known to
+	// match the leader's.
+	Match map[uint64]uint64
+	// LogBytes and LogEntries are the log's size since its last
+	// compaction, when the LogStore can tell.
+	LogBytes, LogEntries uint64
+}
+
+// Group is this node's member of one small group.
+type Group struct {
+	id   uint64
+	host *Groups
+	cfg  GroupConfig
+
+	// Owned by the loop.
+	rn        *raft.RawNode
+	applied   uint64
+	snapIndex uint64
+	conf      *raftpb.ConfState
+	lead      uint64
+	waiters   map[uint64]*proposal
+	held      []*proposal // waiting for a leader
+	checked   bool        // the sole-voter check after a restart is done
+	campaign  bool        // stand for leader once the configuration is applied
+	failed    bool
+
+	stopped bool // guarded by host.mu
+
+	// recovered is closed once the member has applied what its log had
+	// committed when it started (replayed is that index).
+	recovered chan struct{}
+	replayed  uint64
+}
+
+type proposal struct {
+	seq      uint64
+	cmd      []byte
+	conf     *raftpb.ConfChange
+	done     func(index uint64, err error)
+	deadline time.Time
+}
+
+// groupInput is what other goroutines hand the loop.
+type groupInput struct {
+	g        *Group
+	group    uint64          // for a message: its group (g unknown yet)
+	msg      *raftpb.Message // a message from a peer
+	prop     *proposal
+	report   *groupReport
+	start    bool
+	stop     chan struct{} // closed once the group stopped
+	transfer uint64        // TransferLeader's target
+	status   chan GroupStatus
+}
+
+type groupReport struct {
+	peer     uint64
+	snapshot *raft.SnapshotStatus // nil: unreachable
+}
+
+func newGroups(self uint64, tr *Transport, log zerolog.Logger) *Groups {
+	return &Groups{self: self, tr: tr, log: log.With().Str("component", "groups").Logger(),
+		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+}
+
+// NewGroups hosts small groups on a node without a cluster: each has this
+// node as its only member.
+func NewGroups(log zerolog.Logger) *Groups { return newGroups(1, nil, log) }
+
+// Self is this node's id in its groups.
+func (h *Groups) Self() uint64 { return h.self }
+
+// Start starts this node's member of a group, restarting it from its log
+// if it has one.
+func (h *Groups) Start(cfg GroupConfig) (*Group, error) {
+	if cfg.ID == 0 {
+		return nil, errors.New("cluster: group 0 is the metadata group")
+	}
+	g := &Group{id: cfg.ID, host: h, cfg: cfg, waiters: map[uint64]*proposal{}, recovered: make(chan struct{})}
+	if err := g.init(); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrStopped
+	}
+	if _, ok := h.byID[cfg.ID]; ok {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("cluster: group %d is already running", cfg.ID)
+	}
+	h.byID[cfg.ID] = g
+	if !h.running {
+		h.running = true
+		go h.run()
+	}
+	h.mu.Unlock()
+	h.input(groupInput{g: g, start: true})
+	return g, nil
+}
+
+// init restores the machine from the log's snapshot and makes the Raft
+// member; it runs before the loop knows the group.
+func (g *Group) init() error {
+	cfg := g.cfg
+	snap, err := cfg.Log.Snapshot()
+	if err != nil {
+		return err
+	}
+	if !raft.IsEmptySnap(snap) {
+		if err := cfg.Machine.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+			return fmt.Errorf("cluster: group %d: restoring its snapshot: %w", g.id, err)
+		}
+		g.applied = snap.GetMetadata().GetIndex()
+		g.snapIndex = g.applied
+		g.conf = snap.GetMetadata().GetConfState()
+	}
+	hs, _, err := cfg.Log.InitialState()
+	if err != nil {
+		return err
+	}
+	last, err := cfg.Log.LastIndex()
+	if err != nil {
+		return err
+	}
+	rc := &raft.Config{
+		ID: g.host.self, ElectionTick: groupElectionTicks, HeartbeatTick: groupHeartbeatTicks,
+		Storage: cfg.Log, Applied: g.applied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: groupMaxInflight,
+		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true,
+		Logger: raftLogger{g.host.log},
+	}
+	g.replayed = hs.GetCommit()
+	if g.replayed <= g.applied {
+		close(g.recovered)
+	}
+	rn, err := raft.NewRawNode(rc)
+	if err != nil {
+		return fmt.Errorf("cluster: group %d: %w", g.id, err)
+	}
+	g.rn = rn
+	fresh := raft.IsEmptyHardState(hs) && last == 0 && raft.IsEmptySnap(snap)
+	if fresh && !cfg.Join {
+		if len(cfg.Members) == 0 {
+			return fmt.Errorf("cluster: group %d: a new group needs its members", g.id)
+		}
+		peers := make([]raft.Peer, len(cfg.Members))
+		for i, id := range cfg.Members {
+			peers[i] = raft.Peer{ID: id}
+		}
+		if err := rn.Bootstrap(peers); err != nil {
+			return fmt.Errorf("cluster: group %d: %w", g.id, err)
+		}
+		g.checked = true
+		// Raft refuses to campaign before the first configuration is
+		// applied: the loop does it then (see process).
+		g.campaign = cfg.Campaign || len(cfg.Members) == 1
+	}
+	return nil
+}
+
+// ID is the group's id.
+func (g *Group) ID() uint64 { return g.id }
+
+// Recovered is closed once the member has applied everything its log
+// held committed when it started: its machine is then as it was when the
+// member last stopped, or further on.
+func (g *Group) Recovered() <-chan struct{} { return g.recovered }
+
+// Propose replicates cmd; done gets the index it was applied at on this
+// node and the machine's answer, or why it could not be committed.
+func (g *Group) Propose(cmd []byte, done func(index uint64, err error)) {
+	g.host.propose(g, &proposal{cmd: cmd, done: done})
+}
+
+// AddMember adds a node to the group (it must then Start its member with
+// Join); RemoveMember removes one. done is called once the change is
+// applied here.
+func (g *Group) AddMember(node uint64, done func(error)) { g.changeMember(node, false, done) }
+
+// RemoveMember removes a node from the group.
+func (g *Group) RemoveMember(node uint64, done func(error)) { g.changeMember(node, true, done) }
+
+func (g *Group) changeMember(node uint64, remove bool, done func(error)) {
+	cc := &raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(node)}
+	if remove {
+		cc.Type = raftpb.ConfChangeRemoveNode.Enum()
+	}
+	g.host.propose(g, &proposal{conf: cc, done: func(_ uint64, err error) { done(err) }})
+}
+
+// TransferLeader asks the group's leader (this node) to hand over to
+// another member.
+func (g *Group) TransferLeader(to uint64) {
+	g.host.input(groupInput{g: g, transfer: to})
+}
+
+// Status is this member's view of the group. The loop makes it, so it
+// costs nothing to the groups nobody asks about.
+func (g *Group) Status() GroupStatus {
+	ch := make(chan GroupStatus, 1)
+	g.host.input(groupInput{g: g, status: ch})
+	select {
+	case st := <-ch:
+		return st
+	case <-g.host.done:
+		return GroupStatus{ID: g.id, Role: "stopped"}
+	}
+}
+
+// Stop stops this node's member; its log stays (deleting it is the
+// caller's). Proposals waiting are answered ErrGroupStopped.
+func (g *Group) Stop() {
+	ch := make(chan struct{})
+	g.host.mu.Lock()
+	if g.stopped || g.host.closed {
+		g.host.mu.Unlock()
+		return
+	}
+	g.stopped = true
+	g.host.mu.Unlock()
+	g.host.input(groupInput{g: g, stop: ch})
+	select {
+	case <-ch:
+	case <-g.host.done:
+	}
+}
+
+func (h *Groups) propose(g *Group, p *proposal) {
+	h.mu.Lock()
+	if h.closed || g.stopped {
+		h.mu.Unlock()
+		p.done(0, ErrGroupStopped)
+		return
+	}
+	h.seq++
+	p.seq = h.seq
+	p.deadline = time.Now().Add(proposeTimeout)
+	h.inbox = append(h.inbox, groupInput{g: g, prop: p})
+	h.mu.Unlock()
+	h.poke()
+}
+
+// input hands the loop something to do.
+func (h *Groups) input(in groupInput) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.inbox = append(h.inbox, in)
+	h.mu.Unlock()
+	h.poke()
+}
+
+func (h *Groups) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// receive takes a message from a peer (the transport's goroutine).
+func (h *Groups) receive(group uint64, m *raftpb.Message) {
+	h.input(groupInput{group: group, msg: m})
+}
+
+// report tells a group that a message to peer was dropped, or how a
+// snapshot's sending went.
+func (h *Groups) report(group, peer uint64, snapshot *raft.SnapshotStatus) {
+	h.input(groupInput{group: group, report: &groupReport{peer: peer, snapshot: snapshot}})
+}
+
+// stop stops every group and the loop.
+func (h *Groups) stop() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	running := h.running
+	h.mu.Unlock()
+	if running {
+		close(h.stopCh)
+		<-h.done
+	}
+}
+
+// Stop stops every group this host runs (NewGroups' hosts; a Node's stop
+// with it).
+func (h *Groups) Stop() { h.stop() }
+
+// run is the loop: it ticks the groups, hands them what arrived, and
+// handles their Readies in the order Raft requires (persist, send, apply,
+// advance).
+func (h *Groups) run() {
+	defer close(h.done)
+	ticker := time.NewTicker(tickInterval)
+	defer ticker.Stop()
+	live := map[uint64]*Group{}
+	touched := map[*Group]bool{}
+	// busy is always ready: with groups still to process the loop only
+	// looks at its channels on its way.
+	busy := make(chan struct{})
+	close(busy)
+	for {
+		wake := h.wake
+		if len(touched) > 0 {
+			wake = busy
+		}
+		select {
+		case <-h.stopCh:
+			h.shutdown(live)
+			return
+		case <-ticker.C:
+			h.tick(live, touched)
+		case <-wake:
+		}
+		h.mu.Lock()
+		inbox := h.inbox
+		h.inbox = nil
+		h.mu.Unlock()
+		for _, in := range inbox {
+			h.handle(live, touched, in)
+		}
+		h.process(live, touched)
+	}
+}
+
+func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
+	now := time.Now()
+	for _, g := range live {
+		g.rn.Tick()
+		touched[g] = true
+		for seq, p := range g.waiters {
+			if now.After(p.deadline) {
+				delete(g.waiters, seq)
+				p.done(0, ErrNoQuorum)
+			}
+		}
+		g.held = slices.DeleteFunc(g.held, func(p *proposal) bool {
+			if now.After(p.deadline) {
+				p.done(0, ErrNoQuorum)
+				return true
+			}
+			return false
+		})
+	}
+}
+
+func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in groupInput) {
+	g := in.g
+	if g == nil {
+		g = live[in.group]
+		if g == nil {
+			return // a group this node does not run (yet, or any more)
+		}
+	}
+	switch {
+	case in.start:
+		live[g.id] = g
+	case in.status != nil && live[g.id] != g:
+		in.status <- GroupStatus{ID: g.id, Role: "stopped"}
+		return
+	case in.stop != nil:
+		if live[g.id] == g {
+			delete(live, g.id)
+			delete(touched, g)
+			g.fail(ErrGroupStopped)
+		}
+		close(in.stop)
+		return
+	case live[g.id] != g:
+		if in.prop != nil {
+			in.prop.done(0, ErrGroupStopped)
+		}
+		return
+	case in.status != nil:
+		in.status <- g.statusNow()
+		return
+	case in.prop != nil:
+		g.propose(in.prop)
+	case in.transfer != 0:
+		g.rn.TransferLeader(in.transfer)
+	case in.msg != nil:
+		// A message for a term or member this node has no part in is
+		// Raft's to ignore; errors here mean nothing to act on.
+		_ = g.rn.Step(in.msg)
+	case in.report != nil:
+		if in.report.snapshot != nil {
+			g.rn.ReportSnapshot(in.report.peer, *in.report.snapshot)
+		} else {
+			g.rn.ReportUnreachable(in.report.peer)
+		}
+	}
+	touched[g] = true
+}
+
+// propose hands a proposal to Raft, or holds it until a leader is known.
+func (g *Group) propose(p *proposal) {
+	if g.failed {
+		p.done(0, ErrGroupStopped)
+		return
+	}
+	if g.lead == raft.None {
+		g.held = append(g.held, p)
+		return
+	}
+	var err error
+	if p.conf != nil {
+		c := proto.Clone(p.conf).(*raftpb.ConfChange)
+		c.Context = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, g.host.self), p.seq)
+		err = g.rn.ProposeConfChange(c)
+	} else {
+		data := make([]byte, 16, 16+len(p.cmd))
+		binary.BigEndian.PutUint64(data, g.host.self)
+		binary.BigEndian.PutUint64(data[8:], p.seq)
+		err = g.rn.Propose(append(data, p.cmd...))
+	}
+	if err != nil {
+		// Dropped: no leader after all, or a leader transfer under way.
+		g.held = append(g.held, p)
+		return
+	}
+	g.waiters[p.seq] = p
+}
+
+// fail answers every proposal waiting on the group.
+func (g *Group) fail(err error) {
+	for seq, p := range g.waiters {
+		delete(g.waiters, seq)
+		p.done(0, err)
+	}
+	for _, p := range g.held {
+		p.done(0, err)
+	}
+	g.held = nil
+}
+
+func (h *Groups) shutdown(live map[uint64]*Group) {
+	for _, g := range live {
+		g.fail(ErrStopped)
+	}
+	h.mu.Lock()
+	inbox := h.inbox
+	h.inbox = nil
+	h.mu.Unlock()
+	for _, in := range inbox {
+		if in.prop != nil {
+			in.prop.done(0, ErrStopped)
+		}
+		if in.stop != nil {
+			close(in.stop)
+		}
+	}
+}
+
+type groupReady struct {
+	g  *Group
+	rd raft.Ready
+}
+
+// process handles the Readies of the groups touched since the last pass.
+func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
+	var readies []groupReady
+	for g := range touched {
+		delete(touched, g)
+		if !g.failed && g.rn.HasReady() {
+			readies = append(readies, groupReady{g, g.rn.Ready()})
+		}
+	}
+	if len(readies) == 0 {
+		return
+	}
+	// Persist every group's part at once: the store's commit pipeline
+	// gathers the batches that arrive together behind one fsync.
+	errs := make([]error, len(readies))
+	if len(readies) == 1 {
+		errs[0] = readies[0].g.save(readies[0].rd)
+	} else {
+		var wg sync.WaitGroup
+		for i := range readies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = readies[i].g.save(readies[i].rd)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, r := range readies {
+		g := r.g
+		if errs[i] != nil {
+			h.log.Error().Err(errs[i]).Uint64("group", g.id).Msg("cannot persist a group's Raft log; this member stops taking part")
+			g.failed = true
+			g.fail(errs[i])
+			continue
+		}
+		if h.tr != nil && len(r.rd.Messages) > 0 {
+			h.tr.send(g.id, r.rd.Messages)
+		}
+		if err := g.ready(r.rd); err != nil {
+			h.log.Error().Err(err).Uint64("group", g.id).Msg("cannot apply a group's entries; this member stops taking part")
+			g.failed = true
+			g.fail(err)
+			continue
+		}
+		g.rn.Advance(r.rd)
+		if g.campaign && g.conf != nil {
+			// The configuration is applied (Advance told Raft): now it
+			// lets this member stand.
+			g.campaign = false
+			if g.rn.BasicStatus().Lead == raft.None {
+				_ = g.rn.Campaign()
+			}
+		}
+		if g.rn.HasReady() {
+			touched[g] = true
+		}
+	}
+}
+
+func (g *Group) save(rd raft.Ready) error {
+	if raft.IsEmptyHardState(rd.HardState) && len(rd.Entries) == 0 && raft.IsEmptySnap(rd.Snapshot) {
+		return nil
+	}
+	return g.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot)
+}
+
+// ready applies what a persisted Ready carries: a snapshot, committed
+// entries, a change of leader.
+func (g *Group) ready(rd raft.Ready) error {
+	m := g.cfg.Machine
+	if snap := rd.Snapshot; !raft.IsEmptySnap(snap) && snap.GetMetadata().GetIndex() > g.applied {
+		if err := m.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+			return err
+		}
+		g.applied, g.snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
+		g.conf = snap.GetMetadata().GetConfState()
+	}
+	for _, e := range rd.CommittedEntries {
+		if e.GetIndex() <= g.applied {
+			continue
+		}
+		g.apply(e)
+		g.applied = e.GetIndex()
+	}
+	if g.replayed > 0 && g.applied >= g.replayed {
+		g.replayed = 0
+		close(g.recovered)
+	}
+	// A group of one, restarted, elects itself as soon as its
+	// configuration is rebuilt rather than after an election timeout.
+	if !g.checked && len(rd.CommittedEntries) > 0 {
+		g.checked = true
+		if g.conf != nil && len(g.conf.GetVoters()) == 1 && g.conf.GetVoters()[0] == g.host.self {
+			g.campaign = true
+		}
+	}
+	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
+		g.lead = ss.Lead
+		st := g.rn.BasicStatus()
+		m.LeaderChanged(ss.Lead, st.GetTerm(), ss.Lead == g.host.self)
+		if g.lead != raft.None {
+			held := g.held
+			g.held = nil
+			for _, p := range held {
+				g.propose(p)
+			}
+		}
+		// Proposals forwarded to a leader that lost its place may be
+		// lost with it: they are answered at their deadline.
+	}
+	if g.applied > g.snapIndex && m.SnapshotDue(g.applied-g.snapIndex) {
+		if err := g.snapshot(); err != nil {
+			g.host.log.Warn().Err(err).Uint64("group", g.id).Msg("cannot take a group's snapshot; its log keeps growing")
+		}
+	}
+	return nil
+}
+
+// apply applies one committed entry and answers its proposer if that is
+// this node.
+func (g *Group) apply(e *raftpb.Entry) {
+	switch e.GetType() {
+	case raftpb.EntryNormal:
+		data := e.GetData()
+		if len(data) < 16 {
+			g.cfg.Machine.Apply(e.GetIndex(), nil)
+			return
+		}
+		err := g.cfg.Machine.Apply(e.GetIndex(), data[16:])
+		g.answer(data, e.GetIndex(), err)
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			g.host.log.Error().Err(err).Uint64("group", g.id).Msg("undecodable configuration change in a group's log")
+			g.cfg.Machine.Apply(e.GetIndex(), nil)
+			return
+		}
+		g.conf = g.rn.ApplyConfChange(cc)
+		g.cfg.Machine.Apply(e.GetIndex(), nil)
+		g.answer(cc.GetContext(), e.GetIndex(), nil)
+	}
+}
+
+// answer hands an entry's answer to its waiter when this node proposed it.
+func (g *Group) answer(tag []byte, index uint64, err error) {
+	if len(tag) < 16 || binary.BigEndian.Uint64(tag) != g.host.self {
+		return
+	}
+	seq := binary.BigEndian.Uint64(tag[8:])
+	if p := g.waiters[seq]; p != nil {
+		delete(g.waiters, seq)
+		p.done(index, err)
+	}
+}
+
+// snapshot records the machine's state as of applied and compacts the
+// log behind it.
+func (g *Group) snapshot() error {
+	data, err := g.cfg.Machine.Snapshot()
+	if err != nil {
+		return err
+	}
+	cs := g.conf
+	if cs == nil {
+		_, cs, _ = g.cfg.Log.InitialState()
+	}
+	if _, err := g.cfg.Log.CreateSnapshot(g.applied, cs, data); err != nil {
+		return err
+	}
+	g.snapIndex = g.applied
+	// Keep a few entries, so a follower just behind needs no snapshot.
+	const keep = 64
+	if g.applied > keep {
+		return g.cfg.Log.Compact(g.applied - keep)
+	}
+	return nil
+}
+
+// statusNow is the member's status; the loop's.
+func (g *Group) statusNow() GroupStatus {
+	if g.failed {
+		return GroupStatus{ID: g.id, Role: "failed", Applied: g.applied}
+	}
+	st := g.rn.Status()
+	out := GroupStatus{ID: g.id, Role: roleName(st.RaftState), Leader: st.Lead, Term: st.GetTerm(),
+		Commit: st.GetCommit(), Applied: g.applied}
+	for id := range st.Config.Voters.IDs() {
+		out.Members = append(out.Members, id)
+	}
+	slices.Sort(out.Members)
+	if st.RaftState == raft.StateLeader {
+		out.Match = make(map[uint64]uint64, len(st.Progress))
+		for id, pr := range st.Progress {
+			out.Match[id] = pr.Match
+		}
+	}
+	if sized, ok := g.cfg.Log.(interface{ Size() (uint64, uint64) }); ok {
+		out.LogBytes, out.LogEntries = sized.Size()
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+
+	"github.com/warrenmq/warren/storage"
+)
+
+// groupJournal is a journal that is a GroupMachine: it snapshots every
+// `every` entries and records who it was told leads.
+type groupJournal struct {
+	journal
+	every uint64
+
+	lmu    sync.Mutex
+	leader uint64
+	self   bool
+}
+
+func (j *groupJournal) SnapshotDue(entries uint64) bool { return j.every > 0 && entries >= j.every }
+
+func (j *groupJournal) LeaderChanged(leader, term uint64, self bool) {
+	j.lmu.Lock()
+	defer j.lmu.Unlock()
+	j.leader, j.self = leader, self
+}
+
+func (j *groupJournal) leads() bool {
+	j.lmu.Lock()
+	defer j.lmu.Unlock()
+	return j.self
+}
+
+// proposeTo proposes and waits for the answer.
+func proposeTo(g *Group, cmd string) (uint64, error) {
+	type answer struct {
+		index uint64
+		err   error
+	}
+	ch := make(chan answer, 1)
+	g.Propose([]byte(cmd), func(index uint64, err error) { ch <- answer{index, err} })
+	a := <-ch
+	return a.index, a.err
+}
+
+func openStore(t *testing.T, dir string) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(filepath.Join(dir, "data"), storage.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A group of one on a node without a cluster: its proposals are applied
+// in order and answered, and a restart rebuilds the machine from the
+// snapshot and the log, on the store.
+func TestGroupOfOne(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	start := func(st *storage.Store) (*Groups, *Group, *groupJournal) {
+		h := NewGroups(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+		log, err := st.RaftLog(42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &groupJournal{every: 7}
+		g, err := h.Start(GroupConfig{ID: 42, Members: []uint64{h.Self()}, Log: log, Machine: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, g, m
+	}
+	h, g, m := start(st)
+	var want []string
+	last := uint64(0)
+	for i := range 100 {
+		cmd := fmt.Sprintf("c%d", i)
+		index, err := proposeTo(g, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if index <= last {
+			t.Fatalf("%s answered at index %d after %d", cmd, index, last)
+		}
+		last = index
+		want = append(want, cmd)
+	}
+	if _, err := proposeTo(g, "bad one"); err == nil {
+		t.Fatal("the machine's refusal did not reach the proposer")
+	}
+	if got := m.commands(); !slices.Equal(got, want) {
+		t.Fatalf("applied %q, want %q", got, want)
+	}
+	if !m.leads() {
+		t.Fatal("a group of one does not lead")
+	}
+	s := g.Status()
+	if s.Role != "leader" || len(s.Members) != 1 || s.Applied < last || s.Match[h.Self()] < last {
+		t.Fatalf("status %+v", s)
+	}
+	if s.LogEntries >= 90 {
+		t.Fatalf("the log kept %d entries after snapshots every 7", s.LogEntries)
+	}
+	h.Stop()
+	if _, err := proposeTo(g, "after stop"); err != ErrGroupStopped {
+		t.Fatalf("a proposal to a stopped host: %v", err)
+	}
+	st.Close()
+
+	st = openStore(t, dir)
+	defer st.Close()
+	h, g, m = start(st)
+	defer h.Stop()
+	if _, err := proposeTo(g, "after restart"); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "after restart")
+	if got := m.commands(); !slices.Equal(got, want) {
+		t.Fatalf("after a restart applied %q, want %q", got, want)
+	}
+}
+
+// Groups on three nodes share the transport: each group elects the node
+// that campaigns, proposals through any member are applied on all, and
+// when a leader's node stops another member takes over and the stopped
+// one catches up when it returns.
+func TestGroupsOnThreeNodes(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	const groups = 6
+	logs := make([][]memLog, len(nodes)) // [node][group]
+	machines := make([][]*groupJournal, len(nodes))
+	members := make([][]*Group, len(nodes))
+	startMember := func(ni, gi int, campaign bool) {
+		m := &groupJournal{every: 5}
+		g, err := nodes[ni].Groups().Start(GroupConfig{ID: uint64(100 + gi), Members: ids, Campaign: campaign, Log: logs[ni][gi], Machine: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		machines[ni][gi], members[ni][gi] = m, g
+	}
+	for ni := range nodes {
+		logs[ni] = make([]memLog, groups)
+		machines[ni] = make([]*groupJournal, groups)
+		members[ni] = make([]*Group, groups)
+		for gi := range groups {
+			logs[ni][gi] = memLog{raft.NewMemoryStorage()}
+			startMember(ni, gi, gi%3 == ni)
+		}
+	}
+	wants := make([][]string, groups)
+	for i := range 60 {
+		gi, ni := i%groups, (i/groups)%3
+		cmd := fmt.Sprintf("g%d-%d", gi, i)
+		if _, err := proposeTo(members[ni][gi], cmd); err != nil {
+			t.Fatalf("%s through %s: %v", cmd, nodes[ni].cfg.Name, err)
+		}
+		wants[gi] = append(wants[gi], cmd)
+	}
+	convergeGroups := func(live []int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for gi := range groups {
+			for _, ni := range live {
+				for !slices.Equal(machines[ni][gi].commands(), wants[gi]) {
+					if time.Now().After(deadline) {
+						t.Fatalf("group %d on %s applied %q, want %q", gi, nodes[ni].cfg.Name, machines[ni][gi].commands(), wants[gi])
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}
+	}
+	convergeGroups([]int{0, 1, 2})
+	for gi := range groups {
+		if !machines[gi%3][gi].leads() {
+			t.Fatalf("group %d: the node that campaigned does not lead", gi)
+		}
+	}
+
+	// a stops: the groups it led elect b or c, and take proposals.
+	nodes[0].Stop()
+	for i := range 12 {
+		gi := i % groups
+		cmd := fmt.Sprintf("g%d-while-a-down-%d", gi, i)
+		ni := 1 + i%2
+		var err error
+		for try := 0; try < 5; try++ {
+			if _, err = proposeTo(members[ni][gi], cmd); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s with a down: %v", cmd, err)
+		}
+		wants[gi] = append(wants[gi], cmd)
+	}
+	convergeGroups([]int{1, 2})
+
+	// a comes back with its logs and empty machines, and catches up.
+	nodes[0].start(t)
+	for gi := range groups {
+		startMember(0, gi, false)
+	}
+	convergeGroups([]int{0, 1, 2})
+	s := members[1][0].Status()
+	if len(s.Members) != 3 {
+		t.Fatalf("status %+v", s)
+	}
+}
