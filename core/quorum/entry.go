@@ -42,6 +42,12 @@ func enqueueEntry(m *message.Message, now, expiresAt int64) []byte {
 	b = append(b, opEnqueue)
 	b = binary.BigEndian.AppendUint64(b, uint64(now))
 	b = binary.BigEndian.AppendUint64(b, uint64(expiresAt))
+	return appendMessage(b, m)
+}
+
+// appendMessage appends what a message is made of: exchange, routing key
+// (shortstr), flags(2), props and body (u32 length each).
+func appendMessage(b []byte, m *message.Message) []byte {
 	b = appendShort(b, m.Exchange)
 	b = appendShort(b, m.RoutingKey)
 	b = binary.BigEndian.AppendUint16(b, m.Flags)
@@ -49,6 +55,16 @@ func enqueueEntry(m *message.Message, now, expiresAt int64) []byte {
 	b = append(b, m.Props...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
 	return append(b, m.Body...)
+}
+
+// message reads what appendMessage wrote.
+func (r *reader) message() (*message.Message, error) {
+	exchange, key, flags := r.short(), r.short(), r.u16()
+	props, body := r.bytes(), r.bytes()
+	if r.err != nil {
+		return nil, r.err
+	}
+	return message.New(exchange, key, flags, props, body)
 }
 
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }

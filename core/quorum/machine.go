@@ -7,9 +7,16 @@
 // consumers, dead letters, refused publishes), the others only keep the
 // state.
 //
-// Not yet here (issue 10's next steps): the Log over a Raft group with
-// its entries in Pebble, snapshots of the machine and the bodies it still
-// holds, followers, and the broker's queue type.
+// A Queue is the machine of its Raft group's member (cluster.Group, a
+// GroupMachine): the group's log, in Pebble, holds its entries, and its
+// snapshots (snapshot.go) the machine and the bodies it still holds, so
+// the log before them can go. Bodies are kept in memory, as RabbitMQ
+// 3.8's quorum queues kept them; a snapshot costs what the queue holds,
+// so one is taken only once the log since the last is as long.
+//
+// Not yet here (issue 10's next steps): the broker's queue type (declare,
+// routing, consumers through vhost), the followers' side of consumers
+// after a leader change, and membership changes from warrenctl.
 //
 // The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
 // clients can see it:

@@ -11,14 +11,14 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-// Log orders and keeps a queue's entries: on one node the store, in a
-// cluster the queue's Raft group. Append hands an entry over and calls
-// done with the index it was committed at once the queue has applied it,
-// or with why it could not be (a minority cannot commit). The Log calls
-// the queue's Apply with every committed entry, in index order, once per
-// index.
+// Log orders and keeps a queue's entries: the queue's Raft group
+// (*cluster.Group), of one member on a node without a cluster. Propose
+// hands an entry over and calls done with the index it was committed at
+// once the queue has applied it, or with why it could not be (a minority
+// cannot commit). The Log calls the queue's Apply with every committed
+// entry, in index order.
 type Log interface {
-	Append(entry []byte, done func(index uint64, err error))
+	Propose(entry []byte, done func(index uint64, err error))
 }
 
 // ErrRefused is a publish the queue refused (overflow reject-publish).
@@ -43,6 +43,9 @@ type Queue struct {
 	gets      map[ConsumerID]chan getResult
 	nextID    uint64
 	dead      []deadMsg // to route once the lock is released
+	leader    uint64    // the member that leads, as Raft last said (0: none known)
+	leading   bool
+	term      uint64
 }
 
 type deadMsg struct {
@@ -81,6 +84,10 @@ func NewQueue(c QueueConfig) *Queue {
 		refused: map[uint64]bool{}, gets: map[ConsumerID]chan getResult{}}
 }
 
+// SetLog gives the queue its log when the log needs the queue first (a
+// Raft group's member takes the queue as its machine); before any use.
+func (q *Queue) SetLog(l Log) { q.log = l }
+
 // Enqueue appends a message and calls done once the queue has it (a
 // confirm): after the entry is committed, with ErrRefused when a full
 // queue with reject-publish refused it.
@@ -93,7 +100,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 	if m.TTL != message.NoTTL && (expiresAt == 0 || now+m.TTL < expiresAt) {
 		expiresAt = now + m.TTL
 	}
-	q.log.Append(enqueueEntry(m, now, expiresAt), func(index uint64, err error) {
+	q.log.Propose(enqueueEntry(m, now, expiresAt), func(index uint64, err error) {
 		if err == nil {
 			q.mu.Lock()
 			if q.refused[index] {
@@ -111,7 +118,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 // append appends an entry and waits until it is applied.
 func (q *Queue) append(entry []byte) error {
 	ch := make(chan error, 1)
-	q.log.Append(entry, func(_ uint64, err error) { ch <- err })
+	q.log.Propose(entry, func(_ uint64, err error) { ch <- err })
 	return <-ch
 }
 
@@ -173,6 +180,21 @@ func (q *Queue) Cancel(c queue.Consumer) {
 		// Committed to it but never handed to its channel: given back.
 		_ = q.append(settleEntry(Requeue, back))
 	}
+}
+
+// LeaderChanged records who leads the queue's group now.
+func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
+	q.mu.Lock()
+	q.leader, q.term, q.leading = leader, term, self
+	q.mu.Unlock()
+}
+
+// Leader is the member that leads the queue's group (0: none known) and
+// whether it is this node.
+func (q *Queue) Leader() (uint64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.leader, q.leading
 }
 
 // Kick hands the channels what waits for them, once they have room.
@@ -245,6 +267,9 @@ func (q *Queue) Counts() (ready int, unacked int) {
 // Apply carries out a committed entry: the machine changes, and this
 // member acts on what it asks. It is the Log's to call, in index order.
 func (q *Queue) Apply(index uint64, entry []byte) error {
+	if entry == nil {
+		return nil // Raft's own entry: nothing for the queue
+	}
 	q.mu.Lock()
 	err := q.apply(index, entry)
 	dead := q.dead
@@ -267,17 +292,12 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 	case opEnqueue:
 		_ = r.u64() // when it was published, for the figures to come
 		expiresAt := int64(r.u64())
-		exchange, key, flags := r.short(), r.short(), r.u16()
-		props, body := r.bytes(), r.bytes()
-		if r.err != nil {
-			return r.err
-		}
-		m, err := message.New(exchange, key, flags, props, body)
+		m, err := r.message()
 		if err != nil {
 			return err
 		}
 		q.bodies[index] = m
-		effects = q.m.Enqueue(Msg{ID: index, Size: int64(len(body)), ExpiresAt: expiresAt})
+		effects = q.m.Enqueue(Msg{ID: index, Size: int64(len(m.Body)), ExpiresAt: expiresAt})
 	case opCheckout:
 		id := ConsumerID(r.short())
 		credit := int(r.u32())

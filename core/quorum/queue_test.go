@@ -18,7 +18,7 @@ type memLog struct {
 	entries [][]byte
 }
 
-func (l *memLog) Append(entry []byte, done func(uint64, error)) {
+func (l *memLog) Propose(entry []byte, done func(uint64, error)) {
 	l.mu.Lock()
 	l.entries = append(l.entries, entry)
 	index := uint64(len(l.entries))

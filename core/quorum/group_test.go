@@ -1,0 +1,93 @@
+package quorum
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/storage"
+)
+
+// A queue over a real Raft group of one, on the store: past a snapshot
+// and a restart of the store, the queue holds what it held, in order,
+// with what consumers had unsettled given back.
+func TestQueueOnAGroupOfOne(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*storage.Store, *cluster.Groups, *Queue) {
+		st, err := storage.Open(filepath.Join(dir, "data"), storage.Options{Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := cluster.NewGroups(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+		log, err := st.RaftLog(7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := NewQueue(QueueConfig{Name: "q", VHost: "/", Machine: DefaultConfig()})
+		g, err := h.Start(cluster.GroupConfig{ID: 7, Members: []uint64{h.Self()}, Log: log, Machine: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.SetLog(g)
+		<-g.Recovered()
+		return st, h, q
+	}
+	st, h, q := open()
+	const n = 5000 // past the first snapshot (4,096 entries)
+	for i := range n {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ten taken with basic.get and acked, two taken and left unsettled.
+	var unsettled []uint64
+	for i := range 12 {
+		d, _, ok := q.Get(false)
+		if !ok || string(d.Entry.Msg.Body) != fmt.Sprint(i) {
+			t.Fatalf("get %d: %v %q", i, ok, d.Entry.Msg.Body)
+		}
+		if i < 10 {
+			if err := q.append(settleEntry(Ack, []uint64{d.Entry.Seq})); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			unsettled = append(unsettled, d.Entry.Seq)
+		}
+	}
+	if ready, unacked := q.Counts(); ready != n-12 || unacked != 2 {
+		t.Fatalf("counts %d ready, %d unacked", ready, unacked)
+	}
+	s := q.log.(*cluster.Group).Status()
+	if s.LogEntries >= n {
+		t.Fatalf("no snapshot compacted the log: %d entries", s.LogEntries)
+	}
+	h.Stop()
+	st.Close()
+
+	st, h, q = open()
+	defer st.Close()
+	defer h.Stop()
+	if ready, unacked := q.Counts(); ready != n-12 || unacked != 2 {
+		t.Fatalf("after a restart: %d ready, %d unacked", ready, unacked)
+	}
+	// The gets' holders are gone with the old run: given back, they come
+	// first, redelivered.
+	if err := q.append(settleEntry(Requeue, unsettled)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 10; i < n; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || string(d.Entry.Msg.Body) != fmt.Sprint(i) {
+			t.Fatalf("after a restart, get %d: %v %q", i, ok, d.Entry.Msg.Body)
+		}
+		if i < 12 && !d.Redelivered {
+			t.Fatalf("message %d given back is not redelivered", i)
+		}
+	}
+	if _, _, ok := q.Get(true); ok {
+		t.Fatal("more messages than were published")
+	}
+}
