@@ -252,6 +252,9 @@ func (g *Group) init() error {
 		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true,
 		Logger: raftLogger{g.host.log},
 	}
+	// Until Raft names a leader the member is a follower: a restarted
+	// one replays its log acting on nothing.
+	cfg.Machine.LeaderChanged(raft.None, hs.GetTerm(), false)
 	g.replayed = hs.GetCommit()
 	if g.replayed <= g.applied {
 		close(g.recovered)

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -47,6 +48,10 @@ type Settings struct {
 
 	MaxPriority          uint8 // 0: not a priority queue
 	SingleActiveConsumer bool
+
+	// Quorum: x-queue-type is quorum (vhost makes it a quorum queue, and
+	// checks the arguments only a quorum queue takes).
+	Quorum bool
 }
 
 // DefaultSettings has no limits, no TTL and no dead-lettering.
@@ -106,8 +111,15 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 			s.SingleActiveConsumer = b
 		case "x-queue-type":
 			t, ok := v.(string)
-			if !ok || t != "classic" {
-				err = fmt.Errorf("only classic queues are supported, not %v", v)
+			switch {
+			case !ok:
+				err = fmt.Errorf("{unacceptable_type,%T}", v)
+			case t == "classic", t == "quorum":
+				s.Quorum = t == "quorum"
+			case t == "stream":
+				err = errors.New("stream queues are not supported yet")
+			default:
+				err = fmt.Errorf("%q", "unsupported queue type '"+t+"'")
 			}
 		case "x-queue-mode":
 			m, ok := v.(string)

@@ -459,6 +459,27 @@ func (m *Machine) Expire(now int64) []Effect {
 	return m.take()
 }
 
+// Consumers are the consumers the machine knows, in the order they came.
+func (m *Machine) Consumers() []ConsumerID {
+	out := make([]ConsumerID, len(m.consumers))
+	for i, c := range m.consumers {
+		out[i] = c.id
+	}
+	return out
+}
+
+// HeadExpiresAt is when the next message to serve expires (unix ms); 0
+// when it never does or nothing is ready.
+func (m *Machine) HeadExpiresAt() int64 {
+	switch {
+	case len(m.returns) > 0:
+		return m.returns[0].ExpiresAt
+	case len(m.ready) > 0:
+		return m.ready[0].ExpiresAt
+	}
+	return 0
+}
+
 // Purge drops the ready messages and returns how many.
 func (m *Machine) Purge() int {
 	n := len(m.returns) + len(m.ready)

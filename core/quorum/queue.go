@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,12 +42,19 @@ type Queue struct {
 	consumers map[ConsumerID]*local       // this node's consumers
 	byClient  map[queue.Consumer]ConsumerID
 	refused   map[uint64]bool // enqueues refused, until their publishers hear
+	purged    map[uint64]int  // purges applied, until Purge reads them
 	gets      map[ConsumerID]chan getResult
 	nextID    uint64
 	dead      []deadMsg // to route once the lock is released
 	leader    uint64    // the member that leads, as Raft last said (0: none known)
 	leading   bool
 	term      uint64
+	// follower: another member leads (or none is known): this member
+	// keeps the state and acts on nothing (no deliveries, dead letters
+	// or answers). A queue whose log never names a leader (tests) acts.
+	follower bool
+	node     uint64 // this node, in consumer ids
+	run      uint32 // this run of the node, in consumer ids
 }
 
 type deadMsg struct {
@@ -71,7 +80,11 @@ type QueueConfig struct {
 	Name, VHost string
 	Log         Log
 	Machine     Config
-	TTL         time.Duration // x-message-ttl; 0 none
+	// Node is this node's id: consumer ids name it and the run, so a
+	// leader can tell the consumers of this node's earlier runs, gone
+	// with them.
+	Node uint64
+	TTL  time.Duration // x-message-ttl; 0 none
 	// DeadLetter routes a dead message (the vhost's dead-lettering); nil
 	// drops them.
 	DeadLetter func(m *message.Message, why Reason)
@@ -79,9 +92,9 @@ type QueueConfig struct {
 
 // NewQueue makes a queue's leader over its log.
 func NewQueue(c QueueConfig) *Queue {
-	return &Queue{Name: c.Name, VHost: c.VHost, log: c.Log, ttl: c.TTL, deadLetter: c.DeadLetter, m: New(c.Machine),
+	return &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, ttl: c.TTL, deadLetter: c.DeadLetter, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
-		refused: map[uint64]bool{}, gets: map[ConsumerID]chan getResult{}}
+		refused: map[uint64]bool{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 }
 
 // SetLog gives the queue its log when the log needs the queue first (a
@@ -126,7 +139,7 @@ func (q *Queue) newConsumerID(prefix string) ConsumerID {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.nextID++
-	return ConsumerID(fmt.Sprintf("%s%d", prefix, q.nextID))
+	return ConsumerID(fmt.Sprintf("%x.%x.%s%d", q.node, q.run, prefix, q.nextID))
 }
 
 // Consume adds a consumer: deliveries start once the checkout is
@@ -185,8 +198,35 @@ func (q *Queue) Cancel(c queue.Consumer) {
 // LeaderChanged records who leads the queue's group now.
 func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 	q.mu.Lock()
-	q.leader, q.term, q.leading = leader, term, self
+	q.leader, q.term, q.leading, q.follower = leader, term, self, !self
+	var gone []ConsumerID
+	if self {
+		gone = q.earlierRuns()
+	}
 	q.mu.Unlock()
+	if len(gone) > 0 {
+		// Off the log's loop, which calls this: appending waits for it.
+		go func() {
+			for _, id := range gone {
+				_ = q.append(consumerEntry(opDown, id))
+			}
+		}()
+	}
+}
+
+// earlierRuns are the consumers of this node's earlier runs: their
+// channels went with the run, so a new leader gives back what they held;
+// q.mu is held.
+func (q *Queue) earlierRuns() []ConsumerID {
+	mine := fmt.Sprintf("%x.", q.node)
+	this := fmt.Sprintf("%x.%x.", q.node, q.run)
+	var out []ConsumerID
+	for _, id := range q.m.Consumers() {
+		if strings.HasPrefix(string(id), mine) && !strings.HasPrefix(string(id), this) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Leader is the member that leads the queue's group (0: none known) and
@@ -253,8 +293,37 @@ func (q *Queue) Reject(entries []queue.Entry)  { q.settle(Discard, entries) }
 // the head's time may have come.
 func (q *Queue) Expire() error { return q.append(expireEntry(time.Now().UnixMilli())) }
 
-// Purge drops the ready messages.
-func (q *Queue) Purge() error { return q.append([]byte{opPurge}) }
+// Purge drops the ready messages and says how many.
+func (q *Queue) Purge() (int, error) {
+	ch := make(chan error, 1)
+	var n int
+	q.log.Propose([]byte{opPurge}, func(index uint64, err error) {
+		q.mu.Lock()
+		n = q.purged[index]
+		delete(q.purged, index)
+		q.mu.Unlock()
+		ch <- err
+	})
+	err := <-ch
+	return n, err
+}
+
+// Stats are the queue's figures: ready messages and their bytes,
+// messages consumers hold unsettled, and this node's consumers.
+func (q *Queue) Stats() (ready int, readyBytes int64, unacked, consumers int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ready, readyBytes = q.m.Ready()
+	return ready, readyBytes, q.m.CheckedOut(), len(q.consumers)
+}
+
+// HeadExpiresAt is when the message at the head of the queue expires
+// (unix ms); 0 when it never does or the queue is empty.
+func (q *Queue) HeadExpiresAt() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.m.HeadExpiresAt()
+}
 
 // Counts are the ready and checked-out messages.
 func (q *Queue) Counts() (ready int, unacked int) {
@@ -290,14 +359,18 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 	var effects []Effect
 	switch op {
 	case opEnqueue:
-		_ = r.u64() // when it was published, for the figures to come
+		now := int64(r.u64())
 		expiresAt := int64(r.u64())
 		m, err := r.message()
 		if err != nil {
 			return err
 		}
 		q.bodies[index] = m
-		effects = q.m.Enqueue(Msg{ID: index, Size: int64(len(m.Body)), ExpiresAt: expiresAt})
+		// What expired at the head by the entry's time goes first, so a
+		// full queue makes room with it (RabbitMQ expires on every
+		// command, with the command's time).
+		effects = q.m.Expire(now)
+		effects = append(effects, q.m.Enqueue(Msg{ID: index, Size: int64(len(m.Body)), ExpiresAt: expiresAt})...)
 	case opCheckout:
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
@@ -339,8 +412,11 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		effects = q.m.Expire(int64(r.u64()))
 	case opPurge:
 		before := bodyIDs(q.bodies)
-		q.m.Purge()
+		n := q.m.Purge()
 		q.forgetReady(before)
+		if !q.follower {
+			q.purged[index] = n // for Purge, on the node that proposed it
+		}
 	default:
 		return fmt.Errorf("quorum: unknown entry %d at %d", op, index)
 	}
@@ -348,9 +424,16 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 	return nil
 }
 
-// act carries out effects; q.mu is held.
+// act carries out effects; q.mu is held. A follower only lets go of the
+// bodies the machine no longer holds.
 func (q *Queue) act(effects []Effect) {
 	for _, e := range effects {
+		if q.follower {
+			if e.Kind != Deliver {
+				delete(q.bodies, e.Msg.ID)
+			}
+			continue
+		}
 		switch e.Kind {
 		case Deliver:
 			q.deliver(e)
