@@ -23,8 +23,9 @@
 //
 //   - Messages are served first in, first out; a message given back (a
 //     nack or reject with requeue, or a consumer gone with it unsettled)
-//     joins the returns, which are served before the rest, in the order
-//     they came back.
+//     goes to the back of the queue, as RabbitMQ 3.10.8's quorum queues
+//     do (checked against it: a requeued head comes after the messages
+//     behind it; classic queues put it back in its place).
 //   - A give-back counts as a failed delivery: the message's delivery
 //     count (the x-delivery-count header on its next delivery) grows by
 //     one, and past the delivery limit the message is dead-lettered with
@@ -42,10 +43,10 @@
 //   - The machine is deterministic: it reads no clock (time comes in the
 //     entries that need it), draws no random number, and never lets a
 //     map's order decide anything it returns.
-//   - A message is in exactly one place: ready (returns or the main
-//     queue), checked out to one consumer, or gone.
+//   - A message is in exactly one place: ready (in the queue), checked
+//     out to one consumer, or gone.
 //   - A message's id is the log index of the entry that enqueued it, so
-//     ids grow with arrival and the main queue is sorted by id.
+//     ids grow with arrival.
 package quorum
 
 import (
@@ -161,8 +162,7 @@ func (c *consumer) hasCredit() bool { return !c.gone && (c.credit == 0 || len(c.
 // Machine is one quorum queue's state.
 type Machine struct {
 	cfg        Config
-	returns    []Msg // given back, served first
-	ready      []Msg // the main queue, by id
+	ready      []Msg // the queue, head first
 	readyBytes int64
 	consumers  []*consumer // in the order they came
 	byID       map[ConsumerID]*consumer
@@ -176,7 +176,7 @@ func New(cfg Config) *Machine {
 }
 
 // Ready is how many messages wait for a consumer, and their bytes.
-func (m *Machine) Ready() (n int, bytes int64) { return len(m.returns) + len(m.ready), m.readyBytes }
+func (m *Machine) Ready() (n int, bytes int64) { return len(m.ready), m.readyBytes }
 
 // CheckedOut is how many messages consumers hold unsettled.
 func (m *Machine) CheckedOut() int {
@@ -197,7 +197,7 @@ func (m *Machine) take() []Effect {
 // Enqueue adds a message: refused when the queue is full and overflows
 // with reject-publish, else queued, the oldest dropped past the limits.
 func (m *Machine) Enqueue(msg Msg) []Effect {
-	full := m.cfg.MaxLength != Unlimited && int64(len(m.returns)+len(m.ready)) >= m.cfg.MaxLength ||
+	full := m.cfg.MaxLength != Unlimited && int64(len(m.ready)) >= m.cfg.MaxLength ||
 		m.cfg.MaxBytes != Unlimited && m.readyBytes+msg.Size > m.cfg.MaxBytes
 	if full && m.cfg.Overflow == RejectPublish {
 		m.effects = append(m.effects, Effect{Kind: Refuse, Msg: msg})
@@ -228,11 +228,7 @@ func (m *Machine) enforceLimits() {
 // pop takes the next ready message: a returned one first.
 func (m *Machine) pop() Msg {
 	var msg Msg
-	if len(m.returns) > 0 {
-		msg, m.returns = m.returns[0], m.returns[1:]
-	} else {
-		msg, m.ready = m.ready[0], m.ready[1:]
-	}
+	msg, m.ready = m.ready[0], m.ready[1:]
 	m.readyBytes -= msg.Size
 	return msg
 }
@@ -391,7 +387,7 @@ func (m *Machine) giveBack(msgs []Msg) {
 			m.dead(msg, DeliveryLimit)
 			continue
 		}
-		m.returns = append(m.returns, msg)
+		m.ready = append(m.ready, msg)
 		m.readyBytes += msg.Size
 	}
 	m.enforceLimits()
@@ -446,9 +442,7 @@ func (m *Machine) forgetIfDone(c *consumer) {
 func (m *Machine) Expire(now int64) []Effect {
 	for {
 		var head *Msg
-		if len(m.returns) > 0 {
-			head = &m.returns[0]
-		} else if len(m.ready) > 0 {
+		if len(m.ready) > 0 {
 			head = &m.ready[0]
 		}
 		if head == nil || head.ExpiresAt == 0 || head.ExpiresAt > now {
@@ -471,10 +465,7 @@ func (m *Machine) Consumers() []ConsumerID {
 // HeadExpiresAt is when the next message to serve expires (unix ms); 0
 // when it never does or nothing is ready.
 func (m *Machine) HeadExpiresAt() int64 {
-	switch {
-	case len(m.returns) > 0:
-		return m.returns[0].ExpiresAt
-	case len(m.ready) > 0:
+	if len(m.ready) > 0 {
 		return m.ready[0].ExpiresAt
 	}
 	return 0
@@ -482,8 +473,8 @@ func (m *Machine) HeadExpiresAt() int64 {
 
 // Purge drops the ready messages and returns how many.
 func (m *Machine) Purge() int {
-	n := len(m.returns) + len(m.ready)
-	m.returns, m.ready, m.readyBytes = nil, nil, 0
+	n := len(m.ready)
+	m.ready, m.readyBytes = nil, 0
 	return n
 }
 
@@ -499,7 +490,7 @@ func (m *Machine) String() string {
 		return "[" + strings.Join(parts, " ") + "]"
 	}
 	n, bytes := m.Ready()
-	fmt.Fprintf(&b, "ready=%d bytes=%d returns=%s queue=%s", n, bytes, ids(m.returns), ids(m.ready))
+	fmt.Fprintf(&b, "ready=%d bytes=%d queue=%s", n, bytes, ids(m.ready))
 	for _, c := range m.consumers {
 		out := make([]Msg, 0, len(c.out))
 		for _, msg := range c.out {

@@ -237,6 +237,23 @@ func (q *Queue) Leader() (uint64, bool) {
 	return q.leader, q.leading
 }
 
+// CancelAll ends this node's consumers, the queue being deleted: each
+// hears it (basic.cancel, for a client that asked), and what their
+// channels hold they settle with nobody.
+func (q *Queue) CancelAll() {
+	q.mu.Lock()
+	var gone []queue.Consumer
+	for c, id := range q.byClient {
+		gone = append(gone, c)
+		delete(q.consumers, id)
+	}
+	clear(q.byClient)
+	q.mu.Unlock()
+	for _, c := range gone {
+		c.Cancelled()
+	}
+}
+
 // Kick hands the channels what waits for them, once they have room.
 func (q *Queue) Kick() {
 	q.mu.Lock()

@@ -12,7 +12,7 @@ import (
 // bodies it still holds, so that the log before it can go.
 //
 //	version(1) = 1
-//	machine: u32 length | next(4) | returns | ready | consumers
+//	machine: u32 length | next(4) | ready | consumers
 //	         msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
 //	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) out (msgs, by id)
 //	bodies:  count(4) | each, by id: id(8) message (appendMessage)
@@ -60,7 +60,6 @@ func boolByte(v bool) byte {
 // encode appends the machine's state.
 func (m *Machine) encode(b []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(m.next))
-	b = appendMsgs(b, m.returns)
 	b = appendMsgs(b, m.ready)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.consumers)))
 	for _, c := range m.consumers {
@@ -81,11 +80,7 @@ func (m *Machine) encode(b []byte) []byte {
 func decodeMachine(cfg Config, r *reader) *Machine {
 	m := New(cfg)
 	m.next = int(r.u32())
-	m.returns = r.msgs()
 	m.ready = r.msgs()
-	for _, msg := range m.returns {
-		m.readyBytes += msg.Size
-	}
 	for _, msg := range m.ready {
 		m.readyBytes += msg.Size
 	}
