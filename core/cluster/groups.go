@@ -55,15 +55,16 @@ type Groups struct {
 	tr   *Transport // nil on a node of its own: its groups have one member
 	log  zerolog.Logger
 
-	mu      sync.Mutex
-	byID    map[uint64]*Group
-	inbox   []groupInput
-	running bool
-	closed  bool
-	seq     uint64
-	wake    chan struct{}
-	stopCh  chan struct{}
-	done    chan struct{}
+	mu       sync.Mutex
+	byID     map[uint64]*Group
+	inbox    []groupInput
+	running  bool
+	stopping bool // Stop was called: the loop drains, then closes
+	closed   bool // nothing more is taken
+	seq      uint64
+	wake     chan struct{}
+	stopCh   chan struct{}
+	done     chan struct{}
 }
 
 // Small groups' settings; the Groups doc says why.
@@ -204,7 +205,7 @@ func (h *Groups) Start(cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	h.mu.Lock()
-	if h.closed {
+	if h.stopping {
 		h.mu.Unlock()
 		return nil, ErrStopped
 	}
@@ -343,6 +344,9 @@ func (g *Group) Stop() {
 		return
 	}
 	g.stopped = true
+	if g.host.byID[g.id] == g {
+		delete(g.host.byID, g.id)
+	}
 	g.host.mu.Unlock()
 	g.host.input(groupInput{g: g, stop: ch})
 	select {
@@ -396,20 +400,52 @@ func (h *Groups) report(group, peer uint64, snapshot *raft.SnapshotStatus) {
 	h.input(groupInput{group: group, report: &groupReport{peer: peer, snapshot: snapshot}})
 }
 
-// stop stops every group and the loop.
+// stop stops every group and the loop. What was proposed before is
+// given up to drainTimeout to be committed (a clean shutdown keeps the
+// acks that just arrived); what is left then is answered ErrStopped.
 func (h *Groups) stop() {
 	h.mu.Lock()
-	if h.closed {
+	if h.stopping {
 		h.mu.Unlock()
 		return
 	}
-	h.closed = true
+	h.stopping = true
 	running := h.running
+	if !running {
+		h.closed = true
+	}
 	h.mu.Unlock()
 	if running {
 		close(h.stopCh)
 		<-h.done
 	}
+}
+
+// drainTimeout bounds how long a stopping host waits for proposals made
+// before it stopped.
+const drainTimeout = time.Second
+
+// drain runs the loop without ticking until no proposal waits, or for
+// drainTimeout, then refuses new ones.
+func (h *Groups) drain(live map[uint64]*Group, touched map[*Group]bool) {
+	deadline := time.Now().Add(drainTimeout)
+	for time.Now().Before(deadline) {
+		handled := h.step(live, touched)
+		waiting := handled > 0 || len(touched) > 0
+		for _, g := range live {
+			waiting = waiting || len(g.waiters) > 0 || len(g.held) > 0
+		}
+		if !waiting {
+			break
+		}
+		select {
+		case <-h.wake:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 }
 
 // Stop stops every group this host runs (NewGroups' hosts; a Node's stop
@@ -436,21 +472,29 @@ func (h *Groups) run() {
 		}
 		select {
 		case <-h.stopCh:
+			h.drain(live, touched)
 			h.shutdown(live)
 			return
 		case <-ticker.C:
 			h.tick(live, touched)
 		case <-wake:
 		}
-		h.mu.Lock()
-		inbox := h.inbox
-		h.inbox = nil
-		h.mu.Unlock()
-		for _, in := range inbox {
-			h.handle(live, touched, in)
-		}
-		h.process(live, touched)
+		h.step(live, touched)
 	}
+}
+
+// step hands the groups what arrived and handles their Readies; it says
+// how many inputs there were.
+func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
+	h.mu.Lock()
+	inbox := h.inbox
+	h.inbox = nil
+	h.mu.Unlock()
+	for _, in := range inbox {
+		h.handle(live, touched, in)
+	}
+	h.process(live, touched)
+	return len(inbox)
 }
 
 func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
