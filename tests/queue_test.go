@@ -324,14 +324,11 @@ func TestQueueNames(t *testing.T) {
 }
 
 // Warren refuses queue types it does not implement rather than ignoring
-// them (semantics.md); RabbitMQ would create a quorum queue.
-func TestQuorumQueueRefused(t *testing.T) {
+// them (semantics.md); RabbitMQ would create a stream.
+func TestStreamQueueRefused(t *testing.T) {
 	s := startWarren(t)
-	c, ch := channel(t, s)
-	_, err := ch.QueueDeclare(uniq(t, ""), true, false, false, false, amqp.Table{"x-queue-type": "quorum"})
-	expectCode(t, err, amqp.PreconditionFailed)
-	ch, _ = c.Channel()
-	_, err = ch.QueueDeclare(uniq(t, "stream"), true, false, false, false, amqp.Table{"x-queue-type": "stream"})
+	_, ch := channel(t, s)
+	_, err := ch.QueueDeclare(uniq(t, "stream"), true, false, false, false, amqp.Table{"x-queue-type": "stream"})
 	expectCode(t, err, amqp.PreconditionFailed)
 }
 

@@ -50,6 +50,24 @@ type queueJSON struct {
 	State                         string         `json:"state"`
 	Type                          string         `json:"type"`
 	VHost                         string         `json:"vhost"`
+	// A quorum queue's group: RabbitMQ's leader, members and online, and
+	// Warren's Raft figures.
+	Leader  string    `json:"leader,omitempty"`
+	Members []string  `json:"members,omitempty"`
+	Online  []string  `json:"online,omitempty"`
+	Raft    *raftJSON `json:"warren_raft,omitempty"`
+}
+
+// raftJSON is a quorum queue's Raft group as this node sees it; match is
+// how far each member's log matches the leader's.
+type raftJSON struct {
+	Role       string            `json:"role"`
+	Term       uint64            `json:"term"`
+	Commit     uint64            `json:"commit_index"`
+	Applied    uint64            `json:"applied_index"`
+	LogEntries uint64            `json:"log_entries"`
+	LogBytes   uint64            `json:"log_bytes"`
+	Match      map[string]uint64 `json:"match"`
 }
 
 // queueView renders a queue snapshot; defs are the vhost's policy
@@ -65,6 +83,18 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		MessagesUnacknowledgedDetails: details{Rate: q.UnackedRate},
 		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
+	}
+	if st, ok := q.QuorumStatus(); ok {
+		// RabbitMQ's fields for a quorum queue, and Warren's view of its
+		// Raft group (each member's log position on the leader).
+		out.Type = "quorum"
+		out.Leader, out.Members, out.Online = node, []string{node}, []string{node}
+		match := map[string]uint64{}
+		for _, id := range st.Members {
+			match[node] = st.Match[id] // a group of one: this node
+		}
+		out.Raft = &raftJSON{Role: st.Role, Term: st.Term, Commit: st.Commit, Applied: st.Applied,
+			LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: match}
 	}
 	if q.Home != "" {
 		out.Node = q.Home // homed on another node of the cluster
@@ -230,12 +260,15 @@ func (a *api) putQueue(c *call) (any, error) {
 	// An exclusive queue declared here would belong to no connection;
 	// RabbitMQ's API declares it on a connection of its own that closes at
 	// once, so it would vanish. Warren declares it owned by nobody instead.
-	_, isNew, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
+	d, err := v.Declare(vhost.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
 		Exclusive: bool(body.Exclusive), Args: args}, false)
 	if err != nil {
 		return nil, err
 	}
-	return createdOrUpdated(isNew)
+	if d.Remote != nil {
+		return nil, badRequest("queue '%s' in vhost '%s' is on node '%s'", name, v.Name, d.Remote.Home)
+	}
+	return createdOrUpdated(d.Created)
 }
 
 // remoteQueue is the vhost and name of a path's queue when its home is
@@ -398,11 +431,17 @@ func renderMessage(d queue.Delivery, remaining int, encoding string, truncate *i
 }
 
 func (a *api) queueBindings(c *call) (any, error) {
+	name := c.path("queue")
 	v, q, err := c.pathQueue()
 	if err != nil {
-		return nil, err
+		if v == nil || !v.HasQueue(name) {
+			return nil, err
+		}
+		// A quorum queue, or one homed on another node.
+	} else {
+		name = q.Name
 	}
 	return sortedBindings(bindingsOf(v, true, func(b vhost.BindingInfo) bool {
-		return b.Destination.Name == q.Name && b.Destination.Kind.String() == "queue"
+		return b.Destination.Name == name && b.Destination.Kind.String() == "queue"
 	})), nil
 }

@@ -77,6 +77,9 @@ type Broker struct {
 	// node of its own (replicated.go).
 	cluster atomic.Pointer[cluster.Node]
 	joinMu  sync.Mutex // serializes JoinCluster
+	// groups runs the quorum queues' Raft groups of a node without
+	// [cluster]: each has this node as its only member.
+	groups *cluster.Groups
 	// forwarders send messages to queues homed on other nodes, one per
 	// node (topology.go).
 	forwardMu  sync.Mutex
@@ -102,6 +105,9 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		history: stats.NewHistory(historyLength),
 		started: time.Now(),
 	}
+	if !cfg.Cluster.Enabled() {
+		b.groups = cluster.NewGroups(log)
+	}
 	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
 	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
 	b.srv = &conn.Server{
@@ -124,11 +130,13 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.startPlugins(shippedModules()); err != nil {
+		b.stopGroups()
 		b.store.Close()
 		return nil, err
 	}
 	if err := b.startCluster(cfg.Cluster.Seeds); err != nil {
 		b.plugins.close()
+		b.stopGroups()
 		b.store.Close()
 		return nil, err
 	}
@@ -137,11 +145,20 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		if err := b.LoadDefinitionsFile(path); err != nil {
 			b.stopCluster()
 			b.plugins.close()
+			b.stopGroups()
 			b.store.Close()
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// stopGroups stops the quorum queues' groups (their logs stay), before
+// the store they write to closes.
+func (b *Broker) stopGroups() {
+	if b.groups != nil {
+		b.groups.Stop()
+	}
 }
 
 // Types is the exchange type registry, for the plugin host.
@@ -215,6 +232,8 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
+	} else {
+		c.Groups = b.groups
 	}
 	v := vhost.New(c)
 	b.vhosts[name] = v
@@ -394,6 +413,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		b.mu.RUnlock()
 		b.stopCluster()
+		b.stopGroups()
 		b.plugins.close()
 		if err := b.store.Close(); err != nil {
 			b.log.Error().Err(err).Msg("closing the store")

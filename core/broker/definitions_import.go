@@ -440,8 +440,19 @@ func (pl *planner) queue(o *object) {
 		o.bad("arguments", "%v", err)
 	}
 	def.Args = args
-	if t := o.str("type", false); t != "" && t != "classic" {
-		o.bad("type", "Warren has classic queues only, not %q", t)
+	switch t := o.str("type", false); t {
+	case "", "classic":
+	case "quorum":
+		// RabbitMQ exports a quorum queue with its type in the arguments
+		// too; one without them is made a quorum queue all the same.
+		if def.Args == nil {
+			def.Args = protocol.Table{}
+		}
+		if _, ok := def.Args["x-queue-type"]; !ok {
+			def.Args["x-queue-type"] = "quorum"
+		}
+	default:
+		o.bad("type", "Warren has classic and quorum queues, not %q", t)
 	}
 	if name == "" {
 		if _, isString := o.m["name"].(string); isString {
@@ -622,7 +633,7 @@ func (b *Broker) apply(plan *importPlan) error {
 	for _, q := range plan.queues {
 		v, err := vhostOf(q.vhost)
 		if err == nil {
-			_, _, err = v.DeclareQueue(q.def, false)
+			_, err = v.Declare(q.def, false)
 		}
 		if err != nil {
 			return failed(fmt.Sprintf("queue '%s' in vhost '%s'", q.def.Name, q.vhost), err)

@@ -195,7 +195,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		{`"exchanges": [{"name": "e", "vhost": "v1", "type": "direct", "durable": "yes"}]`, "exchange 'e' in vhost 'v1'", "durable"},
 		{`"exchanges": [{"name": "e", "vhost": "nowhere", "type": "direct", "durable": true}]`, "exchange 'e' in vhost 'nowhere'", "vhost"},
 		{`"queues": [{"name": "q", "vhost": "v1", "durable": true, "arguments": {"x-max-length": "many"}}]`, "queue 'q' in vhost 'v1'", "x-max-length"},
-		{`"queues": [{"name": "q", "vhost": "v1", "durable": true, "arguments": {"x-queue-type": "quorum"}}]`, "queue 'q' in vhost 'v1'", "x-queue-type"},
+		{`"queues": [{"name": "q", "vhost": "v1", "durable": true, "arguments": {"x-queue-type": "stream"}}]`, "queue 'q' in vhost 'v1'", "x-queue-type"},
 		{`"queues": [{"name": "q", "vhost": "v1", "durable": true, "arguments": []}, {"name": "q", "vhost": "v1", "durable": false}]`, "queue 'q' in vhost 'v1'", "twice"},
 		{`"queues": [{"name": "q", "vhost": "v1", "durable": true, "arguments": "x"}]`, "queue 'q' in vhost 'v1'", "arguments"},
 		{`"bindings": [{"source": "x1", "vhost": "v1", "destination": "nope", "destination_type": "queue", "routing_key": ""}]`, "binding from exchange 'x1' to queue 'nope' in vhost 'v1'", "destination"},

@@ -38,6 +38,7 @@ func (b *Broker) openStore() error {
 	}
 	b.store = st
 	if err := b.restore(start); err != nil {
+		b.stopGroups()
 		st.Close()
 		b.store = nil
 		return err

@@ -118,6 +118,8 @@ func durableTarget(t any) bool {
 		return t.Durable
 	case *RemoteQueue:
 		return t.Durable && !t.Exclusive
+	case *QuorumQueue:
+		return true
 	}
 	return false
 }
@@ -130,6 +132,9 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 			return nil, v.noExchange(dest.Name)
 		}
 		return x, nil
+	}
+	if qq := v.quorums[dest.Name]; qq != nil {
+		return qq, nil
 	}
 	q := v.queues[dest.Name]
 	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {

@@ -55,8 +55,14 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 		return err
 	}
 	v.mu.RLock()
-	q := v.queues[def.Name]
+	q, qq := v.queues[def.Name], v.quorums[def.Name]
 	v.mu.RUnlock()
+	if qq != nil {
+		return v.equivalentQueue(qq.shape(), def)
+	}
+	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" && q == nil {
+		return v.checkQuorum(def)
+	}
 	if q == nil {
 		return nil
 	}

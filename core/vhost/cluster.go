@@ -628,6 +628,10 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		st := d.Local.Stats()
 		return st.Ready, st.Consumers, nil
 	}
+	if d.Quorum != nil {
+		st := d.Quorum.stats()
+		return st.Ready, st.Consumers, nil
+	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {
 		return 0, 0, err
@@ -732,10 +736,12 @@ func (f *Forwarding) done(err error) {
 }
 
 // forward sends m to the RemoteQueues routing reached, once a home node,
-// and empties r.remote; nil when there were none. wait holds a client's
-// publish back while a node's backlog is full.
+// and to the quorum queues it reached, and empties r.remote and r.quorum;
+// nil when there were none. The Forwarding hears from each node and each
+// quorum queue. wait holds a client's publish back while a node's backlog
+// is full.
 func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
-	if len(r.remote) == 0 {
+	if len(r.remote) == 0 && len(r.quorum) == 0 {
 		return nil
 	}
 	type batch struct {
@@ -755,7 +761,8 @@ next:
 	}
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	f := &Forwarding{n: len(batches)}
+	f := &Forwarding{n: len(batches) + len(r.quorum)}
+	v.enqueueQuorum(m, r, f)
 	for _, b := range batches {
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
 	}

@@ -47,6 +47,9 @@ type Source interface {
 // through: the queue itself, or a RemoteSource for one homed on another
 // node. The checks are Queue's.
 func (v *VHost) Source(name string, owner any) (Source, error) {
+	if qq := v.quorumQueue(name); qq != nil {
+		return qq, nil
+	}
 	q, err := v.Queue(name, owner)
 	if err == nil {
 		return q, nil

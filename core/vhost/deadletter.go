@@ -141,6 +141,9 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 			continue
 		}
 		v.holdPending(m, &r)
+		if d.Reason != queue.Rejected {
+			r.quorum = dropQuorumCycles(r.quorum, m)
+		}
 		v.forward(m, &r, false)
 		if d.Reason != queue.Rejected {
 			dropCycles(&r, m)

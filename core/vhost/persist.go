@@ -120,6 +120,9 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 // not survive the restart: it is restored empty, unusable by clients, and
 // DropLost proposes its delete.
 func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
+	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" {
+		return v.RestoreQuorum(def, qid)
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	if v.cluster != nil && def.Home != "" && def.Home != v.cluster.Node() {

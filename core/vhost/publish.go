@@ -22,6 +22,7 @@ type Router struct {
 	queues   []*queue.Queue
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
 	remote   []*RemoteQueue            // queues homed on other nodes
+	quorum   []*QuorumQueue            // quorum queues (quorum.go)
 }
 
 type pendingHold struct {
@@ -83,6 +84,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 	r.queues = r.queues[:0]
 	clear(r.remote)
 	r.remote = r.remote[:0]
+	clear(r.quorum)
+	r.quorum = r.quorum[:0]
 	r.visited = r.visited[:0]
 	clear(r.holds)
 	r.holds = r.holds[:0]
@@ -137,6 +140,10 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 			case *RemoteQueue:
 				if !slices.Contains(r.remote, t) {
 					r.remote = append(r.remote, t)
+				}
+			case *QuorumQueue:
+				if !slices.Contains(r.quorum, t) {
+					r.quorum = append(r.quorum, t)
 				}
 			case *Exchange:
 				r.work = append(r.work, t)

@@ -41,6 +41,7 @@ type Declared struct {
 	Name    string
 	Local   *queue.Queue
 	Remote  *RemoteQueue
+	Quorum  *QuorumQueue
 	Created bool
 }
 
@@ -76,7 +77,7 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 func (v *VHost) HasQueue(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.queues[name] != nil || v.remote[name] != nil
+	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil
 }
 
 // elsewhere refuses what needs a queue on this node for one homed on
@@ -114,6 +115,9 @@ func (v *VHost) locked(name string) error {
 // defMu alone, and enters the maps only when complete.
 func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	if passive {
+		if qq := v.quorumQueue(def.Name); qq != nil {
+			return Declared{Name: qq.Name, Quorum: qq}, nil
+		}
 		q, err := v.Queue(def.Name, def.Owner)
 		if err == nil {
 			q.Touch()
@@ -138,6 +142,13 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if v.isQuorum(def) {
+		qq, created, err := v.declareQuorumDef(def)
+		if err != nil {
+			return Declared{}, err
+		}
+		return Declared{Name: qq.Name, Quorum: qq, Created: created}, nil
+	}
 	q, created, err := v.declareQueue(def)
 	if err != nil {
 		return Declared{}, err
@@ -152,6 +163,9 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	if err != nil {
 		return nil, false, err
 	}
+	if d.Quorum != nil {
+		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a quorum queue", d.Name, v.Name)
+	}
 	if d.Local == nil {
 		return nil, false, v.elsewhere(d.Remote)
 	}
@@ -162,17 +176,27 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 // queue.declare-ok reports them.
 func (v *VHost) Counts(d Declared) (ready, consumers int, err error) { return v.counts(d) }
 
-// declareQueue is Declare's change on this node; defMu is held.
-func (v *VHost) declareQueue(def QueueDef) (*queue.Queue, bool, error) {
+// parseDeclare checks what every queue's declare must pass: the name,
+// the arguments, a vhost still open.
+func (v *VHost) parseDeclare(def QueueDef) (queue.Settings, error) {
 	if !def.ServerNamed && ReservedName(def.Name) {
-		return nil, false, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
+		return queue.Settings{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
 	if err != nil {
-		return nil, false, err
+		return settings, err
 	}
 	if v.closed.Load() {
-		return nil, false, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
+		return settings, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
+	}
+	return settings, nil
+}
+
+// declareQueue is Declare's change on this node; defMu is held.
+func (v *VHost) declareQueue(def QueueDef) (*queue.Queue, bool, error) {
+	settings, err := v.parseDeclare(def)
+	if err != nil {
+		return nil, false, err
 	}
 	if q := v.queues[def.Name]; q != nil {
 		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
@@ -300,6 +324,9 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if qq := v.quorums[name]; qq != nil {
+		return v.deleteQuorum(qq, ifUnused, ifEmpty)
+	}
 	q := v.queues[name]
 	if err := v.checkQueue(q, name, owner); err != nil {
 		return 0, err
@@ -350,6 +377,13 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
+	if qq := v.quorumQueue(name); qq != nil {
+		n, err := qq.Purge()
+		if err != nil {
+			return 0, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", name, v.Name, err)
+		}
+		return n, nil
+	}
 	if rq := v.remoteQueue(name); rq != nil {
 		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
 		return int(id(ans, "messages")), err
@@ -400,7 +434,10 @@ type QueueEntry struct {
 	// Home is the node a queue homed on another node lives on; "" for a
 	// queue of this node.
 	Home string
+	// Type is "quorum" for a quorum queue, "" for a classic one.
+	Type string
 	q    *queue.Queue
+	qq   *QuorumQueue
 	v    *VHost // for a remote queue's figures
 	rq   *RemoteQueue
 }
@@ -422,6 +459,9 @@ func (e QueueEntry) Info() QueueInfo {
 	if e.rq != nil {
 		st, err := e.v.remoteStats(e.rq)
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
+	}
+	if e.qq != nil {
+		return QueueInfo{QueueEntry: e, Stats: e.qq.stats(), Counters: e.qq.Counters.Values(), Rates: e.qq.Counters.Rates()}
 	}
 	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
 }
@@ -451,9 +491,12 @@ func (v *VHost) remoteEntry(rq *RemoteQueue) QueueEntry {
 func (v *VHost) QueueEntries() []QueueEntry {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote))
+	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote)+len(v.quorums))
 	for _, q := range v.queues {
 		out = append(out, v.entry(q))
+	}
+	for _, qq := range v.quorums {
+		out = append(out, v.quorumEntry(qq))
 	}
 	for name, rq := range v.remote {
 		if v.queues[name] == nil {
@@ -469,9 +512,12 @@ func (v *VHost) QueueEntries() []QueueEntry {
 // vhost's lock while it waits for a queue's.
 func (v *VHost) Queues() []QueueInfo {
 	v.mu.RLock()
-	entries := make([]QueueEntry, 0, len(v.queues))
+	entries := make([]QueueEntry, 0, len(v.queues)+len(v.quorums))
 	for _, q := range v.queues {
 		entries = append(entries, v.entry(q))
+	}
+	for _, qq := range v.quorums {
+		entries = append(entries, v.quorumEntry(qq))
 	}
 	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
@@ -489,6 +535,8 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	ok := true
 	if q := v.queues[name]; q != nil {
 		e = v.entry(q)
+	} else if qq := v.quorums[name]; qq != nil {
+		e = v.quorumEntry(qq)
 	} else if rq := v.remote[name]; rq != nil {
 		e = v.remoteEntry(rq)
 	} else {
@@ -506,8 +554,11 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 func (v *VHost) QueueNames() []string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]string, 0, len(v.queues)+len(v.remote))
+	out := make([]string, 0, len(v.queues)+len(v.remote)+len(v.quorums))
 	for name := range v.queues {
+		out = append(out, name)
+	}
+	for name := range v.quorums {
 		out = append(out, name)
 	}
 	for name := range v.remote {

@@ -54,6 +54,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
@@ -91,6 +92,10 @@ type VHost struct {
 	remote    map[string]*RemoteQueue // queues homed on other nodes
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
 	lost      []lostQueue             // for DropLost; under defMu
+	quorums   map[string]*QuorumQueue // quorum queues (quorum.go)
+
+	groups *cluster.Groups // runs quorum queues' groups; nil: none here
+	expiry expiry
 
 	// Consuming across nodes (consumers.go): consMu guards the maps.
 	consMu     sync.Mutex
@@ -110,6 +115,8 @@ type Config struct {
 	// Cluster, on a cluster member, shares the topology with the other
 	// nodes; nil on a node of its own.
 	Cluster Cluster
+	// Groups runs quorum queues' Raft groups; nil refuses quorum queues.
+	Groups *cluster.Groups
 }
 
 // New creates a vhost with the default and predeclared exchanges.
@@ -128,6 +135,9 @@ func New(c Config) *VHost {
 		byDest:    make(map[exchange.Destination][]*exchange.Binding),
 		remote:    make(map[string]*RemoteQueue),
 		homed:     make(map[string]uint64),
+		quorums:   make(map[string]*QuorumQueue),
+		groups:    c.Groups,
+		expiry:    expiry{stop: make(chan struct{})},
 		sources:   make(map[uint64]*RemoteSource),
 		consumers: make(map[consumerKey]*remoteConsumer),
 	}
@@ -152,6 +162,8 @@ func New(c Config) *VHost {
 // Close stops the vhost's timers and refuses new queues. Queues and
 // exchanges stay as they are, for a store to have recorded.
 func (v *VHost) Close() {
-	v.closed.Store(true)
+	if !v.closed.Swap(true) {
+		close(v.expiry.stop)
+	}
 	v.holds.stop()
 }

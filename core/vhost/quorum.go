@@ -1,0 +1,447 @@
+package vhost
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/quorum"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Quorum queues (x-queue-type quorum) keep their messages in a Raft group
+// of their own (core/quorum's machine over a cluster.Group, its log in
+// the store): a publish is confirmed once the group committed it, so a
+// confirmed message survives a crash. On a node without a cluster the
+// group has this node as its only member.
+//
+// A quorum queue is reached like a classic one (routing, the default
+// exchange, bindings, consume, get, purge, delete, listings); what
+// differs lives here: the declare's rules (RabbitMQ 3.10's, with its
+// reply texts), the confirms (through a Forwarding, as messages sent to
+// other nodes are), dead-lettering out of the group, expiry at the head,
+// and restoring the group at start-up.
+
+// QuorumQueue is a quorum queue of this vhost: its declaration and this
+// node's member of its group.
+type QuorumQueue struct {
+	*quorum.Queue
+	Name     string
+	Args     protocol.Table
+	ID       uint64 // its group's id, and its stored record's
+	Settings queue.Settings
+	// Counters are the queue's message statistics.
+	Counters stats.Meter
+
+	group *cluster.Group
+}
+
+// quorumRefused are the arguments of other queue types that a quorum
+// queue refuses (RabbitMQ 3.10 answers 406 "... of queue type
+// rabbit_quorum_queue"); others it does not know are kept and ignored.
+var quorumRefused = []string{
+	"x-max-priority", "x-queue-mode", "x-queue-master-locator", "x-queue-version",
+	"x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
+}
+
+// checkQuorum refuses a quorum queue's declare the way RabbitMQ 3.10 does.
+func (v *VHost) checkQuorum(def QueueDef) error {
+	invalidProperty := func(p string) error {
+		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, v.Name)
+	}
+	switch {
+	case def.ServerNamed:
+		return reply.PreconditionFailed("Cannot declare a server-named queue for type rabbit_quorum_queue")
+	case !def.Durable:
+		return invalidProperty("non-durable")
+	case def.AutoDelete:
+		return invalidProperty("auto-delete")
+	case def.Exclusive:
+		return invalidProperty("exclusive-owner")
+	}
+	for _, k := range quorumRefused {
+		if _, ok := def.Args[k]; ok {
+			return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s' of queue type rabbit_quorum_queue", k, def.Name, v.Name)
+		}
+	}
+	bad := func(k string, why string) error {
+		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %s", k, def.Name, v.Name, why)
+	}
+	if x, ok := def.Args["x-quorum-initial-group-size"]; ok {
+		n, isInt := queue.Integer(x)
+		switch {
+		case !isInt:
+			return bad("x-quorum-initial-group-size", fmt.Sprintf("%q", "expected integer, got "+amqpType(x)))
+		case n == 0:
+			return bad("x-quorum-initial-group-size", "{value_zero,0}")
+		case n < 0:
+			return bad("x-quorum-initial-group-size", fmt.Sprintf("{value_negative,%d}", n))
+		}
+	}
+	if x, ok := def.Args["x-dead-letter-strategy"]; ok {
+		if s, _ := x.(string); s != "at-most-once" && s != "at-least-once" {
+			return bad("x-dead-letter-strategy", "invalid_dlx_strategy")
+		}
+	}
+	if x, ok := def.Args["x-queue-leader-locator"]; ok {
+		if s, _ := x.(string); s != "client-local" && s != "balanced" {
+			return bad("x-queue-leader-locator", "invalid_queue_locator_arg")
+		}
+	}
+	if v.groups == nil || v.store == nil {
+		return reply.PreconditionFailed("queue '%s' in vhost '%s': quorum queues need the broker's store", def.Name, v.Name)
+	}
+	if v.cluster != nil {
+		return reply.PreconditionFailed("queue '%s' in vhost '%s': quorum queues are not supported on a clustered node yet", def.Name, v.Name)
+	}
+	return nil
+}
+
+// machineConfig is what a quorum queue's machine acts on, from its
+// settings (arguments and policy).
+func machineConfig(s queue.Settings) quorum.Config {
+	c := quorum.DefaultConfig()
+	c.MaxLength, c.MaxBytes, c.DeliveryLimit = s.MaxLength, s.MaxLengthBytes, s.DeliveryLimit
+	if s.Overflow != queue.DropHead {
+		// reject-publish-dlx is taken as reject-publish, as RabbitMQ
+		// 3.10's quorum queues take it.
+		c.Overflow = quorum.RejectPublish
+	}
+	c.DeadLetter = s.HasDeadLetter
+	c.SingleActive = s.SingleActiveConsumer
+	return c
+}
+
+// quorumRecord is a quorum queue's stored declaration.
+func quorumRecord(qq *QuorumQueue) protocol.Table {
+	return protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
+}
+
+// isQuorum says whether a declare is a quorum queue's: it asks for one,
+// and no classic queue has the name (whose redeclare then tells the
+// difference), or a quorum queue has it; defMu is held.
+func (v *VHost) isQuorum(def QueueDef) bool {
+	if v.quorums[def.Name] != nil {
+		return true
+	}
+	t, _ := def.Args["x-queue-type"].(string)
+	return t == "quorum" && v.queues[def.Name] == nil
+}
+
+// declareQuorumDef is Declare's change for a quorum queue; defMu is held.
+func (v *VHost) declareQuorumDef(def QueueDef) (*QuorumQueue, bool, error) {
+	settings, err := v.parseDeclare(def)
+	if err != nil {
+		return nil, false, err
+	}
+	return v.declareQuorum(def, settings)
+}
+
+// declareQuorum makes a quorum queue, or checks the one there is; defMu
+// is held and the arguments parsed.
+func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQueue, bool, error) {
+	if qq := v.quorums[def.Name]; qq != nil {
+		if err := v.equivalentQueue(qq.shape(), def); err != nil {
+			return nil, false, err
+		}
+		return qq, false, nil
+	}
+	if err := v.checkQuorum(def); err != nil {
+		return nil, false, err
+	}
+	id := v.store.NewID()
+	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Settings: settings}
+	// Recorded first: a crash before the group starts leaves a queue
+	// whose group starts empty at the restart, never a group nobody
+	// names.
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
+		return nil, false, stored(err)
+	}
+	if err := v.startQuorum(qq); err != nil {
+		_ = v.store.DeleteMeta(storage.KindQueue, v.Name, def.Name)
+		return nil, false, reply.Internal("could not start the quorum queue '%s': %v", def.Name, err)
+	}
+	v.registerQuorum(qq)
+	return qq, true, nil
+}
+
+// startQuorum starts this node's member of qq's group, from its log if it
+// has one, and waits until it has replayed it.
+func (v *VHost) startQuorum(qq *QuorumQueue) error {
+	rs, ok := v.store.(raftLogs)
+	if !ok {
+		return fmt.Errorf("the store keeps no Raft logs")
+	}
+	log, err := rs.RaftLog(qq.ID)
+	if err != nil {
+		return err
+	}
+	s := qq.Settings
+	if p := v.policies.For(policy.Queues, qq.Name); p != nil {
+		s = s.WithPolicy(p.Definition)
+	}
+	qq.Settings = s
+	var ttl time.Duration
+	if s.MessageTTL != queue.Unlimited {
+		ttl = time.Duration(s.MessageTTL) * time.Millisecond
+	}
+	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: machineConfig(s), TTL: ttl,
+		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why) }})
+	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: []uint64{v.groups.Self()}, Log: log, Machine: qq.Queue})
+	if err != nil {
+		return err
+	}
+	qq.group = g
+	qq.Queue.SetLog(g)
+	<-g.Recovered()
+	v.startExpiry()
+	return nil
+}
+
+// raftLogs is the part of *storage.Store quorum queues need.
+type raftLogs interface {
+	RaftLog(group uint64) (*storage.RaftLog, error)
+	DeleteRaftLog(group uint64) error
+}
+
+// registerQuorum adds qq and its implicit binding from the default
+// exchange to the maps; defMu is held.
+func (v *VHost) registerQuorum(qq *QuorumQueue) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.quorums[qq.Name] = qq
+	v.defaults[qq.Name] = &exchange.Binding{
+		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: qq.Name},
+		Key:         qq.Name, Target: qq, Durable: true,
+	}
+}
+
+func (qq *QuorumQueue) shape() queueShape {
+	return queueShape{Durable: true, Args: qq.Args}
+}
+
+// quorumQueue returns the named quorum queue, nil when there is none.
+func (v *VHost) quorumQueue(name string) *QuorumQueue {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.quorums[name]
+}
+
+// deleteQuorum deletes a quorum queue: its group stops, its log goes, and
+// its bindings and record with it; defMu is held.
+func (v *VHost) deleteQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) (int, error) {
+	ready, _, unacked, consumers := qq.Stats()
+	if ifUnused && consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", qq.Name, v.Name)
+	}
+	if ifEmpty && ready+unacked > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.Name, v.Name)
+	}
+	v.forgetQuorum(qq)
+	return ready, nil
+}
+
+// forgetQuorum removes qq from the maps with its bindings, stops its
+// group and deletes its log and record; defMu is held.
+func (v *VHost) forgetQuorum(qq *QuorumQueue) {
+	dest := exchange.Destination{Kind: exchange.ToQueue, Name: qq.Name}
+	v.mu.Lock()
+	if v.quorums[qq.Name] != qq {
+		v.mu.Unlock()
+		return
+	}
+	delete(v.quorums, qq.Name)
+	delete(v.defaults, qq.Name)
+	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	v.mu.Unlock()
+	v.removeBindings(bound)
+	qq.CancelAll()
+	qq.group.Stop()
+	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, qq.Name); err != nil {
+		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the stored quorum queue; it will come back after a restart")
+	}
+	if err := v.store.(raftLogs).DeleteRaftLog(qq.ID); err != nil {
+		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the quorum queue's log")
+	}
+}
+
+// RestoreQuorum restarts a stored quorum queue's group at start-up.
+func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
+	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
+	if err != nil {
+		return err
+	}
+	if v.groups == nil {
+		return fmt.Errorf("quorum queue '%s': this broker runs no groups", def.Name)
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Settings: settings}
+	if err := v.startQuorum(qq); err != nil {
+		return err
+	}
+	v.registerQuorum(qq)
+	return nil
+}
+
+// enqueueQuorum hands m to the quorum queues routing reached and empties
+// r.quorum; f, when not nil, hears from each (a refused message is
+// ErrRejected, which nacks its publisher).
+func (v *VHost) enqueueQuorum(m *message.Message, r *Router, f *Forwarding) {
+	for i, qq := range r.quorum {
+		qq.Counters.Inc(stats.PublishIn)
+		qq.Enqueue(m, func(err error) {
+			if err == quorum.ErrRefused {
+				err = ErrRejected
+			}
+			if f != nil {
+				f.done(err)
+			}
+		})
+		r.quorum[i] = nil
+	}
+	r.quorum = r.quorum[:0]
+}
+
+// quorumDeadLetter republishes a message that left qq as a dead letter,
+// at most once: to its dead-letter exchange's queues, with x-death.
+func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum.Reason) {
+	s := qq.Settings
+	if k, ok := stats.DeadLetterKind(string(why)); ok {
+		qq.Counters.Inc(k)
+		v.Counters.Inc(k)
+	}
+	x, err := v.Exchange(s.DeadLetterExchange)
+	if err != nil {
+		return // a missing dead-letter exchange drops the message, as RabbitMQ
+	}
+	dead, err := deadLettered(queue.Dead{Entry: queue.Entry{Msg: m}, Reason: queue.Reason(why)}, qq.Name, s, time.Now())
+	if err != nil {
+		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("cannot dead-letter message; dropped")
+		return
+	}
+	var r Router
+	if _, err := v.route(x, dead, &r, ""); err != nil {
+		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("dead-letter routing failed; message dropped")
+		return
+	}
+	v.holdPending(dead, &r)
+	if why != quorum.Rejected {
+		dropCycles(&r, dead)
+		r.quorum = dropQuorumCycles(r.quorum, dead)
+	}
+	v.enqueue(dead, &r)
+	v.forward(dead, &r, false)
+}
+
+// amqpType names a field value's AMQP type as RabbitMQ's errors do.
+func amqpType(x any) string {
+	switch x.(type) {
+	case string, []byte:
+		return "longstr"
+	case bool:
+		return "bool"
+	case float32:
+		return "float"
+	case float64:
+		return "double"
+	case protocol.Table:
+		return "table"
+	case []any:
+		return "array"
+	case time.Time:
+		return "timestamp"
+	case nil:
+		return "void"
+	}
+	return "number"
+}
+
+func dropQuorumCycles(qs []*QuorumQueue, m *message.Message) []*QuorumQueue {
+	deaths, _ := m.Headers()["x-death"].([]any)
+	kept := qs[:0]
+	for _, qq := range qs {
+		if !isCycle(qq.Name, deaths) {
+			kept = append(kept, qq)
+		}
+	}
+	clear(qs[len(kept):])
+	return kept
+}
+
+// expiry runs the vhost's quorum queues' expiry at the head: every
+// expiryEvery the leaders whose head message is due append an expiry.
+type expiry struct {
+	once sync.Once
+	stop chan struct{}
+}
+
+const expiryEvery = 100 * time.Millisecond
+
+// startExpiry starts the expiry loop with the first quorum queue.
+func (v *VHost) startExpiry() {
+	v.expiry.once.Do(func() {
+		go func() {
+			t := time.NewTicker(expiryEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-v.expiry.stop:
+					return
+				case <-t.C:
+				}
+				now := time.Now().UnixMilli()
+				for _, qq := range v.quorumList() {
+					if _, leading := qq.Leader(); leading {
+						if at := qq.HeadExpiresAt(); at != 0 && at <= now {
+							go qq.Expire()
+						}
+					}
+				}
+			}
+		}()
+	})
+}
+
+// quorumList returns the quorum queues, for work done without mu.
+func (v *VHost) quorumList() []*QuorumQueue {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]*QuorumQueue, 0, len(v.quorums))
+	for _, qq := range v.quorums {
+		out = append(out, qq)
+	}
+	return out
+}
+
+// quorumStats are qq's figures as a listing shows them.
+func (qq *QuorumQueue) stats() queue.Stats {
+	ready, bytes, unacked, consumers := qq.Stats()
+	return queue.Stats{Ready: ready, ReadyBytes: bytes, Unacked: unacked, Consumers: consumers}
+}
+
+// quorumEntry is qq's listing entry; the caller holds mu.
+func (v *VHost) quorumEntry(qq *QuorumQueue) QueueEntry {
+	e := QueueEntry{Name: qq.Name, Durable: true, Args: qq.Args, Type: "quorum", qq: qq}
+	if p := v.policies.For(policy.Queues, qq.Name); p != nil {
+		e.Policy = p.Name
+	}
+	return e
+}
+
+// QuorumStatus is a quorum queue's group as this node sees it: leader,
+// members and, on the leader, each member's log position.
+func (e QueueEntry) QuorumStatus() (cluster.GroupStatus, bool) {
+	if e.qq == nil {
+		return cluster.GroupStatus{}, false
+	}
+	return e.qq.group.Status(), true
+}

@@ -1,0 +1,420 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/core/config"
+)
+
+// Quorum queues on a node without a cluster (a Raft group of one), end to
+// end. Each test but the restart also runs against RabbitMQ 3.10.8
+// (WARREN_REFERENCE_URL).
+
+var quorumArgs = amqp.Table{"x-queue-type": "quorum"}
+
+func withQuorum(extra amqp.Table) amqp.Table {
+	t := amqp.Table{"x-queue-type": "quorum"}
+	for k, v := range extra {
+		t[k] = v
+	}
+	return t
+}
+
+// declareQuorum declares a durable quorum queue named after the test.
+func declareQuorum(t testing.TB, s *server, ch *amqp.Channel, suffix string, extra amqp.Table) string {
+	t.Helper()
+	name := uniq(t, suffix)
+	s.ownQueue(name)
+	if _, err := ch.QueueDeclare(name, true, false, false, false, withQuorum(extra)); err != nil {
+		t.Fatalf("queue.declare %s: %v", name, err)
+	}
+	return name
+}
+
+// expectRefusal checks a channel error's code and that its text says
+// what RabbitMQ's says.
+func expectRefusal(t *testing.T, err error, code int, text string) {
+	t.Helper()
+	expectCode(t, err, code)
+	if e := err.(*amqp.Error); !strings.Contains(e.Reason, text) {
+		t.Fatalf("reply text %q does not say %q", e.Reason, text)
+	}
+}
+
+func TestQuorumDeclareRules(t *testing.T) {
+	s := start(t)
+	c, _ := channel(t, s)
+	name := uniq(t, "")
+	cases := []struct {
+		name                           string
+		durable, autoDelete, exclusive bool
+		args                           amqp.Table
+		code                           int
+		text                           string
+	}{
+		{name + ".nd", false, false, false, quorumArgs, amqp.PreconditionFailed, "invalid property 'non-durable' for queue '" + name + ".nd'"},
+		{name + ".ad", true, true, false, quorumArgs, amqp.PreconditionFailed, "invalid property 'auto-delete'"},
+		{name + ".ex", true, false, true, quorumArgs, amqp.PreconditionFailed, "invalid property 'exclusive-owner'"},
+		{"", true, false, false, quorumArgs, amqp.PreconditionFailed, "Cannot declare a server-named queue for type rabbit_quorum_queue"},
+		{name + ".prio", true, false, false, withQuorum(amqp.Table{"x-max-priority": int32(5)}), amqp.PreconditionFailed,
+			"invalid arg 'x-max-priority' for queue '" + name + ".prio' in vhost '/' of queue type rabbit_quorum_queue"},
+		{name + ".lazy", true, false, false, withQuorum(amqp.Table{"x-queue-mode": "lazy"}), amqp.PreconditionFailed, "invalid arg 'x-queue-mode'"},
+		{name + ".size", true, false, false, withQuorum(amqp.Table{"x-quorum-initial-group-size": int32(0)}), amqp.PreconditionFailed, "{value_zero,0}"},
+		{name + ".size2", true, false, false, withQuorum(amqp.Table{"x-quorum-initial-group-size": "x"}), amqp.PreconditionFailed, "expected integer, got longstr"},
+		{name + ".dls", true, false, false, withQuorum(amqp.Table{"x-dead-letter-strategy": "foo"}), amqp.PreconditionFailed, "invalid_dlx_strategy"},
+		{name + ".loc", true, false, false, withQuorum(amqp.Table{"x-queue-leader-locator": "foo"}), amqp.PreconditionFailed, "invalid_queue_locator_arg"},
+		{name + ".type", true, false, false, amqp.Table{"x-queue-type": "foo"}, amqp.PreconditionFailed, "unsupported queue type 'foo'"},
+	}
+	for _, tc := range cases {
+		ch, err := c.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ownQueue(tc.name)
+		_, err = ch.QueueDeclare(tc.name, tc.durable, tc.autoDelete, tc.exclusive, false, tc.args)
+		expectRefusal(t, err, tc.code, tc.text)
+	}
+
+	// Accepted: the arguments a quorum queue takes.
+	ch, _ := c.Channel()
+	declareQuorum(t, s, ch, "ok", amqp.Table{"x-quorum-initial-group-size": int32(3), "x-queue-leader-locator": "balanced",
+		"x-dead-letter-strategy": "at-most-once", "x-delivery-limit": int32(5), "x-max-length": int32(100),
+		"x-overflow": "reject-publish", "x-message-ttl": int32(60000), "x-single-active-consumer": true})
+
+	// Redeclares with another type, or none, are inequivalent.
+	q := declareQuorum(t, s, ch, "type", nil)
+	_, err := ch.QueueDeclare(q, true, false, false, false, amqp.Table{"x-queue-type": "classic"})
+	expectRefusal(t, err, amqp.PreconditionFailed, "inequivalent arg 'x-queue-type' for queue '"+q+"' in vhost '/'")
+	ch, _ = c.Channel()
+	_, err = ch.QueueDeclare(q, true, false, false, false, nil)
+	expectRefusal(t, err, amqp.PreconditionFailed, "inequivalent arg 'x-queue-type'")
+	ch, _ = c.Channel()
+	classic := uniq(t, "classic")
+	s.ownQueue(classic)
+	if _, err := ch.QueueDeclare(classic, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ch.QueueDeclare(classic, true, false, false, false, quorumArgs)
+	expectRefusal(t, err, amqp.PreconditionFailed, "inequivalent arg 'x-queue-type'")
+
+	// The same declare again is fine, and a passive one finds it.
+	ch, _ = c.Channel()
+	if _, err := ch.QueueDeclare(q, true, false, false, false, quorumArgs); err != nil {
+		t.Fatalf("redeclare: %v", err)
+	}
+	if _, err := ch.QueueDeclarePassive(q, true, false, false, false, nil); err != nil {
+		t.Fatalf("passive: %v", err)
+	}
+}
+
+// publishMany publishes n messages "0".."n-1" and waits for every
+// confirm; it returns how many were nacked.
+func publishMany(t testing.TB, ch *amqp.Channel, exchange, key string, n int, msg func(i int) amqp.Publishing) int {
+	t.Helper()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, n))
+	for i := range n {
+		p := amqp.Publishing{Body: []byte(fmt.Sprint(i))}
+		if msg != nil {
+			p = msg(i)
+		}
+		if err := ch.PublishWithContext(context.Background(), exchange, key, false, false, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nacked := 0
+	for range n {
+		select {
+		case c := <-confirms:
+			if !c.Ack {
+				nacked++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a confirm did not come within 10s")
+		}
+	}
+	return nacked
+}
+
+func TestQuorumPublishConsumeSettle(t *testing.T) {
+	s := start(t)
+	c, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 50, nil); nacked != 0 {
+		t.Fatalf("%d publishes nacked", nacked)
+	}
+	ok, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	if err != nil || ok.Messages != 50 {
+		t.Fatalf("passive declare: %+v %v", ok, err)
+	}
+
+	// basic.get takes the head; a nack with requeue puts it at the back
+	// (RabbitMQ 3.10.8's quorum queues do; classic queues put it back in
+	// its place), with x-delivery-count.
+	d, got, err := ch.Get(q, false)
+	if err != nil || !got || string(d.Body) != "0" || d.MessageCount != 49 {
+		t.Fatalf("get: %v %v %q count %d", got, err, d.Body, d.MessageCount)
+	}
+	if err := d.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	// The nack is asynchronous: the consumer below, on another channel,
+	// starts once the queue has the message back.
+	waitReady(t, ch, q, 50)
+
+	consumer, _ := c.Channel()
+	if err := consumer.Qos(10, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := consumer.Consume(q, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 51; i++ {
+		m := receive(t, deliveries)
+		if i == 50 {
+			if string(m.Body) != "0" || !m.Redelivered || m.Headers["x-delivery-count"] != int64(1) {
+				t.Fatalf("the requeued message came back as %q redelivered=%v headers %v", m.Body, m.Redelivered, m.Headers)
+			}
+			break
+		}
+		if string(m.Body) != fmt.Sprint(i) || m.Redelivered {
+			t.Fatalf("delivery %d: %q redelivered=%v", i, m.Body, m.Redelivered)
+		}
+		if _, has := m.Headers["x-delivery-count"]; has {
+			t.Fatalf("first delivery %d carries x-delivery-count", i)
+		}
+		if i < 41 {
+			m.Ack(false)
+		}
+	}
+	// 10 unacked, within the prefetch; recover gives them back.
+	if err := consumer.Cancel("", false); err != nil {
+		t.Fatal(err)
+	}
+	consumer.Close()
+	waitReady(t, ch, q, 10)
+	n, err := ch.QueuePurge(q, false)
+	if err != nil || n != 10 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if n, err := ch.QueueDelete(q, false, false, false); err != nil || n != 0 {
+		t.Fatalf("delete: %d %v", n, err)
+	}
+	_, err = ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	expectCode(t, err, amqp.NotFound)
+}
+
+// waitReady waits until the queue has n messages ready.
+func waitReady(t testing.TB, ch *amqp.Channel, q string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok.Messages == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d messages ready, want %d", q, ok.Messages, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A message given back more often than x-delivery-limit is dead-lettered
+// with reason delivery_limit.
+func TestQuorumDeliveryLimit(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	dlq := declareQueue(t, s, ch, "dlq", nil)
+	q := declareQuorum(t, s, ch, "", amqp.Table{"x-delivery-limit": int32(1), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	publish(t, ch, "", q, body("m"))
+	for i := range 2 {
+		d := getOne(t, ch, q)
+		if i == 1 && d.Headers["x-delivery-count"] != int64(1) {
+			t.Fatalf("second delivery's headers %v", d.Headers)
+		}
+		d.Reject(true)
+	}
+	d := getOne(t, ch, dlq)
+	deaths, _ := d.Headers["x-death"].([]any)
+	if len(deaths) != 1 || deaths[0].(amqp.Table)["reason"] != "delivery_limit" || deaths[0].(amqp.Table)["queue"] != q {
+		t.Fatalf("dead letter's x-death %v", d.Headers["x-death"])
+	}
+}
+
+// getOne waits for a message to get.
+func getOne(t testing.TB, ch *amqp.Channel, q string) amqp.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, ok, err := ch.Get(q, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing to get from %s within 5s", q)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// x-max-length with reject-publish nacks what does not fit; drop-head
+// dead-letters the oldest with reason maxlen.
+//
+// RabbitMQ 3.10's quorum queues decide reject-publish after the fact: a
+// publish that finds the queue at its limit is still taken, and the
+// publishes after it are refused (pipelined ones all get in). Warren's
+// refuses the publish that does not fit, as classic queues do; serial
+// publishes tell the two apart by one message, which this test allows.
+func TestQuorumMaxLength(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "reject", amqp.Table{"x-max-length": int32(2), "x-overflow": "reject-publish"})
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+	acked := 0
+	for i := range 5 {
+		publish(t, ch, "", q, body(fmt.Sprint(i)))
+		if c := <-confirms; c.Ack {
+			acked++
+		}
+	}
+	if acked < 2 || acked > 3 {
+		t.Fatalf("%d of 5 serial publishes acked into a queue of 2", acked)
+	}
+	waitReady(t, ch, q, acked)
+	_, ch2 := channel(t, s)
+	dlq := declareQueue(t, s, ch2, "dlq", nil)
+	q2 := declareQuorum(t, s, ch2, "drop", amqp.Table{"x-max-length": int32(2), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	if nacked := publishMany(t, ch2, "", q2, 3, nil); nacked != 0 {
+		t.Fatalf("drop-head nacked %d", nacked)
+	}
+	d := getOne(t, ch2, dlq)
+	deaths, _ := d.Headers["x-death"].([]any)
+	if string(d.Body) != "0" || len(deaths) != 1 || deaths[0].(amqp.Table)["reason"] != "maxlen" {
+		t.Fatalf("dead letter %q x-death %v", d.Body, d.Headers["x-death"])
+	}
+	if got := getOne(t, ch2, q2); string(got.Body) != "1" {
+		t.Fatalf("head after drop-head: %q", got.Body)
+	}
+}
+
+// x-message-ttl expires messages at the head: dead-lettered, reason
+// expired.
+func TestQuorumMessageTTL(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	dlq := declareQueue(t, s, ch, "dlq", nil)
+	q := declareQuorum(t, s, ch, "", amqp.Table{"x-message-ttl": int32(100), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	publish(t, ch, "", q, body("soon gone"))
+	d := getOne(t, ch, dlq)
+	deaths, _ := d.Headers["x-death"].([]any)
+	if len(deaths) != 1 || deaths[0].(amqp.Table)["reason"] != "expired" {
+		t.Fatalf("x-death %v", d.Headers["x-death"])
+	}
+	if _, ok, _ := ch.Get(q, true); ok {
+		t.Fatal("the expired message is still in the queue")
+	}
+}
+
+// A quorum queue bound to an exchange gets what routes to it, mandatory
+// publishes are not returned, and single active consumer serves one.
+func TestQuorumRoutingAndSingleActiveConsumer(t *testing.T) {
+	s := start(t)
+	c, ch := channel(t, s)
+	x := declareExchange(t, s, ch, "x", "direct", nil)
+	q := declareQuorum(t, s, ch, "", amqp.Table{"x-single-active-consumer": true})
+	if err := ch.QueueBind(q, "k", x, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+	a, _ := c.Channel()
+	b, _ := c.Channel()
+	da, err := a.Consume(q, "a", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := b.Consume(q, "b", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := ch.PublishWithContext(context.Background(), x, "k", true, false, body(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		if m := receive(t, da); string(m.Body) != fmt.Sprint(i) {
+			t.Fatalf("active consumer got %q", m.Body)
+		}
+	}
+	nothing(t, db)
+	select {
+	case r := <-returns:
+		t.Fatalf("a routed mandatory publish was returned: %+v", r)
+	default:
+	}
+}
+
+// What a quorum queue confirmed is there after the broker restarts.
+func TestQuorumSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	tweak := func(c *config.Config) { c.Storage.DataDir = dir }
+	b := newBroker(t, tweak)
+	s := &server{b: b, url: url(b), t: t}
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 200, nil); nacked != 0 {
+		t.Fatalf("%d nacked", nacked)
+	}
+	for i := range 5 {
+		d := getOne(t, ch, q)
+		if string(d.Body) != fmt.Sprint(i) {
+			t.Fatalf("get %d: %q", i, d.Body)
+		}
+		d.Ack(false)
+	}
+	// A round trip after the acks: the channel has handled them before
+	// the broker stops (an ack still in the socket may be lost with the
+	// connection, and its message redelivered, as with any queue).
+	if _, err := ch.QueueDeclarePassive(q, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	b = startBroker(t, tweak)
+	s = &server{b: b, url: url(b), t: t}
+	_, ch = channel(t, s)
+	ok, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	if err != nil || ok.Messages != 195 {
+		t.Fatalf("after a restart: %+v %v", ok, err)
+	}
+	for i := 5; i < 200; i++ {
+		d := getOne(t, ch, q)
+		if string(d.Body) != fmt.Sprint(i) {
+			t.Fatalf("after a restart, get %d: %q", i, d.Body)
+		}
+		d.Ack(false)
+	}
+}
