@@ -418,3 +418,26 @@ func TestQuorumSurvivesRestart(t *testing.T) {
 		d.Ack(false)
 	}
 }
+
+// A no-ack consumer's prefetch does not hold a quorum queue back: its
+// deliveries are settled as they are sent.
+func TestQuorumNoAckConsumer(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 20, nil); nacked != 0 {
+		t.Fatalf("%d nacked", nacked)
+	}
+	if err := ch.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := ch.Consume(q, "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if m := receive(t, deliveries); string(m.Body) != fmt.Sprint(i) {
+			t.Fatalf("delivery %d: %q", i, m.Body)
+		}
+	}
+}

@@ -42,6 +42,7 @@ type options struct {
 	confirm    int
 	persistent bool
 	durable    bool
+	queueType  string
 	rate       int
 	pmessages  int
 	predeclare bool
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.confirm, "confirm", 0, "publisher confirms with this many messages in flight (0: no confirms)")
 	flag.BoolVar(&o.persistent, "persistent", false, "publish with delivery-mode 2")
 	flag.BoolVar(&o.durable, "durable", false, "declare the queue durable")
+	flag.StringVar(&o.queueType, "queue-type", "", "declare the queue with this x-queue-type (quorum implies -durable)")
 	flag.IntVar(&o.rate, "rate", 0, "limit each producer to this many messages per second (0: as fast as possible)")
 	flag.IntVar(&o.pmessages, "pmessages", 0, "each producer publishes this many messages and stops (0: run for -duration)")
 	flag.BoolVar(&o.predeclare, "predeclared", false, "do not declare the queue; it exists")
@@ -205,7 +207,11 @@ func declare(o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ch.QueueDeclare(o.queue, o.durable, false, false, false, nil); err != nil {
+	var args amqp.Table
+	if o.queueType != "" {
+		args = amqp.Table{"x-queue-type": o.queueType}
+	}
+	if _, err := ch.QueueDeclare(o.queue, o.durable || o.queueType == "quorum", false, false, false, args); err != nil {
 		return err
 	}
 	if _, err := ch.QueuePurge(o.queue, false); err != nil {

@@ -13,7 +13,7 @@ import (
 //
 //	opEnqueue:  now(8) expires_at(8) | exchange, routing key (shortstr) |
 //	            flags(2) | props, body (u32 length each)
-//	opCheckout: consumer (shortstr) | credit(4)
+//	opCheckout: consumer (shortstr) | credit(4) | no_ack(1)
 //	opGet:      consumer | no_ack(1)
 //	opSettle:   how(1) | count(4) | ids(8 each)
 //	opCancel, opDown: consumer
@@ -69,8 +69,12 @@ func (r *reader) message() (*message.Message, error) {
 
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
 
-func checkoutEntry(id ConsumerID, credit int) []byte {
-	return binary.BigEndian.AppendUint32(consumerEntry(opCheckout, id), uint32(credit))
+func checkoutEntry(id ConsumerID, credit int, noAck bool) []byte {
+	b := binary.BigEndian.AppendUint32(consumerEntry(opCheckout, id), uint32(credit))
+	if noAck {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 func getEntry(id ConsumerID, noAck bool) []byte {

@@ -153,11 +153,14 @@ type consumer struct {
 	id     ConsumerID
 	credit int            // its prefetch; 0 means unlimited
 	once   bool           // a basic.get: gone once served
+	noAck  bool           // settles what it is delivered at once (no-ack)
 	out    map[uint64]Msg // checked out, by id
 	gone   bool           // cancelled: no more deliveries
 }
 
-func (c *consumer) hasCredit() bool { return !c.gone && (c.credit == 0 || len(c.out) < c.credit) }
+func (c *consumer) hasCredit() bool {
+	return !c.gone && (c.noAck || c.credit == 0 || len(c.out) < c.credit)
+}
 
 // Machine is one quorum queue's state.
 type Machine struct {
@@ -242,9 +245,9 @@ func (m *Machine) dead(msg Msg, why Reason) {
 }
 
 // Checkout adds a consumer with a prefetch (0: unlimited).
-func (m *Machine) Checkout(id ConsumerID, credit int) []Effect {
+func (m *Machine) Checkout(id ConsumerID, credit int, noAck bool) []Effect {
 	if m.byID[id] == nil {
-		c := &consumer{id: id, credit: credit, out: map[uint64]Msg{}}
+		c := &consumer{id: id, credit: credit, noAck: noAck, out: map[uint64]Msg{}}
 		m.consumers = append(m.consumers, c)
 		m.byID[id] = c
 	}
@@ -289,8 +292,14 @@ func (m *Machine) dispatch() {
 		msg := m.pop()
 		redelivered := msg.Delivered
 		msg.Delivered = true
-		c.out[msg.ID] = msg
 		m.effects = append(m.effects, Effect{Kind: Deliver, Consumer: c.id, Msg: msg, Redelivered: redelivered})
+		if c.noAck {
+			// Settled as it is sent, as RabbitMQ settles a no-ack
+			// consumer's deliveries; its prefetch does not apply.
+			m.effects = append(m.effects, Effect{Kind: Acked, Msg: msg})
+		} else {
+			c.out[msg.ID] = msg
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 //
 //	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac
 //	enqueue id=N [size=N] [expires=MS]
-//	checkout C [credit=N]
+//	checkout C [credit=N] [noack]
 //	get C [noack]
 //	settle C ack|requeue|discard ids=1,2
 //	cancel C | down C | expire now=MS | purge | state
@@ -43,7 +43,7 @@ func TestMachine(t *testing.T) {
 				case "enqueue":
 					effects = m.Enqueue(Msg{ID: c.Args.U64(t, "id", 0), Size: c.Args.I64(t, "size", 1), ExpiresAt: c.Args.I64(t, "expires", 0)})
 				case "checkout":
-					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)))
+					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)), c.Args.Has("noack"))
 				case "get":
 					effects = m.Get(ConsumerID(name), c.Args.Has("noack"))
 				case "settle":
@@ -125,7 +125,7 @@ func TestMachineKeepsEveryMessageOnce(t *testing.T) {
 				where[next] = "ready"
 				apply(m.Enqueue(Msg{ID: next, Size: 1}))
 			case 2:
-				apply(m.Checkout(c, rng.Intn(3)))
+				apply(m.Checkout(c, rng.Intn(3), rng.Intn(4) == 0))
 			case 3:
 				var held []uint64
 				for id, w := range where {

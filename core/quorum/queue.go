@@ -154,7 +154,7 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 	if p, ok := c.(interface{ Prefetch() int }); ok {
 		credit = p.Prefetch()
 	}
-	if err := q.append(checkoutEntry(id, credit)); err != nil {
+	if err := q.append(checkoutEntry(id, credit, c.NoAck())); err != nil {
 		q.mu.Lock()
 		delete(q.consumers, id)
 		delete(q.byClient, c)
@@ -391,10 +391,11 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 	case opCheckout:
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
+		noAck := r.u8() == 1
 		if r.err != nil {
 			return r.err
 		}
-		effects = q.m.Checkout(id, credit)
+		effects = q.m.Checkout(id, credit, noAck)
 	case opGet:
 		id := ConsumerID(r.short())
 		noAck := r.u8() == 1

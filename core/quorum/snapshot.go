@@ -14,7 +14,7 @@ import (
 //	version(1) = 1
 //	machine: u32 length | next(4) | ready | consumers
 //	         msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
-//	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) out (msgs, by id)
+//	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) out (msgs, by id)
 //	bodies:  count(4) | each, by id: id(8) message (appendMessage)
 //
 // The machine's Config is not in it: it comes from the queue's
@@ -65,7 +65,7 @@ func (m *Machine) encode(b []byte) []byte {
 	for _, c := range m.consumers {
 		b = appendShort(b, string(c.id))
 		b = binary.BigEndian.AppendUint32(b, uint32(c.credit))
-		b = append(b, boolByte(c.once), boolByte(c.gone))
+		b = append(b, boolByte(c.once), boolByte(c.gone), boolByte(c.noAck))
 		out := make([]Msg, 0, len(c.out))
 		for _, msg := range c.out {
 			out = append(out, msg)
@@ -86,7 +86,7 @@ func decodeMachine(cfg Config, r *reader) *Machine {
 	}
 	n := int(r.u32())
 	for i := 0; i < n && r.err == nil; i++ {
-		c := &consumer{id: ConsumerID(r.short()), credit: int(r.u32()), once: r.u8() == 1, gone: r.u8() == 1, out: map[uint64]Msg{}}
+		c := &consumer{id: ConsumerID(r.short()), credit: int(r.u32()), once: r.u8() == 1, gone: r.u8() == 1, noAck: r.u8() == 1, out: map[uint64]Msg{}}
 		for _, msg := range r.msgs() {
 			c.out[msg.ID] = msg
 		}
