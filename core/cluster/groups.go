@@ -137,6 +137,7 @@ type Group struct {
 	cfg  GroupConfig
 
 	// Owned by the loop.
+	cache     *entryCache // cfg.Log is it
 	rn        *raft.RawNode
 	applied   uint64
 	snapIndex uint64
@@ -200,7 +201,9 @@ func (h *Groups) Start(cfg GroupConfig) (*Group, error) {
 	if cfg.ID == 0 {
 		return nil, errors.New("cluster: group 0 is the metadata group")
 	}
-	g := &Group{id: cfg.ID, host: h, cfg: cfg, waiters: map[uint64]*proposal{}, recovered: make(chan struct{})}
+	cache := &entryCache{LogStore: cfg.Log}
+	cfg.Log = cache
+	g := &Group{id: cfg.ID, host: h, cfg: cfg, cache: cache, waiters: map[uint64]*proposal{}, recovered: make(chan struct{})}
 	if err := g.init(); err != nil {
 		return nil, err
 	}
@@ -676,6 +679,8 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			continue
 		}
 		g.rn.Advance(r.rd)
+		// Only now: Advance reads the committed entries it handed out.
+		g.cache.forget(g.applied)
 		if g.campaign && g.conf != nil {
 			// The configuration is applied (Advance told Raft): now it
 			// lets this member stand.
@@ -827,7 +832,7 @@ func (g *Group) statusNow() GroupStatus {
 			out.Match[id] = pr.Match
 		}
 	}
-	if sized, ok := g.cfg.Log.(interface{ Size() (uint64, uint64) }); ok {
+	if sized, ok := g.cache.LogStore.(interface{ Size() (uint64, uint64) }); ok {
 		out.LogBytes, out.LogEntries = sized.Size()
 	}
 	return out

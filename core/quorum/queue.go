@@ -46,9 +46,15 @@ type Queue struct {
 	gets      map[ConsumerID]chan getResult
 	nextID    uint64
 	dead      []deadMsg // to route once the lock is released
-	leader    uint64    // the member that leads, as Raft last said (0: none known)
-	leading   bool
-	term      uint64
+
+	// setMu guards the settlements waiting to be proposed (settle); a
+	// leaf, never held with mu.
+	setMu    sync.Mutex
+	settles  []settleBatch
+	settling bool   // a flushSettles goroutine runs
+	leader   uint64 // the member that leads, as Raft last said (0: none known)
+	leading  bool
+	term     uint64
 	// follower: another member leads (or none is known): this member
 	// keeps the state and acts on nothing (no deliveries, dead letters
 	// or answers). A queue whose log never names a leader (tests) acts.
@@ -293,13 +299,59 @@ func (q *Queue) Get(noAck bool) (queue.Delivery, int, bool) {
 	}
 }
 
+// settle hands settlements to the log without waiting (an ack needs no
+// answer). Those that come while earlier ones are being committed are
+// gathered into the next entries, so a consumer acking one message at a
+// time costs an entry per commit round, not per ack.
 func (q *Queue) settle(how How, entries []queue.Entry) {
-	ids := make([]uint64, len(entries))
-	for i, e := range entries {
-		ids[i] = e.Seq
+	q.setMu.Lock()
+	n := len(q.settles)
+	if n == 0 || q.settles[n-1].how != how {
+		q.settles = append(q.settles, settleBatch{how: how})
+		n++
 	}
-	// Not waited for by the channel: an ack needs no answer.
-	go func() { _ = q.append(settleEntry(how, ids)) }()
+	b := &q.settles[n-1]
+	for _, e := range entries {
+		b.ids = append(b.ids, e.Seq)
+	}
+	start := !q.settling
+	q.settling = true
+	q.setMu.Unlock()
+	if start {
+		go q.flushSettles()
+	}
+}
+
+// settleBatch is settlements of one kind, in the order they came.
+type settleBatch struct {
+	how How
+	ids []uint64
+}
+
+// flushSettles proposes the gathered settlements, in order, and waits
+// for them before it takes the next; it ends when none are left.
+func (q *Queue) flushSettles() {
+	for {
+		q.setMu.Lock()
+		batches := q.settles
+		q.settles = nil
+		if len(batches) == 0 {
+			q.settling = false
+			q.setMu.Unlock()
+			return
+		}
+		q.setMu.Unlock()
+		done := make(chan struct{})
+		for i, b := range batches {
+			last := i == len(batches)-1
+			q.log.Propose(settleEntry(b.how, b.ids), func(uint64, error) {
+				if last {
+					close(done) // entries apply in order: the others are in
+				}
+			})
+		}
+		<-done
+	}
 }
 
 func (q *Queue) Ack(entries []queue.Entry)     { q.settle(Ack, entries) }
