@@ -146,6 +146,7 @@ type Group struct {
 	waiters   map[uint64]*proposal
 	held      []*proposal // waiting for a leader
 	checked   bool        // the sole-voter check after a restart is done
+	alone     bool        // leadsAlone, as of the last Ready
 	campaign  bool        // stand for leader once the configuration is applied
 	failed    bool
 
@@ -503,8 +504,13 @@ func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
 func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 	now := time.Now()
 	for _, g := range live {
-		g.rn.Tick()
-		touched[g] = true
+		if g.alone && len(g.waiters) == 0 && len(g.held) == 0 {
+			continue
+		}
+		if !g.alone {
+			g.rn.Tick()
+			touched[g] = true
+		}
 		for seq, p := range g.waiters {
 			if now.After(p.deadline) {
 				delete(g.waiters, seq)
@@ -519,6 +525,14 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 			return false
 		})
 	}
+}
+
+// leadsAlone says the member leads a group of which it is the only
+// voter: it has nobody to heartbeat and no election to call, so it is
+// not ticked (a thousand quorum queues on a node of its own idle at no
+// cost). The loop keeps the answer in g.alone.
+func (g *Group) leadsAlone() bool {
+	return g.lead == g.host.self && g.conf != nil && len(g.conf.GetVoters()) == 1 && len(g.conf.GetLearners()) == 0
 }
 
 func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in groupInput) {
@@ -681,6 +695,7 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 		g.rn.Advance(r.rd)
 		// Only now: Advance reads the committed entries it handed out.
 		g.cache.forget(g.applied)
+		g.alone = g.leadsAlone()
 		if g.campaign && g.conf != nil {
 			// The configuration is applied (Advance told Raft): now it
 			// lets this member stand.
