@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Quorum queues on a node without a cluster (a Raft group of one), end to
@@ -440,4 +441,33 @@ func TestQuorumNoAckConsumer(t *testing.T) {
 			t.Fatalf("delivery %d: %q", i, m.Body)
 		}
 	}
+}
+
+// A policy applies to a quorum queue as it is set: a lower max-length
+// drops the oldest, dead-lettering them where the policy says, and a
+// deleted policy lifts the limit.
+func TestQuorumPolicy(t *testing.T) {
+	s := startWarren(t)
+	_, ch := channel(t, s)
+	dlq := declareQueue(t, s, ch, "dlq", nil)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 5, nil); nacked != 0 {
+		t.Fatalf("%d nacked", nacked)
+	}
+	if err := s.b.SetPolicy("/", "qq-cap", "^"+q+"$", "queues", 1, protocol.Table{"max-length": int64(2),
+		"dead-letter-exchange": "", "dead-letter-routing-key": dlq}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, ch, q, 2)
+	waitReady(t, ch, dlq, 3)
+	if d := getOne(t, ch, q); string(d.Body) != "3" {
+		t.Fatalf("head after the policy: %q", d.Body)
+	}
+	if err := s.b.ClearPolicy("/", "qq-cap"); err != nil {
+		t.Fatal(err)
+	}
+	if nacked := publishMany(t, ch, "", q, 5, nil); nacked != 0 {
+		t.Fatalf("%d nacked", nacked)
+	}
+	waitReady(t, ch, q, 6) // "4" and five more; "3" is held by the get
 }

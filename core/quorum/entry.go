@@ -19,6 +19,8 @@ import (
 //	opCancel, opDown: consumer
 //	opExpire:   now(8)
 //	opPurge:    nothing
+//	opConfig:   max_length(8) max_bytes(8) overflow(1) delivery_limit(8)
+//	            dead_letter(1) single_active(1)
 //
 // Times are the leader's clock when it made the entry: applying an entry
 // reads no clock, so every member decides alike.
@@ -31,6 +33,7 @@ const (
 	opDown
 	opExpire
 	opPurge
+	opConfig
 )
 
 var errEntry = errors.New("quorum: an entry that does not decode")
@@ -91,6 +94,21 @@ func settleEntry(how How, ids []uint64) []byte {
 		b = binary.BigEndian.AppendUint64(b, id)
 	}
 	return b
+}
+
+func configEntry(c Config) []byte {
+	b := []byte{opConfig}
+	b = binary.BigEndian.AppendUint64(b, uint64(c.MaxLength))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.MaxBytes))
+	b = append(b, byte(c.Overflow))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.DeliveryLimit))
+	b = append(b, boolByte(c.DeadLetter), boolByte(c.SingleActive))
+	return b
+}
+
+func (r *reader) config() Config {
+	return Config{MaxLength: int64(r.u64()), MaxBytes: int64(r.u64()), Overflow: Overflow(r.u8()),
+		DeliveryLimit: int64(r.u64()), DeadLetter: r.u8() == 1, SingleActive: r.u8() == 1}
 }
 
 func expireEntry(now int64) []byte {

@@ -244,6 +244,16 @@ func (m *Machine) dead(msg Msg, why Reason) {
 	m.effects = append(m.effects, Effect{Kind: kind, Msg: msg, Reason: why})
 }
 
+// Configure changes the limits and dead-lettering (a policy changed):
+// a lower limit drops what is over it, and single active consumer may
+// give another consumer its turn.
+func (m *Machine) Configure(cfg Config) []Effect {
+	m.cfg = cfg
+	m.enforceLimits()
+	m.dispatch()
+	return m.take()
+}
+
 // Checkout adds a consumer with a prefetch (0: unlimited).
 func (m *Machine) Checkout(id ConsumerID, credit int, noAck bool) []Effect {
 	if m.byID[id] == nil {

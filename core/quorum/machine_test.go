@@ -12,7 +12,7 @@ import (
 // TestMachine runs the data-driven cases in testdata: each file is one
 // queue's life, a command per entry, and the effects it asked for.
 //
-//	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac
+//	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac [live]
 //	enqueue id=N [size=N] [expires=MS]
 //	checkout C [credit=N] [noack]
 //	get C [noack]
@@ -38,6 +38,10 @@ func TestMachine(t *testing.T) {
 						cfg.Overflow = RejectPublish
 					}
 					cfg.DeadLetter, cfg.SingleActive = c.Args.Has("dlx"), c.Args.Has("sac")
+					if c.Args.Has("live") {
+						effects = m.Configure(cfg) // a policy changed: the state stays
+						break
+					}
 					m = New(cfg)
 					return "ok"
 				case "enqueue":

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
@@ -33,7 +34,7 @@ var ErrRefused = reply.PreconditionFailed("the quorum queue refused the message 
 type Queue struct {
 	Name, VHost string
 	log         Log
-	ttl         time.Duration // x-message-ttl; 0 none
+	ttlMillis   atomic.Int64 // x-message-ttl (or the policy's); 0 none
 	deadLetter  func(m *message.Message, why Reason)
 
 	mu        sync.Mutex
@@ -98,9 +99,11 @@ type QueueConfig struct {
 
 // NewQueue makes a queue's leader over its log.
 func NewQueue(c QueueConfig) *Queue {
-	return &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, ttl: c.TTL, deadLetter: c.DeadLetter, m: New(c.Machine),
+	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, deadLetter: c.DeadLetter, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
 		refused: map[uint64]bool{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
+	q.ttlMillis.Store(c.TTL.Milliseconds())
+	return q
 }
 
 // SetLog gives the queue its log when the log needs the queue first (a
@@ -113,8 +116,8 @@ func (q *Queue) SetLog(l Log) { q.log = l }
 func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 	now := time.Now().UnixMilli()
 	var expiresAt int64
-	if q.ttl > 0 {
-		expiresAt = now + q.ttl.Milliseconds()
+	if ttl := q.ttlMillis.Load(); ttl > 0 {
+		expiresAt = now + ttl
 	}
 	if m.TTL != message.NoTTL && (expiresAt == 0 || now+m.TTL < expiresAt) {
 		expiresAt = now + m.TTL
@@ -362,6 +365,15 @@ func (q *Queue) Reject(entries []queue.Entry)  { q.settle(Discard, entries) }
 // the head's time may have come.
 func (q *Queue) Expire() error { return q.append(expireEntry(time.Now().UnixMilli())) }
 
+// Configure changes the queue's limits, dead-lettering and message TTL
+// (a policy changed): the limits through the log, so every member
+// changes at the same entry; the TTL is the leader's to stamp on new
+// messages.
+func (q *Queue) Configure(cfg Config, ttl time.Duration) error {
+	q.ttlMillis.Store(ttl.Milliseconds())
+	return q.append(configEntry(cfg))
+}
+
 // Purge drops the ready messages and says how many.
 func (q *Queue) Purge() (int, error) {
 	ch := make(chan error, 1)
@@ -480,6 +492,12 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		}
 	case opExpire:
 		effects = q.m.Expire(int64(r.u64()))
+	case opConfig:
+		cfg := r.config()
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Configure(cfg)
 	case opPurge:
 		before := bodyIDs(q.bodies)
 		n := q.m.Purge()

@@ -66,6 +66,7 @@ func (v *VHost) applyPolicies() {
 		}
 		q.ApplyPolicy(def)
 	}
+	v.applyQuorumPolicies()
 }
 
 // applyExchangePolicy sets x's policy and the alternate exchange in force:

@@ -3,6 +3,7 @@ package vhost
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
@@ -34,10 +35,13 @@ import (
 // node's member of its group.
 type QuorumQueue struct {
 	*quorum.Queue
-	Name     string
-	Args     protocol.Table
-	ID       uint64 // its group's id, and its stored record's
-	Settings queue.Settings
+	Name string
+	Args protocol.Table
+	ID   uint64 // its group's id, and its stored record's
+	// base is what the arguments set; settings what is in force, with
+	// the policy (read on the group's loop when a message dies).
+	base     queue.Settings
+	settings atomic.Pointer[queue.Settings]
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
@@ -120,6 +124,40 @@ func machineConfig(s queue.Settings) quorum.Config {
 	return c
 }
 
+// inForce records and returns the settings in force under policy p (nil:
+// none).
+func (qq *QuorumQueue) inForce(p *policy.Policy) queue.Settings {
+	s := qq.base
+	if p != nil {
+		s = s.WithPolicy(p.Definition)
+	}
+	qq.settings.Store(&s)
+	return s
+}
+
+func ttlOf(s queue.Settings) time.Duration {
+	if s.MessageTTL == queue.Unlimited {
+		return 0
+	}
+	return time.Duration(s.MessageTTL) * time.Millisecond
+}
+
+// applyQuorumPolicies puts the policies now in force on the quorum
+// queues; defMu is held. Each change is a log entry, so every member
+// changes its limits at the same point of the queue's history.
+func (v *VHost) applyQuorumPolicies() {
+	for _, qq := range v.quorumList() {
+		before := *qq.settings.Load()
+		s := qq.inForce(v.policies.For(policy.Queues, qq.Name))
+		if s == before {
+			continue
+		}
+		if err := qq.Configure(machineConfig(s), ttlOf(s)); err != nil {
+			v.log.Warn().Err(err).Str("queue", qq.Name).Msg("could not apply the policy to the quorum queue")
+		}
+	}
+}
+
 // quorumRecord is a quorum queue's stored declaration.
 func quorumRecord(qq *QuorumQueue) protocol.Table {
 	return protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
@@ -158,7 +196,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 		return nil, false, err
 	}
 	id := v.store.NewID()
-	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Settings: settings}
+	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, base: settings}
 	// Recorded first: a crash before the group starts leaves a queue
 	// whose group starts empty at the restart, never a group nobody
 	// names.
@@ -184,16 +222,8 @@ func (v *VHost) startQuorum(qq *QuorumQueue) error {
 	if err != nil {
 		return err
 	}
-	s := qq.Settings
-	if p := v.policies.For(policy.Queues, qq.Name); p != nil {
-		s = s.WithPolicy(p.Definition)
-	}
-	qq.Settings = s
-	var ttl time.Duration
-	if s.MessageTTL != queue.Unlimited {
-		ttl = time.Duration(s.MessageTTL) * time.Millisecond
-	}
-	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: machineConfig(s), TTL: ttl,
+	s := qq.inForce(v.policies.For(policy.Queues, qq.Name))
+	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: machineConfig(s), TTL: ttlOf(s),
 		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why) }})
 	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: []uint64{v.groups.Self()}, Log: log, Machine: qq.Queue})
 	if err != nil {
@@ -284,7 +314,7 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Settings: settings}
+	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, base: settings}
 	if err := v.startQuorum(qq); err != nil {
 		return err
 	}
@@ -314,7 +344,7 @@ func (v *VHost) enqueueQuorum(m *message.Message, r *Router, f *Forwarding) {
 // quorumDeadLetter republishes a message that left qq as a dead letter,
 // at most once: to its dead-letter exchange's queues, with x-death.
 func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum.Reason) {
-	s := qq.Settings
+	s := *qq.settings.Load()
 	if k, ok := stats.DeadLetterKind(string(why)); ok {
 		qq.Counters.Inc(k)
 		v.Counters.Inc(k)
