@@ -471,3 +471,32 @@ func TestQuorumPolicy(t *testing.T) {
 	}
 	waitReady(t, ch, q, 6) // "4" and five more; "3" is held by the get
 }
+
+// x-expires deletes a quorum queue nobody used for that long; a consumer
+// keeps it.
+func TestQuorumExpires(t *testing.T) {
+	s := start(t)
+	c, ch := channel(t, s)
+	kept := declareQuorum(t, s, ch, "kept", amqp.Table{"x-expires": int32(300)})
+	gone := declareQuorum(t, s, ch, "gone", amqp.Table{"x-expires": int32(300)})
+	consumer, _ := c.Channel()
+	if _, err := consumer.Consume(kept, "", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := ch.QueueDeclarePassive(gone, true, false, false, false, nil)
+		if err != nil {
+			expectCode(t, err, amqp.NotFound)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an unused quorum queue with x-expires 300 ms is still there after 5 s")
+		}
+		time.Sleep(400 * time.Millisecond) // longer than x-expires: passive declares do not keep it
+	}
+	ch, _ = c.Channel()
+	if _, err := ch.QueueDeclarePassive(kept, true, false, false, false, nil); err != nil {
+		t.Fatalf("the consumed queue expired: %v", err)
+	}
+}

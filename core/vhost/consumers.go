@@ -48,6 +48,7 @@ type Source interface {
 // node. The checks are Queue's.
 func (v *VHost) Source(name string, owner any) (Source, error) {
 	if qq := v.quorumQueue(name); qq != nil {
+		qq.touch()
 		return qq, nil
 	}
 	q, err := v.Queue(name, owner)

@@ -116,6 +116,7 @@ func (v *VHost) locked(name string) error {
 func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	if passive {
 		if qq := v.quorumQueue(def.Name); qq != nil {
+			qq.touch()
 			return Declared{Name: qq.Name, Quorum: qq}, nil
 		}
 		q, err := v.Queue(def.Name, def.Owner)

@@ -42,6 +42,9 @@ type QuorumQueue struct {
 	// the policy (read on the group's loop when a message dies).
 	base     queue.Settings
 	settings atomic.Pointer[queue.Settings]
+	// used is when a client last used the queue (unix ms): a declare, a
+	// consumer, a get; for x-expires.
+	used atomic.Int64
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
@@ -190,6 +193,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 		if err := v.equivalentQueue(qq.shape(), def); err != nil {
 			return nil, false, err
 		}
+		qq.touch()
 		return qq, false, nil
 	}
 	if err := v.checkQuorum(def); err != nil {
@@ -231,6 +235,7 @@ func (v *VHost) startQuorum(qq *QuorumQueue) error {
 	}
 	qq.group = g
 	qq.Queue.SetLog(g)
+	qq.touch()
 	<-g.Recovered()
 	v.startExpiry()
 	return nil
@@ -430,15 +435,46 @@ func (v *VHost) startExpiry() {
 				}
 				now := time.Now().UnixMilli()
 				for _, qq := range v.quorumList() {
-					if _, leading := qq.Leader(); leading {
-						if at := qq.HeadExpiresAt(); at != 0 && at <= now {
-							go qq.Expire()
-						}
+					if _, leading := qq.Leader(); !leading {
+						continue
+					}
+					if at := qq.HeadExpiresAt(); at != 0 && at <= now {
+						go qq.Expire()
+					}
+					if qq.unusedFor(now) {
+						go v.expireQuorum(qq)
 					}
 				}
 			}
 		}()
 	})
+}
+
+// touch marks the queue used now, for x-expires.
+func (qq *QuorumQueue) touch() { qq.used.Store(time.Now().UnixMilli()) }
+
+// unusedFor says whether x-expires has passed without a client using the
+// queue; a queue with consumers is in use.
+func (qq *QuorumQueue) unusedFor(now int64) bool {
+	expires := qq.settings.Load().Expires
+	if expires == queue.Unlimited {
+		return false
+	}
+	if _, _, _, consumers := qq.Stats(); consumers > 0 {
+		qq.used.Store(now)
+		return false
+	}
+	return now-qq.used.Load() >= expires
+}
+
+// expireQuorum deletes a quorum queue x-expires found unused, if it still
+// is once defMu is held.
+func (v *VHost) expireQuorum(qq *QuorumQueue) {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	if v.quorums[qq.Name] == qq && qq.unusedFor(time.Now().UnixMilli()) {
+		v.forgetQuorum(qq)
+	}
 }
 
 // quorumList returns the quorum queues, for work done without mu.
