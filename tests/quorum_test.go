@@ -500,3 +500,90 @@ func TestQuorumExpires(t *testing.T) {
 		t.Fatalf("the consumed queue expired: %v", err)
 	}
 }
+
+// x-dead-letter-strategy at-least-once (with reject-publish): a dead
+// letter reaches the dead-letter exchange's queues and is then settled
+// in its source. On Warren, with nothing bound, it stays in the source,
+// counted toward its length, and is routed again every second until a
+// queue takes it (RabbitMQ's worker retries after minutes, so that part
+// runs on Warren only).
+func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
+	s := start(t)
+	c, ch := channel(t, s)
+	dlx := declareExchange(t, s, ch, "dlx", "fanout", nil)
+	q := declareQuorum(t, s, ch, "", amqp.Table{"x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish",
+		"x-max-length": int32(1), "x-dead-letter-exchange": dlx})
+	dlq := declareQueue(t, s, ch, "dlq", nil)
+	confirmer, _ := c.Channel()
+	if err := confirmer.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := confirmer.NotifyPublish(make(chan amqp.Confirmation, 1))
+	accepted := func() bool {
+		publish(t, confirmer, "", q, body("more"))
+		return (<-confirms).Ack
+	}
+	rejectOne := func(want string) {
+		t.Helper()
+		d := getOne(t, ch, q)
+		if string(d.Body) != want {
+			t.Fatalf("got %q from %s, want %q", d.Body, q, want)
+		}
+		if err := d.Reject(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectDead := func(want string) {
+		t.Helper()
+		got := getOne(t, ch, dlq)
+		deaths, _ := got.Headers["x-death"].([]any)
+		if string(got.Body) != want || len(deaths) != 1 || deaths[0].(amqp.Table)["reason"] != "rejected" {
+			t.Fatalf("dead letter %q x-death %v", got.Body, got.Headers["x-death"])
+		}
+		got.Ack(false)
+	}
+	settled := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !accepted() {
+			if time.Now().After(deadline) {
+				t.Fatal("the dead letter was never settled in its source")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	if err := ch.QueueBind(dlq, "", dlx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ch, "", q, body("m"))
+	rejectOne("m")
+	expectDead("m")
+	settled() // q takes "more"
+
+	if s.b == nil {
+		return
+	}
+	if err := ch.QueueUnbind(dlq, "", dlx, nil); err != nil {
+		t.Fatal(err)
+	}
+	rejectOne("more")
+	// The reject is asynchronous: wait until q no longer holds it as
+	// unacked (a checked-out message does not count toward max-length).
+	v, _ := s.b.VHost("/")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if info, _ := v.QueueInfo(q); info.Unacked == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("the reject was not applied within 5s")
+		}
+	}
+	if accepted() {
+		t.Fatal("a queue full with a pending dead letter took another message")
+	}
+	if err := ch.QueueBind(dlq, "", dlx, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	expectDead("more") // routed again once something is bound
+	settled()
+}

@@ -20,7 +20,8 @@ import (
 //	opExpire:   now(8)
 //	opPurge:    nothing
 //	opConfig:   max_length(8) max_bytes(8) overflow(1) delivery_limit(8)
-//	            dead_letter(1) single_active(1)
+//	            dead_letter(1) single_active(1) at_least_once(1)
+//	opDeadLettered: count(4) | ids(8 each)
 //
 // Times are the leader's clock when it made the entry: applying an entry
 // reads no clock, so every member decides alike.
@@ -34,6 +35,7 @@ const (
 	opExpire
 	opPurge
 	opConfig
+	opDeadLettered
 )
 
 var errEntry = errors.New("quorum: an entry that does not decode")
@@ -102,13 +104,35 @@ func configEntry(c Config) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(c.MaxBytes))
 	b = append(b, byte(c.Overflow))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.DeliveryLimit))
-	b = append(b, boolByte(c.DeadLetter), boolByte(c.SingleActive))
+	b = append(b, boolByte(c.DeadLetter), boolByte(c.SingleActive), boolByte(c.AtLeastOnce))
 	return b
+}
+
+func deadLetteredEntry(ids []uint64) []byte {
+	b := binary.BigEndian.AppendUint32([]byte{opDeadLettered}, uint32(len(ids)))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, id)
+	}
+	return b
+}
+
+// ids reads a count and that many ids.
+func (r *reader) ids() []uint64 {
+	n := int(r.u32())
+	if r.err != nil || n > len(r.b)/8 {
+		r.err = errEntry
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = r.u64()
+	}
+	return out
 }
 
 func (r *reader) config() Config {
 	return Config{MaxLength: int64(r.u64()), MaxBytes: int64(r.u64()), Overflow: Overflow(r.u8()),
-		DeliveryLimit: int64(r.u64()), DeadLetter: r.u8() == 1, SingleActive: r.u8() == 1}
+		DeliveryLimit: int64(r.u64()), DeadLetter: r.u8() == 1, SingleActive: r.u8() == 1, AtLeastOnce: r.u8() == 1}
 }
 
 func expireEntry(now int64) []byte {

@@ -77,6 +77,11 @@ type Config struct {
 	DeadLetter bool
 	// SingleActive serves the oldest consumer alone.
 	SingleActive bool
+	// AtLeastOnce keeps a dead letter in the queue until its targets
+	// have it (x-dead-letter-strategy at-least-once, which RabbitMQ
+	// honours only with overflow reject-publish); it counts toward the
+	// limits meanwhile.
+	AtLeastOnce bool
 }
 
 // DefaultConfig is a queue without limits.
@@ -124,6 +129,9 @@ type Effect struct {
 	Msg         Msg
 	Redelivered bool
 	Reason      Reason
+	// Keep: an at-least-once dead letter, whose body stays until its
+	// targets have it (DeadLettered).
+	Keep bool
 }
 
 func (e Effect) String() string {
@@ -138,6 +146,9 @@ func (e Effect) String() string {
 		}
 		return s
 	case DeadLetter:
+		if e.Keep {
+			return fmt.Sprintf("dead-letter m%d %s (kept until its targets have it)", e.Msg.ID, e.Reason)
+		}
 		return fmt.Sprintf("dead-letter m%d %s", e.Msg.ID, e.Reason)
 	case Drop:
 		return fmt.Sprintf("drop m%d %s", e.Msg.ID, e.Reason)
@@ -167,6 +178,8 @@ type Machine struct {
 	cfg        Config
 	ready      []Msg // the queue, head first
 	readyBytes int64
+	dlx        []pendingDead // at-least-once dead letters not yet settled, in order
+	dlxBytes   int64
 	consumers  []*consumer // in the order they came
 	byID       map[ConsumerID]*consumer
 	next       int // where the round of consumers with credit goes on
@@ -200,8 +213,8 @@ func (m *Machine) take() []Effect {
 // Enqueue adds a message: refused when the queue is full and overflows
 // with reject-publish, else queued, the oldest dropped past the limits.
 func (m *Machine) Enqueue(msg Msg) []Effect {
-	full := m.cfg.MaxLength != Unlimited && int64(len(m.ready)) >= m.cfg.MaxLength ||
-		m.cfg.MaxBytes != Unlimited && m.readyBytes+msg.Size > m.cfg.MaxBytes
+	full := m.cfg.MaxLength != Unlimited && int64(len(m.ready)+len(m.dlx)) >= m.cfg.MaxLength ||
+		m.cfg.MaxBytes != Unlimited && m.readyBytes+m.dlxBytes+msg.Size > m.cfg.MaxBytes
 	if full && m.cfg.Overflow == RejectPublish {
 		m.effects = append(m.effects, Effect{Kind: Refuse, Msg: msg})
 		return m.take()
@@ -241,7 +254,49 @@ func (m *Machine) dead(msg Msg, why Reason) {
 	if m.cfg.DeadLetter {
 		kind = DeadLetter
 	}
-	m.effects = append(m.effects, Effect{Kind: kind, Msg: msg, Reason: why})
+	keep := kind == DeadLetter && m.cfg.AtLeastOnce
+	if keep {
+		m.dlx = append(m.dlx, pendingDead{Msg: msg, Reason: why})
+		m.dlxBytes += msg.Size
+	}
+	m.effects = append(m.effects, Effect{Kind: kind, Msg: msg, Reason: why, Keep: keep})
+}
+
+// pendingDead is an at-least-once dead letter waiting for its targets.
+type pendingDead struct {
+	Msg
+	Reason Reason
+}
+
+// DeadLettered settles at-least-once dead letters whose targets have
+// them: they are gone for good (ids not pending are ignored).
+func (m *Machine) DeadLettered(ids []uint64) []Effect {
+	gone := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		gone[id] = true
+	}
+	kept := m.dlx[:0]
+	for _, d := range m.dlx {
+		if gone[d.ID] {
+			m.dlxBytes -= d.Size
+			m.effects = append(m.effects, Effect{Kind: Acked, Msg: d.Msg})
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	clear(m.dlx[len(kept):])
+	m.dlx = kept
+	return m.take()
+}
+
+// PendingDeadLetters are the at-least-once dead letters not settled yet,
+// as the effects that would route them: a new leader routes them again.
+func (m *Machine) PendingDeadLetters() []Effect {
+	out := make([]Effect, len(m.dlx))
+	for i, d := range m.dlx {
+		out[i] = Effect{Kind: DeadLetter, Msg: d.Msg, Reason: d.Reason, Keep: true}
+	}
+	return out
 }
 
 // Configure changes the limits and dead-lettering (a policy changed):
@@ -510,6 +565,13 @@ func (m *Machine) String() string {
 	}
 	n, bytes := m.Ready()
 	fmt.Fprintf(&b, "ready=%d bytes=%d queue=%s", n, bytes, ids(m.ready))
+	if len(m.dlx) > 0 {
+		dead := make([]Msg, len(m.dlx))
+		for i, d := range m.dlx {
+			dead[i] = d.Msg
+		}
+		fmt.Fprintf(&b, " dead-letters=%s", ids(dead))
+	}
 	for _, c := range m.consumers {
 		out := make([]Msg, 0, len(c.out))
 		for _, msg := range c.out {

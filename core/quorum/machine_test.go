@@ -12,7 +12,8 @@ import (
 // TestMachine runs the data-driven cases in testdata: each file is one
 // queue's life, a command per entry, and the effects it asked for.
 //
-//	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac [live]
+//	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac at-least-once [live]
+//	dead-lettered ids=1,2
 //	enqueue id=N [size=N] [expires=MS]
 //	checkout C [credit=N] [noack]
 //	get C [noack]
@@ -37,7 +38,7 @@ func TestMachine(t *testing.T) {
 					if c.Args.Str("overflow", "") == "reject-publish" {
 						cfg.Overflow = RejectPublish
 					}
-					cfg.DeadLetter, cfg.SingleActive = c.Args.Has("dlx"), c.Args.Has("sac")
+					cfg.DeadLetter, cfg.SingleActive, cfg.AtLeastOnce = c.Args.Has("dlx"), c.Args.Has("sac"), c.Args.Has("at-least-once")
 					if c.Args.Has("live") {
 						effects = m.Configure(cfg) // a policy changed: the state stays
 						break
@@ -52,15 +53,9 @@ func TestMachine(t *testing.T) {
 					effects = m.Get(ConsumerID(name), c.Args.Has("noack"))
 				case "settle":
 					how := map[string]How{"ack": Ack, "requeue": Requeue, "discard": Discard}[c.Fields[1]]
-					var ids []uint64
-					for _, s := range strings.Split(c.Args.Str("ids", ""), ",") {
-						n, err := strconv.ParseUint(s, 10, 64)
-						if err != nil {
-							t.Fatalf("line %d: bad id %q", c.Line, s)
-						}
-						ids = append(ids, n)
-					}
-					effects = m.Settle(ConsumerID(name), how, ids)
+					effects = m.Settle(ConsumerID(name), how, idsOf(t, c))
+				case "dead-lettered":
+					effects = m.DeadLettered(idsOf(t, c))
 				case "cancel":
 					effects = m.Cancel(ConsumerID(name))
 				case "down":
@@ -180,4 +175,17 @@ func TestMachineKeepsEveryMessageOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// idsOf reads a command's ids=1,2,3.
+func idsOf(t *testing.T, c *datadriven.Case) []uint64 {
+	var ids []uint64
+	for _, s := range strings.Split(c.Args.Str("ids", ""), ",") {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("line %d: bad id %q", c.Line, s)
+		}
+		ids = append(ids, n)
+	}
+	return ids
 }

@@ -36,6 +36,8 @@ type Queue struct {
 	log         Log
 	ttlMillis   atomic.Int64 // x-message-ttl (or the policy's); 0 none
 	deadLetter  func(m *message.Message, why Reason)
+	// deadLetterConfirmed routes an at-least-once dead letter (QueueConfig).
+	deadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
 
 	mu        sync.Mutex
 	m         *Machine
@@ -65,8 +67,10 @@ type Queue struct {
 }
 
 type deadMsg struct {
-	m   *message.Message
-	why Reason
+	m    *message.Message
+	why  Reason
+	id   uint64 // its id in the queue
+	keep bool   // at least once: settled once its targets have it
 }
 
 // local is a consumer on this node.
@@ -93,13 +97,15 @@ type QueueConfig struct {
 	Node uint64
 	TTL  time.Duration // x-message-ttl; 0 none
 	// DeadLetter routes a dead message (the vhost's dead-lettering); nil
-	// drops them.
-	DeadLetter func(m *message.Message, why Reason)
+	// drops them. DeadLetterConfirmed routes an at-least-once one and
+	// says, through done, whether every target took it.
+	DeadLetter          func(m *message.Message, why Reason)
+	DeadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
 }
 
 // NewQueue makes a queue's leader over its log.
 func NewQueue(c QueueConfig) *Queue {
-	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, deadLetter: c.DeadLetter, m: New(c.Machine),
+	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
 		refused: map[uint64]bool{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 	q.ttlMillis.Store(c.TTL.Milliseconds())
@@ -209,10 +215,21 @@ func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 	q.mu.Lock()
 	q.leader, q.term, q.leading, q.follower = leader, term, self, !self
 	var gone []ConsumerID
+	var dead []deadMsg
 	if self {
 		gone = q.earlierRuns()
+		// The dead letters an earlier leader had not settled are this
+		// one's to route.
+		for _, e := range q.m.PendingDeadLetters() {
+			if m := q.bodies[e.Msg.ID]; m != nil {
+				dead = append(dead, deadMsg{m: m, why: e.Reason, id: e.Msg.ID, keep: true})
+			}
+		}
 	}
 	q.mu.Unlock()
+	if len(dead) > 0 {
+		go q.routeDead(dead)
+	}
 	if len(gone) > 0 {
 		// Off the log's loop, which calls this: appending waits for it.
 		go func() {
@@ -427,10 +444,51 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 	q.mu.Unlock()
 	// Dead letters are routed with no lock of the queue held, as a classic
 	// queue's are.
-	for _, d := range dead {
-		q.deadLetter(d.m, d.why)
-	}
+	q.routeDead(dead)
 	return err
+}
+
+// routeDead routes dead letters, with no lock of the queue held. At most
+// once, they are gone from the queue already; at least once, each stays
+// until its targets have it, and is routed again a second later when
+// they did not take it (none bound, one refused it, one did not answer).
+func (q *Queue) routeDead(dead []deadMsg) {
+	for _, d := range dead {
+		if !d.keep || q.deadLetterConfirmed == nil {
+			q.deadLetter(d.m, d.why)
+			continue
+		}
+		q.deadLetterConfirmed(d.m, d.why, func(ok bool) {
+			if ok {
+				q.log.Propose(deadLetteredEntry([]uint64{d.id}), func(uint64, error) {})
+				return
+			}
+			time.AfterFunc(retryDeadLetter, func() { q.retryDead(d) })
+		})
+	}
+}
+
+// retryDeadLetter is how long an at-least-once dead letter its targets
+// did not take waits before it is routed again.
+const retryDeadLetter = time.Second
+
+// retryDead routes a pending dead letter again if this member still leads
+// and the message is still pending.
+func (q *Queue) retryDead(d deadMsg) {
+	q.mu.Lock()
+	pending := false
+	if !q.follower {
+		for _, p := range q.m.dlx {
+			if p.ID == d.id {
+				pending = true
+				break
+			}
+		}
+	}
+	q.mu.Unlock()
+	if pending {
+		q.routeDead([]deadMsg{d})
+	}
 }
 
 // apply is Apply's change; q.mu is held.
@@ -472,14 +530,17 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		}
 	case opSettle:
 		how := How(r.u8())
-		ids := make([]uint64, r.u32())
-		for i := range ids {
-			ids[i] = r.u64()
-		}
+		ids := r.ids()
 		if r.err != nil {
 			return r.err
 		}
 		effects = q.m.SettleAny(how, ids)
+	case opDeadLettered:
+		ids := r.ids()
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.DeadLettered(ids)
 	case opCancel, opDown:
 		id := ConsumerID(r.short())
 		if r.err != nil {
@@ -527,9 +588,11 @@ func (q *Queue) act(effects []Effect) {
 			q.deliver(e)
 		case DeadLetter, Drop:
 			m := q.bodies[e.Msg.ID]
-			delete(q.bodies, e.Msg.ID)
+			if !e.Keep {
+				delete(q.bodies, e.Msg.ID)
+			}
 			if e.Kind == DeadLetter && m != nil && q.deadLetter != nil {
-				q.dead = append(q.dead, deadMsg{m: m, why: e.Reason})
+				q.dead = append(q.dead, deadMsg{m: m, why: e.Reason, id: e.Msg.ID, keep: e.Keep})
 			}
 		case Acked:
 			delete(q.bodies, e.Msg.ID)

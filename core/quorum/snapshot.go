@@ -12,7 +12,8 @@ import (
 // bodies it still holds, so that the log before it can go.
 //
 //	version(1) = 1
-//	machine: u32 length | next(4) | ready | consumers
+//	machine: u32 length | next(4) | ready | consumers | dead letters
+//	         dead letters: msgs, then each one's reason (shortstr)
 //	         msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
 //	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) out (msgs, by id)
 //	bodies:  count(4) | each, by id: id(8) message (appendMessage)
@@ -73,6 +74,14 @@ func (m *Machine) encode(b []byte) []byte {
 		slices.SortFunc(out, func(a, b Msg) int { return cmpU64(a.ID, b.ID) })
 		b = appendMsgs(b, out)
 	}
+	dead := make([]Msg, len(m.dlx))
+	for i, d := range m.dlx {
+		dead[i] = d.Msg
+	}
+	b = appendMsgs(b, dead)
+	for _, d := range m.dlx {
+		b = appendShort(b, string(d.Reason))
+	}
 	return b
 }
 
@@ -92,6 +101,13 @@ func decodeMachine(cfg Config, r *reader) *Machine {
 		}
 		m.consumers = append(m.consumers, c)
 		m.byID[c.id] = c
+	}
+	for _, msg := range r.msgs() {
+		m.dlx = append(m.dlx, pendingDead{Msg: msg})
+		m.dlxBytes += msg.Size
+	}
+	for i := range m.dlx {
+		m.dlx[i].Reason = Reason(r.short())
 	}
 	return m
 }

@@ -45,6 +45,8 @@ type QuorumQueue struct {
 	// used is when a client last used the queue (unix ms): a declare, a
 	// consumer, a get; for x-expires.
 	used atomic.Int64
+	// config is the machine's config in force (under defMu).
+	config quorum.Config
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
@@ -113,8 +115,10 @@ func (v *VHost) checkQuorum(def QueueDef) error {
 }
 
 // machineConfig is what a quorum queue's machine acts on, from its
-// settings (arguments and policy).
-func machineConfig(s queue.Settings) quorum.Config {
+// settings (arguments and policy). At-least-once dead-lettering holds
+// only with overflow reject-publish, as RabbitMQ 3.10 has it (with
+// drop-head it falls back to at-most-once).
+func machineConfig(s queue.Settings, strategy string) quorum.Config {
 	c := quorum.DefaultConfig()
 	c.MaxLength, c.MaxBytes, c.DeliveryLimit = s.MaxLength, s.MaxLengthBytes, s.DeliveryLimit
 	if s.Overflow != queue.DropHead {
@@ -124,18 +128,24 @@ func machineConfig(s queue.Settings) quorum.Config {
 	}
 	c.DeadLetter = s.HasDeadLetter
 	c.SingleActive = s.SingleActiveConsumer
+	c.AtLeastOnce = strategy == "at-least-once" && s.HasDeadLetter && s.Overflow == queue.RejectPublish
 	return c
 }
 
 // inForce records and returns the settings in force under policy p (nil:
-// none).
-func (qq *QuorumQueue) inForce(p *policy.Policy) queue.Settings {
+// none), and the machine's config for them. The argument
+// x-dead-letter-strategy wins over the policy's dead-letter-strategy.
+func (qq *QuorumQueue) inForce(p *policy.Policy) (queue.Settings, quorum.Config) {
 	s := qq.base
+	strategy, _ := qq.Args["x-dead-letter-strategy"].(string)
 	if p != nil {
 		s = s.WithPolicy(p.Definition)
+		if _, set := qq.Args["x-dead-letter-strategy"]; !set {
+			strategy, _ = p.Definition["dead-letter-strategy"].(string)
+		}
 	}
 	qq.settings.Store(&s)
-	return s
+	return s, machineConfig(s, strategy)
 }
 
 func ttlOf(s queue.Settings) time.Duration {
@@ -151,11 +161,12 @@ func ttlOf(s queue.Settings) time.Duration {
 func (v *VHost) applyQuorumPolicies() {
 	for _, qq := range v.quorumList() {
 		before := *qq.settings.Load()
-		s := qq.inForce(v.policies.For(policy.Queues, qq.Name))
-		if s == before {
+		s, cfg := qq.inForce(v.policies.For(policy.Queues, qq.Name))
+		if s == before && cfg == qq.config {
 			continue
 		}
-		if err := qq.Configure(machineConfig(s), ttlOf(s)); err != nil {
+		qq.config = cfg
+		if err := qq.Configure(cfg, ttlOf(s)); err != nil {
 			v.log.Warn().Err(err).Str("queue", qq.Name).Msg("could not apply the policy to the quorum queue")
 		}
 	}
@@ -226,9 +237,11 @@ func (v *VHost) startQuorum(qq *QuorumQueue) error {
 	if err != nil {
 		return err
 	}
-	s := qq.inForce(v.policies.For(policy.Queues, qq.Name))
-	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: machineConfig(s), TTL: ttlOf(s),
-		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why) }})
+	s, cfg := qq.inForce(v.policies.For(policy.Queues, qq.Name))
+	qq.config = cfg
+	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: cfg, TTL: ttlOf(s),
+		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why, nil) },
+		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) }})
 	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: []uint64{v.groups.Self()}, Log: log, Machine: qq.Queue})
 	if err != nil {
 		return err
@@ -346,35 +359,87 @@ func (v *VHost) enqueueQuorum(m *message.Message, r *Router, f *Forwarding) {
 	r.quorum = r.quorum[:0]
 }
 
-// quorumDeadLetter republishes a message that left qq as a dead letter,
-// at most once: to its dead-letter exchange's queues, with x-death.
-func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum.Reason) {
-	s := *qq.settings.Load()
-	if k, ok := stats.DeadLetterKind(string(why)); ok {
-		qq.Counters.Inc(k)
-		v.Counters.Inc(k)
+// quorumDeadLetter republishes a message that left qq as a dead letter to
+// its dead-letter exchange's queues, with x-death. With done nil it is at
+// most once: what cannot be routed is dropped. With done (at least once)
+// it says whether every queue reached took the message (and synced it,
+// when it is persistent); false (no exchange, no route, a refusal) leaves
+// the message in qq for another try.
+func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum.Reason, done func(ok bool)) {
+	// Counted once: at most once as it leaves, at least once when its
+	// targets have it.
+	count := func() {
+		if k, ok := stats.DeadLetterKind(string(why)); ok {
+			qq.Counters.Inc(k)
+			v.Counters.Inc(k)
+		}
 	}
+	if done == nil {
+		count()
+	} else {
+		answer := done
+		done = func(ok bool) {
+			if ok {
+				count()
+			}
+			answer(ok)
+		}
+	}
+	failed := func() {
+		if done != nil {
+			done(false)
+		}
+	}
+	s := *qq.settings.Load()
 	x, err := v.Exchange(s.DeadLetterExchange)
 	if err != nil {
-		return // a missing dead-letter exchange drops the message, as RabbitMQ
+		failed() // at most once, a missing dead-letter exchange drops the message, as RabbitMQ
+		return
 	}
 	dead, err := deadLettered(queue.Dead{Entry: queue.Entry{Msg: m}, Reason: queue.Reason(why)}, qq.Name, s, time.Now())
 	if err != nil {
-		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("cannot dead-letter message; dropped")
+		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("cannot dead-letter message")
+		failed()
 		return
 	}
 	var r Router
 	if _, err := v.route(x, dead, &r, ""); err != nil {
-		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("dead-letter routing failed; message dropped")
+		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("dead-letter routing failed")
+		failed()
 		return
 	}
-	v.holdPending(dead, &r)
+	held := v.holdPending(dead, &r)
 	if why != quorum.Rejected {
 		dropCycles(&r, dead)
 		r.quorum = dropQuorumCycles(r.quorum, dead)
 	}
-	v.enqueue(dead, &r)
-	v.forward(dead, &r, false)
+	out := v.enqueue(dead, &r)
+	f := v.forward(dead, &r, false)
+	if done == nil {
+		return
+	}
+	if out.Rejected || out.Queues == 0 && f == nil && !held {
+		done(false)
+		return
+	}
+	synced := func() {
+		if out.Stored || held {
+			v.AfterSync(func(err error) { done(err == nil) })
+			return
+		}
+		done(true)
+	}
+	if f == nil {
+		synced()
+		return
+	}
+	f.Then(func(err error) {
+		if err != nil {
+			done(false)
+			return
+		}
+		synced()
+	})
 }
 
 // amqpType names a field value's AMQP type as RabbitMQ's errors do.
