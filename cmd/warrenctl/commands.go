@@ -32,7 +32,7 @@ var listings = map[string]listing{
 		columns: []string{"name", "durable", "auto_delete", "exclusive", "arguments", "policy", "messages",
 			"messages_ready", "messages_unacknowledged", "message_bytes", "message_bytes_ready",
 			"message_bytes_unacknowledged", "consumers", "consumer_utilisation", "memory", "state", "type",
-			"head_message_timestamp", "exclusive_consumer_tag"},
+			"head_message_timestamp", "exclusive_consumer_tag", "leader", "members", "online"},
 	},
 	"list_exchanges": {
 		what: "exchanges", perVHost: true,

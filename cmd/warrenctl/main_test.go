@@ -410,3 +410,19 @@ func TestObjectVerbs(t *testing.T) {
 	}
 	t.Logf("connection gone after %v", time.Since(start))
 }
+
+// list_queues shows a quorum queue's type, leader, members and online
+// members, as rabbitmqctl's does.
+func TestListQuorumQueues(t *testing.T) {
+	b, url := newBroker(t)
+	v, _ := b.VHost("/")
+	if _, err := v.Declare(vhost.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	node := b.NodeName()
+	out, err := ctl(t, url, "list_queues", "name", "type", "leader", "members", "online", "-q")
+	want := "name\ttype\tleader\tmembers\tonline\nqq\tquorum\t" + node + "\t" + node + "\t" + node + "\n"
+	if err != nil || out != want {
+		t.Fatalf("list_queues: %v\n%q, want %q", err, out, want)
+	}
+}
