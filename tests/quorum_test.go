@@ -587,3 +587,44 @@ func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
 	expectDead("more") // routed again once something is bound
 	settled()
 }
+
+// A channel with a global prefetch (basic.qos global=true) cannot consume
+// from a quorum queue: RabbitMQ 3.10.8 closes the connection with 540.
+func TestQuorumRefusesGlobalQoS(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	_, ch = channel(t, s)
+	if err := ch.Qos(10, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ch.Consume(q, "", false, false, false, false, nil)
+	expectRefusal(t, err, amqp.NotImplemented, "queue '"+q+"' in vhost '/' does not support global qos")
+}
+
+// basic.recover gives a consumer's unacked messages back: they come again,
+// redelivered, with x-delivery-count.
+func TestQuorumRecover(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 2, nil); nacked != 0 {
+		t.Fatalf("%d nacked", nacked)
+	}
+	deliveries, err := ch.Consume(q, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receive(t, deliveries)
+	receive(t, deliveries)
+	if err := ch.Recover(true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		m := receive(t, deliveries)
+		if string(m.Body) != fmt.Sprint(i) || !m.Redelivered || m.Headers["x-delivery-count"] != int64(1) {
+			t.Fatalf("after recover: %q redelivered=%v headers %v", m.Body, m.Redelivered, m.Headers)
+		}
+		m.Ack(false)
+	}
+}

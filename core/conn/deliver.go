@@ -371,6 +371,10 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 	if err != nil {
 		return err
 	}
+	if _, quorum := q.(*vhost.QuorumQueue); quorum && ch.globalPrefetch > 0 {
+		// RabbitMQ 3.10.8 closes the connection (checked against it).
+		return reply.NotImplemented("queue '%s' in vhost '%s' does not support global qos", name, ch.c.vh.Name)
+	}
 	tag := m.ConsumerTag
 	if tag == "" {
 		tag = generatedTag()

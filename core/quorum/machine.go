@@ -14,9 +14,11 @@
 // 3.8's quorum queues kept them; a snapshot costs what the queue holds,
 // so one is taken only once the log since the last is as long.
 //
-// Not yet here (issue 10's next steps): the broker's queue type (declare,
-// routing, consumers through vhost), the followers' side of consumers
-// after a leader change, and membership changes from warrenctl.
+// The broker's side (declare rules, routing, confirms, dead-lettering out
+// of the group, policies, x-expires) is core/vhost's quorum.go. Not yet
+// here (issue 10's next steps): groups of several nodes (placement,
+// consumers on other nodes and after a leader change, membership
+// changes from warrenctl).
 //
 // The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
 // clients can see it:
@@ -35,8 +37,20 @@
 //     single active consumer only the oldest consumer is served.
 //   - max-length and max-length-bytes count ready messages (not those
 //     checked out); overflow drop-head dead-letters the oldest with
-//     reason maxlen, reject-publish refuses the new one.
+//     reason maxlen, reject-publish refuses the new one. RabbitMQ 3.10
+//     decides reject-publish after the fact (a publish that finds the
+//     queue at its limit still gets in, pipelined ones all do); Warren
+//     refuses exactly what does not fit, as classic queues do.
+//   - A no-ack consumer's deliveries are settled as they are handed out;
+//     its prefetch does not apply.
 //   - Message TTL expires ready messages at the head only, as RabbitMQ's.
+//   - At-least-once dead-lettering (Config.AtLeastOnce) keeps a dead
+//     letter, counted toward the limits, until DeadLettered settles it.
+//
+// What RabbitMQ 3.10's quorum queues do differently from its classic
+// ones, Warren's do too: no message priorities (x-max-priority is
+// refused at declare), and a channel with a global prefetch cannot
+// consume from one (540 NOT_IMPLEMENTED, closing the connection).
 //
 // # Invariants
 //
@@ -44,7 +58,8 @@
 //     entries that need it), draws no random number, and never lets a
 //     map's order decide anything it returns.
 //   - A message is in exactly one place: ready (in the queue), checked
-//     out to one consumer, or gone.
+//     out to one consumer, pending as an at-least-once dead letter, or
+//     gone.
 //   - A message's id is the log index of the entry that enqueued it, so
 //     ids grow with arrival.
 package quorum

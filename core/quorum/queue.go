@@ -342,6 +342,20 @@ func (q *Queue) settle(how How, entries []queue.Entry) {
 	}
 }
 
+// FlushSettles waits, for up to timeout, until the settlements handed to
+// the queue are committed: a broker stopping cleanly keeps the acks its
+// channels took just before.
+func (q *Queue) FlushSettles(timeout time.Duration) {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		q.setMu.Lock()
+		busy := q.settling
+		q.setMu.Unlock()
+		if !busy {
+			return
+		}
+	}
+}
+
 // settleBatch is settlements of one kind, in the order they came.
 type settleBatch struct {
 	how How

@@ -166,4 +166,10 @@ func (v *VHost) Close() {
 		close(v.expiry.stop)
 	}
 	v.holds.stop()
+	// Acks the quorum queues took just before are committed, within a
+	// second for all of them.
+	deadline := time.Now().Add(time.Second)
+	for _, qq := range v.quorumList() {
+		qq.FlushSettles(time.Until(deadline))
+	}
 }
