@@ -89,12 +89,9 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		// Raft group (each member's log position on the leader).
 		out.Type = "quorum"
 		out.Leader, out.Members, out.Online = node, []string{node}, []string{node}
-		match := map[string]uint64{}
-		for _, id := range st.Members {
-			match[node] = st.Match[id] // a group of one: this node
-		}
+		// A group of one: its only member is this node.
 		out.Raft = &raftJSON{Role: st.Role, Term: st.Term, Commit: st.Commit, Applied: st.Applied,
-			LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: match}
+			LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: map[string]uint64{node: st.Match[st.Leader]}}
 	}
 	if q.Home != "" {
 		out.Node = q.Home // homed on another node of the cluster

@@ -208,8 +208,7 @@ func (a *api) putPermission(c *call) (any, error) {
 }
 
 func (a *api) deletePermission(c *call) (any, error) {
-	if _, ok := a.b.Users().Permission(c.path("vhost"), c.path("user")); !ok &&
-		!(a.b.CatchUp() && a.hasPermission(c.path("vhost"), c.path("user"))) {
+	if !a.findPermission(c.path("vhost"), c.path("user")) {
 		return nil, errNotFound
 	}
 	return nil, a.b.ClearPermission(c.path("vhost"), c.path("user"))
@@ -235,7 +234,11 @@ func (a *api) findVHost(name string) (*vhost.VHost, bool) {
 	return v, ok
 }
 
-func (a *api) hasPermission(vhostName, user string) bool {
+// findPermission is findUser for a permission.
+func (a *api) findPermission(vhostName, user string) bool {
 	_, ok := a.b.Users().Permission(vhostName, user)
+	if !ok && a.b.CatchUp() {
+		_, ok = a.b.Users().Permission(vhostName, user)
+	}
 	return ok
 }

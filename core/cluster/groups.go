@@ -106,11 +106,8 @@ type GroupConfig struct {
 	// at once rather than after an election timeout.
 	Members  []uint64
 	Campaign bool
-	// Join: this node is being added to a running group; it starts with
-	// no configuration and waits for the leader to send it the log.
-	Join    bool
-	Log     LogStore
-	Machine GroupMachine
+	Log      LogStore
+	Machine  GroupMachine
 }
 
 // GroupStatus is a member's view of its group.
@@ -161,22 +158,20 @@ type Group struct {
 type proposal struct {
 	seq      uint64
 	cmd      []byte
-	conf     *raftpb.ConfChange
 	done     func(index uint64, err error)
 	deadline time.Time
 }
 
 // groupInput is what other goroutines hand the loop.
 type groupInput struct {
-	g        *Group
-	group    uint64          // for a message: its group (g unknown yet)
-	msg      *raftpb.Message // a message from a peer
-	prop     *proposal
-	report   *groupReport
-	start    bool
-	stop     chan struct{} // closed once the group stopped
-	transfer uint64        // TransferLeader's target
-	status   chan GroupStatus
+	g      *Group
+	group  uint64          // for a message: its group (g unknown yet)
+	msg    *raftpb.Message // a message from a peer
+	prop   *proposal
+	report *groupReport
+	start  bool
+	stop   chan struct{} // closed once the group stopped
+	status chan GroupStatus
 }
 
 type groupReport struct {
@@ -270,7 +265,7 @@ func (g *Group) init() error {
 	}
 	g.rn = rn
 	fresh := raft.IsEmptyHardState(hs) && last == 0 && raft.IsEmptySnap(snap)
-	if fresh && !cfg.Join {
+	if fresh {
 		if len(cfg.Members) == 0 {
 			return fmt.Errorf("cluster: group %d: a new group needs its members", g.id)
 		}
@@ -301,28 +296,6 @@ func (g *Group) Recovered() <-chan struct{} { return g.recovered }
 // node and the machine's answer, or why it could not be committed.
 func (g *Group) Propose(cmd []byte, done func(index uint64, err error)) {
 	g.host.propose(g, &proposal{cmd: cmd, done: done})
-}
-
-// AddMember adds a node to the group (it must then Start its member with
-// Join); RemoveMember removes one. done is called once the change is
-// applied here.
-func (g *Group) AddMember(node uint64, done func(error)) { g.changeMember(node, false, done) }
-
-// RemoveMember removes a node from the group.
-func (g *Group) RemoveMember(node uint64, done func(error)) { g.changeMember(node, true, done) }
-
-func (g *Group) changeMember(node uint64, remove bool, done func(error)) {
-	cc := &raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(node)}
-	if remove {
-		cc.Type = raftpb.ConfChangeRemoveNode.Enum()
-	}
-	g.host.propose(g, &proposal{conf: cc, done: func(_ uint64, err error) { done(err) }})
-}
-
-// TransferLeader asks the group's leader (this node) to hand over to
-// another member.
-func (g *Group) TransferLeader(to uint64) {
-	g.host.input(groupInput{g: g, transfer: to})
 }
 
 // Status is this member's view of the group. The loop makes it, so it
@@ -567,8 +540,6 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 		return
 	case in.prop != nil:
 		g.propose(in.prop)
-	case in.transfer != 0:
-		g.rn.TransferLeader(in.transfer)
 	case in.msg != nil:
 		// A message for a term or member this node has no part in is
 		// Raft's to ignore; errors here mean nothing to act on.
@@ -593,18 +564,10 @@ func (g *Group) propose(p *proposal) {
 		g.held = append(g.held, p)
 		return
 	}
-	var err error
-	if p.conf != nil {
-		c := proto.Clone(p.conf).(*raftpb.ConfChange)
-		c.Context = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, g.host.self), p.seq)
-		err = g.rn.ProposeConfChange(c)
-	} else {
-		data := make([]byte, 16, 16+len(p.cmd))
-		binary.BigEndian.PutUint64(data, g.host.self)
-		binary.BigEndian.PutUint64(data[8:], p.seq)
-		err = g.rn.Propose(append(data, p.cmd...))
-	}
-	if err != nil {
+	data := make([]byte, 16, 16+len(p.cmd))
+	binary.BigEndian.PutUint64(data, g.host.self)
+	binary.BigEndian.PutUint64(data[8:], p.seq)
+	if err := g.rn.Propose(append(data, p.cmd...)); err != nil {
 		// Dropped: no leader after all, or a leader transfer under way.
 		g.held = append(g.held, p)
 		return

@@ -142,12 +142,9 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 		}
 		v.holdPending(m, &r)
 		if d.Reason != queue.Rejected {
-			r.quorum = dropQuorumCycles(r.quorum, m)
-		}
-		v.forward(m, &r, false)
-		if d.Reason != queue.Rejected {
 			dropCycles(&r, m)
 		}
+		v.forward(m, &r, false)
 		if len(r.queues) == 0 {
 			continue
 		}
@@ -237,22 +234,28 @@ func recordDeath(deaths []any, entry protocol.Table) []any {
 	return append([]any{entry}, out...)
 }
 
-// dropCycles removes from r.queues every queue the message would reach
-// again without a rejection on the way: an automatic dead-letter cycle,
-// which RabbitMQ breaks by dropping the message there.
+// dropCycles removes from r.queues and r.quorum every queue the message
+// would reach again without a rejection on the way: an automatic
+// dead-letter cycle, which RabbitMQ breaks by dropping the message there.
 func dropCycles(r *Router, m *message.Message) {
 	deaths, _ := m.Headers()["x-death"].([]any)
 	if len(deaths) == 0 {
 		return
 	}
-	kept := r.queues[:0]
-	for _, q := range r.queues {
-		if !isCycle(q.Name, deaths) {
+	r.queues = withoutCycles(r.queues, deaths, func(q *queue.Queue) string { return q.Name })
+	r.quorum = withoutCycles(r.quorum, deaths, func(q *QuorumQueue) string { return q.Name })
+}
+
+// withoutCycles keeps the queues of qs that are not a cycle, in place.
+func withoutCycles[Q any](qs []Q, deaths []any, name func(Q) string) []Q {
+	kept := qs[:0]
+	for _, q := range qs {
+		if !isCycle(name(q), deaths) {
 			kept = append(kept, q)
 		}
 	}
-	clear(r.queues[len(kept):])
-	r.queues = kept
+	clear(qs[len(kept):])
+	return kept
 }
 
 func isCycle(queueName string, deaths []any) bool {

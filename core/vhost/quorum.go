@@ -411,7 +411,6 @@ func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum
 	held := v.holdPending(dead, &r)
 	if why != quorum.Rejected {
 		dropCycles(&r, dead)
-		r.quorum = dropQuorumCycles(r.quorum, dead)
 	}
 	out := v.enqueue(dead, &r)
 	f := v.forward(dead, &r, false)
@@ -463,18 +462,6 @@ func amqpType(x any) string {
 		return "void"
 	}
 	return "number"
-}
-
-func dropQuorumCycles(qs []*QuorumQueue, m *message.Message) []*QuorumQueue {
-	deaths, _ := m.Headers()["x-death"].([]any)
-	kept := qs[:0]
-	for _, qq := range qs {
-		if !isCycle(qq.Name, deaths) {
-			kept = append(kept, qq)
-		}
-	}
-	clear(qs[len(kept):])
-	return kept
 }
 
 // expiry runs the vhost's quorum queues' expiry at the head: every
