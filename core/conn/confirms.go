@@ -114,10 +114,12 @@ func (ch *channel) flushConfirms() {
 	if ackUpTo != 0 && b != nil {
 		b = protocol.AppendMethodFrame(b, ch.id, &protocol.BasicAck{DeliveryTag: ackUpTo, Multiple: true})
 	}
-	ch.c.out.end(b)
+	// Counted before the frames go out: a client that has its confirm
+	// finds it counted.
 	if acks > 0 {
 		ch.count(stats.Confirm, acks)
 	}
+	ch.c.out.end(b)
 	// Reclaim the announced prefix once it dominates the slice.
 	if cf.head > 64 && cf.head*2 > len(cf.states) {
 		n := copy(cf.states, cf.states[cf.head:])
