@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,15 +46,20 @@ import (
 //
 // A proposal is answered when it is applied on this node; one with no
 // answer after proposeTimeout (no leader, or lost with a leader that
-// died) is answered ErrNoQuorum, though it may still be committed later:
-// the caller cannot tell, and says so (a publisher gets a nack).
+// died), or handed to a leader that another replaced, is answered
+// ErrNoQuorum, though it may still be committed later: the caller cannot
+// tell, and says so (a publisher gets a nack).
 //
 // Callbacks (a GroupMachine's methods, a proposal's done) run on the
 // loop: they must not block, nor call back into Groups and wait.
 type Groups struct {
 	self uint64
-	tr   *Transport // nil on a node of its own: its groups have one member
-	log  zerolog.Logger
+	// tr carries the groups' messages; nil on a node of its own (its
+	// groups have one member) and, on a cluster member, until the node
+	// starts: groups restored before then send nothing, and Raft sends
+	// again once it can.
+	tr  atomic.Pointer[Transport]
+	log zerolog.Logger
 
 	mu       sync.Mutex
 	byID     map[uint64]*Group
@@ -160,6 +166,7 @@ type proposal struct {
 	cmd      []byte
 	done     func(index uint64, err error)
 	deadline time.Time
+	via      uint64 // the leader it was handed to
 }
 
 // groupInput is what other goroutines hand the loop.
@@ -179,14 +186,19 @@ type groupReport struct {
 	snapshot *raft.SnapshotStatus // nil: unreachable
 }
 
-func newGroups(self uint64, tr *Transport, log zerolog.Logger) *Groups {
-	return &Groups{self: self, tr: tr, log: log.With().Str("component", "groups").Logger(),
+func newGroups(self uint64, log zerolog.Logger) *Groups {
+	return &Groups{self: self, log: log.With().Str("component", "groups").Logger(),
 		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 }
 
 // NewGroups hosts small groups on a node without a cluster: each has this
 // node as its only member.
-func NewGroups(log zerolog.Logger) *Groups { return newGroups(1, nil, log) }
+func NewGroups(log zerolog.Logger) *Groups { return newGroups(1, log) }
+
+// NewNodeGroups hosts the small groups of the cluster node named name,
+// before the node starts (Config.Groups): a restarting broker restores
+// its quorum queues first, and the node then carries their messages.
+func NewNodeGroups(name string, log zerolog.Logger) *Groups { return newGroups(NodeID(name), log) }
 
 // Self is this node's id in its groups.
 func (h *Groups) Self() uint64 { return h.self }
@@ -572,6 +584,7 @@ func (g *Group) propose(p *proposal) {
 		g.held = append(g.held, p)
 		return
 	}
+	p.via = g.lead
 	g.waiters[p.seq] = p
 }
 
@@ -646,8 +659,8 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			g.fail(errs[i])
 			continue
 		}
-		if h.tr != nil && len(r.rd.Messages) > 0 {
-			h.tr.send(g.id, r.rd.Messages)
+		if tr := h.tr.Load(); tr != nil && len(r.rd.Messages) > 0 {
+			tr.send(g.id, r.rd.Messages)
 		}
 		if err := g.ready(r.rd); err != nil {
 			h.log.Error().Err(err).Uint64("group", g.id).Msg("cannot apply a group's entries; this member stops taking part")
@@ -712,6 +725,20 @@ func (g *Group) ready(rd raft.Ready) error {
 	}
 	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
 		g.lead = ss.Lead
+		if ss.Lead != raft.None {
+			// What was handed to another leader is most likely lost
+			// with it (Raft drops a proposal a leader did not append,
+			// and a new leader may overwrite what an old one did not
+			// commit): answered now, not at its deadline, so callers
+			// that try again do it with the new leader. It may still be
+			// committed: the caller cannot tell, as at a deadline.
+			for seq, p := range g.waiters {
+				if p.via != ss.Lead {
+					delete(g.waiters, seq)
+					p.done(0, ErrNoQuorum)
+				}
+			}
+		}
 		st := g.rn.BasicStatus()
 		m.LeaderChanged(ss.Lead, st.GetTerm(), ss.Lead == g.host.self)
 		if g.lead != raft.None {

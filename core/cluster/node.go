@@ -82,6 +82,9 @@ type Config struct {
 	State StateMachine
 	// OnCall answers other nodes' calls (calls.go); nil takes none.
 	OnCall CallHandler
+	// Groups, when set, is the host of this node's small groups, made
+	// before the node (NewNodeGroups); nil makes one.
+	Groups *Groups
 	Logger zerolog.Logger
 	// SnapshotEvery is how many applied entries make a snapshot (and a
 	// compaction of the log); 0 means 10,000. KeepAfterSnapshot is how
@@ -180,7 +183,14 @@ func Start(cfg Config) (*Node, error) {
 	var start [8]byte
 	crand.Read(start[:])
 	n.seq = binary.BigEndian.Uint64(start[:]) >> 1
-	n.groups = newGroups(id, tr, cfg.Logger)
+	n.groups = cfg.Groups
+	if n.groups == nil {
+		n.groups = newGroups(id, cfg.Logger)
+	} else if n.groups.self != id {
+		tr.close()
+		return nil, fmt.Errorf("cluster: the groups given are node %x's, not %s's", n.groups.self, cfg.Name)
+	}
+	n.groups.tr.Store(tr)
 	tr.deliver = func(group uint64, m *raftpb.Message) {
 		if group == 0 {
 			n.receive(m)
