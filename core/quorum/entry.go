@@ -15,10 +15,11 @@ import (
 //	            flags(2) | props, body (u32 length each)
 //	opCheckout: consumer (shortstr) | credit(4) | no_ack(1)
 //	opGet:      consumer | no_ack(1)
-//	opSettle:   how(1) | count(4) | ids(8 each)
+//	opSettle:   how(1) | count(4) | ids(8 each) (whoever holds them)
+//	opSettleBy: consumer | how(1) | count(4) | ids(8 each)
 //	opCancel, opDown: consumer
 //	opExpire:   now(8)
-//	opPurge:    nothing
+//	opPurge:    proposer node(8) nonce(8) (nothing, in logs of before)
 //	opConfig:   max_length(8) max_bytes(8) overflow(1) delivery_limit(8)
 //	            dead_letter(1) single_active(1) at_least_once(1)
 //	opDeadLettered: count(4) | ids(8 each)
@@ -36,6 +37,7 @@ const (
 	opPurge
 	opConfig
 	opDeadLettered
+	opSettleBy
 )
 
 var errEntry = errors.New("quorum: an entry that does not decode")
@@ -72,6 +74,20 @@ func (r *reader) message() (*message.Message, error) {
 	return message.New(exchange, key, flags, props, body)
 }
 
+func purgeEntry(node, nonce uint64) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{opPurge}, node)
+	return binary.BigEndian.AppendUint64(b, nonce)
+}
+
+// purger reads a purge entry's proposer and nonce, when it has them.
+func (r *reader) purger() (node, nonce uint64, ok bool) {
+	if len(r.b) < 16 {
+		return 0, 0, false
+	}
+	node, nonce = r.u64(), r.u64()
+	return node, nonce, r.err == nil
+}
+
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
 
 func checkoutEntry(id ConsumerID, credit int, noAck bool) []byte {
@@ -92,6 +108,18 @@ func getEntry(id ConsumerID, noAck bool) []byte {
 
 func settleEntry(how How, ids []uint64) []byte {
 	b := binary.BigEndian.AppendUint32([]byte{opSettle, byte(how)}, uint32(len(ids)))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, id)
+	}
+	return b
+}
+
+// settleByEntry settles what consumer holds of ids: applied again (a
+// retry after an answer was lost) it changes nothing, since the consumer
+// holds them no more.
+func settleByEntry(consumer ConsumerID, how How, ids []uint64) []byte {
+	b := append(consumerEntry(opSettleBy, consumer), byte(how))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
 	for _, id := range ids {
 		b = binary.BigEndian.AppendUint64(b, id)
 	}

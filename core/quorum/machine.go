@@ -542,6 +542,18 @@ func (m *Machine) Expire(now int64) []Effect {
 	return m.take()
 }
 
+// ConsumerCount is how many consumers are subscribed (gets and those
+// cancelled but still holding messages are not).
+func (m *Machine) ConsumerCount() int {
+	n := 0
+	for _, c := range m.consumers {
+		if !c.once && !c.gone {
+			n++
+		}
+	}
+	return n
+}
+
 // Consumers are the consumers the machine knows, in the order they came.
 func (m *Machine) Consumers() []ConsumerID {
 	out := make([]ConsumerID, len(m.consumers))

@@ -3,6 +3,8 @@ package quorum
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,10 +29,17 @@ type Log interface {
 // ErrRefused is a publish the queue refused (overflow reject-publish).
 var ErrRefused = reply.PreconditionFailed("the quorum queue refused the message (overflow reject-publish)")
 
-// Queue is a quorum queue on its leader: it turns what clients do into
-// entries, and what applying them asks for (Machine's effects) into
-// deliveries, dead letters and answers to publishers. It serves a channel
-// as a queue does (vhost.Source).
+// Queue is this node's member of a quorum queue: it turns what clients
+// of this node do into entries, and what applying them asks for
+// (Machine's effects) into deliveries, dead letters and answers to
+// publishers. It serves a channel as a queue does (vhost.Source).
+//
+// Every member applies every entry, so every member can serve the
+// consumers of its own node: a delivery the machine decides is handed
+// over by the member on the consumer's node (consumer ids name it), and
+// a consumer's settlements are entries like any other. What must happen
+// once for the queue (dead-lettering, expiry, ending the consumers of
+// nodes that are gone) is the leader's alone.
 type Queue struct {
 	Name, VHost string
 	log         Log
@@ -38,29 +47,41 @@ type Queue struct {
 	deadLetter  func(m *message.Message, why Reason)
 	// deadLetterConfirmed routes an at-least-once dead letter (QueueConfig).
 	deadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
+	retry               func(error) bool
 
 	mu        sync.Mutex
 	m         *Machine
 	bodies    map[uint64]*message.Message // ready and checked-out messages, by id
 	consumers map[ConsumerID]*local       // this node's consumers
 	byClient  map[queue.Consumer]ConsumerID
-	refused   map[uint64]bool // enqueues refused, until their publishers hear
-	purged    map[uint64]int  // purges applied, until Purge reads them
+	purged    map[uint64]int  // purges this node proposed, by nonce, until Purge reads them
 	gets      map[ConsumerID]chan getResult
 	nextID    uint64
 	dead      []deadMsg // to route once the lock is released
+	// ended are this node's consumers another member's entry ended (the
+	// leader found their node gone): told once the lock is released.
+	ended   []queue.Consumer
+	tidying atomic.Bool // a Tidy's proposals are on their way
 
-	// setMu guards the settlements waiting to be proposed (settle); a
-	// leaf, never held with mu.
+	// holder is, for each message delivered to a consumer of this node
+	// and not settled yet, that consumer: settlements name it.
+	holder map[uint64]ConsumerID
+	// orphans are deliveries to consumers of this run that are gone
+	// here (cancelled, or whose checkout failed yet was committed): given
+	// back once the lock is released.
+	orphans []pending
+
+	// setMu guards the entries waiting to be proposed in order
+	// (settlements, cancels); a leaf, never held with mu.
 	setMu    sync.Mutex
-	settles  []settleBatch
+	settles  []pending
 	settling bool   // a flushSettles goroutine runs
 	leader   uint64 // the member that leads, as Raft last said (0: none known)
 	leading  bool
 	term     uint64
 	// follower: another member leads (or none is known): this member
-	// keeps the state and acts on nothing (no deliveries, dead letters
-	// or answers). A queue whose log never names a leader (tests) acts.
+	// keeps the state and serves its own node's consumers, but routes no
+	// dead letters. A queue whose log never names a leader (tests) acts.
 	follower bool
 	node     uint64 // this node, in consumer ids
 	run      uint32 // this run of the node, in consumer ids
@@ -101,13 +122,16 @@ type QueueConfig struct {
 	// says, through done, whether every target took it.
 	DeadLetter          func(m *message.Message, why Reason)
 	DeadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
+	// Retry says whether a proposal that failed with err may be proposed
+	// again (the group had no leader for a while); nil: never.
+	Retry func(err error) bool
 }
 
 // NewQueue makes a queue's leader over its log.
 func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
-		refused: map[uint64]bool{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
+		retry: c.Retry, holder: map[uint64]ConsumerID{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 	q.ttlMillis.Store(c.TTL.Milliseconds())
 	return q
 }
@@ -128,15 +152,8 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 	if m.TTL != message.NoTTL && (expiresAt == 0 || now+m.TTL < expiresAt) {
 		expiresAt = now + m.TTL
 	}
-	q.log.Propose(enqueueEntry(m, now, expiresAt), func(index uint64, err error) {
-		if err == nil {
-			q.mu.Lock()
-			if q.refused[index] {
-				delete(q.refused, index)
-				err = ErrRefused
-			}
-			q.mu.Unlock()
-		}
+	// Applying the entry answers ErrRefused when the queue refused it.
+	q.log.Propose(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
 		if done != nil {
 			done(err)
 		}
@@ -174,13 +191,18 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 		delete(q.consumers, id)
 		delete(q.byClient, c)
 		q.mu.Unlock()
+		// Not answered is not refused: a checkout committed later is
+		// cancelled.
+		q.propose(pending{entry: consumerEntry(opCancel, id)})
 		return err
 	}
 	if added != nil {
 		added()
 	}
 	q.mu.Lock()
-	q.consumers[id].ready = true
+	if l := q.consumers[id]; l != nil {
+		l.ready = true
+	}
 	q.mu.Unlock()
 	q.Kick()
 	return nil
@@ -203,21 +225,29 @@ func (q *Queue) Cancel(c queue.Consumer) {
 	if !ok {
 		return
 	}
-	_ = q.append(consumerEntry(opCancel, id))
+	done := make(chan struct{})
+	q.propose(pending{entry: consumerEntry(opCancel, id), done: done})
 	if len(back) > 0 {
 		// Committed to it but never handed to its channel: given back.
-		_ = q.append(settleEntry(Requeue, back))
+		q.propose(pending{how: Requeue, consumer: id, ids: back})
+	}
+	// Waited for, so that what the channel does next comes after; not
+	// for ever, on the minority side of a partition.
+	select {
+	case <-done:
+	case <-time.After(cancelWait):
 	}
 }
+
+// cancelWait bounds how long a cancel waits for its entry.
+const cancelWait = 10 * time.Second
 
 // LeaderChanged records who leads the queue's group now.
 func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 	q.mu.Lock()
 	q.leader, q.term, q.leading, q.follower = leader, term, self, !self
-	var gone []ConsumerID
 	var dead []deadMsg
 	if self {
-		gone = q.earlierRuns()
 		// The dead letters an earlier leader had not settled are this
 		// one's to route.
 		for _, e := range q.m.PendingDeadLetters() {
@@ -230,29 +260,59 @@ func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 	if len(dead) > 0 {
 		go q.routeDead(dead)
 	}
-	if len(gone) > 0 {
+	if leader != 0 {
 		// Off the log's loop, which calls this: appending waits for it.
-		go func() {
-			for _, id := range gone {
-				_ = q.append(consumerEntry(opDown, id))
-			}
-		}()
+		go q.Tidy(nil)
 	}
 }
 
-// earlierRuns are the consumers of this node's earlier runs: their
-// channels went with the run, so a new leader gives back what they held;
-// q.mu is held.
-func (q *Queue) earlierRuns() []ConsumerID {
-	mine := fmt.Sprintf("%x.", q.node)
-	this := fmt.Sprintf("%x.%x.", q.node, q.run)
+// Tidy ends the consumers whose channels are gone: those of this node's
+// earlier runs (any member knows its own node restarted), and, on the
+// leader, those of nodes alive says are down (nil: none is). What they
+// held goes back to the queue, redelivered. It proposes only what the
+// machine still has, and one round at a time.
+func (q *Queue) Tidy(alive func(node uint64) bool) {
+	if !q.tidying.CompareAndSwap(false, true) {
+		return
+	}
+	defer q.tidying.Store(false)
+	q.mu.Lock()
+	gone := q.goneConsumers(alive)
+	q.mu.Unlock()
+	for _, id := range gone {
+		_ = q.append(consumerEntry(opDown, id))
+	}
+}
+
+// goneConsumers lists the consumers Tidy ends; q.mu is held.
+func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
+	this := q.thisRun()
 	var out []ConsumerID
 	for _, id := range q.m.Consumers() {
-		if strings.HasPrefix(string(id), mine) && !strings.HasPrefix(string(id), this) {
+		node, ok := id.Node()
+		switch {
+		case !ok || strings.HasPrefix(string(id), this):
+		case node == q.node:
+			out = append(out, id) // an earlier run's
+		case q.leading && alive != nil && !alive(node):
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// thisRun is the prefix of the consumer ids of this run of this node.
+func (q *Queue) thisRun() string { return fmt.Sprintf("%x.%x.", q.node, q.run) }
+
+// Node is the node a consumer id names, as newConsumerID wrote it.
+func (id ConsumerID) Node() (uint64, bool) {
+	s := string(id)
+	i := strings.IndexByte(s, '.')
+	if i <= 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s[:i], 16, 64)
+	return n, err == nil
 }
 
 // Leader is the member that leads the queue's group (0: none known) and
@@ -320,19 +380,37 @@ func (q *Queue) Get(noAck bool) (queue.Delivery, int, bool) {
 }
 
 // settle hands settlements to the log without waiting (an ack needs no
-// answer). Those that come while earlier ones are being committed are
-// gathered into the next entries, so a consumer acking one message at a
-// time costs an entry per commit round, not per ack.
+// answer), each naming the consumer that holds the message. Those that
+// come while earlier ones are being committed are gathered into the next
+// entries, so a consumer acking one message at a time costs an entry per
+// commit round, not per ack.
 func (q *Queue) settle(how How, entries []queue.Entry) {
-	q.setMu.Lock()
-	n := len(q.settles)
-	if n == 0 || q.settles[n-1].how != how {
-		q.settles = append(q.settles, settleBatch{how: how})
-		n++
-	}
-	b := &q.settles[n-1]
+	var byHolder []pending
+	q.mu.Lock()
 	for _, e := range entries {
-		b.ids = append(b.ids, e.Seq)
+		c := q.holder[e.Seq]
+		delete(q.holder, e.Seq)
+		i := slices.IndexFunc(byHolder, func(p pending) bool { return p.consumer == c })
+		if i < 0 {
+			byHolder = append(byHolder, pending{how: how, consumer: c})
+			i = len(byHolder) - 1
+		}
+		byHolder[i].ids = append(byHolder[i].ids, e.Seq)
+	}
+	q.mu.Unlock()
+	q.propose(byHolder...)
+}
+
+// propose hands entries to the ordered outbox flushSettles proposes.
+func (q *Queue) propose(ps ...pending) {
+	q.setMu.Lock()
+	for _, p := range ps {
+		n := len(q.settles)
+		if p.entry == nil && n > 0 && q.settles[n-1].merges(p) {
+			q.settles[n-1].ids = append(q.settles[n-1].ids, p.ids...)
+			continue
+		}
+		q.settles = append(q.settles, p)
 	}
 	start := !q.settling
 	q.settling = true
@@ -356,35 +434,72 @@ func (q *Queue) FlushSettles(timeout time.Duration) {
 	}
 }
 
-// settleBatch is settlements of one kind, in the order they came.
-type settleBatch struct {
-	how How
-	ids []uint64
+// pending is an entry waiting in the outbox: a settlement of one kind by
+// one consumer ("" for messages whose holder is unknown here), gathered
+// while earlier entries are committed, or a whole entry (a cancel).
+type pending struct {
+	how      How
+	consumer ConsumerID
+	ids      []uint64
+	entry    []byte
+	done     chan struct{} // closed once committed, or given up
 }
 
-// flushSettles proposes the gathered settlements, in order, and waits
-// for them before it takes the next; it ends when none are left.
+func (p pending) merges(next pending) bool {
+	return p.entry == nil && p.done == nil && p.how == next.how && p.consumer == next.consumer
+}
+
+func (p pending) bytes() []byte {
+	switch {
+	case p.entry != nil:
+		return p.entry
+	case p.consumer == "":
+		return settleEntry(p.how, p.ids)
+	}
+	return settleByEntry(p.consumer, p.how, p.ids)
+}
+
+// retryEvery is how long the outbox waits before it proposes again what
+// the group could not commit.
+const retryEvery = 100 * time.Millisecond
+
+// flushSettles proposes the outbox, in order, and waits for every entry
+// before it takes the next ones; it ends when none are left. What was
+// not committed for want of a leader is proposed again (each entry
+// changes nothing when applied twice), so an ack is not lost with a
+// leader.
 func (q *Queue) flushSettles() {
 	for {
 		q.setMu.Lock()
-		batches := q.settles
+		batch := q.settles
 		q.settles = nil
-		if len(batches) == 0 {
+		if len(batch) == 0 {
 			q.settling = false
 			q.setMu.Unlock()
 			return
 		}
 		q.setMu.Unlock()
-		done := make(chan struct{})
-		for i, b := range batches {
-			last := i == len(batches)-1
-			q.log.Propose(settleEntry(b.how, b.ids), func(uint64, error) {
-				if last {
-					close(done) // entries apply in order: the others are in
+		for {
+			answers := make(chan error, len(batch))
+			for _, p := range batch {
+				q.log.Propose(p.bytes(), func(_ uint64, err error) { answers <- err })
+			}
+			again := false
+			for range batch {
+				if err := <-answers; err != nil && q.retry != nil && q.retry(err) {
+					again = true
 				}
-			})
+			}
+			if !again {
+				break
+			}
+			time.Sleep(retryEvery)
 		}
-		<-done
+		for _, p := range batch {
+			if p.done != nil {
+				close(p.done)
+			}
+		}
 	}
 }
 
@@ -409,10 +524,14 @@ func (q *Queue) Configure(cfg Config, ttl time.Duration) error {
 func (q *Queue) Purge() (int, error) {
 	ch := make(chan error, 1)
 	var n int
-	q.log.Propose([]byte{opPurge}, func(index uint64, err error) {
+	q.mu.Lock()
+	q.nextID++
+	nonce := q.nextID
+	q.mu.Unlock()
+	q.log.Propose(purgeEntry(q.node, nonce), func(_ uint64, err error) {
 		q.mu.Lock()
-		n = q.purged[index]
-		delete(q.purged, index)
+		n = q.purged[nonce]
+		delete(q.purged, nonce)
 		q.mu.Unlock()
 		ch <- err
 	})
@@ -421,12 +540,12 @@ func (q *Queue) Purge() (int, error) {
 }
 
 // Stats are the queue's figures: ready messages and their bytes,
-// messages consumers hold unsettled, and this node's consumers.
+// messages consumers hold unsettled, and its consumers on every node.
 func (q *Queue) Stats() (ready int, readyBytes int64, unacked, consumers int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	ready, readyBytes = q.m.Ready()
-	return ready, readyBytes, q.m.CheckedOut(), len(q.consumers)
+	return ready, readyBytes, q.m.CheckedOut(), q.m.ConsumerCount()
 }
 
 // HeadExpiresAt is when the message at the head of the queue expires
@@ -453,12 +572,18 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 	}
 	q.mu.Lock()
 	err := q.apply(index, entry)
-	dead := q.dead
-	q.dead = nil
+	dead, ended, orphans := q.dead, q.ended, q.orphans
+	q.dead, q.ended, q.orphans = nil, nil, nil
 	q.mu.Unlock()
+	if len(orphans) > 0 {
+		q.propose(orphans...)
+	}
 	// Dead letters are routed with no lock of the queue held, as a classic
 	// queue's are.
 	q.routeDead(dead)
+	for _, c := range ended {
+		c.Cancelled()
+	}
 	return err
 }
 
@@ -524,6 +649,12 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		// command, with the command's time).
 		effects = q.m.Expire(now)
 		effects = append(effects, q.m.Enqueue(Msg{ID: index, Size: int64(len(m.Body)), ExpiresAt: expiresAt})...)
+		for _, e := range effects {
+			if e.Kind == Refuse && e.Msg.ID == index {
+				q.act(effects)
+				return ErrRefused // the answer to its publisher
+			}
+		}
 	case opCheckout:
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
@@ -549,6 +680,14 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 			return r.err
 		}
 		effects = q.m.SettleAny(how, ids)
+	case opSettleBy:
+		id := ConsumerID(r.short())
+		how := How(r.u8())
+		ids := r.ids()
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Settle(id, how, ids)
 	case opDeadLettered:
 		ids := r.ids()
 		if r.err != nil {
@@ -564,6 +703,14 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 			effects = q.m.Cancel(id)
 		} else {
 			effects = q.m.Down(id)
+			if l := q.consumers[id]; l != nil {
+				// Ended by the leader while this node was cut off from
+				// it: the client hears (basic.cancel) and may consume
+				// again.
+				delete(q.consumers, id)
+				delete(q.byClient, l.c)
+				q.ended = append(q.ended, l.c)
+			}
 		}
 	case opExpire:
 		effects = q.m.Expire(int64(r.u64()))
@@ -577,8 +724,10 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		before := bodyIDs(q.bodies)
 		n := q.m.Purge()
 		q.forgetReady(before)
-		if !q.follower {
-			q.purged[index] = n // for Purge, on the node that proposed it
+		// For Purge, on the node that proposed it (entries of one byte
+		// are from before purges named their proposer: nobody waits).
+		if node, nonce, ok := r.purger(); ok && node == q.node {
+			q.purged[nonce] = n
 		}
 	default:
 		return fmt.Errorf("quorum: unknown entry %d at %d", op, index)
@@ -587,16 +736,10 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 	return nil
 }
 
-// act carries out effects; q.mu is held. A follower only lets go of the
-// bodies the machine no longer holds.
+// act carries out effects; q.mu is held. Every member delivers to its
+// own node's consumers; only the leader routes dead letters.
 func (q *Queue) act(effects []Effect) {
 	for _, e := range effects {
-		if q.follower {
-			if e.Kind != Deliver {
-				delete(q.bodies, e.Msg.ID)
-			}
-			continue
-		}
 		switch e.Kind {
 		case Deliver:
 			q.deliver(e)
@@ -605,14 +748,12 @@ func (q *Queue) act(effects []Effect) {
 			if !e.Keep {
 				delete(q.bodies, e.Msg.ID)
 			}
-			if e.Kind == DeadLetter && m != nil && q.deadLetter != nil {
+			if !q.follower && e.Kind == DeadLetter && m != nil && q.deadLetter != nil {
 				q.dead = append(q.dead, deadMsg{m: m, why: e.Reason, id: e.Msg.ID, keep: e.Keep})
 			}
-		case Acked:
+		case Acked, Refuse:
 			delete(q.bodies, e.Msg.ID)
-		case Refuse:
-			delete(q.bodies, e.Msg.ID)
-			q.refused[e.Msg.ID] = true
+			delete(q.holder, e.Msg.ID)
 		}
 	}
 }
@@ -645,13 +786,19 @@ func (q *Queue) deliver(e Effect) {
 	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}
 	if ch := q.gets[e.Consumer]; ch != nil {
 		n, _ := q.m.Ready()
+		q.holder[e.Msg.ID] = e.Consumer
 		ch <- getResult{d: d, remaining: n, ok: true}
 		return
 	}
 	l := q.consumers[e.Consumer]
 	if l == nil {
-		return // a consumer of another node, or of a leader before this one
+		if strings.HasPrefix(string(e.Consumer), q.thisRun()) {
+			// A consumer of this run that is gone here: given back.
+			q.orphans = append(q.orphans, pending{how: Requeue, consumer: e.Consumer, ids: []uint64{e.Msg.ID}})
+		}
+		return // another node's consumer, or one this node had before
 	}
+	q.holder[e.Msg.ID] = e.Consumer
 	l.waiting = append(l.waiting, d)
 	q.drain(l)
 }
