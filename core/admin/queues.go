@@ -84,14 +84,24 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
-	if st, ok := q.QuorumStatus(); ok {
+	if view, ok := q.QuorumStatus(); ok {
 		// RabbitMQ's fields for a quorum queue, and Warren's view of its
 		// Raft group (each member's log position on the leader).
 		out.Type = "quorum"
-		out.Leader, out.Members, out.Online = node, []string{node}, []string{node}
-		// A group of one: its only member is this node.
-		out.Raft = &raftJSON{Role: st.Role, Term: st.Term, Commit: st.Commit, Applied: st.Applied,
-			LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: map[string]uint64{node: st.Match[st.Leader]}}
+		out.Leader, out.Members, out.Online = view.Leader, view.Members, view.Online
+		if view.Members == nil {
+			// A group of one: its only member is this node.
+			out.Leader, out.Members, out.Online = node, []string{node}, []string{node}
+			view.Match = map[string]uint64{node: view.Raft.Match[view.Raft.Leader]}
+		}
+		if view.Leader != "" {
+			out.Node = view.Leader // RabbitMQ lists a quorum queue on its leader's node
+		}
+		if view.Raft.Role != "" {
+			st := view.Raft
+			out.Raft = &raftJSON{Role: st.Role, Term: st.Term, Commit: st.Commit, Applied: st.Applied,
+				LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: view.Match}
+		}
 	}
 	if q.Home != "" {
 		out.Node = q.Home // homed on another node of the cluster

@@ -105,7 +105,12 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		history: stats.NewHistory(historyLength),
 		started: time.Now(),
 	}
-	if !cfg.Cluster.Enabled() {
+	if cfg.Cluster.Enabled() {
+		// Made before the node: quorum queues restored from the store
+		// start their members first, and the node then carries their
+		// messages.
+		b.groups = cluster.NewNodeGroups(cfg.Cluster.NodeName, log)
+	} else {
 		b.groups = cluster.NewGroups(log)
 	}
 	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
@@ -232,9 +237,8 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
-	} else {
-		c.Groups = b.groups
 	}
+	c.Groups = b.groups
 	v := vhost.New(c)
 	b.vhosts[name] = v
 	return v

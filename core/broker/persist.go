@@ -187,7 +187,8 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 		// Records from before clusters hold durable queues only.
 		durable, ok := q.Rec["durable"].(bool)
 		def := vhost.QueueDef{Name: q.Name, Durable: durable || !ok, AutoDelete: flag(q.Rec, "auto_delete"),
-			Exclusive: flag(q.Rec, "exclusive"), Args: table(q.Rec, "arguments"), Home: home, ID: uint64(incarnation)}
+			Exclusive: flag(q.Rec, "exclusive"), Args: table(q.Rec, "arguments"), Home: home, ID: uint64(incarnation),
+			Members: vhost.Names(q.Rec["members"])}
 		if err := v.RestoreQueue(def, uint64(id), levels[uint64(id)]); err != nil {
 			b.log.Error().Err(err).Str("vhost", name).Str("queue", q.Name).Msg("queue could not be restored")
 		}

@@ -364,7 +364,7 @@ func (b *Broker) startCluster(seeds []string) error {
 	}
 	n, err := cluster.Start(cluster.Config{
 		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
-		Log: log, State: metaState{b: b, log: log}, Logger: b.log, OnCall: b.handleCall,
+		Log: log, State: metaState{b: b, log: log}, Logger: b.log, OnCall: b.handleCall, Groups: b.groups,
 	})
 	if err != nil {
 		return err

@@ -83,6 +83,18 @@ func (t topologyLink) Sync() error {
 	return n.Barrier(ctx)
 }
 
+func (t topologyLink) Nodes() []string {
+	n := t.b.cluster.Load()
+	if n == nil {
+		return []string{t.Node()}
+	}
+	var out []string
+	for _, m := range n.Members() {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
 func (t topologyLink) Up(node string) bool {
 	n := t.b.cluster.Load()
 	return n != nil && n.Alive(node)

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-
+	"slices"
 	"sync"
 
 	"github.com/warrenmq/warren/core/exchange"
@@ -64,6 +64,8 @@ type Cluster interface {
 	Call(node string, req protocol.Table) (protocol.Table, error)
 	// Up reports whether node is reachable.
 	Up(node string) bool
+	// Nodes names the cluster's nodes.
+	Nodes() []string
 	// Sync returns once this node has applied every change committed
 	// before the call: a lookup that missed looks again after it, so that
 	// what a client made through another node a moment ago is found.
@@ -204,8 +206,26 @@ func queueDefOf(cmd protocol.Table) QueueDef {
 	if len(a) == 0 {
 		a = nil
 	}
-	return QueueDef{Name: str(cmd, "name"), Durable: b("durable"), AutoDelete: b("auto_delete"), Exclusive: b("exclusive"),
+	def := QueueDef{Name: str(cmd, "name"), Durable: b("durable"), AutoDelete: b("auto_delete"), Exclusive: b("exclusive"),
 		Args: a, Home: str(cmd, "home"), ID: id(cmd, "id")}
+	def.Members = Names(cmd["members"])
+	return def
+}
+
+// Names reads a list of node names (a quorum queue's members); nil when
+// there is none.
+func Names(x any) []string {
+	items, ok := x.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Apply carries out a topology command on this node.
@@ -267,6 +287,9 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 // applyDeclareQueue declares a queue for the cluster: the queue itself on
 // its home, a RemoteQueue elsewhere; defMu is held.
 func (v *VHost) applyDeclareQueue(def QueueDef) error {
+	if def.Members != nil {
+		return v.applyDeclareQuorum(def)
+	}
 	def.Owner = anyOwner
 	self := v.self()
 	v.mu.RLock()
@@ -340,8 +363,12 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 // held. A queue that is gone or another is no change.
 func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RLock()
-	q, rq, local := v.queues[name], v.remote[name], v.homed[name]
+	q, rq, local, qq := v.queues[name], v.remote[name], v.homed[name], v.quorums[name]
 	v.mu.RUnlock()
+	if qq != nil && qq.ID == incarnation {
+		v.forgetQuorum(qq)
+		return
+	}
 	if q != nil && local == incarnation {
 		// Committed already: forgetQueue is not to propose it again.
 		v.mu.Lock()
@@ -480,10 +507,20 @@ func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
 // declareReplicated declares a non-exclusive queue for the cluster.
 func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	v.mu.RLock()
-	q, rq := v.queues[def.Name], v.remote[def.Name]
+	q, rq, qq := v.queues[def.Name], v.remote[def.Name], v.quorums[def.Name]
 	v.mu.RUnlock()
+	if qq != nil {
+		if err := v.equivalentQueue(qq.shape(), def); err != nil {
+			return Declared{}, err
+		}
+		qq.touch()
+		return Declared{Name: qq.Name, Quorum: qq}, nil
+	}
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err
+	}
+	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" {
+		return v.declareQuorumReplicated(def)
 	}
 	if !def.ServerNamed && ReservedName(def.Name) {
 		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
@@ -579,9 +616,12 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	}
 	name, incarnation := str(req, "name"), id(req, "id")
 	v.mu.RLock()
-	q := v.queues[name]
+	q, qq := v.queues[name], v.quorums[name]
 	ok := q != nil && v.homed[name] == incarnation
 	v.mu.RUnlock()
+	if qq != nil && qq.ID == incarnation && qq.member() {
+		return v.handleQuorumCall(str(req, "op"), qq, req)
+	}
 	if !ok {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
@@ -629,8 +669,8 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		return st.Ready, st.Consumers, nil
 	}
 	if d.Quorum != nil {
-		st := d.Quorum.stats()
-		return st.Ready, st.Consumers, nil
+		st, err := v.quorumStats(d.Quorum)
+		return st.Ready, st.Consumers, err
 	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {
@@ -749,6 +789,19 @@ func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
 		queues []string
 	}
 	var batches []batch
+	// A quorum queue this node has no member of is reached through one.
+	var unreachable int
+	r.quorum = slices.DeleteFunc(r.quorum, func(qq *QuorumQueue) bool {
+		if qq.member() {
+			return false
+		}
+		if rq := v.via(qq); rq != nil {
+			r.remote = append(r.remote, rq)
+		} else {
+			unreachable++
+		}
+		return true
+	})
 next:
 	for _, rq := range r.remote {
 		for i := range batches {
@@ -761,7 +814,10 @@ next:
 	}
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	f := &Forwarding{n: len(batches) + len(r.quorum)}
+	f := &Forwarding{n: len(batches) + len(r.quorum) + unreachable}
+	for range unreachable {
+		f.done(ErrNoMember)
+	}
 	v.enqueueQuorum(m, r, f)
 	for _, b := range batches {
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
@@ -773,6 +829,10 @@ next:
 // reject-publish): its publisher is nacked.
 var ErrRejected = reply.PreconditionFailed("a queue refused the message (overflow reject-publish)")
 
+// ErrNoMember is a message for a quorum queue none of whose members this
+// node can reach: its publisher is nacked.
+var ErrNoMember = reply.Internal("no member of the quorum queue can be reached")
+
 // Deliver enqueues a message another node forwarded into the queues named
 // (those homed here; a queue deleted meanwhile is skipped, as a publish
 // finds it gone) and calls done once they have it: after the store synced
@@ -783,18 +843,35 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	for _, name := range queues {
 		if q := v.queues[name]; q != nil {
 			r.addQueue(q)
+		} else if qq := v.quorums[name]; qq != nil && qq.member() {
+			r.quorum = append(r.quorum, qq)
 		}
 	}
 	v.mu.RUnlock()
 	out := v.enqueue(m, &r)
-	switch {
-	case out.Rejected:
-		done(ErrRejected)
-	case out.Stored:
-		v.AfterSync(done)
-	default:
-		done(nil)
+	classic := func() {
+		switch {
+		case out.Rejected:
+			done(ErrRejected)
+		case out.Stored:
+			v.AfterSync(done)
+		default:
+			done(nil)
+		}
 	}
+	if len(r.quorum) == 0 {
+		classic()
+		return
+	}
+	f := &Forwarding{n: len(r.quorum)}
+	v.enqueueQuorum(m, &r, f)
+	f.Then(func(err error) {
+		if err != nil {
+			done(err)
+			return
+		}
+		classic()
+	})
 }
 
 // ---- snapshots of the metadata group
@@ -826,6 +903,13 @@ func (v *VHost) Topology() protocol.Table {
 		rec := remoteRecord(rq)
 		rec["name"] = rq.Name
 		queues = append(queues, rec)
+	}
+	for _, qq := range v.quorums {
+		if qq.Members != nil {
+			rec := quorumRecord(qq)
+			rec["name"] = qq.Name
+			queues = append(queues, rec)
+		}
 	}
 	v.mu.RUnlock()
 	for _, b := range v.Bindings() {
@@ -890,25 +974,24 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	}
 	v.mu.RLock()
 	type have struct {
-		q           *queue.Queue
-		rq          *RemoteQueue
+		name        string
 		incarnation uint64
 	}
 	var haves []have
 	for name, incarnation := range v.homed {
-		haves = append(haves, have{q: v.queues[name], incarnation: incarnation})
+		haves = append(haves, have{name: name, incarnation: incarnation})
 	}
 	for _, rq := range v.remote {
-		haves = append(haves, have{rq: rq, incarnation: rq.ID})
+		haves = append(haves, have{name: rq.Name, incarnation: rq.ID})
+	}
+	for _, qq := range v.quorums {
+		if qq.Members != nil {
+			haves = append(haves, have{name: qq.Name, incarnation: qq.ID})
+		}
 	}
 	v.mu.RUnlock()
 	for _, h := range haves {
-		name := ""
-		if h.q != nil {
-			name = h.q.Name
-		} else {
-			name = h.rq.Name
-		}
+		name := h.name
 		if def, ok := wantQ[name]; ok && def.ID == h.incarnation {
 			delete(wantQ, name)
 			continue

@@ -49,7 +49,7 @@ type Source interface {
 func (v *VHost) Source(name string, owner any) (Source, error) {
 	if qq := v.quorumQueue(name); qq != nil {
 		qq.touch()
-		return qq, nil
+		return v.quorumSource(qq)
 	}
 	q, err := v.Queue(name, owner)
 	if err == nil {
@@ -300,7 +300,7 @@ type consumerKey struct {
 // implements queue.Consumer.
 type remoteConsumer struct {
 	v         *VHost
-	q         *queue.Queue
+	q         Source // a queue homed here, or this node's member of a quorum queue
 	key       consumerKey
 	noAck     bool
 	exclusive bool
@@ -318,6 +318,13 @@ type remoteConsumer struct {
 }
 
 func (c *remoteConsumer) NoAck() bool     { return c.noAck }
+
+// Prefetch is the consumer's credit: a quorum queue's checkout takes it.
+func (c *remoteConsumer) Prefetch() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.credit
+}
 func (c *remoteConsumer) Exclusive() bool { return c.exclusive }
 
 // Deliver runs under the queue's lock: take credit, keep the entry until
@@ -416,7 +423,7 @@ func (c *remoteConsumer) take(ids []any) []queue.Entry {
 }
 
 // remoteConsumer returns the consumer of key, made when make is set.
-func (v *VHost) remoteConsumer(key consumerKey, q *queue.Queue, create bool) *remoteConsumer {
+func (v *VHost) remoteConsumer(key consumerKey, q Source, create bool) *remoteConsumer {
 	v.consMu.Lock()
 	defer v.consMu.Unlock()
 	c := v.consumers[key]
@@ -455,7 +462,7 @@ func (v *VHost) dropConsumer(c *remoteConsumer) {
 }
 
 // requeueInOrder requeues entries in queue order.
-func requeueInOrder(q *queue.Queue, entries []queue.Entry) {
+func requeueInOrder(q Source, entries []queue.Entry) {
 	if len(entries) == 0 {
 		return
 	}
@@ -517,8 +524,8 @@ func (v *VHost) ForgetConsumersOf(node string, before uint64) {
 }
 
 // handleConsumerCall answers a consuming node's call about queue q homed
-// here.
-func (v *VHost) handleConsumerCall(op string, q *queue.Queue, req protocol.Table) (protocol.Table, error) {
+// here (or this node's member of a quorum queue).
+func (v *VHost) handleConsumerCall(op string, q Source, req protocol.Table) (protocol.Table, error) {
 	key := consumerKey{node: str(req, "from"), id: id(req, "source")}
 	b := func(k string) bool { x, _ := req[k].(bool); return x }
 	switch op {

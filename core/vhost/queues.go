@@ -33,6 +33,8 @@ type QueueDef struct {
 	// cluster.go); both are empty on a node of its own.
 	Home string
 	ID   uint64
+	// Members are a quorum queue's nodes in a cluster (quorum_cluster.go).
+	Members []string
 }
 
 // Declared is the queue a declare found or made: Local when it is on this
@@ -306,6 +308,9 @@ func describe(v any, present bool) any {
 // bindings, and returns the number of ready messages it held.
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
 	if v.cluster != nil {
+		if qq := v.quorumQueue(name); qq != nil {
+			return v.deleteReplicatedQuorum(qq, ifUnused, ifEmpty)
+		}
 		v.mu.RLock()
 		q, incarnation := v.queues[name], v.homed[name]
 		v.mu.RUnlock()
@@ -379,6 +384,14 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 	if qq := v.quorumQueue(name); qq != nil {
+		if !qq.member() {
+			rq := v.via(qq)
+			if rq == nil {
+				return 0, v.membersDown(qq)
+			}
+			ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
+			return int(id(ans, "messages")), err
+		}
 		n, err := qq.Purge()
 		if err != nil {
 			return 0, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", name, v.Name, err)
@@ -462,7 +475,8 @@ func (e QueueEntry) Info() QueueInfo {
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
 	}
 	if e.qq != nil {
-		return QueueInfo{QueueEntry: e, Stats: e.qq.stats(), Counters: e.qq.Counters.Values(), Rates: e.qq.Counters.Rates()}
+		st, err := e.v.quorumStats(e.qq)
+		return QueueInfo{QueueEntry: e, Stats: st, Counters: e.qq.Counters.Values(), Rates: e.qq.Counters.Rates(), Down: err != nil}
 	}
 	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
 }

@@ -1,7 +1,9 @@
 package vhost
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,12 +34,17 @@ import (
 // and restoring the group at start-up.
 
 // QuorumQueue is a quorum queue of this vhost: its declaration and this
-// node's member of its group.
+// node's member of its group. On a cluster node that is not one of its
+// members, Queue is nil and the queue is reached through a member
+// (quorum_cluster.go).
 type QuorumQueue struct {
 	*quorum.Queue
 	Name string
 	Args protocol.Table
 	ID   uint64 // its group's id, and its stored record's
+	// Members are the nodes its group has, by name, the one that stood
+	// first for leader first; nil on a node of its own.
+	Members []string
 	// base is what the arguments set; settings what is in force, with
 	// the policy (read on the group's loop when a message dies).
 	base     queue.Settings
@@ -108,9 +115,6 @@ func (v *VHost) checkQuorum(def QueueDef) error {
 	if v.groups == nil || v.store == nil {
 		return reply.PreconditionFailed("queue '%s' in vhost '%s': quorum queues need the broker's store", def.Name, v.Name)
 	}
-	if v.cluster != nil {
-		return reply.PreconditionFailed("queue '%s' in vhost '%s': quorum queues are not supported on a clustered node yet", def.Name, v.Name)
-	}
 	return nil
 }
 
@@ -166,16 +170,31 @@ func (v *VHost) applyQuorumPolicies() {
 			continue
 		}
 		qq.config = cfg
+		if !qq.member() {
+			continue // its members apply it
+		}
 		if err := qq.Configure(cfg, ttlOf(s)); err != nil {
 			v.log.Warn().Err(err).Str("queue", qq.Name).Msg("could not apply the policy to the quorum queue")
 		}
 	}
 }
 
-// quorumRecord is a quorum queue's stored declaration.
+// quorumRecord is a quorum queue's stored declaration; in a cluster its
+// members and its incarnation (its group's id) too.
 func quorumRecord(qq *QuorumQueue) protocol.Table {
-	return protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
+	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
+	if qq.Members != nil {
+		members := make([]any, len(qq.Members))
+		for i, m := range qq.Members {
+			members[i] = m
+		}
+		rec["members"], rec["cluster_id"], rec["home"] = members, int64(qq.ID), qq.Members[0]
+	}
+	return rec
 }
+
+// member says whether this node runs a member of the queue's group.
+func (qq *QuorumQueue) member() bool { return qq.Queue != nil }
 
 // isQuorum says whether a declare is a quorum queue's: it asks for one,
 // and no classic queue has the name (whose redeclare then tells the
@@ -218,7 +237,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
 		return nil, false, stored(err)
 	}
-	if err := v.startQuorum(qq); err != nil {
+	if err := v.startQuorum(qq, false); err != nil {
 		_ = v.store.DeleteMeta(storage.KindQueue, v.Name, def.Name)
 		return nil, false, reply.Internal("could not start the quorum queue '%s': %v", def.Name, err)
 	}
@@ -227,8 +246,9 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 }
 
 // startQuorum starts this node's member of qq's group, from its log if it
-// has one, and waits until it has replayed it.
-func (v *VHost) startQuorum(qq *QuorumQueue) error {
+// has one, and waits until it has replayed it; campaign makes it stand
+// for leader at once (the member a new queue's leader locator chose).
+func (v *VHost) startQuorum(qq *QuorumQueue, campaign bool) error {
 	rs, ok := v.store.(raftLogs)
 	if !ok {
 		return fmt.Errorf("the store keeps no Raft logs")
@@ -241,9 +261,18 @@ func (v *VHost) startQuorum(qq *QuorumQueue) error {
 	qq.config = cfg
 	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: cfg, TTL: ttlOf(s),
 		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why, nil) },
-		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) }})
-	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: []uint64{v.groups.Self()}, Log: log, Machine: qq.Queue})
+		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) },
+		Retry:               func(err error) bool { return errors.Is(err, cluster.ErrNoQuorum) }})
+	members := []uint64{v.groups.Self()}
+	if qq.Members != nil {
+		members = members[:0]
+		for _, name := range qq.Members {
+			members = append(members, cluster.NodeID(name))
+		}
+	}
+	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: members, Campaign: campaign, Log: log, Machine: qq.Queue})
 	if err != nil {
+		qq.Queue = nil
 		return err
 	}
 	qq.group = g
@@ -311,11 +340,14 @@ func (v *VHost) forgetQuorum(qq *QuorumQueue) {
 	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
 	v.mu.Unlock()
 	v.removeBindings(bound)
-	qq.CancelAll()
-	qq.group.Stop()
 	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, qq.Name); err != nil {
 		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the stored quorum queue; it will come back after a restart")
 	}
+	if !qq.member() {
+		return
+	}
+	qq.CancelAll()
+	qq.group.Stop()
 	if err := v.store.(raftLogs).DeleteRaftLog(qq.ID); err != nil {
 		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the quorum queue's log")
 	}
@@ -332,9 +364,13 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, base: settings}
-	if err := v.startQuorum(qq); err != nil {
-		return err
+	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Members: def.Members, base: settings}
+	if qq.Members == nil || slices.Contains(qq.Members, v.self()) {
+		if err := v.startQuorum(qq, false); err != nil {
+			return err
+		}
+	} else {
+		qq.inForce(v.policies.For(policy.Queues, qq.Name))
 	}
 	v.registerQuorum(qq)
 	return nil
@@ -487,6 +523,9 @@ func (v *VHost) startExpiry() {
 				}
 				now := time.Now().UnixMilli()
 				for _, qq := range v.quorumList() {
+					if !qq.member() {
+						continue
+					}
 					if _, leading := qq.Leader(); !leading {
 						continue
 					}
@@ -522,6 +561,12 @@ func (qq *QuorumQueue) unusedFor(now int64) bool {
 // expireQuorum deletes a quorum queue x-expires found unused, if it still
 // is once defMu is held.
 func (v *VHost) expireQuorum(qq *QuorumQueue) {
+	if v.cluster != nil {
+		if qq.unusedFor(time.Now().UnixMilli()) {
+			v.queueGone(qq.Name, qq.ID) // deleted on every node when it is applied
+		}
+		return
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	if v.quorums[qq.Name] == qq && qq.unusedFor(time.Now().UnixMilli()) {
@@ -548,18 +593,9 @@ func (qq *QuorumQueue) stats() queue.Stats {
 
 // quorumEntry is qq's listing entry; the caller holds mu.
 func (v *VHost) quorumEntry(qq *QuorumQueue) QueueEntry {
-	e := QueueEntry{Name: qq.Name, Durable: true, Args: qq.Args, Type: "quorum", qq: qq}
+	e := QueueEntry{Name: qq.Name, Durable: true, Args: qq.Args, Type: "quorum", qq: qq, v: v}
 	if p := v.policies.For(policy.Queues, qq.Name); p != nil {
 		e.Policy = p.Name
 	}
 	return e
-}
-
-// QuorumStatus is a quorum queue's group as this node sees it: leader,
-// members and, on the leader, each member's log position.
-func (e QueueEntry) QuorumStatus() (cluster.GroupStatus, bool) {
-	if e.qq == nil {
-		return cluster.GroupStatus{}, false
-	}
-	return e.qq.group.Status(), true
 }

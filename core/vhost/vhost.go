@@ -170,6 +170,8 @@ func (v *VHost) Close() {
 	// second for all of them.
 	deadline := time.Now().Add(time.Second)
 	for _, qq := range v.quorumList() {
-		qq.FlushSettles(time.Until(deadline))
+		if qq.member() {
+			qq.FlushSettles(time.Until(deadline))
+		}
 	}
 }

@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+)
+
+func quorumDef(name string, args protocol.Table) vhost.QueueDef {
+	a := protocol.Table{"x-queue-type": "quorum"}
+	for k, v := range args {
+		a[k] = v
+	}
+	return vhost.QueueDef{Name: name, Durable: true, Args: a}
+}
+
+// quorumView is the named quorum queue's group as node b sees it.
+func quorumView(t *testing.T, b *Broker, name string) (vhost.QuorumView, bool) {
+	t.Helper()
+	info, ok := root(t, b).QueueInfo(name)
+	if !ok {
+		return vhost.QuorumView{}, false
+	}
+	return info.QuorumStatus()
+}
+
+// getVia takes one message from the named queue through node b, acking
+// it; "" when the queue has none.
+func getVia(t *testing.T, b *Broker, name string) string {
+	t.Helper()
+	src, err := root(t, b).Source(name, nil)
+	if err != nil {
+		t.Fatalf("source %s: %v", name, err)
+	}
+	d, _, ok := src.Get(false)
+	if !ok {
+		return ""
+	}
+	src.Ack([]queue.Entry{d.Entry})
+	return string(d.Entry.Msg.Body)
+}
+
+// waitLeader waits until every node names the same leader of the queue,
+// other than not.
+func waitLeader(t *testing.T, nodes []*clusterNode, name, not string) string {
+	t.Helper()
+	var leader string
+	eventually(t, nodes, "a leader of "+name, func(b *Broker) bool {
+		view, ok := quorumView(t, b, name)
+		if !ok || view.Leader == "" || view.Leader == not || leader != "" && view.Leader != leader {
+			return false
+		}
+		leader = view.Leader
+		return true
+	})
+	return leader
+}
+
+// TestClusterQuorumQueue: a quorum queue declared on one node of three has
+// a member on each; what is published through any node is confirmed once
+// committed, read through any node, and survives its leader's node
+// stopping.
+func TestClusterQuorumQueue(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	v1, v2 := root(t, n1.Broker), root(t, n2.Broker)
+
+	d, err := v1.Declare(quorumDef("orders", nil), false)
+	if err != nil || d.Quorum == nil || !d.Created {
+		t.Fatalf("declare: %+v, %v", d, err)
+	}
+	if !slices.Equal(d.Quorum.Members, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("members %v: want the declaring node first, then the others", d.Quorum.Members)
+	}
+	if leader := waitLeader(t, nodes, "orders", ""); leader != "n1" {
+		t.Fatalf("leader %s: client-local puts it on the declaring node", leader)
+	}
+	// A redeclare anywhere is compared with it; another type is refused.
+	if _, err := v2.Declare(quorumDef("orders", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.Declare(vhost.QueueDef{Name: "orders", Durable: true}, false); code(err) != protocol.PreconditionFailed {
+		t.Fatalf("classic redeclare through n2: %v", err)
+	}
+
+	for i := range 5 {
+		publishVia(t, nodes[i%3].Broker, "", "orders", fmt.Sprint("m", i), true)
+	}
+	eventually(t, nodes, "five ready on every member", func(b *Broker) bool {
+		info, ok := root(t, b).QueueInfo("orders")
+		return ok && info.Ready == 5
+	})
+	if got := getVia(t, n3.Broker, "orders"); got != "m0" {
+		t.Fatalf("first through n3: %q", got)
+	}
+	if got := getVia(t, n2.Broker, "orders"); got != "m1" {
+		t.Fatalf("second through n2: %q", got)
+	}
+
+	// The leader's node stops: the others elect a leader and go on.
+	n1.stop(t)
+	rest := nodes[1:]
+	waitLeader(t, rest, "orders", "n1")
+	publishVia(t, n2.Broker, "", "orders", "after", true)
+	var got []string
+	for {
+		body := getVia(t, n3.Broker, "orders")
+		if body == "" {
+			break
+		}
+		got = append(got, body)
+	}
+	if want := []string{"m2", "m3", "m4", "after"}; !slices.Equal(got, want) {
+		t.Fatalf("after failover: %v, want %v", got, want)
+	}
+
+	// n1 comes back and catches up: the acks taken without it hold.
+	n1.start(t)
+	time.Sleep(5 * time.Second)
+	for _, n := range nodes {
+		view, _ := quorumView(t, n.Broker, "orders")
+		info, _ := root(t, n.Broker).QueueInfo("orders")
+		t.Logf("%s: %+v %+v", n.name, view, info.Stats)
+	}
+	eventually(t, nodes, "an empty queue on every member", func(b *Broker) bool {
+		info, ok := root(t, b).QueueInfo("orders")
+		return ok && info.Ready == 0 && info.Unacked == 0
+	})
+	if _, err := root(t, n1.Broker).DeleteQueue("orders", nil, false, false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the queue gone", func(b *Broker) bool { return !root(t, b).HasQueue("orders") })
+}
+
+// TestClusterQuorumQueueNotAMember: a node that has no member of a quorum
+// queue publishes to it and reads it through a member.
+func TestClusterQuorumQueueNotAMember(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2 := nodes[0], nodes[1]
+	d, err := root(t, n1.Broker).Declare(quorumDef("small", protocol.Table{"x-quorum-initial-group-size": int64(1)}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Quorum.Members, []string{"n1"}) {
+		t.Fatalf("members %v", d.Quorum.Members)
+	}
+	waitLeader(t, nodes, "small", "")
+	publishVia(t, n2.Broker, "", "small", "via n2", true)
+	if ready, _, err := root(t, n2.Broker).Counts(vhost.Declared{Name: "small", Quorum: d.Quorum}); err != nil || ready != 1 {
+		t.Fatalf("counts through n2: %d, %v", ready, err)
+	}
+	if got := getVia(t, nodes[2].Broker, "small"); got != "via n2" {
+		t.Fatalf("get through n3: %q", got)
+	}
+	view, _ := quorumView(t, nodes[2].Broker, "small")
+	if view.Leader != "n1" || view.Raft.Role != "" {
+		t.Fatalf("n3's view: %+v", view)
+	}
+	// Its only member stops: publishing through another node is refused.
+	n1.stop(t)
+	eventually(t, nodes[1:], "n1 down", func(b *Broker) bool { return !b.Cluster().Alive("n1") })
+	_, err = root(t, n2.Broker).Source("small", nil)
+	if code(err) != protocol.NotFound {
+		t.Fatalf("consuming with no member up: %v", err)
+	}
+}

@@ -1,0 +1,292 @@
+package vhost
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Quorum queues in a cluster.
+//
+// A quorum queue's declaration is a topology command like a classic
+// queue's: it names the queue's members (the nodes its group has, chosen
+// by the declaring node) and its incarnation, which is also its group's
+// id. Every node applies it: a member starts its member of the group (the
+// node the leader locator chose stands for leader at once), the others
+// register the queue to route to and read through a member.
+//
+// A member serves its own node's clients: publishes, consumers, gets and
+// settlements are entries its group orders, whoever leads (Raft hands a
+// follower's proposals to the leader). A node that is not a member
+// forwards what is published to a member (as messages for a classic queue
+// go to its home) and consumes through one (a RemoteSource).
+//
+// A delete is a command too, naming the incarnation: each member stops its
+// member and deletes its log.
+
+// placeQuorum chooses a new quorum queue's members among the nodes that
+// are up: x-quorum-initial-group-size of them (default three, at most
+// all), the leader first. The leader is this node (client-local, the
+// default) or the node that leads the fewest of the vhost's quorum queues
+// (balanced); the others are those holding the fewest members, then by
+// name.
+func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
+	var up []string
+	for _, n := range v.cluster.Nodes() {
+		if v.cluster.Up(n) {
+			up = append(up, n)
+		}
+	}
+	if len(up) == 0 {
+		return nil, reply.Internal("no node of the cluster is up")
+	}
+	size := int64(3)
+	if x, ok := def.Args["x-quorum-initial-group-size"]; ok {
+		size, _ = queue.Integer(x)
+	}
+	size = min(size, int64(len(up)))
+	leads, holds := map[string]int{}, map[string]int{}
+	for _, qq := range v.quorumList() {
+		if len(qq.Members) > 0 {
+			leads[qq.Members[0]]++
+		}
+		for _, m := range qq.Members {
+			holds[m]++
+		}
+	}
+	leader := v.self()
+	if loc, _ := def.Args["x-queue-leader-locator"].(string); loc == "balanced" || !slices.Contains(up, leader) {
+		leader = slices.MinFunc(up, func(a, b string) int { return cmp.Or(cmp.Compare(leads[a], leads[b]), cmp.Compare(a, b)) })
+	}
+	rest := slices.DeleteFunc(slices.Clone(up), func(n string) bool { return n == leader })
+	slices.SortFunc(rest, func(a, b string) int { return cmp.Or(cmp.Compare(holds[a], holds[b]), cmp.Compare(a, b)) })
+	return append([]string{leader}, rest[:size-1]...), nil
+}
+
+// declareQuorumReplicated declares a new quorum queue for the cluster.
+func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
+	if _, err := v.parseDeclare(def); err != nil {
+		return Declared{}, err
+	}
+	if err := v.checkQuorum(def); err != nil {
+		return Declared{}, err
+	}
+	members, err := v.placeQuorum(def)
+	if err != nil {
+		return Declared{}, err
+	}
+	cmd := v.queueCommand(def, members[0], newIncarnation())
+	names := make([]any, len(members))
+	for i, m := range members {
+		names[i] = m
+	}
+	cmd["members"] = names
+	if err := v.cluster.Propose(cmd); err != nil {
+		return Declared{}, err
+	}
+	qq := v.quorumQueue(def.Name)
+	if qq == nil {
+		return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name) // deleted again already
+	}
+	if err := v.equivalentQueue(qq.shape(), def); err != nil {
+		return Declared{}, err
+	}
+	return Declared{Name: qq.Name, Quorum: qq, Created: qq.ID == id(cmd, "id")}, nil
+}
+
+// applyDeclareQuorum declares a quorum queue for the cluster; defMu is
+// held.
+func (v *VHost) applyDeclareQuorum(def QueueDef) error {
+	v.mu.RLock()
+	qq, q, rq := v.quorums[def.Name], v.queues[def.Name], v.remote[def.Name]
+	v.mu.RUnlock()
+	switch {
+	case qq != nil && qq.ID == def.ID:
+		return nil
+	case qq != nil:
+		return v.equivalentQueue(qq.shape(), def)
+	case q != nil:
+		return v.equivalentQueue(shapeOf(q), def)
+	case rq != nil:
+		return v.equivalentQueue(rq.shape(), def)
+	}
+	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
+	if err != nil {
+		return err
+	}
+	qq = &QuorumQueue{Name: def.Name, Args: def.Args, ID: def.ID, Members: def.Members, base: settings}
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
+		return stored(err)
+	}
+	if slices.Contains(def.Members, v.self()) {
+		if err := v.startQuorum(qq, def.Home == v.self()); err != nil {
+			// Kept as a queue this node reaches through the other
+			// members, so every node has the same topology.
+			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's member of the quorum queue")
+		}
+	}
+	if !qq.member() {
+		qq.inForce(v.policies.For(policy.Queues, qq.Name))
+	}
+	v.registerQuorum(qq)
+	return nil
+}
+
+// deleteReplicatedQuorum deletes a quorum queue for the cluster once its
+// conditions hold.
+func (v *VHost) deleteReplicatedQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) (int, error) {
+	st, err := v.quorumStats(qq)
+	if err != nil {
+		return 0, err
+	}
+	if ifUnused && st.Consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", qq.Name, v.Name)
+	}
+	if ifEmpty && st.Ready+st.Unacked > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.Name, v.Name)
+	}
+	cmd := v.command(OpDeleteQueue)
+	cmd["name"], cmd["id"] = qq.Name, int64(qq.ID)
+	if err := v.cluster.Propose(cmd); err != nil {
+		return 0, err
+	}
+	return st.Ready, nil
+}
+
+// via is the member a node that is not one reaches the queue through: the
+// first one up, as a RemoteQueue; nil when none is.
+func (v *VHost) via(qq *QuorumQueue) *RemoteQueue {
+	for _, m := range qq.Members {
+		if m != v.self() && v.cluster.Up(m) {
+			return &RemoteQueue{Name: qq.Name, Home: m, Durable: true, Args: qq.Args, ID: qq.ID}
+		}
+	}
+	return nil
+}
+
+// membersDown is the answer for a quorum queue none of whose members can
+// be reached from here.
+func (v *VHost) membersDown(qq *QuorumQueue) error {
+	return reply.NotFound("no member of quorum queue '%s' in vhost '%s' is up (members %v)", qq.Name, v.Name, qq.Members)
+}
+
+// quorumStats are a quorum queue's figures: its member's here, or a
+// member's through a call.
+func (v *VHost) quorumStats(qq *QuorumQueue) (queue.Stats, error) {
+	if qq.member() {
+		return qq.stats(), nil
+	}
+	rq := v.via(qq)
+	if rq == nil {
+		return queue.Stats{}, v.membersDown(qq)
+	}
+	return v.remoteStats(rq)
+}
+
+// quorumSource is what a channel of this node consumes a quorum queue
+// through.
+func (v *VHost) quorumSource(qq *QuorumQueue) (Source, error) {
+	if qq.member() {
+		return qq, nil
+	}
+	rq := v.via(qq)
+	if rq == nil {
+		return nil, v.membersDown(qq)
+	}
+	return &RemoteSource{v: v, rq: rq, id: v.sourceSeq.Add(1)}, nil
+}
+
+// handleQuorumCall answers another node's call about a quorum queue this
+// node is a member of.
+func (v *VHost) handleQuorumCall(op string, qq *QuorumQueue, req protocol.Table) (protocol.Table, error) {
+	b := func(k string) bool { x, _ := req[k].(bool); return x }
+	switch op {
+	case callQueueDelete:
+		n, err := v.deleteReplicatedQuorum(qq, b("if_unused"), b("if_empty"))
+		return protocol.Table{"messages": int64(n)}, err
+	case callQueuePurge:
+		n, err := qq.Purge()
+		if err != nil {
+			return nil, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", qq.Name, v.Name, err)
+		}
+		return protocol.Table{"messages": int64(n)}, nil
+	case callConsume, callCancel, callSettle, callGet:
+		return v.handleConsumerCall(op, qq, req)
+	case callQueueCounts:
+		st := qq.stats()
+		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
+			"unacked": int64(st.Unacked), "leader": v.leaderName(qq)}, nil
+	}
+	return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
+}
+
+// leaderName names the member that leads qq's group as this member sees
+// it; "" when none is known.
+func (v *VHost) leaderName(qq *QuorumQueue) string {
+	leader, _ := qq.Leader()
+	if qq.Members == nil {
+		if leader != 0 {
+			return v.self()
+		}
+		return ""
+	}
+	for _, m := range qq.Members {
+		if cluster.NodeID(m) == leader {
+			return m
+		}
+	}
+	return ""
+}
+
+// QuorumView is a quorum queue's group as this node sees it.
+type QuorumView struct {
+	// Leader, Members and Online name nodes; on a node of its own they
+	// are empty (the node is the only member).
+	Leader          string
+	Members, Online []string
+	// Raft is this node's member's view (Role "" on a node that is not
+	// a member); Match is, on the leader, each member's log position by
+	// node name.
+	Raft  cluster.GroupStatus
+	Match map[string]uint64
+}
+
+// QuorumStatus is a quorum queue's group as this node sees it: leader,
+// members and, on the leader, each member's log position.
+func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
+	qq := e.qq
+	if qq == nil {
+		return QuorumView{}, false
+	}
+	view := QuorumView{Members: qq.Members}
+	for _, m := range qq.Members {
+		if e.v.cluster != nil && e.v.cluster.Up(m) {
+			view.Online = append(view.Online, m)
+		}
+	}
+	if !qq.member() {
+		if rq := e.v.via(qq); rq != nil {
+			if ans, err := e.v.callHome(rq, callQueueCounts, protocol.Table{}); err == nil {
+				view.Leader = str(ans, "leader")
+			}
+		}
+		return view, true
+	}
+	view.Raft = qq.group.Status()
+	view.Leader = e.v.leaderName(qq)
+	if len(view.Raft.Match) > 0 {
+		view.Match = map[string]uint64{}
+		for _, m := range qq.Members {
+			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
+				view.Match[m] = at
+			}
+		}
+	}
+	return view, true
+}
