@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -95,38 +96,55 @@ func TestClusterQuorumQueue(t *testing.T) {
 		info, ok := root(t, b).QueueInfo("orders")
 		return ok && info.Ready == 5
 	})
-	if got := getVia(t, n3.Broker, "orders"); got != "m0" {
-		t.Fatalf("first through n3: %q", got)
+	// A consumer on the leader's node takes the first and holds it.
+	src, err := v1.Source("orders", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := getVia(t, n2.Broker, "orders"); got != "m1" {
-		t.Fatalf("second through n2: %q", got)
+	holder := &holdingConsumer{got: make(chan queue.Delivery, 10)}
+	if err := src.Consume(holder, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-holder.got; string(d.Entry.Msg.Body) != "m0" {
+		t.Fatalf("the consumer on n1 got %q", d.Entry.Msg.Body)
+	}
+	if got := getVia(t, n3.Broker, "orders"); got != "m1" {
+		t.Fatalf("through n3: %q", got)
+	}
+	if got := getVia(t, n2.Broker, "orders"); got != "m2" {
+		t.Fatalf("through n2: %q", got)
 	}
 
-	// The leader's node stops: the others elect a leader and go on.
+	// The leader's node stops: the others elect a leader and go on, and
+	// what its consumer held comes back, redelivered.
 	n1.stop(t)
 	rest := nodes[1:]
 	waitLeader(t, rest, "orders", "n1")
 	publishVia(t, n2.Broker, "", "orders", "after", true)
-	var got []string
-	for {
-		body := getVia(t, n3.Broker, "orders")
-		if body == "" {
-			break
-		}
-		got = append(got, body)
+	got := map[string]bool{}
+	src3, err := root(t, n3.Broker).Source("orders", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := []string{"m2", "m3", "m4", "after"}; !slices.Equal(got, want) {
+	for deadline := time.Now().Add(15 * time.Second); len(got) < 4 && time.Now().Before(deadline); {
+		d, _, ok := src3.Get(false)
+		if !ok {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		body := string(d.Entry.Msg.Body)
+		if got[body] || body == "m0" != d.Redelivered {
+			t.Fatalf("%q redelivered %v (had %v)", body, d.Redelivered, got)
+		}
+		got[body] = true
+		src3.Ack([]queue.Entry{d.Entry})
+	}
+	if want := map[string]bool{"m0": true, "m3": true, "m4": true, "after": true}; !maps.Equal(got, want) {
 		t.Fatalf("after failover: %v, want %v", got, want)
 	}
 
 	// n1 comes back and catches up: the acks taken without it hold.
 	n1.start(t)
-	time.Sleep(5 * time.Second)
-	for _, n := range nodes {
-		view, _ := quorumView(t, n.Broker, "orders")
-		info, _ := root(t, n.Broker).QueueInfo("orders")
-		t.Logf("%s: %+v %+v", n.name, view, info.Stats)
-	}
 	eventually(t, nodes, "an empty queue on every member", func(b *Broker) bool {
 		info, ok := root(t, b).QueueInfo("orders")
 		return ok && info.Ready == 0 && info.Unacked == 0
@@ -136,6 +154,22 @@ func TestClusterQuorumQueue(t *testing.T) {
 	}
 	eventually(t, nodes, "the queue gone", func(b *Broker) bool { return !root(t, b).HasQueue("orders") })
 }
+
+// holdingConsumer takes one delivery at a time and never settles it.
+type holdingConsumer struct{ got chan queue.Delivery }
+
+func (c *holdingConsumer) Deliver(d queue.Delivery) bool {
+	select {
+	case c.got <- d:
+		return true
+	default:
+		return false
+	}
+}
+func (c *holdingConsumer) Cancelled()      {}
+func (c *holdingConsumer) NoAck() bool     { return false }
+func (c *holdingConsumer) Exclusive() bool { return false }
+func (c *holdingConsumer) Prefetch() int   { return 1 }
 
 // TestClusterQuorumQueueNotAMember: a node that has no member of a quorum
 // queue publishes to it and reads it through a member.

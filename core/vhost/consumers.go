@@ -475,8 +475,9 @@ func requeueInOrder(q Source, entries []queue.Entry) {
 }
 
 // CheckConsumers ends the remote consumers of nodes that cannot be
-// reached, and cancels this node's consumers of queues whose home cannot
-// be; the broker calls it now and then.
+// reached, cancels this node's consumers of queues whose home cannot be,
+// and has the quorum queues this node leads end the consumers of members
+// that cannot be; the broker calls it now and then.
 func (v *VHost) CheckConsumers() {
 	if v.cluster == nil {
 		return
@@ -501,6 +502,7 @@ func (v *VHost) CheckConsumers() {
 	for _, s := range orphans {
 		s.cancelled()
 	}
+	v.tidyQuorums()
 }
 
 // SourceBase is the first RemoteSource id of this run: the homes of

@@ -290,3 +290,28 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 	}
 	return view, true
 }
+
+// tidyQuorums has each quorum queue this node leads end the consumers of
+// members that are down: what they held goes back to the queue (see
+// quorum.Queue.Tidy). A consumer id names the member's node it was
+// attached to (a consumer on a node that is not a member is attached to
+// a member, which answers for it).
+func (v *VHost) tidyQuorums() {
+	for _, qq := range v.quorumList() {
+		if !qq.member() || qq.Members == nil {
+			continue
+		}
+		if _, leading := qq.Leader(); !leading {
+			continue
+		}
+		alive := func(node uint64) bool {
+			for _, m := range qq.Members {
+				if cluster.NodeID(m) == node {
+					return v.cluster.Up(m)
+				}
+			}
+			return true
+		}
+		go qq.Tidy(alive)
+	}
+}
