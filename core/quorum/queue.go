@@ -54,7 +54,7 @@ type Queue struct {
 	bodies    map[uint64]*message.Message // ready and checked-out messages, by id
 	consumers map[ConsumerID]*local       // this node's consumers
 	byClient  map[queue.Consumer]ConsumerID
-	purged    map[uint64]int  // purges this node proposed, by nonce, until Purge reads them
+	purged    map[uint64]int // purges this node proposed, by nonce, until Purge reads them
 	gets      map[ConsumerID]chan getResult
 	nextID    uint64
 	dead      []deadMsg // to route once the lock is released

@@ -317,7 +317,7 @@ type remoteConsumer struct {
 	cancelled bool
 }
 
-func (c *remoteConsumer) NoAck() bool     { return c.noAck }
+func (c *remoteConsumer) NoAck() bool { return c.noAck }
 
 // Prefetch is the consumer's credit: a quorum queue's checkout takes it.
 func (c *remoteConsumer) Prefetch() int {
