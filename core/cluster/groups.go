@@ -112,8 +112,15 @@ type GroupConfig struct {
 	// at once rather than after an election timeout.
 	Members  []uint64
 	Campaign bool
-	Log      LogStore
-	Machine  GroupMachine
+	// Join starts a member the group is adding (AddMember): with an
+	// empty log it waits for the leader to send the group's log or a
+	// snapshot, rather than make a configuration of its own.
+	Join bool
+	// Bind, when set, is handed the member before it starts running:
+	// a machine that proposes to its own group gets it here.
+	Bind    func(*Group)
+	Log     LogStore
+	Machine GroupMachine
 }
 
 // GroupStatus is a member's view of its group.
@@ -164,6 +171,7 @@ type Group struct {
 type proposal struct {
 	seq      uint64
 	cmd      []byte
+	conf     *raftpb.ConfChange // a change of members, rather than cmd
 	done     func(index uint64, err error)
 	deadline time.Time
 	via      uint64 // the leader it was handed to
@@ -215,6 +223,9 @@ func (h *Groups) Start(cfg GroupConfig) (*Group, error) {
 	if err := g.init(); err != nil {
 		return nil, err
 	}
+	if cfg.Bind != nil {
+		cfg.Bind(g)
+	}
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
@@ -261,7 +272,7 @@ func (g *Group) init() error {
 	rc := &raft.Config{
 		ID: g.host.self, ElectionTick: groupElectionTicks, HeartbeatTick: groupHeartbeatTicks,
 		Storage: cfg.Log, Applied: g.applied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: groupMaxInflight,
-		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true,
+		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true, StepDownOnRemoval: true,
 		Logger: raftLogger{g.host.log},
 	}
 	// Until Raft names a leader the member is a follower: a restarted
@@ -277,7 +288,9 @@ func (g *Group) init() error {
 	}
 	g.rn = rn
 	fresh := raft.IsEmptyHardState(hs) && last == 0 && raft.IsEmptySnap(snap)
-	if fresh {
+	if fresh && cfg.Join {
+		g.checked = true
+	} else if fresh {
 		if len(cfg.Members) == 0 {
 			return fmt.Errorf("cluster: group %d: a new group needs its members", g.id)
 		}
@@ -308,6 +321,25 @@ func (g *Group) Recovered() <-chan struct{} { return g.recovered }
 // node and the machine's answer, or why it could not be committed.
 func (g *Group) Propose(cmd []byte, done func(index uint64, err error)) {
 	g.host.propose(g, &proposal{cmd: cmd, done: done})
+}
+
+// AddMember makes node a voting member of the group; done hears once the
+// change is applied here. The node's member starts with Join. Raft takes
+// one change of members at a time: one proposed while another is under
+// way is dropped, and answered ErrNoQuorum at its deadline.
+func (g *Group) AddMember(node uint64, done func(error)) {
+	g.changeMember(raftpb.ConfChangeAddNode, node, done)
+}
+
+// RemoveMember removes node from the group's members; done hears once
+// the change is applied here. A leader that removes itself steps down.
+func (g *Group) RemoveMember(node uint64, done func(error)) {
+	g.changeMember(raftpb.ConfChangeRemoveNode, node, done)
+}
+
+func (g *Group) changeMember(typ raftpb.ConfChangeType, node uint64, done func(error)) {
+	cc := &raftpb.ConfChange{Type: typ.Enum(), NodeId: proto.Uint64(node)}
+	g.host.propose(g, &proposal{conf: cc, done: func(_ uint64, err error) { done(err) }})
 }
 
 // Status is this member's view of the group. The loop makes it, so it
@@ -579,7 +611,16 @@ func (g *Group) propose(p *proposal) {
 	data := make([]byte, 16, 16+len(p.cmd))
 	binary.BigEndian.PutUint64(data, g.host.self)
 	binary.BigEndian.PutUint64(data[8:], p.seq)
-	if err := g.rn.Propose(append(data, p.cmd...)); err != nil {
+	var err error
+	if p.conf != nil {
+		// The change's context carries the tag, for its answer.
+		cc := proto.Clone(p.conf).(*raftpb.ConfChange)
+		cc.Context = data
+		err = g.rn.ProposeConfChange(cc)
+	} else {
+		err = g.rn.Propose(append(data, p.cmd...))
+	}
+	if err != nil {
 		// Dropped: no leader after all, or a leader transfer under way.
 		g.held = append(g.held, p)
 		return

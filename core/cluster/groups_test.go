@@ -225,3 +225,90 @@ func TestGroupsOnThreeNodes(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 }
+
+// A group started on two of three nodes adds the third (which joins with
+// an empty log and gets the group's history, through a snapshot since
+// the log behind it was compacted), then removes its leader, which steps
+// down; the two left go on.
+func TestGroupMembership(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	machines := make([]*groupJournal, 3)
+	members := make([]*Group, 3)
+	start := func(ni int, cfg GroupConfig) {
+		machines[ni] = &groupJournal{every: 4}
+		cfg.ID, cfg.Log, cfg.Machine = 7, memLog{raft.NewMemoryStorage()}, machines[ni]
+		g, err := nodes[ni].Groups().Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[ni] = g
+	}
+	start(0, GroupConfig{Members: ids[:2], Campaign: true})
+	start(1, GroupConfig{Members: ids[:2]})
+	var want []string
+	propose := func(ni int, cmd string) {
+		t.Helper()
+		var err error
+		for try := 0; try < 5; try++ {
+			if _, err = proposeTo(members[ni], cmd); err == nil {
+				want = append(want, cmd)
+				return
+			}
+		}
+		t.Fatalf("%s through %s: %v", cmd, nodes[ni].cfg.Name, err)
+	}
+	for i := range 200 {
+		propose(i%2, fmt.Sprint("before-", i))
+	}
+	converge := func(live ...int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for _, ni := range live {
+			for !slices.Equal(machines[ni].commands(), want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s applied %d commands, want %d", nodes[ni].cfg.Name, len(machines[ni].commands()), len(want))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+
+	change := func(g *Group, add bool, node uint64) error {
+		ch := make(chan error, 1)
+		if add {
+			g.AddMember(node, func(err error) { ch <- err })
+		} else {
+			g.RemoveMember(node, func(err error) { ch <- err })
+		}
+		return <-ch
+	}
+	start(2, GroupConfig{Join: true})
+	if err := change(members[1], true, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	propose(2, "after-add")
+	converge(0, 1, 2)
+	if st := members[0].Status(); len(st.Members) != 3 {
+		t.Fatalf("members after the add: %v", st.Members)
+	}
+
+	// Remove the leader, through another member.
+	leader := -1
+	for ni := range 3 {
+		if machines[ni].leads() {
+			leader = ni
+		}
+	}
+	other := (leader + 1) % 3
+	if err := change(members[other], false, ids[leader]); err != nil {
+		t.Fatal(err)
+	}
+	members[leader].Stop()
+	rest := []int{(leader + 1) % 3, (leader + 2) % 3}
+	propose(rest[0], "after-remove")
+	converge(rest...)
+	if st := members[rest[1]].Status(); len(st.Members) != 2 || slices.Contains(st.Members, ids[leader]) {
+		t.Fatalf("members after the remove: %v", st.Members)
+	}
+}
