@@ -185,6 +185,50 @@ var commands = map[string]command{
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
 	"plugins": {form: "plugins list | enable NAME | disable NAME [--force]", min: 1, max: 2, run: plugins},
+
+	"add_member": {form: "add_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			if !o.quiet && !o.silent {
+				fmt.Fprintf(out, "Adding a replica for queue %s on node %s...\n", args[0], args[1])
+			}
+			return c.do("POST", "/api/warren/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/members", map[string]string{"node": args[1]})
+		}},
+	"delete_member": {form: "delete_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			if !o.quiet && !o.silent {
+				fmt.Fprintf(out, "Removing a replica of queue %s on node %s...\n", args[0], args[1])
+			}
+			return c.do("DELETE", "/api/warren/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/members/"+url.PathEscape(args[1]), nil)
+		}},
+	"grow": {form: "grow NODE all|even [--vhost-pattern RE] [--queue-pattern RE]", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			body := map[string]string{"node": args[0], "strategy": args[1], "vhost_pattern": o.vhostPattern, "queue_pattern": o.queuePattern}
+			return quorumChanges(c, o, out, "/api/warren/quorum/grow", body, "Growing quorum queues to "+args[0]+"...")
+		}},
+	"shrink": {form: "shrink NODE", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return quorumChanges(c, o, out, "/api/warren/quorum/shrink", map[string]string{"node": args[0]},
+				"Shrinking quorum queues on "+args[0]+"...")
+		}},
+}
+
+// quorumChanges runs grow or shrink and prints a row per queue, as
+// rabbitmq-queues does.
+func quorumChanges(c *client, o *opts, out io.Writer, path string, body map[string]string, banner string) error {
+	var rows []struct {
+		VHost  string `json:"vhost"`
+		Name   string `json:"name"`
+		Size   int    `json:"size"`
+		Result string `json:"result"`
+	}
+	if err := c.request("POST", path, body, &rows, nil); err != nil {
+		return err
+	}
+	cells := make([][]any, len(rows))
+	for i, r := range rows {
+		cells[i] = []any{r.VHost, r.Name, r.Size, r.Result}
+	}
+	return output(out, o, banner, []string{"vhost", "name", "size", "result"}, cells)
 }
 
 // table lists an endpoint's rows with fixed columns.

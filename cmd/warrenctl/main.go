@@ -60,6 +60,10 @@ Cluster:
   cluster_status | forget_cluster_node NODE
   join_cluster ADDR (resets this node, then joins the cluster of the node
   whose cluster.listen is ADDR)
+Quorum queues (as rabbitmq-queues):
+  add_member [-p VHOST] QUEUE NODE | delete_member [-p VHOST] QUEUE NODE
+  grow NODE all|even [--vhost-pattern RE] [--queue-pattern RE]
+  shrink NODE
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
 Definitions (FILE - is stdout or stdin):
@@ -76,6 +80,7 @@ func main() {
 // opts are the parsed flags; args the positional arguments.
 type opts struct {
 	url, user, password, vhost, applyTo string
+	vhostPattern, queuePattern          string
 	formatter                           string // table or json
 	priority                            int
 	timeout                             time.Duration
@@ -138,6 +143,10 @@ func parse(argv []string) (*opts, error) {
 			o.vhost = value
 		case "apply-to":
 			o.applyTo = value
+		case "vhost-pattern":
+			o.vhostPattern = value
+		case "queue-pattern":
+			o.queuePattern = value
 		case "formatter":
 			if value != "table" && value != "json" {
 				return nil, fmt.Errorf("--formatter: %q is not one of table, json", value)

@@ -426,3 +426,93 @@ func TestListQuorumQueues(t *testing.T) {
 		t.Fatalf("list_queues: %v\n%q, want %q", err, out, want)
 	}
 }
+
+// add_member, delete_member, grow and shrink on three brokers, and
+// list_queues' leader, members and online columns.
+func TestQuorumMembershipVerbs(t *testing.T) {
+	var brokers []*broker.Broker
+	var urls []string
+	seed := ""
+	for _, name := range []string{"a", "b", "c"} {
+		b, url := newBroker(t, func(c *config.Config) {
+			c.Cluster = config.Cluster{NodeName: name, Listen: "127.0.0.1:0", Secret: "sixteen+ characters",
+				ChangeTimeout: config.Duration(5 * time.Second)}
+			if seed != "" {
+				c.Cluster.Seeds = []string{seed}
+			}
+		})
+		if seed == "" {
+			seed = b.Cluster().Addr()
+		}
+		brokers, urls = append(brokers, b), append(urls, url)
+	}
+	for deadline := time.Now().Add(15 * time.Second); len(brokers[0].Cluster().Members()) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no cluster of three")
+		}
+	}
+	v, _ := brokers[0].VHost("/")
+	for _, q := range []string{"q1", "q2"} {
+		def := vhost.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(1)}}
+		if _, err := v.Declare(def, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waitMembers waits until list_queues through c shows q with want
+	// as its members, and a leader.
+	waitMembers := func(q, want string) {
+		t.Helper()
+		var out string
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var err error
+			out, err = ctl(t, urls[2], "--formatter", "json", "list_queues", "name", "members", "leader")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows []struct {
+				Name    string   `json:"name"`
+				Members []string `json:"members"`
+				Leader  string   `json:"leader"`
+			}
+			if err := json.Unmarshal([]byte(out), &rows); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, r := range rows {
+				if r.Name == q && r.Leader != "" && strings.Join(r.Members, ",") == want {
+					return
+				}
+			}
+		}
+		t.Fatalf("%s's members are not %s with a leader: %s", q, want, out)
+	}
+	waitMembers("q1", "a")
+	if _, err := ctl(t, urls[1], "add_member", "q1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers("q1", "a,b")
+	if _, err := ctl(t, urls[1], "add_member", "q1", "b"); err == nil || !strings.Contains(err.Error(), "already a member") {
+		t.Fatalf("add_member twice: %v", err)
+	}
+	if _, err := ctl(t, urls[1], "add_member", "nothing", "b"); err == nil || !strings.Contains(err.Error(), "no queue 'nothing'") {
+		t.Fatalf("add_member of no queue: %v", err)
+	}
+	// grow c all: both queues get c.
+	out, err := ctl(t, urls[0], "grow", "c", "all")
+	if err != nil || !strings.Contains(out, "q1\t3\tok") || !strings.Contains(out, "q2\t2\tok") {
+		t.Fatalf("grow: %v\n%s", err, out)
+	}
+	waitMembers("q2", "a,c")
+	// shrink a: q1 keeps b and c, q2 keeps c.
+	out, err = ctl(t, urls[2], "shrink", "a")
+	if err != nil || !strings.Contains(out, "q1\t2\tok") || !strings.Contains(out, "q2\t1\tok") {
+		t.Fatalf("shrink: %v\n%s", err, out)
+	}
+	waitMembers("q1", "b,c")
+	if _, err := ctl(t, urls[0], "delete_member", "q2", "c"); err == nil || !strings.Contains(err.Error(), "last member") {
+		t.Fatalf("deleting the last member: %v", err)
+	}
+	if _, err := ctl(t, urls[0], "delete_member", "q1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	waitMembers("q1", "c")
+}

@@ -99,6 +99,7 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routeHealth(mux)
 	a.routeLimits(mux)
 	a.routeCluster(mux)
+	a.routeQuorum(mux)
 	a.routeDefinitions(mux)
 	mux.Handle("GET /metrics", metricsHandler(b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page

@@ -75,8 +75,8 @@ func TestClusterQuorumQueue(t *testing.T) {
 	if err != nil || d.Quorum == nil || !d.Created {
 		t.Fatalf("declare: %+v, %v", d, err)
 	}
-	if !slices.Equal(d.Quorum.Members, []string{"n1", "n2", "n3"}) {
-		t.Fatalf("members %v: want the declaring node first, then the others", d.Quorum.Members)
+	if !slices.Equal(d.Quorum.MemberNodes(), []string{"n1", "n2", "n3"}) {
+		t.Fatalf("members %v: want the declaring node first, then the others", d.Quorum.MemberNodes())
 	}
 	if leader := waitLeader(t, nodes, "orders", ""); leader != "n1" {
 		t.Fatalf("leader %s: client-local puts it on the declaring node", leader)
@@ -180,8 +180,8 @@ func TestClusterQuorumQueueNotAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Quorum.Members, []string{"n1"}) {
-		t.Fatalf("members %v", d.Quorum.Members)
+	if !slices.Equal(d.Quorum.MemberNodes(), []string{"n1"}) {
+		t.Fatalf("members %v", d.Quorum.MemberNodes())
 	}
 	waitLeader(t, nodes, "small", "")
 	publishVia(t, n2.Broker, "", "small", "via n2", true)
@@ -201,5 +201,63 @@ func TestClusterQuorumQueueNotAMember(t *testing.T) {
 	_, err = root(t, n2.Broker).Source("small", nil)
 	if code(err) != protocol.NotFound {
 		t.Fatalf("consuming with no member up: %v", err)
+	}
+}
+
+// TestClusterQuorumMembers: a quorum queue's members change while it holds
+// messages: the member added gets them from the group, and the queue goes
+// on after its leader's node is removed.
+func TestClusterQuorumMembers(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	v1, v2, v3 := root(t, n1.Broker), root(t, n2.Broker), root(t, n3.Broker)
+	if _, err := v1.Declare(quorumDef("moving", protocol.Table{"x-quorum-initial-group-size": int64(1)}), false); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, nodes, "moving", "")
+	for i := range 3 {
+		publishVia(t, n2.Broker, "", "moving", fmt.Sprint("m", i), true)
+	}
+
+	// Added through a node that is not a member (n3 itself).
+	if err := v3.ChangeQuorumMember("moving", "n3", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "n3 a member", func(b *Broker) bool {
+		view, _ := quorumView(t, b, "moving")
+		return slices.Equal(view.Members, []string{"n1", "n3"})
+	})
+	eventually(t, []*clusterNode{n3}, "n3's member caught up", func(b *Broker) bool {
+		view, _ := quorumView(t, b, "moving")
+		info, _ := root(t, b).QueueInfo("moving")
+		return view.Raft.Role == "follower" && info.Ready == 3
+	})
+	for _, c := range []struct {
+		node string
+		add  bool
+		code uint16
+	}{{"n3", true, protocol.PreconditionFailed}, {"n2", false, protocol.PreconditionFailed}, {"n9", true, protocol.NotFound}} {
+		if err := v2.ChangeQuorumMember("moving", c.node, c.add); code(err) != c.code {
+			t.Fatalf("add %v %s: %v, want %d", c.add, c.node, err, c.code)
+		}
+	}
+
+	// The leader's node is removed: n3 alone leads, n1 keeps the queue
+	// as a node that reaches it through n3.
+	if err := v2.ChangeQuorumMember("moving", "n1", false); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, nodes, "moving", "n1")
+	publishVia(t, n1.Broker, "", "moving", "m3", true)
+	for i := range 4 {
+		if got := getVia(t, n1.Broker, "moving"); got != fmt.Sprint("m", i) {
+			t.Fatalf("get %d through n1: %q", i, got)
+		}
+	}
+	if view, _ := quorumView(t, n1.Broker, "moving"); view.Raft.Role != "" || !slices.Equal(view.Members, []string{"n3"}) {
+		t.Fatalf("n1's view after its removal: %+v", view)
+	}
+	if err := v1.ChangeQuorumMember("moving", "n3", false); code(err) != protocol.PreconditionFailed {
+		t.Fatalf("removing the last member: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 	if ready, unacked := q.Counts(); ready != n-12 || unacked != 2 {
 		t.Fatalf("counts %d ready, %d unacked", ready, unacked)
 	}
-	s := q.log.(*cluster.Group).Status()
+	s := q.log.Load().Log.(*cluster.Group).Status()
 	if s.LogEntries >= n {
 		t.Fatalf("no snapshot compacted the log: %d entries", s.LogEntries)
 	}

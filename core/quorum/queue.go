@@ -42,8 +42,8 @@ var ErrRefused = reply.PreconditionFailed("the quorum queue refused the message 
 // nodes that are gone) is the leader's alone.
 type Queue struct {
 	Name, VHost string
-	log         Log
-	ttlMillis   atomic.Int64 // x-message-ttl (or the policy's); 0 none
+	log         atomic.Pointer[logBox] // nil: no member of the group runs here
+	ttlMillis   atomic.Int64           // x-message-ttl (or the policy's); 0 none
 	deadLetter  func(m *message.Message, why Reason)
 	// deadLetterConfirmed routes an at-least-once dead letter (QueueConfig).
 	deadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
@@ -129,16 +129,57 @@ type QueueConfig struct {
 
 // NewQueue makes a queue's leader over its log.
 func NewQueue(c QueueConfig) *Queue {
-	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, log: c.Log, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
+	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
 		retry: c.Retry, holder: map[uint64]ConsumerID{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 	q.ttlMillis.Store(c.TTL.Milliseconds())
+	if c.Log != nil {
+		q.SetLog(c.Log)
+	}
 	return q
 }
 
 // SetLog gives the queue its log when the log needs the queue first (a
-// Raft group's member takes the queue as its machine); before any use.
-func (q *Queue) SetLog(l Log) { q.log = l }
+// Raft group's member takes the queue as its machine); nil takes it away
+// (this node's member stopped).
+func (q *Queue) SetLog(l Log) {
+	if l == nil {
+		q.log.Store(nil)
+		return
+	}
+	q.log.Store(&logBox{l})
+}
+
+type logBox struct{ Log }
+
+// ErrNoLog answers what is asked of a queue whose member does not run
+// on this node.
+var ErrNoLog = reply.Internal("this node runs no member of the quorum queue")
+
+// commit hands an entry to the log.
+func (q *Queue) commit(entry []byte, done func(index uint64, err error)) {
+	if b := q.log.Load(); b != nil {
+		b.Propose(entry, done)
+		return
+	}
+	done(0, ErrNoLog)
+}
+
+// Reset empties the queue's state, this node's member of its group having
+// been removed: a member added again starts from the group's log. This
+// node's consumers are cancelled.
+func (q *Queue) Reset() {
+	q.SetLog(nil)
+	q.CancelAll()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.m = New(q.m.cfg)
+	clear(q.bodies)
+	clear(q.holder)
+	clear(q.purged)
+	q.dead, q.ended, q.orphans = nil, nil, nil
+	q.leader, q.term, q.leading, q.follower = 0, 0, false, true
+}
 
 // Enqueue appends a message and calls done once the queue has it (a
 // confirm): after the entry is committed, with ErrRefused when a full
@@ -153,7 +194,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 		expiresAt = now + m.TTL
 	}
 	// Applying the entry answers ErrRefused when the queue refused it.
-	q.log.Propose(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
+	q.commit(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
 		if done != nil {
 			done(err)
 		}
@@ -163,7 +204,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 // append appends an entry and waits until it is applied.
 func (q *Queue) append(entry []byte) error {
 	ch := make(chan error, 1)
-	q.log.Propose(entry, func(_ uint64, err error) { ch <- err })
+	q.commit(entry, func(_ uint64, err error) { ch <- err })
 	return <-ch
 }
 
@@ -193,7 +234,7 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 		q.mu.Unlock()
 		// Not answered is not refused: a checkout committed later is
 		// cancelled.
-		q.propose(pending{entry: consumerEntry(opCancel, id)})
+		q.post(pending{entry: consumerEntry(opCancel, id)})
 		return err
 	}
 	if added != nil {
@@ -226,10 +267,10 @@ func (q *Queue) Cancel(c queue.Consumer) {
 		return
 	}
 	done := make(chan struct{})
-	q.propose(pending{entry: consumerEntry(opCancel, id), done: done})
+	q.post(pending{entry: consumerEntry(opCancel, id), done: done})
 	if len(back) > 0 {
 		// Committed to it but never handed to its channel: given back.
-		q.propose(pending{how: Requeue, consumer: id, ids: back})
+		q.post(pending{how: Requeue, consumer: id, ids: back})
 	}
 	// Waited for, so that what the channel does next comes after; not
 	// for ever, on the minority side of a partition.
@@ -398,11 +439,11 @@ func (q *Queue) settle(how How, entries []queue.Entry) {
 		byHolder[i].ids = append(byHolder[i].ids, e.Seq)
 	}
 	q.mu.Unlock()
-	q.propose(byHolder...)
+	q.post(byHolder...)
 }
 
-// propose hands entries to the ordered outbox flushSettles proposes.
-func (q *Queue) propose(ps ...pending) {
+// post hands entries to the ordered outbox flushSettles proposes.
+func (q *Queue) post(ps ...pending) {
 	q.setMu.Lock()
 	for _, p := range ps {
 		n := len(q.settles)
@@ -482,7 +523,7 @@ func (q *Queue) flushSettles() {
 		for {
 			answers := make(chan error, len(batch))
 			for _, p := range batch {
-				q.log.Propose(p.bytes(), func(_ uint64, err error) { answers <- err })
+				q.commit(p.bytes(), func(_ uint64, err error) { answers <- err })
 			}
 			again := false
 			for range batch {
@@ -520,6 +561,9 @@ func (q *Queue) Configure(cfg Config, ttl time.Duration) error {
 	return q.append(configEntry(cfg))
 }
 
+// SetTTL changes the message TTL this member stamps on new messages.
+func (q *Queue) SetTTL(ttl time.Duration) { q.ttlMillis.Store(ttl.Milliseconds()) }
+
 // Purge drops the ready messages and says how many.
 func (q *Queue) Purge() (int, error) {
 	ch := make(chan error, 1)
@@ -528,7 +572,7 @@ func (q *Queue) Purge() (int, error) {
 	q.nextID++
 	nonce := q.nextID
 	q.mu.Unlock()
-	q.log.Propose(purgeEntry(q.node, nonce), func(_ uint64, err error) {
+	q.commit(purgeEntry(q.node, nonce), func(_ uint64, err error) {
 		q.mu.Lock()
 		n = q.purged[nonce]
 		delete(q.purged, nonce)
@@ -576,7 +620,7 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 	q.dead, q.ended, q.orphans = nil, nil, nil
 	q.mu.Unlock()
 	if len(orphans) > 0 {
-		q.propose(orphans...)
+		q.post(orphans...)
 	}
 	// Dead letters are routed with no lock of the queue held, as a classic
 	// queue's are.
@@ -599,7 +643,7 @@ func (q *Queue) routeDead(dead []deadMsg) {
 		}
 		q.deadLetterConfirmed(d.m, d.why, func(ok bool) {
 			if ok {
-				q.log.Propose(deadLetteredEntry([]uint64{d.id}), func(uint64, error) {})
+				q.commit(deadLetteredEntry([]uint64{d.id}), func(uint64, error) {})
 				return
 			}
 			time.AfterFunc(retryDeadLetter, func() { q.retryDead(d) })

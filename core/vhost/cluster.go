@@ -103,7 +103,7 @@ const (
 // IsCommand reports whether op is a vhost's topology command.
 func IsCommand(op string) bool {
 	switch op {
-	case OpDeclareExchange, OpDeleteExchange, OpBind, OpUnbind, OpDeclareQueue, OpDeleteQueue:
+	case OpDeclareExchange, OpDeleteExchange, OpBind, OpUnbind, OpDeclareQueue, OpDeleteQueue, OpQuorumMembers:
 		return true
 	}
 	return false
@@ -112,7 +112,7 @@ func IsCommand(op string) bool {
 // IsCall reports whether op is a call a vhost answers.
 func IsCall(op string) bool {
 	switch op {
-	case callQueueDelete, callQueuePurge, callQueueCounts,
+	case callQueueDelete, callQueuePurge, callQueueCounts, callQuorumMember,
 		callConsume, callCancel, callSettle, callGet, callDeliver, callCancelled, callForget:
 		return true
 	}
@@ -260,6 +260,8 @@ func (v *VHost) Apply(cmd protocol.Table) error {
 	case OpDeleteQueue:
 		v.applyDeleteQueue(str(cmd, "name"), id(cmd, "id"))
 		return nil
+	case OpQuorumMembers:
+		return v.applyQuorumMembers(str(cmd, "name"), id(cmd, "id"), Names(cmd["members"]))
 	default:
 		return reply.Internal("unknown topology change %q (a node of a newer version?)", op)
 	}
@@ -905,7 +907,7 @@ func (v *VHost) Topology() protocol.Table {
 		queues = append(queues, rec)
 	}
 	for _, qq := range v.quorums {
-		if qq.Members != nil {
+		if qq.MemberNodes() != nil {
 			rec := quorumRecord(qq)
 			rec["name"] = qq.Name
 			queues = append(queues, rec)
@@ -970,6 +972,7 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	for _, rec := range list("queues") {
 		def := queueDefOf(rec)
 		def.ID = id(rec, "cluster_id")
+		def.restored = true
 		wantQ[def.Name] = def
 	}
 	v.mu.RLock()
@@ -985,7 +988,7 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		haves = append(haves, have{name: rq.Name, incarnation: rq.ID})
 	}
 	for _, qq := range v.quorums {
-		if qq.Members != nil {
+		if qq.MemberNodes() != nil {
 			haves = append(haves, have{name: qq.Name, incarnation: qq.ID})
 		}
 	}

@@ -35,6 +35,9 @@ type QueueDef struct {
 	ID   uint64
 	// Members are a quorum queue's nodes in a cluster (quorum_cluster.go).
 	Members []string
+	// restored: the declaration comes from a snapshot of the metadata,
+	// not a declare (a quorum queue's member then joins its group).
+	restored bool
 }
 
 // Declared is the queue a declare found or made: Local when it is on this

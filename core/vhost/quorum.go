@@ -35,16 +35,18 @@ import (
 
 // QuorumQueue is a quorum queue of this vhost: its declaration and this
 // node's member of its group. On a cluster node that is not one of its
-// members, Queue is nil and the queue is reached through a member
-// (quorum_cluster.go).
+// members, Queue is dormant (active is false) and the queue is reached
+// through a member (quorum_cluster.go); a change of members may start or
+// stop this node's.
 type QuorumQueue struct {
 	*quorum.Queue
 	Name string
 	Args protocol.Table
 	ID   uint64 // its group's id, and its stored record's
-	// Members are the nodes its group has, by name, the one that stood
-	// first for leader first; nil on a node of its own.
-	Members []string
+	// members are the nodes its group has, by name, the one that stood
+	// first for leader first; nil on a node of its own. Replaced whole
+	// when they change (MemberNodes).
+	members atomic.Pointer[[]string]
 	// base is what the arguments set; settings what is in force, with
 	// the policy (read on the group's loop when a message dies).
 	base     queue.Settings
@@ -57,7 +59,8 @@ type QuorumQueue struct {
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
-	group *cluster.Group
+	active atomic.Bool // this node's member runs
+	group  atomic.Pointer[cluster.Group]
 }
 
 // quorumRefused are the arguments of other queue types that a quorum
@@ -171,7 +174,8 @@ func (v *VHost) applyQuorumPolicies() {
 		}
 		qq.config = cfg
 		if !qq.member() {
-			continue // its members apply it
+			qq.SetTTL(ttlOf(s)) // for when a member starts here; the members change the limits
+			continue
 		}
 		if err := qq.Configure(cfg, ttlOf(s)); err != nil {
 			v.log.Warn().Err(err).Str("queue", qq.Name).Msg("could not apply the policy to the quorum queue")
@@ -183,18 +187,35 @@ func (v *VHost) applyQuorumPolicies() {
 // members and its incarnation (its group's id) too.
 func quorumRecord(qq *QuorumQueue) protocol.Table {
 	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
-	if qq.Members != nil {
-		members := make([]any, len(qq.Members))
-		for i, m := range qq.Members {
+	if nodes := qq.MemberNodes(); nodes != nil {
+		members := make([]any, len(nodes))
+		for i, m := range nodes {
 			members[i] = m
 		}
-		rec["members"], rec["cluster_id"], rec["home"] = members, int64(qq.ID), qq.Members[0]
+		rec["members"], rec["cluster_id"], rec["home"] = members, int64(qq.ID), nodes[0]
 	}
 	return rec
 }
 
+// MemberNodes are the nodes the queue's group has, by name; nil on a node
+// of its own. The slice is not to be changed.
+func (qq *QuorumQueue) MemberNodes() []string {
+	if m := qq.members.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+func (qq *QuorumQueue) setMembers(members []string) {
+	if members == nil {
+		qq.members.Store(nil)
+		return
+	}
+	qq.members.Store(&members)
+}
+
 // member says whether this node runs a member of the queue's group.
-func (qq *QuorumQueue) member() bool { return qq.Queue != nil }
+func (qq *QuorumQueue) member() bool { return qq.active.Load() }
 
 // isQuorum says whether a declare is a quorum queue's: it asks for one,
 // and no classic queue has the name (whose redeclare then tells the
@@ -229,15 +250,14 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 	if err := v.checkQuorum(def); err != nil {
 		return nil, false, err
 	}
-	id := v.store.NewID()
-	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, base: settings}
+	qq := v.newQuorum(def.Name, def.Args, v.store.NewID(), nil, settings)
 	// Recorded first: a crash before the group starts leaves a queue
 	// whose group starts empty at the restart, never a group nobody
 	// names.
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
 		return nil, false, stored(err)
 	}
-	if err := v.startQuorum(qq, false); err != nil {
+	if err := v.startQuorum(qq, false, false); err != nil {
 		_ = v.store.DeleteMeta(storage.KindQueue, v.Name, def.Name)
 		return nil, false, reply.Internal("could not start the quorum queue '%s': %v", def.Name, err)
 	}
@@ -245,10 +265,29 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 	return qq, true, nil
 }
 
+// newQuorum makes a quorum queue with its machine, dormant until this
+// node's member of its group starts (startQuorum); defMu is held.
+func (v *VHost) newQuorum(name string, args protocol.Table, id uint64, members []string, settings queue.Settings) *QuorumQueue {
+	qq := &QuorumQueue{Name: name, Args: args, ID: id, base: settings}
+	qq.setMembers(members)
+	s, cfg := qq.inForce(v.policies.For(policy.Queues, qq.Name))
+	qq.config = cfg
+	self := uint64(1)
+	if v.groups != nil {
+		self = v.groups.Self()
+	}
+	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: cfg, TTL: ttlOf(s),
+		Node: self, DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why, nil) },
+		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) },
+		Retry:               func(err error) bool { return errors.Is(err, cluster.ErrNoQuorum) }})
+	return qq
+}
+
 // startQuorum starts this node's member of qq's group, from its log if it
 // has one, and waits until it has replayed it; campaign makes it stand
-// for leader at once (the member a new queue's leader locator chose).
-func (v *VHost) startQuorum(qq *QuorumQueue, campaign bool) error {
+// for leader at once (the member a new queue's leader locator chose), join
+// makes it a member the group is adding (see cluster.Group.AddMember).
+func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
 	rs, ok := v.store.(raftLogs)
 	if !ok {
 		return fmt.Errorf("the store keeps no Raft logs")
@@ -257,30 +296,41 @@ func (v *VHost) startQuorum(qq *QuorumQueue, campaign bool) error {
 	if err != nil {
 		return err
 	}
-	s, cfg := qq.inForce(v.policies.For(policy.Queues, qq.Name))
-	qq.config = cfg
-	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: cfg, TTL: ttlOf(s),
-		Node: v.groups.Self(), DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why, nil) },
-		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) },
-		Retry:               func(err error) bool { return errors.Is(err, cluster.ErrNoQuorum) }})
 	members := []uint64{v.groups.Self()}
-	if qq.Members != nil {
+	if qq.MemberNodes() != nil {
 		members = members[:0]
-		for _, name := range qq.Members {
+		for _, name := range qq.MemberNodes() {
 			members = append(members, cluster.NodeID(name))
 		}
 	}
-	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: members, Campaign: campaign, Log: log, Machine: qq.Queue})
+	bind := func(g *cluster.Group) { qq.SetLog(g) }
+	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: members, Campaign: campaign && !join, Join: join,
+		Bind: bind, Log: log, Machine: qq.Queue})
 	if err != nil {
-		qq.Queue = nil
+		qq.SetLog(nil)
 		return err
 	}
-	qq.group = g
-	qq.Queue.SetLog(g)
+	qq.group.Store(g)
+	qq.active.Store(true)
 	qq.touch()
 	<-g.Recovered()
 	v.startExpiry()
 	return nil
+}
+
+// stopMember stops this node's member of qq's group, deletes its log and
+// empties the machine: the queue stays, reached through the members.
+func (v *VHost) stopMember(qq *QuorumQueue) {
+	qq.active.Store(false)
+	g := qq.group.Swap(nil)
+	if g == nil {
+		return
+	}
+	g.Stop()
+	qq.Reset()
+	if err := v.store.(raftLogs).DeleteRaftLog(qq.ID); err != nil {
+		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the quorum queue's log")
+	}
 }
 
 // raftLogs is the part of *storage.Store quorum queues need.
@@ -343,14 +393,8 @@ func (v *VHost) forgetQuorum(qq *QuorumQueue) {
 	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, qq.Name); err != nil {
 		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the stored quorum queue; it will come back after a restart")
 	}
-	if !qq.member() {
-		return
-	}
 	qq.CancelAll()
-	qq.group.Stop()
-	if err := v.store.(raftLogs).DeleteRaftLog(qq.ID); err != nil {
-		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the quorum queue's log")
-	}
+	v.stopMember(qq)
 }
 
 // RestoreQuorum restarts a stored quorum queue's group at start-up.
@@ -364,13 +408,14 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	qq := &QuorumQueue{Name: def.Name, Args: def.Args, ID: id, Members: def.Members, base: settings}
-	if qq.Members == nil || slices.Contains(qq.Members, v.self()) {
-		if err := v.startQuorum(qq, false); err != nil {
+	qq := v.newQuorum(def.Name, def.Args, id, def.Members, settings)
+	if qq.MemberNodes() == nil || slices.Contains(qq.MemberNodes(), v.self()) {
+		// In a cluster a member whose log is empty (it crashed before
+		// writing any) gets the group's from the leader: only a new
+		// queue's declare makes its first configuration.
+		if err := v.startQuorum(qq, false, qq.MemberNodes() != nil); err != nil {
 			return err
 		}
-	} else {
-		qq.inForce(v.policies.For(policy.Queues, qq.Name))
 	}
 	v.registerQuorum(qq)
 	return nil

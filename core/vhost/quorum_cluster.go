@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
@@ -53,10 +52,10 @@ func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
 	size = min(size, int64(len(up)))
 	leads, holds := map[string]int{}, map[string]int{}
 	for _, qq := range v.quorumList() {
-		if len(qq.Members) > 0 {
-			leads[qq.Members[0]]++
+		if len(qq.MemberNodes()) > 0 {
+			leads[qq.MemberNodes()[0]]++
 		}
-		for _, m := range qq.Members {
+		for _, m := range qq.MemberNodes() {
 			holds[m]++
 		}
 	}
@@ -120,19 +119,18 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 	if err != nil {
 		return err
 	}
-	qq = &QuorumQueue{Name: def.Name, Args: def.Args, ID: def.ID, Members: def.Members, base: settings}
+	qq = v.newQuorum(def.Name, def.Args, def.ID, def.Members, settings)
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
 		return stored(err)
 	}
 	if slices.Contains(def.Members, v.self()) {
-		if err := v.startQuorum(qq, def.Home == v.self()); err != nil {
+		// A new queue's members make its first configuration; one
+		// learned from a snapshot joins the group as it is.
+		if err := v.startQuorum(qq, def.Home == v.self(), def.restored); err != nil {
 			// Kept as a queue this node reaches through the other
 			// members, so every node has the same topology.
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's member of the quorum queue")
 		}
-	}
-	if !qq.member() {
-		qq.inForce(v.policies.For(policy.Queues, qq.Name))
 	}
 	v.registerQuorum(qq)
 	return nil
@@ -162,7 +160,7 @@ func (v *VHost) deleteReplicatedQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) 
 // via is the member a node that is not one reaches the queue through: the
 // first one up, as a RemoteQueue; nil when none is.
 func (v *VHost) via(qq *QuorumQueue) *RemoteQueue {
-	for _, m := range qq.Members {
+	for _, m := range qq.MemberNodes() {
 		if m != v.self() && v.cluster.Up(m) {
 			return &RemoteQueue{Name: qq.Name, Home: m, Durable: true, Args: qq.Args, ID: qq.ID}
 		}
@@ -173,7 +171,7 @@ func (v *VHost) via(qq *QuorumQueue) *RemoteQueue {
 // membersDown is the answer for a quorum queue none of whose members can
 // be reached from here.
 func (v *VHost) membersDown(qq *QuorumQueue) error {
-	return reply.NotFound("no member of quorum queue '%s' in vhost '%s' is up (members %v)", qq.Name, v.Name, qq.Members)
+	return reply.NotFound("no member of quorum queue '%s' in vhost '%s' is up (members %v)", qq.Name, v.Name, qq.MemberNodes())
 }
 
 // quorumStats are a quorum queue's figures: its member's here, or a
@@ -218,6 +216,8 @@ func (v *VHost) handleQuorumCall(op string, qq *QuorumQueue, req protocol.Table)
 		return protocol.Table{"messages": int64(n)}, nil
 	case callConsume, callCancel, callSettle, callGet:
 		return v.handleConsumerCall(op, qq, req)
+	case callQuorumMember:
+		return protocol.Table{}, v.changeMember(qq, str(req, "node"), b("add"))
 	case callQueueCounts:
 		st := qq.stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
@@ -230,13 +230,13 @@ func (v *VHost) handleQuorumCall(op string, qq *QuorumQueue, req protocol.Table)
 // it; "" when none is known.
 func (v *VHost) leaderName(qq *QuorumQueue) string {
 	leader, _ := qq.Leader()
-	if qq.Members == nil {
+	if qq.MemberNodes() == nil {
 		if leader != 0 {
 			return v.self()
 		}
 		return ""
 	}
-	for _, m := range qq.Members {
+	for _, m := range qq.MemberNodes() {
 		if cluster.NodeID(m) == leader {
 			return m
 		}
@@ -264,8 +264,8 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 	if qq == nil {
 		return QuorumView{}, false
 	}
-	view := QuorumView{Members: qq.Members}
-	for _, m := range qq.Members {
+	view := QuorumView{Members: qq.MemberNodes()}
+	for _, m := range qq.MemberNodes() {
 		if e.v.cluster != nil && e.v.cluster.Up(m) {
 			view.Online = append(view.Online, m)
 		}
@@ -278,11 +278,13 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 		}
 		return view, true
 	}
-	view.Raft = qq.group.Status()
+	if g := qq.group.Load(); g != nil {
+		view.Raft = g.Status()
+	}
 	view.Leader = e.v.leaderName(qq)
 	if len(view.Raft.Match) > 0 {
 		view.Match = map[string]uint64{}
-		for _, m := range qq.Members {
+		for _, m := range qq.MemberNodes() {
 			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
 				view.Match[m] = at
 			}
@@ -298,14 +300,14 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 // a member, which answers for it).
 func (v *VHost) tidyQuorums() {
 	for _, qq := range v.quorumList() {
-		if !qq.member() || qq.Members == nil {
+		if !qq.member() || qq.MemberNodes() == nil {
 			continue
 		}
 		if _, leading := qq.Leader(); !leading {
 			continue
 		}
 		alive := func(node uint64) bool {
-			for _, m := range qq.Members {
+			for _, m := range qq.MemberNodes() {
 				if cluster.NodeID(m) == node {
 					return v.cluster.Up(m)
 				}
@@ -314,4 +316,116 @@ func (v *VHost) tidyQuorums() {
 		}
 		go qq.Tidy(alive)
 	}
+}
+
+// ---- changing a quorum queue's members
+
+// OpQuorumMembers is the topology command that records a quorum queue's
+// new members, once its group has the change.
+const OpQuorumMembers = "quorum_members"
+
+// callQuorumMember asks a member to change the members.
+const callQuorumMember = "quorum.member"
+
+// ChangeQuorumMember adds node to a quorum queue's members, or removes it
+// (rabbitmq-queues add_member and delete_member). The group changes
+// first, through a member; then every node records the new members, and
+// the node added starts its member (which gets the group's log from the
+// leader) or the node removed stops its own and deletes its log.
+func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
+	if v.cluster == nil {
+		return reply.PreconditionFailed("this node is not clustered: a quorum queue's only member is this node")
+	}
+	qq := v.quorumQueue(name)
+	if qq == nil {
+		if v.HasQueue(name) {
+			return reply.PreconditionFailed("queue '%s' in vhost '%s' is not a quorum queue", name, v.Name)
+		}
+		return reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
+	}
+	if !slices.Contains(v.cluster.Nodes(), node) {
+		return reply.NotFound("no node '%s' in the cluster", node)
+	}
+	members := qq.MemberNodes()
+	switch {
+	case add && slices.Contains(members, node):
+		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, name, v.Name)
+	case !add && !slices.Contains(members, node):
+		return reply.PreconditionFailed("node '%s' is not a member of quorum queue '%s' in vhost '%s'", node, name, v.Name)
+	case !add && len(members) == 1:
+		return reply.PreconditionFailed("node '%s' is the last member of quorum queue '%s' in vhost '%s'; delete the queue instead", node, name, v.Name)
+	}
+	if qq.member() {
+		return v.changeMember(qq, node, add)
+	}
+	rq := v.via(qq)
+	if rq == nil {
+		return v.membersDown(qq)
+	}
+	_, err := v.callHome(rq, callQuorumMember, protocol.Table{"node": node, "add": add})
+	return err
+}
+
+// changeMember changes qq's group, this node being a member, then has
+// every node record its new members.
+func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
+	g := qq.group.Load()
+	if g == nil {
+		return ErrNoMember
+	}
+	ch := make(chan error, 1)
+	if add {
+		g.AddMember(cluster.NodeID(node), func(err error) { ch <- err })
+	} else {
+		g.RemoveMember(cluster.NodeID(node), func(err error) { ch <- err })
+	}
+	if err := <-ch; err != nil {
+		return reply.Internal("quorum queue '%s' in vhost '%s': the change of members was not committed: %v", qq.Name, v.Name, err)
+	}
+	members := slices.Clone(qq.MemberNodes())
+	if add {
+		members = append(members, node)
+	} else {
+		members = slices.DeleteFunc(members, func(m string) bool { return m == node })
+	}
+	cmd := v.command(OpQuorumMembers)
+	names := make([]any, len(members))
+	for i, m := range members {
+		names[i] = m
+	}
+	cmd["name"], cmd["id"], cmd["members"] = qq.Name, int64(qq.ID), names
+	return v.cluster.Propose(cmd)
+}
+
+// applyQuorumMembers records a quorum queue's new members, starting or
+// stopping this node's member; defMu is held.
+func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []string) error {
+	qq := v.quorumQueue(name)
+	if qq == nil || qq.ID != incarnation || len(members) == 0 {
+		return nil // deleted (and perhaps declared again) meanwhile
+	}
+	qq.setMembers(members)
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, name, quorumRecord(qq)); err != nil {
+		return stored(err)
+	}
+	in := slices.Contains(members, v.self())
+	switch {
+	case in && !qq.member():
+		if err := v.startQuorum(qq, false, true); err != nil {
+			v.log.Error().Err(err).Str("queue", name).Msg("could not start this node's new member of the quorum queue")
+		}
+	case !in && qq.member():
+		v.stopMember(qq)
+	}
+	return nil
+}
+
+// QuorumMembers lists the vhost's quorum queues with their members, by
+// name.
+func (v *VHost) QuorumMembers() map[string][]string {
+	out := map[string][]string{}
+	for _, qq := range v.quorumList() {
+		out[qq.Name] = qq.MemberNodes()
+	}
+	return out
 }

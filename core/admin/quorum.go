@@ -1,0 +1,152 @@
+package admin
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Warren's endpoints for rabbitmq-queues' membership commands (warrenctl
+// add_member, delete_member, grow and shrink call them):
+//
+//	POST   /api/warren/queues/{vhost}/{queue}/members        {"node": N}
+//	DELETE /api/warren/queues/{vhost}/{queue}/members/{node}
+//	POST   /api/warren/quorum/grow    {"node": N, "strategy": "all"|"even",
+//	                                   "vhost_pattern": RE, "queue_pattern": RE}
+//	POST   /api/warren/quorum/shrink  {"node": N}
+//
+// grow and shrink answer one row per queue: vhost, name, size (its
+// members after the change) and result ("ok" or why not).
+
+func (a *api) routeQuorum(mux *router) {
+	a.handle(mux, "POST /api/warren/queues/{vhost}/{queue}/members", administrator, a.addMember)
+	a.handle(mux, "DELETE /api/warren/queues/{vhost}/{queue}/members/{node}", administrator, a.deleteMember)
+	a.handle(mux, "POST /api/warren/quorum/grow", administrator, a.grow)
+	a.handle(mux, "POST /api/warren/quorum/shrink", administrator, a.shrink)
+}
+
+func (a *api) addMember(c *call) (any, error) {
+	var body struct {
+		Node *string `json:"node"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Node == nil || *body.Node == "" {
+		return nil, badRequest("[{key_missing,node}]")
+	}
+	return nil, a.changeMember(c, *body.Node, true)
+}
+
+func (a *api) deleteMember(c *call) (any, error) {
+	return nil, a.changeMember(c, c.path("node"), false)
+}
+
+func (a *api) changeMember(c *call, node string, add bool) error {
+	v, ok := a.b.VHost(c.path("vhost"))
+	if !ok {
+		return errNotFound
+	}
+	return v.ChangeQuorumMember(c.path("queue"), node, add)
+}
+
+// reason is a refused change's text, without its reply code's name.
+func reason(err error) string {
+	var re *reply.Error
+	if errors.As(err, &re) {
+		return strings.TrimPrefix(re.Text, protocol.ReplyText(re.Code)+" - ")
+	}
+	return err.Error()
+}
+
+type quorumChangeJSON struct {
+	VHost  string `json:"vhost"`
+	Name   string `json:"name"`
+	Size   int    `json:"size"`
+	Result string `json:"result"`
+}
+
+func (a *api) grow(c *call) (any, error) {
+	var body struct {
+		Node         string `json:"node"`
+		Strategy     string `json:"strategy"`
+		VHostPattern string `json:"vhost_pattern"`
+		QueuePattern string `json:"queue_pattern"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Node == "" {
+		return nil, badRequest("[{key_missing,node}]")
+	}
+	if body.Strategy != "all" && body.Strategy != "even" {
+		return nil, badRequest("strategy %q: use all or even", body.Strategy)
+	}
+	compile := func(key, p string) (*regexp.Regexp, error) {
+		if p == "" {
+			return nil, nil
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, badRequest("%s: %v", key, err)
+		}
+		return re, nil
+	}
+	vhosts, err := compile("vhost_pattern", body.VHostPattern)
+	if err != nil {
+		return nil, err
+	}
+	queues, err := compile("queue_pattern", body.QueuePattern)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.knownNode(body.Node); err != nil {
+		return nil, err
+	}
+	return a.changes(a.b.GrowQuorum(body.Node, body.Strategy == "even", vhosts, queues)), nil
+}
+
+func (a *api) shrink(c *call) (any, error) {
+	var body struct {
+		Node string `json:"node"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Node == "" {
+		return nil, badRequest("[{key_missing,node}]")
+	}
+	if err := a.knownNode(body.Node); err != nil {
+		return nil, err
+	}
+	return a.changes(a.b.ShrinkQuorum(body.Node)), nil
+}
+
+// knownNode refuses a node the cluster does not have.
+func (a *api) knownNode(node string) error {
+	n := a.b.Cluster()
+	if n == nil {
+		return badRequest("this node is not clustered")
+	}
+	for _, m := range n.Members() {
+		if m.Name == node {
+			return nil
+		}
+	}
+	return reply.NotFound("no node '%s' in the cluster", node)
+}
+
+func (a *api) changes(cs []broker.QuorumChange) []quorumChangeJSON {
+	out := make([]quorumChangeJSON, len(cs))
+	for i, ch := range cs {
+		out[i] = quorumChangeJSON{VHost: ch.VHost, Name: ch.Name, Size: ch.Size, Result: "ok"}
+		if ch.Err != nil {
+			out[i].Result = reason(ch.Err)
+		}
+	}
+	return out
+}
