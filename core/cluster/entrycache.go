@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -13,6 +15,12 @@ import (
 // Save runs while the loop waits for it, so the cache needs no lock.
 // Entries it does not hold (older ones a lagging follower needs) come
 // from the log underneath.
+//
+// Entries hands out slices of ents' array, which Raft keeps (in messages
+// on their way to followers, in a Ready being applied): no slot of the
+// array that was ever handed out is written again. Forgetting reslices
+// or drops the array, and a rewrite of a suffix appends to a clipped
+// slice, which copies.
 type entryCache struct {
 	LogStore
 	ents []*raftpb.Entry // consecutive indexes; ents[0] is the oldest held
@@ -37,7 +45,7 @@ func (c *entryCache) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raft
 		case first < held || first > next:
 			c.ents = nil // a gap, or a rewrite of what it no longer holds
 		default:
-			c.ents = c.ents[:first-held] // a conflicting suffix goes
+			c.ents = slices.Clip(c.ents[:first-held]) // a conflicting suffix goes
 		}
 	}
 	c.ents = append(c.ents, ents...)
@@ -94,9 +102,8 @@ func (c *entryCache) forget(applied uint64) {
 	}
 	n := applied - first + 1
 	if n >= uint64(len(c.ents)) {
-		c.ents = c.ents[:0]
+		c.ents = nil
 		return
 	}
-	clear(c.ents[:n])
 	c.ents = c.ents[n:]
 }

@@ -74,3 +74,48 @@ func TestEntryCacheAnswersAsTheLog(t *testing.T) {
 		}
 	}
 }
+
+// What Entries handed out stays as it was through later forgetting,
+// appends and rewrites: Raft keeps those slices in messages still to be
+// sent (a leader once sent followers nil entries from a cleared slot).
+func TestEntryCacheHandsOutStableSlices(t *testing.T) {
+	c := &entryCache{LogStore: memLog{raft.NewMemoryStorage()}}
+	entry := func(i, term uint64) *raftpb.Entry {
+		return &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term)}
+	}
+	save := func(ents ...*raftpb.Entry) {
+		t.Helper()
+		if err := c.Save(nil, ents, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handed [][]*raftpb.Entry
+	var want [][]uint64
+	hand := func(lo, hi uint64) {
+		t.Helper()
+		ents, err := c.Entries(lo, hi, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handed = append(handed, ents)
+		var terms []uint64
+		for _, e := range ents {
+			terms = append(terms, e.GetIndex()*100+e.GetTerm())
+		}
+		want = append(want, terms)
+	}
+	save(entry(1, 1), entry(2, 1), entry(3, 1), entry(4, 1))
+	hand(1, 5)
+	c.forget(2)
+	hand(3, 5)
+	save(entry(4, 2), entry(5, 2)) // rewrites 4
+	c.forget(5)                    // everything
+	save(entry(6, 2), entry(7, 2), entry(8, 2), entry(9, 2), entry(10, 2))
+	for i, ents := range handed {
+		for j, e := range ents {
+			if e == nil || e.GetIndex()*100+e.GetTerm() != want[i][j] {
+				t.Fatalf("slice %d, entry %d: %v, want index*100+term %d", i, j, e, want[i][j])
+			}
+		}
+	}
+}
