@@ -193,12 +193,26 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 	if m.TTL != message.NoTTL && (expiresAt == 0 || now+m.TTL < expiresAt) {
 		expiresAt = now + m.TTL
 	}
+	if confirmEarly && done != nil {
+		done(nil) // broken on purpose: see confirm_unsafe.go
+		done = nil
+	}
 	// Applying the entry answers ErrRefused when the queue refused it.
 	q.commit(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
 		if done != nil {
 			done(err)
 		}
 	})
+}
+
+// unavailable is the error a client gets when its request could not be
+// committed for want of a leader: its channel closes, not its connection,
+// and it may try again.
+func (q *Queue) unavailable(err error) error {
+	if q.retry != nil && q.retry(err) {
+		return reply.NotFound("quorum queue '%s' in vhost '%s' is unavailable: no majority of its members answered (%v)", q.Name, q.VHost, err)
+	}
+	return err
 }
 
 // append appends an entry and waits until it is applied.
@@ -235,7 +249,7 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 		// Not answered is not refused: a checkout committed later is
 		// cancelled.
 		q.post(pending{entry: consumerEntry(opCancel, id)})
-		return err
+		return q.unavailable(err)
 	}
 	if added != nil {
 		added()
@@ -321,7 +335,18 @@ func (q *Queue) Tidy(alive func(node uint64) bool) {
 	gone := q.goneConsumers(alive)
 	q.mu.Unlock()
 	for _, id := range gone {
-		_ = q.append(consumerEntry(opDown, id))
+		// Decided again just before each proposal: a leader cut off from
+		// the others finds them all down, and its proposals wait until
+		// the partition heals; by then it leads no more, and they are up.
+		q.mu.Lock()
+		still := slices.Contains(q.goneConsumers(alive), id)
+		q.mu.Unlock()
+		if !still {
+			continue
+		}
+		if err := q.append(consumerEntry(opDown, id)); err != nil {
+			return
+		}
 	}
 }
 
@@ -580,7 +605,7 @@ func (q *Queue) Purge() (int, error) {
 		ch <- err
 	})
 	err := <-ch
-	return n, err
+	return n, q.unavailable(err)
 }
 
 // Stats are the queue's figures: ready messages and their bytes,
