@@ -32,9 +32,15 @@ func (n *clusterNode) dial(t *testing.T) (*amqp.Connection, *amqp.Channel) {
 
 func threeProcesses(t *testing.T) []*clusterNode {
 	t.Helper()
-	n1 := startClusterNode(t, "n1", nil)
-	n2 := startClusterNode(t, "n2", []string{n1.listen})
-	n3 := startClusterNode(t, "n3", []string{n1.listen})
+	return threeProcessesOf(t, "")
+}
+
+// threeProcessesOf is threeProcesses running bin ("": the usual build).
+func threeProcessesOf(t *testing.T, bin string) []*clusterNode {
+	t.Helper()
+	n1 := startClusterBinary(t, bin, "n1", nil)
+	n2 := startClusterBinary(t, bin, "n2", []string{n1.listen})
+	n3 := startClusterBinary(t, bin, "n3", []string{n1.listen})
 	all := []*clusterNode{n1, n2, n3}
 	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
 	return all

@@ -27,6 +27,7 @@ type clusterNode struct {
 	*process
 	name, listen string
 	config       string
+	bin          string // the warren binary it runs; "" the usual build
 }
 
 // freeAddr is a loopback address nothing listens on (yet).
@@ -42,21 +43,34 @@ func freeAddr(t *testing.T) string {
 
 func startClusterNode(t *testing.T, name string, seeds []string) *clusterNode {
 	t.Helper()
-	n := &clusterNode{name: name, listen: freeAddr(t)}
+	return startClusterBinary(t, "", name, seeds)
+}
+
+// startClusterBinary is startClusterNode running bin ("": the usual build).
+func startClusterBinary(t *testing.T, bin, name string, seeds []string) *clusterNode {
+	t.Helper()
+	n := &clusterNode{name: name, listen: freeAddr(t), bin: bin}
 	quoted := make([]string, len(seeds))
 	for i, s := range seeds {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	n.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
 		name, n.listen, strings.Join(quoted, ", "), clusterSecret)
-	n.process = startProcessWith(t, t.TempDir(), n.config)
+	n.process = n.startProcess(t, t.TempDir())
 	return n
+}
+
+func (n *clusterNode) startProcess(t *testing.T, dataDir string) *process {
+	if n.bin == "" {
+		return startProcessWith(t, dataDir, n.config)
+	}
+	return startBinary(t, n.bin, dataDir, n.config)
 }
 
 // restart starts the node again on its data directory, after a stop.
 func (n *clusterNode) restart(t *testing.T) {
 	t.Helper()
-	n.process = startProcessWith(t, n.dataDir, n.config)
+	n.process = n.startProcess(t, n.dataDir)
 }
 
 // clusterView is GET /api/warren/cluster, as much as the tests read.

@@ -28,22 +28,25 @@ var (
 
 func warrenBinary(t testing.TB) string {
 	t.Helper()
-	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "warren-bin")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "warren")
-		out, err := exec.Command("go", "build", "-o", binaryPath, "github.com/warrenmq/warren/cmd/warren").CombinedOutput()
-		if err != nil {
-			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
+	binaryOnce.Do(func() { binaryPath, binaryErr = buildWarren("") })
 	if binaryErr != nil {
 		t.Fatal(binaryErr)
 	}
 	return binaryPath
+}
+
+// buildWarren builds the warren binary with the build tags given.
+func buildWarren(tags string) (string, error) {
+	dir, err := os.MkdirTemp("", "warren-bin")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "warren")
+	out, err := exec.Command("go", "build", "-tags", tags, "-o", path, "github.com/warrenmq/warren/cmd/warren").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build -tags %q: %v\n%s", tags, err, out)
+	}
+	return path, nil
 }
 
 // process is a warren binary running in a child process.
@@ -69,13 +72,19 @@ func startProcess(t testing.TB, dataDir string, extraArgs ...string) *process {
 // tables, e.g. "[storage]\nqueue_memory_messages = 10\n").
 func startProcessWith(t testing.TB, dataDir, extraConfig string, extraArgs ...string) *process {
 	t.Helper()
+	return startBinary(t, warrenBinary(t), dataDir, extraConfig, extraArgs...)
+}
+
+// startBinary is startProcessWith for another build of warren.
+func startBinary(t testing.TB, bin, dataDir, extraConfig string, extraArgs ...string) *process {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "broker.toml")
 	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{"-config", cfg, "-listen", "127.0.0.1:0", "-data", dataDir}, extraArgs...)
-	p := &process{t: t, cmd: exec.Command(warrenBinary(t), args...), exited: make(chan struct{}), dataDir: dataDir}
+	p := &process{t: t, cmd: exec.Command(bin, args...), exited: make(chan struct{}), dataDir: dataDir}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/tests/losscheck"
 )
 
 func quorumDef(name string, args protocol.Table) vhost.QueueDef {
@@ -260,4 +262,91 @@ func TestClusterQuorumMembers(t *testing.T) {
 	if err := v1.ChangeQuorumMember("moving", "n3", false); code(err) != protocol.PreconditionFailed {
 		t.Fatalf("removing the last member: %v", err)
 	}
+}
+
+// TestClusterQuorumPartition cuts the leader's node off from the other two
+// under load (a publisher on each side, consumers on the majority side):
+// the minority confirms nothing more, the majority elects a leader and
+// goes on, and once the partition heals the cut-off member catches up:
+// every member holds the same, and nothing confirmed is lost.
+func TestClusterQuorumPartition(t *testing.T) {
+	nodes := threeBrokers(t)
+	urls := map[string]string{}
+	for _, n := range nodes {
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
+		urls[n.name] = "amqp://guest:guest@" + n.Addr().String() + "/"
+	}
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	if _, err := root(t, n1.Broker).Declare(quorumDef("split", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, nodes, "split", "")
+	on := func(name string) losscheck.URLs { return func() []string { return []string{urls[name]} } }
+
+	check := losscheck.New()
+	stop, stopConsumers := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	run(func() { check.Publish("minority", "split", 20, on("n1"), stop) })
+	run(func() { check.Publish("majority", "split", 20, on("n2"), stop) })
+	run(func() { check.Consume("c2", "split", 20, on("n2"), stopConsumers) })
+	run(func() { check.Consume("c3", "split", 20, on("n3"), stopConsumers) })
+	for check.Confirms("minority") < 200 || check.Confirms("majority") < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	cut := func(c bool) {
+		for _, other := range []string{"n2", "n3"} {
+			n1.Cluster().Block(other, c)
+			nodes[map[string]int{"n2": 1, "n3": 2}[other]].Cluster().Block("n1", c)
+		}
+	}
+	cut(true)
+	time.Sleep(200 * time.Millisecond) // what n1 knew committed before the cut
+	minority := check.Confirms("minority")
+	waitLeader(t, []*clusterNode{n2, n3}, "split", "n1")
+	majority := check.Confirms("majority")
+	for check.Confirms("majority") < majority+200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(10 * time.Second) // past the minority's proposals' deadline
+	if n := check.Confirms("minority"); n != minority {
+		t.Fatalf("the minority confirmed %d publishes after the cut", n-minority)
+	}
+
+	cut(false)
+	close(stop)
+	for deadline := time.Now().Add(20 * time.Second); !check.Drained() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	close(stopConsumers)
+	wg.Wait()
+	r := check.Report()
+	t.Logf("%s", r)
+	if len(r.Lost) > 0 || len(r.Problems) > 0 {
+		t.Fatal(r)
+	}
+	// Every member, n1 included, holds the same.
+	state := func(b *Broker) string {
+		view, _ := quorumView(t, b, "split")
+		info, _ := root(t, b).QueueInfo("split")
+		return fmt.Sprintf("applied %d, %d ready, %d unacked", view.Raft.Applied, info.Ready, info.Unacked)
+	}
+	var want string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		want = state(n2.Broker)
+		if state(n1.Broker) == want && state(n3.Broker) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members differ: n1 %s, n2 %s, n3 %s", state(n1.Broker), want, state(n3.Broker))
+		}
+	}
+	t.Logf("every member: %s", want)
 }

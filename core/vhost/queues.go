@@ -397,6 +397,9 @@ func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 		}
 		n, err := qq.Purge()
 		if err != nil {
+			if _, ok := err.(*reply.Error); ok {
+				return 0, err // unavailable: no leader
+			}
 			return 0, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", name, v.Name, err)
 		}
 		return n, nil
