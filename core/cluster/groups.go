@@ -37,7 +37,12 @@ import (
 // to 6–12): a thousand queues on three nodes then send 4,000 heartbeats
 // a second between them, not 20,000, a leader that died is replaced in
 // 3–6 s, the "few seconds" a quorum queue's failover may take, and an
-// idle group costs its node two ticks a second, not ten. The node that
+// idle group costs its node two ticks a second, not ten. A leader whose
+// process dies is replaced sooner: its connections end and its address
+// refuses connections, which the transport reports (Transport.lost), and
+// its followers elect another at once (leaderDied) rather than after the
+// election timeout; a leader merely cut off by the network is still
+// waited out. The node that
 // declares a queue campaigns at once, so a declare need not wait for an
 // election. MaxSizePerMsg is 1 MiB and 64 messages are in flight per
 // follower: a queue's entries carry message bodies, and 64 MiB in flight
@@ -69,9 +74,12 @@ type Groups struct {
 	stopping bool // Stop was called: the loop drains, then closes
 	closed   bool // nothing more is taken
 	seq      uint64
-	wake     chan struct{}
-	stopCh   chan struct{}
-	done     chan struct{}
+	// fastElections counts the campaigns started because a leader's
+	// process was seen to die (leaderDied).
+	fastElections atomic.Uint64
+	wake          chan struct{}
+	stopCh        chan struct{}
+	done          chan struct{}
 }
 
 // Small groups' settings; the Groups doc says why.
@@ -160,6 +168,7 @@ type Group struct {
 	checked   bool        // the sole-voter check after a restart is done
 	alone     bool        // leadsAlone, as of the last Ready
 	campaign  bool        // stand for leader once the configuration is applied
+	hurry     int         // its leader died: campaign in this many ticks if still leaderless
 	failed    bool
 
 	stopped bool // guarded by host.mu
@@ -186,6 +195,7 @@ type groupInput struct {
 	msg    *raftpb.Message // a message from a peer
 	prop   *proposal
 	report *groupReport
+	dead   uint64 // a peer whose process is gone (Transport.lost)
 	start  bool
 	stop   chan struct{} // closed once the group stopped
 	status chan GroupStatus
@@ -423,6 +433,47 @@ func (h *Groups) report(group, peer uint64, snapshot *raft.SnapshotStatus) {
 	h.input(groupInput{group: group, report: &groupReport{peer: peer, snapshot: snapshot}})
 }
 
+// peerDead hears that a peer's process is gone: the groups it led elect
+// another leader now rather than after an election timeout.
+func (h *Groups) peerDead(id uint64) {
+	h.mu.Lock()
+	var gs []*Group
+	for _, g := range h.byID {
+		gs = append(gs, g)
+	}
+	h.mu.Unlock()
+	for _, g := range gs {
+		h.input(groupInput{g: g, dead: id})
+	}
+}
+
+// leaderDied is peerDead's work for one group, on the loop: every
+// follower of the dead leader forgets it, so that it grants a pre-vote at
+// once (with CheckQuorum a follower ignores votes while it believes in a
+// leader), and the first live voter by id campaigns. A campaign can fail
+// for want of votes from a follower that had not seen the death yet, or
+// because the first voter's log is behind: the first tries again at its
+// next tick and the others at their second, if still leaderless, so the
+// group is not left to an election timeout.
+func (g *Group) leaderDied(dead uint64) {
+	if g.lead != dead || dead == g.host.self || g.conf == nil {
+		return
+	}
+	_ = g.rn.ForgetLeader()
+	first := true
+	for _, v := range g.conf.GetVoters() {
+		if v != dead && v < g.host.self {
+			first = false
+		}
+	}
+	g.hurry = 2
+	if first {
+		g.host.fastElections.Add(1)
+		_ = g.rn.Campaign()
+		g.hurry = 1
+	}
+}
+
 // stop stops every group and the loop. What was proposed before is
 // given up to drainTimeout to be committed (a clean shutdown keeps the
 // acks that just arrived); what is left then is answered ErrStopped.
@@ -530,6 +581,13 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 			g.rn.Tick()
 			touched[g] = true
 		}
+		if g.hurry > 0 {
+			g.hurry--
+			if g.hurry == 0 && g.rn.BasicStatus().Lead == raft.None {
+				h.fastElections.Add(1)
+				_ = g.rn.Campaign()
+			}
+		}
 		if len(g.waiters) == 0 && len(g.held) == 0 {
 			continue
 		}
@@ -593,6 +651,8 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 		// A message for a term or member this node has no part in is
 		// Raft's to ignore; errors here mean nothing to act on.
 		_ = g.rn.Step(in.msg)
+	case in.dead != 0:
+		g.leaderDied(in.dead)
 	case in.report != nil:
 		if in.report.snapshot != nil {
 			g.rn.ReportSnapshot(in.report.peer, *in.report.snapshot)

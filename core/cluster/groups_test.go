@@ -312,3 +312,46 @@ func TestGroupMembership(t *testing.T) {
 		t.Fatalf("members after the remove: %v", st.Members)
 	}
 }
+
+// When a leader's node stops (its port then refuses connections), the
+// followers see it die and elect another leader at once: the election
+// comes from leaderDied, not from an election timeout.
+func TestGroupLeaderDiesFast(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	machines := make([]*groupJournal, 3)
+	members := make([]*Group, 3)
+	for ni := range nodes {
+		machines[ni] = &groupJournal{}
+		g, err := nodes[ni].Groups().Start(GroupConfig{ID: 9, Members: ids, Campaign: ni == 0,
+			Log: memLog{raft.NewMemoryStorage()}, Machine: machines[ni]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[ni] = g
+	}
+	for !machines[0].leads() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := proposeTo(members[1], "before"); err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for !machines[1].leads() && !machines[2].leads() {
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := nodes[1].Groups().fastElections.Load() + nodes[2].Groups().fastElections.Load(); n == 0 {
+		t.Fatal("the new leader came from an election timeout, not from seeing the leader die")
+	}
+	survivor := members[1]
+	if machines[2].leads() {
+		survivor = members[2]
+	}
+	if _, err := proposeTo(survivor, "after"); err != nil {
+		t.Fatal(err)
+	}
+}

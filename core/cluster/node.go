@@ -209,6 +209,7 @@ func Start(cfg Config) (*Node, error) {
 			n.groups.report(group, id, nil)
 		}
 	}
+	tr.dead = n.groups.peerDead
 	tr.snapshotSent = func(group, id uint64, ok bool) {
 		status := raft.SnapshotFinish
 		if !ok {

@@ -14,6 +14,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -108,6 +109,9 @@ type Transport struct {
 
 	unreachable  func(group, id uint64)          // reports a dropped message to Raft
 	snapshotSent func(group, id uint64, ok bool) // reports how sending a snapshot went
+	// dead hears of a peer whose process is gone (see lost); nil: nobody
+	// listens.
+	dead func(id uint64)
 }
 
 // outMsg is a Raft message on its way, with its group (0: the metadata
@@ -194,6 +198,9 @@ func (t *Transport) untrack(c net.Conn) {
 func (t *Transport) receive(c net.Conn) {
 	c.SetDeadline(time.Now().Add(dialTimeout))
 	from, err := t.accept(c)
+	if errors.Is(err, io.EOF) {
+		return // closed before a word: another node's probe (lost)
+	}
 	if err != nil {
 		t.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("refused a cluster connection")
 		return
@@ -205,6 +212,7 @@ func (t *Transport) receive(c net.Conn) {
 	for {
 		typ, body, err := readFrame(r)
 		if err != nil {
+			go t.lost(from)
 			return
 		}
 		if t.isBlocked(from) {
@@ -262,6 +270,45 @@ func (t *Transport) receive(c net.Conn) {
 		}
 	}
 }
+
+// lost checks, when a peer's connection to this node ends, whether the
+// peer's process is gone: a dial to its address is refused at once when
+// nothing listens there (a process killed, or stopped), while a process
+// that is merely slow or cut off by the network does not refuse. Only
+// then is dead told, so that its groups need not wait out an election
+// timeout to replace a leader the kernel already saw die. A process
+// being killed may close its connections before its listener, so a dial
+// that connects is tried again a few times.
+func (t *Transport) lost(id uint64) {
+	t.mu.Lock()
+	p, closed := t.peers[id], t.closed
+	t.mu.Unlock()
+	if p == nil || closed || t.dead == nil {
+		return
+	}
+	for range lostProbes {
+		if t.isBlocked(id) {
+			return
+		}
+		c, err := net.DialTimeout("tcp", p.addr, dialTimeout)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			t.log.Debug().Uint64("peer", id).Msg("a peer's connection ended and its address refuses connections: it is down")
+			t.dead(id)
+			return
+		}
+		if err != nil {
+			return // unreachable, not refused: the election timeout decides
+		}
+		c.Close()
+		time.Sleep(lostProbeEvery)
+	}
+}
+
+// A lost peer is probed lostProbes times, lostProbeEvery apart.
+const (
+	lostProbes     = 5
+	lostProbeEvery = 50 * time.Millisecond
+)
 
 // accept runs the listener's side of the handshake and returns the
 // dialer's id.
