@@ -336,6 +336,9 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	if v.cluster == nil {
 		return reply.PreconditionFailed("this node is not clustered: a quorum queue's only member is this node")
 	}
+	// What other nodes changed a moment ago counts (a member added
+	// through another node).
+	_ = v.cluster.Sync()
 	qq := v.quorumQueue(name)
 	if qq == nil {
 		if v.HasQueue(name) {
@@ -373,6 +376,17 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 	if g == nil {
 		return ErrNoMember
 	}
+	// The group's configuration decides: the members recorded here may
+	// lag a change made through another node.
+	voters := g.Status().Members
+	switch in := slices.Contains(voters, cluster.NodeID(node)); {
+	case add && in:
+		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
+	case !add && !in:
+		return reply.PreconditionFailed("node '%s' is not a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
+	case !add && len(voters) == 1:
+		return reply.PreconditionFailed("node '%s' is the last member of quorum queue '%s' in vhost '%s'; delete the queue instead", node, qq.Name, v.Name)
+	}
 	ch := make(chan error, 1)
 	if add {
 		g.AddMember(cluster.NodeID(node), func(err error) { ch <- err })
@@ -384,7 +398,9 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 	}
 	members := slices.Clone(qq.MemberNodes())
 	if add {
-		members = append(members, node)
+		if !slices.Contains(members, node) {
+			members = append(members, node)
+		}
 	} else {
 		members = slices.DeleteFunc(members, func(m string) bool { return m == node })
 	}
@@ -404,6 +420,13 @@ func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []st
 	if qq == nil || qq.ID != incarnation || len(members) == 0 {
 		return nil // deleted (and perhaps declared again) meanwhile
 	}
+	var uniq []string
+	for _, m := range members {
+		if !slices.Contains(uniq, m) {
+			uniq = append(uniq, m)
+		}
+	}
+	members = uniq
 	qq.setMembers(members)
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, name, quorumRecord(qq)); err != nil {
 		return stored(err)
