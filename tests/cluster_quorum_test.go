@@ -145,20 +145,20 @@ func TestLossCheckSeesEarlyConfirms(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newLiveCluster(t, threeProcessesOf(t, bin))
-	r, _ := killLeaderRounds(t, c, 1, false)
+	r, _ := killLeaderRounds(t, c, 2, false)
 	// Publishers that are never held back put far more in the queue than
-	// consumers take in a test's time: what is neither delivered nor in
-	// the queue (as its leader counts it) is lost.
+	// consumers take in a test's time: what is neither delivered nor
+	// ready in the queue (as a member counts it) is lost.
 	var depth int
 	waitUntil(t, "the queue's depth", func() bool {
 		code, body := adminGet(t, "http://"+c.live()[0].admin+"/api/queues/%2F/qq-kills", "guest", "guest")
 		var q struct {
-			Messages *int `json:"messages"`
+			Ready *int `json:"messages_ready"`
 		}
-		if code != 200 || json.Unmarshal([]byte(body), &q) != nil || q.Messages == nil {
+		if code != 200 || json.Unmarshal([]byte(body), &q) != nil || q.Ready == nil {
 			return false
 		}
-		depth = *q.Messages
+		depth = *q.Ready
 		return true
 	})
 	lost := r.Confirmed - r.Delivered - depth
