@@ -750,6 +750,9 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 	errs := make([]error, len(readies))
 	var wg sync.WaitGroup
 	for i := range readies {
+		if !readies[i].needsSave() {
+			continue // a heartbeat's Ready, say: nothing to wait for
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -819,10 +822,12 @@ func (g *Group) applyEarly(rd raft.Ready) bool {
 	return true
 }
 
+func (r groupReady) needsSave() bool {
+	rd := r.rd
+	return !raft.IsEmptyHardState(rd.HardState) || len(rd.Entries) > 0 || !raft.IsEmptySnap(rd.Snapshot)
+}
+
 func (g *Group) save(rd raft.Ready) error {
-	if raft.IsEmptyHardState(rd.HardState) && len(rd.Entries) == 0 && raft.IsEmptySnap(rd.Snapshot) {
-		return nil
-	}
 	return g.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot)
 }
 

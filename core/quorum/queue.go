@@ -85,6 +85,8 @@ type Queue struct {
 	follower bool
 	node     uint64 // this node, in consumer ids
 	run      uint32 // this run of the node, in consumer ids
+	// runPrefix begins the ids of this run's consumers ("node.run.").
+	runPrefix string
 }
 
 type deadMsg struct {
@@ -132,6 +134,7 @@ func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
 		retry: c.Retry, holder: map[uint64]ConsumerID{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
+	q.runPrefix = fmt.Sprintf("%x.%x.", q.node, q.run)
 	q.ttlMillis.Store(c.TTL.Milliseconds())
 	if c.Log != nil {
 		q.SetLog(c.Log)
@@ -226,7 +229,7 @@ func (q *Queue) newConsumerID(prefix string) ConsumerID {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.nextID++
-	return ConsumerID(fmt.Sprintf("%x.%x.%s%d", q.node, q.run, prefix, q.nextID))
+	return ConsumerID(fmt.Sprintf("%s%s%d", q.runPrefix, prefix, q.nextID))
 }
 
 // Consume adds a consumer: deliveries start once the checkout is
@@ -352,7 +355,7 @@ func (q *Queue) Tidy(alive func(node uint64) bool) {
 
 // goneConsumers lists the consumers Tidy ends; q.mu is held.
 func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
-	this := q.thisRun()
+	this := q.runPrefix
 	var out []ConsumerID
 	for _, id := range q.m.Consumers() {
 		node, ok := id.Node()
@@ -366,9 +369,6 @@ func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
 	}
 	return out
 }
-
-// thisRun is the prefix of the consumer ids of this run of this node.
-func (q *Queue) thisRun() string { return fmt.Sprintf("%x.%x.", q.node, q.run) }
 
 // Node is the node a consumer id names, as newConsumerID wrote it.
 func (id ConsumerID) Node() (uint64, bool) {
@@ -834,42 +834,50 @@ func (q *Queue) deliver(e Effect) {
 	if m == nil {
 		return
 	}
-	if e.Msg.DeliveryCount > 0 {
-		if p, err := m.Properties(); err == nil {
-			if p.Headers == nil {
-				p.Headers = protocol.Table{}
-			} else {
-				h := make(protocol.Table, len(p.Headers)+1)
-				for k, v := range p.Headers {
-					h[k] = v
-				}
-				p.Headers = h
-			}
-			p.Headers["x-delivery-count"] = int64(e.Msg.DeliveryCount)
-			p.Flags |= protocol.FlagHeaders
-			if withCount, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
-				m = withCount
-			}
-		}
-	}
-	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}
-	if ch := q.gets[e.Consumer]; ch != nil {
-		n, _ := q.m.Ready()
-		q.holder[e.Msg.ID] = e.Consumer
-		ch <- getResult{d: d, remaining: n, ok: true}
-		return
-	}
+	// Whose it is first: a member applies every other node's deliveries
+	// too, and must not pay for what it does not hand over.
+	get := q.gets[e.Consumer]
 	l := q.consumers[e.Consumer]
-	if l == nil {
-		if strings.HasPrefix(string(e.Consumer), q.thisRun()) {
+	if get == nil && l == nil {
+		if strings.HasPrefix(string(e.Consumer), q.runPrefix) {
 			// A consumer of this run that is gone here: given back.
 			q.orphans = append(q.orphans, pending{how: Requeue, consumer: e.Consumer, ids: []uint64{e.Msg.ID}})
 		}
 		return // another node's consumer, or one this node had before
 	}
+	if e.Msg.DeliveryCount > 0 {
+		m = withDeliveryCount(m, e.Msg.DeliveryCount)
+	}
+	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}
 	q.holder[e.Msg.ID] = e.Consumer
+	if get != nil {
+		n, _ := q.m.Ready()
+		get <- getResult{d: d, remaining: n, ok: true}
+		return
+	}
 	l.waiting = append(l.waiting, d)
 	q.drain(l)
+}
+
+// withDeliveryCount is m with the x-delivery-count header RabbitMQ's
+// quorum queues put on a redelivery; m itself when its properties do not
+// decode.
+func withDeliveryCount(m *message.Message, count uint32) *message.Message {
+	p, err := m.Properties()
+	if err != nil {
+		return m
+	}
+	h := make(protocol.Table, len(p.Headers)+1)
+	for k, v := range p.Headers {
+		h[k] = v
+	}
+	h["x-delivery-count"] = int64(count)
+	p.Headers = h
+	p.Flags |= protocol.FlagHeaders
+	if withCount, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
+		return withCount
+	}
+	return m
 }
 
 func bodyIDs(m map[uint64]*message.Message) map[uint64]bool {
