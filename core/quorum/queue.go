@@ -60,8 +60,9 @@ type Queue struct {
 	dead      []deadMsg // to route once the lock is released
 	// ended are this node's consumers another member's entry ended (the
 	// leader found their node gone): told once the lock is released.
-	ended   []queue.Consumer
-	tidying atomic.Bool // a Tidy's proposals are on their way
+	ended     []queue.Consumer
+	tidying   atomic.Bool // a Tidy's proposals are on their way
+	tidyAgain atomic.Bool // a Tidy was asked for since the running one looked
 
 	// holder is, for each message delivered to a consumer of this node
 	// and not settled yet, that consumer: settlements name it.
@@ -329,11 +330,29 @@ func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 // leader, those of nodes alive says are down (nil: none is). What they
 // held goes back to the queue, redelivered. It proposes only what the
 // machine still has, and one round at a time.
+//
+// A Tidy asked for while another runs is not lost: the running one goes
+// round again, so a state that changed under it (a snapshot installed
+// just after it looked) is looked at too.
 func (q *Queue) Tidy(alive func(node uint64) bool) {
-	if !q.tidying.CompareAndSwap(false, true) {
-		return
+	q.tidyAgain.Store(true)
+	for q.tidying.CompareAndSwap(false, true) {
+		failed := false
+		for !failed && q.tidyAgain.Swap(false) {
+			failed = q.tidyOnce(alive) != nil
+		}
+		q.tidying.Store(false)
+		if failed || !q.tidyAgain.Load() {
+			// A failure waits for the next Tidy (the periodic one, or
+			// the next leader's): going round at once would spin while
+			// the group has no leader.
+			return
+		}
 	}
-	defer q.tidying.Store(false)
+}
+
+// tidyOnce proposes the ends of the consumers goneConsumers lists.
+func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 	q.mu.Lock()
 	gone := q.goneConsumers(alive)
 	q.mu.Unlock()
@@ -348,9 +367,10 @@ func (q *Queue) Tidy(alive func(node uint64) bool) {
 			continue
 		}
 		if err := q.append(consumerEntry(opDown, id)); err != nil {
-			return
+			return err
 		}
 	}
+	return nil
 }
 
 // goneConsumers lists the consumers Tidy ends; q.mu is held.

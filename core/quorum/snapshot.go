@@ -167,6 +167,10 @@ func (q *Queue) Restore(index uint64, data []byte) error {
 		return fmt.Errorf("quorum: the snapshot at %d has bodies that do not decode", index)
 	}
 	q.m, q.bodies = m, bodies
+	// The snapshot may name consumers of this node's earlier runs that
+	// the log replayed before it did not: they are ended now, not left
+	// holding their messages (off the log's loop, which calls this).
+	go q.Tidy(nil)
 	return nil
 }
 

@@ -294,16 +294,16 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 }
 
 // tidyQuorums has each quorum queue this node leads end the consumers of
-// members that are down: what they held goes back to the queue (see
+// members that are down, and each member the consumers of this node's
+// earlier runs: what they held goes back to the queue (see
 // quorum.Queue.Tidy). A consumer id names the member's node it was
 // attached to (a consumer on a node that is not a member is attached to
-// a member, which answers for it).
+// a member, which answers for it). Members do it every time, not only
+// when a leader is elected: a restarted member may learn of its earlier
+// run's consumers from a snapshot, after its first look.
 func (v *VHost) tidyQuorums() {
 	for _, qq := range v.quorumList() {
 		if !qq.member() || qq.MemberNodes() == nil {
-			continue
-		}
-		if _, leading := qq.Leader(); !leading {
 			continue
 		}
 		alive := func(node uint64) bool {
