@@ -80,6 +80,8 @@ type Groups struct {
 	wake          chan struct{}
 	stopCh        chan struct{}
 	done          chan struct{}
+
+	batches map[*Group][]*proposal // the loop's, empty between steps
 }
 
 // Small groups' settings; the Groups doc says why.
@@ -208,7 +210,8 @@ type groupReport struct {
 
 func newGroups(self uint64, log zerolog.Logger) *Groups {
 	return &Groups{self: self, log: log.With().Str("component", "groups").Logger(),
-		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
+		batches: map[*Group][]*proposal{}}
 }
 
 // NewGroups hosts small groups on a node without a cluster: each has this
@@ -564,8 +567,31 @@ func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
 	inbox := h.inbox
 	h.inbox = nil
 	h.mu.Unlock()
+	// A group's proposals that arrived together go to Raft as one
+	// MsgProp: one append to each follower carries them all, rather
+	// than one message (and one answer) per publish. Anything else for
+	// the group is handled after the proposals before it, in order.
+	batches := h.batches
 	for _, in := range inbox {
+		if g := in.g; in.prop != nil && in.prop.conf == nil && g != nil && live[g.id] == g {
+			batches[g] = append(batches[g], in.prop)
+			continue
+		}
+		g := in.g
+		if g == nil {
+			g = live[in.group]
+		}
+		if ps := batches[g]; g != nil && len(ps) > 0 {
+			g.proposeAll(ps)
+			touched[g] = true
+			delete(batches, g)
+		}
 		h.handle(live, touched, in)
+	}
+	for g, ps := range batches {
+		g.proposeAll(ps)
+		touched[g] = true
+		delete(batches, g)
 	}
 	h.process(live, touched)
 	return len(inbox)
@@ -663,6 +689,39 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 	touched[g] = true
 }
 
+// proposeAll hands Raft commands proposed together, as one message.
+func (g *Group) proposeAll(ps []*proposal) {
+	if len(ps) == 1 || g.failed || g.lead == raft.None {
+		for _, p := range ps {
+			g.propose(p)
+		}
+		return
+	}
+	entries := make([]*raftpb.Entry, len(ps))
+	for i, p := range ps {
+		entries[i] = &raftpb.Entry{Data: g.tagged(p, p.cmd)}
+	}
+	err := g.rn.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(g.host.self), Entries: entries})
+	for _, p := range ps {
+		if err != nil {
+			// Dropped, all of them: as propose does with one.
+			g.held = append(g.held, p)
+			continue
+		}
+		p.via = g.lead
+		g.waiters[p.seq] = p
+	}
+}
+
+// tagged is cmd behind the tag that names its proposer (this node) and
+// its proposal, for the answer.
+func (g *Group) tagged(p *proposal, cmd []byte) []byte {
+	data := make([]byte, 16, 16+len(cmd))
+	binary.BigEndian.PutUint64(data, g.host.self)
+	binary.BigEndian.PutUint64(data[8:], p.seq)
+	return append(data, cmd...)
+}
+
 // propose hands a proposal to Raft, or holds it until a leader is known.
 func (g *Group) propose(p *proposal) {
 	if g.failed {
@@ -673,17 +732,14 @@ func (g *Group) propose(p *proposal) {
 		g.held = append(g.held, p)
 		return
 	}
-	data := make([]byte, 16, 16+len(p.cmd))
-	binary.BigEndian.PutUint64(data, g.host.self)
-	binary.BigEndian.PutUint64(data[8:], p.seq)
 	var err error
 	if p.conf != nil {
 		// The change's context carries the tag, for its answer.
 		cc := proto.Clone(p.conf).(*raftpb.ConfChange)
-		cc.Context = data
+		cc.Context = g.tagged(p, nil)
 		err = g.rn.ProposeConfChange(cc)
 	} else {
-		err = g.rn.Propose(append(data, p.cmd...))
+		err = g.rn.Propose(g.tagged(p, p.cmd))
 	}
 	if err != nil {
 		// Dropped: no leader after all, or a leader transfer under way.
@@ -747,6 +803,22 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 	// stable before this Ready (a leader's always are): applying them
 	// need not wait for the next entries' fsync, so an entry is answered
 	// one fsync after it is proposed, not two.
+	//
+	// Messages that do not vouch for this member's disk (a leader's
+	// appends and heartbeats) go out before the save, so followers write
+	// while the leader does (Raft thesis 10.2.1); answers that do (append
+	// and vote responses) wait for it. A leader counts its own entries
+	// only once they are saved (Raft steps its self-ack in at Advance),
+	// so a commit still means a majority has the entry on disk.
+	tr := h.tr.Load()
+	after := make([][]*raftpb.Message, len(readies))
+	for i, r := range readies {
+		now, later := splitBySave(r.rd.Messages)
+		if tr != nil && len(now) > 0 {
+			tr.send(r.g.id, now)
+		}
+		after[i] = later
+	}
 	errs := make([]error, len(readies))
 	var wg sync.WaitGroup
 	for i := range readies {
@@ -777,8 +849,8 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			g.fail(errs[i])
 			continue
 		}
-		if tr := h.tr.Load(); tr != nil && len(r.rd.Messages) > 0 {
-			tr.send(g.id, r.rd.Messages)
+		if tr != nil && len(after[i]) > 0 {
+			tr.send(g.id, after[i])
 		}
 		if !early[i] {
 			if err := g.ready(r.rd); err != nil {
@@ -804,6 +876,42 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			touched[g] = true
 		}
 	}
+}
+
+// splitBySave parts a Ready's messages into those that may go before
+// its entries and hard state are saved and those that must wait: the
+// responses whose sender promises it has saved what they answer (Raft
+// itself holds these back in the same way when storage writes are
+// asynchronous).
+func splitBySave(msgs []*raftpb.Message) (now, later []*raftpb.Message) {
+	waits := func(m *raftpb.Message) bool {
+		switch m.GetType() {
+		case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+			return true
+		}
+		return false
+	}
+	n := 0
+	for _, m := range msgs {
+		if waits(m) {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return msgs, nil
+	case len(msgs):
+		return nil, msgs
+	}
+	now, later = make([]*raftpb.Message, 0, len(msgs)-n), make([]*raftpb.Message, 0, n)
+	for _, m := range msgs {
+		if waits(m) {
+			later = append(later, m)
+		} else {
+			now = append(now, m)
+		}
+	}
+	return now, later
 }
 
 // applyEarly says whether a Ready's committed entries may be applied

@@ -355,3 +355,62 @@ func TestGroupLeaderDiesFast(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Proposals handed over together go to Raft as one message: through the
+// leader and through a follower, a burst proposed without waiting is
+// applied on every member in the order proposed, each answered with its
+// own index (a refused one with its refusal, the others unaffected).
+func TestGroupBatchesProposals(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	machines := make([]*groupJournal, 3)
+	members := make([]*Group, 3)
+	for ni := range nodes {
+		machines[ni] = &groupJournal{}
+		g, err := nodes[ni].Groups().Start(GroupConfig{ID: 7, Members: ids, Campaign: ni == 0, Log: memLog{raft.NewMemoryStorage()}, Machine: machines[ni]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[ni] = g
+	}
+	if _, err := proposeTo(members[0], "first"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"first"}
+	for _, ni := range []int{0, 1} {
+		const n = 300
+		type answer struct {
+			index uint64
+			err   error
+		}
+		answers := make([]chan answer, n)
+		for i := range n {
+			cmd := fmt.Sprintf("n%d-%d", ni, i)
+			if i == n/2 {
+				cmd = "bad " + cmd
+			} else {
+				want = append(want, cmd)
+			}
+			answers[i] = make(chan answer, 1)
+			members[ni].Propose([]byte(cmd), func(index uint64, err error) { answers[i] <- answer{index, err} })
+		}
+		last := uint64(0)
+		for i := range n {
+			a := <-answers[i]
+			if (a.err != nil) != (i == n/2) {
+				t.Fatalf("through node %d, proposal %d: %v", ni, i, a.err)
+			}
+			if a.index <= last {
+				t.Fatalf("through node %d, proposal %d answered at %d after %d", ni, i, a.index, last)
+			}
+			last = a.index
+		}
+	}
+	for ni := range nodes {
+		for deadline := time.Now().Add(10 * time.Second); !slices.Equal(machines[ni].commands(), want); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d applied %d commands, want %d in order", ni, len(machines[ni].commands()), len(want))
+			}
+		}
+	}
+}
