@@ -206,7 +206,7 @@ func (c *Conn) readFailed(err error) {
 	}
 }
 
-// whileClosing handles a frame after the broker sent connection.close and
+// whileClosing handles a frame after either side sent connection.close and
 // reports whether the connection is done.
 func (c *Conn) whileClosing(f protocol.Frame) bool {
 	if f.Type != protocol.FrameMethod || f.Channel != 0 {
@@ -220,8 +220,10 @@ func (c *Conn) whileClosing(f protocol.Frame) bool {
 	case *protocol.ConnectionCloseOk:
 		return true
 	case *protocol.ConnectionClose:
+		// Answered every time, and the socket left to the client (until
+		// the close timeout), as RabbitMQ does: a client that closes from
+		// two goroutines at once reads both answers, not a reset.
 		c.out.appendFinal(protocol.AppendMethodFrame(nil, 0, &protocol.ConnectionCloseOk{}))
-		return true
 	}
 	return false
 }
@@ -343,7 +345,16 @@ func (c *Conn) connectionMethod(m protocol.Method) error {
 	case *protocol.ConnectionCloseOk:
 		return reply.New(protocol.UnexpectedFrame, "unexpected connection.close-ok")
 	case *protocol.ConnectionUpdateSecret:
-		return reply.NotImplemented("connection.update-secret is not supported: Warren authenticates with passwords only")
+		// As RabbitMQ's internal backend: its users' credentials do not
+		// expire, so the new secret is taken without being checked (a
+		// token-rotating client keeps its connection); a user deleted
+		// since the login is refused, as a backend refusing the secret.
+		if _, ok := c.srv.Users.User(c.user.Name); !ok {
+			return reply.New(protocol.NotAllowed, "New secret was refused by one of the backends")
+		}
+		c.log.Info().Str("reason", m.Reason).Msg("secret updated")
+		c.send(0, &protocol.ConnectionUpdateSecretOk{})
+		return nil
 	case *protocol.ConnectionBlocked, *protocol.ConnectionUnblocked:
 		return reply.New(protocol.CommandInvalid, "%s is sent by the broker, not the client", m.Name())
 	}

@@ -138,6 +138,13 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		def.Name = ServerNamed()
 		def.ServerNamed = true
 	}
+	if t, _ := def.Args["x-queue-type"].(string); def.Exclusive && t != "quorum" {
+		// An exclusive classic queue ends with its connection, so
+		// RabbitMQ declares it non-durable whatever the flag says: it is
+		// listed so, and a redeclare with either value matches. (A
+		// quorum queue's declare refuses exclusivity, by name.)
+		def.Durable = false
+	}
 	if v.cluster != nil {
 		if !def.Exclusive {
 			return v.declareReplicated(def)
@@ -282,13 +289,15 @@ func (v *VHost) equivalentQueue(q queueShape, def QueueDef) error {
 		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
 			field, def.Name, v.Name, got, cur)
 	}
+	// Exclusivity first: RabbitMQ answers 405 to a redeclare that
+	// differs in it before it compares anything else.
 	switch {
+	case q.Exclusive != def.Exclusive:
+		return v.locked(def.Name)
 	case q.Durable != def.Durable:
 		return diff("durable", def.Durable, q.Durable)
 	case q.AutoDelete != def.AutoDelete:
 		return diff("auto_delete", def.AutoDelete, q.AutoDelete)
-	case q.Exclusive != def.Exclusive:
-		return v.locked(def.Name)
 	}
 	for _, k := range queueArgsCompared {
 		got, hasGot := def.Args[k]

@@ -1,0 +1,135 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Calls RabbitMQ 3.10 applications make that are not about routing:
+// rotating a connection's secret, closing it twice, exclusive queues
+// declared durable. Each runs against the reference broker too.
+
+// connection.update-secret is answered, and the connection goes on: a
+// client that rotates its token (amqplib's updateSecret, amqp091-go's
+// UpdateSecret) keeps working. RabbitMQ's internal backend takes any
+// new secret, since its credentials do not expire.
+func TestUpdateSecret(t *testing.T) {
+	s := start(t)
+	conn, err := amqp.Dial(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, secret := range []string{"guest", "a rotated token"} {
+		if err := conn.UpdateSecret(secret, "rotation"); err != nil {
+			t.Fatalf("update-secret %q: %v", secret, err)
+		}
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("", false, true, true, false, nil); err != nil {
+		t.Fatalf("after update-secret: %v", err)
+	}
+}
+
+// A user deleted since the login has its new secret refused: 530, and
+// the connection closes. (RabbitMQ closes a deleted user's connections
+// at once, so it never gets that far: Warren only.)
+func TestUpdateSecretOfDeletedUser(t *testing.T) {
+	s := startWarren(t)
+	pw := "pw"
+	if err := s.b.PutUser("rotor", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.SetPermission("/", "rotor", ".*", ".*", ".*"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := amqp.Dial(fmt.Sprintf("amqp://rotor:pw@%s/", s.b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := s.b.DeleteUser("rotor"); err != nil {
+		t.Fatal(err)
+	}
+	expectCode(t, conn.UpdateSecret("pw2", "rotation"), amqp.NotAllowed)
+}
+
+// Two connection.close in a row (amqp091-go closing from two goroutines)
+// are each answered with close-ok, and the broker leaves the socket for
+// the client to close rather than resetting it under the second answer.
+func TestDoubleConnectionClose(t *testing.T) {
+	s := start(t)
+	c := rawDial(t, s)
+	c.handshake(defaultHandshake())
+	closeArgs := appendShortStr([]byte{0, 200}, "bye")
+	closeArgs = append(closeArgs, 0, 0, 0, 0)
+	c.method(0, 10, 50, closeArgs)
+	c.method(0, 10, 50, closeArgs)
+	c.expect(10, 51)
+	c.expect(10, 51)
+	switch f, err := c.read(time.Second); {
+	case err == nil:
+		cl, m := f.classMethod()
+		t.Fatalf("after two close-ok, a frame: type %d method %d.%d", f.typ, cl, m)
+	case !errors.Is(err, os.ErrDeadlineExceeded):
+		t.Fatalf("the broker hung up under the client: %v", err)
+	}
+}
+
+// An exclusive queue declared durable is not durable (it ends with its
+// connection): a redeclare with either value matches, and a redeclare
+// that differs in exclusivity is 405 before any other difference is 406.
+func TestExclusiveDurableQueue(t *testing.T) {
+	s := start(t)
+	owner, other := dial(t, s), dial(t, s)
+	declare := func(c *amqp.Connection, durable, autoDelete, exclusive bool) error {
+		ch, err := c.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		_, err = ch.QueueDeclare("excl-durable", durable, autoDelete, exclusive, false, nil)
+		return err
+	}
+	if err := declare(owner, true, false, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := declare(owner, false, false, true); err != nil {
+		t.Fatalf("redeclared durable=false by its owner: %v", err)
+	}
+	if err := declare(owner, true, false, true); err != nil {
+		t.Fatalf("redeclared durable=true by its owner: %v", err)
+	}
+	expectCode(t, declare(owner, false, false, false), amqp.ResourceLocked) // not exclusive: 405, not 406 durable
+	expectCode(t, declare(owner, true, true, true), amqp.PreconditionFailed)
+	expectCode(t, declare(other, true, false, true), amqp.ResourceLocked)
+	expectCode(t, declare(other, false, true, false), amqp.ResourceLocked)
+	if s.b != nil {
+		v, _ := s.b.VHost("/")
+		for _, e := range v.QueueEntries() {
+			if e.Name == "excl-durable" && e.Durable {
+				t.Fatal("the exclusive queue is listed durable")
+			}
+		}
+	}
+
+	// A durable queue that exists is not made exclusive by a redeclare:
+	// 405, not 406 for the durable flag an exclusive declare drops.
+	ch, _ := other.Channel()
+	defer ch.Close()
+	if _, err := ch.QueueDeclare("durable-plain", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.ownQueue("durable-plain")
+	ch2, _ := owner.Channel()
+	_, err := ch2.QueueDeclare("durable-plain", true, false, true, false, nil)
+	expectCode(t, err, amqp.ResourceLocked)
+}
