@@ -133,3 +133,119 @@ func TestExclusiveDurableQueue(t *testing.T) {
 	_, err := ch2.QueueDeclare("durable-plain", true, false, true, false, nil)
 	expectCode(t, err, amqp.ResourceLocked)
 }
+
+// basic.consume's x-priority: a queue serves its highest-priority
+// consumers that have room (round-robin among equals) and lower ones only
+// when those are blocked; a priority that is not an integer is 406. For
+// classic and quorum queues alike.
+func TestConsumerPriorities(t *testing.T) {
+	s := start(t)
+	for _, typ := range []string{"classic", "quorum"} {
+		t.Run(typ, func(t *testing.T) {
+			name := "consumer-prio-" + typ
+			s.ownQueue(name)
+			conn := dial(t, s)
+			pub, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pub.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": typ}); err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []any{"high", 2.5, true} {
+				ch, _ := conn.Channel()
+				_, err := ch.Consume(name, "", false, false, false, false, amqp.Table{"x-priority": bad})
+				expectRefusal(t, err, amqp.PreconditionFailed, "invalid arg 'x-priority' for queue '"+name+"' in vhost '/': \"expected integer, got")
+			}
+			// Each consumer on its own channel, prefetch 3: high1 and
+			// high2 (priority 10) share the first six; low (-1, below the
+			// default) and mid (0, none given) get nothing until both are
+			// full, then mid first.
+			consume := func(tag string, args amqp.Table) <-chan amqp.Delivery {
+				ch, err := conn.Channel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ch.Qos(3, 0, false); err != nil {
+					t.Fatal(err)
+				}
+				d, err := ch.Consume(name, tag, false, false, false, false, args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			low := consume("low", amqp.Table{"x-priority": int32(-1)})
+			mid := consume("mid", nil)
+			high1 := consume("high1", amqp.Table{"x-priority": int64(10)})
+			high2 := consume("high2", amqp.Table{"x-priority": int16(10)})
+			for i := range 10 {
+				if err := pub.Publish("", name, false, false, amqp.Publishing{Body: []byte(fmt.Sprint(i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[string][]string{}
+			take := func(tag string, ds <-chan amqp.Delivery, n int) {
+				t.Helper()
+				for range n {
+					select {
+					case d := <-ds:
+						got[tag] = append(got[tag], string(d.Body))
+					case <-time.After(5 * time.Second):
+						t.Fatalf("%s got %v, waited for %d; all: %v", tag, got[tag], n, got)
+					}
+				}
+			}
+			take("high1", high1, 3)
+			take("high2", high2, 3)
+			take("mid", mid, 3)
+			take("low", low, 1)
+			for tag, want := range map[string]string{"high1": "[0 2 4]", "high2": "[1 3 5]", "mid": "[6 7 8]", "low": "[9]"} {
+				if fmt.Sprint(got[tag]) != want {
+					t.Fatalf("deliveries %v, want high1 [0 2 4], high2 [1 3 5], mid [6 7 8], low [9]", got)
+				}
+			}
+		})
+	}
+}
+
+// Under single active consumer the first consumer is the active one,
+// whatever the priorities of those that come later (RabbitMQ 3.10; 3.12
+// changed it for quorum queues).
+func TestConsumerPriorityWithSingleActiveConsumer(t *testing.T) {
+	s := start(t)
+	for _, typ := range []string{"classic", "quorum"} {
+		t.Run(typ, func(t *testing.T) {
+			name := "consumer-prio-sac-" + typ
+			s.ownQueue(name)
+			conn := dial(t, s)
+			pub, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pub.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": typ, "x-single-active-consumer": true}); err != nil {
+				t.Fatal(err)
+			}
+			consume := func(args amqp.Table) <-chan amqp.Delivery {
+				ch, _ := conn.Channel()
+				d, err := ch.Consume(name, "", true, false, false, false, args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			first := consume(nil)
+			later := consume(amqp.Table{"x-priority": int32(9)})
+			if err := pub.Publish("", name, false, false, amqp.Publishing{Body: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-first:
+			case <-later:
+				t.Fatal("the later consumer of higher priority became the active one")
+			case <-time.After(5 * time.Second):
+				t.Fatal("no delivery")
+			}
+		})
+	}
+}

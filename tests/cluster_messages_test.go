@@ -457,3 +457,51 @@ func TestClusterConsumeThroughAnotherNode(t *testing.T) {
 		t.Fatal("no basic.cancel when the queue's node died")
 	}
 }
+
+// TestClusterConsumerPriorities: a consumer on another node than the
+// queue's home keeps its x-priority there: it is served before the
+// home's own consumer of lower priority, which gets messages only while
+// the remote one's prefetch is full.
+func TestClusterConsumerPriorities(t *testing.T) {
+	nodes := threeProcesses(t)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	_, ch1 := n1.dial(t)
+	_, ch2 := n2.dial(t)
+	_, ch3 := n3.dial(t)
+	if _, err := ch2.QueueDeclare("prio-jobs", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []*amqp.Channel{ch2, ch3} {
+		if err := ch.Qos(3, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local, err := ch2.Consume("prio-jobs", "local", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := ch3.Consume("prio-jobs", "remote", false, false, false, false, amqp.Table{"x-priority": int32(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := ch1.Publish("", "prio-jobs", false, false, amqp.Publishing{Body: []byte(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := func(ds <-chan amqp.Delivery, n int) []string {
+		var got []string
+		for range n {
+			select {
+			case d := <-ds:
+				got = append(got, string(d.Body))
+			case <-time.After(10 * time.Second):
+				t.Fatalf("got %v, waited for %d", got, n)
+			}
+		}
+		return got
+	}
+	if got := fmt.Sprint(take(remote, 3), take(local, 2)); got != "[0 1 2] [3 4]" {
+		t.Fatalf("remote (priority 5) and local deliveries: %s, want [0 1 2] [3 4]", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,12 +118,21 @@ func TestServerProperties(t *testing.T) {
 	if !ok {
 		t.Fatalf("no capabilities table: %v", c.Properties)
 	}
-	for _, name := range []string{
+	// Each has its tests (consumer_priorities: TestConsumerPriorities).
+	implemented := []string{
 		"publisher_confirms", "exchange_exchange_bindings", "basic.nack", "consumer_cancel_notify",
-		"connection.blocked", "per_consumer_qos", "authentication_failure_close",
-	} {
+		"connection.blocked", "per_consumer_qos", "authentication_failure_close", "consumer_priorities",
+	}
+	for _, name := range implemented {
 		if v, _ := caps[name].(bool); !v {
 			t.Errorf("capability %s = %v, expected true", name, caps[name])
+		}
+	}
+	// Warren advertises nothing else: a client that sees a capability
+	// relies on it.
+	for name := range caps {
+		if s.b != nil && !slices.Contains(implemented, name) {
+			t.Errorf("Warren advertises capability %s, which it does not implement", name)
 		}
 	}
 	if c.Major != 0 || c.Minor != 9 {

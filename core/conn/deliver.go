@@ -20,6 +20,7 @@ type consumer struct {
 	tag       string
 	noAck     bool
 	exclusive bool
+	priority  int            // x-priority: served before lower ones
 	args      protocol.Table // basic.consume's arguments, for the admin API
 	// Under ch.mu:
 	prefetch uint16 // this consumer's limit (0: none)
@@ -30,6 +31,7 @@ type consumer struct {
 
 func (k *consumer) NoAck() bool     { return k.noAck }
 func (k *consumer) Exclusive() bool { return k.exclusive }
+func (k *consumer) Priority() int   { return k.priority }
 
 // Prefetch is the consumer's prefetch, for a queue on another node to
 // size its credit by.
@@ -375,6 +377,10 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		// RabbitMQ 3.10.8 closes the connection (checked against it).
 		return reply.NotImplemented("queue '%s' in vhost '%s' does not support global qos", name, ch.c.vh.Name)
 	}
+	priority, err := ch.c.vh.ConsumerPriority(name, m.Arguments)
+	if err != nil {
+		return err
+	}
 	tag := m.ConsumerTag
 	if tag == "" {
 		tag = generatedTag()
@@ -384,7 +390,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		ch.mu.Unlock()
 		return reply.New(protocol.NotAllowed, "attempt to reuse consumer tag '%s'", tag)
 	}
-	k := &consumer{ch: ch, q: q, queueName: name, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, args: m.Arguments, prefetch: ch.prefetch}
+	k := &consumer{ch: ch, q: q, queueName: name, tag: tag, noAck: m.NoAck, exclusive: m.Exclusive, priority: priority, args: m.Arguments, prefetch: ch.prefetch}
 	ch.consumers[tag] = k
 	ch.mu.Unlock()
 

@@ -83,6 +83,7 @@ func (c *Conn) serverProperties() protocol.Table {
 			"connection.blocked":           true,
 			"authentication_failure_close": true,
 			"per_consumer_qos":             true,
+			"consumer_priorities":          true,
 		},
 	}
 }

@@ -31,6 +31,7 @@
 package queue
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -118,14 +119,23 @@ type Queue struct {
 	events   Events
 	base     Settings // from the arguments alone
 
-	mu          sync.Mutex
-	settings    Settings // base with the policy applied
-	levels      []level  // by priority; one level unless x-max-priority
-	ready       int
-	readyBytes  int64
-	unacked     int
-	consumers   []Consumer
-	next        int // round-robin cursor into consumers
+	mu         sync.Mutex
+	settings   Settings // base with the policy applied
+	levels     []level  // by priority; one level unless x-max-priority
+	ready      int
+	readyBytes int64
+	unacked    int
+	// consumers are in order of priority, highest first (in order of
+	// arrival within one priority, and always so under single active
+	// consumer, where the first is the active one); prios holds each
+	// one's priority.
+	consumers []Consumer
+	prios     []int
+	next      int // round-robin cursor into consumers, with one priority
+	// byPriority is set while the consumers' priorities differ; cursors
+	// are then the round-robin positions within each priority's run.
+	byPriority  bool
+	cursors     map[int]int
 	hadConsumer bool
 	deleted     bool
 	nextSeq     uint64
@@ -528,6 +538,9 @@ func (q *Queue) dispatch() {
 
 // offer tries each consumer once, starting after the last one served. A
 // single-active-consumer queue only ever offers to its first consumer.
+// With consumer priorities, a priority's consumers are tried (round-robin
+// among them) before any of a lower one: a lower one gets a message only
+// when every higher one is blocked.
 func (q *Queue) offer(l *level, e *Entry) bool {
 	n := len(q.consumers)
 	if q.settings.SingleActiveConsumer {
@@ -536,23 +549,114 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 	}
 	d := Delivery{Queue: q, Entry: *e, Redelivered: e.Deliveries > 0}
 	d.Entry.Deliveries++
+	if q.byPriority && n > 1 {
+		return q.offerByPriority(l, d)
+	}
 	for i := 0; i < n; i++ {
 		k := (q.next + i) % len(q.consumers)
-		c := q.consumers[k]
-		if c.Deliver(d) {
-			q.popFrom(l)
-			q.Counters.CountDelivery(c.NoAck(), d.Redelivered, stats.Deliver, stats.DeliverNoAck)
-			if c.NoAck() {
-				q.forget(&d.Entry)
-			} else {
-				q.unacked++
-				q.markDelivered(&d.Entry)
-			}
+		if q.deliverTo(q.consumers[k], l, d) {
 			q.next = (k + 1) % len(q.consumers)
 			return true
 		}
 	}
 	return false
+}
+
+// offerByPriority is offer over runs of consumers of one priority.
+func (q *Queue) offerByPriority(l *level, d Delivery) bool {
+	for start := 0; start < len(q.consumers); {
+		prio := q.prios[start]
+		end := start + 1
+		for end < len(q.consumers) && q.prios[end] == prio {
+			end++
+		}
+		size := end - start
+		from := q.cursors[prio] % size
+		for i := 0; i < size; i++ {
+			if q.deliverTo(q.consumers[start+(from+i)%size], l, d) {
+				q.cursors[prio] = (from + i + 1) % size
+				return true
+			}
+		}
+		start = end
+	}
+	return false
+}
+
+// deliverTo hands d, the head of l, to c if c takes it.
+func (q *Queue) deliverTo(c Consumer, l *level, d Delivery) bool {
+	if !c.Deliver(d) {
+		return false
+	}
+	q.popFrom(l)
+	q.Counters.CountDelivery(c.NoAck(), d.Redelivered, stats.Deliver, stats.DeliverNoAck)
+	if c.NoAck() {
+		q.forget(&d.Entry)
+	} else {
+		q.unacked++
+		q.markDelivered(&d.Entry)
+	}
+	return true
+}
+
+// Prioritized is a Consumer with a priority (basic.consume's x-priority,
+// 0 when it has none): higher ones are served first.
+type Prioritized interface {
+	Priority() int
+}
+
+// PriorityOf is c's priority.
+func PriorityOf(c Consumer) int {
+	if p, ok := c.(Prioritized); ok {
+		return p.Priority()
+	}
+	return 0
+}
+
+// addConsumer puts c in its place; mu is held.
+func (q *Queue) addConsumer(c Consumer) {
+	prio := PriorityOf(c)
+	at := len(q.consumers)
+	switch {
+	case c.Exclusive():
+		at = 0 // alone, or first to be offered while the others leave
+	case !q.settings.SingleActiveConsumer:
+		for at > 0 && q.prios[at-1] < prio {
+			at--
+		}
+	}
+	q.consumers = slices.Insert(q.consumers, at, c)
+	q.prios = slices.Insert(q.prios, at, prio)
+	if at <= q.next && len(q.consumers) > 1 {
+		q.next++
+	}
+	q.priorityChanged()
+}
+
+// removeConsumer takes c out; mu is held.
+func (q *Queue) removeConsumer(c Consumer) {
+	i := slices.Index(q.consumers, c)
+	if i < 0 {
+		return
+	}
+	q.consumers = slices.Delete(q.consumers, i, i+1)
+	q.prios = slices.Delete(q.prios, i, i+1)
+	if q.next > i {
+		q.next--
+	}
+	if q.next >= len(q.consumers) {
+		q.next = 0
+	}
+	q.priorityChanged()
+}
+
+// priorityChanged notes whether the consumers' priorities differ.
+func (q *Queue) priorityChanged() {
+	n := len(q.prios)
+	q.byPriority = n > 1 && q.prios[0] != q.prios[n-1]
+	if q.byPriority && q.cursors == nil {
+		q.cursors = map[int]int{}
+	}
 }
 
 // Kick retries delivery, after a consumer regained credit.
@@ -602,11 +706,7 @@ func (q *Queue) Consume(c Consumer, added func()) error {
 		q.mu.Unlock()
 		return reply.AccessRefused("queue '%s' in vhost '%s' in exclusive use", q.Name, q.VHost)
 	}
-	if c.Exclusive() {
-		q.consumers = append([]Consumer{c}, q.consumers...)
-	} else {
-		q.consumers = append(q.consumers, c)
-	}
+	q.addConsumer(c)
 	q.hadConsumer = true
 	if added != nil {
 		added()
@@ -621,18 +721,7 @@ func (q *Queue) Consume(c Consumer, added func()) error {
 // settle. The last consumer leaving an auto-delete queue deletes it.
 func (q *Queue) Cancel(c Consumer) {
 	q.mu.Lock()
-	for i, x := range q.consumers {
-		if x == c {
-			q.consumers = append(q.consumers[:i], q.consumers[i+1:]...)
-			if q.next > i {
-				q.next--
-			}
-			break
-		}
-	}
-	if q.next >= len(q.consumers) {
-		q.next = 0
-	}
+	q.removeConsumer(c)
 	abandoned := q.AutoDelete && q.hadConsumer && len(q.consumers) == 0 && !q.deleted
 	q.touch()
 	q.dispatch() // a single active consumer's successor takes over
@@ -784,7 +873,7 @@ func (q *Queue) Delete(ifUnused, ifEmpty bool) (int, error) {
 	q.deleted = true
 	q.commit()
 	consumers := q.consumers
-	q.consumers = nil
+	q.consumers, q.prios, q.byPriority = nil, nil, false
 	if q.ttlTimer != nil {
 		q.ttlTimer.Stop()
 	}

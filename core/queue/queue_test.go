@@ -300,3 +300,59 @@ func TestDepthRates(t *testing.T) {
 	}
 	q.Ack([]Entry{d.Entry})
 }
+
+// prioritized is a test consumer with an x-priority.
+type prioritized struct {
+	consumer
+	priority int
+}
+
+func (p *prioritized) Priority() int { return p.priority }
+
+// Consumer priorities: the highest with credit first, round-robin among
+// equals, lower ones only while the higher are full; a cancel leaves the
+// order of the rest; under single active consumer the first to come is
+// the active one, whatever its priority.
+func TestConsumerPriorities(t *testing.T) {
+	q, _ := newQueue(t, nil, nil)
+	low := &prioritized{consumer{credit: -1}, -5}
+	plain := &consumer{credit: 2}
+	high1 := &prioritized{consumer{credit: 2}, 7}
+	high2 := &prioritized{consumer{credit: 2}, 7}
+	for _, c := range []Consumer{low, plain, high1, high2} {
+		if err := q.Consume(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, false))
+	}
+	got := fmt.Sprintf("high1 %v high2 %v plain %v low %v", high1.bodies(), high2.bodies(), plain.bodies(), low.bodies())
+	if got != "high1 [0 2] high2 [1 3] plain [4 5] low [6 7]" {
+		t.Fatal(got)
+	}
+	q.Cancel(high1)
+	high2.mu.Lock()
+	high2.credit = 1
+	high2.mu.Unlock()
+	plain.mu.Lock()
+	plain.credit = 1
+	plain.mu.Unlock()
+	for i := 8; i < 11; i++ {
+		q.Enqueue(msg(t, fmt.Sprint(i), 0, false))
+	}
+	got = fmt.Sprintf("high2 %v plain %v low %v", high2.bodies(), plain.bodies(), low.bodies())
+	if got != "high2 [1 3 8] plain [4 5 9] low [6 7 10]" {
+		t.Fatal(got)
+	}
+
+	sac, _ := newQueue(t, protocol.Table{"x-single-active-consumer": true}, nil)
+	first := &prioritized{consumer{credit: -1}, 0}
+	later := &prioritized{consumer{credit: -1}, 9}
+	_ = sac.Consume(first, nil)
+	_ = sac.Consume(later, nil)
+	sac.Enqueue(msg(t, "x", 0, false))
+	if len(first.bodies()) != 1 || len(later.bodies()) != 0 {
+		t.Fatalf("single active consumer: first %v, later %v", first.bodies(), later.bodies())
+	}
+}

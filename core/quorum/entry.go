@@ -90,12 +90,12 @@ func (r *reader) purger() (node, nonce uint64, ok bool) {
 
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
 
-func checkoutEntry(id ConsumerID, credit int, noAck bool) []byte {
+// checkoutEntry adds a consumer. Its priority (x-priority) came after
+// the first release: an entry without it is a priority of 0.
+func checkoutEntry(id ConsumerID, credit int, noAck bool, priority int) []byte {
 	b := binary.BigEndian.AppendUint32(consumerEntry(opCheckout, id), uint32(credit))
-	if noAck {
-		return append(b, 1)
-	}
-	return append(b, 0)
+	b = append(b, boolByte(noAck))
+	return binary.BigEndian.AppendUint32(b, uint32(int32(priority)))
 }
 
 func getEntry(id ConsumerID, noAck bool) []byte {

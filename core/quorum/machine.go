@@ -182,6 +182,9 @@ type consumer struct {
 	noAck  bool           // settles what it is delivered at once (no-ack)
 	out    map[uint64]Msg // checked out, by id
 	gone   bool           // cancelled: no more deliveries
+	// priority is the consumer's x-priority: a message goes to one of
+	// the highest with credit.
+	priority int
 }
 
 func (c *consumer) hasCredit() bool {
@@ -324,10 +327,11 @@ func (m *Machine) Configure(cfg Config) []Effect {
 	return m.take()
 }
 
-// Checkout adds a consumer with a prefetch (0: unlimited).
-func (m *Machine) Checkout(id ConsumerID, credit int, noAck bool) []Effect {
+// Checkout adds a consumer with a prefetch (0: unlimited) and a
+// priority.
+func (m *Machine) Checkout(id ConsumerID, credit int, noAck bool, priority int) []Effect {
 	if m.byID[id] == nil {
-		c := &consumer{id: id, credit: credit, noAck: noAck, out: map[uint64]Msg{}}
+		c := &consumer{id: id, credit: credit, noAck: noAck, priority: priority, out: map[uint64]Msg{}}
 		m.consumers = append(m.consumers, c)
 		m.byID[id] = c
 	}
@@ -397,13 +401,24 @@ func (m *Machine) nextConsumer() *consumer {
 		}
 		return nil
 	}
+	// The highest priority among those with credit, then round-robin
+	// among the consumers of that priority.
+	top, found := 0, false
+	for _, c := range m.consumers {
+		if !c.once && c.hasCredit() && (!found || c.priority > top) {
+			top, found = c.priority, true
+		}
+	}
+	if !found {
+		return nil
+	}
 	for range m.consumers {
 		if m.next >= len(m.consumers) {
 			m.next = 0
 		}
 		c := m.consumers[m.next]
 		m.next++
-		if !c.once && c.hasCredit() {
+		if !c.once && c.priority == top && c.hasCredit() {
 			return c
 		}
 	}

@@ -20,7 +20,7 @@ import (
 //	settle C ack|requeue|discard ids=1,2
 //	cancel C | down C | expire now=MS | purge | state
 func TestMachine(t *testing.T) {
-	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd"} {
+	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd", "testdata/priority.dd"} {
 		t.Run(path, func(t *testing.T) {
 			m := New(DefaultConfig())
 			datadriven.Run(t, path, func(c *datadriven.Case) string {
@@ -48,7 +48,7 @@ func TestMachine(t *testing.T) {
 				case "enqueue":
 					effects = m.Enqueue(Msg{ID: c.Args.U64(t, "id", 0), Size: c.Args.I64(t, "size", 1), ExpiresAt: c.Args.I64(t, "expires", 0)})
 				case "checkout":
-					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)), c.Args.Has("noack"))
+					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)), c.Args.Has("noack"), int(c.Args.I64(t, "priority", 0)))
 				case "get":
 					effects = m.Get(ConsumerID(name), c.Args.Has("noack"))
 				case "settle":
@@ -124,7 +124,7 @@ func TestMachineKeepsEveryMessageOnce(t *testing.T) {
 				where[next] = "ready"
 				apply(m.Enqueue(Msg{ID: next, Size: 1}))
 			case 2:
-				apply(m.Checkout(c, rng.Intn(3), rng.Intn(4) == 0))
+				apply(m.Checkout(c, rng.Intn(3), rng.Intn(4) == 0, rng.Intn(3)-1))
 			case 3:
 				var held []uint64
 				for id, w := range where {

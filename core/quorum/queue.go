@@ -245,7 +245,7 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 	if p, ok := c.(interface{ Prefetch() int }); ok {
 		credit = p.Prefetch()
 	}
-	if err := q.append(checkoutEntry(id, credit, c.NoAck())); err != nil {
+	if err := q.append(checkoutEntry(id, credit, c.NoAck(), queue.PriorityOf(c))); err != nil {
 		q.mu.Lock()
 		delete(q.consumers, id)
 		delete(q.byClient, c)
@@ -748,10 +748,14 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
 		noAck := r.u8() == 1
+		priority := 0
+		if len(r.b) >= 4 {
+			priority = int(int32(r.u32()))
+		}
 		if r.err != nil {
 			return r.err
 		}
-		effects = q.m.Checkout(id, credit, noAck)
+		effects = q.m.Checkout(id, credit, noAck, priority)
 	case opGet:
 		id := ConsumerID(r.short())
 		noAck := r.u8() == 1

@@ -15,12 +15,13 @@ import (
 //	machine: u32 length | next(4) | ready | consumers | dead letters
 //	         dead letters: msgs, then each one's reason (shortstr)
 //	         msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
-//	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) out (msgs, by id)
+//	         consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(4) out (msgs, by id)
+//	         (version 1 had no priority: 0)
 //	bodies:  count(4) | each, by id: id(8) message (appendMessage)
 //
 // The machine's Config is not in it: it comes from the queue's
 // declaration and policies, which the metadata store keeps.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 func appendMsgs(b []byte, msgs []Msg) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(msgs)))
@@ -67,6 +68,7 @@ func (m *Machine) encode(b []byte) []byte {
 		b = appendShort(b, string(c.id))
 		b = binary.BigEndian.AppendUint32(b, uint32(c.credit))
 		b = append(b, boolByte(c.once), boolByte(c.gone), boolByte(c.noAck))
+		b = binary.BigEndian.AppendUint32(b, uint32(int32(c.priority)))
 		out := make([]Msg, 0, len(c.out))
 		for _, msg := range c.out {
 			out = append(out, msg)
@@ -85,8 +87,9 @@ func (m *Machine) encode(b []byte) []byte {
 	return b
 }
 
-// decodeMachine rebuilds a machine with cfg from encode's bytes.
-func decodeMachine(cfg Config, r *reader) *Machine {
+// decodeMachine rebuilds a machine with cfg from encode's bytes, as a
+// snapshot of the given version wrote them.
+func decodeMachine(cfg Config, r *reader, version byte) *Machine {
 	m := New(cfg)
 	m.next = int(r.u32())
 	m.ready = r.msgs()
@@ -96,6 +99,9 @@ func decodeMachine(cfg Config, r *reader) *Machine {
 	n := int(r.u32())
 	for i := 0; i < n && r.err == nil; i++ {
 		c := &consumer{id: ConsumerID(r.short()), credit: int(r.u32()), once: r.u8() == 1, gone: r.u8() == 1, noAck: r.u8() == 1, out: map[uint64]Msg{}}
+		if version >= 2 {
+			c.priority = int(int32(r.u32()))
+		}
 		for _, msg := range r.msgs() {
 			c.out[msg.ID] = msg
 		}
@@ -137,8 +143,9 @@ func (q *Queue) Snapshot() ([]byte, error) {
 // consumers stay; what the snapshot's machine says they hold is theirs.
 func (q *Queue) Restore(index uint64, data []byte) error {
 	r := &reader{b: data}
-	if v := r.u8(); r.err == nil && v != snapshotVersion {
-		return fmt.Errorf("quorum: snapshot version %d, this node knows %d", v, snapshotVersion)
+	version := r.u8()
+	if r.err == nil && (version < 1 || version > snapshotVersion) {
+		return fmt.Errorf("quorum: snapshot version %d, this node knows 1 to %d", version, snapshotVersion)
 	}
 	mr := &reader{b: r.take(int(r.u32()))}
 	n := int(r.u32())
@@ -147,7 +154,7 @@ func (q *Queue) Restore(index uint64, data []byte) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	m := decodeMachine(q.m.cfg, mr)
+	m := decodeMachine(q.m.cfg, mr, version)
 	if mr.err != nil || len(mr.b) != 0 {
 		return fmt.Errorf("quorum: the snapshot at %d has a machine that does not decode", index)
 	}

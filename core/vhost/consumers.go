@@ -1,6 +1,7 @@
 package vhost
 
 import (
+	"math"
 	"sync"
 
 	"github.com/warrenmq/warren/core/message"
@@ -115,7 +116,8 @@ func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 	if p, ok := k.(prefetcher); ok && p.Prefetch() > 0 {
 		credit = p.Prefetch()
 	}
-	_, err := s.call(callConsume, protocol.Table{"no_ack": k.NoAck(), "exclusive": k.Exclusive(), "credit": int64(credit)})
+	_, err := s.call(callConsume, protocol.Table{"no_ack": k.NoAck(), "exclusive": k.Exclusive(), "credit": int64(credit),
+		"priority": int64(queue.PriorityOf(k))})
 	if err != nil {
 		s.forget()
 		return err
@@ -128,6 +130,20 @@ func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 	s.mu.Unlock()
 	s.Kick()
 	return nil
+}
+
+// ConsumerPriority is basic.consume's x-priority (0 when it has none);
+// what is not an integer is refused with 406, as RabbitMQ does.
+func (v *VHost) ConsumerPriority(queueName string, args protocol.Table) (int, error) {
+	x, ok := args["x-priority"]
+	if !ok {
+		return 0, nil
+	}
+	n, isInt := queue.Integer(x)
+	if !isInt || n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, reply.PreconditionFailed("invalid arg 'x-priority' for queue '%s' in vhost '%s': %q", queueName, v.Name, "expected integer, got "+amqpType(x))
+	}
+	return int(n), nil
 }
 
 func (s *RemoteSource) forget() {
@@ -304,6 +320,7 @@ type remoteConsumer struct {
 	key       consumerKey
 	noAck     bool
 	exclusive bool
+	priority  int // the consumer's x-priority
 	credit    int
 	consuming bool // added to the queue (not only getting from it)
 
@@ -317,7 +334,8 @@ type remoteConsumer struct {
 	cancelled bool
 }
 
-func (c *remoteConsumer) NoAck() bool { return c.noAck }
+func (c *remoteConsumer) NoAck() bool   { return c.noAck }
+func (c *remoteConsumer) Priority() int { return c.priority }
 
 // Prefetch is the consumer's credit: a quorum queue's checkout takes it.
 func (c *remoteConsumer) Prefetch() int {
@@ -535,6 +553,7 @@ func (v *VHost) handleConsumerCall(op string, q Source, req protocol.Table) (pro
 		c := v.remoteConsumer(key, q, true)
 		c.mu.Lock()
 		c.noAck, c.exclusive, c.consuming = b("no_ack"), b("exclusive"), true
+		c.priority = int(id(req, "priority"))
 		if n := int(id(req, "credit")); n > 0 {
 			c.credit = n
 		}
