@@ -100,3 +100,47 @@ func BenchmarkTopicPublishConsume10k(b *testing.B) {
 	<-done
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
 }
+
+// BenchmarkDirectReplyToRPC is a request/reply round trip with direct
+// reply-to: the client publishes a request with reply_to
+// amq.rabbitmq.reply-to and waits for the reply, which a server on
+// another connection publishes to the token it got. One call in flight;
+// the calls/s metric is round trips per second. Against RabbitMQ with
+// WARREN_REFERENCE_URL.
+//
+//	go test ./tests -run - -bench DirectReplyToRPC -benchtime 5s
+func BenchmarkDirectReplyToRPC(b *testing.B) {
+	s := start(b)
+	_, server := channel(b, s)
+	_, client := channel(b, s)
+	q, err := server.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	requests, err := server.Consume(q.Name, "", true, false, false, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for req := range requests {
+			_ = server.PublishWithContext(context.Background(), "", req.ReplyTo, false, false,
+				amqp.Publishing{CorrelationId: req.CorrelationId, Body: req.Body})
+		}
+	}()
+	replies, err := client.Consume("amq.rabbitmq.reply-to", "", true, false, false, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	request := amqp.Publishing{ReplyTo: "amq.rabbitmq.reply-to", Body: make([]byte, 16)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		request.CorrelationId = fmt.Sprint(i)
+		if err := client.PublishWithContext(context.Background(), "", q.Name, false, false, request); err != nil {
+			b.Fatal(err)
+		}
+		if d := <-replies; d.CorrelationId != request.CorrelationId {
+			b.Fatalf("reply %q to request %q", d.CorrelationId, request.CorrelationId)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}

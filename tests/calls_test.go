@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,4 +249,115 @@ func TestConsumerPriorityWithSingleActiveConsumer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Direct reply-to: a client consumes amq.rabbitmq.reply-to (no-ack),
+// publishes a request whose reply_to is that name, and gets the reply a
+// server publishes to the token it finds there, straight to its channel,
+// with no queue; the misuses get RabbitMQ's codes, and a reply to a
+// channel that is gone is unroutable.
+func TestDirectReplyTo(t *testing.T) {
+	s := start(t)
+	conn := dial(t, s)
+	channel := func() *amqp.Channel {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	const pseudo = "amq.rabbitmq.reply-to"
+
+	// Misuses.
+	_, err := channel().Consume(pseudo, "", false, false, false, false, nil)
+	expectRefusal(t, err, amqp.PreconditionFailed, "reply consumer cannot acknowledge")
+	ch := channel()
+	err = ch.Publish("", "anywhere", false, false, amqp.Publishing{ReplyTo: pseudo, Body: []byte("x")})
+	if err == nil {
+		_, err = ch.QueueDeclarePassive(pseudo, false, false, false, false, nil) // a round trip to see the close
+	}
+	expectRefusal(t, err, amqp.PreconditionFailed, "fast reply consumer does not exist")
+	ch = channel()
+	if _, err := ch.Consume(pseudo, "one", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ch.Consume(pseudo, "two", true, false, false, false, nil)
+	expectRefusal(t, err, amqp.PreconditionFailed, "reply consumer already set")
+	_, _, err = channel().Get(pseudo, true)
+	expectCode(t, err, amqp.NotFound)
+	expectCode(t, channel().QueueBind(pseudo, "k", "amq.direct", false, nil), amqp.NotFound)
+	for _, passive := range []bool{true, false} {
+		ch := channel()
+		q, err := ch.QueueDeclare(pseudo, false, false, false, false, nil)
+		if passive {
+			q, err = ch.QueueDeclarePassive(pseudo, false, false, false, false, nil)
+		}
+		if err != nil || q.Name != pseudo || q.Messages != 0 || q.Consumers != 1 {
+			t.Fatalf("declare (passive %v) of %s: %+v %v", passive, pseudo, q, err)
+		}
+	}
+
+	// A round trip: the server's queue, a client with its reply consumer.
+	server := channel()
+	rpc, err := server.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests, err := server.Consume(rpc.Name, "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := channel()
+	replies, err := client.Consume(pseudo, "replies", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	for i := range 3 {
+		corr := fmt.Sprint("c", i)
+		if err := client.Publish("", rpc.Name, false, false, amqp.Publishing{ReplyTo: pseudo, CorrelationId: corr, Body: []byte("ping")}); err != nil {
+			t.Fatal(err)
+		}
+		req := <-requests
+		if !strings.HasPrefix(req.ReplyTo, pseudo+".") || token != "" && req.ReplyTo != token {
+			t.Fatalf("request %d: reply_to %q (before: %q)", i, req.ReplyTo, token)
+		}
+		token = req.ReplyTo
+		if err := server.Publish("", req.ReplyTo, true, false, amqp.Publishing{CorrelationId: req.CorrelationId, Body: []byte("pong")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-replies:
+			if string(d.Body) != "pong" || d.CorrelationId != corr || d.Exchange != "" || d.RoutingKey != token || d.ConsumerTag != "replies" || d.Redelivered {
+				t.Fatalf("reply %d: %q corr %q exchange %q key %q tag %q", i, d.Body, d.CorrelationId, d.Exchange, d.RoutingKey, d.ConsumerTag)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no reply %d", i)
+		}
+	}
+	if q, err := server.QueueDeclarePassive(token, false, false, false, false, nil); err != nil || q.Consumers != 1 {
+		t.Fatalf("passive declare of a live token: %+v %v", q, err)
+	}
+
+	// A reply to a token nobody holds, or to a channel that closed, is
+	// unroutable: returned when mandatory.
+	returns := server.NotifyReturn(make(chan amqp.Return, 2))
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{pseudo + ".not-a-token", token} {
+		if err := server.Publish("", to, true, false, amqp.Publishing{Body: []byte("late")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-returns:
+			if r.ReplyCode != amqp.NoRoute || r.RoutingKey != to {
+				t.Fatalf("returned %d %q for %q", r.ReplyCode, r.RoutingKey, to)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a reply to %q was not returned", to)
+		}
+	}
+	_, err = channel().QueueDeclarePassive(token, false, false, false, false, nil)
+	expectCode(t, err, amqp.NotFound)
 }

@@ -505,3 +505,47 @@ func TestClusterConsumerPriorities(t *testing.T) {
 		t.Fatalf("remote (priority 5) and local deliveries: %s, want [0 1 2] [3 4]", got)
 	}
 }
+
+// TestClusterDirectReplyTo: a request published on n1 with reply_to
+// amq.rabbitmq.reply-to reaches a server consuming on n3, whose reply,
+// published on n3 to the token, is forwarded to the client's channel on
+// n1.
+func TestClusterDirectReplyTo(t *testing.T) {
+	nodes := threeProcesses(t)
+	n1, n3 := nodes[0], nodes[2]
+	_, client := n1.dial(t)
+	_, server := n3.dial(t)
+	if _, err := server.QueueDeclare("rpc-across", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	requests, err := server.Consume("rpc-across", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies, err := client.Consume("amq.rabbitmq.reply-to", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := client.Publish("", "rpc-across", false, false, amqp.Publishing{ReplyTo: "amq.rabbitmq.reply-to", CorrelationId: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		var req amqp.Delivery
+		select {
+		case req = <-requests:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d never reached n3", i)
+		}
+		if err := server.Publish("", req.ReplyTo, false, false, amqp.Publishing{CorrelationId: req.CorrelationId, Body: []byte("pong")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-replies:
+			if d.CorrelationId != fmt.Sprint(i) || string(d.Body) != "pong" {
+				t.Fatalf("reply %d: %q %q", i, d.CorrelationId, d.Body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("reply %d published on n3 never reached n1", i)
+		}
+	}
+}

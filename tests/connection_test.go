@@ -118,10 +118,12 @@ func TestServerProperties(t *testing.T) {
 	if !ok {
 		t.Fatalf("no capabilities table: %v", c.Properties)
 	}
-	// Each has its tests (consumer_priorities: TestConsumerPriorities).
+	// Each has its tests (consumer_priorities: TestConsumerPriorities;
+	// direct_reply_to: TestDirectReplyTo).
 	implemented := []string{
 		"publisher_confirms", "exchange_exchange_bindings", "basic.nack", "consumer_cancel_notify",
 		"connection.blocked", "per_consumer_qos", "authentication_failure_close", "consumer_priorities",
+		"direct_reply_to",
 	}
 	for _, name := range implemented {
 		if v, _ := caps[name].(bool); !v {

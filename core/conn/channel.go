@@ -40,6 +40,7 @@ type channel struct {
 	prefetch       uint16 // basic.qos global=false: applies to consumers created after it
 	globalPrefetch uint16 // basic.qos global=true: the channel's total
 	consumers      map[string]*consumer
+	reply          *replyConsumer // consuming amq.rabbitmq.reply-to (replyto.go)
 }
 
 // channelMethod routes a method to its channel, opening and closing
@@ -203,6 +204,7 @@ func (ch *channel) teardown() {
 		ch.c.dropConsumer(k)
 		k.q.Cancel(k)
 	}
+	ch.dropReplyTo()
 	requeue(pending)
 }
 

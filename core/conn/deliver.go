@@ -369,6 +369,9 @@ func (ch *channel) readableQueue(name string) (vhost.Source, string, error) {
 }
 
 func (ch *channel) consume(m *protocol.BasicConsume) error {
+	if m.Queue == vhost.ReplyToQueue {
+		return ch.consumeReplyTo(m)
+	}
 	q, name, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
@@ -386,7 +389,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		tag = generatedTag()
 	}
 	ch.mu.Lock()
-	if _, dup := ch.consumers[tag]; dup {
+	if _, dup := ch.consumers[tag]; dup || ch.reply != nil && ch.reply.tag == tag {
 		ch.mu.Unlock()
 		return reply.New(protocol.NotAllowed, "attempt to reuse consumer tag '%s'", tag)
 	}
@@ -418,6 +421,12 @@ func generatedTag() string {
 }
 
 func (ch *channel) cancel(m *protocol.BasicCancel) error {
+	if ch.cancelReplyTo(m.ConsumerTag) {
+		if !m.NoWait {
+			ch.c.send(ch.id, &protocol.BasicCancelOk{ConsumerTag: m.ConsumerTag})
+		}
+		return nil
+	}
 	ch.mu.Lock()
 	k := ch.consumers[m.ConsumerTag]
 	delete(ch.consumers, m.ConsumerTag)

@@ -95,6 +95,9 @@ func (ch *channel) exchangeBind(source, dest, key string, args protocol.Table, n
 }
 
 func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
+	if m.Queue == vhost.ReplyToQueue || vhost.IsReplyToken(m.Queue) {
+		return ch.declareReplyTo(m)
+	}
 	name := m.Queue
 	if m.Passive && name == "" {
 		var err error

@@ -84,6 +84,7 @@ func (c *Conn) serverProperties() protocol.Table {
 			"authentication_failure_close": true,
 			"per_consumer_qos":             true,
 			"consumer_priorities":          true,
+			"direct_reply_to":              true,
 		},
 	}
 }

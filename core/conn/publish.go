@@ -122,6 +122,9 @@ func (ch *channel) published() error {
 	if err := ch.checkUserID(m); err != nil {
 		return err
 	}
+	if m, err = ch.withReplyToken(m); err != nil {
+		return err
+	}
 	if ch.tx != nil {
 		ch.tx.publish(p.x, m, p.mandatory)
 		return nil

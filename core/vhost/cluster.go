@@ -840,6 +840,14 @@ var ErrNoMember = reply.Internal("no member of the quorum queue can be reached")
 // finds it gone) and calls done once they have it: after the store synced
 // it when it is persistent.
 func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
+	if len(queues) == 1 && IsReplyToken(queues[0]) {
+		// A direct reply-to reply published on another node.
+		if t := v.replyTarget(queues[0]); t != nil {
+			t.DeliverReply(m)
+		}
+		done(nil)
+		return
+	}
 	var r Router
 	v.mu.RLock()
 	for _, name := range queues {

@@ -52,6 +52,15 @@ func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held || o.Forwarded !=
 // (sender-selected distribution, as in RabbitMQ): it is routed under all of
 // them, and the BCC header is removed before any queue sees it.
 func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, error) {
+	if x.Name == "" && IsReplyToken(m.RoutingKey) {
+		// A direct reply-to reply: to its channel, no queue (replyto.go).
+		out := v.publishReply(m.RoutingKey, m)
+		x.Counters.Inc(stats.PublishIn)
+		if out.Routed() {
+			x.Counters.Inc(stats.PublishOut)
+		}
+		return out, nil
+	}
 	held, err := v.route(x, m, r, "")
 	if err != nil {
 		return Outcome{}, err

@@ -103,6 +103,10 @@ type VHost struct {
 	consumers  map[consumerKey]*remoteConsumer // other nodes', on queues homed here
 	sourceSeq  atomic.Uint64
 	sourceBase uint64 // the first id of this run
+
+	// Direct reply-to (replyto.go): replyMu, a leaf, guards replies.
+	replyMu sync.Mutex
+	replies map[string]ReplyTarget // by token
 }
 
 // Config is what a vhost needs from the broker.
