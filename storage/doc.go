@@ -33,6 +33,9 @@
 //	0x07 group(8) 0x03                 the group's Raft snapshot
 //	0x07 group(8) 0x04                 uint64: the index its state machine
 //	                                   applied last (RaftLog.SetApplied)
+//	0x08 sid(8) 0x01 offset(8)         a stream's message: timestamp(8)
+//	                                   then the message (stream.go)
+//	0x08 sid(8) 0x02 first(8)          a stream's segment record
 //
 // esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
 // terminator 0x00 0x01. It keeps names in byte order, and an escaped name is

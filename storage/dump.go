@@ -108,6 +108,18 @@ func describe(k, v []byte) string {
 		if line := describeRaft(k, v); line != "" {
 			return line
 		}
+	case prefixStream:
+		if sid, kind, n, ok := parseStreamKey(k); ok && len(v) >= 8 {
+			ts := int64(binary.BigEndian.Uint64(v))
+			if kind == streamSegment && len(v) == segmentRecordLen {
+				return fmt.Sprintf("stream %d segment first=%d ts=%d last=%d bytes=%d count=%d", sid, n, ts,
+					binary.BigEndian.Uint64(v[8:]), binary.BigEndian.Uint64(v[16:]), binary.BigEndian.Uint64(v[24:]))
+			}
+			var m Message
+			if kind == streamMessage && decodeMessage(v[8:], &m) == nil {
+				return fmt.Sprintf("stream %d offset %d ts=%d = %s", sid, n, ts, formatMessage(&m))
+			}
+		}
 	}
 	return fmt.Sprintf("? %q = %q", k, v)
 }

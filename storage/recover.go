@@ -226,6 +226,32 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		}
 	}
 
+	// Streams whose queue is not kept (deleted while the process died
+	// between the metadata and the data) go, as unknown queues' entries.
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStream}, UpperBound: []byte{prefixStream + 1}})
+	if err != nil {
+		return st, err
+	}
+	for ok := it.First(); ok; {
+		sid, _, _, kok := parseStreamKey(it.Key())
+		if !kok {
+			err = fmt.Errorf("storage: malformed stream key %q", it.Key())
+			break
+		}
+		lo, hi := queueSpan(prefixStream, sid)
+		if !keepQueues[sid] {
+			b.DeleteRange(lo, hi, nil)
+			st.UnknownQueues++
+		}
+		ok = it.SeekGE(hi)
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+
 	// The delay store is kept as it is; count it.
 	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
 	if err != nil {

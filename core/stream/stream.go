@@ -1,0 +1,567 @@
+// Package stream holds a stream: RabbitMQ's append-only queue type, read
+// over AMQP 0-9-1. Publishing appends a message at the next offset;
+// consuming reads from an offset the consumer chose (x-stream-offset) and
+// removes nothing, so any number of consumers read the same messages at
+// their own pace; retention drops whole segments from the front.
+//
+// Invariants:
+//   - Offsets are dense: the messages retained are exactly first..stable-1,
+//     each stored under its offset (storage/stream.go).
+//   - A message is confirmed to its publisher, and readable by consumers,
+//     only once the batch holding it is synced (stable moved past it): no
+//     consumer ever sees an offset that a crash could take back.
+//   - One goroutine writes (write) and one delivers (run); segments are
+//     changed by the writer only, under mu.
+//   - Deliveries are made under mu, as a queue makes them under its lock
+//     (queue.Consumer's contract); the store is read with mu released.
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// DefaultSegmentBytes is x-stream-max-segment-size-bytes when not given
+// (RabbitMQ's 500 MB).
+const DefaultSegmentBytes = 500_000_000
+
+// readAhead is how many messages a reader takes from the store at once.
+const readAhead = 256
+
+// Config is what a Stream needs.
+type Config struct {
+	Name, VHost string
+	ID          uint64 // its id in the store (storage.Store.NewID)
+	Store       *storage.Store
+	// Retention: MaxBytes (x-max-length-bytes) and MaxAge (x-max-age),
+	// 0 for none; applied by dropping whole segments of SegmentBytes
+	// (x-stream-max-segment-size-bytes).
+	MaxBytes     int64
+	MaxAge       time.Duration
+	SegmentBytes int64
+	// Now is the clock (tests set it); nil is time.Now.
+	Now func() time.Time
+}
+
+// Stream is one stream queue.
+type Stream struct {
+	Name, VHost string
+	cfg         Config
+	wake        chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
+
+	mu        sync.Mutex
+	segments  []storage.Segment // retained, oldest first; the last is being filled
+	next      uint64            // the offset the next append gets
+	stable    uint64            // offsets below it are synced, and readable
+	lastChunk uint64            // the first offset of the last batch written
+	pending   []pending         // appended, not written yet
+	writing   bool
+	failed    error // the store refused a write: nothing more is taken
+	readers   map[queue.Consumer]*reader
+	deleted   bool
+}
+
+type pending struct {
+	m    *message.Message
+	ts   int64
+	done func(error)
+}
+
+// reader is a consumer's place in the stream.
+type reader struct {
+	c       queue.Consumer
+	pos     uint64  // the next offset to deliver
+	buf     []entry // read ahead from pos; the run goroutine's
+	blocked bool    // its last delivery was refused: waits for a Kick
+}
+
+type entry struct {
+	offset uint64
+	m      *message.Message
+}
+
+// ErrDeleted answers what is asked of a deleted stream.
+var ErrDeleted = errors.New("stream: deleted")
+
+// Open opens a stream, new or stored: what the store holds of it (its
+// segments) is read back.
+func Open(cfg Config) (*Stream, error) {
+	if cfg.SegmentBytes <= 0 {
+		cfg.SegmentBytes = DefaultSegmentBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	segs, err := cfg.Store.StreamSegments(cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q in vhost %q: %w", cfg.Name, cfg.VHost, err)
+	}
+	s := &Stream{Name: cfg.Name, VHost: cfg.VHost, cfg: cfg, segments: segs, readers: map[queue.Consumer]*reader{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if n := len(segs); n > 0 {
+		s.next = segs[n-1].Last + 1
+		s.stable, s.lastChunk = s.next, segs[n-1].Last
+	}
+	go s.run()
+	return s, nil
+}
+
+// ---- appending
+
+// Append adds m at the next offset; done runs once it is synced (a
+// publisher's confirm), with an error if the store refused it.
+func (s *Stream) Append(m *message.Message, done func(error)) {
+	s.mu.Lock()
+	if err := s.refusing(); err != nil {
+		s.mu.Unlock()
+		done(err)
+		return
+	}
+	s.next++
+	s.pending = append(s.pending, pending{m: m, ts: s.cfg.Now().UnixMilli(), done: done})
+	start := !s.writing
+	s.writing = true
+	s.mu.Unlock()
+	if start {
+		go s.write()
+	}
+}
+
+// refusing is why the stream takes no more messages; mu is held.
+func (s *Stream) refusing() error {
+	switch {
+	case s.deleted:
+		return ErrDeleted
+	case s.failed != nil:
+		return reply.Internal("stream '%s' in vhost '%s' cannot store messages: %v", s.Name, s.VHost, s.failed)
+	}
+	return nil
+}
+
+// write stores what was appended, a batch at a time: one synced write per
+// batch, so publishers' messages that arrive while one is written share
+// the next one's sync.
+func (s *Stream) write() {
+	for {
+		s.mu.Lock()
+		batch := s.pending
+		s.pending = nil
+		if len(batch) == 0 || s.deleted {
+			s.writing = false
+			s.mu.Unlock()
+			for _, p := range batch {
+				p.done(ErrDeleted)
+			}
+			return
+		}
+		first := s.next - uint64(len(batch))
+		tx := s.cfg.Store.Begin()
+		changed := s.place(tx, batch, first)
+		for _, i := range changed {
+			tx.PutStreamSegment(s.cfg.ID, s.segments[i])
+		}
+		if cut, ok := s.retain(); ok {
+			tx.DeleteStreamBefore(s.cfg.ID, cut)
+		}
+		s.mu.Unlock()
+
+		synced := make(chan error, 1)
+		tx.Commit(true, func(err error) { synced <- err })
+		err := <-synced
+		s.mu.Lock()
+		if err != nil {
+			s.failed = err
+		} else {
+			s.stable = first + uint64(len(batch))
+			s.lastChunk = first
+		}
+		s.mu.Unlock()
+		for _, p := range batch {
+			p.done(err)
+		}
+		s.signal()
+	}
+}
+
+// place writes batch's messages from offset first into tx, growing the
+// last segment or starting new ones, and returns the indexes of the
+// segments it changed; mu is held.
+func (s *Stream) place(tx *storage.Txn, batch []pending, first uint64) []int {
+	var changed []int
+	for i, p := range batch {
+		offset := first + uint64(i)
+		n := len(s.segments)
+		if n == 0 || s.segments[n-1].Bytes >= s.cfg.SegmentBytes {
+			s.segments = append(s.segments, storage.Segment{First: offset, Timestamp: p.ts})
+			n++
+		}
+		seg := &s.segments[n-1]
+		seg.Last = offset
+		seg.Bytes += int64(len(p.m.Body))
+		seg.Count++
+		if len(changed) == 0 || changed[len(changed)-1] != n-1 {
+			changed = append(changed, n-1)
+		}
+		tx.PutStreamMessage(s.cfg.ID, offset, p.ts, &storage.Message{Exchange: p.m.Exchange, RoutingKey: p.m.RoutingKey,
+			Flags: p.m.Flags, Props: p.m.Props, Body: p.m.Body})
+	}
+	return changed
+}
+
+// retain drops the oldest segments while the stream is over
+// x-max-length-bytes or they are older than x-max-age (a segment's age
+// is its newest message's, which the next segment's first timestamp
+// bounds); never the last one, which is being filled. It returns the new
+// first offset when it dropped any; mu is held.
+func (s *Stream) retain() (uint64, bool) {
+	var total int64
+	for _, seg := range s.segments {
+		total += seg.Bytes
+	}
+	cutoff := int64(0)
+	if s.cfg.MaxAge > 0 {
+		cutoff = s.cfg.Now().Add(-s.cfg.MaxAge).UnixMilli()
+	}
+	dropped := 0
+	for len(s.segments)-dropped > 1 {
+		seg := s.segments[dropped]
+		overSize := s.cfg.MaxBytes > 0 && total > s.cfg.MaxBytes
+		tooOld := cutoff != 0 && s.segments[dropped+1].Timestamp < cutoff
+		if !overSize && !tooOld {
+			break
+		}
+		total -= seg.Bytes
+		dropped++
+	}
+	if dropped == 0 {
+		return 0, false
+	}
+	s.segments = append(s.segments[:0:0], s.segments[dropped:]...)
+	return s.segments[0].First, true
+}
+
+// ---- reading
+
+// Offset is where a consumer starts (x-stream-offset).
+type Offset struct {
+	Kind OffsetKind
+	N    uint64    // OffsetAt
+	Time time.Time // OffsetTime: the first message appended at or after it
+}
+
+// OffsetKind names an Offset's kind.
+type OffsetKind uint8
+
+const (
+	Next  OffsetKind = iota // what is appended from now on (the default)
+	First                   // the oldest message retained
+	Last                    // the last batch written (RabbitMQ: the last chunk)
+	At                      // an offset: the oldest retained if it is gone, the end if past it
+	Time                    // a time: the first message appended at or after it
+)
+
+// ParseOffset reads x-stream-offset as RabbitMQ takes it: "first",
+// "last", "next", a number, a timestamp, or an interval before now such
+// as "1h" or "7D" (units Y, M, D, h, m, s).
+func ParseOffset(x any, now time.Time) (Offset, error) {
+	switch v := x.(type) {
+	case nil:
+		return Offset{Kind: Next}, nil
+	case string:
+		switch v {
+		case "first":
+			return Offset{Kind: First}, nil
+		case "last":
+			return Offset{Kind: Last}, nil
+		case "next":
+			return Offset{Kind: Next}, nil
+		}
+		if d, ok := parseInterval(v); ok {
+			return Offset{Kind: Time, Time: now.Add(-d)}, nil
+		}
+		return Offset{}, fmt.Errorf("invalid offset %q", v)
+	case time.Time:
+		return Offset{Kind: Time, Time: v}, nil
+	}
+	if n, ok := queue.Integer(x); ok {
+		if n < 0 {
+			return Offset{}, fmt.Errorf("invalid offset %d", n)
+		}
+		return Offset{Kind: At, N: uint64(n)}, nil
+	}
+	return Offset{}, fmt.Errorf("invalid offset of type %T", x)
+}
+
+// parseInterval reads "<n><unit>".
+func parseInterval(s string) (time.Duration, bool) {
+	if len(s) < 2 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range s[:len(s)-1] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+		if n > 1<<31 {
+			return 0, false
+		}
+	}
+	unit := map[byte]time.Duration{'Y': 365 * 24 * time.Hour, 'M': 30 * 24 * time.Hour, 'D': 24 * time.Hour,
+		'h': time.Hour, 'm': time.Minute, 's': time.Second}[s[len(s)-1]]
+	if unit == 0 {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
+
+// Consume attaches a consumer at from; deliveries start after added
+// (basic.consume-ok).
+func (s *Stream) Consume(c queue.Consumer, from Offset, added func()) error {
+	start, err := s.position(from)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return reply.NotFound("no queue '%s' in vhost '%s'", s.Name, s.VHost)
+	}
+	if from.Kind == Next {
+		start = s.stable
+	}
+	s.readers[c] = &reader{c: c, pos: start}
+	if added != nil {
+		added()
+	}
+	s.signal()
+	return nil
+}
+
+// position is the offset from names now.
+func (s *Stream) position(from Offset) (uint64, error) {
+	s.mu.Lock()
+	first, end, last := s.first(), s.stable, s.lastChunk
+	s.mu.Unlock()
+	switch from.Kind {
+	case First:
+		return first, nil
+	case Last:
+		return max(last, first), nil
+	case At:
+		return min(max(from.N, first), end), nil
+	case Time:
+		return s.search(first, end, from.Time.UnixMilli())
+	}
+	return end, nil
+}
+
+// first is the oldest offset retained; mu is held.
+func (s *Stream) first() uint64 {
+	if len(s.segments) == 0 {
+		return s.next
+	}
+	return s.segments[0].First
+}
+
+// search finds the first offset in [lo, hi) appended at or after ts (hi
+// when none was): timestamps grow with offsets, so a binary search over
+// offsets reads O(log n) of them.
+func (s *Stream) search(lo, hi uint64, ts int64) (uint64, error) {
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		at, ok, err := s.cfg.Store.StreamTimestamp(s.cfg.ID, mid)
+		if err != nil {
+			return 0, err
+		}
+		if !ok || at < ts { // gone to retention, or older
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// Cancel detaches a consumer.
+func (s *Stream) Cancel(c queue.Consumer) {
+	s.mu.Lock()
+	delete(s.readers, c)
+	s.mu.Unlock()
+}
+
+// Kick resumes deliveries to consumers that were refused one (their
+// channel had no credit) and may have room now.
+func (s *Stream) Kick() {
+	s.mu.Lock()
+	for _, r := range s.readers {
+		r.blocked = false
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Stream) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run delivers, woken by appends, new consumers and kicks.
+func (s *Stream) run() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		if s.deliver() {
+			s.signal() // more to read: go round again, letting a stop in
+		}
+	}
+}
+
+// deliver hands each reader what it can take and says whether any has
+// more waiting.
+func (s *Stream) deliver() (more bool) {
+	s.mu.Lock()
+	var due []*reader
+	for _, r := range s.readers {
+		if !r.blocked && r.pos < s.stable {
+			due = append(due, r)
+		}
+	}
+	stable := s.stable
+	s.mu.Unlock()
+	for _, r := range due {
+		if len(r.buf) == 0 {
+			if err := s.readAt(r, stable); err != nil {
+				continue // the store's error is the writer's too; the reader waits
+			}
+		}
+		s.mu.Lock()
+		if s.readers[r.c] == r {
+			for len(r.buf) > 0 {
+				e := r.buf[0]
+				if !r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(e.m, e.offset), Seq: e.offset}}) {
+					r.blocked = true
+					break
+				}
+				r.buf[0] = entry{}
+				r.buf = r.buf[1:]
+				r.pos = e.offset + 1
+			}
+			more = more || !r.blocked && r.pos < s.stable
+		}
+		s.mu.Unlock()
+	}
+	return more
+}
+
+// readAt fills r.buf from r.pos, up to stable; a reader whose offset
+// retention dropped moves on to the oldest retained.
+func (s *Stream) readAt(r *reader, stable uint64) error {
+	want := int(min(uint64(readAhead), stable-r.pos))
+	return s.cfg.Store.ScanStream(s.cfg.ID, r.pos, want, func(offset uint64, _ int64, m *storage.Message) bool {
+		if offset >= stable {
+			return false
+		}
+		msg, err := message.New(m.Exchange, m.RoutingKey, m.Flags, m.Props, m.Body)
+		if err != nil {
+			return false
+		}
+		r.buf = append(r.buf, entry{offset: offset, m: msg})
+		return true
+	})
+}
+
+// withOffset is m with the x-stream-offset header a stream's deliveries
+// carry.
+func withOffset(m *message.Message, offset uint64) *message.Message {
+	p, err := m.Properties()
+	if err != nil {
+		return m
+	}
+	h := make(protocol.Table, len(p.Headers)+1)
+	for k, v := range p.Headers {
+		h[k] = v
+	}
+	h["x-stream-offset"] = int64(offset)
+	p.Headers = h
+	p.Flags |= protocol.FlagHeaders
+	if out, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
+		return out
+	}
+	return m
+}
+
+// Settling a delivery only frees the channel's credit: a stream keeps
+// every message until retention drops it.
+func (s *Stream) Ack([]queue.Entry)     {}
+func (s *Stream) Requeue([]queue.Entry) {}
+func (s *Stream) Reject([]queue.Entry)  {}
+
+// ---- the stream as a whole
+
+// Stats are the stream's figures: the messages retained and their bytes,
+// and its consumers.
+func (s *Stream) Stats() queue.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var bytes int64
+	for _, seg := range s.segments {
+		bytes += seg.Bytes
+	}
+	return queue.Stats{Ready: int(s.stable - s.first()), ReadyBytes: bytes, Consumers: len(s.readers)}
+}
+
+// Segments is a copy of the stream's segment records.
+func (s *Stream) Segments() []storage.Segment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]storage.Segment(nil), s.segments...)
+}
+
+// Close stops the stream's goroutines (the broker stopping); what was
+// appended and not synced is answered with an error.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	if s.deleted {
+		s.mu.Unlock()
+		return
+	}
+	s.deleted = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+}
+
+// Delete closes the stream, tells its consumers, and deletes what the
+// store holds of it.
+func (s *Stream) Delete() error {
+	s.mu.Lock()
+	readers := s.readers
+	s.readers = map[queue.Consumer]*reader{}
+	s.mu.Unlock()
+	s.Close()
+	for c := range readers {
+		c.Cancelled()
+	}
+	tx := s.cfg.Store.Begin()
+	tx.DeleteStream(s.cfg.ID)
+	synced := make(chan error, 1)
+	tx.Commit(true, func(err error) { synced <- err })
+	return <-synced
+}

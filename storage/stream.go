@@ -1,0 +1,162 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Streams: append-only logs of messages (RabbitMQ's stream queues). A
+// stream's messages are keyed by offset, dense from its first retained
+// offset to its last; they are grouped in segments, the unit retention
+// drops, each with a record of its first offset and timestamp, its last
+// offset, bytes and count:
+//
+//	0x08 sid(8) 0x01 offset(8)         a message: timestamp(8, unix ms) then
+//	                                   the message (as putMessage writes it)
+//	0x08 sid(8) 0x02 first(8)          a segment: timestamp(8) last(8)
+//	                                   bytes(8) count(8)
+//
+// sid comes from NewID, as a queue id. A stream's data goes with
+// DeleteStream; retention deletes whole segments (DeleteStreamBefore).
+
+const (
+	prefixStream  byte = 0x08
+	streamMessage byte = 0x01
+	streamSegment byte = 0x02
+
+	streamKeyLen     = 1 + 8 + 1 + 8
+	segmentRecordLen = 8 * 4
+)
+
+func putStreamKey(k []byte, sid uint64, kind byte, n uint64) {
+	k[0] = prefixStream
+	binary.BigEndian.PutUint64(k[1:], sid)
+	k[9] = kind
+	binary.BigEndian.PutUint64(k[10:], n)
+}
+
+func streamKey(sid uint64, kind byte, n uint64) []byte {
+	k := make([]byte, streamKeyLen)
+	putStreamKey(k, sid, kind, n)
+	return k
+}
+
+func parseStreamKey(k []byte) (sid uint64, kind byte, n uint64, ok bool) {
+	if len(k) != streamKeyLen || k[0] != prefixStream {
+		return 0, 0, 0, false
+	}
+	return binary.BigEndian.Uint64(k[1:]), k[9], binary.BigEndian.Uint64(k[10:]), true
+}
+
+// Segment is a stream's segment record.
+type Segment struct {
+	First, Last uint64 // offsets, inclusive
+	Timestamp   int64  // of its first message, unix ms
+	Bytes       int64  // of its messages' bodies
+	Count       int64
+}
+
+// PutStreamMessage appends a message at offset with its timestamp.
+func (t *Txn) PutStreamMessage(sid, offset uint64, timestamp int64, m *Message) {
+	op := t.b.SetDeferred(streamKeyLen, 8+messageLen(m))
+	putStreamKey(op.Key, sid, streamMessage, offset)
+	binary.BigEndian.PutUint64(op.Value, uint64(timestamp))
+	putMessage(op.Value[8:], m)
+	op.Finish()
+}
+
+// PutStreamSegment writes (or rewrites, as it grows) a segment's record.
+func (t *Txn) PutStreamSegment(sid uint64, s Segment) {
+	op := t.b.SetDeferred(streamKeyLen, segmentRecordLen)
+	putStreamKey(op.Key, sid, streamSegment, s.First)
+	binary.BigEndian.PutUint64(op.Value, uint64(s.Timestamp))
+	binary.BigEndian.PutUint64(op.Value[8:], s.Last)
+	binary.BigEndian.PutUint64(op.Value[16:], uint64(s.Bytes))
+	binary.BigEndian.PutUint64(op.Value[24:], uint64(s.Count))
+	op.Finish()
+}
+
+// DeleteStreamBefore deletes a stream's messages and segment records
+// below offset: the segments retention dropped.
+func (t *Txn) DeleteStreamBefore(sid, offset uint64) {
+	t.b.DeleteRange(streamKey(sid, streamMessage, 0), streamKey(sid, streamMessage, offset), nil)
+	t.b.DeleteRange(streamKey(sid, streamSegment, 0), streamKey(sid, streamSegment, offset), nil)
+}
+
+// DeleteStream deletes everything a stream stored.
+func (t *Txn) DeleteStream(sid uint64) {
+	lo, hi := queueSpan(prefixStream, sid)
+	t.b.DeleteRange(lo, hi, nil)
+}
+
+// StreamSegments returns a stream's segment records, oldest first.
+func (s *Store) StreamSegments(sid uint64) ([]Segment, error) {
+	done, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	s.c.waitApplied()
+	var out []Segment
+	err = s.iterate(streamKey(sid, streamSegment, 0), prefixEnd(streamKey(sid, streamSegment, 0)[:10]), func(k, v []byte) (bool, error) {
+		_, _, first, ok := parseStreamKey(k)
+		if !ok || len(v) != segmentRecordLen {
+			return false, fmt.Errorf("storage: malformed stream segment %q", k)
+		}
+		out = append(out, Segment{First: first, Timestamp: int64(binary.BigEndian.Uint64(v)), Last: binary.BigEndian.Uint64(v[8:]),
+			Bytes: int64(binary.BigEndian.Uint64(v[16:])), Count: int64(binary.BigEndian.Uint64(v[24:]))})
+		return true, nil
+	})
+	return out, err
+}
+
+// ScanStream calls fn with a stream's messages from offset from, in
+// order, until fn returns false or limit were read. m is a private copy
+// fn may keep.
+func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, timestamp int64, m *Message) bool) error {
+	done, err := s.read()
+	if err != nil {
+		return err
+	}
+	defer done()
+	s.c.waitApplied()
+	n := 0
+	return s.iterate(streamKey(sid, streamMessage, from), prefixEnd(streamKey(sid, streamMessage, 0)[:10]), func(k, v []byte) (bool, error) {
+		_, _, offset, ok := parseStreamKey(k)
+		if !ok || len(v) < 8 {
+			return false, fmt.Errorf("storage: malformed stream message %q", k)
+		}
+		m := new(Message)
+		if err := decodeMessage(append([]byte(nil), v[8:]...), m); err != nil {
+			return false, fmt.Errorf("storage: stream message %d of stream %d: %w", offset, sid, err)
+		}
+		n++
+		return fn(offset, int64(binary.BigEndian.Uint64(v)), m) && n < limit, nil
+	})
+}
+
+// StreamTimestamp is the timestamp of the message at offset (ok false:
+// there is none).
+func (s *Store) StreamTimestamp(sid, offset uint64) (ts int64, ok bool, err error) {
+	done, err := s.read()
+	if err != nil {
+		return 0, false, err
+	}
+	defer done()
+	s.c.waitApplied()
+	v, closer, err := s.db.Get(streamKey(sid, streamMessage, offset))
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	defer closer.Close()
+	if len(v) < 8 {
+		return 0, false, fmt.Errorf("storage: malformed stream message %d of stream %d", offset, sid)
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
+}
