@@ -154,7 +154,9 @@ func TestStreamOffsets(t *testing.T) {
 	last := attach("last")
 	next := attach("next")
 	waitFor(t, "first's ten", func() bool { return first.count() == 10 })
-	waitFor(t, "the rest", func() bool { return at.count() == 3 && byTime.count() == 5 && byInterval.count() == 10 && last.count() == 5 })
+	waitFor(t, "the rest", func() bool {
+		return at.count() == 3 && byTime.count() == 5 && byInterval.count() == 10 && last.count() == 5
+	})
 	if got := fmt.Sprint(bodies(first.settle(0))[:3]); got != "[m0@0 m1@1 m2@2]" {
 		t.Fatalf("from first: %s", got)
 	}
