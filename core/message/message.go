@@ -182,6 +182,27 @@ func (m *Message) WithProperties(exchange, routingKey string, p *protocol.Proper
 	return New(exchange, routingKey, p.Flags, props, m.Body)
 }
 
+// WithHeader is m with the header name set to value, the others kept (a
+// quorum queue's x-delivery-count, a stream's x-stream-offset); m itself
+// when its properties do not decode.
+func (m *Message) WithHeader(name string, value any) *Message {
+	p, err := m.Properties()
+	if err != nil {
+		return m
+	}
+	h := make(protocol.Table, len(p.Headers)+1)
+	for k, v := range p.Headers {
+		h[k] = v
+	}
+	h[name] = value
+	p.Headers = h
+	p.Flags |= protocol.FlagHeaders
+	if out, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
+		return out
+	}
+	return m
+}
+
 // SenderKeys returns the extra routing keys a publisher chose with the CC
 // and BCC headers (RabbitMQ's sender-selected distribution): arrays of
 // strings, each an additional routing key. Most messages have neither, and

@@ -13,7 +13,6 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/protocol"
 )
 
 // Log orders and keeps a queue's entries: the queue's Raft group
@@ -884,24 +883,9 @@ func (q *Queue) deliver(e Effect) {
 }
 
 // withDeliveryCount is m with the x-delivery-count header RabbitMQ's
-// quorum queues put on a redelivery; m itself when its properties do not
-// decode.
+// quorum queues put on a redelivery.
 func withDeliveryCount(m *message.Message, count uint32) *message.Message {
-	p, err := m.Properties()
-	if err != nil {
-		return m
-	}
-	h := make(protocol.Table, len(p.Headers)+1)
-	for k, v := range p.Headers {
-		h[k] = v
-	}
-	h["x-delivery-count"] = int64(count)
-	p.Headers = h
-	p.Flags |= protocol.FlagHeaders
-	if withCount, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
-		return withCount
-	}
-	return m
+	return m.WithHeader("x-delivery-count", int64(count))
 }
 
 func bodyIDs(m map[uint64]*message.Message) map[uint64]bool {

@@ -25,7 +25,6 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -490,21 +489,7 @@ func (s *Stream) readAt(r *reader, stable uint64) error {
 // withOffset is m with the x-stream-offset header a stream's deliveries
 // carry.
 func withOffset(m *message.Message, offset uint64) *message.Message {
-	p, err := m.Properties()
-	if err != nil {
-		return m
-	}
-	h := make(protocol.Table, len(p.Headers)+1)
-	for k, v := range p.Headers {
-		h[k] = v
-	}
-	h["x-stream-offset"] = int64(offset)
-	p.Headers = h
-	p.Flags |= protocol.FlagHeaders
-	if out, err := m.WithProperties(m.Exchange, m.RoutingKey, &p); err == nil {
-		return out
-	}
-	return m
+	return m.WithHeader("x-stream-offset", int64(offset))
 }
 
 // Settling a delivery only frees the channel's credit: a stream keeps
