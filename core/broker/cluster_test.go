@@ -89,11 +89,8 @@ func eventually(t *testing.T, nodes []*clusterNode, what string, cond func(*Brok
 func TestClusterReplicatesDefinitions(t *testing.T) {
 	nodes := threeBrokers(t)
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
-	for _, n := range nodes {
-		if st := n.Cluster().Status(); len(st.Members) != 3 {
-			t.Fatalf("%s sees members %+v", n.name, st.Members)
-		}
-	}
+	// n3 joined through n1: n2 sees it once it applied the change.
+	eventually(t, nodes, "three members", func(b *Broker) bool { return len(b.Cluster().Status().Members) == 3 })
 	// A member's figures come from it, through a call.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
