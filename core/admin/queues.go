@@ -84,6 +84,9 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
+	if q.Type == "stream" {
+		out.Type = "stream"
+	}
 	if view, ok := q.QuorumStatus(); ok {
 		// RabbitMQ's fields for a quorum queue, and Warren's view of its
 		// Raft group (each member's log position on the leader).

@@ -33,6 +33,10 @@ func (k *consumer) NoAck() bool     { return k.noAck }
 func (k *consumer) Exclusive() bool { return k.exclusive }
 func (k *consumer) Priority() int   { return k.priority }
 
+// Arguments are basic.consume's arguments (a stream reads its
+// x-stream-offset there).
+func (k *consumer) Arguments() protocol.Table { return k.args }
+
 // Prefetch is the consumer's prefetch, for a queue on another node to
 // size its credit by.
 func (k *consumer) Prefetch() int {
@@ -445,9 +449,12 @@ func (ch *channel) cancel(m *protocol.BasicCancel) error {
 }
 
 func (ch *channel) get(m *protocol.BasicGet) error {
-	q, _, err := ch.readableQueue(m.Queue)
+	q, name, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
+	}
+	if vhost.IsStream(q) {
+		return ch.c.vh.StreamRefuses("basic.get", name)
 	}
 	d, remaining, ok := q.Get(m.NoAck)
 	if !ok {

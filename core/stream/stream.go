@@ -285,7 +285,7 @@ func ParseOffset(x any, now time.Time) (Offset, error) {
 		case "next":
 			return Offset{Kind: Next}, nil
 		}
-		if d, ok := parseInterval(v); ok {
+		if d, ok := ParseInterval(v); ok {
 			return Offset{Kind: Time, Time: now.Add(-d)}, nil
 		}
 		return Offset{}, fmt.Errorf("invalid offset %q", v)
@@ -301,8 +301,9 @@ func ParseOffset(x any, now time.Time) (Offset, error) {
 	return Offset{}, fmt.Errorf("invalid offset of type %T", x)
 }
 
-// parseInterval reads "<n><unit>".
-func parseInterval(s string) (time.Duration, bool) {
+// ParseInterval reads "<n><unit>" with RabbitMQ's units (Y, M, D, h, m,
+// s): an x-stream-offset interval, an x-max-age.
+func ParseInterval(s string) (time.Duration, bool) {
 	if len(s) < 2 {
 		return 0, false
 	}

@@ -118,7 +118,7 @@ func durableTarget(t any) bool {
 		return t.Durable
 	case *RemoteQueue:
 		return t.Durable && !t.Exclusive
-	case *QuorumQueue:
+	case *QuorumQueue, *StreamQueue:
 		return true
 	}
 	return false
@@ -135,6 +135,9 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 	}
 	if qq := v.quorums[dest.Name]; qq != nil {
 		return qq, nil
+	}
+	if s := v.streams[dest.Name]; s != nil {
+		return s, nil
 	}
 	q := v.queues[dest.Name]
 	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {

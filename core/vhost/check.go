@@ -55,8 +55,15 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 		return err
 	}
 	v.mu.RLock()
-	q, qq := v.queues[def.Name], v.quorums[def.Name]
+	q, qq, s := v.queues[def.Name], v.quorums[def.Name], v.streams[def.Name]
 	v.mu.RUnlock()
+	if s != nil {
+		return v.equivalentStream(s, def)
+	}
+	if isStreamDef(def) && q == nil && qq == nil {
+		_, err := v.streamConfig(def)
+		return err
+	}
 	if qq != nil {
 		return v.equivalentQueue(qq.shape(), def)
 	}

@@ -674,6 +674,10 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		st, err := v.quorumStats(d.Quorum)
 		return st.Ready, st.Consumers, err
 	}
+	if d.Stream != nil {
+		// As RabbitMQ: a stream's declare-ok counts no messages.
+		return 0, d.Stream.Stats().Consumers, nil
+	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {
 		return 0, 0, err
@@ -783,7 +787,7 @@ func (f *Forwarding) done(err error) {
 // quorum queue. wait holds a client's publish back while a node's backlog
 // is full.
 func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
-	if len(r.remote) == 0 && len(r.quorum) == 0 {
+	if len(r.remote) == 0 && len(r.quorum) == 0 && len(r.streams) == 0 {
 		return nil
 	}
 	type batch struct {
@@ -816,10 +820,11 @@ next:
 	}
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	f := &Forwarding{n: len(batches) + len(r.quorum) + unreachable}
+	f := &Forwarding{n: len(batches) + len(r.quorum) + len(r.streams) + unreachable}
 	for range unreachable {
 		f.done(ErrNoMember)
 	}
+	v.enqueueStreams(m, r, f)
 	v.enqueueQuorum(m, r, f)
 	for _, b := range batches {
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)

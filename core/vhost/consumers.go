@@ -48,6 +48,9 @@ type Source interface {
 // through: the queue itself, or a RemoteSource for one homed on another
 // node. The checks are Queue's.
 func (v *VHost) Source(name string, owner any) (Source, error) {
+	if s := v.streamQueue(name); s != nil {
+		return streamSource{v: v, s: s}, nil
+	}
 	if qq := v.quorumQueue(name); qq != nil {
 		qq.touch()
 		return v.quorumSource(qq)

@@ -23,6 +23,7 @@ type Router struct {
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
 	remote   []*RemoteQueue            // queues homed on other nodes
 	quorum   []*QuorumQueue            // quorum queues (quorum.go)
+	streams  []*StreamQueue            // streams (streams.go)
 }
 
 type pendingHold struct {
@@ -95,6 +96,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 	r.remote = r.remote[:0]
 	clear(r.quorum)
 	r.quorum = r.quorum[:0]
+	clear(r.streams)
+	r.streams = r.streams[:0]
 	r.visited = r.visited[:0]
 	clear(r.holds)
 	r.holds = r.holds[:0]
@@ -153,6 +156,10 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 			case *QuorumQueue:
 				if !slices.Contains(r.quorum, t) {
 					r.quorum = append(r.quorum, t)
+				}
+			case *StreamQueue:
+				if !slices.Contains(r.streams, t) {
+					r.streams = append(r.streams, t)
 				}
 			case *Exchange:
 				r.work = append(r.work, t)

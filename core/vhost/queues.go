@@ -47,6 +47,7 @@ type Declared struct {
 	Local   *queue.Queue
 	Remote  *RemoteQueue
 	Quorum  *QuorumQueue
+	Stream  *StreamQueue
 	Created bool
 }
 
@@ -82,7 +83,7 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 func (v *VHost) HasQueue(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil
+	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil || v.streams[name] != nil
 }
 
 // elsewhere refuses what needs a queue on this node for one homed on
@@ -120,6 +121,9 @@ func (v *VHost) locked(name string) error {
 // defMu alone, and enters the maps only when complete.
 func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	if passive {
+		if s := v.streamQueue(def.Name); s != nil {
+			return Declared{Name: s.Name, Stream: s}, nil
+		}
 		if qq := v.quorumQueue(def.Name); qq != nil {
 			qq.touch()
 			return Declared{Name: qq.Name, Quorum: qq}, nil
@@ -138,12 +142,16 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		def.Name = ServerNamed()
 		def.ServerNamed = true
 	}
-	if t, _ := def.Args["x-queue-type"].(string); def.Exclusive && t != "quorum" {
+	if t, _ := def.Args["x-queue-type"].(string); def.Exclusive && t != "quorum" && t != "stream" {
 		// An exclusive classic queue ends with its connection, so
 		// RabbitMQ declares it non-durable whatever the flag says: it is
 		// listed so, and a redeclare with either value matches. (A
-		// quorum queue's declare refuses exclusivity, by name.)
+		// quorum queue's or a stream's declare refuses exclusivity, by
+		// name.)
 		def.Durable = false
+	}
+	if isStreamDef(def) && v.cluster != nil && v.remoteQueue(def.Name) == nil {
+		return Declared{}, reply.PreconditionFailed("stream queues are not available in a cluster yet; queue '%s' in vhost '%s' can be a quorum queue", def.Name, v.Name)
 	}
 	if v.cluster != nil {
 		if !def.Exclusive {
@@ -155,6 +163,13 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if v.isStream(def) {
+		s, created, err := v.declareStream(def)
+		if err != nil {
+			return Declared{}, err
+		}
+		return Declared{Name: s.Name, Stream: s, Created: created}, nil
+	}
 	if v.isQuorum(def) {
 		qq, created, err := v.declareQuorumDef(def)
 		if err != nil {
@@ -345,6 +360,9 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 	if qq := v.quorums[name]; qq != nil {
 		return v.deleteQuorum(qq, ifUnused, ifEmpty)
 	}
+	if s := v.streams[name]; s != nil {
+		return v.deleteStream(s, ifUnused, ifEmpty)
+	}
 	q := v.queues[name]
 	if err := v.checkQueue(q, name, owner); err != nil {
 		return 0, err
@@ -395,6 +413,9 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
+	if s := v.streamQueue(name); s != nil {
+		return 0, v.StreamRefuses("queue.purge", name)
+	}
 	if qq := v.quorumQueue(name); qq != nil {
 		if !qq.member() {
 			rq := v.via(qq)
@@ -463,10 +484,12 @@ type QueueEntry struct {
 	// Home is the node a queue homed on another node lives on; "" for a
 	// queue of this node.
 	Home string
-	// Type is "quorum" for a quorum queue, "" for a classic one.
+	// Type is "quorum" for a quorum queue, "stream" for a stream, "" for
+	// a classic one.
 	Type string
 	q    *queue.Queue
 	qq   *QuorumQueue
+	sq   *StreamQueue
 	v    *VHost // for a remote queue's figures
 	rq   *RemoteQueue
 }
@@ -488,6 +511,9 @@ func (e QueueEntry) Info() QueueInfo {
 	if e.rq != nil {
 		st, err := e.v.remoteStats(e.rq)
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
+	}
+	if e.sq != nil {
+		return QueueInfo{QueueEntry: e, Stats: e.sq.Stats(), Counters: e.sq.Counters.Values(), Rates: e.sq.Counters.Rates()}
 	}
 	if e.qq != nil {
 		st, err := e.v.quorumStats(e.qq)
@@ -528,6 +554,9 @@ func (v *VHost) QueueEntries() []QueueEntry {
 	for _, qq := range v.quorums {
 		out = append(out, v.quorumEntry(qq))
 	}
+	for _, s := range v.streams {
+		out = append(out, v.streamEntry(s))
+	}
 	for name, rq := range v.remote {
 		if v.queues[name] == nil {
 			out = append(out, v.remoteEntry(rq))
@@ -549,6 +578,9 @@ func (v *VHost) Queues() []QueueInfo {
 	for _, qq := range v.quorums {
 		entries = append(entries, v.quorumEntry(qq))
 	}
+	for _, s := range v.streams {
+		entries = append(entries, v.streamEntry(s))
+	}
 	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
 	for i, e := range entries {
@@ -567,6 +599,8 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 		e = v.entry(q)
 	} else if qq := v.quorums[name]; qq != nil {
 		e = v.quorumEntry(qq)
+	} else if s := v.streams[name]; s != nil {
+		e = v.streamEntry(s)
 	} else if rq := v.remote[name]; rq != nil {
 		e = v.remoteEntry(rq)
 	} else {
@@ -589,6 +623,9 @@ func (v *VHost) QueueNames() []string {
 		out = append(out, name)
 	}
 	for name := range v.quorums {
+		out = append(out, name)
+	}
+	for name := range v.streams {
 		out = append(out, name)
 	}
 	for name := range v.remote {

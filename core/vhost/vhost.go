@@ -93,6 +93,7 @@ type VHost struct {
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
 	lost      []lostQueue             // for DropLost; under defMu
 	quorums   map[string]*QuorumQueue // quorum queues (quorum.go)
+	streams   map[string]*StreamQueue // stream queues (streams.go)
 
 	groups *cluster.Groups // runs quorum queues' groups; nil: none here
 	expiry expiry
@@ -140,6 +141,7 @@ func New(c Config) *VHost {
 		remote:    make(map[string]*RemoteQueue),
 		homed:     make(map[string]uint64),
 		quorums:   make(map[string]*QuorumQueue),
+		streams:   make(map[string]*StreamQueue),
 		groups:    c.Groups,
 		expiry:    expiry{stop: make(chan struct{})},
 		sources:   make(map[uint64]*RemoteSource),
@@ -170,6 +172,7 @@ func (v *VHost) Close() {
 		close(v.expiry.stop)
 	}
 	v.holds.stop()
+	v.closeStreams()
 	// Acks the quorum queues took just before are committed, within a
 	// second for all of them.
 	deadline := time.Now().Add(time.Second)

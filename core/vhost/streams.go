@@ -1,0 +1,341 @@
+package vhost
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Stream queues (x-queue-type: stream), as RabbitMQ 3.10 serves them over
+// AMQP 0-9-1: declared like quorum queues (durable, not exclusive or
+// auto-delete), published to like any queue (confirmed once synced),
+// consumed from an offset with a prefetch and manual acks, never emptied
+// by consuming; core/stream holds the log. On one node for now: a
+// clustered node refuses them until they are replicated.
+
+// StreamQueue is a stream as the vhost holds it.
+type StreamQueue struct {
+	*stream.Stream
+	Args protocol.Table
+	// Counters are the stream's message statistics.
+	Counters stats.Meter
+}
+
+// streamRefused are the arguments RabbitMQ 3.10 refuses for a stream.
+var streamRefused = []string{
+	"x-max-length", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-overflow",
+	"x-single-active-consumer", "x-max-priority", "x-expires", "x-delivery-limit", "x-queue-mode",
+	"x-queue-master-locator", "x-queue-version", "x-quorum-initial-group-size", "x-dead-letter-strategy",
+	"x-max-in-memory-length", "x-max-in-memory-bytes",
+}
+
+// streamArgsCompared are the arguments a stream's redeclare must repeat.
+var streamArgsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size"}
+
+// isStreamDef says whether def's arguments ask for a stream.
+func isStreamDef(def QueueDef) bool {
+	t, _ := def.Args["x-queue-type"].(string)
+	return t == "stream"
+}
+
+// isStream says whether def declares a stream (or names one); mu or
+// defMu is held.
+func (v *VHost) isStream(def QueueDef) bool {
+	if v.streams[def.Name] != nil {
+		return true
+	}
+	return isStreamDef(def) && v.queues[def.Name] == nil && v.quorums[def.Name] == nil
+}
+
+// streamConfig checks a stream's declare the way RabbitMQ 3.10 does and
+// reads its retention arguments.
+func (v *VHost) streamConfig(def QueueDef) (stream.Config, error) {
+	invalidProperty := func(p string) error {
+		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, v.Name)
+	}
+	switch {
+	case def.ServerNamed:
+		return stream.Config{}, reply.PreconditionFailed("Cannot declare a server-named queue for type rabbit_stream_queue")
+	case !def.Durable:
+		return stream.Config{}, invalidProperty("non-durable")
+	case def.AutoDelete:
+		return stream.Config{}, invalidProperty("auto-delete")
+	case def.Exclusive:
+		return stream.Config{}, invalidProperty("exclusive-owner")
+	}
+	for _, k := range streamRefused {
+		if _, ok := def.Args[k]; ok {
+			return stream.Config{}, reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s' of queue type rabbit_stream_queue", k, def.Name, v.Name)
+		}
+	}
+	bad := func(k, why string) error {
+		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %s", k, def.Name, v.Name, why)
+	}
+	cfg := stream.Config{Name: def.Name, VHost: v.Name}
+	for _, k := range []string{"x-max-length-bytes", "x-stream-max-segment-size-bytes"} {
+		x, ok := def.Args[k]
+		if !ok {
+			continue
+		}
+		n, isInt := queue.Integer(x)
+		switch {
+		case !isInt:
+			return cfg, bad(k, strconv.Quote("expected integer, got "+amqpType(x)))
+		case n < 0:
+			return cfg, bad(k, "{value_negative,"+strconv.FormatInt(n, 10)+"}")
+		}
+		if k == "x-max-length-bytes" {
+			cfg.MaxBytes = n
+		} else {
+			cfg.SegmentBytes = n
+		}
+	}
+	if x, ok := def.Args["x-max-age"]; ok {
+		s, isString := x.(string)
+		if !isString {
+			return cfg, bad("x-max-age", "{unacceptable_type,"+fieldType(x)+"}")
+		}
+		age, ok := stream.ParseInterval(s)
+		if !ok {
+			return cfg, bad("x-max-age", "invalid_max_age")
+		}
+		cfg.MaxAge = age
+	}
+	return cfg, nil
+}
+
+// fieldType names x's field type as RabbitMQ's {unacceptable_type,T}
+// does.
+func fieldType(x any) string {
+	switch x.(type) {
+	case int8:
+		return "byte"
+	case int16:
+		return "short"
+	case int32:
+		return "signedint"
+	case int64:
+		return "long"
+	}
+	return amqpType(x)
+}
+
+// declareStream is Declare's change for a stream; defMu is held.
+func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
+	if s := v.streams[def.Name]; s != nil {
+		return s, false, v.equivalentStream(s, def)
+	}
+	cfg, err := v.streamConfig(def)
+	if err != nil {
+		return nil, false, err
+	}
+	st, ok := v.store.(*storage.Store)
+	switch {
+	case v.cluster != nil:
+		return nil, false, reply.PreconditionFailed("stream queues are not available in a cluster yet; queue '%s' in vhost '%s' can be a quorum queue", def.Name, v.Name)
+	case !ok:
+		return nil, false, reply.PreconditionFailed("stream queues need the message store; queue '%s' in vhost '%s'", def.Name, v.Name)
+	}
+	cfg.ID, cfg.Store = st.NewID(), st
+	s, err := stream.Open(cfg)
+	if err != nil {
+		return nil, false, reply.Internal("%v", err)
+	}
+	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(def.Args), "id": int64(cfg.ID)}
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, rec); err != nil {
+		s.Close()
+		return nil, false, stored(err)
+	}
+	sq := &StreamQueue{Stream: s, Args: def.Args}
+	v.registerStream(sq)
+	return sq, true, nil
+}
+
+// RestoreStream reopens a stored stream at start-up.
+func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
+	cfg, err := v.streamConfig(def)
+	if err != nil {
+		return err
+	}
+	st, ok := v.store.(*storage.Store)
+	if !ok {
+		return reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, v.Name)
+	}
+	cfg.ID, cfg.Store = id, st
+	s, err := stream.Open(cfg)
+	if err != nil {
+		return err
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	v.registerStream(&StreamQueue{Stream: s, Args: def.Args})
+	return nil
+}
+
+// registerStream adds a stream and its binding from the default exchange;
+// defMu is held.
+func (v *VHost) registerStream(s *StreamQueue) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.streams[s.Name] = s
+	v.defaults[s.Name] = &exchange.Binding{
+		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: s.Name},
+		Key:         s.Name, Target: s, Durable: true,
+	}
+}
+
+func (v *VHost) equivalentStream(s *StreamQueue, def QueueDef) error {
+	if def.Exclusive {
+		return v.locked(def.Name)
+	}
+	diff := func(field string, got, cur any) error {
+		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
+			field, def.Name, v.Name, got, cur)
+	}
+	switch {
+	case !def.Durable:
+		return diff("durable", false, true)
+	case def.AutoDelete:
+		return diff("auto_delete", true, false)
+	}
+	for _, k := range streamArgsCompared {
+		got, hasGot := def.Args[k]
+		cur, hasCur := s.Args[k]
+		if hasGot != hasCur || !exchange.ValuesEqual(got, cur) {
+			return diff(k, describe(got, hasGot), describe(cur, hasCur))
+		}
+	}
+	return nil
+}
+
+// streamQueue is the stream named name, or nil.
+func (v *VHost) streamQueue(name string) *StreamQueue {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.streams[name]
+}
+
+// deleteStream deletes a stream, its bindings and its data; defMu is
+// held.
+func (v *VHost) deleteStream(s *StreamQueue, ifUnused, ifEmpty bool) (int, error) {
+	st := s.Stats()
+	if ifUnused && st.Consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", s.Name, v.Name)
+	}
+	if ifEmpty && st.Ready > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.Name, v.Name)
+	}
+	dest := exchange.Destination{Kind: exchange.ToQueue, Name: s.Name}
+	v.mu.Lock()
+	delete(v.streams, s.Name)
+	delete(v.defaults, s.Name)
+	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	v.mu.Unlock()
+	v.removeBindings(bound)
+	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, s.Name); err != nil {
+		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stored stream; it will come back after a restart")
+	}
+	if err := s.Delete(); err != nil {
+		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stream's messages; the next start deletes them")
+	}
+	return st.Ready, nil
+}
+
+// enqueueStreams appends m to the streams routing reached; f hears when
+// each has it synced.
+func (v *VHost) enqueueStreams(m *message.Message, r *Router, f *Forwarding) {
+	for i, s := range r.streams {
+		s.Counters.Inc(stats.PublishIn)
+		s.Append(m, func(err error) {
+			if err != nil {
+				err = reply.Internal("stream '%s' in vhost '%s': %v", s.Name, v.Name, err)
+			}
+			f.done(err)
+		})
+		r.streams[i] = nil
+	}
+	r.streams = r.streams[:0]
+}
+
+// streamEntry is a stream's listing entry; the caller holds mu.
+func (v *VHost) streamEntry(s *StreamQueue) QueueEntry {
+	e := QueueEntry{Name: s.Name, Durable: true, Args: s.Args, Type: "stream", sq: s}
+	if p := v.policies.For(policy.Queues, s.Name); p != nil {
+		e.Policy = p.Name
+	}
+	return e
+}
+
+// closeStreams stops the streams' goroutines (the vhost closing).
+func (v *VHost) closeStreams() {
+	v.mu.RLock()
+	list := make([]*StreamQueue, 0, len(v.streams))
+	for _, s := range v.streams {
+		list = append(list, s)
+	}
+	v.mu.RUnlock()
+	for _, s := range list {
+		s.Close()
+	}
+}
+
+// ---- consuming
+
+// streamSource is what a channel reads a stream through.
+type streamSource struct {
+	v *VHost
+	s *StreamQueue
+}
+
+// Consume attaches a consumer at its x-stream-offset. As RabbitMQ, a
+// stream's consumer must acknowledge (540 otherwise) and set a prefetch
+// (406 otherwise); an offset that does not parse is 406 (RabbitMQ 3.10
+// answers some with 541).
+func (src streamSource) Consume(c queue.Consumer, added func()) error {
+	s := src.s
+	if c.NoAck() {
+		return reply.NotImplemented("automatic acknowledgement not supported by stream queues queue '%s' in vhost '%s'", s.Name, s.VHost)
+	}
+	if p, ok := c.(prefetcher); !ok || p.Prefetch() == 0 {
+		return reply.PreconditionFailed("consumer prefetch count is not set for 'queue '%s' in vhost '%s''", s.Name, s.VHost)
+	}
+	var x any
+	if a, ok := c.(interface{ Arguments() protocol.Table }); ok {
+		x = a.Arguments()["x-stream-offset"]
+	}
+	from, err := stream.ParseOffset(x, time.Now())
+	if err != nil {
+		return reply.PreconditionFailed("invalid arg 'x-stream-offset' for queue '%s' in vhost '%s': %v", s.Name, s.VHost, err)
+	}
+	return s.Stream.Consume(c, from, added)
+}
+
+func (src streamSource) Cancel(c queue.Consumer) { src.s.Stream.Cancel(c) }
+func (src streamSource) Kick()                   { src.s.Stream.Kick() }
+func (src streamSource) Ack(e []queue.Entry)     { src.s.Stream.Ack(e) }
+func (src streamSource) Requeue(e []queue.Entry) { src.s.Stream.Requeue(e) }
+func (src streamSource) Reject(e []queue.Entry)  { src.s.Stream.Reject(e) }
+
+// Get is refused: a stream is read from an offset, not taken from.
+func (src streamSource) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
+
+// IsStream says whether src reads a stream.
+func IsStream(src Source) bool {
+	_, ok := src.(streamSource)
+	return ok
+}
+
+// StreamRefuses is RabbitMQ's answer (540) to what a stream does not do:
+// basic.get, queue.purge.
+func (v *VHost) StreamRefuses(what, name string) error {
+	return reply.NotImplemented("%s not supported by stream queues queue '%s' in vhost '%s'", what, name, v.Name)
+}
