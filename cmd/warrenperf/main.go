@@ -43,6 +43,7 @@ type options struct {
 	persistent bool
 	durable    bool
 	queueType  string
+	offset     string // x-stream-offset of a stream's consumers
 	rate       int
 	pmessages  int
 	predeclare bool
@@ -68,7 +69,8 @@ func main() {
 	flag.IntVar(&o.confirm, "confirm", 0, "publisher confirms with this many messages in flight (0: no confirms)")
 	flag.BoolVar(&o.persistent, "persistent", false, "publish with delivery-mode 2")
 	flag.BoolVar(&o.durable, "durable", false, "declare the queue durable")
-	flag.StringVar(&o.queueType, "queue-type", "", "declare the queue with this x-queue-type (quorum implies -durable)")
+	flag.StringVar(&o.queueType, "queue-type", "", "declare the queue with this x-queue-type (quorum and stream imply -durable)")
+	flag.StringVar(&o.offset, "stream-offset", "", "consumers of a stream start here (x-stream-offset: first, last, next, a number); each reads every message")
 	flag.IntVar(&o.rate, "rate", 0, "limit each producer to this many messages per second (0: as fast as possible)")
 	flag.IntVar(&o.pmessages, "pmessages", 0, "each producer publishes this many messages and stops (0: run for -duration)")
 	flag.BoolVar(&o.predeclare, "predeclared", false, "do not declare the queue; it exists")
@@ -145,7 +147,7 @@ func run(o options) error {
 	}
 	// Give consumers a moment to drain what is in flight.
 	drainUntil := time.Now().Add(10 * time.Second)
-	for o.consumers > 0 && st.consumed.Load() < st.published.Load() && time.Now().Before(drainUntil) {
+	for o.consumers > 0 && st.consumed.Load() < st.published.Load()*o.readsEach() && time.Now().Before(drainUntil) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	drained := time.Since(start)
@@ -189,6 +191,15 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
+// readsEach is how many deliveries each message makes: one, or, from a
+// stream, one per consumer.
+func (o options) readsEach() uint64 {
+	if o.queueType == "stream" {
+		return uint64(o.consumers)
+	}
+	return 1
+}
+
 // consumerURL is where consumers connect and the queue is declared.
 func (o options) consumerURL() string {
 	if o.consumeURL != "" {
@@ -211,11 +222,13 @@ func declare(o options) error {
 	if o.queueType != "" {
 		args = amqp.Table{"x-queue-type": o.queueType}
 	}
-	if _, err := ch.QueueDeclare(o.queue, o.durable || o.queueType == "quorum", false, false, false, args); err != nil {
+	if _, err := ch.QueueDeclare(o.queue, o.durable || o.queueType == "quorum" || o.queueType == "stream", false, false, false, args); err != nil {
 		return err
 	}
-	if _, err := ch.QueuePurge(o.queue, false); err != nil {
-		return err
+	if o.queueType != "stream" { // a stream cannot be purged; use a fresh one
+		if _, err := ch.QueuePurge(o.queue, false); err != nil {
+			return err
+		}
 	}
 	if o.exchange == "" {
 		return nil
@@ -349,7 +362,15 @@ func consume(ctx context.Context, o options, st *stats, ready chan<- error) {
 			return
 		}
 	}
-	deliveries, err := ch.Consume(o.queue, "", o.autoAck, false, false, false, nil)
+	var args amqp.Table
+	if o.offset != "" {
+		var offset any = o.offset
+		if n, err := strconv.ParseInt(o.offset, 10, 64); err == nil {
+			offset = n
+		}
+		args = amqp.Table{"x-stream-offset": offset}
+	}
+	deliveries, err := ch.Consume(o.queue, "", o.autoAck, false, false, false, args)
 	if err != nil {
 		ready <- err
 		return
