@@ -154,9 +154,15 @@ func TestStreamOffsets(t *testing.T) {
 	last := attach("last")
 	next := attach("next")
 	waitFor(t, "first's ten", func() bool { return first.count() == 10 })
+	// last: the last batch written, which holds m9 and may hold more of
+	// the five appended together (the writer may have taken them in two).
 	waitFor(t, "the rest", func() bool {
-		return at.count() == 3 && byTime.count() == 5 && byInterval.count() == 10 && last.count() == 5
+		ds := last.settle(0)
+		return at.count() == 3 && byTime.count() == 5 && byInterval.count() == 10 && len(ds) > 0 && ds[len(ds)-1].Entry.Seq == 9
 	})
+	if got := last.settle(0)[0].Entry.Seq; got < 5 {
+		t.Fatalf("last started at %d, before the last batch", got)
+	}
 	if got := fmt.Sprint(bodies(first.settle(0))[:3]); got != "[m0@0 m1@1 m2@2]" {
 		t.Fatalf("from first: %s", got)
 	}
