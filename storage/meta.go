@@ -70,7 +70,8 @@ func (s *Store) putMeta(key []byte, rec protocol.Table) error {
 // DeleteVHost deletes a vhost's record and, in the same batch, everything
 // stored under it: its exchanges, queues, bindings, policies and
 // permissions (range deletions), and the entries of the queues in queueIDs
-// (as DeleteQueue does, dropping their references to shared messages).
+// (as DeleteQueue does, dropping their references to shared messages) or
+// the messages of the streams among them.
 func (s *Store) DeleteVHost(vhost string, queueIDs []uint64) error {
 	key, err := metaKey(KindVHost, vhost, "")
 	if err != nil {
@@ -84,6 +85,7 @@ func (s *Store) DeleteVHost(vhost string, queueIDs []uint64) error {
 	}
 	for _, qid := range queueIDs {
 		t.DeleteQueue(qid)
+		t.DeleteStream(qid) // ids are never shared: nothing else is there
 	}
 	if len(queueIDs) > 0 && !s.recovered.Load() {
 		t.Abort()

@@ -249,6 +249,43 @@ func (s *Stream) retain() (uint64, bool) {
 	return s.segments[0].First, true
 }
 
+// expire applies retention when nothing is being written: segments age
+// out of x-max-age with no append to trigger it. It holds the writer's
+// place (writing) while it deletes, so that the two never race on the
+// segment records; appends made meanwhile are written after.
+func (s *Stream) expire() {
+	s.mu.Lock()
+	if s.writing || s.deleted {
+		s.mu.Unlock()
+		return
+	}
+	cut, ok := s.retain()
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	s.writing = true
+	s.mu.Unlock()
+	tx := s.cfg.Store.Begin()
+	tx.DeleteStreamBefore(s.cfg.ID, cut)
+	synced := make(chan error, 1)
+	tx.Commit(true, func(err error) { synced <- err })
+	err := <-synced
+	s.mu.Lock()
+	if err != nil {
+		s.failed = err
+	}
+	s.writing = len(s.pending) > 0
+	restart := s.writing
+	s.mu.Unlock()
+	if restart {
+		go s.write()
+	}
+}
+
+// ID is the stream's id in the store.
+func (s *Stream) ID() uint64 { return s.cfg.ID }
+
 // ---- reading
 
 // Offset is where a consumer starts (x-stream-offset).
@@ -418,13 +455,23 @@ func (s *Stream) signal() {
 	}
 }
 
-// run delivers, woken by appends, new consumers and kicks.
+// run delivers, woken by appends, new consumers and kicks; with
+// x-max-age it also drops what aged out while nothing was appended.
 func (s *Stream) run() {
 	defer close(s.done)
+	var aging <-chan time.Time
+	if age := s.cfg.MaxAge; age > 0 {
+		t := time.NewTicker(min(max(age/10, time.Second), time.Minute))
+		defer t.Stop()
+		aging = t.C
+	}
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-aging:
+			s.expire()
+			continue
 		case <-s.wake:
 		}
 		if s.deliver() {

@@ -280,6 +280,11 @@ func TestStreamRetention(t *testing.T) {
 		t.Fatalf("reopened with %d segments, had %d", len(got), len(segs))
 	}
 	clk.add(2 * time.Hour)
+	// With nothing appended, the age check drops all but the last segment.
+	s.expire()
+	if got := s.Segments(); len(got) != 1 || got[0].First != segs[len(segs)-1].First {
+		t.Fatalf("after two idle hours, the segments are %+v; before, %+v", got, segs)
+	}
 	appendAll(t, s, 20, 30)
 	// The segment holding the last old messages and the first new ones
 	// stays (its newest message is new); all before it went.

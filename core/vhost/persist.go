@@ -187,6 +187,11 @@ func (v *VHost) QueueIDs() []uint64 {
 			ids = append(ids, id)
 		}
 	}
+	v.mu.RLock()
+	for _, s := range v.streams {
+		ids = append(ids, s.ID())
+	}
+	v.mu.RUnlock()
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }
