@@ -209,3 +209,18 @@ func TestMgmtExclusiveQueueByOperator(t *testing.T) {
 		"It could be originally declared on another connection or the exclusive property value does not match that of the original declaration."
 	m.expectError(m.call("DELETE", "/api/queues/"+m.v()+"/"+q.Name, ""), 400, "bad_request", locked)
 }
+
+// A stream declared through the API is listed with type stream, and its
+// DELETE deletes it.
+func TestMgmtStreamQueue(t *testing.T) {
+	m := startMgmt(t)
+	q := "/api/queues/" + m.v() + "/events"
+	m.expect("PUT", q, `{"durable":true,"arguments":{"x-queue-type":"stream","x-max-age":"1D"}}`, 201)
+	var got map[string]any
+	m.expect("GET", q, "", 200).json(t, &got)
+	if got["type"] != "stream" || got["durable"] != true {
+		t.Fatalf("a stream is listed as %v (durable %v)", got["type"], got["durable"])
+	}
+	m.expect("DELETE", q, "", 204)
+	m.expectNotFound("GET", q)
+}
