@@ -3,6 +3,7 @@ package vhost
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
@@ -369,6 +370,10 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	return err
 }
 
+// memberCatchUp bounds how long a membership change waits for this
+// node's member, just added, to learn the group's configuration.
+const memberCatchUp = 5 * time.Second
+
 // changeMember changes qq's group, this node being a member, then has
 // every node record its new members.
 func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
@@ -377,8 +382,17 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 		return ErrNoMember
 	}
 	// The group's configuration decides: the members recorded here may
-	// lag a change made through another node.
+	// lag a change made through another node. A member that has just
+	// joined has no configuration until the leader's log or snapshot
+	// reaches it: it waits for that, briefly.
+	self := cluster.NodeID(v.cluster.Node())
 	voters := g.Status().Members
+	for deadline := time.Now().Add(memberCatchUp); !slices.Contains(voters, self); voters = g.Status().Members {
+		if time.Now().After(deadline) {
+			return reply.Internal("this node's member of quorum queue '%s' in vhost '%s' is still catching up with the group; try again", qq.Name, v.Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	switch in := slices.Contains(voters, cluster.NodeID(node)); {
 	case add && in:
 		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
