@@ -74,8 +74,9 @@ type Groups struct {
 	stopping bool // Stop was called: the loop drains, then closes
 	closed   bool // nothing more is taken
 	seq      uint64
-	// fastElections counts the campaigns started because a leader's
-	// process was seen to die (leaderDied).
+	// fastElections counts the campaigns started ahead of an election
+	// timeout: a leader's process was seen to die (leaderDied), or a
+	// group's first campaign went unheard.
 	fastElections atomic.Uint64
 	wake          chan struct{}
 	stopCh        chan struct{}
@@ -170,7 +171,7 @@ type Group struct {
 	checked   bool        // the sole-voter check after a restart is done
 	alone     bool        // leadsAlone, as of the last Ready
 	campaign  bool        // stand for leader once the configuration is applied
-	hurry     int         // its leader died: campaign in this many ticks if still leaderless
+	hurry     int         // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
 	failed    bool
 
 	stopped bool // guarded by host.mu
@@ -870,6 +871,12 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			g.campaign = false
 			if g.rn.BasicStatus().Lead == raft.None {
 				_ = g.rn.Campaign()
+				// The other members may not run the group yet (they
+				// start it when they apply the declare) and drop the
+				// votes: standing again a tick or two later, well
+				// before their election timeouts, keeps the leader
+				// where it was meant to be.
+				g.hurry = 2
 			}
 		}
 		if g.rn.HasReady() {
