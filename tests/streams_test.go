@@ -9,6 +9,9 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Stream queues over AMQP 0-9-1, as RabbitMQ 3.10 serves them. The tests
@@ -379,5 +382,49 @@ func TestStreamKillLosesNoConfirmedMessage(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("after the kill, %d of %d confirmed messages are in the stream", found, want)
 		}
+	}
+}
+
+// TestStreamPolicyRetention: a policy's max-length-bytes and
+// stream-max-segment-size-bytes apply to a stream declared without them,
+// from the next write.
+func TestStreamPolicyRetention(t *testing.T) {
+	s := startWarren(t)
+	if err := s.b.SetPolicy("/", "keep-little", "^pol-", policy.Queues, 0,
+		protocol.Table{"max-length-bytes": int64(2_000), "stream-max-segment-size-bytes": int64(500)}); err != nil {
+		t.Fatal(err)
+	}
+	_, ch := channel(t, s)
+	if _, err := ch.QueueDeclare("pol-events", true, false, false, false, streamArgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", "pol-events", false, false, amqp.Publishing{Body: make([]byte, 100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 99 && !dc.Wait() {
+			t.Fatal("not confirmed")
+		}
+	}
+	_, c := channel(t, s)
+	if err := c.Qos(1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.Consume("pol-events", "", false, false, false, false, amqp.Table{"x-stream-offset": "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ds:
+		// 10,000 bytes written, 2,000 kept in segments of 5 messages.
+		if off, _ := d.Headers["x-stream-offset"].(int64); off < 70 || off%5 != 0 {
+			t.Fatalf("the oldest message kept is at %d", off)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing from first")
 	}
 }

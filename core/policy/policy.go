@@ -43,6 +43,7 @@ var (
 		"dead-letter-exchange": true, "dead-letter-routing-key": true, "message-ttl": true,
 		"expires": true, "max-length": true, "max-length-bytes": true, "overflow": true,
 		"delivery-limit": true, "queue-mode": true,
+		"max-age": true, "stream-max-segment-size-bytes": true, // streams
 	}
 )
 

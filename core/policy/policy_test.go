@@ -90,6 +90,11 @@ func TestNewChecksDefinitionValues(t *testing.T) {
 		{protocol.Table{"queue-mode": int64(1)}, false},
 		{protocol.Table{"dead-letter-exchange": int64(1)}, false},
 		{protocol.Table{"alternate-exchange": "ae"}, true},
+		{protocol.Table{"max-age": "7D"}, true},
+		{protocol.Table{"max-age": "7d"}, false},
+		{protocol.Table{"max-age": int64(3600)}, false},
+		{protocol.Table{"stream-max-segment-size-bytes": int64(1 << 20)}, true},
+		{protocol.Table{"stream-max-segment-size-bytes": "big"}, false},
 	}
 	for _, c := range cases {
 		_, err := New("p", ".*", All, 0, c.def)

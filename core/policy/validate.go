@@ -24,6 +24,12 @@ func checkValue(key string, v any) error {
 		return integer(key, v, 0, "a valid message TTL")
 	case "max-length", "max-length-bytes":
 		return integer(key, v, 0, "a valid maximum length")
+	case "stream-max-segment-size-bytes":
+		return integer(key, v, 0, "a valid segment size")
+	case "max-age":
+		if !isInterval(v) {
+			return fmt.Errorf("%s: %s is not a valid max age (a number and one of Y, M, D, h, m, s)", key, show(v))
+		}
 	case "delivery-limit":
 		return integer(key, v, 0, "a valid delivery limit")
 	case "expires":
@@ -53,6 +59,25 @@ func integer(key string, v any, min int64, what string) error {
 		return fmt.Errorf("%s: %s is not %s", key, show(v), what)
 	}
 	return nil
+}
+
+// isInterval says whether v is a stream's max age: digits then one of
+// RabbitMQ's units.
+func isInterval(v any) bool {
+	s, ok := v.(string)
+	if !ok || len(s) < 2 {
+		return false
+	}
+	for _, c := range s[:len(s)-1] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	switch s[len(s)-1] {
+	case 'Y', 'M', 'D', 'h', 'm', 's':
+		return true
+	}
+	return false
 }
 
 // show writes a value as the refusal quotes it: strings quoted.

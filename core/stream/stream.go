@@ -249,6 +249,22 @@ func (s *Stream) retain() (uint64, bool) {
 	return s.segments[0].First, true
 }
 
+// agingEvery is how often a stream checks for segments that aged out of
+// x-max-age while nothing was appended.
+const agingEvery = 5 * time.Second
+
+// SetRetention changes the stream's retention (a policy changed):
+// applied from the next write or age check; a segment size applies to
+// the segments started from now on.
+func (s *Stream) SetRetention(maxBytes int64, maxAge time.Duration, segmentBytes int64) {
+	if segmentBytes <= 0 {
+		segmentBytes = DefaultSegmentBytes
+	}
+	s.mu.Lock()
+	s.cfg.MaxBytes, s.cfg.MaxAge, s.cfg.SegmentBytes = maxBytes, maxAge, segmentBytes
+	s.mu.Unlock()
+}
+
 // expire applies retention when nothing is being written: segments age
 // out of x-max-age with no append to trigger it. It holds the writer's
 // place (writing) while it deletes, so that the two never race on the
@@ -459,17 +475,13 @@ func (s *Stream) signal() {
 // x-max-age it also drops what aged out while nothing was appended.
 func (s *Stream) run() {
 	defer close(s.done)
-	var aging <-chan time.Time
-	if age := s.cfg.MaxAge; age > 0 {
-		t := time.NewTicker(min(max(age/10, time.Second), time.Minute))
-		defer t.Stop()
-		aging = t.C
-	}
+	aging := time.NewTicker(agingEvery)
+	defer aging.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-aging:
+		case <-aging.C:
 			s.expire()
 			continue
 		case <-s.wake:

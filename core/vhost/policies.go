@@ -67,6 +67,7 @@ func (v *VHost) applyPolicies() {
 		q.ApplyPolicy(def)
 	}
 	v.applyQuorumPolicies()
+	v.applyStreamPolicies()
 }
 
 // applyExchangePolicy sets x's policy and the alternate exchange in force:

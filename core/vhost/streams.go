@@ -157,6 +157,7 @@ func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
 	}
 	sq := &StreamQueue{Stream: s, Args: def.Args}
 	v.registerStream(sq)
+	v.applyStreamPolicy(sq)
 	return sq, true, nil
 }
 
@@ -177,7 +178,9 @@ func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	v.registerStream(&StreamQueue{Stream: s, Args: def.Args})
+	sq := &StreamQueue{Stream: s, Args: def.Args}
+	v.registerStream(sq)
+	v.applyStreamPolicy(sq)
 	return nil
 }
 
@@ -215,6 +218,54 @@ func (v *VHost) equivalentStream(s *StreamQueue, def QueueDef) error {
 		}
 	}
 	return nil
+}
+
+// applyStreamPolicies puts the policies in force on the streams' retention;
+// defMu is held.
+func (v *VHost) applyStreamPolicies() {
+	for _, s := range v.streamList() {
+		v.applyStreamPolicy(s)
+	}
+}
+
+// streamList returns the streams, for work done without mu.
+func (v *VHost) streamList() []*StreamQueue {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	list := make([]*StreamQueue, 0, len(v.streams))
+	for _, s := range v.streams {
+		list = append(list, s)
+	}
+	return list
+}
+
+// applyStreamPolicy sets a stream's retention from its arguments and its
+// policy's max-length-bytes, max-age and stream-max-segment-size-bytes:
+// where both set one, the lower value is in force, as RabbitMQ's stream
+// queues take it (and its classic queues their limits); defMu is held.
+func (v *VHost) applyStreamPolicy(s *StreamQueue) {
+	cfg, err := v.streamConfig(QueueDef{Name: s.Name, Durable: true, Args: s.Args})
+	if err != nil {
+		return // its arguments were checked at declare
+	}
+	lower := func(cur *int64, set bool, x any) {
+		if n, ok := queue.Integer(x); ok && (!set || n < *cur) {
+			*cur = n
+		}
+	}
+	if p := v.policies.For(policy.Queues, s.Name); p != nil {
+		d := p.Definition
+		_, set := s.Args["x-max-length-bytes"]
+		lower(&cfg.MaxBytes, set, d["max-length-bytes"])
+		_, set = s.Args["x-stream-max-segment-size-bytes"]
+		lower(&cfg.SegmentBytes, set, d["stream-max-segment-size-bytes"])
+		if a, ok := d["max-age"].(string); ok {
+			if age, ok := stream.ParseInterval(a); ok && (cfg.MaxAge == 0 || age < cfg.MaxAge) {
+				cfg.MaxAge = age
+			}
+		}
+	}
+	s.SetRetention(cfg.MaxBytes, cfg.MaxAge, cfg.SegmentBytes)
 }
 
 // streamQueue is the stream named name, or nil.
@@ -277,13 +328,7 @@ func (v *VHost) streamEntry(s *StreamQueue) QueueEntry {
 
 // closeStreams stops the streams' goroutines (the vhost closing).
 func (v *VHost) closeStreams() {
-	v.mu.RLock()
-	list := make([]*StreamQueue, 0, len(v.streams))
-	for _, s := range v.streams {
-		list = append(list, s)
-	}
-	v.mu.RUnlock()
-	for _, s := range list {
+	for _, s := range v.streamList() {
 		s.Close()
 	}
 }
