@@ -294,8 +294,13 @@ func (g *Group) init() error {
 	// Until Raft names a leader the member is a follower: a restarted
 	// one replays its log acting on nothing.
 	cfg.Machine.LeaderChanged(raft.None, hs.GetTerm(), false)
+	// Nothing to replay when the machine's snapshot (or its applied
+	// index) is at or past the saved commit: a member applies entries
+	// while it saves the next ones, so it may have applied, and
+	// snapshotted, past the commit its last saved hard state records.
 	g.replayed = hs.GetCommit()
 	if g.replayed <= g.applied {
+		g.replayed = 0
 		close(g.recovered)
 	}
 	rn, err := raft.NewRawNode(rc)
