@@ -186,6 +186,11 @@ func TestClusterMessagesAcrossNodes(t *testing.T) {
 	if _, err := ch2.QueueDeclare("tiny", true, false, false, false, amqp.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"}); err != nil {
 		t.Fatal(err)
 	}
+	// n1 may apply the declare a moment after n2 answered it; a passive
+	// declare that misses catches up with the cluster's log first.
+	if _, err := ch1.QueueDeclarePassive("tiny", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
 	for i, want := range []bool{true, false} {
 		if err := ch1.PublishWithContext(ctx, "", "tiny", false, false, amqp.Publishing{Body: []byte("t")}); err != nil {
 			t.Fatal(err)
