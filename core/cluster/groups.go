@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -1069,12 +1070,39 @@ func (g *Group) snapshot() error {
 		return err
 	}
 	g.snapIndex = g.applied
-	// Keep a few entries, so a follower just behind needs no snapshot.
-	const keep = 64
-	if g.applied > keep {
-		return g.cfg.Log.Compact(g.applied - keep)
+	if to := g.compactTo(); to > 0 {
+		return g.cfg.Log.Compact(to)
 	}
 	return nil
+}
+
+// Compacting after a snapshot keeps a few entries, so a follower just
+// behind needs no snapshot, and on a leader the entries a follower that
+// is keeping up has still to get (a busy group's followers may be
+// hundreds behind), up to lagKept of them: a snapshot costs a follower
+// more than the entries do (a stream's replica copies the messages it
+// lacks).
+const (
+	keepEntries = 64
+	lagKept     = 16384
+)
+
+// compactTo is the index the log may be compacted to after a snapshot
+// at applied (0: none); the loop's.
+func (g *Group) compactTo() uint64 {
+	if g.applied <= keepEntries {
+		return 0
+	}
+	to := g.applied - keepEntries
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return to
+	}
+	for id, pr := range g.rn.Status().Progress {
+		if id != g.host.self && pr.State == tracker.StateReplicate && pr.Match+lagKept > g.applied && pr.Match < to {
+			to = pr.Match
+		}
+	}
+	return to
 }
 
 // statusNow is the member's status; the loop's.
