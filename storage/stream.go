@@ -18,6 +18,8 @@ import (
 //	                                   the message (as putMessage writes it)
 //	0x08 sid(8) 0x02 first(8)          a segment: timestamp(8) last(8)
 //	                                   bytes(8) count(8)
+//	0x08 sid(8) 0x03 0(8)              a replicated stream's state:
+//	                                   applied(8) holeFrom(8) holeTo(8)
 //
 // sid comes from NewID, as a queue id. A stream's data goes with
 // DeleteStream; retention deletes whole segments (DeleteStreamBefore).
@@ -26,9 +28,11 @@ const (
 	prefixStream  byte = 0x08
 	streamMessage byte = 0x01
 	streamSegment byte = 0x02
+	streamState   byte = 0x03
 
 	streamKeyLen     = 1 + 8 + 1 + 8
 	segmentRecordLen = 8 * 4
+	stateRecordLen   = 8 * 3
 )
 
 func putStreamKey(k []byte, sid uint64, kind byte, n uint64) {
@@ -84,6 +88,73 @@ func (t *Txn) PutStreamSegment(sid uint64, s Segment) {
 func (t *Txn) DeleteStreamBefore(sid, offset uint64) {
 	t.b.DeleteRange(streamKey(sid, streamMessage, 0), streamKey(sid, streamMessage, offset), nil)
 	t.b.DeleteRange(streamKey(sid, streamSegment, 0), streamKey(sid, streamSegment, offset), nil)
+}
+
+// DeleteStreamSegments deletes every segment record of a stream (a
+// replica taking its segments from a snapshot); its messages stay.
+func (t *Txn) DeleteStreamSegments(sid uint64) {
+	t.b.DeleteRange(streamKey(sid, streamSegment, 0), prefixEnd(streamKey(sid, streamSegment, 0)[:10]), nil)
+}
+
+// StreamState is what a replica of a replicated stream records besides
+// its messages: the last log index it applied, and the offsets it lacks
+// (HoleFrom..HoleTo-1, none when equal) that a snapshot told it of.
+type StreamState struct {
+	Applied, HoleFrom, HoleTo uint64
+}
+
+// PutStreamState writes a replicated stream's state record.
+func (t *Txn) PutStreamState(sid uint64, st StreamState) {
+	op := t.b.SetDeferred(streamKeyLen, stateRecordLen)
+	putStreamKey(op.Key, sid, streamState, 0)
+	binary.BigEndian.PutUint64(op.Value, st.Applied)
+	binary.BigEndian.PutUint64(op.Value[8:], st.HoleFrom)
+	binary.BigEndian.PutUint64(op.Value[16:], st.HoleTo)
+	op.Finish()
+}
+
+// ReadStreamState reads a stream's state record; the zero state when it
+// has none (a stream of one node, or a replica that applied nothing).
+func (s *Store) ReadStreamState(sid uint64) (StreamState, error) {
+	done, err := s.read()
+	if err != nil {
+		return StreamState{}, err
+	}
+	defer done()
+	s.c.waitApplied()
+	v, closer, err := s.db.Get(streamKey(sid, streamState, 0))
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			return StreamState{}, nil
+		}
+		return StreamState{}, err
+	}
+	defer closer.Close()
+	if len(v) != stateRecordLen {
+		return StreamState{}, fmt.Errorf("storage: malformed state of stream %d", sid)
+	}
+	return StreamState{Applied: binary.BigEndian.Uint64(v), HoleFrom: binary.BigEndian.Uint64(v[8:]),
+		HoleTo: binary.BigEndian.Uint64(v[16:])}, nil
+}
+
+// AppendMessage appends m's encoding to b: the form stream messages are
+// stored in, and a replicated stream's log entries and replicas' copies
+// carry them in.
+func AppendMessage(b []byte, m *Message) []byte {
+	n := len(b)
+	b = append(b, make([]byte, messageLen(m))...)
+	putMessage(b[n:], m)
+	return b
+}
+
+// DecodeMessage decodes what AppendMessage wrote, all of b; m's fields
+// alias b.
+func DecodeMessage(b []byte) (*Message, error) {
+	m := new(Message)
+	if err := decodeMessage(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // DeleteStream deletes everything a stream stored.

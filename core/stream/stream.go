@@ -9,9 +9,13 @@
 //     each stored under its offset (storage/stream.go).
 //   - A message is confirmed to its publisher, and readable by consumers,
 //     only once the batch holding it is synced (stable moved past it): no
-//     consumer ever sees an offset that a crash could take back.
-//   - One goroutine writes (write) and one delivers (run); segments are
-//     changed by the writer only, under mu.
+//     consumer ever sees an offset that a crash could take back. A
+//     replica of a replicated stream (replica.go) has the same guarantee
+//     from its group: an entry is applied once a majority synced it.
+//   - One goroutine writes (write, or a replica's group applying) and
+//     one delivers (run); segments are changed by the writer only (and a
+//     replica's hole filling, which writes only below the entries
+//     applied), under mu.
 //   - Deliveries are made under mu, as a queue makes them under its lock
 //     (queue.Consumer's contract); the store is read with mu released.
 package stream
@@ -21,6 +25,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -48,6 +54,8 @@ type Config struct {
 	SegmentBytes int64
 	// Now is the clock (tests set it); nil is time.Now.
 	Now func() time.Time
+	// Log hears what a replica does on its own (copying what it lacks).
+	Log zerolog.Logger
 }
 
 // Stream is one stream queue.
@@ -68,6 +76,16 @@ type Stream struct {
 	failed    error // the store refused a write: nothing more is taken
 	readers   map[queue.Consumer]*reader
 	deleted   bool
+
+	// A replica of a replicated stream (replica.go): appends go to log;
+	// applied is the last log index stored; holeFrom..holeTo-1 are
+	// offsets a snapshot told of that fill is copying from another
+	// replica (none when equal).
+	log              Log
+	fetch            Fetch
+	applied          uint64
+	holeFrom, holeTo uint64
+	filling          bool
 }
 
 type pending struct {
@@ -111,6 +129,14 @@ func Open(cfg Config) (*Stream, error) {
 		s.next = segs[n-1].Last + 1
 		s.stable, s.lastChunk = s.next, segs[n-1].Last
 	}
+	st, err := cfg.Store.ReadStreamState(cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q in vhost %q: %w", cfg.Name, cfg.VHost, err)
+	}
+	if st != (storage.StreamState{}) {
+		s.applied, s.holeFrom, s.holeTo = st.Applied, st.HoleFrom, st.HoleTo
+		s.settle()
+	}
 	go s.run()
 	return s, nil
 }
@@ -124,6 +150,11 @@ func (s *Stream) Append(m *message.Message, done func(error)) {
 	if err := s.refusing(); err != nil {
 		s.mu.Unlock()
 		done(err)
+		return
+	}
+	if s.log != nil {
+		s.mu.Unlock()
+		s.propose(m, done)
 		return
 	}
 	s.next++
@@ -279,6 +310,9 @@ func (s *Stream) expire() {
 	if !ok {
 		s.mu.Unlock()
 		return
+	}
+	if s.log != nil {
+		s.settle() // the hole may start below what is retained now
 	}
 	s.writing = true
 	s.mu.Unlock()

@@ -1,0 +1,400 @@
+package stream
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/storage"
+)
+
+// A replicated stream (a stream in a cluster) is one Raft group, as a
+// quorum queue is; this node's replica is the group's machine
+// (cluster.GroupMachine) and the group its Log.
+//
+//   - Append proposes the message (with its timestamp, so every replica
+//     stores the same) and confirms it once the entry is committed, that
+//     is on a majority's disk, and applied here.
+//   - Every replica applies every entry the same way: the same offsets,
+//     the same segments. What Apply stores is not synced: the entry stays
+//     in the group's log, in the same store, until a snapshot (written
+//     after it, and synced) lets the log go; a crash before that replays
+//     it, and the state record (storage.StreamState, written with each
+//     batch) says which entries are stored already.
+//   - A snapshot is the stream's shape, not its messages: its next offset
+//     and segment records. A replica that installs one it is behind (it
+//     was down while the others moved on and let their logs go, or it has
+//     just joined) has a hole, the offsets between what it has and the
+//     snapshot's end: it copies them from another replica (Fetch), while
+//     it goes on applying what comes after. Its consumers read up to the
+//     hole's start, so no offset is ever skipped.
+//
+// A replica serves its own node's consumers from its own copy; every
+// replica's offsets are the same, so a consumer may start on one node
+// at an offset it read on another.
+
+// Log is a replicated stream's Raft group as the stream proposes to it.
+type Log interface {
+	Propose(entry []byte, done func(index uint64, err error))
+}
+
+// Fetch copies a replica's messages from offset from: up to about
+// maxBytes of them, in offset order, from another replica. It returns
+// none when no replica can be asked now.
+type Fetch func(from uint64, maxBytes int) ([]Fetched, error)
+
+// Fetched is one message another replica copied.
+type Fetched struct {
+	Offset    uint64
+	Timestamp int64
+	Msg       *storage.Message
+}
+
+// fetchBytes is how much one Fetch asks for.
+const fetchBytes = 4 << 20
+
+// snapshotEvery is how many entries a replica applies between snapshots.
+// A snapshot is small (the segment records), so this only bounds how
+// long the log grows, and the messages it holds twice.
+const snapshotEvery = 4096
+
+// SetReplica makes the stream a replica of a replicated stream: appends
+// go to log, and a hole is filled through fetch. Called before the group
+// starts.
+func (s *Stream) SetReplica(log Log, fetch Fetch) {
+	s.mu.Lock()
+	s.log, s.fetch = log, fetch
+	start := s.holeFrom < s.holeTo && !s.filling
+	s.filling = s.filling || start
+	s.mu.Unlock()
+	if start {
+		go s.fill()
+	}
+}
+
+// propose is Append for a replica.
+func (s *Stream) propose(m *message.Message, done func(error)) {
+	entry := encodeAppend(s.cfg.Now().UnixMilli(), m)
+	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
+}
+
+// entryAppend is the version byte of an append entry.
+const entryAppend = 1
+
+// encodeAppend is an append entry: version, timestamp, then the message.
+func encodeAppend(ts int64, m *message.Message) []byte {
+	sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+	b := make([]byte, 9, 9+64+len(m.Props)+len(m.Body))
+	b[0] = entryAppend
+	binary.BigEndian.PutUint64(b[1:], uint64(ts))
+	return storage.AppendMessage(b, &sm)
+}
+
+var errBadEntry = errors.New("stream: malformed log entry")
+
+func decodeAppend(b []byte) (int64, *message.Message, error) {
+	if len(b) < 9 || b[0] != entryAppend {
+		return 0, nil, errBadEntry
+	}
+	sm, err := storage.DecodeMessage(b[9:])
+	if err != nil {
+		return 0, nil, err
+	}
+	m, err := message.New(sm.Exchange, sm.RoutingKey, sm.Flags, sm.Props, sm.Body)
+	return int64(binary.BigEndian.Uint64(b[1:])), m, err
+}
+
+// Apply stores the entry committed at index (cluster.GroupMachine).
+func (s *Stream) Apply(index uint64, cmd []byte) error {
+	s.mu.Lock()
+	if index <= s.applied {
+		s.mu.Unlock()
+		return nil // stored before a restart
+	}
+	s.applied = index
+	if cmd == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	ts, m, err := decodeAppend(cmd)
+	if err == nil {
+		err = s.refusing()
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	first := s.next
+	s.next++
+	tx := s.cfg.Store.Begin()
+	for _, i := range s.place(tx, []pending{{m: m, ts: ts}}, first) {
+		tx.PutStreamSegment(s.cfg.ID, s.segments[i])
+	}
+	if cut, ok := s.retain(); ok {
+		tx.DeleteStreamBefore(s.cfg.ID, cut)
+	}
+	tx.PutStreamState(s.cfg.ID, s.state())
+	s.lastChunk = first
+	s.settle()
+	s.mu.Unlock()
+	// Reads wait for what was committed before them (the store's
+	// read-your-writes), so the offset is readable at once.
+	tx.Commit(false, s.failIf)
+	s.signal()
+	return nil
+}
+
+// state is the replica's state record; mu is held.
+func (s *Stream) state() storage.StreamState {
+	return storage.StreamState{Applied: s.applied, HoleFrom: s.holeFrom, HoleTo: s.holeTo}
+}
+
+// settle moves stable to what is readable: up to the hole, or the end;
+// mu is held.
+func (s *Stream) settle() {
+	first := s.first()
+	if s.holeFrom < first {
+		s.holeFrom = min(first, s.holeTo)
+	}
+	if s.holeFrom >= s.holeTo {
+		s.holeFrom, s.holeTo = 0, 0
+		s.stable = s.next
+		return
+	}
+	s.stable = s.holeFrom
+}
+
+// failIf records a store error that refuses further work.
+func (s *Stream) failIf(err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.failed == nil {
+		s.failed = err
+	}
+	s.mu.Unlock()
+}
+
+// Snapshot is the replica's shape: next offset and segment records
+// (cluster.GroupMachine).
+func (s *Stream) Snapshot() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := make([]byte, 0, 1+8+binary.MaxVarintLen64+len(s.segments)*40)
+	b = append(b, entryAppend)
+	b = binary.BigEndian.AppendUint64(b, s.next)
+	b = binary.AppendUvarint(b, uint64(len(s.segments)))
+	for _, seg := range s.segments {
+		b = binary.BigEndian.AppendUint64(b, seg.First)
+		b = binary.BigEndian.AppendUint64(b, seg.Last)
+		b = binary.BigEndian.AppendUint64(b, uint64(seg.Timestamp))
+		b = binary.BigEndian.AppendUint64(b, uint64(seg.Bytes))
+		b = binary.BigEndian.AppendUint64(b, uint64(seg.Count))
+	}
+	return b, nil
+}
+
+func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, err error) {
+	if len(b) < 9 || b[0] != entryAppend {
+		return 0, nil, errBadEntry
+	}
+	next = binary.BigEndian.Uint64(b[1:])
+	n, k := binary.Uvarint(b[9:])
+	b = b[9+max(k, 0):]
+	if k <= 0 || uint64(len(b)) != n*40 {
+		return 0, nil, errBadEntry
+	}
+	for ; len(b) > 0; b = b[40:] {
+		segs = append(segs, storage.Segment{First: binary.BigEndian.Uint64(b), Last: binary.BigEndian.Uint64(b[8:]),
+			Timestamp: int64(binary.BigEndian.Uint64(b[16:])), Bytes: int64(binary.BigEndian.Uint64(b[24:])),
+			Count: int64(binary.BigEndian.Uint64(b[32:]))})
+	}
+	return next, segs, nil
+}
+
+// Restore takes a snapshot's shape (cluster.GroupMachine). At a start it
+// is this replica's own last snapshot, which what it stored since is
+// newer than: nothing changes. Otherwise the replica is behind: it takes
+// the snapshot's segments, drops what the others dropped, and copies the
+// offsets it lacks.
+func (s *Stream) Restore(index uint64, data []byte) error {
+	next, segs, err := decodeSnapshot(data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if index <= s.applied {
+		s.mu.Unlock()
+		return nil
+	}
+	from := s.next // the first offset this replica lacks
+	if s.holeFrom < s.holeTo {
+		from = s.holeFrom
+	}
+	oldFirst := s.first()
+	s.applied, s.segments, s.next = index, segs, next
+	newFirst := s.first()
+	if from < newFirst {
+		from = newFirst
+	}
+	s.holeFrom, s.holeTo = from, next
+	tx := s.cfg.Store.Begin()
+	tx.DeleteStreamSegments(s.cfg.ID)
+	if oldFirst < newFirst {
+		tx.DeleteStreamBefore(s.cfg.ID, newFirst)
+	}
+	for _, seg := range segs {
+		tx.PutStreamSegment(s.cfg.ID, seg)
+	}
+	if next > 0 {
+		s.lastChunk = next - 1
+	}
+	s.settle()
+	tx.PutStreamState(s.cfg.ID, s.state())
+	start := s.holeFrom < s.holeTo && !s.filling && s.fetch != nil
+	s.filling = s.filling || start
+	s.mu.Unlock()
+	tx.Commit(false, s.failIf)
+	if start {
+		go s.fill()
+	}
+	return nil
+}
+
+// SnapshotDue: every snapshotEvery entries (cluster.GroupMachine).
+func (s *Stream) SnapshotDue(entries uint64) bool { return entries >= snapshotEvery }
+
+// LeaderChanged is nothing to a replica: every replica serves its own
+// node's consumers (cluster.GroupMachine).
+func (s *Stream) LeaderChanged(leader, term uint64, self bool) {}
+
+// fillRetry is how long filling a hole waits after a Fetch found no
+// replica to copy from.
+const fillRetry = 500 * time.Millisecond
+
+// fill copies the hole's offsets from other replicas until it is closed.
+func (s *Stream) fill() {
+	s.mu.Lock()
+	s.cfg.Log.Info().Str("queue", s.Name).Uint64("from", s.holeFrom).Uint64("to", s.holeTo).
+		Msg("stream replica copying the offsets it lacks from another")
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		from, fetch := s.holeFrom, s.fetch
+		if s.holeFrom >= s.holeTo || s.deleted {
+			if !s.deleted {
+				s.cfg.Log.Info().Str("queue", s.Name).Uint64("next", s.next).Msg("stream replica caught up")
+			}
+			s.filling = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		got, err := fetch(from, fetchBytes)
+		if err != nil || len(got) == 0 {
+			select {
+			case <-s.stop:
+				s.mu.Lock()
+				s.filling = false
+				s.mu.Unlock()
+				return
+			case <-time.After(fillRetry):
+			}
+			continue
+		}
+		s.mu.Lock()
+		tx := s.cfg.Store.Begin()
+		if at := got[0].Offset; at > s.holeFrom && s.holeFrom == from {
+			// The others dropped what this replica lacks to their
+			// retention: it goes here too.
+			s.dropBefore(tx, at)
+		}
+		for _, f := range got {
+			if f.Offset != s.holeFrom || f.Offset >= s.holeTo {
+				continue // the hole moved meanwhile (retention, a new snapshot)
+			}
+			tx.PutStreamMessage(s.cfg.ID, f.Offset, f.Timestamp, f.Msg)
+			s.holeFrom++
+		}
+		s.settle()
+		tx.PutStreamState(s.cfg.ID, s.state())
+		s.mu.Unlock()
+		tx.Commit(false, s.failIf)
+		s.signal()
+	}
+}
+
+// dropBefore drops the segments wholly below offset, and the messages
+// below it, making at the first offset; mu is held.
+func (s *Stream) dropBefore(tx *storage.Txn, at uint64) {
+	i := 0
+	for i < len(s.segments) && s.segments[i].Last < at {
+		i++
+	}
+	s.segments = append(s.segments[:0:0], s.segments[i:]...)
+	tx.DeleteStreamBefore(s.cfg.ID, at)
+	s.holeFrom = max(s.holeFrom, at)
+}
+
+// Copy reads this replica's messages from offset from, up to about
+// maxBytes, for another replica's Fetch: only what is readable here, and
+// from the oldest retained offset when from is older.
+func (s *Stream) Copy(from uint64, maxBytes int) ([]Fetched, error) {
+	s.mu.Lock()
+	first, stable := s.first(), s.stable
+	s.mu.Unlock()
+	from = max(from, first)
+	if from >= stable {
+		return nil, nil
+	}
+	var out []Fetched
+	size := 0
+	err := s.cfg.Store.ScanStream(s.cfg.ID, from, int(min(stable-from, 1<<20)), func(offset uint64, ts int64, m *storage.Message) bool {
+		if offset >= stable {
+			return false
+		}
+		out = append(out, Fetched{Offset: offset, Timestamp: ts, Msg: m})
+		size += len(m.Body) + len(m.Props) + 32
+		return size < maxBytes
+	})
+	return out, err
+}
+
+// EncodeFetched is Copy's answer on the wire.
+func EncodeFetched(list []Fetched) []byte {
+	var b []byte
+	for _, f := range list {
+		b = binary.BigEndian.AppendUint64(b, f.Offset)
+		b = binary.BigEndian.AppendUint64(b, uint64(f.Timestamp))
+		enc := storage.AppendMessage(nil, f.Msg)
+		b = binary.AppendUvarint(b, uint64(len(enc)))
+		b = append(b, enc...)
+	}
+	return b
+}
+
+// DecodeFetched reads what EncodeFetched wrote.
+func DecodeFetched(b []byte) ([]Fetched, error) {
+	var out []Fetched
+	for len(b) > 0 {
+		if len(b) < 17 {
+			return nil, errBadEntry
+		}
+		f := Fetched{Offset: binary.BigEndian.Uint64(b), Timestamp: int64(binary.BigEndian.Uint64(b[8:]))}
+		n, k := binary.Uvarint(b[16:])
+		if k <= 0 || n > uint64(len(b)-16-k) {
+			return nil, errBadEntry
+		}
+		body := b[16+k : 16+k+int(n)]
+		m, err := storage.DecodeMessage(body)
+		if err != nil {
+			return nil, err
+		}
+		f.Msg = m
+		out = append(out, f)
+		b = b[16+k+int(n):]
+	}
+	return out, nil
+}
