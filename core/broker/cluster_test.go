@@ -619,17 +619,3 @@ func TestJoinCluster(t *testing.T) {
 		return x && y
 	})
 }
-
-// A clustered node refuses stream queues (they are not replicated yet)
-// with a 406 that says so, and declares nothing.
-func TestClusterRefusesStreams(t *testing.T) {
-	nodes := threeBrokers(t)
-	v, _ := nodes[0].VHost("/")
-	_, err := v.Declare(vhost.QueueDef{Name: "s", Durable: true, Args: protocol.Table{"x-queue-type": "stream"}}, false)
-	if err == nil || !strings.Contains(err.Error(), "stream queues are not available in a cluster yet") {
-		t.Fatalf("a stream in a cluster: %v", err)
-	}
-	if v.HasQueue("s") {
-		t.Fatal("the refused stream was declared")
-	}
-}

@@ -289,6 +289,9 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 // applyDeclareQueue declares a queue for the cluster: the queue itself on
 // its home, a RemoteQueue elsewhere; defMu is held.
 func (v *VHost) applyDeclareQueue(def QueueDef) error {
+	if def.Members != nil && isStreamDef(def) {
+		return v.applyDeclareStream(def)
+	}
 	if def.Members != nil {
 		return v.applyDeclareQuorum(def)
 	}
@@ -369,6 +372,10 @@ func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RUnlock()
 	if qq != nil && qq.ID == incarnation {
 		v.forgetQuorum(qq)
+		return
+	}
+	if s := v.streamQueue(name); s != nil && s.ID() == incarnation {
+		v.forgetStream(s)
 		return
 	}
 	if q != nil && local == incarnation {
@@ -518,11 +525,20 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 		qq.touch()
 		return Declared{Name: qq.Name, Quorum: qq}, nil
 	}
+	if s := v.streamQueue(def.Name); s != nil {
+		if err := v.equivalentStream(s, def); err != nil {
+			return Declared{}, err
+		}
+		return Declared{Name: s.Name, Stream: s}, nil
+	}
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err
 	}
-	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" {
+	switch t, _ := def.Args["x-queue-type"].(string); t {
+	case "quorum":
 		return v.declareQuorumReplicated(def)
+	case "stream":
+		return v.declareStreamReplicated(def)
 	}
 	if !def.ServerNamed && ReservedName(def.Name) {
 		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
@@ -624,6 +640,9 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	if qq != nil && qq.ID == incarnation && qq.member() {
 		return v.handleQuorumCall(str(req, "op"), qq, req)
 	}
+	if s := v.streamQueue(name); s != nil && s.ID() == incarnation && s.member() {
+		return v.handleStreamCall(str(req, "op"), s, req)
+	}
 	if !ok {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
@@ -649,18 +668,7 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 // hold: the delete is committed, then applied here like everywhere else.
 func (v *VHost) deleteHomed(q *queue.Queue, incarnation uint64, ifUnused, ifEmpty bool) (int, error) {
 	st := q.Stats()
-	if ifUnused && st.Consumers > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", q.Name, v.Name)
-	}
-	if ifEmpty && st.Ready > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", q.Name, v.Name)
-	}
-	cmd := v.command(OpDeleteQueue)
-	cmd["name"], cmd["id"] = q.Name, int64(incarnation)
-	if err := v.cluster.Propose(cmd); err != nil {
-		return 0, err
-	}
-	return st.Ready, nil
+	return v.proposeDelete(q.Name, incarnation, st.Consumers, st.Ready, st.Ready, ifUnused, ifEmpty)
 }
 
 // counts returns a declared queue's ready messages and consumers, asking
@@ -808,6 +816,18 @@ func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
 		}
 		return true
 	})
+	// So is a stream.
+	r.streams = slices.DeleteFunc(r.streams, func(s *StreamQueue) bool {
+		if s.MemberNodes() == nil || s.member() {
+			return false
+		}
+		if rq := v.streamVia(s); rq != nil {
+			r.remote = append(r.remote, rq)
+		} else {
+			unreachable++
+		}
+		return true
+	})
 next:
 	for _, rq := range r.remote {
 		for i := range batches {
@@ -860,6 +880,8 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 			r.addQueue(q)
 		} else if qq := v.quorums[name]; qq != nil && qq.member() {
 			r.quorum = append(r.quorum, qq)
+		} else if s := v.streams[name]; s != nil && s.member() {
+			r.streams = append(r.streams, s)
 		}
 	}
 	v.mu.RUnlock()
@@ -874,11 +896,12 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 			done(nil)
 		}
 	}
-	if len(r.quorum) == 0 {
+	if len(r.quorum) == 0 && len(r.streams) == 0 {
 		classic()
 		return
 	}
-	f := &Forwarding{n: len(r.quorum)}
+	f := &Forwarding{n: len(r.quorum) + len(r.streams)}
+	v.enqueueStreams(m, &r, f)
 	v.enqueueQuorum(m, &r, f)
 	f.Then(func(err error) {
 		if err != nil {
@@ -923,6 +946,13 @@ func (v *VHost) Topology() protocol.Table {
 		if qq.MemberNodes() != nil {
 			rec := quorumRecord(qq)
 			rec["name"] = qq.Name
+			queues = append(queues, rec)
+		}
+	}
+	for _, s := range v.streams {
+		if s.MemberNodes() != nil {
+			rec := streamRecord(s)
+			rec["name"] = s.Name
 			queues = append(queues, rec)
 		}
 	}
@@ -1003,6 +1033,11 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	for _, qq := range v.quorums {
 		if qq.MemberNodes() != nil {
 			haves = append(haves, have{name: qq.Name, incarnation: qq.ID})
+		}
+	}
+	for _, s := range v.streams {
+		if s.MemberNodes() != nil {
+			haves = append(haves, have{name: s.Name, incarnation: s.ID()})
 		}
 	}
 	v.mu.RUnlock()

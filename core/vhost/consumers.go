@@ -48,8 +48,11 @@ type Source interface {
 // through: the queue itself, or a RemoteSource for one homed on another
 // node. The checks are Queue's.
 func (v *VHost) Source(name string, owner any) (Source, error) {
+	if !v.HasQueue(name) {
+		v.caughtUp() // declared through another node a moment ago
+	}
 	if s := v.streamQueue(name); s != nil {
-		return streamSource{v: v, s: s}, nil
+		return v.streamSourceFor(s)
 	}
 	if qq := v.quorumQueue(name); qq != nil {
 		qq.touch()
@@ -92,6 +95,9 @@ type RemoteSource struct {
 	v  *VHost
 	rq *RemoteQueue
 	id uint64 // this node's; the home knows the consumer by (node, id)
+	// args are consumer arguments the home's queue reads (a stream's
+	// x-stream-offset); nil for none.
+	args protocol.Table
 
 	mu      sync.Mutex
 	k       queue.Consumer   // the channel's consumer, once consuming
@@ -119,8 +125,12 @@ func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 	if p, ok := k.(prefetcher); ok && p.Prefetch() > 0 {
 		credit = p.Prefetch()
 	}
-	_, err := s.call(callConsume, protocol.Table{"no_ack": k.NoAck(), "exclusive": k.Exclusive(), "credit": int64(credit),
-		"priority": int64(queue.PriorityOf(k))})
+	req := protocol.Table{"no_ack": k.NoAck(), "exclusive": k.Exclusive(), "credit": int64(credit),
+		"priority": int64(queue.PriorityOf(k))}
+	if s.args != nil {
+		req["arguments"] = s.args
+	}
+	_, err := s.call(callConsume, req)
 	if err != nil {
 		s.forget()
 		return err
@@ -324,6 +334,7 @@ type remoteConsumer struct {
 	noAck     bool
 	exclusive bool
 	priority  int // the consumer's x-priority
+	args      protocol.Table
 	credit    int
 	consuming bool // added to the queue (not only getting from it)
 
@@ -337,8 +348,12 @@ type remoteConsumer struct {
 	cancelled bool
 }
 
-func (c *remoteConsumer) NoAck() bool   { return c.noAck }
-func (c *remoteConsumer) Priority() int { return c.priority }
+func (c *remoteConsumer) NoAck() bool { return c.noAck }
+
+// Arguments are the consumer's arguments a queue reads (a stream's
+// x-stream-offset).
+func (c *remoteConsumer) Arguments() protocol.Table { return c.args }
+func (c *remoteConsumer) Priority() int             { return c.priority }
 
 // Prefetch is the consumer's credit: a quorum queue's checkout takes it.
 func (c *remoteConsumer) Prefetch() int {
@@ -557,6 +572,7 @@ func (v *VHost) handleConsumerCall(op string, q Source, req protocol.Table) (pro
 		c.mu.Lock()
 		c.noAck, c.exclusive, c.consuming = b("no_ack"), b("exclusive"), true
 		c.priority = int(id(req, "priority"))
+		c.args, _ = req["arguments"].(protocol.Table)
 		if n := int(id(req, "credit")); n > 0 {
 			c.credit = n
 		}

@@ -121,6 +121,11 @@ func (v *VHost) locked(name string) error {
 // defMu alone, and enters the maps only when complete.
 func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	if passive {
+		if !v.HasQueue(def.Name) {
+			// In a cluster, a queue declared through another node a
+			// moment ago counts.
+			v.caughtUp()
+		}
 		if s := v.streamQueue(def.Name); s != nil {
 			return Declared{Name: s.Name, Stream: s}, nil
 		}
@@ -149,9 +154,6 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		// quorum queue's or a stream's declare refuses exclusivity, by
 		// name.)
 		def.Durable = false
-	}
-	if isStreamDef(def) && v.cluster != nil && v.remoteQueue(def.Name) == nil {
-		return Declared{}, reply.PreconditionFailed("stream queues are not available in a cluster yet; queue '%s' in vhost '%s' can be a quorum queue", def.Name, v.Name)
 	}
 	if v.cluster != nil {
 		if !def.Exclusive {
@@ -338,6 +340,9 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 		if qq := v.quorumQueue(name); qq != nil {
 			return v.deleteReplicatedQuorum(qq, ifUnused, ifEmpty)
 		}
+		if s := v.streamQueue(name); s != nil {
+			return v.deleteReplicatedStream(s, ifUnused, ifEmpty)
+		}
 		v.mu.RLock()
 		q, incarnation := v.queues[name], v.homed[name]
 		v.mu.RUnlock()
@@ -513,7 +518,8 @@ func (e QueueEntry) Info() QueueInfo {
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
 	}
 	if e.sq != nil {
-		return QueueInfo{QueueEntry: e, Stats: e.sq.Stats(), Counters: e.sq.Counters.Values(), Rates: e.sq.Counters.Rates()}
+		st, err := e.v.streamStats(e.sq)
+		return QueueInfo{QueueEntry: e, Stats: st, Counters: e.sq.Counters.Values(), Rates: e.sq.Counters.Rates(), Down: err != nil}
 	}
 	if e.qq != nil {
 		st, err := e.v.quorumStats(e.qq)

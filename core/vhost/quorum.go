@@ -188,11 +188,7 @@ func (v *VHost) applyQuorumPolicies() {
 func quorumRecord(qq *QuorumQueue) protocol.Table {
 	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
 	if nodes := qq.MemberNodes(); nodes != nil {
-		members := make([]any, len(nodes))
-		for i, m := range nodes {
-			members[i] = m
-		}
-		rec["members"], rec["cluster_id"], rec["home"] = members, int64(qq.ID), nodes[0]
+		rec["members"], rec["cluster_id"], rec["home"] = nameList(nodes), int64(qq.ID), nodes[0]
 	}
 	return rec
 }

@@ -37,6 +37,13 @@ import (
 // (balanced); the others are those holding the fewest members, then by
 // name.
 func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
+	return v.placeMembers(def, "x-quorum-initial-group-size")
+}
+
+// placeMembers is placeQuorum with the argument that sets the group's
+// size (a stream's is x-initial-cluster-size); streams' replicas count
+// among the members a node holds.
+func (v *VHost) placeMembers(def QueueDef, sizeArg string) ([]string, error) {
 	var up []string
 	for _, n := range v.cluster.Nodes() {
 		if v.cluster.Up(n) {
@@ -47,7 +54,7 @@ func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
 		return nil, reply.Internal("no node of the cluster is up")
 	}
 	size := int64(3)
-	if x, ok := def.Args["x-quorum-initial-group-size"]; ok {
+	if x, ok := def.Args[sizeArg]; ok {
 		size, _ = queue.Integer(x)
 	}
 	size = min(size, int64(len(up)))
@@ -60,6 +67,11 @@ func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
 			holds[m]++
 		}
 	}
+	for _, s := range v.streamList() {
+		for _, m := range s.MemberNodes() {
+			holds[m]++
+		}
+	}
 	leader := v.self()
 	if loc, _ := def.Args["x-queue-leader-locator"].(string); loc == "balanced" || !slices.Contains(up, leader) {
 		leader = slices.MinFunc(up, func(a, b string) int { return cmp.Or(cmp.Compare(leads[a], leads[b]), cmp.Compare(a, b)) })
@@ -67,6 +79,27 @@ func (v *VHost) placeQuorum(def QueueDef) ([]string, error) {
 	rest := slices.DeleteFunc(slices.Clone(up), func(n string) bool { return n == leader })
 	slices.SortFunc(rest, func(a, b string) int { return cmp.Or(cmp.Compare(holds[a], holds[b]), cmp.Compare(a, b)) })
 	return append([]string{leader}, rest[:size-1]...), nil
+}
+
+// proposeReplicated places a new replicated queue's members (sizeArg
+// sets how many) and proposes its declaration, which names them.
+func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (protocol.Table, error) {
+	members, err := v.placeMembers(def, sizeArg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := v.queueCommand(def, members[0], newIncarnation())
+	cmd["members"] = nameList(members)
+	return cmd, v.cluster.Propose(cmd)
+}
+
+// nameList is a list of node names as a table field.
+func nameList(names []string) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out
 }
 
 // declareQuorumReplicated declares a new quorum queue for the cluster.
@@ -77,17 +110,8 @@ func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 	if err := v.checkQuorum(def); err != nil {
 		return Declared{}, err
 	}
-	members, err := v.placeQuorum(def)
+	cmd, err := v.proposeReplicated(def, "x-quorum-initial-group-size")
 	if err != nil {
-		return Declared{}, err
-	}
-	cmd := v.queueCommand(def, members[0], newIncarnation())
-	names := make([]any, len(members))
-	for i, m := range members {
-		names[i] = m
-	}
-	cmd["members"] = names
-	if err := v.cluster.Propose(cmd); err != nil {
 		return Declared{}, err
 	}
 	qq := v.quorumQueue(def.Name)
@@ -144,18 +168,25 @@ func (v *VHost) deleteReplicatedQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) 
 	if err != nil {
 		return 0, err
 	}
-	if ifUnused && st.Consumers > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", qq.Name, v.Name)
+	return v.proposeDelete(qq.Name, qq.ID, st.Consumers, st.Ready+st.Unacked, st.Ready, ifUnused, ifEmpty)
+}
+
+// proposeDelete proposes a replicated queue's delete once its conditions
+// hold (no consumers with ifUnused, no messages held with ifEmpty), and
+// returns the count delete-ok reports.
+func (v *VHost) proposeDelete(name string, incarnation uint64, consumers, held, ready int, ifUnused, ifEmpty bool) (int, error) {
+	if ifUnused && consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", name, v.Name)
 	}
-	if ifEmpty && st.Ready+st.Unacked > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.Name, v.Name)
+	if ifEmpty && held > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", name, v.Name)
 	}
 	cmd := v.command(OpDeleteQueue)
-	cmd["name"], cmd["id"] = qq.Name, int64(qq.ID)
+	cmd["name"], cmd["id"] = name, int64(incarnation)
 	if err := v.cluster.Propose(cmd); err != nil {
 		return 0, err
 	}
-	return st.Ready, nil
+	return ready, nil
 }
 
 // via is the member a node that is not one reaches the queue through: the
@@ -261,6 +292,9 @@ type QuorumView struct {
 // QuorumStatus is a quorum queue's group as this node sees it: leader,
 // members and, on the leader, each member's log position.
 func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
+	if e.sq != nil && e.sq.MemberNodes() != nil {
+		return e.v.streamStatus(e.sq), true
+	}
 	qq := e.qq
 	if qq == nil {
 		return QuorumView{}, false
@@ -419,11 +453,7 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 		members = slices.DeleteFunc(members, func(m string) bool { return m == node })
 	}
 	cmd := v.command(OpQuorumMembers)
-	names := make([]any, len(members))
-	for i, m := range members {
-		names[i] = m
-	}
-	cmd["name"], cmd["id"], cmd["members"] = qq.Name, int64(qq.ID), names
+	cmd["name"], cmd["id"], cmd["members"] = qq.Name, int64(qq.ID), nameList(members)
 	return v.cluster.Propose(cmd)
 }
 

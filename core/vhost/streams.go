@@ -1,9 +1,12 @@
 package vhost
 
 import (
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
@@ -19,15 +22,24 @@ import (
 // AMQP 0-9-1: declared like quorum queues (durable, not exclusive or
 // auto-delete), published to like any queue (confirmed once synced),
 // consumed from an offset with a prefetch and manual acks, never emptied
-// by consuming; core/stream holds the log. On one node for now: a
-// clustered node refuses them until they are replicated.
+// by consuming; core/stream holds the log. In a cluster a stream is
+// replicated (streams_cluster.go).
 
-// StreamQueue is a stream as the vhost holds it.
+// StreamQueue is a stream as the vhost holds it. In a cluster it is
+// replicated (streams_cluster.go): this node's Stream is its replica when
+// the node is a member, and unused otherwise.
 type StreamQueue struct {
 	*stream.Stream
 	Args protocol.Table
 	// Counters are the stream's message statistics.
 	Counters stats.Meter
+
+	// In a cluster: members are the nodes of its group, by name, the
+	// first stood first for leader (nil on a node of its own); active
+	// says this node's replica runs, in group.
+	members atomic.Pointer[[]string]
+	active  atomic.Bool
+	group   atomic.Pointer[cluster.Group]
 }
 
 // streamRefused are the arguments RabbitMQ 3.10 refuses for a stream.
@@ -139,48 +151,74 @@ func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
 		return nil, false, err
 	}
 	st, ok := v.store.(*storage.Store)
-	switch {
-	case v.cluster != nil:
-		return nil, false, reply.PreconditionFailed("stream queues are not available in a cluster yet; queue '%s' in vhost '%s' can be a quorum queue", def.Name, v.Name)
-	case !ok:
+	if !ok {
 		return nil, false, reply.PreconditionFailed("stream queues need the message store; queue '%s' in vhost '%s'", def.Name, v.Name)
 	}
-	cfg.ID, cfg.Store = st.NewID(), st
-	s, err := stream.Open(cfg)
+	sq, err := v.openStream(def, cfg, st.NewID(), nil)
 	if err != nil {
-		return nil, false, reply.Internal("%v", err)
+		return nil, false, err
 	}
-	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(def.Args), "id": int64(cfg.ID)}
-	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, rec); err != nil {
-		s.Close()
-		return nil, false, stored(err)
-	}
-	sq := &StreamQueue{Stream: s, Args: def.Args}
 	v.registerStream(sq)
-	v.applyStreamPolicy(sq)
 	return sq, true, nil
 }
 
-// RestoreStream reopens a stored stream at start-up.
+// openStream opens a stream's log under id and records its declaration;
+// defMu is held.
+func (v *VHost) openStream(def QueueDef, cfg stream.Config, id uint64, members []string) (*StreamQueue, error) {
+	st, ok := v.store.(*storage.Store)
+	if !ok {
+		return nil, reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, v.Name)
+	}
+	cfg.ID, cfg.Store, cfg.Log = id, st, v.log
+	s, err := stream.Open(cfg)
+	if err != nil {
+		return nil, reply.Internal("%v", err)
+	}
+	sq := &StreamQueue{Stream: s, Args: def.Args}
+	if members != nil {
+		sq.members.Store(&members)
+	}
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, streamRecord(sq)); err != nil {
+		s.Close()
+		return nil, stored(err)
+	}
+	v.applyStreamPolicy(sq)
+	return sq, nil
+}
+
+// streamRecord is a stream's stored declaration; in a cluster its
+// members and its incarnation (its group's id, and its log's) too.
+func streamRecord(s *StreamQueue) protocol.Table {
+	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(s.Args), "id": int64(s.ID())}
+	if nodes := s.MemberNodes(); nodes != nil {
+		rec["members"], rec["cluster_id"], rec["home"] = nameList(nodes), int64(s.ID()), nodes[0]
+	}
+	return rec
+}
+
+// RestoreStream reopens a stored stream at start-up; in a cluster this
+// node's replica rejoins its group.
 func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
 	cfg, err := v.streamConfig(def)
 	if err != nil {
 		return err
 	}
-	st, ok := v.store.(*storage.Store)
-	if !ok {
-		return reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, v.Name)
-	}
-	cfg.ID, cfg.Store = id, st
-	s, err := stream.Open(cfg)
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	sq, err := v.openStream(def, cfg, id, def.Members)
 	if err != nil {
 		return err
 	}
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
-	sq := &StreamQueue{Stream: s, Args: def.Args}
+	if slices.Contains(def.Members, v.self()) {
+		// A replica whose log is empty gets the group's from the
+		// leader: only a new stream's declare makes its first
+		// configuration.
+		if err := v.startStream(sq, false, true); err != nil {
+			sq.Close()
+			return err
+		}
+	}
 	v.registerStream(sq)
-	v.applyStreamPolicy(sq)
 	return nil
 }
 
@@ -285,20 +323,31 @@ func (v *VHost) deleteStream(s *StreamQueue, ifUnused, ifEmpty bool) (int, error
 	if ifEmpty && st.Ready > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.Name, v.Name)
 	}
+	v.forgetStream(s)
+	return st.Ready, nil
+}
+
+// forgetStream removes a stream with its bindings, stops this node's
+// replica and deletes its data and record; defMu is held.
+func (v *VHost) forgetStream(s *StreamQueue) {
 	dest := exchange.Destination{Kind: exchange.ToQueue, Name: s.Name}
 	v.mu.Lock()
+	if v.streams[s.Name] != s {
+		v.mu.Unlock()
+		return
+	}
 	delete(v.streams, s.Name)
 	delete(v.defaults, s.Name)
 	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
 	v.mu.Unlock()
 	v.removeBindings(bound)
+	v.stopStreamReplica(s)
 	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, s.Name); err != nil {
 		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stored stream; it will come back after a restart")
 	}
 	if err := s.Delete(); err != nil {
 		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stream's messages; the next start deletes them")
 	}
-	return st.Ready, nil
 }
 
 // enqueueStreams appends m to the streams routing reached; f hears when
@@ -319,7 +368,7 @@ func (v *VHost) enqueueStreams(m *message.Message, r *Router, f *Forwarding) {
 
 // streamEntry is a stream's listing entry; the caller holds mu.
 func (v *VHost) streamEntry(s *StreamQueue) QueueEntry {
-	e := QueueEntry{Name: s.Name, Durable: true, Args: s.Args, Type: "stream", sq: s}
+	e := QueueEntry{Name: s.Name, Durable: true, Args: s.Args, Type: "stream", sq: s, v: v}
 	if p := v.policies.For(policy.Queues, s.Name); p != nil {
 		e.Policy = p.Name
 	}
@@ -347,21 +396,34 @@ type streamSource struct {
 // answers some with 541).
 func (src streamSource) Consume(c queue.Consumer, added func()) error {
 	s := src.s
+	if err := checkStreamConsumer(s, c); err != nil {
+		return err
+	}
+	from, err := stream.ParseOffset(streamOffsetArg(c), time.Now())
+	if err != nil {
+		return reply.PreconditionFailed("invalid arg 'x-stream-offset' for queue '%s' in vhost '%s': %v", s.Name, s.VHost, err)
+	}
+	return s.Stream.Consume(c, from, added)
+}
+
+// checkStreamConsumer refuses a consumer a stream does not serve.
+func checkStreamConsumer(s *StreamQueue, c queue.Consumer) error {
 	if c.NoAck() {
 		return reply.NotImplemented("automatic acknowledgement not supported by stream queues queue '%s' in vhost '%s'", s.Name, s.VHost)
 	}
 	if p, ok := c.(prefetcher); !ok || p.Prefetch() == 0 {
 		return reply.PreconditionFailed("consumer prefetch count is not set for 'queue '%s' in vhost '%s''", s.Name, s.VHost)
 	}
-	var x any
+	return nil
+}
+
+// streamOffsetArg is the consumer's x-stream-offset argument, nil when
+// it has none.
+func streamOffsetArg(c queue.Consumer) any {
 	if a, ok := c.(interface{ Arguments() protocol.Table }); ok {
-		x = a.Arguments()["x-stream-offset"]
+		return a.Arguments()["x-stream-offset"]
 	}
-	from, err := stream.ParseOffset(x, time.Now())
-	if err != nil {
-		return reply.PreconditionFailed("invalid arg 'x-stream-offset' for queue '%s' in vhost '%s': %v", s.Name, s.VHost, err)
-	}
-	return s.Stream.Consume(c, from, added)
+	return nil
 }
 
 func (src streamSource) Cancel(c queue.Consumer) { src.s.Stream.Cancel(c) }
@@ -375,8 +437,11 @@ func (src streamSource) Get(bool) (queue.Delivery, int, bool) { return queue.Del
 
 // IsStream says whether src reads a stream.
 func IsStream(src Source) bool {
-	_, ok := src.(streamSource)
-	return ok
+	switch src.(type) {
+	case streamSource, remoteStream:
+		return true
+	}
+	return false
 }
 
 // StreamRefuses is RabbitMQ's answer (540) to what a stream does not do:
