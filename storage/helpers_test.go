@@ -33,7 +33,7 @@ func openRecovered(t testing.TB, fs vfs.FS) (*Store, vfs.FS) {
 // commit commits t durably and fails the test on error.
 func commit(tb testing.TB, t *Txn) {
 	tb.Helper()
-	if err := t.commitWait(); err != nil {
+	if err := t.CommitWait(); err != nil {
 		tb.Fatalf("commit: %v", err)
 	}
 }

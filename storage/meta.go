@@ -40,7 +40,7 @@ func (s *Store) DeleteMeta(kind Kind, vhost, name string) error {
 	}
 	t := s.Begin()
 	t.b.Delete(key, nil)
-	return t.commitWait()
+	return t.CommitWait()
 }
 
 // PutBinding creates or replaces the binding with sequence number seq in
@@ -54,7 +54,7 @@ func (s *Store) PutBinding(vhost string, seq uint64, rec protocol.Table) error {
 func (s *Store) DeleteBinding(vhost string, seq uint64) error {
 	t := s.Begin()
 	t.b.Delete(bindingKey(vhost, seq), nil)
-	return t.commitWait()
+	return t.CommitWait()
 }
 
 func (s *Store) putMeta(key []byte, rec protocol.Table) error {
@@ -64,7 +64,7 @@ func (s *Store) putMeta(key []byte, rec protocol.Table) error {
 	}
 	t := s.Begin()
 	t.b.Set(key, val, nil)
-	return t.commitWait()
+	return t.CommitWait()
 }
 
 // DeleteVHost deletes a vhost's record and, in the same batch, everything
@@ -91,7 +91,7 @@ func (s *Store) DeleteVHost(vhost string, queueIDs []uint64) error {
 		t.Abort()
 		return ErrNotRecovered
 	}
-	return t.commitWait()
+	return t.CommitWait()
 }
 
 // Meta lists the records of a kind in key order: names in byte order within

@@ -120,7 +120,7 @@ func (s *Store) DeleteRaftLog(group uint64) error {
 	t := s.Begin()
 	lo, hi := raftGroupSpan(group)
 	t.b.DeleteRange(lo, hi, nil)
-	if err := t.commitWait(); err != nil {
+	if err := t.CommitWait(); err != nil {
 		return err
 	}
 	if l != nil {
@@ -452,7 +452,7 @@ func (w *raftWrite) commit() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 	}
-	if err := w.t.commitWait(); err != nil {
+	if err := w.t.CommitWait(); err != nil {
 		return err
 	}
 	if !w.rewrites {

@@ -272,7 +272,7 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		// The committer may have been writing a batch through without an
 		// fsync while the flush above synced (walFS): an empty durable Txn
 		// makes sure the deletions are fsynced.
-		if err := s.Begin().commitWait(); err != nil {
+		if err := s.Begin().CommitWait(); err != nil {
 			return st, err
 		}
 	}

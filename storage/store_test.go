@@ -614,13 +614,13 @@ func TestConcurrentTxns(t *testing.T) {
 				if i%2 == 0 {
 					txn = s.Begin()
 					txn.DeleteEntry(q2, 0, i, id)
-					must(t, txn.commitWait())
+					must(t, txn.CommitWait())
 				}
 			}
 			// The odd ones go with their queue.
 			txn := s.Begin()
 			txn.DeleteQueue(q2)
-			must(t, txn.commitWait())
+			must(t, txn.CommitWait())
 		}()
 	}
 	wg.Wait()

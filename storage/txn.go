@@ -771,9 +771,10 @@ func (t *Txn) droppedAfter(qid uint64, pos int32) bool {
 	return false
 }
 
-// commitWait commits t durably and waits for the result, which the
-// committer sends directly (not through the callback goroutine).
-func (t *Txn) commitWait() error {
+// CommitWait commits t durably and waits for the result, which the
+// committer sends directly (not through the callback goroutine, so it is
+// not ordered with Commit's callbacks).
+func (t *Txn) CommitWait() error {
 	ch := make(chan error, 1)
 	t.commit(true, nil, ch)
 	return <-ch

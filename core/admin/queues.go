@@ -84,16 +84,13 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		Name:                          q.Name, Node: node, State: "running", Type: "classic", VHost: vhostName,
 		EffectivePolicyDefinition: map[string]any{},
 	}
-	if q.Type == "stream" {
-		out.Type = "stream"
+	if q.Type != "" {
+		out.Type = q.Type
 	}
 	if view, ok := q.QuorumStatus(); ok {
 		// RabbitMQ's fields for a quorum queue, and Warren's view of its
 		// Raft group (each member's log position on the leader); a
 		// stream in a cluster has the same.
-		if q.Type != "stream" {
-			out.Type = "quorum"
-		}
 		out.Leader, out.Members, out.Online = view.Leader, view.Members, view.Online
 		if view.Members == nil {
 			// A group of one: its only member is this node.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/stream"
 )
 
 // Every way of setting a policy (the admin API, warrenctl set_policy which
@@ -27,7 +28,7 @@ func checkValue(key string, v any) error {
 	case "stream-max-segment-size-bytes":
 		return integer(key, v, 0, "a valid segment size")
 	case "max-age":
-		if !isInterval(v) {
+		if a, ok := v.(string); !ok || !validAge(a) {
 			return fmt.Errorf("%s: %s is not a valid max age (a number and one of Y, M, D, h, m, s)", key, show(v))
 		}
 	case "delivery-limit":
@@ -61,23 +62,10 @@ func integer(key string, v any, min int64, what string) error {
 	return nil
 }
 
-// isInterval says whether v is a stream's max age: digits then one of
-// RabbitMQ's units.
-func isInterval(v any) bool {
-	s, ok := v.(string)
-	if !ok || len(s) < 2 {
-		return false
-	}
-	for _, c := range s[:len(s)-1] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	switch s[len(s)-1] {
-	case 'Y', 'M', 'D', 'h', 'm', 's':
-		return true
-	}
-	return false
+// validAge says whether s is a stream's max age, as x-max-age takes it.
+func validAge(s string) bool {
+	_, ok := stream.ParseInterval(s)
+	return ok
 }
 
 // show writes a value as the refusal quotes it: strings quoted.

@@ -79,8 +79,11 @@ func (s *Stream) propose(m *message.Message, done func(error)) {
 	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
 }
 
-// entryAppend is the version byte of an append entry.
-const entryAppend = 1
+// The version bytes of an append entry and of a snapshot.
+const (
+	entryAppend     = 1
+	snapshotVersion = 1
+)
 
 // encodeAppend is an append entry: version, timestamp, then the message.
 func encodeAppend(ts int64, m *message.Message) []byte {
@@ -93,15 +96,13 @@ func encodeAppend(ts int64, m *message.Message) []byte {
 
 var errBadEntry = errors.New("stream: malformed log entry")
 
-func decodeAppend(b []byte) (int64, *message.Message, error) {
+// decodeAppend reads an append entry: the message as it is stored, its
+// fields aliasing b.
+func decodeAppend(b []byte) (int64, *storage.Message, error) {
 	if len(b) < 9 || b[0] != entryAppend {
 		return 0, nil, errBadEntry
 	}
-	sm, err := storage.DecodeMessage(b[9:])
-	if err != nil {
-		return 0, nil, err
-	}
-	m, err := message.New(sm.Exchange, sm.RoutingKey, sm.Flags, sm.Props, sm.Body)
+	m, err := storage.DecodeMessage(b[9:])
 	return int64(binary.BigEndian.Uint64(b[1:])), m, err
 }
 
@@ -125,17 +126,13 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		s.mu.Unlock()
 		return err
 	}
-	first := s.next
+	offset := s.next
 	s.next++
 	tx := s.cfg.Store.Begin()
-	for _, i := range s.place(tx, []pending{{m: m, ts: ts}}, first) {
-		tx.PutStreamSegment(s.cfg.ID, s.segments[i])
-	}
-	if cut, ok := s.retain(); ok {
-		tx.DeleteStreamBefore(s.cfg.ID, cut)
-	}
+	s.place(tx, offset, ts, m)
+	s.placed(tx)
 	tx.PutStreamState(s.cfg.ID, s.state())
-	s.lastChunk = first
+	s.lastChunk = offset
 	s.settle()
 	s.mu.Unlock()
 	// Reads wait for what was committed before them (the store's
@@ -183,7 +180,7 @@ func (s *Stream) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := make([]byte, 0, 1+8+binary.MaxVarintLen64+len(s.segments)*40)
-	b = append(b, entryAppend)
+	b = append(b, snapshotVersion)
 	b = binary.BigEndian.AppendUint64(b, s.next)
 	b = binary.AppendUvarint(b, uint64(len(s.segments)))
 	for _, seg := range s.segments {
@@ -197,7 +194,7 @@ func (s *Stream) Snapshot() ([]byte, error) {
 }
 
 func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, err error) {
-	if len(b) < 9 || b[0] != entryAppend {
+	if len(b) < 9 || b[0] != snapshotVersion {
 		return 0, nil, errBadEntry
 	}
 	next = binary.BigEndian.Uint64(b[1:])

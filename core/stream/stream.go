@@ -196,18 +196,14 @@ func (s *Stream) write() {
 		}
 		first := s.next - uint64(len(batch))
 		tx := s.cfg.Store.Begin()
-		changed := s.place(tx, batch, first)
-		for _, i := range changed {
-			tx.PutStreamSegment(s.cfg.ID, s.segments[i])
+		for i, p := range batch {
+			sm := storage.Message{Exchange: p.m.Exchange, RoutingKey: p.m.RoutingKey, Flags: p.m.Flags, Props: p.m.Props, Body: p.m.Body}
+			s.place(tx, first+uint64(i), p.ts, &sm)
 		}
-		if cut, ok := s.retain(); ok {
-			tx.DeleteStreamBefore(s.cfg.ID, cut)
-		}
+		s.placed(tx)
 		s.mu.Unlock()
 
-		synced := make(chan error, 1)
-		tx.Commit(true, func(err error) { synced <- err })
-		err := <-synced
+		err := tx.CommitWait()
 		s.mu.Lock()
 		if err != nil {
 			s.failed = err
@@ -223,29 +219,34 @@ func (s *Stream) write() {
 	}
 }
 
-// place writes batch's messages from offset first into tx, growing the
-// last segment or starting new ones, and returns the indexes of the
-// segments it changed; mu is held.
-func (s *Stream) place(tx *storage.Txn, batch []pending, first uint64) []int {
-	var changed []int
-	for i, p := range batch {
-		offset := first + uint64(i)
-		n := len(s.segments)
-		if n == 0 || s.segments[n-1].Bytes >= s.cfg.SegmentBytes {
-			s.segments = append(s.segments, storage.Segment{First: offset, Timestamp: p.ts})
-			n++
+// place writes the message at offset into tx, growing the last segment
+// or starting a new one (the one it leaves is written as it is); placed
+// ends the batch. mu is held.
+func (s *Stream) place(tx *storage.Txn, offset uint64, ts int64, m *storage.Message) {
+	n := len(s.segments)
+	if n == 0 || s.segments[n-1].Bytes >= s.cfg.SegmentBytes {
+		if n > 0 {
+			tx.PutStreamSegment(s.cfg.ID, s.segments[n-1])
 		}
-		seg := &s.segments[n-1]
-		seg.Last = offset
-		seg.Bytes += int64(len(p.m.Body))
-		seg.Count++
-		if len(changed) == 0 || changed[len(changed)-1] != n-1 {
-			changed = append(changed, n-1)
-		}
-		tx.PutStreamMessage(s.cfg.ID, offset, p.ts, &storage.Message{Exchange: p.m.Exchange, RoutingKey: p.m.RoutingKey,
-			Flags: p.m.Flags, Props: p.m.Props, Body: p.m.Body})
+		s.segments = append(s.segments, storage.Segment{First: offset, Timestamp: ts})
+		n++
 	}
-	return changed
+	seg := &s.segments[n-1]
+	seg.Last = offset
+	seg.Bytes += int64(len(m.Body))
+	seg.Count++
+	tx.PutStreamMessage(s.cfg.ID, offset, ts, m)
+}
+
+// placed ends a batch of place calls: the last segment's record is
+// written, and retention applied. mu is held.
+func (s *Stream) placed(tx *storage.Txn) {
+	if n := len(s.segments); n > 0 {
+		tx.PutStreamSegment(s.cfg.ID, s.segments[n-1])
+	}
+	if cut, ok := s.retain(); ok {
+		tx.DeleteStreamBefore(s.cfg.ID, cut)
+	}
 }
 
 // retain drops the oldest segments while the stream is over
@@ -318,9 +319,7 @@ func (s *Stream) expire() {
 	s.mu.Unlock()
 	tx := s.cfg.Store.Begin()
 	tx.DeleteStreamBefore(s.cfg.ID, cut)
-	synced := make(chan error, 1)
-	tx.Commit(true, func(err error) { synced <- err })
-	err := <-synced
+	err := tx.CommitWait()
 	s.mu.Lock()
 	if err != nil {
 		s.failed = err
@@ -404,9 +403,21 @@ func ParseInterval(s string) (time.Duration, bool) {
 			return 0, false
 		}
 	}
-	unit := map[byte]time.Duration{'Y': 365 * 24 * time.Hour, 'M': 30 * 24 * time.Hour, 'D': 24 * time.Hour,
-		'h': time.Hour, 'm': time.Minute, 's': time.Second}[s[len(s)-1]]
-	if unit == 0 {
+	var unit time.Duration
+	switch s[len(s)-1] {
+	case 'Y':
+		unit = 365 * 24 * time.Hour
+	case 'M':
+		unit = 30 * 24 * time.Hour
+	case 'D':
+		unit = 24 * time.Hour
+	case 'h':
+		unit = time.Hour
+	case 'm':
+		unit = time.Minute
+	case 's':
+		unit = time.Second
+	default:
 		return 0, false
 	}
 	return time.Duration(n) * unit, true
@@ -640,7 +651,5 @@ func (s *Stream) Delete() error {
 	}
 	tx := s.cfg.Store.Begin()
 	tx.DeleteStream(s.cfg.ID)
-	synced := make(chan error, 1)
-	tx.Commit(true, func(err error) { synced <- err })
-	return <-synced
+	return tx.CommitWait()
 }

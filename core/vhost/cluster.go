@@ -803,31 +803,11 @@ func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
 		queues []string
 	}
 	var batches []batch
-	// A quorum queue this node has no member of is reached through one.
+	// A quorum queue or stream this node has no member of is reached
+	// through one.
 	var unreachable int
-	r.quorum = slices.DeleteFunc(r.quorum, func(qq *QuorumQueue) bool {
-		if qq.member() {
-			return false
-		}
-		if rq := v.via(qq); rq != nil {
-			r.remote = append(r.remote, rq)
-		} else {
-			unreachable++
-		}
-		return true
-	})
-	// So is a stream.
-	r.streams = slices.DeleteFunc(r.streams, func(s *StreamQueue) bool {
-		if s.MemberNodes() == nil || s.member() {
-			return false
-		}
-		if rq := v.streamVia(s); rq != nil {
-			r.remote = append(r.remote, rq)
-		} else {
-			unreachable++
-		}
-		return true
-	})
+	r.quorum = throughMembers(r, r.quorum, (*QuorumQueue).member, v.via, &unreachable)
+	r.streams = throughMembers(r, r.streams, (*StreamQueue).here, v.streamVia, &unreachable)
 next:
 	for _, rq := range r.remote {
 		for i := range batches {
@@ -850,6 +830,23 @@ next:
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
 	}
 	return f
+}
+
+// throughMembers returns the replicated queues of list whose messages
+// are on this node, and adds the others to r.remote as the member up they
+// are reached through (via); unreachable counts those with none up.
+func throughMembers[Q any](r *Router, list []Q, here func(Q) bool, via func(Q) *RemoteQueue, unreachable *int) []Q {
+	return slices.DeleteFunc(list, func(q Q) bool {
+		if here(q) {
+			return false
+		}
+		if rq := via(q); rq != nil {
+			r.remote = append(r.remote, rq)
+		} else {
+			*unreachable++
+		}
+		return true
+	})
 }
 
 // ErrRejected is a forwarded message a queue refused (overflow

@@ -3,6 +3,7 @@ package vhost
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -284,24 +285,7 @@ func (v *VHost) newQuorum(name string, args protocol.Table, id uint64, members [
 // for leader at once (the member a new queue's leader locator chose), join
 // makes it a member the group is adding (see cluster.Group.AddMember).
 func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
-	rs, ok := v.store.(raftLogs)
-	if !ok {
-		return fmt.Errorf("the store keeps no Raft logs")
-	}
-	log, err := rs.RaftLog(qq.ID)
-	if err != nil {
-		return err
-	}
-	members := []uint64{v.groups.Self()}
-	if qq.MemberNodes() != nil {
-		members = members[:0]
-		for _, name := range qq.MemberNodes() {
-			members = append(members, cluster.NodeID(name))
-		}
-	}
-	bind := func(g *cluster.Group) { qq.SetLog(g) }
-	g, err := v.groups.Start(cluster.GroupConfig{ID: qq.ID, Members: members, Campaign: campaign && !join, Join: join,
-		Bind: bind, Log: log, Machine: qq.Queue})
+	g, err := v.startMember(qq.ID, qq.MemberNodes(), campaign, join, func(g *cluster.Group) { qq.SetLog(g) }, qq.Queue)
 	if err != nil {
 		qq.SetLog(nil)
 		return err
@@ -312,6 +296,30 @@ func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
 	<-g.Recovered()
 	v.startExpiry()
 	return nil
+}
+
+// startMember starts this node's member of a replicated queue's Raft
+// group: id is the group's (and its log's), members its nodes by name
+// (nil: a group of this node alone); bind hands the machine its group
+// before it runs.
+func (v *VHost) startMember(id uint64, members []string, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
+	rs, ok := v.store.(raftLogs)
+	if !ok || v.groups == nil {
+		return nil, fmt.Errorf("this node keeps no Raft groups")
+	}
+	log, err := rs.RaftLog(id)
+	if err != nil {
+		return nil, err
+	}
+	ids := []uint64{v.groups.Self()}
+	if members != nil {
+		ids = ids[:0]
+		for _, name := range members {
+			ids = append(ids, cluster.NodeID(name))
+		}
+	}
+	return v.groups.Start(cluster.GroupConfig{ID: id, Members: ids, Campaign: campaign && !join, Join: join,
+		Bind: bind, Log: log, Machine: m})
 }
 
 // stopMember stops this node's member of qq's group, deletes its log and
@@ -619,11 +627,7 @@ func (v *VHost) expireQuorum(qq *QuorumQueue) {
 func (v *VHost) quorumList() []*QuorumQueue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]*QuorumQueue, 0, len(v.quorums))
-	for _, qq := range v.quorums {
-		out = append(out, qq)
-	}
-	return out
+	return slices.Collect(maps.Values(v.quorums))
 }
 
 // quorumStats are qq's figures as a listing shows them.

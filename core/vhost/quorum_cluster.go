@@ -127,24 +127,17 @@ func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 // applyDeclareQuorum declares a quorum queue for the cluster; defMu is
 // held.
 func (v *VHost) applyDeclareQuorum(def QueueDef) error {
-	v.mu.RLock()
-	qq, q, rq := v.quorums[def.Name], v.queues[def.Name], v.remote[def.Name]
-	v.mu.RUnlock()
-	switch {
-	case qq != nil && qq.ID == def.ID:
+	if qq := v.quorumQueue(def.Name); qq != nil && qq.ID == def.ID {
 		return nil
-	case qq != nil:
-		return v.equivalentQueue(qq.shape(), def)
-	case q != nil:
-		return v.equivalentQueue(shapeOf(q), def)
-	case rq != nil:
-		return v.equivalentQueue(rq.shape(), def)
+	}
+	if exists, err := v.declaredAlready(def); exists {
+		return err
 	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
 	if err != nil {
 		return err
 	}
-	qq = v.newQuorum(def.Name, def.Args, def.ID, def.Members, settings)
+	qq := v.newQuorum(def.Name, def.Args, def.ID, def.Members, settings)
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
 		return stored(err)
 	}
@@ -159,6 +152,27 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 	}
 	v.registerQuorum(qq)
 	return nil
+}
+
+// declaredAlready says whether a queue named as def is there already,
+// and if so, what a declare of def gets: nil when it matches, 406 when
+// its type, flags or arguments differ. A replicated declare applied on a
+// node that has one of another incarnation keeps that one.
+func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
+	v.mu.RLock()
+	qq, s, q, rq := v.quorums[def.Name], v.streams[def.Name], v.queues[def.Name], v.remote[def.Name]
+	v.mu.RUnlock()
+	switch {
+	case qq != nil:
+		return true, v.equivalentQueue(qq.shape(), def)
+	case s != nil:
+		return true, v.equivalentStream(s, def)
+	case q != nil:
+		return true, v.equivalentQueue(shapeOf(q), def)
+	case rq != nil:
+		return true, v.equivalentQueue(rq.shape(), def)
+	}
+	return false, nil
 }
 
 // deleteReplicatedQuorum deletes a quorum queue for the cluster once its

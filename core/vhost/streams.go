@@ -1,6 +1,7 @@
 package vhost
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -270,11 +271,7 @@ func (v *VHost) applyStreamPolicies() {
 func (v *VHost) streamList() []*StreamQueue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	list := make([]*StreamQueue, 0, len(v.streams))
-	for _, s := range v.streams {
-		list = append(list, s)
-	}
-	return list
+	return slices.Collect(maps.Values(v.streams))
 }
 
 // applyStreamPolicy sets a stream's retention from its arguments and its

@@ -1,7 +1,6 @@
 package vhost
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -44,6 +43,10 @@ func (s *StreamQueue) MemberNodes() []string {
 // member says whether this node runs a replica of the stream.
 func (s *StreamQueue) member() bool { return s.active.Load() }
 
+// here says whether the stream's messages are on this node: a stream of
+// a node of its own, or this node's replica.
+func (s *StreamQueue) here() bool { return s.MemberNodes() == nil || s.member() }
+
 // declareStreamReplicated declares a new stream for the cluster.
 func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
 	if _, err := v.streamConfig(def); err != nil {
@@ -60,9 +63,8 @@ func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
 	}
 	s := v.streamQueue(def.Name)
 	if s == nil {
-		if v.HasQueue(def.Name) {
-			// Another node declared a queue of another type first.
-			return Declared{}, v.applyDeclareQueueCheck(def)
+		if exists, err := v.declaredAlready(def); exists {
+			return Declared{}, err // another node declared another type first
 		}
 		return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name) // deleted again already
 	}
@@ -72,37 +74,14 @@ func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
 	return Declared{Name: s.Name, Stream: s, Created: s.ID() == id(cmd, "id")}, nil
 }
 
-// applyDeclareQueueCheck is the 406 a declare gets when the name is
-// another type of queue's.
-func (v *VHost) applyDeclareQueueCheck(def QueueDef) error {
-	v.mu.RLock()
-	q, rq, qq := v.queues[def.Name], v.remote[def.Name], v.quorums[def.Name]
-	v.mu.RUnlock()
-	switch {
-	case qq != nil:
-		return v.equivalentQueue(qq.shape(), def)
-	case q != nil:
-		return v.equivalentQueue(shapeOf(q), def)
-	case rq != nil:
-		return v.equivalentQueue(rq.shape(), def)
-	}
-	return nil
-}
-
 // applyDeclareStream declares a stream for the cluster: every node
 // records it, its members start their replicas; defMu is held.
 func (v *VHost) applyDeclareStream(def QueueDef) error {
-	if s := v.streamQueue(def.Name); s != nil {
-		if s.ID() == def.ID {
-			return nil
-		}
-		return v.equivalentStream(s, def)
+	if s := v.streamQueue(def.Name); s != nil && s.ID() == def.ID {
+		return nil
 	}
-	if err := v.applyDeclareQueueCheck(def); err != nil {
+	if exists, err := v.declaredAlready(def); exists {
 		return err
-	}
-	if v.HasQueue(def.Name) {
-		return reply.PreconditionFailed("queue '%s' in vhost '%s' exists with another type", def.Name, v.Name)
 	}
 	cfg, err := v.streamConfig(def)
 	if err != nil {
@@ -126,21 +105,8 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 // startStream starts this node's replica of s's group and waits until it
 // has replayed its log; campaign and join as startQuorum's.
 func (v *VHost) startStream(s *StreamQueue, campaign, join bool) error {
-	rs, ok := v.store.(raftLogs)
-	if !ok || v.groups == nil {
-		return fmt.Errorf("this node keeps no Raft groups")
-	}
-	log, err := rs.RaftLog(s.ID())
-	if err != nil {
-		return err
-	}
-	var members []uint64
-	for _, name := range s.MemberNodes() {
-		members = append(members, cluster.NodeID(name))
-	}
 	bind := func(g *cluster.Group) { s.SetReplica(g, v.copyFor(s)) }
-	g, err := v.groups.Start(cluster.GroupConfig{ID: s.ID(), Members: members, Campaign: campaign && !join, Join: join,
-		Bind: bind, Log: log, Machine: s.Stream})
+	g, err := v.startMember(s.ID(), s.MemberNodes(), campaign, join, bind, s.Stream)
 	if err != nil {
 		return err
 	}
@@ -231,7 +197,7 @@ func (v *VHost) deleteReplicatedStream(s *StreamQueue, ifUnused, ifEmpty bool) (
 // streamStats are a stream's figures: its replica's here, or a member's
 // through a call.
 func (v *VHost) streamStats(s *StreamQueue) (queue.Stats, error) {
-	if s.MemberNodes() == nil || s.member() {
+	if s.here() {
 		return s.Stats(), nil
 	}
 	rq := v.streamVia(s)
@@ -350,7 +316,7 @@ func (src remoteStream) Get(bool) (queue.Delivery, int, bool) { return queue.Del
 
 // streamSourceFor is what a channel of this node reads s through.
 func (v *VHost) streamSourceFor(s *StreamQueue) (Source, error) {
-	if s.MemberNodes() == nil || s.member() {
+	if s.here() {
 		return streamSource{v: v, s: s}, nil
 	}
 	rq := v.streamVia(s)
