@@ -224,6 +224,34 @@ func TestStreamConsume(t *testing.T) {
 		_, err := ch.Consume(name, "", false, false, false, false, amqp.Table{"x-stream-offset": "1x"})
 		return err
 	})
+	// A delivery nacked or rejected: RabbitMQ closes the connection.
+	settleRefused := func(settle func(d amqp.Delivery) error) func(ch *amqp.Channel) error {
+		return func(ch *amqp.Channel) error {
+			_ = ch.Qos(1, 0, false)
+			closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+			ds, err := ch.Consume(name, "", false, false, false, false, amqp.Table{"x-stream-offset": "first"})
+			if err != nil {
+				return err
+			}
+			if err := settle(<-ds); err != nil {
+				return err
+			}
+			select {
+			case e := <-closed:
+				if e == nil {
+					return fmt.Errorf("the channel closed without an error")
+				}
+				return e
+			case <-time.After(5 * time.Second):
+				return nil
+			}
+		}
+	}
+	const nackText = "basic.nack and basic.reject not supported by stream queues queue '"
+	refused("nack", amqp.NotImplemented, nackText+name+"' in vhost '/'",
+		settleRefused(func(d amqp.Delivery) error { return d.Nack(false, true) }))
+	refused("reject", amqp.NotImplemented, nackText+name+"' in vhost '/'",
+		settleRefused(func(d amqp.Delivery) error { return d.Reject(false) }))
 }
 
 // TestStreamRetentionAndRestart: a stream keeps what x-max-length-bytes

@@ -260,6 +260,17 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 		ch.mu.Unlock()
 		return reply.PreconditionFailed("unknown delivery tag %d", tag)
 	}
+	if !ack {
+		for _, u := range done {
+			if err := ch.c.vh.StreamSettleRefused(u.q); err != nil {
+				// The connection closes: what the nack took goes back to
+				// its queues, as everything else it holds will.
+				ch.mu.Unlock()
+				requeue(done)
+				return err
+			}
+		}
+	}
 	kick := ch.releaseCredit(done)
 	ch.mu.Unlock()
 

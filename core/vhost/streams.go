@@ -441,6 +441,22 @@ func IsStream(src Source) bool {
 	return false
 }
 
+// StreamSettleRefused is RabbitMQ's answer (540, which closes the
+// connection) to a nack or reject of a delivery src made, when src reads
+// a stream; nil for any other source.
+func (v *VHost) StreamSettleRefused(src Source) error {
+	var s *StreamQueue
+	switch t := src.(type) {
+	case streamSource:
+		s = t.s
+	case remoteStream:
+		s = t.s
+	default:
+		return nil
+	}
+	return v.StreamRefuses("basic.nack and basic.reject", s.Name)
+}
+
 // StreamRefuses is RabbitMQ's answer (540) to what a stream does not do:
 // basic.get, queue.purge.
 func (v *VHost) StreamRefuses(what, name string) error {
