@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"sort"
 
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -70,19 +71,22 @@ func (k *consumer) Deliver(d queue.Delivery) bool {
 	}
 	ch.nextTag++
 	tag := ch.nextTag
-	m := d.Entry.Msg
-	deliver := protocol.BasicDeliver{ConsumerTag: k.tag, DeliveryTag: tag, Redelivered: d.Redelivered, Exchange: m.Exchange, RoutingKey: m.RoutingKey}
-	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
-	b = deliver.Append(b)
-	b = protocol.EndFrame(b, start)
-	b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
-	o.end(b)
+	o.end(ch.appendDeliver(b, k.tag, tag, d.Redelivered, d.Entry.Msg))
 	if !k.noAck {
 		ch.unacked.push(unacked{tag: tag, q: k.q, entry: d.Entry, consumer: k})
 		k.unacked++
 	}
 	ch.countDelivery(d, k.noAck, stats.Deliver, stats.DeliverNoAck)
 	return true
+}
+
+// appendDeliver appends basic.deliver of m and its content frames to b.
+func (ch *channel) appendDeliver(b []byte, consumerTag string, tag uint64, redelivered bool, m *message.Message) []byte {
+	deliver := protocol.BasicDeliver{ConsumerTag: consumerTag, DeliveryTag: tag, Redelivered: redelivered, Exchange: m.Exchange, RoutingKey: m.RoutingKey}
+	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
+	b = deliver.Append(b)
+	b = protocol.EndFrame(b, start)
+	return protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
 }
 
 // countDelivery counts d in the channel's statistics and its vhost's.

@@ -127,12 +127,7 @@ func (t replyTarget) DeliverReply(m *message.Message) bool {
 		return false
 	}
 	ch.nextTag++
-	deliver := protocol.BasicDeliver{ConsumerTag: ch.reply.tag, DeliveryTag: ch.nextTag, Exchange: m.Exchange, RoutingKey: m.RoutingKey}
-	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
-	b = deliver.Append(b)
-	b = protocol.EndFrame(b, start)
-	b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
-	o.end(b)
+	o.end(ch.appendDeliver(b, ch.reply.tag, ch.nextTag, false, m))
 	ch.countDelivery(queue.Delivery{Entry: queue.Entry{Msg: m}}, true, stats.Deliver, stats.DeliverNoAck)
 	return true
 }
