@@ -272,11 +272,11 @@ func TestDirectReplyTo(t *testing.T) {
 	_, err := channel().Consume(pseudo, "", false, false, false, false, nil)
 	expectRefusal(t, err, amqp.PreconditionFailed, "reply consumer cannot acknowledge")
 	ch := channel()
-	err = ch.Publish("", "anywhere", false, false, amqp.Publishing{ReplyTo: pseudo, Body: []byte("x")})
-	if err == nil {
-		_, err = ch.QueueDeclarePassive(pseudo, false, false, false, false, nil) // a round trip to see the close
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	if err := ch.Publish("", "anywhere", false, false, amqp.Publishing{ReplyTo: pseudo, Body: []byte("x")}); err != nil {
+		t.Fatal(err)
 	}
-	expectRefusal(t, err, amqp.PreconditionFailed, "fast reply consumer does not exist")
+	expectRefusal(t, expectClose(t, closed, amqp.PreconditionFailed), amqp.PreconditionFailed, "fast reply consumer does not exist")
 	ch = channel()
 	if _, err := ch.Consume(pseudo, "one", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
