@@ -3,12 +3,12 @@ package sdk
 import (
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/sdk/abi"
 )
 
@@ -249,25 +249,18 @@ func TestBufferAndRouteAllocs(t *testing.T) {
 	}
 }
 
-// TestMessageProperties reads a property list encoded by the broker's codec.
+// TestMessageProperties reads a property list the broker's codec encoded:
+// testdata/properties.bin, which a test of the broker's module checks
+// against its encoder (plugins.TestSDKPropertiesFixture). Its flags are
+// content-type, headers, delivery-mode, priority, correlation-id,
+// message-id, timestamp and app-id.
 func TestMessageProperties(t *testing.T) {
-	p := protocol.Properties{
-		Flags: protocol.FlagContentType | protocol.FlagHeaders | protocol.FlagDeliveryMode | protocol.FlagPriority |
-			protocol.FlagCorrelationID | protocol.FlagMessageID | protocol.FlagTimestamp | protocol.FlagAppID,
-		ContentType:   "application/json",
-		Headers:       protocol.Table{"s": "str", "i": int32(-7), "l": int64(1 << 40), "d": 2.5, "b": true, "v": nil, "n": protocol.Table{"k": "v"}, "a": []any{int64(1), "two"}, "x": []byte{1, 2}},
-		DeliveryMode:  2,
-		Priority:      5,
-		CorrelationID: "corr",
-		MessageID:     "mid",
-		Timestamp:     1700000000,
-		AppID:         "app",
-	}
-	raw, err := p.Append(nil)
+	const flags = 0xbcc8
+	raw, err := os.ReadFile("testdata/properties.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := RawMessage("key", p.Flags, raw, nil)
+	m := RawMessage("key", flags, raw, nil)
 	if ct, ok := m.ContentType(); !ok || ct != "application/json" {
 		t.Errorf("content type %q %v", ct, ok)
 	}
@@ -322,7 +315,7 @@ func TestMessageProperties(t *testing.T) {
 		t.Error("missing header found")
 	}
 	// A truncated list reads as absent from the fault on, without panicking.
-	cut := RawMessage("k", p.Flags, raw[:len(raw)-6], nil)
+	cut := RawMessage("k", flags, raw[:len(raw)-6], nil)
 	if _, ok := cut.AppID(); ok {
 		t.Error("app id read from a truncated list")
 	}

@@ -1,0 +1,3 @@
+module github.com/warrenmq/warren/sdk
+
+go 1.24
