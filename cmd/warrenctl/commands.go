@@ -184,7 +184,7 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
-	"plugins": {form: "plugins list | enable NAME | disable NAME [--force]", min: 1, max: 2, run: plugins},
+	"plugins": {form: "plugins list | enable NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
 
 	"add_member": {form: "add_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
@@ -257,7 +257,7 @@ func setPolicy(c *client, o *opts, out io.Writer, args []string) error {
 func plugins(c *client, o *opts, out io.Writer, args []string) error {
 	switch args[0] {
 	case "list":
-		return table("/api/plugins", "name", "enabled", "version", "types", "state")(c, o, out, nil)
+		return table("/api/plugins", "name", "enabled", "version", "abi", "features", "types", "state", "hash")(c, o, out, nil)
 	case "enable", "disable":
 		if len(args) != 2 {
 			return fmt.Errorf("usage: warrenctl plugins %s NAME", args[0])
@@ -271,8 +271,31 @@ func plugins(c *client, o *opts, out io.Writer, args []string) error {
 		}
 		fmt.Fprintf(out, "plugin %s %sd\n", args[1], args[0])
 		return nil
+	case "configure":
+		if len(args) != 4 {
+			return fmt.Errorf("usage: warrenctl plugins configure NAME KEY VALUE")
+		}
+		// The broker converts the text to the setting's kind.
+		if err := c.do("PUT", pluginSettingPath(args[1], args[2]), map[string]any{"value": args[3]}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plugin %s: %s set to %s\n", args[1], args[2], args[3])
+		return nil
+	case "reset":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: warrenctl plugins reset NAME KEY")
+		}
+		if err := c.do("DELETE", pluginSettingPath(args[1], args[2]), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plugin %s: %s reset to the configuration's\n", args[1], args[2])
+		return nil
 	}
 	return fmt.Errorf("unknown plugins command %q", args[0])
+}
+
+func pluginSettingPath(name, key string) string {
+	return "/api/plugins/" + url.PathEscape(name) + "/settings/" + url.PathEscape(key)
 }
 
 // node is the figures of /api/nodes that status and list_alarms show.
