@@ -43,7 +43,9 @@ func TestHeldSpans(t *testing.T) {
 	}
 	spans := func() []string {
 		var out []string
-		if err := s.HeldSpans(func(sp HeldSpan, n int64) { out = append(out, fmt.Sprintf("%s|%q|%v|%d", sp.VHost, sp.Exchange, sp.Transient, n)) }); err != nil {
+		if err := s.HeldSpans(func(sp HeldSpan, n int64) {
+			out = append(out, fmt.Sprintf("%s|%q|%v|%d", sp.VHost, sp.Exchange, sp.Transient, n))
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return out
