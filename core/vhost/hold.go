@@ -44,8 +44,10 @@ import (
 //     items, or popped for release; none with key > w is in items.
 //   - more is false only when the store holds no message with key > w.
 //   - While loading, the store is read after w with mu released; adds with
-//     key > w go to pending as well as to the store, and the merge takes
-//     the union of what was read and pending (by seq) up to the new w.
+//     key > w go to pending (at most batch of them; the window then ends
+//     before the earliest left out) as well as to the store, and the merge
+//     takes the union of what was read and pending (by seq) up to the new
+//     w. So memory holds at most 1.5*capacity + batch held messages.
 //   - w never falls below a key popped for release (popped): a message
 //     popped and not yet deleted from the store is never read again.
 //   - An exchange's messages are counted in its heldExchange (n), whether
@@ -67,20 +69,24 @@ type holdQueue struct {
 	batch     int           // messages read per span and load
 	lookahead time.Duration // the window reaches at least this far ahead
 
-	mu        sync.Mutex
-	items     holdHeap
-	byX       map[string]*heldExchange
-	total     int
-	w         heldKey
-	popped    heldKey // the latest key popped for release
-	more      bool
-	loading   bool
-	pending   []*held
-	retryAt   time.Time // after a failed read of the store
-	timer     *time.Timer
-	stopped   bool
-	releasing bool   // a goroutine is in fire's release loop
-	seq       uint64 // orders items that are not stored
+	mu      sync.Mutex
+	items   holdHeap
+	byX     map[string]*heldExchange
+	total   int
+	w       heldKey
+	popped  heldKey // the latest key popped for release
+	more    bool
+	loading bool
+	pending []*held
+	// overflow: adds during a load beyond pending's batch were left to the
+	// store; the load's window ends before the earliest, overflowMin.
+	overflow    bool
+	overflowMin heldKey
+	retryAt     time.Time // after a failed read of the store
+	timer       *time.Timer
+	stopped     bool
+	releasing   bool   // a goroutine is in fire's release loop
+	seq         uint64 // orders items that are not stored
 
 	dropped [dropReasons]atomic.Uint64
 }
@@ -222,7 +228,12 @@ func (hq *holdQueue) place(h *held) {
 	case !hq.windowed || !h.stored:
 		heap.Push(&hq.items, h)
 	case hq.loading && hq.w.less(h.heldKey):
-		hq.pending = append(hq.pending, h)
+		if len(hq.pending) < hq.batch {
+			hq.pending = append(hq.pending, h)
+		} else if !hq.overflow || h.less(hq.overflowMin) {
+			// Left to the store: the window will end before it.
+			hq.overflow, hq.overflowMin = true, h.heldKey
+		}
 	case !hq.w.less(h.heldKey):
 		heap.Push(&hq.items, h)
 		hq.evictOver()
@@ -415,10 +426,17 @@ func (hq *holdQueue) load() {
 		hq.v.log.Error().Err(err).Msg("could not read held messages from the store; trying again in a second")
 		hq.retryAt = time.Now().Add(time.Second)
 		// What was added meanwhile is in the store, after w.
-		hq.more = hq.more || len(pending) > 0
+		hq.more = hq.more || len(pending) > 0 || hq.overflow
+		hq.overflow = false
 		return
 	}
 	hq.retryAt = time.Time{}
+	if hq.overflow {
+		if lim := (heldKey{due: hq.overflowMin.due, seq: hq.overflowMin.seq - 1}); lim.less(end) {
+			end = lim
+		}
+		full, hq.overflow = true, false
+	}
 	seen := make(map[uint64]bool, len(read))
 	w := w0
 	take := func(h *held) {
