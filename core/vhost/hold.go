@@ -153,7 +153,7 @@ func (h *holdHeap) Pop() any {
 // The window's default shape: 100,000 small messages are some 30 MB.
 const (
 	holdCapacity  = 100_000
-	holdBatch     = 8192
+	holdBatch     = 1024
 	holdLookahead = 2 * time.Second
 )
 
