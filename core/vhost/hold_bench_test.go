@@ -2,7 +2,6 @@ package vhost
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -172,5 +171,3 @@ func rssMB() float64 {
 	}
 	return 0
 }
-
-var _ = fmt.Sprint
