@@ -38,7 +38,7 @@ var listings = map[string]listing{
 		what: "exchanges", perVHost: true,
 		path:     func(o *opts) string { return "/api/exchanges/" + vhostPath(o) },
 		defaults: []string{"name", "type"},
-		columns:  []string{"name", "type", "durable", "auto_delete", "internal", "arguments", "policy"},
+		columns:  []string{"name", "type", "durable", "auto_delete", "internal", "arguments", "policy", "messages_delayed"},
 	},
 	"list_bindings": {
 		what: "bindings", perVHost: true,
@@ -138,6 +138,19 @@ var commands = map[string]command{
 				path += "?" + q.Encode()
 			}
 			return c.do("DELETE", path, nil)
+		}},
+	"purge_delayed": {form: "purge_delayed [-p VHOST] EXCHANGE", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			var res struct {
+				N int `json:"message_count"`
+			}
+			if err := c.request("DELETE", "/api/exchanges/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/delayed", nil, &res, nil); err != nil {
+				return err
+			}
+			if !o.silent {
+				fmt.Fprintf(out, "Purged %d delayed messages of exchange %s\n", res.N, args[0])
+			}
+			return nil
 		}},
 	"delete_exchange": {form: "delete_exchange [-p VHOST] NAME [--if-unused]", min: 1, max: 1,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
