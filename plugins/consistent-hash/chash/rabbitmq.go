@@ -2,7 +2,7 @@ package chash
 
 // RabbitMQ's placement (hash-algorithm: rabbitmq), as
 // rabbitmq_consistent_hash_exchange 3.10.8 does it
-// (rabbit_exchange_type_consistent_hash.erl; the same since 3.8):
+// (rabbit_exchange_type_consistent_hash.erl, read from the 3.10.8 package):
 //
 //  1. Buckets. Each binding added takes the next W bucket numbers, W its
 //     weight: the first binding 0..W1-1, the next W1..W1+W2-1, and so on.
