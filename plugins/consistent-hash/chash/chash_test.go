@@ -213,13 +213,13 @@ func TestDeterminism(t *testing.T) {
 	}
 
 	golden := map[string]string{
-		"":        "q2",
-		"a":       "q1",
-		"order-1": "q3",
-		"order-2": "q1",
-		"order-3": "q3",
-		"user.42": "q2",
-		"béla":    "q2",
+		"":        "q3",
+		"a":       "q2",
+		"order-1": "q2",
+		"order-2": "q2",
+		"order-3": "q1",
+		"user.42": "q3",
+		"béla":    "q3",
 	}
 	for key, want := range golden {
 		if got := a.routeKey(key); got != want {
@@ -232,7 +232,7 @@ func TestDeterminism(t *testing.T) {
 	for _, q := range []string{"q1", "q2", "q3"} {
 		eq.bind(q, "1")
 	}
-	goldenEqual := map[string]string{"": "q2", "a": "q1", "order-1": "q2", "order-2": "q1", "user.42": "q2"}
+	goldenEqual := map[string]string{"": "q3", "a": "q2", "order-1": "q2", "order-2": "q2", "user.42": "q3"}
 	for key, want := range goldenEqual {
 		if got := eq.routeKey(key); got != want {
 			t.Errorf("equal weights: key %q went to %s, want %s", key, got, want)
@@ -535,10 +535,19 @@ func TestInfo(t *testing.T) {
 // TestRouteDoesNotAllocate: the route path is allocation-free, for the
 // routing key and for header values that hash by their text.
 func TestRouteDoesNotAllocate(t *testing.T) {
-	for _, args := range []map[string]any{nil, {"hash-header": "h"}} {
+	for _, c := range []struct {
+		args map[string]any
+		n    int
+	}{
+		{nil, 4}, {map[string]any{"hash-header": "h"}, 4}, {nil, 40},
+		{map[string]any{"hash-algorithm": "rabbitmq"}, 40},
+		{map[string]any{"hash-algorithm": "rabbitmq", "hash-header": "h"}, 4},
+		{map[string]any{"hash-algorithm": "rabbitmq", "hash-property": "timestamp"}, 4},
+	} {
+		args := c.args
 		f := newFixture(t, args)
-		for i, w := range []string{"1", "2", "3", "1"} {
-			f.bind(fmt.Sprint("q", i), w)
+		for i := range c.n {
+			f.bind(fmt.Sprint("q", i), fmt.Sprint(i%3+1))
 		}
 		m, _ := sdk.MakeMessage("some.routing.key", map[string]any{"h": 123456789, "x": "y"}, nil)
 		var r sdk.Result
@@ -553,47 +562,73 @@ func TestRouteDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// benchExchange is an exchange with n bindings, of weight 1 or of weights
+// 1 to 4, placing by algorithm ("" for the default).
+func benchExchange(b *testing.B, algorithm string, n int, weighted bool) *Exchange {
+	args := map[string]any{}
+	if algorithm != "" {
+		args["hash-algorithm"] = algorithm
+	}
+	tb, _ := sdk.MakeTable(args)
+	x, err := Type{}.Create(&sdk.Declaration{Args: tb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		w := "1"
+		if weighted {
+			w = fmt.Sprint(i%4 + 1)
+		}
+		_ = x.AddBinding(&sdk.Binding{ID: sdk.BindingID(i), Destination: fmt.Sprint("q", i), Key: w})
+	}
+	return x.(*Exchange)
+}
+
 func BenchmarkRoute(b *testing.B) {
-	for _, n := range []int{2, 8, 32} {
-		for _, weighted := range []bool{false, true} {
-			b.Run(fmt.Sprintf("bindings=%d/weighted=%v", n, weighted), func(b *testing.B) {
-				x, _ := Type{}.Create(&sdk.Declaration{})
-				for i := range n {
-					w := "1"
-					if weighted {
-						w = fmt.Sprint(i%4 + 1)
+	for _, algorithm := range []string{AlgorithmRendezvous, AlgorithmRabbitMQ} {
+		for _, n := range []int{4, 16, 1000} {
+			for _, weighted := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/bindings=%d/weighted=%v", algorithm, n, weighted), func(b *testing.B) {
+					x := benchExchange(b, algorithm, n, weighted)
+					m, _ := sdk.MakeMessage("customer.12345.orders", nil, nil)
+					var r sdk.Result
+					b.ReportAllocs()
+					for b.Loop() {
+						r.Reset()
+						_ = x.Route(m, &r)
 					}
-					_ = x.AddBinding(&sdk.Binding{ID: sdk.BindingID(i), Destination: fmt.Sprint("q", i), Key: w})
-				}
-				m, _ := sdk.MakeMessage("customer.12345.orders", nil, nil)
-				var r sdk.Result
-				b.ReportAllocs()
-				for b.Loop() {
-					r.Reset()
-					_ = x.Route(m, &r)
-				}
-			})
+				})
+			}
 		}
 	}
 }
 
-// TestUniformPathAgrees: with equal weights the integer comparison picks
-// what the logarithmic one would, so a weight change elsewhere does not
-// move keys between bindings it does not concern.
-func TestUniformPathAgrees(t *testing.T) {
+// TestBeatsBounds: the comparison that skips logarithms where bounds
+// settle it picks what comparing the scores always would.
+func TestBeatsBounds(t *testing.T) {
 	f := newFixture(t, nil)
-	for i := range 7 {
-		f.bind(fmt.Sprint("q", i), "3")
+	for i := range 12 {
+		f.bind(fmt.Sprint("q", i), fmt.Sprint([]int{1, 2, 3, 1000, 1001, 7}[i%6]))
 	}
-	if !f.x.uniform {
-		t.Fatal("equal weights did not take the integer path")
+	exact := func(i, j int, key uint64) bool {
+		a, b := &f.x.active[i], &f.x.active[j]
+		da, db := draw(key, a), draw(key, b)
+		if sa, sb := score(da, a), score(db, b); a.weight != b.weight && sa != sb {
+			return sa < sb
+		}
+		if da != db {
+			return da > db
+		}
+		return a.seed < b.seed
 	}
-	fast := f.spread(20000)
-	f.x.uniform = false
-	slow := f.spread(20000)
-	for i := range fast {
-		if fast[i] != slow[i] {
-			t.Fatalf("key %d: integer path %s, logarithmic path %s", i, fast[i], slow[i])
+	for s := range uint32(20000) {
+		key := slotKey(s)
+		for i := range f.x.active {
+			for j := range f.x.active {
+				if i != j && f.x.beats(i, j, key) != exact(i, j, key) {
+					t.Fatalf("slot %d: bindings %d and %d compare differently with bounds", s, i, j)
+				}
+			}
 		}
 	}
 }
