@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -58,13 +59,82 @@ func (t *exchangeType) definition(id uint32, def exchange.Definition) ([]byte, e
 	return abi.AppendDefinition(nil, id, def.VHost, def.Name, t.name, definitionFlags(def), args), nil
 }
 
-// ValidateDeclare asks the plugin whether it accepts the declare's arguments.
+// ValidateDeclare asks the plugin whether it accepts the declare's
+// arguments, then validates the declare as each type the plugin asked for
+// (ABI 1.1's validate-as checks).
 func (t *exchangeType) ValidateDeclare(def exchange.Definition) error {
+	return t.validateDeclare(def, 0)
+}
+
+// maxCheckDepth bounds a chain of validate-as checks (a type asking for
+// another that asks for another...), which could otherwise loop.
+const maxCheckDepth = 3
+
+func (t *exchangeType) validateDeclare(def exchange.Definition, depth int) error {
 	in, err := t.definition(abi.None, def)
 	if err != nil {
 		return err
 	}
-	return t.p.call(t.name, "validate a declare", fnValidateDeclare, in, nil)
+	var as []string
+	err = t.p.call(t.name, "validate a declare", fnValidateDeclare, in, func(o abi.Output) (err error) {
+		as, err = t.p.readChecks(fnValidateDeclare, o.Payload)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range as {
+		other, err := t.p.checkType(name, depth)
+		if err != nil {
+			return err
+		}
+		d := def
+		d.Type = name
+		if pt, ok := other.(*exchangeType); ok {
+			err = pt.validateDeclare(d, depth+1)
+		} else {
+			err = other.ValidateDeclare(d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readChecks decodes the validate-as checks of a validate answer. A 1.0
+// module's payload is ignored, as a 1.0 host did; naming one of the
+// plugin's own types is malformed (the plugin validates those itself).
+func (p *Plugin) readChecks(fn int, payload []byte) ([]string, error) {
+	if p.abiMinor < 1 || len(payload) == 0 {
+		return nil, nil
+	}
+	as, err := abi.ReadChecks(payload)
+	if err != nil {
+		return nil, malformed(fnNames[fn], "%v", err)
+	}
+	for _, name := range as {
+		if slices.Contains(p.desc.Types, name) {
+			return nil, malformed(fnNames[fn], "asked to validate as its own exchange type '%s'", name)
+		}
+	}
+	return as, nil
+}
+
+// checkType finds the type a validate-as check names.
+func (p *Plugin) checkType(name string, depth int) (exchange.Type, error) {
+	if depth >= maxCheckDepth {
+		return nil, reply.PreconditionFailed("validation by exchange type '%s' is checked through more than %d other types", name, maxCheckDepth)
+	}
+	var t exchange.Type
+	ok := false
+	if p.h.cfg.LookupType != nil {
+		t, ok = p.h.cfg.LookupType(name)
+	}
+	if !ok {
+		return nil, reply.PreconditionFailed("exchange type '%s' does not exist", name)
+	}
+	return t, nil
 }
 
 // Create makes the exchange in the plugin (in one instance now, in the
@@ -119,13 +189,49 @@ func (r *router) binding(id uint32, b *exchange.Binding) ([]byte, error) {
 	return abi.AppendBinding(nil, r.id, id, kind, b.Destination.Name, b.Key, args), nil
 }
 
-// ValidateBinding asks the plugin whether it accepts the binding.
-func (r *router) ValidateBinding(b *exchange.Binding) error {
+// ValidateBinding asks the plugin whether it accepts the binding, then
+// validates it as each type the plugin asked for (ABI 1.1): on a scratch
+// exchange of that type with this exchange's definition, made and deleted
+// for the check. Every type's binding checks (built in or shipped) look at
+// the binding alone, so a scratch exchange answers as the one the message
+// will be routed through would.
+func (r *router) ValidateBinding(b *exchange.Binding) error { return r.validateBinding(b, 0) }
+
+func (r *router) validateBinding(b *exchange.Binding, depth int) error {
 	in, err := r.binding(abi.None, b)
 	if err != nil {
 		return err
 	}
-	return r.p.call(r.t.name, "validate a binding", fnValidateBinding, in, nil)
+	var as []string
+	err = r.p.call(r.t.name, "validate a binding", fnValidateBinding, in, func(o abi.Output) (err error) {
+		as, err = r.p.readChecks(fnValidateBinding, o.Payload)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range as {
+		other, err := r.p.checkType(name, depth)
+		if err != nil {
+			return err
+		}
+		def := r.def
+		def.Type = name
+		scratch, err := other.Create(def)
+		if err != nil {
+			return err
+		}
+		if pr, ok := scratch.(*router); ok {
+			err = pr.validateBinding(b, depth+1)
+		} else {
+			err = scratch.ValidateBinding(b)
+		}
+		scratch.Delete()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddBinding gives the binding a slot and the plugin its id.
@@ -402,6 +508,16 @@ func (r *router) result(out []byte, res *exchange.Result) error {
 		}
 		res.Via = r.p.intern(ro.Via)
 		res.Hold = time.Duration(ro.Hold) * time.Millisecond
+	}
+	if ro.SetHeaders != nil {
+		if r.p.abiMinor < 1 {
+			return malformed(abi.ExportRoute, "set-headers action from a module that speaks routing ABI v1.0")
+		}
+		t, _, err := protocol.DecodeTable(ro.SetHeaders)
+		if err != nil {
+			return malformed(abi.ExportRoute, "set-headers table: %v", err)
+		}
+		res.SetHeaders = t
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/plugins/internal/wasmpatch"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/sdk/abi"
@@ -60,6 +62,11 @@ type Config struct {
 	// broker.toml). A plugin reads its own through the config host
 	// function; Load refuses settings the plugin does not declare.
 	PluginSettings map[string]map[string]any
+	// LookupType finds an exchange type by name among every type clients
+	// can declare now (the broker's registry): the type_exists host
+	// function and the validate-as checks of ABI 1.1 ask it. Nil: no
+	// type exists.
+	LookupType func(name string) (exchange.Type, bool)
 }
 
 func (c *Config) setDefaults() {
@@ -92,9 +99,10 @@ type Host struct {
 	started time.Time
 	log     zerolog.Logger
 
-	mu      sync.Mutex
-	plugins map[string]*Plugin
-	closed  bool
+	mu       sync.Mutex
+	plugins  map[string]*Plugin
+	closed   bool
+	settings map[string]map[string]any // Configure's, over cfg.PluginSettings
 
 	instMu    sync.RWMutex
 	instances map[*instance]struct{}
@@ -232,6 +240,7 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 		name:         name,
 		compiled:     compiled,
 		size:         len(wasm),
+		hash:         sha256.Sum256(wasm),
 		loaded:       time.Now(),
 		log:          h.log.With().Str("plugin", name).Logger(),
 		exchanges:    make(map[uint32]*exchangeRecord),
@@ -250,9 +259,13 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	if err := checkSignature(exports, abi.ExportVersion, nil, []api.ValueType{api.ValueTypeI32}); err != nil {
 		return fail(err)
 	}
-	if p.settings, err = encodeSettings(h.cfg.PluginSettings[name]); err != nil {
+	values := h.settingsOf(name)
+	enc, err := encodeSettings(values)
+	if err != nil {
 		return fail(err)
 	}
+	p.settings.Store(&enc)
+	p.settingValues = values
 
 	in, err := p.newInstance()
 	if err != nil {
@@ -265,6 +278,11 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	}
 	v, err := in.version()
 	if err != nil {
+		if _, command := compiled.ExportedFunctions()["_start"]; command {
+			return fail(fmt.Errorf("%w: %v: the module is a WASI command (it exports _start), and a plugin must be a reactor, "+
+				"whose exports work without a main; build a Go plugin with "+
+				"`GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o %s.wasm .`, a Rust one as a cdylib", ErrNotPlugin, err, name))
+		}
 		return fail(err)
 	}
 	major, minor := v>>16, v&0xffff
@@ -289,7 +307,7 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	if err := p.checkDescription(); err != nil {
 		return fail(err)
 	}
-	if err := checkSettings(p.desc.Settings, h.cfg.PluginSettings[name]); err != nil {
+	if err := checkSettings(p.desc.Settings, values); err != nil {
 		return fail(err)
 	}
 	for _, t := range p.desc.Types {
@@ -488,6 +506,40 @@ func toTableValue(v any) any {
 	}
 	return v
 }
+
+// settingsOf returns the settings a plugin loads with: the last
+// Configure's, else the configuration's.
+func (h *Host) settingsOf(name string) map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.settings[name]; ok {
+		return s
+	}
+	return h.cfg.PluginSettings[name]
+}
+
+// Configure replaces a plugin's settings (all of them: a key left out is
+// unset) in the running broker. When the plugin is loaded they are checked
+// against what it declares and handed to it, which may refuse them; the
+// plugin keeps them when it is loaded again (enabled after a disable, or
+// upgraded).
+func (h *Host) Configure(name string, values map[string]any) error {
+	if p, ok := h.Plugin(name); ok {
+		if err := p.configure(values); err != nil {
+			return err
+		}
+	}
+	h.mu.Lock()
+	if h.settings == nil {
+		h.settings = make(map[string]map[string]any)
+	}
+	h.settings[name] = values
+	h.mu.Unlock()
+	return nil
+}
+
+// Settings returns the settings a plugin has or would load with.
+func (h *Host) Settings(name string) map[string]any { return h.settingsOf(name) }
 
 // Plugin returns the loaded plugin called name.
 func (h *Host) Plugin(name string) (*Plugin, bool) {

@@ -21,7 +21,7 @@ func TestLoadDescribes(t *testing.T) {
 	h := newHost(t, testConfig(t))
 	p := load(t, h, "content-router", buildGo(t, "content-router"))
 	info := p.Info()
-	if info.Name != "content-router" || info.Version != "1.0.0" || info.ABI != "1.0" ||
+	if info.Name != "content-router" || info.Version != "1.0.0" || info.ABI != "1.1" || len(info.Hash) != 64 ||
 		!slices.Equal(info.Types, []string{"x-content"}) || !slices.Equal(info.Features, []string{"body"}) ||
 		info.Instances != 1 || info.Disabled != "" {
 		t.Fatalf("info: %+v", info)
@@ -56,7 +56,7 @@ func TestInspect(t *testing.T) {
 func TestRefusesOtherABIVersions(t *testing.T) {
 	h := newHost(t, testConfig(t))
 	_, err := h.Load(context.Background(), "abi2", readFixture(t, "abi2.wasm"))
-	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "v2.0") || !strings.Contains(err.Error(), "v1.0") {
+	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "v2.0") || !strings.Contains(err.Error(), "this broker speaks v1.1") {
 		t.Errorf("ABI v2 module: %v", err)
 	}
 	_, err = h.Load(context.Background(), "importv2", readFixture(t, "importv2.wasm"))

@@ -34,6 +34,7 @@ const (
 	fnRoute
 	fnInfo
 	fnIdle
+	fnSettingsChanged
 	numFns
 )
 
@@ -50,6 +51,7 @@ var fnNames = [numFns]string{
 	fnRoute:           abi.ExportRoute,
 	fnInfo:            abi.ExportInfo,
 	fnIdle:            abi.ExportIdle,
+	fnSettingsChanged: abi.ExportSettingsChanged,
 }
 
 var fnRequired = [numFns]bool{
@@ -362,7 +364,7 @@ func (h *Host) instantiateHostModule(ctx context.Context) error {
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 		settings := abi.EmptyTable
 		if in := instanceOf(ctx); in != nil {
-			settings = in.p.settings
+			settings = *in.p.settings.Load()
 		}
 		ptr, capacity := uint32(stack[0]), uint32(stack[1])
 		if uint32(len(settings)) <= capacity {
@@ -370,6 +372,18 @@ func (h *Host) instantiateHostModule(ctx context.Context) error {
 		}
 		stack[0] = uint64(len(settings))
 	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).WithParameterNames("ptr", "cap").Export(abi.HostConfig)
+
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		name, ok := mod.Memory().Read(uint32(stack[0]), uint32(stack[1]))
+		exists := false
+		if ok && h.cfg.LookupType != nil {
+			_, exists = h.cfg.LookupType(string(name))
+		}
+		stack[0] = 0
+		if exists {
+			stack[0] = 1
+		}
+	}), []api.ValueType{i32, i32}, []api.ValueType{i32}).WithParameterNames("ptr", "len").Export(abi.HostTypeExists)
 
 	if _, err := b.Instantiate(ctx); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,11 +29,16 @@ type Plugin struct {
 	desc     abi.Description
 	abiMinor uint32
 	compiled wazero.CompiledModule
-	settings []byte // the plugin's settings as an encoded field table
-	size     int
-	loaded   time.Time
-	types    []*exchangeType
-	log      zerolog.Logger
+	// settings are the plugin's settings in force, as an encoded field
+	// table (the config host function answers it from any instance), and
+	// as given, for listings.
+	settings      atomic.Pointer[[]byte]
+	settingValues map[string]any // under stateMu
+	size          int
+	hash          [32]byte // sha256 of the module as given (before patching)
+	loaded        time.Time
+	types         []*exchangeType
+	log           zerolog.Logger
 
 	pool *pool
 
@@ -129,7 +135,8 @@ type bindingRecord struct {
 type PluginInfo struct {
 	Name      string        `json:"name"`
 	Version   string        `json:"version"`
-	ABI       string        `json:"abi"` // the module's ABI version, "1.0"
+	ABI       string        `json:"abi"`  // the module's ABI version, "1.1"
+	Hash      string        `json:"hash"` // sha256 of the module, hex
 	Types     []string      `json:"types"`
 	Features  []string      `json:"features"` // "headers", "properties", "body"
 	Settings  []SettingInfo `json:"settings,omitempty"`
@@ -140,11 +147,12 @@ type PluginInfo struct {
 	Loaded    time.Time     `json:"loaded"`
 }
 
-// SettingInfo is a setting the plugin declares.
+// SettingInfo is a setting the plugin declares, and its value now.
 type SettingInfo struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"` // bool, int, float, string, array, table, any
-	Doc  string `json:"doc,omitempty"`
+	Name  string `json:"name"`
+	Kind  string `json:"kind"` // bool, int, float, string, array, table, any
+	Doc   string `json:"doc,omitempty"`
+	Value any    `json:"value,omitempty"` // absent when not set
 }
 
 // Name is the plugin's name.
@@ -156,21 +164,24 @@ func (p *Plugin) Info() PluginInfo {
 		Name:      p.name,
 		Version:   p.desc.Version,
 		ABI:       fmt.Sprintf("%d.%d", abi.Major, p.abiMinor),
+		Hash:      hex.EncodeToString(p.hash[:]),
 		Types:     slices.Clone(p.desc.Types),
 		Size:      p.size,
 		Instances: p.pool.count(),
 		Exchanges: p.Exchanges(),
 		Loaded:    p.loaded,
 	}
-	for bit, name := range map[uint32]string{abi.FeatureHeaders: "headers", abi.FeatureProperties: "properties", abi.FeatureBody: "body"} {
-		if p.desc.Features&bit != 0 {
-			info.Features = append(info.Features, name)
+	info.Features = []string{}
+	for _, f := range abi.FeatureNames {
+		if p.desc.Features&f.Bit != 0 {
+			info.Features = append(info.Features, f.Name)
 		}
 	}
-	sort.Strings(info.Features)
+	p.stateMu.Lock()
 	for _, s := range p.desc.Settings {
-		info.Settings = append(info.Settings, SettingInfo{Name: s.Name, Kind: kindName(s.Kind), Doc: s.Doc})
+		info.Settings = append(info.Settings, SettingInfo{Name: s.Name, Kind: kindName(s.Kind), Doc: s.Doc, Value: p.settingValues[s.Name]})
 	}
+	p.stateMu.Unlock()
 	if r := p.disabled.Load(); r != nil {
 		info.Disabled = *r
 	}
@@ -332,6 +343,24 @@ func (p *Plugin) giveID(id uint32) {
 	p.stateMu.Lock()
 	p.freeIDs = append(p.freeIDs, id)
 	p.stateMu.Unlock()
+}
+
+// configure changes the plugin's settings: checked against what it
+// declares, handed to one instance (warren_settings_changed, which may
+// refuse), then logged for the others as a mutation. The config host
+// function answers the new settings from then on.
+func (p *Plugin) configure(values map[string]any) error {
+	if err := checkSettings(p.desc.Settings, values); err != nil {
+		return err
+	}
+	enc, err := encodeSettings(values)
+	if err != nil {
+		return err
+	}
+	return p.mutate(p.desc.Types[0], "change its settings", fnSettingsChanged, enc, func() {
+		p.settings.Store(&enc)
+		p.settingValues = values
+	})
 }
 
 // ---- the op log ----

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"github.com/warrenmq/warren/sdk/abi"
@@ -146,7 +147,19 @@ func (d *dispatcher) validateDeclare(in []byte) []byte {
 	if err := t.ValidateDeclare(decl); err != nil {
 		return d.reply(err)
 	}
-	return nil
+	return d.checks(decl.validateAs)
+}
+
+// checks answers a validation that asked for validate-as checks.
+func (d *dispatcher) checks(types []string) []byte {
+	if len(types) == 0 {
+		return nil
+	}
+	out := append(d.out[:0], abi.StatusOK)
+	for _, t := range types {
+		out = abi.AppendValidateAs(out, t)
+	}
+	return out
 }
 
 func (d *dispatcher) create(in []byte) []byte {
@@ -215,7 +228,7 @@ func (d *dispatcher) validateBinding(in []byte) []byte {
 	if err := x.ValidateBinding(b); err != nil {
 		return d.reply(err)
 	}
-	return nil
+	return d.checks(b.validateAs)
 }
 
 func (d *dispatcher) addBinding(in []byte) []byte {
@@ -301,17 +314,23 @@ func (d *dispatcher) route(in []byte) []byte {
 	}
 
 	m := &d.msg
-	m.key, m.flags, m.props, m.body, m.scanned = "", flags, props, body, false
+	m.key, m.flags, m.props, m.body, m.scanned, m.indexed = "", flags, props, body, false, false
 	if len(key) > 0 {
 		m.key = unsafe.String(&key[0], len(key))
 	}
 	r := &d.res
 	r.ids, r.hasVia = r.ids[:0], false
+	if len(r.headers) > 0 || r.headerErr != nil {
+		r.headers, r.headerErr = r.headers[:0], nil
+	}
 	if err := d.exch[id].Route(m, r); err != nil {
 		return d.reply(err)
 	}
 	if r.hasVia {
 		return d.via()
+	}
+	if len(r.headers) > 0 || r.headerErr != nil {
+		return d.fault("Route set headers without asking for Via with a hold")
 	}
 	ids := r.ids
 	if len(ids) == 0 {
@@ -340,7 +359,33 @@ func (d *dispatcher) via() []byte {
 		return d.fault("Route asked for a negative hold %v", r.hold)
 	}
 	out := abi.AppendRouteIDs(d.out[:0], nil)
-	return abi.AppendVia(out, uint64(r.hold.Milliseconds()), r.via)
+	out = abi.AppendVia(out, uint64(r.hold.Milliseconds()), r.via)
+	if r.headerErr != nil {
+		return d.fault("SetHeader: %v", r.headerErr)
+	}
+	if len(r.headers) > 0 {
+		if r.hold < time.Millisecond {
+			return d.fault("Route set headers with Via without a hold")
+		}
+		out = binary.BigEndian.AppendUint32(append(out, abi.ActionSetHeaders), uint32(len(r.headers)))
+		out = append(out, r.headers...)
+	}
+	return out
+}
+
+// settingsChanged hands the plugin its new settings.
+func (d *dispatcher) settingsChanged(in []byte) []byte {
+	t := ownedTable(in)
+	if !t.Valid() {
+		return d.fault("settings record of %d bytes is not a table", len(in))
+	}
+	if f := d.plugin.OnSettingsChanged; f != nil {
+		if err := f(t); err != nil {
+			return d.reply(err)
+		}
+	}
+	settings, settingsRead = t, true
+	return nil
 }
 
 func (d *dispatcher) info(in []byte) []byte {

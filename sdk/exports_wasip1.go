@@ -94,6 +94,9 @@ func wasmInfo(n int32) int64 { return export((*dispatcher).info, n) }
 //go:wasmexport warren_idle
 func wasmIdle(n int32) int64 { return export((*dispatcher).idle, n) }
 
+//go:wasmexport warren_settings_changed
+func wasmSettingsChanged(n int32) int64 { return export((*dispatcher).settingsChanged, n) }
+
 // Host functions (sdk/ABI.md, "Host functions").
 
 //go:wasmimport warren_v1 log
@@ -108,6 +111,9 @@ func wasmClockWall() int64
 //go:wasmimport warren_v1 config
 func wasmConfig(ptr unsafe.Pointer, capacity int32) int32
 
+//go:wasmimport warren_v1 type_exists
+func wasmTypeExists(ptr unsafe.Pointer, n int32) int32
+
 func hostLog(level Level, msg string) {
 	if len(msg) == 0 {
 		return
@@ -118,6 +124,13 @@ func hostLog(level Level, msg string) {
 func hostMonotonic() int64 { return wasmClockMonotonic() }
 
 func hostWall() int64 { return wasmClockWall() }
+
+func hostTypeExists(name string) bool {
+	if len(name) == 0 {
+		return false
+	}
+	return wasmTypeExists(unsafe.Pointer(unsafe.StringData(name)), int32(len(name))) == 1
+}
 
 func hostConfig() []byte {
 	buf := make([]byte, 256)

@@ -24,6 +24,24 @@ func hostWall() int64 { return time.Now().UnixNano() }
 
 var nativeSettings []byte
 
+// nativeTypes are the exchange types TypeExists knows natively: the
+// broker's built-in ones, and what SetTypes adds.
+var nativeTypes = map[string]bool{"direct": true, "fanout": true, "topic": true, "headers": true}
+
+func hostTypeExists(name string) bool { return nativeTypes[name] }
+
+// SetTypes sets, for native tests, whether TypeExists(name) reports each
+// name as existing. It exists only outside GOOS=wasip1.
+func SetTypes(exists map[string]bool) {
+	for name, ok := range exists {
+		if ok {
+			nativeTypes[name] = true
+		} else {
+			delete(nativeTypes, name)
+		}
+	}
+}
+
 func hostConfig() []byte {
 	if nativeSettings == nil {
 		return []byte{0, 0, 0, 0}

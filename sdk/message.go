@@ -22,6 +22,25 @@ type Message struct {
 
 	scanned bool
 	offs    [numProps]int32 // offset of each present property in props, -1 when absent
+
+	// The header index: the first Header call reads the headers table
+	// once and keeps its first maxIndexed entries here, so later calls
+	// compare names only instead of decoding every entry before the one
+	// asked for (each decode is a function call, dear in WebAssembly).
+	// rest is what the index does not cover, scanned on a miss.
+	indexed  bool
+	nIndexed int
+	index    [maxIndexed]indexedHeader
+	rest     []byte // entries past the index, a table body
+}
+
+// maxIndexed is how many headers the index holds; messages rarely carry
+// more, and those that do have the rest scanned as before.
+const maxIndexed = 32
+
+type indexedHeader struct {
+	name  string // a view of the route input
+	value Value
 }
 
 // The basic class's properties, in wire order; Property takes these.
@@ -56,7 +75,7 @@ func RawMessage(routingKey string, flags uint16, props, body []byte) *Message {
 // Reset makes m another message, as RawMessage would, without allocating.
 func (m *Message) Reset(key string, flags uint16, props, body []byte) {
 	m.key, m.flags, m.props, m.body = key, flags, props, body
-	m.scanned = false
+	m.scanned, m.indexed = false, false
 }
 
 // RoutingKey is the key the message was published with.
@@ -163,8 +182,44 @@ func (m *Message) Headers() Table {
 	return t
 }
 
-// Header returns one header.
-func (m *Message) Header(name string) (Value, bool) { return m.Headers().Get(name) }
+// Header returns one header (the first of that name). The first call on a
+// message indexes its headers in one pass; later calls cost a comparison
+// of names per header, so reading several headers costs little more than
+// reading one.
+func (m *Message) Header(name string) (Value, bool) {
+	if !m.indexed {
+		m.indexHeaders()
+	}
+	for i := range m.nIndexed {
+		if e := &m.index[i]; e.name == name {
+			return e.value, true
+		}
+	}
+	return getEntry(m.rest, name)
+}
+
+// indexHeaders fills the header index from the headers table.
+func (m *Message) indexHeaders() {
+	m.indexed, m.nIndexed, m.rest = true, 0, nil
+	b := m.Headers().body()
+	for len(b) > 0 {
+		k := int(b[0])
+		if 1+k > len(b) {
+			return
+		}
+		if m.nIndexed == maxIndexed {
+			m.rest = b
+			return
+		}
+		v, n := readValue(b[1+k:])
+		if n == 0 {
+			return
+		}
+		m.index[m.nIndexed] = indexedHeader{name: view(b[1 : 1+k]), value: v}
+		m.nIndexed++
+		b = b[1+k+n:]
+	}
+}
 
 func (m *Message) ContentType() (string, bool)     { return m.str(PropContentType) }
 func (m *Message) ContentEncoding() (string, bool) { return m.str(PropContentEncoding) }

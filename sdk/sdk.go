@@ -46,6 +46,7 @@
 package sdk
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -67,6 +68,11 @@ type Plugin struct {
 	// OnIdle, when set, runs in warren_idle, off the route path, about
 	// once a second on an instance that was used: trim caches here.
 	OnIdle func()
+	// OnSettingsChanged, when set, runs when an operator changed the
+	// plugin's settings in the running broker, with all of them; an error
+	// refuses the change. Settings() answers the new settings from then
+	// on, with or without it.
+	OnSettingsChanged func(settings Table) error
 }
 
 // Feature is a bit set of what Route receives.
@@ -155,7 +161,20 @@ type Declaration struct {
 	AutoDelete bool
 	Internal   bool
 	Args       Table
+
+	validateAs []string
 }
+
+// ValidateAs asks the broker, from ValidateDeclare, to validate the same
+// declare as exchange type typ would once ValidateDeclare returns without
+// error: typ's refusal is the client's answer. A type the broker does not
+// know is refused with 406. An exchange that hands messages to another
+// type (Result.Via) uses it so that a declare that type would refuse is
+// refused at once (ABI 1.1).
+func (d *Declaration) ValidateAs(typ string) { d.validateAs = append(d.validateAs, typ) }
+
+// ValidatingAs returns the types ValidateAs named, in order; for tests.
+func (d *Declaration) ValidatingAs() []string { return d.validateAs }
 
 // BindingID names a binding in Route's answer. The broker assigns it and
 // may reuse it after the binding is removed.
@@ -176,7 +195,17 @@ type Binding struct {
 	Destination string // queue or exchange name
 	Key         string
 	Args        Table
+
+	validateAs []string
 }
+
+// ValidateAs asks the broker, from ValidateBinding, to validate the same
+// binding as an exchange of type typ (with this exchange's declaration)
+// would, once ValidateBinding returns without error (ABI 1.1).
+func (b *Binding) ValidateAs(typ string) { b.validateAs = append(b.validateAs, typ) }
+
+// ValidatingAs returns the types ValidateAs named, in order; for tests.
+func (b *Binding) ValidatingAs() []string { return b.validateAs }
 
 // Result collects what Route decides. Add the bindings the message goes
 // to, or call Via to hand the message to another exchange type over this
@@ -186,6 +215,10 @@ type Result struct {
 	via    string
 	hold   time.Duration
 	hasVia bool
+	// headers holds the entries SetHeader and RemoveHeader encoded, as
+	// the body of a field table; headerErr the first that failed.
+	headers   []byte
+	headerErr error
 }
 
 // Reset empties r, keeping its capacity (the SDK resets it before each
@@ -193,6 +226,38 @@ type Result struct {
 func (r *Result) Reset() {
 	r.ids = r.ids[:0]
 	r.via, r.hold, r.hasVia = "", 0, false
+	r.headers, r.headerErr = r.headers[:0], nil
+}
+
+// SetHeader sets a header of the message the broker holds and later routes
+// (ABI 1.1): it replaces a header of the same name or adds one. It goes
+// with Via and a hold greater than zero; otherwise Route fails. v is what
+// MakeTable encodes; a nil v removes the header. Encoding reuses r's
+// buffer; passing v as an interface may box it (a small allocation).
+func (r *Result) SetHeader(name string, v any) {
+	if len(name) > 255 {
+		r.headerErr = fmt.Errorf("header name %.32q... longer than 255 bytes", name)
+		return
+	}
+	r.headers = append(append(r.headers, byte(len(name))), name...)
+	var err error
+	if r.headers, err = appendValue(r.headers, v); err != nil && r.headerErr == nil {
+		r.headerErr = fmt.Errorf("header %q: %w", name, err)
+	}
+}
+
+// RemoveHeader removes a header of the message the broker holds and later
+// routes, as SetHeader(name, nil).
+func (r *Result) RemoveHeader(name string) { r.SetHeader(name, nil) }
+
+// HeaderChanges returns what SetHeader and RemoveHeader recorded, as a
+// Table (removals as void values); for tests.
+func (r *Result) HeaderChanges() Table {
+	if len(r.headers) == 0 {
+		return Table{}
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(r.headers)))
+	return Table{raw: append(b, r.headers...)}
 }
 
 // Add routes the message to binding id. Adding one twice is harmless.
@@ -289,7 +354,9 @@ func Monotonic() time.Duration { return time.Duration(hostMonotonic()) }
 // Now reads the host's wall clock.
 func Now() time.Time { return time.Unix(0, hostWall()) }
 
-// Settings returns the plugin's settings from the broker's configuration.
+// Settings returns the plugin's settings from the broker's configuration,
+// as they are now: an operator may change them in a running broker (see
+// Plugin.OnSettingsChanged).
 func Settings() Table {
 	if !settingsRead {
 		settings = Table{raw: hostConfig()}
@@ -297,6 +364,10 @@ func Settings() Table {
 	}
 	return settings
 }
+
+// TypeExists reports whether clients can declare exchanges of type name on
+// the broker now: a built-in type, or one of an enabled plugin (ABI 1.1).
+func TypeExists(name string) bool { return hostTypeExists(name) }
 
 var (
 	settings     Table

@@ -38,8 +38,10 @@ func (t Table) body() []byte {
 }
 
 // Get returns the value of the first entry named name.
-func (t Table) Get(name string) (Value, bool) {
-	b := t.body()
+func (t Table) Get(name string) (Value, bool) { return getEntry(t.body(), name) }
+
+// getEntry finds the first entry named name in a table's body.
+func getEntry(b []byte, name string) (Value, bool) {
 	for len(b) > 0 {
 		k := int(b[0])
 		if 1+k > len(b) {

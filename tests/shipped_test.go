@@ -93,14 +93,52 @@ func TestDelayedMessageExchange(t *testing.T) {
 		t.Fatalf("first delivery %q, want the undelayed message", m.Body)
 	}
 	nothing(t, d) // the delayed one is still held
-	if m := receive(t, d); string(m.Body) != "later" {
+	m := receive(t, d)
+	if string(m.Body) != "later" {
 		t.Fatalf("got %q", m.Body)
+	}
+	// Its x-delay is negated, as RabbitMQ's plugin does, in its own type.
+	if v, ok := m.Headers["x-delay"].(int32); !ok || v != -300 {
+		t.Fatalf("the delayed message's x-delay is %#v, want int32(-300)", m.Headers["x-delay"])
 	}
 	// A held message counts as routed: a mandatory publish is not returned.
 	if returned := !confirmPublish(t, ch, x, "k", true, amqp.Publishing{Headers: amqp.Table{"x-delay": int32(50)}, Body: []byte("held")}); returned {
 		t.Fatal("a held mandatory message came back")
 	}
 	receive(t, d)
+}
+
+// TestDelayedTypeChecks: a declare names a delayed type that does not
+// exist, or arguments that type refuses, or a binding it refuses, and is
+// refused at once with 406 rather than accepted and its messages dropped
+// when due.
+func TestDelayedTypeChecks(t *testing.T) {
+	s := startWarren(t)
+	for _, p := range []string{"delayed-message", "consistent-hash"} {
+		if err := s.b.EnablePlugin(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := uniq(t, "delayed")
+	for _, c := range []struct {
+		args amqp.Table
+		text string
+	}{
+		{amqp.Table{"x-delayed-type": "x-foo"}, "'x-delayed-type' must be an existing exchange type, not 'x-foo'"},
+		{amqp.Table{"x-delayed-type": "x-jms-topic"}, "not 'x-jms-topic'"}, // shipped, not enabled
+		{amqp.Table{"x-delayed-type": "x-consistent-hash", "hash-header": "h", "hash-property": "message_id"}, "mutually exclusive"},
+	} {
+		_, ch := channel(t, s)
+		expectRefusal(t, ch.ExchangeDeclare(x, "x-delayed-message", false, false, false, false, c.args), amqp.PreconditionFailed, c.text)
+	}
+	_, ch := channel(t, s)
+	if err := ch.ExchangeDeclare(x, "x-delayed-message", false, false, false, false, amqp.Table{"x-delayed-type": "x-consistent-hash"}); err != nil {
+		t.Fatal(err)
+	}
+	q := declareQueue(t, s, ch, "", nil)
+	expectRefusal(t, ch.QueueBind(q, "zero", x, false, nil), amqp.PreconditionFailed, "binding key 'zero' is not a valid weight")
+	_, ch = channel(t, s)
+	bind(t, ch, q, "2", x, nil)
 }
 
 func TestJMSExchanges(t *testing.T) {

@@ -53,6 +53,7 @@ func (b *Broker) startPlugins(shipped map[string][]byte) error {
 		Logger:         b.log.With().Str("component", "plugins").Logger(),
 		PluginSettings: b.cfg.Plugins.Settings,
 		OnDisabled:     pm.onDisabled,
+		LookupType:     b.types.Lookup,
 	})
 	if err != nil {
 		return fmt.Errorf("plugin host: %w", err)

@@ -117,6 +117,10 @@ type Result struct {
 	// store of held messages; the delayed-message type is built on this.
 	Via  string
 	Hold time.Duration
+	// SetHeaders, with a Via that holds, are headers to set on the held
+	// message (a nil value removes the header): the delayed-message type
+	// negates x-delay this way.
+	SetHeaders protocol.Table
 }
 
 // Reset empties r for the next message, keeping its capacity.
@@ -125,4 +129,5 @@ func (r *Result) Reset() {
 	r.Bindings = r.Bindings[:0]
 	r.Via = ""
 	r.Hold = 0
+	r.SetHeaders = nil
 }

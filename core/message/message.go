@@ -240,6 +240,38 @@ func (m *Message) WithRoutingKey(key string) *Message {
 		Persistent: m.Persistent, Priority: m.Priority, TTL: m.TTL}
 }
 
+// WithHeaders returns m with its headers changed: each entry of set
+// replaces the header of that name or is added, and a nil value removes
+// it. The properties are re-encoded; m itself is not changed.
+func (m *Message) WithHeaders(set protocol.Table) (*Message, error) {
+	if len(set) == 0 {
+		return m, nil
+	}
+	p, err := m.Properties()
+	if err != nil {
+		return nil, err
+	}
+	headers := make(protocol.Table, len(p.Headers)+len(set))
+	for k, v := range p.Headers {
+		headers[k] = v
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(headers, k)
+		} else {
+			headers[k] = v
+		}
+	}
+	p.Headers = headers
+	if len(headers) > 0 {
+		p.Flags |= protocol.FlagHeaders
+	} else {
+		p.Flags &^= protocol.FlagHeaders
+		p.Headers = nil
+	}
+	return m.WithProperties(m.Exchange, m.RoutingKey, &p)
+}
+
 // WithoutHeaders returns m with the named headers removed, re-encoding its
 // properties; m itself when it has none of them.
 func (m *Message) WithoutHeaders(names ...string) (*Message, error) {

@@ -78,3 +78,36 @@ func TestHeldMessageExpirationIsCapped(t *testing.T) {
 		t.Fatal("New accepted expiration 'abc'")
 	}
 }
+
+func TestWithHeaders(t *testing.T) {
+	p := protocol.Properties{Flags: protocol.FlagHeaders | protocol.FlagMessageID, Headers: protocol.Table{"a": "1", "b": int32(2)}, MessageID: "m"}
+	props, err := p.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New("x", "k", p.Flags, props, []byte("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := m.WithHeaders(protocol.Table{"a": nil, "c": int64(-5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := m2.Headers(); len(h) != 2 || h["b"] != int32(2) || h["c"] != int64(-5) {
+		t.Fatalf("headers %v", h)
+	}
+	if h := m.Headers(); len(h) != 2 || h["a"] != "1" {
+		t.Fatalf("the original changed: %v", h)
+	}
+	q, _ := m2.Properties()
+	if q.MessageID != "m" || string(m2.Body) != "body" {
+		t.Fatalf("other properties lost: %+v", q)
+	}
+	m3, err := m2.WithHeaders(protocol.Table{"b": nil, "c": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m3.Flags&protocol.FlagHeaders != 0 || len(m3.Headers()) != 0 {
+		t.Fatalf("removing every header leaves flags %#x headers %v", m3.Flags, m3.Headers())
+	}
+}

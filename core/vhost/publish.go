@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Router is the scratch space of one publisher: reusing it across messages
@@ -27,9 +28,10 @@ type Router struct {
 }
 
 type pendingHold struct {
-	x    *Exchange
-	via  string
-	hold time.Duration
+	x       *Exchange
+	via     string
+	hold    time.Duration
+	headers protocol.Table // headers the exchange sets on the held message
 }
 
 // Outcome is what became of a published message.
@@ -133,7 +135,7 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 		}
 		if r.result.Via != "" && r.result.Hold > 0 {
 			// Held after routing is done.
-			r.holds = append(r.holds, pendingHold{x: x, via: r.result.Via, hold: r.result.Hold})
+			r.holds = append(r.holds, pendingHold{x: x, via: r.result.Via, hold: r.result.Hold, headers: r.result.SetHeaders})
 			held = true
 			continue
 		}
@@ -228,7 +230,17 @@ func (r *Router) routeAll(router exchange.Router, m *message.Message) error {
 // routing. It reports whether any hold was written to the store.
 func (v *VHost) holdPending(m *message.Message, r *Router) (stored bool) {
 	for _, h := range r.holds {
-		stored = v.holds.add(h.x, m, h.via, h.hold) || stored
+		held := m
+		if len(h.headers) > 0 {
+			var err error
+			if held, err = m.WithHeaders(h.headers); err != nil {
+				// The broker decoded these properties when the message
+				// came in, so this cannot happen; hold it unchanged.
+				v.log.Warn().Err(err).Str("exchange", h.x.Name).Msg("could not set the headers of a held message")
+				held = m
+			}
+		}
+		stored = v.holds.add(h.x, held, h.via, h.hold) || stored
 	}
 	clear(r.holds)
 	r.holds = r.holds[:0]

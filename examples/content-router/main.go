@@ -24,6 +24,7 @@ func init() {
 			Kind: sdk.IntSetting,
 			Doc:  "largest body in bytes the exchange looks into (default 1 MiB); larger messages match nothing",
 		}},
+		OnSettingsChanged: content.SettingsChanged,
 	})
 }
 

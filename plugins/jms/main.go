@@ -1,8 +1,9 @@
 // Command jms is a Warren plugin: the x-jms-topic and x-jms-queue exchange
 // types, the server side of JMS topics with message selectors and of JMS
-// queues. x-jms-topic routes by topic pattern and, for bindings that carry
-// one, by a JMS selector on the message's headers, given in RabbitMQ's JMS
-// client's Erlang form (rjms_erlang_selector) or as SQL (x-selector).
+// queues. On x-jms-topic, a binding made as RabbitMQ's JMS client makes it
+// (a selector in Erlang form, rjms_erlang_selector) routes on the selector
+// alone, as in RabbitMQ; other bindings route by topic pattern and, with
+// an SQL selector (x-selector), by the selector too.
 //
 // The routing logic is in package router, the selectors in package
 // selector; see README.md. Build it as a WASI reactor:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,21 +25,33 @@ import (
 
 func loadShipped(t testing.TB) map[string]*plugins.Plugin {
 	t.Helper()
+	return loadModules(t, shipped.Modules())
+}
+
+// loadModules loads modules by plugin name into one host whose types,
+// and the built-in ones, are what type_exists and validate-as find.
+func loadModules(t testing.TB, modules map[string][]byte) map[string]*plugins.Plugin {
+	t.Helper()
+	types := exchange.NewRegistry()
 	h, err := plugins.NewHost(plugins.Config{
 		CacheDir:    t.TempDir(),
 		PoolSize:    2,
 		CallTimeout: 5 * time.Second, // a cold instance on a slow machine
 		Logger:      zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		LookupType:  types.Lookup,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
 	out := map[string]*plugins.Plugin{}
-	for name, wasm := range shipped.Modules() {
+	for name, wasm := range modules {
 		p, err := h.Load(context.Background(), name, wasm)
 		if err != nil {
 			t.Fatalf("loading %s: %v", name, err)
+		}
+		if err := p.Register(types); err != nil {
+			t.Fatal(err)
 		}
 		out[name] = p
 	}
@@ -175,13 +188,29 @@ func TestShippedThroughHost(t *testing.T) {
 		if len(qs) != 0 || res.Via != "topic" || res.Hold != 1500*time.Millisecond {
 			t.Errorf("x-delay 1500: bindings %v, via %q after %v", qs, res.Via, res.Hold)
 		}
+		if !reflect.DeepEqual(res.SetHeaders, protocol.Table{"x-delay": int32(-1500)}) {
+			t.Errorf("a held message's headers become %v, want x-delay negated", res.SetHeaders)
+		}
 		qs, res = publish(t, r, "a.b", protocol.Properties{})
-		if len(qs) != 0 || res.Via != "topic" || res.Hold != 0 {
+		if len(qs) != 0 || res.Via != "topic" || res.Hold != 0 || res.SetHeaders != nil {
 			t.Errorf("no x-delay: bindings %v, via %q after %v", qs, res.Via, res.Hold)
 		}
 		h, _ := declare(t, typ, protocol.Table{"x-delayed-type": "x-consistent-hash"})
 		if err := bind(h, &seq, "q", "zero", nil); err == nil || !strings.Contains(err.Error(), "not a valid weight") {
 			t.Errorf("a consistent-hash binding through the delayed type: %v", err)
+		}
+		// ABI 1.1's checks: the type must exist, and take the arguments.
+		if _, err := declare(t, typ, protocol.Table{"x-delayed-type": "x-foo"}); err == nil ||
+			!strings.Contains(err.Error(), "must be an existing exchange type, not 'x-foo'") {
+			t.Errorf("x-delayed-type x-foo: %v", err)
+		}
+		if _, err := declare(t, typ, protocol.Table{"x-delayed-type": "x-consistent-hash", "hash-header": "h", "hash-property": "message_id"}); err == nil ||
+			!strings.Contains(err.Error(), "mutually exclusive") {
+			t.Errorf("consistent-hash arguments through the delayed type: %v", err)
+		}
+		hd, _ := declare(t, typ, protocol.Table{"x-delayed-type": "headers"})
+		if err := bind(hd, &seq, "q", "", protocol.Table{"x-match": "most"}); err == nil || !strings.Contains(err.Error(), "x-match") {
+			t.Errorf("a headers binding through the delayed type: %v", err)
 		}
 	})
 

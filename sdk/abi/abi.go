@@ -1,5 +1,5 @@
 // Package abi holds the constants and the byte layouts of Warren's routing
-// ABI (version 1), shared by the host (plugins/) and the Go guest SDK (sdk/).
+// ABI (version 1.1), shared by the host (plugins/) and the Go guest SDK (sdk/).
 // sdk/ABI.md is the normative description; this package is its executable
 // form and must agree with it byte for byte.
 //
@@ -24,11 +24,12 @@ import (
 	"math"
 )
 
-// Version of the ABI this package describes: major 1, minor 0. A module's
-// warren_abi_version export returns Major<<16 | Minor.
+// Version of the ABI this package describes: major 1, minor 1. A module's
+// warren_abi_version export returns Major<<16 | Minor; a module may speak
+// an older minor version, and the host holds it to that version.
 const (
 	Major   = 1
-	Minor   = 0
+	Minor   = 1
 	Version = Major<<16 | Minor
 )
 
@@ -55,6 +56,9 @@ const (
 	ExportRoute           = "warren_route"
 	ExportInfo            = "warren_info"
 	ExportIdle            = "warren_idle"
+	// ExportSettingsChanged (1.1) hands the settings table in force after
+	// an operator changed it.
+	ExportSettingsChanged = "warren_settings_changed"
 )
 
 // Host function names in ImportModule.
@@ -63,6 +67,7 @@ const (
 	HostClockMonotonic = "clock_monotonic" // () -> i64 nanoseconds
 	HostClockWall      = "clock_wall"      // () -> i64 nanoseconds since the Unix epoch
 	HostConfig         = "config"          // (ptr i32, cap i32) -> i32 size
+	HostTypeExists     = "type_exists"     // (ptr i32, len i32) -> i32: 1 if the exchange type exists (1.1)
 )
 
 // Log levels of the log host function.
@@ -82,6 +87,12 @@ const (
 	knownFeatures     = FeatureHeaders | FeatureProperties | FeatureBody
 )
 
+// FeatureNames names each feature bit, for messages and listings.
+var FeatureNames = []struct {
+	Bit  uint32
+	Name string
+}{{FeatureHeaders, "headers"}, {FeatureProperties, "properties"}, {FeatureBody, "body"}}
+
 // Status is the first byte of every non-empty output.
 const (
 	StatusOK    = 0 // payload follows
@@ -91,7 +102,14 @@ const (
 
 // Route actions, after the binding list of a route output.
 const (
-	ActionVia = 1 // u64 hold in ms, str8 exchange type: route with that type (after the hold)
+	ActionVia        = 1 // u64 hold in ms, str8 exchange type: route with that type (after the hold)
+	ActionSetHeaders = 2 // table: headers to set, void values remove (1.1; only with a held via)
+)
+
+// Checks a validate answer may ask the host to make (1.1), after the
+// binding-free OK status.
+const (
+	CheckValidateAs = 1 // str8 exchange type: validate the same declare or binding as that type
 )
 
 // Destination kinds in a binding record.
@@ -173,6 +191,10 @@ type Reader struct {
 	b   []byte
 	off int
 	err error
+	// reads counts the reads made; failed is the 1-based number of the
+	// read that failed first (0 while none has), so a record's decoder
+	// can name the field that did not fit.
+	reads, failed int
 }
 
 // NewReader returns a Reader over b. It does not copy b; slices it returns
@@ -182,6 +204,61 @@ func NewReader(b []byte) Reader { return Reader{b: b} }
 // Err is the first failure, nil when every read fitted.
 func (r *Reader) Err() error { return r.err }
 
+func (r *Reader) fail() {
+	if r.err == nil {
+		r.err, r.failed = ErrShort, r.reads
+	}
+}
+
+// FieldError is ErrShort naming the record and the field that did not
+// fit, given the record's fields in the order they are read.
+func (r *Reader) FieldError(record string, fields ...string) error {
+	if r.err == nil {
+		return nil
+	}
+	field := "a field past its end"
+	if i := r.failed - 1; i >= 0 && i < len(fields) {
+		field = "field '" + fields[i] + "'"
+	}
+	return &TruncatedError{Record: record, Field: field, Size: len(r.b)}
+}
+
+// TruncatedError is a record that ends before one of its fields does. It
+// matches ErrShort with errors.Is.
+type TruncatedError struct {
+	Record string
+	Field  string // "field 'name'"
+	Size   int    // the record's bytes
+}
+
+func (e *TruncatedError) Error() string {
+	return "abi: " + e.Record + " record truncated: " + e.Field + " does not fit in its " + itoa(e.Size) + " bytes"
+}
+
+func (e *TruncatedError) Is(target error) bool { return target == ErrShort }
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
 // Rest returns the bytes not read yet.
 func (r *Reader) Rest() []byte { return r.b[r.off:] }
 
@@ -190,7 +267,7 @@ func (r *Reader) Len() int { return len(r.b) - r.off }
 
 func (r *Reader) take(n int) []byte {
 	if r.err != nil || n < 0 || n > len(r.b)-r.off {
-		r.err = ErrShort
+		r.fail()
 		return nil
 	}
 	p := r.b[r.off : r.off+n : r.off+n]
@@ -199,6 +276,7 @@ func (r *Reader) take(n int) []byte {
 }
 
 func (r *Reader) U8() uint8 {
+	r.reads++
 	if p := r.take(1); p != nil {
 		return p[0]
 	}
@@ -206,6 +284,7 @@ func (r *Reader) U8() uint8 {
 }
 
 func (r *Reader) U16() uint16 {
+	r.reads++
 	if p := r.take(2); p != nil {
 		return binary.LittleEndian.Uint16(p)
 	}
@@ -213,6 +292,7 @@ func (r *Reader) U16() uint16 {
 }
 
 func (r *Reader) U32() uint32 {
+	r.reads++
 	if p := r.take(4); p != nil {
 		return binary.LittleEndian.Uint32(p)
 	}
@@ -220,6 +300,7 @@ func (r *Reader) U32() uint32 {
 }
 
 func (r *Reader) U64() uint64 {
+	r.reads++
 	if p := r.take(8); p != nil {
 		return binary.LittleEndian.Uint64(p)
 	}
@@ -227,10 +308,16 @@ func (r *Reader) U64() uint64 {
 }
 
 // Str8 returns the bytes of a str8 field.
-func (r *Reader) Str8() []byte { return r.take(int(r.U8())) }
+func (r *Reader) Str8() []byte {
+	n := int(r.U8())
+	return r.take(n)
+}
 
 // Str16 returns the bytes of a str16 field.
-func (r *Reader) Str16() []byte { return r.take(int(r.U16())) }
+func (r *Reader) Str16() []byte {
+	n := int(r.U16())
+	return r.take(n)
+}
 
 // Bytes32 returns the bytes of a bytes32 field.
 func (r *Reader) Bytes32() []byte {
@@ -239,7 +326,7 @@ func (r *Reader) Bytes32() []byte {
 		return nil
 	}
 	if uint64(n) > uint64(r.Len()) {
-		r.err = ErrShort
+		r.fail()
 		return nil
 	}
 	return r.take(int(n))
@@ -247,13 +334,14 @@ func (r *Reader) Bytes32() []byte {
 
 // Table returns a field table with its 4-byte length prefix.
 func (r *Reader) Table() []byte {
+	r.reads++
 	if r.err != nil || r.Len() < 4 {
-		r.err = ErrShort
+		r.fail()
 		return nil
 	}
 	n := binary.BigEndian.Uint32(r.b[r.off:])
 	if uint64(n) > uint64(r.Len()-4) {
-		r.err = ErrShort
+		r.fail()
 		return nil
 	}
 	return r.take(4 + int(n))

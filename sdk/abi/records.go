@@ -1,6 +1,10 @@
 package abi
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Definition is the record of warren_validate_declare and warren_create.
 // Its byte slices alias the input.
@@ -32,7 +36,7 @@ func ReadDefinition(in []byte) (d Definition, err error) {
 	d.Type = r.Str8()
 	d.Flags = r.U8()
 	d.Args = r.Table()
-	return d, r.Err()
+	return d, r.FieldError("definition", "exchange id", "virtual host", "exchange name", "exchange type", "flags", "arguments")
 }
 
 // Binding is the record of warren_validate_binding and warren_add_binding.
@@ -64,7 +68,7 @@ func ReadBinding(in []byte) (d Binding, err error) {
 	d.DestName = r.Str8()
 	d.Key = r.Str8()
 	d.Args = r.Table()
-	return d, r.Err()
+	return d, r.FieldError("binding", "exchange id", "binding id", "destination kind", "destination name", "binding key", "arguments")
 }
 
 // AppendRemove encodes the record of warren_remove_bindings.
@@ -83,13 +87,16 @@ func ReadRemove(in []byte, ids []uint32) (exchange uint32, out []uint32, err err
 	r := NewReader(in)
 	exchange = r.U32()
 	n := r.U32()
+	if err := r.FieldError("removal", "exchange id", "count"); err != nil {
+		return 0, ids, err
+	}
 	if uint64(n)*4 > uint64(r.Len()) {
-		return 0, ids, ErrShort
+		return 0, ids, &TruncatedError{Record: "removal", Field: fmt.Sprintf("the %d binding ids", n), Size: len(in)}
 	}
 	for range n {
 		ids = append(ids, r.U32())
 	}
-	return exchange, ids, r.Err()
+	return exchange, ids, nil
 }
 
 // AppendPolicy encodes the record of warren_policy_changed; a nil policy is
@@ -111,7 +118,7 @@ func ReadPolicy(in []byte) (exchange uint32, table []byte, err error) {
 	if r.U8() != 0 {
 		table = r.Table()
 	}
-	return exchange, table, r.Err()
+	return exchange, table, r.FieldError("policy", "exchange id", "present", "policy definition")
 }
 
 // AppendExchange encodes the record of warren_delete and warren_info: the
@@ -154,7 +161,7 @@ func ReadRoute(in []byte) (m Route, err error) {
 	m.Flags = r.U16()
 	m.Props = r.Bytes32()
 	m.Body = r.Bytes32()
-	return m, r.Err()
+	return m, r.FieldError("route", "exchange id", "routing key", "property flags", "property list", "body")
 }
 
 // ---- outputs ----
@@ -196,12 +203,12 @@ func ReadOutput(out []byte) (o Output, err error) {
 	case StatusError:
 		o.Code = r.U16()
 		o.Text = r.Str16()
+		return o, r.FieldError("ERROR output", "reply code", "text")
 	case StatusFault:
 		o.Text = r.Str16()
-	default:
-		return o, ErrStatus
+		return o, r.FieldError("FAULT output", "text")
 	}
-	return o, r.Err()
+	return o, fmt.Errorf("%w %d (0 OK, 1 ERROR and 2 FAULT are defined)", ErrStatus, o.Status)
 }
 
 // Description is the OK payload of warren_describe.
@@ -241,26 +248,52 @@ func AppendDescription(b []byte, d *Description) []byte {
 // ReadDescription decodes a description payload. It allocates.
 func ReadDescription(p []byte) (d Description, err error) {
 	r := NewReader(p)
+	field := func(name string) error {
+		if r.Err() != nil {
+			return &TruncatedError{Record: "description", Field: name, Size: len(p)}
+		}
+		return nil
+	}
 	d.Name = string(r.Str8())
 	d.Version = string(r.Str8())
 	d.Features = r.U32()
-	for range r.U8() {
-		d.Types = append(d.Types, string(r.Str8()))
+	types := int(r.U8())
+	if err := field("one of 'plugin name', 'version', 'features', 'type count'"); err != nil {
+		return d, err
 	}
-	for range r.U8() {
+	for i := range types {
+		d.Types = append(d.Types, string(r.Str8()))
+		if err := field(fmt.Sprintf("field 'type name' of type %d of %d", i+1, types)); err != nil {
+			return d, err
+		}
+	}
+	settings := int(r.U8())
+	if err := field("field 'setting count'"); err != nil {
+		return d, err
+	}
+	for i := range settings {
 		var s Setting
 		s.Kind = r.U8()
 		s.Name = string(r.Str8())
 		s.Doc = string(r.Str16())
+		if err := field(fmt.Sprintf("one of 'kind', 'name', 'documentation' of setting %d of %d", i+1, settings)); err != nil {
+			return d, err
+		}
 		d.Settings = append(d.Settings, s)
 	}
-	if r.Err() != nil {
-		return d, r.Err()
-	}
-	if d.Features&^knownFeatures != 0 {
-		return d, errors.New("abi: description declares unknown features")
+	if unknown := d.Features &^ knownFeatures; unknown != 0 {
+		return d, fmt.Errorf("abi: description declares unknown feature bits %#x (features %#x; this broker knows %s)",
+			unknown, d.Features, knownFeatureList())
 	}
 	return d, nil
+}
+
+func knownFeatureList() string {
+	var names []string
+	for _, f := range FeatureNames {
+		names = append(names, fmt.Sprintf("%#x %s", f.Bit, f.Name))
+	}
+	return strings.Join(names, ", ")
 }
 
 // AppendRouteIDs starts a route OK payload: the status, the count and the
@@ -281,6 +314,43 @@ func AppendVia(b []byte, holdMillis uint64, typ string) []byte {
 	return AppendStr8(b, typ)
 }
 
+// AppendSetHeaders appends the set-headers action (1.1): an encoded field
+// table of headers to set; void values remove.
+func AppendSetHeaders(b []byte, table []byte) []byte {
+	return AppendTable(append(b, ActionSetHeaders), table)
+}
+
+// AppendValidateAs appends a validate-as check (1.1) to a validate
+// answer; start the answer with StatusOK.
+func AppendValidateAs(b []byte, typ string) []byte {
+	return AppendStr8(append(b, CheckValidateAs), typ)
+}
+
+// ErrCheck reports a validate answer with a check this version does not
+// define.
+var ErrCheck = errors.New("abi: unknown check in a validate answer")
+
+// ReadChecks decodes the OK payload of warren_validate_declare and
+// warren_validate_binding (1.1): the exchange types to validate as, in
+// order. An empty payload asks for nothing. It allocates only when there
+// are checks.
+func ReadChecks(p []byte) (validateAs []string, err error) {
+	r := NewReader(p)
+	for r.Len() > 0 {
+		switch code := r.U8(); code {
+		case CheckValidateAs:
+			t := r.Str8()
+			if r.Err() != nil {
+				return nil, &TruncatedError{Record: "validate answer", Field: "field 'exchange type' of a validate-as check", Size: len(p)}
+			}
+			validateAs = append(validateAs, string(t))
+		default:
+			return nil, fmt.Errorf("%w: code %d", ErrCheck, code)
+		}
+	}
+	return validateAs, nil
+}
+
 // RouteOutput is a decoded route OK payload. IDs holds the binding ids as
 // raw little-endian u32s (read them with ID), so decoding does not allocate.
 type RouteOutput struct {
@@ -288,6 +358,9 @@ type RouteOutput struct {
 	Via    []byte // exchange type of a via action; nil when none
 	HasVia bool
 	Hold   uint64 // milliseconds, with Via
+	// SetHeaders is the table of a set-headers action (1.1), with its
+	// length prefix; nil when none.
+	SetHeaders []byte
 }
 
 // Count is the number of binding ids.
@@ -298,9 +371,11 @@ func (o *RouteOutput) ID(i int) uint32 { return le.Uint32(o.IDs[4*i:]) }
 
 // Errors of ReadRouteOutput.
 var (
-	ErrAction   = errors.New("abi: unknown route action")
-	ErrViaTwice = errors.New("abi: more than one via action")
-	ErrViaIDs   = errors.New("abi: via action together with binding ids")
+	ErrAction          = errors.New("abi: unknown route action")
+	ErrViaTwice        = errors.New("abi: more than one via action")
+	ErrViaIDs          = errors.New("abi: via action together with binding ids")
+	ErrSetHeadersTwice = errors.New("abi: more than one set-headers action")
+	ErrSetHeadersAlone = errors.New("abi: set-headers action without a via action that holds the message")
 )
 
 // ReadRouteOutput decodes the OK payload of warren_route. An empty payload
@@ -316,7 +391,7 @@ func ReadRouteOutput(p []byte) (o RouteOutput, err error) {
 	}
 	o.IDs = r.take(int(n) * 4)
 	for r.Len() > 0 && r.Err() == nil {
-		switch r.U8() {
+		switch action := r.U8(); action {
 		case ActionVia:
 			if o.HasVia {
 				return o, ErrViaTwice
@@ -324,15 +399,29 @@ func ReadRouteOutput(p []byte) (o RouteOutput, err error) {
 			o.HasVia = true
 			o.Hold = r.U64()
 			o.Via = r.Str8()
+			if r.Err() != nil {
+				return o, &TruncatedError{Record: "route output", Field: "a field of the via action", Size: len(p)}
+			}
+		case ActionSetHeaders:
+			if o.SetHeaders != nil {
+				return o, ErrSetHeadersTwice
+			}
+			o.SetHeaders = r.Table()
+			if r.Err() != nil {
+				return o, &TruncatedError{Record: "route output", Field: "the table of the set-headers action", Size: len(p)}
+			}
 		default:
-			return o, ErrAction
+			return o, fmt.Errorf("%w %d", ErrAction, action)
 		}
 	}
 	if err := r.Err(); err != nil {
-		return o, err
+		return o, &TruncatedError{Record: "route output", Field: "an action code", Size: len(p)}
 	}
 	if o.HasVia && n > 0 {
 		return o, ErrViaIDs
+	}
+	if o.SetHeaders != nil && (!o.HasVia || o.Hold == 0) {
+		return o, ErrSetHeadersAlone
 	}
 	return o, nil
 }

@@ -29,21 +29,44 @@ func (Type) Name() string { return "x-content" }
 func (Type) ValidateDeclare(*sdk.Declaration) error { return nil }
 
 func (Type) Create(*sdk.Declaration) (sdk.Exchange, error) {
-	return &contentExchange{pathIndex: make(map[string]int), maxBody: MaxBody()}, nil
+	return &contentExchange{pathIndex: make(map[string]int)}, nil
 }
 
 // DefaultMaxBody is the max_body setting's default.
 const DefaultMaxBody = 1 << 20
 
-// MaxBody reads the max_body setting: the largest body, in bytes, the
-// exchange looks into; a larger one matches nothing.
+// MaxBody is the max_body setting: the largest body, in bytes, the
+// exchange looks into; a larger one matches nothing. It is read from the
+// settings once and again when they change (SettingsChanged), not per
+// message.
 func MaxBody() int {
-	if v, ok := sdk.Settings().Get("max_body"); ok {
+	if maxBody == 0 {
+		maxBody = maxBodyOf(sdk.Settings())
+	}
+	return maxBody
+}
+
+var maxBody int // 0 until read
+
+func maxBodyOf(settings sdk.Table) int {
+	if v, ok := settings.Get("max_body"); ok {
 		if n, ok := v.AsInt(); ok && n > 0 {
 			return int(n)
 		}
 	}
 	return DefaultMaxBody
+}
+
+// SettingsChanged takes new settings in a running broker: max_body must
+// be a positive integer when given.
+func SettingsChanged(settings sdk.Table) error {
+	if v, ok := settings.Get("max_body"); ok {
+		if n, ok := v.AsInt(); !ok || n <= 0 {
+			return sdk.Errorf(sdk.PreconditionFailed, "max_body must be a positive number of bytes")
+		}
+	}
+	maxBody = maxBodyOf(settings)
+	return nil
 }
 
 // condition is one field test of a binding.
@@ -77,7 +100,6 @@ type contentExchange struct {
 	paths     [][]string
 	pathIndex map[string]int
 	pathRefs  []int // bindings using each path, to drop unused ones
-	maxBody   int
 
 	// Per-message scratch, reused: the looked-up value of each path.
 	looked []bool
@@ -235,7 +257,7 @@ func (x *contentExchange) RemoveBindings(ids []sdk.BindingID) error {
 // most once per message, and only if a binding asks for it.
 func (x *contentExchange) Route(m *sdk.Message, r *sdk.Result) error {
 	body := m.Body()
-	if len(body) > x.maxBody {
+	if len(body) > MaxBody() {
 		return nil
 	}
 	clear(x.looked)

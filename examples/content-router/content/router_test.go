@@ -144,11 +144,17 @@ func TestRoute(t *testing.T) {
 }
 
 func TestMaxBody(t *testing.T) {
-	if err := sdk.SetSettings(map[string]any{"max_body": 16}); err != nil {
+	x, _ := Type{}.Create(&sdk.Declaration{})
+	// Settings change in a running broker, for exchanges already made.
+	if err := SettingsChanged(table(t, map[string]any{"max_body": 16})); err != nil {
 		t.Fatal(err)
 	}
-	defer sdk.SetSettings(nil)
-	x, _ := Type{}.Create(&sdk.Declaration{})
+	defer SettingsChanged(table(t, map[string]any{}))
+	for _, bad := range []any{0, -5, "big"} {
+		if err := SettingsChanged(table(t, map[string]any{"max_body": bad})); err == nil {
+			t.Errorf("max_body %v accepted", bad)
+		}
+	}
 	_ = x.AddBinding(&sdk.Binding{ID: 1, Args: table(t, map[string]any{"a": "b"})})
 	for body, want := range map[string]int{`{"a": "b"}`: 1, `{"a": "b", "padding": "xxxx"}`: 0} {
 		m, _ := sdk.MakeMessage("", nil, []byte(body))

@@ -8,13 +8,16 @@
 // and the broker keeps held messages (durably, for persistent messages on
 // a durable exchange), owns the timers, and routes each message through
 // its own router of the delayed type when due. A message without a delay
-// is routed through that type at once (Via with no hold).
+// is routed through that type at once (Via with no hold). A held message
+// has its x-delay header negated, as RabbitMQ's plugin does, so a
+// consumer can tell it was delayed.
 //
-// Bindings are checked as the delayed type would check them, for the
-// built-in types and the types Warren ships (x-consistent-hash,
-// x-jms-topic, x-jms-queue), whose checks this package links in; other
-// plugin types check a binding only when a message is first routed
-// through them.
+// Declares and bindings are checked as the delayed type would check them,
+// by the broker (ABI 1.1's validate-as): a declare with an x-delayed-type
+// that does not exist, or with arguments that type refuses, and a binding
+// that type would refuse, are refused at once, not when a held message
+// comes due. Create checks the argument's form only: at a restart the
+// delayed type's plugin may be enabled after this one.
 package delayed
 
 import (
@@ -24,13 +27,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/warrenmq/warren/plugins/consistent-hash/chash"
-	"github.com/warrenmq/warren/plugins/jms/router"
 	"github.com/warrenmq/warren/sdk"
 )
 
 // Version is the plugin's version.
-const Version = "1.0.0"
+const Version = "1.1.0"
 
 // Names the type reads.
 const (
@@ -43,16 +44,6 @@ const (
 // holds (about 292 years). RabbitMQ's plugin holds at most 2^32-1 ms
 // (49.7 days) and routes longer delays at once; Warren holds them.
 const MaxDelay = math.MaxInt64 / int64(time.Millisecond)
-
-// builtin are the broker's own types.
-var builtin = map[string]bool{"direct": true, "fanout": true, "topic": true, "headers": true}
-
-// shipped are the plugin types Warren ships, whose checks run here.
-var shipped = map[string]sdk.ExchangeType{
-	chash.TypeName:       chash.Type{},
-	router.TopicTypeName: router.TopicType{},
-	router.QueueTypeName: router.QueueType{},
-}
 
 // Type is the x-delayed-message exchange type.
 type Type struct{}
@@ -70,9 +61,9 @@ func errType(why string) error {
 	return sdk.Errorf(sdk.PreconditionFailed, "Invalid argument, 'x-delayed-type' must be an existing exchange type%s", why)
 }
 
-// DelayedType reads and checks the x-delayed-type argument: a built-in
-// type, a shipped one, or another plugin's (an x- name); not
-// x-delayed-message itself.
+// DelayedType reads the x-delayed-type argument: a non-empty string other
+// than x-delayed-message itself. Whether the type exists is checked at
+// declare (ValidateDeclare), not here.
 func DelayedType(args sdk.Table) (string, error) {
 	v, ok := args.Get(ArgDelayedType)
 	if !ok {
@@ -84,24 +75,22 @@ func DelayedType(args sdk.Table) (string, error) {
 		return "", errType("")
 	case s == TypeName:
 		return "", errType(" other than x-delayed-message")
-	case builtin[s] || shipped[s] != nil || strings.HasPrefix(s, "x-"):
-		return strings.Clone(s), nil
 	}
-	return "", errType(", not '" + s + "'")
+	return strings.Clone(s), nil
 }
 
+// ValidateDeclare refuses an x-delayed-type that is not an exchange type
+// of this broker, and asks the broker to check the declare's arguments
+// as that type would (hash-header of x-consistent-hash, say).
 func (Type) ValidateDeclare(d *sdk.Declaration) error {
 	typ, err := DelayedType(d.Args)
 	if err != nil {
 		return err
 	}
-	// The delayed type's own arguments (hash-header, say) are checked as
-	// that type would.
-	if t := shipped[typ]; t != nil {
-		inner := *d
-		inner.Type = typ
-		return t.ValidateDeclare(&inner)
+	if !sdk.TypeExists(typ) {
+		return errType(", not '" + typ + "'")
 	}
+	d.ValidateAs(typ)
 	return nil
 }
 
@@ -110,55 +99,22 @@ func (Type) Create(d *sdk.Declaration) (sdk.Exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Exchange{typ: typ}
-	if t := shipped[typ]; t != nil {
-		inner := *d
-		inner.Type = typ
-		if x.inner, err = t.Create(&inner); err != nil {
-			return nil, err
-		}
-	}
-	return x, nil
+	return &Exchange{typ: typ}, nil
 }
 
 // Exchange is one x-delayed-message exchange. It keeps no bindings: the
 // broker routes a due message through its own router of the delayed type,
 // built from the exchange's bindings.
 type Exchange struct {
-	typ   string
-	inner sdk.Exchange // an exchange of a shipped delayed type, to check bindings; nil otherwise
+	typ string
 }
 
-// ValidateBinding checks the binding as the delayed type would.
+// ValidateBinding asks the broker to check the binding as the delayed type
+// would, so a binding it would refuse is refused now rather than when a
+// message is due.
 func (x *Exchange) ValidateBinding(b *sdk.Binding) error {
-	if x.typ == "headers" {
-		return validateHeaders(b.Args)
-	}
-	if x.inner != nil {
-		return x.inner.ValidateBinding(b)
-	}
+	b.ValidateAs(x.typ)
 	return nil
-}
-
-// validateHeaders is the headers exchange's check: x-match, if given, is
-// one of its four modes.
-func validateHeaders(args sdk.Table) error {
-	v, ok := args.Get("x-match")
-	if !ok {
-		return nil
-	}
-	switch s, _ := v.AsString(); s {
-	case "all", "any", "all-with-x", "any-with-x":
-		return nil
-	}
-	return sdk.Errorf(sdk.PreconditionFailed, "Invalid x-match field value %s; expected all, any, all-with-x, or any-with-x", describe(v))
-}
-
-func describe(v sdk.Value) string {
-	if s, ok := v.AsString(); ok {
-		return "'" + s + "'"
-	}
-	return "of type '" + string(v.Kind()) + "'"
 }
 
 // AddBinding accepts the binding: the exchange keeps no state of its
@@ -167,7 +123,8 @@ func (x *Exchange) AddBinding(*sdk.Binding) error { return nil }
 
 func (x *Exchange) RemoveBindings([]sdk.BindingID) error { return nil }
 
-// Route hands the message to the delayed type, after its x-delay.
+// Route hands the message to the delayed type, after its x-delay. A held
+// message's x-delay is negated, as RabbitMQ's plugin does.
 func (x *Exchange) Route(m *sdk.Message, r *sdk.Result) error {
 	v, ok := m.Header(HeaderDelay)
 	hold, err := Delay(v, ok)
@@ -175,7 +132,37 @@ func (x *Exchange) Route(m *sdk.Message, r *sdk.Result) error {
 		return err
 	}
 	r.Via(x.typ, hold)
+	if hold > 0 {
+		r.SetHeader(HeaderDelay, Negated(v, hold))
+	}
 	return nil
+}
+
+// Negated is the x-delay a held message is delivered with: the delay
+// negated, in the header's own integer type when it is a signed integer
+// (RabbitMQ's plugin keeps the type), as a float when it was one, and as a
+// 64-bit integer otherwise (an unsigned type cannot hold it; a string was
+// read as a number).
+func Negated(v sdk.Value, hold time.Duration) any {
+	ms := hold.Milliseconds()
+	switch v.Kind() {
+	case 'b':
+		if ms <= math.MaxInt8 {
+			return int8(-ms)
+		}
+	case 's':
+		if ms <= math.MaxInt16 {
+			return int16(-ms)
+		}
+	case 'I':
+		if ms <= math.MaxInt32 {
+			return int32(-ms)
+		}
+	case 'f', 'd', 'D':
+		f, _ := v.AsFloat()
+		return -f
+	}
+	return -ms
 }
 
 // Delay reads an x-delay header: milliseconds as an integer of any width,

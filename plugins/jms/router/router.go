@@ -6,17 +6,24 @@
 // queue at the consumer, not at the exchange); a binding that carries one
 // is refused rather than ignored.
 //
-// x-jms-topic routes like a topic exchange (binding keys are patterns,
-// '*' one word, '#' zero or more) and, for a binding with a selector,
-// only when the selector is also true of the message's headers. The
-// selector is given in one of two binding arguments:
+// x-jms-topic routes each binding in one of two ways, fixed when the
+// binding is made by the argument that carries its selector:
 //
-//   - rjms_erlang_selector: the Erlang term RabbitMQ's JMS client
-//     compiles a JMS selector into, e.g. {'>', {'ident', <<"weight">>}, 10}.
-//   - x-selector: the selector as JMS writes it, e.g.
-//     weight > 10 AND color IN ('red', 'blue').
+//   - rjms_erlang_selector: the Erlang term RabbitMQ's JMS client compiles
+//     a JMS selector into, e.g. {'>', {'ident', <<"weight">>}, 10}. Such a
+//     binding routes on its selector alone and its key plays no part, as
+//     in RabbitMQ's x-jms-topic: the JMS client binds this exchange behind
+//     a topic exchange, which has already matched the topic, and binds
+//     queues to it with the topic's key, which may be a pattern or belong
+//     to another topic. An empty selector is refused (RabbitMQ refuses it
+//     too, by failing the connection).
+//   - x-selector, or no selector: Warren's own kind, for any AMQP client.
+//     The key is a topic pattern ('*' one word, '#' zero or more) and the
+//     message must match it and, when there is one, the selector, e.g.
+//     weight > 10 AND color IN ('red', 'blue'). An empty x-selector is no
+//     selector, as in JMS.
 //
-// Both are parsed when the binding is made (a selector that does not parse
+// Selectors are parsed when the binding is made (one that does not parse
 // is refused with 406 naming the problem) and evaluated with JMS's
 // three-valued logic by package selector. Identifiers name message
 // headers; JMSDeliveryMode, JMSPriority, JMSMessageID, JMSCorrelationID,
@@ -70,51 +77,66 @@ func (QueueType) Create(*sdk.Declaration) (sdk.Exchange, error) {
 	return &Queue{byKey: make(map[string][]sdk.BindingID), keyOf: make(map[sdk.BindingID]string)}, nil
 }
 
-// ParseSelector reads a binding's selector argument: nil when it has none
-// (or an empty one, which JMS takes as none). A selector that does not
-// parse, both arguments at once, or an argument that is not a string is a
-// 406 naming the problem.
-func ParseSelector(args sdk.Table) (*selector.Selector, error) {
+// ParseSelector reads a binding's selector argument. sel is nil when the
+// binding has none (or an empty x-selector, which JMS takes as none).
+// selectorOnly is true for a binding made RabbitMQ's JMS client's way,
+// with rjms_erlang_selector: it routes on the selector alone, whatever
+// its key. A selector that
+// does not parse, an empty rjms_erlang_selector, both arguments at once,
+// or an argument that is not a string is a 406 naming the problem.
+func ParseSelector(args sdk.Table) (sel *selector.Selector, selectorOnly bool, err error) {
 	ev, hasErl := args.Get(ArgErlangSelector)
 	sv, hasSQL := args.Get(ArgSQLSelector)
 	if hasErl && hasSQL {
-		return nil, sdk.Errorf(sdk.PreconditionFailed, "a binding takes one selector, %s or %s, not both", ArgSQLSelector, ArgErlangSelector)
+		return nil, false, sdk.Errorf(sdk.PreconditionFailed, "a binding takes one selector, %s or %s, not both", ArgSQLSelector, ArgErlangSelector)
 	}
 	name, v, parse := ArgSQLSelector, sv, selector.ParseSQL
 	if hasErl {
 		name, v, parse = ArgErlangSelector, ev, selector.ParseErlang
 	} else if !hasSQL {
-		return nil, nil
+		return nil, false, nil
 	}
 	src, ok := v.AsString()
 	if !ok {
-		return nil, sdk.Errorf(sdk.PreconditionFailed, "binding argument %s must be a string", name)
+		return nil, false, sdk.Errorf(sdk.PreconditionFailed, "binding argument %s must be a string", name)
 	}
 	if strings.TrimSpace(src) == "" {
-		return nil, nil
+		if hasErl {
+			// RabbitMQ cannot parse it and fails the connection; the JMS
+			// client binds a subscriber without a selector to the topic
+			// exchange instead, never with an empty one.
+			return nil, false, sdk.Errorf(sdk.PreconditionFailed, "binding argument %s is empty; for no selector, bind without it", name)
+		}
+		return nil, false, nil
 	}
 	s, err := parse(src)
 	if err != nil {
-		return nil, sdk.Errorf(sdk.PreconditionFailed, "invalid selector in binding argument %s: %v", name, err)
+		return nil, false, sdk.Errorf(sdk.PreconditionFailed, "invalid selector in binding argument %s: %v", name, err)
 	}
-	return s, nil
+	return s, hasErl, nil
 }
 
 // topicBinding is one binding of an x-jms-topic exchange.
 type topicBinding struct {
 	id  sdk.BindingID
-	pat int                // index into Topic.patterns
+	pat int                // index into Topic.patterns, or noPattern
 	sel *selector.Selector // nil: no selector
 }
 
+// noPattern is the pattern index of a binding that routes on its selector
+// alone (rjms_erlang_selector): its key is not matched.
+const noPattern = -1
+
 // Topic is one x-jms-topic exchange. Identical binding keys share one
-// compiled pattern, matched at most once per message.
+// compiled pattern, matched at most once per message; bindings that
+// ignore the key have none.
 type Topic struct {
 	bindings     []topicBinding
 	patterns     []pattern
 	patternRefs  []int
 	patternIndex map[string]int
 	selectors    int
+	selectorOnly int            // bindings with pat == noPattern
 	identIndex   map[string]int // the selectors' identifiers, by slot
 
 	// Per-message scratch, reused.
@@ -124,30 +146,42 @@ type Topic struct {
 }
 
 func (x *Topic) ValidateBinding(b *sdk.Binding) error {
-	_, err := ParseSelector(b.Args)
+	_, _, err := ParseSelector(b.Args)
 	return err
 }
 
 func (x *Topic) AddBinding(b *sdk.Binding) error {
-	sel, err := ParseSelector(b.Args)
+	sel, selectorOnly, err := ParseSelector(b.Args)
 	if err != nil {
 		return err
 	}
-	i, ok := x.patternIndex[b.Key]
-	if !ok {
-		i = len(x.patterns)
-		x.patternIndex[b.Key] = i
-		x.patterns = append(x.patterns, compilePattern(b.Key))
-		x.patternRefs = append(x.patternRefs, 0)
-		x.matched = append(x.matched, 0)
+	pat := noPattern
+	if selectorOnly {
+		x.selectorOnly++
+	} else {
+		pat = x.pattern(b.Key)
+		x.patternRefs[pat]++
 	}
-	x.patternRefs[i]++
-	x.bindings = append(x.bindings, topicBinding{id: b.ID, pat: i, sel: sel})
+	x.bindings = append(x.bindings, topicBinding{id: b.ID, pat: pat, sel: sel})
 	if sel != nil {
 		x.selectors++
 		sel.SetSlots(x.slot)
 	}
 	return nil
+}
+
+// pattern returns the index of key's compiled pattern, compiling it the
+// first time.
+func (x *Topic) pattern(key string) int {
+	i, ok := x.patternIndex[key]
+	if !ok {
+		i = len(x.patterns)
+		x.patternIndex[key] = i
+		x.patterns = append(x.patterns, compilePattern(key))
+		x.patternRefs = append(x.patternRefs, 0)
+		x.matched = append(x.matched, 0)
+	}
+	return i
 }
 
 // slot numbers an identifier for the per-message cache of header values;
@@ -170,7 +204,11 @@ func (x *Topic) RemoveBindings(ids []sdk.BindingID) error {
 			kept = append(kept, b)
 			continue
 		}
-		x.patternRefs[b.pat]-- // the slot stays (indexes hold); Route skips it
+		if b.pat == noPattern {
+			x.selectorOnly--
+		} else {
+			x.patternRefs[b.pat]-- // the slot stays (indexes hold); Route skips it
+		}
 		if b.sel != nil {
 			x.selectors--
 		}
@@ -189,8 +227,8 @@ func contains(ids []sdk.BindingID, id sdk.BindingID) bool {
 	return false
 }
 
-// Route adds every binding whose pattern matches the routing key and whose
-// selector, if any, is true.
+// Route adds every binding whose selector, if any, is true and whose
+// pattern, unless it ignores the key, matches the routing key.
 func (x *Topic) Route(m *sdk.Message, r *sdk.Result) error {
 	key := m.RoutingKey()
 	x.words = splitKey(x.words, key)
@@ -198,16 +236,18 @@ func (x *Topic) Route(m *sdk.Message, r *sdk.Result) error {
 	x.env.reset(m)
 	for i := range x.bindings {
 		b := &x.bindings[i]
-		switch x.matched[b.pat] {
-		case 0:
-			if x.patterns[b.pat].match(key, x.words) {
-				x.matched[b.pat] = 1
-			} else {
-				x.matched[b.pat] = 2
+		if b.pat != noPattern {
+			switch x.matched[b.pat] {
+			case 0:
+				if x.patterns[b.pat].match(key, x.words) {
+					x.matched[b.pat] = 1
+				} else {
+					x.matched[b.pat] = 2
+					continue
+				}
+			case 2:
 				continue
 			}
-		case 2:
-			continue
 		}
 		if b.sel == nil || b.sel.Matches(&x.env) {
 			r.Add(b.id)
@@ -225,7 +265,7 @@ func (x *Topic) Info() map[string]any {
 			used++
 		}
 	}
-	return map[string]any{"bindings": len(x.bindings), "patterns": used, "selectors": x.selectors}
+	return map[string]any{"bindings": len(x.bindings), "patterns": used, "selectors": x.selectors, "selector_only": x.selectorOnly}
 }
 
 // Queue is one x-jms-queue exchange: direct routing.

@@ -186,12 +186,40 @@ func (f *fixture) route(key string, headers map[string]any) string {
 	return f.routeMsg(m)
 }
 
+type bindingSpec struct {
+	queue, key string
+	args       map[string]any
+}
+
+type messageSpec struct {
+	key     string
+	headers map[string]any
+	want    string // the queues reached, sorted
+}
+
+// routeEach makes the bindings on a new x-jms-topic exchange and checks
+// where each message goes.
+func routeEach(t *testing.T, binds []bindingSpec, msgs []messageSpec) {
+	t.Helper()
+	f := newFixture(t, TopicType{})
+	for _, b := range binds {
+		f.bind(b.queue, b.key, b.args)
+	}
+	for _, m := range msgs {
+		if got := f.route(m.key, m.headers); got != m.want {
+			t.Errorf("%q %v: routed to %q, want %q", m.key, m.headers, got, m.want)
+		}
+	}
+}
+
 func TestTopic(t *testing.T) {
 	f := newFixture(t, TopicType{})
 	f.bind("all", "#", nil)
 	f.bind("stocks", "stock.*", nil)
 	f.bind("heavy", "stock.*", map[string]any{"x-selector": "weight > 10"})
 	f.bind("redblue", "stock.#", map[string]any{"x-selector": "weight > 10 AND color IN ('red','blue')"})
+	// The JMS client's bindings route on the selector alone: their keys
+	// play no part.
 	f.bind("erl", "stock.ibm", map[string]any{ArgErlangSelector: `{'>', {'ident', <<"weight">>}, 10}.`, "rjms_version": "3.0.0"})
 	f.bind("light", "*.ibm", map[string]any{ArgErlangSelector: `{'not', {'>', {'ident', <<"weight">>}, 10}}.`})
 	f.bind("empty", "stock.ibm", map[string]any{"x-selector": "  "}) // JMS: no selector
@@ -206,10 +234,11 @@ func TestTopic(t *testing.T) {
 		{"stock.ibm", map[string]any{"weight": 5}, "all empty light stocks"},
 		// No weight: every selector on it is unknown, NOT included.
 		{"stock.ibm", nil, "all empty stocks"},
-		{"stock.hp", map[string]any{"weight": 20.5, "color": "blue"}, "all heavy redblue stocks"},
-		{"stock.hp.x", map[string]any{"weight": 20, "color": "blue"}, "all redblue"},
+		{"stock.hp", map[string]any{"weight": 20.5, "color": "blue"}, "all erl heavy redblue stocks"},
+		{"stock.hp.x", map[string]any{"weight": 20, "color": "blue"}, "all erl redblue"},
 		{"bond.ibm", map[string]any{"weight": 1}, "all light"},
-		{"", map[string]any{"weight": 100}, "all"},
+		{"", map[string]any{"weight": 100}, "all erl"},
+		{"bond", map[string]any{"weight": 1}, "all light"},
 	}
 	for _, c := range cases {
 		if got := f.route(c.key, c.headers); got != c.want {
@@ -217,7 +246,7 @@ func TestTopic(t *testing.T) {
 		}
 	}
 	info := f.x.(sdk.Informer).Info()
-	if info["bindings"] != 7 || info["patterns"] != 5 || info["selectors"] != 4 {
+	if info["bindings"] != 7 || info["patterns"] != 4 || info["selectors"] != 4 || info["selector_only"] != 2 {
 		t.Errorf("info: %v", info)
 	}
 }
@@ -242,6 +271,51 @@ func TestTopicUnbind(t *testing.T) {
 	}
 	info := f.x.(sdk.Informer).Info()
 	if info["bindings"] != 2 || info["patterns"] != 1 || info["selectors"] != 1 {
+		t.Errorf("info: %v", info)
+	}
+}
+
+// TestMixedBindings: on one exchange, the JMS client's bindings ignore the
+// key while x-selector bindings and bindings without a selector are
+// topic-matched (Warren's own; RabbitMQ has neither, see
+// TestBindingsRabbitMQRefuses).
+func TestMixedBindings(t *testing.T) {
+	routeEach(t,
+		[]bindingSpec{
+			{"jms", "orders", erlSel(`{'>',{'ident',<<"weight">>},10}.`)},
+			{"sql", "orders", map[string]any{ArgSQLSelector: "weight > 10"}},
+			{"sql-pattern", "orders.*", map[string]any{ArgSQLSelector: "weight > 10"}},
+			{"plain", "orders", nil},
+			{"plain-pattern", "#.eu", nil},
+			{"empty-sql", "orders", map[string]any{ArgSQLSelector: ""}},
+		},
+		[]messageSpec{
+			{"orders", map[string]any{"weight": int32(11)}, "empty-sql jms plain sql"},
+			{"orders", map[string]any{"weight": int32(5)}, "empty-sql plain"},
+			{"orders.eu", map[string]any{"weight": int32(11)}, "jms plain-pattern sql-pattern"},
+			{"stock", map[string]any{"weight": int32(11)}, "jms"},
+			{"stock", nil, ""},
+		})
+}
+
+// TestSelectorOnlyUnbind: unbinding a binding that ignores the key leaves
+// the others and the exchange's figures right.
+func TestSelectorOnlyUnbind(t *testing.T) {
+	f := newFixture(t, TopicType{})
+	a := f.bind("a", "k", erlSel(`{'=',{'ident',<<"n">>},1}.`))
+	f.bind("b", "x.y", erlSel(`{'>',{'ident',<<"n">>},0}.`))
+	c := f.bind("c", "k", nil)
+	if got := f.route("z", map[string]any{"n": 1}); got != "a b" {
+		t.Fatalf("routed to %q", got)
+	}
+	if err := f.x.RemoveBindings([]sdk.BindingID{a, c}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.route("k", map[string]any{"n": 1}); got != "b" {
+		t.Errorf("after unbinding: routed to %q", got)
+	}
+	info := f.x.(sdk.Informer).Info()
+	if info["bindings"] != 1 || info["patterns"] != 0 || info["selectors"] != 1 || info["selector_only"] != 1 {
 		t.Errorf("info: %v", info)
 	}
 }
@@ -381,6 +455,9 @@ func TestBindingErrors(t *testing.T) {
 		{TopicType{}, map[string]any{ArgErlangSelector: "{'gt', 1, 2}."}, "unknown selector operator 'gt'"},
 		{TopicType{}, map[string]any{"x-selector": 5}, "binding argument x-selector must be a string"},
 		{TopicType{}, map[string]any{"x-selector": "a = 1", ArgErlangSelector: "'true'."}, "a binding takes one selector"},
+		{TopicType{}, map[string]any{ArgErlangSelector: ""}, "binding argument rjms_erlang_selector is empty; for no selector, bind without it"},
+		{TopicType{}, map[string]any{ArgErlangSelector: " \t"}, "binding argument rjms_erlang_selector is empty"},
+		{TopicType{}, map[string]any{ArgErlangSelector: []byte("'true'.")}, "binding argument rjms_erlang_selector must be a string"},
 		{QueueType{}, map[string]any{"x-selector": "a = 1"}, "x-jms-queue bindings take no selector (binding argument x-selector)"},
 		{QueueType{}, map[string]any{ArgErlangSelector: "'true'."}, "x-jms-queue bindings take no selector (binding argument rjms_erlang_selector)"},
 	}

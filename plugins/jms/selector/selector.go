@@ -69,7 +69,9 @@
 // integer division by zero is unknown; float division follows IEEE 754.
 // In the SQL form an integer divided by an integer is an integer (Java's
 // rule); in the Erlang form '/' always divides as floats (Erlang's rule),
-// so both read as the client that wrote them meant.
+// so both read as the client that wrote them meant. (By zero, RabbitMQ's
+// evaluator answers atoms that order above every number instead of IEEE
+// infinities; the plugin's README gives the difference.)
 //
 // x BETWEEN a AND b is a <= x AND x <= b, x NOT BETWEEN a AND b is x < a
 // OR x > b; x IN (a, b) is x = a OR x = b, x NOT IN (a, b) is x <> a AND

@@ -18,10 +18,18 @@ func init() {
 		Types:    []sdk.ExchangeType{misType{}},
 		Settings: []sdk.Setting{{Name: "greeting", Kind: sdk.StringSetting, Doc: "reported by Info"}},
 		OnIdle:   func() { idles++ },
+		OnSettingsChanged: func(s sdk.Table) error {
+			if g, _ := s.Get("greeting"); must(g.AsString()) == "refuse" {
+				return sdk.Errorf(sdk.PreconditionFailed, "greeting refused as asked")
+			}
+			return nil
+		},
 	})
 }
 
 func main() {}
+
+func must[T any](v T, _ bool) T { return v }
 
 type misType struct{}
 
@@ -31,6 +39,18 @@ func (misType) ValidateDeclare(d *sdk.Declaration) error {
 	if v, ok := d.Args.Get("x-foo"); ok {
 		if _, ok := v.AsString(); !ok {
 			return sdk.Errorf(sdk.PreconditionFailed, "x-foo must be a string")
+		}
+	}
+	// x-as asks the broker to validate the declare as another type too,
+	// right or wrong (ABI 1.1).
+	if v, ok := d.Args.Get("x-as"); ok {
+		s, _ := v.AsString()
+		d.ValidateAs(s)
+	}
+	if v, ok := d.Args.Get("x-exists"); ok {
+		s, _ := v.AsString()
+		if !sdk.TypeExists(s) {
+			return sdk.Errorf(sdk.NotFound, "no exchange type %s", s)
 		}
 	}
 	return nil
@@ -49,6 +69,10 @@ type exchange struct {
 func (x *exchange) ValidateBinding(b *sdk.Binding) error {
 	if _, ok := b.Args.Get("x-reject"); ok {
 		return sdk.Errorf(sdk.PreconditionFailed, "binding rejected as asked")
+	}
+	if v, ok := b.Args.Get("x-as"); ok {
+		s, _ := v.AsString()
+		b.ValidateAs(s)
 	}
 	return nil
 }
@@ -115,6 +139,15 @@ func (x *exchange) Route(m *sdk.Message, r *sdk.Result) error {
 		return nil
 	case key == "via":
 		r.Via("direct", 1500*time.Millisecond)
+		return nil
+	case key == "stamp":
+		r.Via("direct", time.Second)
+		r.SetHeader("stamped", "yes")
+		r.RemoveHeader("route-to")
+		return nil
+	case key == "stamp-now":
+		r.Via("direct", 0)
+		r.SetHeader("stamped", "yes")
 		return nil
 	case key == "error":
 		return sdk.Errorf(sdk.PreconditionFailed, "refused: %s", "asked to")
