@@ -27,7 +27,8 @@
 //	0x03 msgID(8)                      a message shared by several queues
 //	0x04 qid(8) prio(1) seq(8)         queue index entry
 //	0x05 qid(8) prio(1) seq(8)         reference: the msgID(8) of a shared entry
-//	0x06 due(8) seq(8)                 held message (delay store)
+//	0x06 due(8) seq(8)                 held message, first format: read
+//	                                   only to be moved to 0x09 (held.go)
 //	0x07 group(8) 0x01 index(8)        Raft log entry of a group
 //	0x07 group(8) 0x02                 the group's Raft hard state
 //	0x07 group(8) 0x03                 the group's Raft snapshot
@@ -36,6 +37,9 @@
 //	0x08 sid(8) 0x01 offset(8)         a stream's message: timestamp(8)
 //	                                   then the message (stream.go)
 //	0x08 sid(8) 0x02 first(8)          a stream's segment record
+//	0x09 esc(vhost) esc(exchange)      held message (the delay store), per
+//	     kind(1) due(8) seq(8)         exchange and kind (1 durable, 2
+//	                                   transient), in due order (held.go)
 //
 // esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
 // terminator 0x00 0x01. It keeps names in byte order, and an escaped name is
@@ -111,8 +115,8 @@
 //     leaves the message in exactly one of the queues. The message's count
 //     is judged at the end of the Txn, so the move never deletes it.
 //   - DeleteVHost deletes the vhost record, the vhost's permissions,
-//     exchanges, queues, bindings and policies (range deletions), and its
-//     queues' entries, in one batch.
+//     exchanges, queues, bindings, policies and held messages (range
+//     deletions), and its queues' entries, in one batch.
 //   - Metadata writes are ordinary keys: nothing ties a queue record to its
 //     entries; the broker deletes both (DeleteMeta, then DeleteQueue or in
 //     DeleteVHost), and Recover removes the entries of queue ids it is not

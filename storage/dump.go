@@ -104,6 +104,14 @@ func describe(k, v []byte) string {
 		if due, seq, ok := parseHeldKey(k); ok {
 			return fmt.Sprintf("held due=%d seq=%d = %s", due, seq, abbrev(v))
 		}
+	case prefixDelayed:
+		if sp, due, seq, ok := parseDelayedKey(k); ok {
+			kind := "durable"
+			if sp.Transient {
+				kind = "transient"
+			}
+			return fmt.Sprintf("held vhost=%q exchange=%q %s due=%d seq=%d = %s", sp.VHost, sp.Exchange, kind, due, seq, abbrev(v))
+		}
 	case prefixRaft:
 		if line := describeRaft(k, v); line != "" {
 			return line

@@ -83,6 +83,8 @@ func (s *Store) DeleteVHost(vhost string, queueIDs []uint64) error {
 		p := metaVHostPrefix(kind, vhost)
 		t.b.DeleteRange(p, prefixEnd(p), nil)
 	}
+	hp := heldVHostPrefix(vhost)
+	t.b.DeleteRange(hp, prefixEnd(hp), nil)
 	for _, qid := range queueIDs {
 		t.DeleteQueue(qid)
 		t.DeleteStream(qid) // ids are never shared: nothing else is there

@@ -20,7 +20,7 @@ type RecoveryStats struct {
 	Messages        int64 // shared messages kept (referenced)
 	Unreferenced    int64 // shared messages deleted for lack of references
 	MissingMessages int64 // entries whose shared message is missing (should be 0)
-	Held            int64 // records in the delay store
+	Held            int64 // records of the delay store's first format (0x06), which the broker moves to 0x09
 	Queues          map[uint64][]Level
 	Elapsed         time.Duration
 }
@@ -252,7 +252,8 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		return st, err
 	}
 
-	// The delay store is kept as it is; count it.
+	// The delay store is kept as it is; count its first format's records
+	// (the broker moves them; HeldSpans counts the rest without values).
 	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixHeld}, UpperBound: []byte{prefixHeld + 1}})
 	if err != nil {
 		return st, err

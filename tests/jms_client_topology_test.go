@@ -1,57 +1,21 @@
 package tests
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-
-	"github.com/warrenmq/warren/core/config"
 )
-
-// The jms plugin built from this checkout's source, once per test run:
-// the shipped module is build output that may lag the source, and these
-// tests are about the source.
-var (
-	jmsBuildOnce sync.Once
-	jmsBuildDir  string
-	jmsBuildErr  error
-)
-
-func builtJMSPlugin(t testing.TB) string {
-	t.Helper()
-	jmsBuildOnce.Do(func() {
-		jmsBuildDir, jmsBuildErr = os.MkdirTemp("", "warren-test-jms")
-		if jmsBuildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(jmsBuildDir, "jms.wasm"), "./plugins/jms")
-		cmd.Dir = ".."
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			jmsBuildErr = fmt.Errorf("building the jms plugin: %v\n%s", err, out)
-		}
-	})
-	if jmsBuildErr != nil {
-		t.Fatal(jmsBuildErr)
-	}
-	return jmsBuildDir
-}
 
 // startWithJMS is the broker under test with the jms plugin enabled: an
-// in-process Warren running the plugin built from source, or the
-// reference broker (which needs rabbitmq_jms_topic_exchange enabled).
+// in-process Warren running the shipped module (which TestReproducible
+// keeps equal to the source), or the reference broker (which needs
+// rabbitmq_jms_topic_exchange enabled).
 func startWithJMS(t *testing.T) *server {
 	t.Helper()
 	if reference() != "" {
 		return start(t)
 	}
-	dir := builtJMSPlugin(t)
-	s := startWarren(t, func(c *config.Config) { c.Plugins.Dir = dir })
+	s := startWarren(t)
 	if err := s.b.EnablePlugin("jms"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@
 // or more (an IPv4 and an IPv6 address, say), replaces amqp.listen; -admin
 // replaces admin.listen, so Warren can start beside a RabbitMQ on other
 // ports without a configuration file. SIGINT or SIGTERM shut the broker down cleanly, within
-// limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED. SIGHUP is
-// logged and otherwise ignored, as RabbitMQ does: Warren logs to stderr, so
-// there is no log file to reopen, and it reads its configuration only at
-// start. (Left to its default, SIGHUP would kill the broker when the
-// terminal that started it goes away.)
+// limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED. SIGHUP
+// reloads the plugins' settings ([plugins.settings.NAME]) from the
+// configuration file, if one was given; the rest of the file is read only
+// at start, and Warren logs to stderr, so there is no log file to reopen.
+// (Left to its default, SIGHUP would kill the broker when the terminal that
+// started it goes away.)
 package main
 
 import (
@@ -112,7 +113,7 @@ func run() error {
 
 	sig := <-sigs
 	for sig == syscall.SIGHUP {
-		log.Info().Str("signal", sig.String()).Msg("ignored: nothing to reload or reopen")
+		reload(b, *configPath, log)
 		sig = <-sigs
 	}
 	log.Info().Str("signal", sig.String()).Msg("shutting down")
@@ -121,6 +122,26 @@ func run() error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// reload reads the configuration file again for what can change in a
+// running broker: the plugins' settings. A file that does not load changes
+// nothing.
+func reload(b *broker.Broker, path string, log zerolog.Logger) {
+	if path == "" {
+		log.Info().Msg("SIGHUP: no configuration file to reload")
+		return
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		log.Error().Err(err).Msg("SIGHUP: the configuration file did not load; nothing changed")
+		return
+	}
+	if err := b.ReloadPluginSettings(cfg.Plugins.Settings); err != nil {
+		log.Error().Err(err).Msg("SIGHUP: plugin settings not all reloaded")
+		return
+	}
+	log.Info().Str("config", path).Msg("SIGHUP: plugin settings reloaded")
 }
 
 // listenFlag collects every -listen.

@@ -38,7 +38,7 @@ var listings = map[string]listing{
 		what: "exchanges", perVHost: true,
 		path:     func(o *opts) string { return "/api/exchanges/" + vhostPath(o) },
 		defaults: []string{"name", "type"},
-		columns:  []string{"name", "type", "durable", "auto_delete", "internal", "arguments", "policy"},
+		columns:  []string{"name", "type", "durable", "auto_delete", "internal", "arguments", "policy", "messages_delayed"},
 	},
 	"list_bindings": {
 		what: "bindings", perVHost: true,
@@ -139,6 +139,19 @@ var commands = map[string]command{
 			}
 			return c.do("DELETE", path, nil)
 		}},
+	"purge_delayed": {form: "purge_delayed [-p VHOST] EXCHANGE", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			var res struct {
+				N int `json:"message_count"`
+			}
+			if err := c.request("DELETE", "/api/exchanges/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/delayed", nil, &res, nil); err != nil {
+				return err
+			}
+			if !o.silent {
+				fmt.Fprintf(out, "Purged %d delayed messages of exchange %s\n", res.N, args[0])
+			}
+			return nil
+		}},
 	"delete_exchange": {form: "delete_exchange [-p VHOST] NAME [--if-unused]", min: 1, max: 1,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			path := "/api/exchanges/" + vhostPath(o) + "/" + url.PathEscape(args[0])
@@ -184,7 +197,7 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
-	"plugins": {form: "plugins list | enable NAME | disable NAME [--force]", min: 1, max: 2, run: plugins},
+	"plugins": {form: "plugins list | enable NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
 
 	"add_member": {form: "add_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
@@ -257,7 +270,7 @@ func setPolicy(c *client, o *opts, out io.Writer, args []string) error {
 func plugins(c *client, o *opts, out io.Writer, args []string) error {
 	switch args[0] {
 	case "list":
-		return table("/api/plugins", "name", "enabled", "version", "types", "state")(c, o, out, nil)
+		return table("/api/plugins", "name", "enabled", "version", "abi", "features", "types", "state", "hash")(c, o, out, nil)
 	case "enable", "disable":
 		if len(args) != 2 {
 			return fmt.Errorf("usage: warrenctl plugins %s NAME", args[0])
@@ -271,8 +284,31 @@ func plugins(c *client, o *opts, out io.Writer, args []string) error {
 		}
 		fmt.Fprintf(out, "plugin %s %sd\n", args[1], args[0])
 		return nil
+	case "configure":
+		if len(args) != 4 {
+			return fmt.Errorf("usage: warrenctl plugins configure NAME KEY VALUE")
+		}
+		// The broker converts the text to the setting's kind.
+		if err := c.do("PUT", pluginSettingPath(args[1], args[2]), map[string]any{"value": args[3]}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plugin %s: %s set to %s\n", args[1], args[2], args[3])
+		return nil
+	case "reset":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: warrenctl plugins reset NAME KEY")
+		}
+		if err := c.do("DELETE", pluginSettingPath(args[1], args[2]), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "plugin %s: %s reset to the configuration's\n", args[1], args[2])
+		return nil
 	}
 	return fmt.Errorf("unknown plugins command %q", args[0])
+}
+
+func pluginSettingPath(name, key string) string {
+	return "/api/plugins/" + url.PathEscape(name) + "/settings/" + url.PathEscape(key)
 }
 
 // node is the figures of /api/nodes that status and list_alarms show.

@@ -516,3 +516,32 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 	}
 	waitMembers("q1", "c")
 }
+
+func TestPluginsListAndConfigure(t *testing.T) {
+	_, url := newBroker(t)
+	if _, err := ctl(t, url, "plugins", "enable", "delayed-message"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ctl(t, url, "plugins", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The header, then a row per shipped plugin with its ABI, features
+	// and hash.
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "delayed-message") {
+			row = l
+		}
+	}
+	if !strings.Contains(out, "abi") || !strings.Contains(out, "hash") || !strings.Contains(row, "1.1") || !strings.Contains(row, "headers") {
+		t.Fatalf("plugins list:\n%s", out)
+	}
+	if _, err := ctl(t, url, "plugins", "configure", "delayed-message", "speed", "3"); err == nil ||
+		!strings.Contains(err.Error(), "plugin 'delayed-message' takes no settings (asked to set 'speed')") {
+		t.Fatalf("configure of a setting the plugin lacks: %v", err)
+	}
+	if _, err := ctl(t, url, "plugins", "configure", "delayed-message", "speed"); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Fatalf("configure without a value: %v", err)
+	}
+}

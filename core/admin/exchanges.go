@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -23,6 +24,8 @@ func (a *api) routeExchanges(mux *router) {
 	a.handle(mux, "POST /api/exchanges/{vhost}/{exchange}/publish", management, a.publish)
 	a.handle(mux, "GET /api/exchanges/{vhost}/{exchange}/bindings/source", management, a.exchangeBindings)
 	a.handle(mux, "GET /api/exchanges/{vhost}/{exchange}/bindings/destination", management, a.exchangeBindings)
+	a.handle(mux, "GET /api/exchanges/{vhost}/{exchange}/delayed", management, a.heldMessages)
+	a.handle(mux, "DELETE /api/exchanges/{vhost}/{exchange}/delayed", management, a.purgeHeld)
 }
 
 // exchangeName reads the exchange in the path: RabbitMQ writes the
@@ -37,16 +40,20 @@ func exchangeName(c *call) string {
 // exchangeJSON is an exchange as RabbitMQ lists it. type_info is Warren's:
 // what a plugin exchange type says about the exchange.
 type exchangeJSON struct {
-	Arguments    map[string]any `json:"arguments"`
-	AutoDelete   bool           `json:"auto_delete"`
-	Durable      bool           `json:"durable"`
-	Internal     bool           `json:"internal"`
-	MessageStats map[string]any `json:"message_stats,omitempty"`
-	Name         string         `json:"name"`
-	Policy       string         `json:"policy,omitempty"`
-	Type         string         `json:"type"`
-	TypeInfo     any            `json:"type_info,omitempty"`
-	VHost        string         `json:"vhost"`
+	Arguments  map[string]any `json:"arguments"`
+	AutoDelete bool           `json:"auto_delete"`
+	Durable    bool           `json:"durable"`
+	Internal   bool           `json:"internal"`
+	// MessagesDelayed is Warren's: the messages the exchange holds for
+	// delayed routing. Shown for exchanges of plugin types (which may
+	// hold) and any holding messages; RabbitMQ shows nothing of the kind.
+	MessagesDelayed *int           `json:"messages_delayed,omitempty"`
+	MessageStats    map[string]any `json:"message_stats,omitempty"`
+	Name            string         `json:"name"`
+	Policy          string         `json:"policy,omitempty"`
+	Type            string         `json:"type"`
+	TypeInfo        any            `json:"type_info,omitempty"`
+	VHost           string         `json:"vhost"`
 }
 
 func exchangeView(x vhost.ExchangeInfo) exchangeJSON {
@@ -56,6 +63,10 @@ func exchangeView(x vhost.ExchangeInfo) exchangeJSON {
 	}
 	if x.Info != nil {
 		e.TypeInfo = tablejson.Value(x.Info) // a plugin's description may hold floats
+	}
+	if x.MayHold || x.Held > 0 {
+		n := x.Held
+		e.MessagesDelayed = &n
 	}
 	return e
 }
@@ -377,4 +388,83 @@ func propertiesJSON(flags uint16, raw []byte) map[string]any {
 	set(protocol.FlagAppID, "app_id", p.AppID)
 	set(protocol.FlagClusterID, "cluster_id", p.ClusterID)
 	return out
+}
+
+// heldJSON is one held message, shaped like an item of RabbitMQ's
+// get-messages answer, with when it is due.
+type heldJSON struct {
+	Due             string         `json:"due"`    // RFC 3339, UTC, ms
+	DueMs           int64          `json:"due_ms"` // unix ms
+	Via             string         `json:"via"`    // the type it is routed with when due
+	Exchange        string         `json:"exchange"`
+	RoutingKey      string         `json:"routing_key"`
+	Properties      map[string]any `json:"properties"`
+	Durable         bool           `json:"durable"` // survives a restart
+	PayloadBytes    int            `json:"payload_bytes"`
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+}
+
+// heldPreview is how much of each payload a listing shows.
+const heldPreview = 256
+
+// heldMessages lists the messages an exchange holds, in due order and
+// paged as other listings are (?page, ?page_size; without ?page the first
+// page of 100). Payloads are shown up to 256 bytes (?truncate=N for
+// another limit), as strings when they are valid UTF-8, else base64.
+func (a *api) heldMessages(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	p, err := pagingOf(c.r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	if !p.paged {
+		p.page = 1
+	}
+	preview := heldPreview
+	if t := c.query("truncate"); t != "" {
+		if _, err := fmt.Sscan(t, &preview); err != nil || preview < 0 {
+			return nil, badRequest("truncate must be a number of bytes")
+		}
+	}
+	list, total, err := v.HeldMessages(exchangeName(c), (p.page-1)*p.size, p.size)
+	if err != nil {
+		if e, ok := err.(*reply.Error); ok && e.Code == protocol.NotFound {
+			return nil, errNotFound
+		}
+		return nil, err
+	}
+	items := make([]heldJSON, 0, len(list))
+	for _, h := range list {
+		m := h.Message
+		body := m.Body[:min(len(m.Body), preview)]
+		item := heldJSON{Due: h.Due.UTC().Format("2006-01-02T15:04:05.000Z07:00"), DueMs: h.Due.UnixMilli(), Via: h.Via,
+			Exchange: m.Exchange, RoutingKey: m.RoutingKey, Properties: propertiesJSON(m.Flags, m.Props),
+			Durable: h.Durable, PayloadBytes: len(m.Body), Payload: string(body), PayloadEncoding: "string"}
+		if !utf8.Valid(body) {
+			item.Payload, item.PayloadEncoding = base64.StdEncoding.EncodeToString(body), "base64"
+		}
+		items = append(items, item)
+	}
+	return pageAnswer[heldJSON]{FilteredCount: total, ItemCount: len(items), Items: items, Page: p.page,
+		PageCount: (total + p.size - 1) / p.size, PageSize: p.size, TotalCount: total}, nil
+}
+
+// purgeHeld drops every message an exchange holds and answers how many.
+func (a *api) purgeHeld(c *call) (any, error) {
+	v, err := c.vhost()
+	if err != nil {
+		return nil, err
+	}
+	n, err := v.PurgeHeld(exchangeName(c))
+	if err != nil {
+		if e, ok := err.(*reply.Error); ok && e.Code == protocol.NotFound {
+			return nil, errNotFound
+		}
+		return nil, err
+	}
+	return map[string]int{"message_count": n}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/vhost"
 )
 
 // metricsHandler serves /metrics: Prometheus's exposition, written by
@@ -98,6 +99,9 @@ var (
 	channelsTotal    = desc("warren_channels", "Open channels.")
 	consumersTotal   = desc("warren_consumers", "Consumers.")
 	heldTotal        = desc("warren_delayed_messages", "Messages held for delayed routing, per vhost.", "vhost")
+	heldInMemory     = desc("warren_delayed_messages_in_memory", "Held messages in memory (the window over the store), per vhost.", "vhost")
+	heldDropped      = desc("warren_delayed_messages_dropped_total", "Held messages dropped rather than routed, by reason: route_failed (routing failed when due; logged), unroutable (no queue when due), exchange_deleted, purged.", "vhost", "reason")
+	exchangeHeld     = desc("warren_exchange_delayed_messages", "Messages an exchange holds for delayed routing (exchanges holding some).", "vhost", "exchange")
 
 	connectionsOpened = desc("warren_connections_opened_total", "Client connections opened (past connection.open).")
 	connectionsClosed = desc("warren_connections_closed_total", "Client connections closed.")
@@ -214,6 +218,13 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(exchangeOut, x.Counters[stats.PublishOut], name, x.Name)
 		}
 		gauge(heldTotal, float64(v.HeldCount()), name)
+		gauge(heldInMemory, float64(v.HeldInMemory()), name)
+		for reason, n := range v.HeldDropped() {
+			counter(heldDropped, n, name, vhost.DropReasonNames[reason])
+		}
+		for x, n := range v.HeldCounts() {
+			gauge(exchangeHeld, float64(n), name, x)
+		}
 	}
 	gauge(consumersTotal, float64(consumers))
 

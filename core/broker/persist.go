@@ -85,21 +85,7 @@ func (b *Broker) restore(start time.Time) error {
 			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
 		}
 	}
-	held := 0
-	err = st.ScanHeld(func(due int64, seq uint64, rec []byte) bool {
-		name, ok := vhost.HeldVHost(rec)
-		v, found := b.VHost(name)
-		if !ok || !found {
-			b.log.Warn().Str("vhost", name).Msg("held message of an unknown vhost ignored")
-			return true
-		}
-		if err := v.RestoreHeld(due, seq, rec); err != nil {
-			b.log.Warn().Err(err).Msg("held message could not be restored")
-			return true
-		}
-		held++
-		return true
-	})
+	held, err := b.restoreHeld()
 	if err != nil {
 		return fmt.Errorf("reading held messages: %w", err)
 	}
@@ -122,9 +108,75 @@ func (b *Broker) restore(start time.Time) error {
 	if time.Since(start) > time.Second {
 		ev = b.log.Info().Dur("elapsed", time.Since(start))
 	}
-	ev.Int("vhosts", len(vhosts)).Int("queues", len(queues)).Int64("messages", stats.Entries).Int("held", held).
-		Int64("transient_dropped", stats.Transient).Msg("restored from the data directory")
+	ev.Int("vhosts", len(vhosts)).Int("queues", len(queues)).Int64("messages", stats.Entries).Int64("held", held.kept).
+		Int64("transient_dropped", stats.Transient).Int64("held_transient_dropped", held.transient).
+		Int64("held_orphaned_dropped", held.orphaned).Msg("restored from the data directory")
 	return nil
+}
+
+// heldFigures is what became of the held messages found at start.
+type heldFigures struct {
+	kept      int64 // persistent messages of durable exchanges: held again
+	transient int64 // transient ones (not persistent, or of a non-durable exchange): dropped
+	orphaned  int64 // of an exchange or vhost that is gone: dropped
+}
+
+// restoreHeld moves the delay store's first-format records to the current
+// one, then counts every exchange's held messages (keys only: the vhosts
+// read them as they come due). A transient held message was written to the
+// store without a sync only to keep it out of memory; it does not survive
+// a restart, like a transient message in a queue, and is dropped here and
+// counted. (After a crash of the machine, rather than of the process, some
+// of them may never have reached the disk: those are not counted.)
+func (b *Broker) restoreHeld() (heldFigures, error) {
+	st := b.store
+	var f heldFigures
+	moved := 0
+	err := st.ScanHeld(func(due int64, seq uint64, rec []byte) bool {
+		txn := st.Begin()
+		txn.DeleteHeld(due, seq)
+		if vh, x, ok := vhost.LegacyHeldNames(rec); ok {
+			txn.PutHeldAt(storage.HeldSpan{VHost: vh, Exchange: x}, due, seq, rec)
+			moved++
+		} else {
+			b.log.Warn().Int64("due", due).Msg("held message of the first format unreadable; dropped")
+			f.orphaned++
+		}
+		txn.Commit(false, nil)
+		return true
+	})
+	if err != nil {
+		return f, err
+	}
+	if moved > 0 {
+		b.log.Info().Int("messages", moved).Msg("held messages moved to the per-exchange delay store")
+	}
+	drop := st.Begin()
+	err = st.HeldSpans(func(sp storage.HeldSpan, n int64) {
+		v, found := b.VHost(sp.VHost)
+		if found {
+			_, err := v.Exchange(sp.Exchange)
+			found = err == nil
+		}
+		switch {
+		case !found:
+			b.log.Warn().Str("vhost", sp.VHost).Str("exchange", sp.Exchange).Int64("messages", n).
+				Msg("held messages of an exchange that is gone dropped")
+			f.orphaned += n
+			drop.DeleteHeldSpan(sp)
+		case sp.Transient:
+			f.transient += n
+			drop.DeleteHeldSpan(sp)
+		default:
+			v.RestoreHeld(sp.Exchange, int(n))
+			f.kept += n
+		}
+	})
+	if err != nil {
+		drop.Abort()
+		return f, err
+	}
+	return f, drop.CommitWait()
 }
 
 // firstBoot stores the configured default vhost, user and permission.

@@ -39,6 +39,11 @@ type pluginManager struct {
 	failed    map[string]string               // plugins the host disabled, and why
 	inspected map[[32]byte]plugins.PluginInfo // descriptions of modules not enabled, by content
 
+	// Settings (plugin_settings.go): broker.toml's, and the overrides set
+	// in the running broker, by plugin.
+	fileSettings map[string]map[string]any
+	overrides    map[string]map[string]any
+
 	// The cluster's committed plugin changes, made in order by a
 	// goroutine started on the first (see EnablePlugin).
 	followOnce sync.Once
@@ -47,11 +52,15 @@ type pluginManager struct {
 
 func (b *Broker) startPlugins(shipped map[string][]byte) error {
 	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*plugins.Plugin),
-		failed: make(map[string]string), inspected: make(map[[32]byte]plugins.PluginInfo)}
+		failed: make(map[string]string), inspected: make(map[[32]byte]plugins.PluginInfo),
+		fileSettings: b.cfg.Plugins.Settings}
+	if err := pm.loadSettingOverrides(); err != nil {
+		return err
+	}
 	host, err := plugins.NewHost(plugins.Config{
 		CacheDir:       b.cfg.PluginCacheDir(),
 		Logger:         b.log.With().Str("component", "plugins").Logger(),
-		PluginSettings: b.cfg.Plugins.Settings,
+		PluginSettings: pm.allSettings(),
 		OnDisabled:     pm.onDisabled,
 		LookupType:     b.types.Lookup,
 	})
@@ -223,6 +232,11 @@ type PluginStatus struct {
 	Source    string   `json:"source"`
 	State     string   `json:"state"`
 	Exchanges int      `json:"exchanges"`
+	// From the module: the routing ABI version it speaks, its features
+	// and the sha256 of its bytes (to tell which build is running).
+	ABI      string   `json:"abi,omitempty"`
+	Features []string `json:"features"`
+	Hash     string   `json:"hash,omitempty"`
 	// Info is the module's own description (ABI version, features,
 	// settings, size, instances), when it could be read.
 	Info *plugins.PluginInfo `json:"info,omitempty"`
@@ -267,6 +281,10 @@ func (pm *pluginManager) List() []PluginStatus {
 		}
 		if reason, ok := pm.failed[n]; ok {
 			st.State = "disabled after failures: " + reason
+		}
+		st.Features = []string{}
+		if st.Info != nil {
+			st.ABI, st.Features, st.Hash = st.Info.ABI, st.Info.Features, st.Info.Hash
 		}
 		out = append(out, st)
 	}
@@ -352,10 +370,12 @@ func (pm *pluginManager) isEnabled(name string) bool {
 	return ok
 }
 
-// pluginChange is a committed enable or disable, for this node to follow.
+// pluginChange is a committed enable, disable or change of settings, for
+// this node to follow.
 type pluginChange struct {
-	name   string
-	enable bool
+	name     string
+	enable   bool
+	settings map[string]any // the plugin's overrides, when not nil: a configure
 }
 
 // follow queues a committed plugin change; the follower goroutine makes
@@ -381,9 +401,14 @@ func (pm *pluginManager) follower() {
 			return
 		case c := <-pm.changes:
 			var err error
-			if c.enable {
+			switch {
+			case c.settings != nil:
+				pm.mu.Lock()
+				err = pm.setOverrides(c.name, c.settings)
+				pm.mu.Unlock()
+			case c.enable:
 				err = pm.Enable(c.name)
-			} else {
+			default:
 				err = pm.Disable(c.name, true)
 			}
 			if err != nil {

@@ -120,6 +120,13 @@ func (b *Broker) applyChange(cmd protocol.Table) error {
 	case opEnablePlugin, opDisablePlugin:
 		b.plugins.follow(pluginChange{name: str("name"), enable: op == opEnablePlugin})
 		return nil
+	case opConfigurePlugin:
+		settings, _ := cmd["settings"].(protocol.Table)
+		if settings == nil {
+			settings = protocol.Table{}
+		}
+		b.plugins.follow(pluginChange{name: str("name"), settings: map[string]any(settings)})
+		return nil
 	default:
 		if vhost.IsCommand(op) {
 			v, ok := b.VHost(str("vhost"))

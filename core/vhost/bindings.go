@@ -89,8 +89,10 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	err = src.router.AddBinding(b)
 	if err == nil {
 		src.viaMu.Lock()
-		for _, r := range src.via {
-			_ = r.AddBinding(b)
+		for via, r := range src.via {
+			if err := r.AddBinding(b); err != nil {
+				v.refusedViaBinding(src, via, b, err)
+			}
 		}
 		src.viaMu.Unlock()
 		src.bindings = append(src.bindings, b)

@@ -248,6 +248,12 @@ func (v *VHost) deleteExchange(x *Exchange) {
 	x.mu.Lock()
 	x.deleted = true
 	x.mu.Unlock()
+	// Its held messages go with it, as with RabbitMQ's plugin: before the
+	// stored exchange, so that a crash in between leaves no held message
+	// of an exchange that is gone.
+	if n := v.holds.dropExchange(x.Name, DropExchangeDeleted); n > 0 {
+		v.log.Info().Str("exchange", x.Name).Int("messages", n).Msg("deleted exchange's held messages dropped")
+	}
 	if v.keeps(x.Durable) {
 		if err := v.store.DeleteMeta(storage.KindExchange, v.Name, x.Name); err != nil {
 			v.log.Error().Err(err).Str("exchange", x.Name).Msg("could not delete the stored exchange; it will come back after a restart")
@@ -267,8 +273,11 @@ func (v *VHost) deleteExchange(x *Exchange) {
 
 // viaRouter returns x's router of another type, built on first use from x's
 // bindings (the delayed-message type routes through one once a message is
-// due). It runs with x.mu held shared, so creation has its own mutex.
-func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Router, error) {
+// due). It runs with x.mu held shared, so creation has its own mutex. A
+// binding the other type refuses is left out of it, with a warning: the
+// messages the other bindings match still go there.
+func (x *Exchange) viaRouter(v *VHost, name string) (exchange.Router, error) {
+	types := v.types
 	x.viaMu.Lock()
 	defer x.viaMu.Unlock()
 	if r := x.via[name]; r != nil {
@@ -284,8 +293,7 @@ func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Ro
 	}
 	for _, b := range x.bindings {
 		if err := r.AddBinding(b); err != nil {
-			r.Delete()
-			return nil, reply.As(err)
+			v.refusedViaBinding(x, name, b, err)
 		}
 	}
 	if x.via == nil {
@@ -293,6 +301,13 @@ func (x *Exchange) viaRouter(types *exchange.Registry, name string) (exchange.Ro
 	}
 	x.via[name] = r
 	return r, nil
+}
+
+// refusedViaBinding warns that x's router of type via left out binding b.
+func (v *VHost) refusedViaBinding(x *Exchange, via string, b *exchange.Binding, err error) {
+	v.log.Warn().Err(err).Str("exchange", x.Name).Str("via", via).Str("destination", b.Destination.Name).
+		Str("destination_kind", b.Destination.Kind.String()).Str("routing_key", b.Key).
+		Msg("the exchange's type to route through refuses this binding; due messages do not take it")
 }
 
 // exchangeList returns the exchanges, for work done without mu.
@@ -381,21 +396,36 @@ type ExchangeInfo struct {
 	Info     map[string]any
 	Counters stats.Values // message statistics
 	Rates    stats.Rates
+	Held     int // messages held for delayed routing
+	// MayHold is set for exchanges of types that may hold messages (not
+	// the built-in ones).
+	MayHold bool
 }
 
 // Exchanges lists the exchanges, the default one included. A plugin's
 // figures (Info) are asked for under the exchange's own lock only.
 func (v *VHost) Exchanges() []ExchangeInfo {
 	list := v.exchangeList()
+	held := v.holds.counts()
 	out := make([]ExchangeInfo, 0, len(list))
 	for _, x := range list {
 		x.mu.RLock()
-		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info()}
+		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info(),
+			Held: held[x.Name], MayHold: !builtInType(x.Type)}
 		x.mu.RUnlock()
 		info.Counters, info.Rates = x.Counters.Values(), x.Counters.Rates()
 		out = append(out, info)
 	}
 	return out
+}
+
+// builtInType reports the types that never hold messages.
+func builtInType(name string) bool {
+	switch name {
+	case "direct", "fanout", "topic", "headers":
+		return true
+	}
+	return false
 }
 
 // defaultRouter is the default exchange: every queue is reachable by its

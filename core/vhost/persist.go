@@ -21,6 +21,8 @@ type Store interface {
 	DeleteMeta(kind storage.Kind, vhost, name string) error
 	PutBinding(vhost string, seq uint64, rec protocol.Table) error
 	DeleteBinding(vhost string, seq uint64) error
+	// ScanHeldAt reads held messages (storage/held.go; hold.go).
+	ScanHeldAt(sp storage.HeldSpan, from *storage.HeldAfter, limit int, fn func(due int64, seq uint64, rec []byte) bool) error
 }
 
 // The records below are AMQP tables, so arguments keep their exact types.

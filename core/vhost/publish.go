@@ -189,7 +189,7 @@ func (r *Router) routeExchange(v *VHost, x *Exchange, m *message.Message, viaTyp
 	}
 	router := x.router
 	if viaType != "" {
-		if router, err = x.viaRouter(v.types, viaType); err != nil {
+		if router, err = x.viaRouter(v, viaType); err != nil {
 			return "", false, err
 		}
 	}
@@ -197,7 +197,7 @@ func (r *Router) routeExchange(v *VHost, x *Exchange, m *message.Message, viaTyp
 		return "", false, err
 	}
 	if r.result.Via != "" && r.result.Hold == 0 {
-		vr, err := x.viaRouter(v.types, r.result.Via)
+		vr, err := x.viaRouter(v, r.result.Via)
 		if err != nil {
 			return "", false, err
 		}
