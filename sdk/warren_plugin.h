@@ -1,5 +1,5 @@
 /*
- * warren_plugin.h - Warren's routing ABI v1 for C, and for Rust, Zig or
+ * warren_plugin.h - Warren's routing ABI v1.1 for C, and for Rust, Zig or
  * any language that can read a C header. sdk/ABI.md is the normative text;
  * this header gives its constants, the host functions, the export
  * declarations and small helpers to read inputs and write outputs.
@@ -12,7 +12,9 @@
  * Define the exports you need: warren_abi_version, warren_buffer,
  * warren_describe, warren_create, warren_add_binding,
  * warren_remove_bindings and warren_route are required; the others are
- * optional. This header declares each with its export name, so defining a
+ * optional. Everything marked (1.1) needs a module that answers
+ * WARREN_ABI_VERSION (1.1) and a broker that speaks 1.1; sdk/c has an
+ * example plugin and its build command. This header declares each with its export name, so defining a
  * function of the same name exports it.
  *
  * Every export but warren_abi_version and warren_buffer takes the length of
@@ -36,8 +38,11 @@ extern "C" {
 /* ---- versions and names ---- */
 
 #define WARREN_ABI_MAJOR 1
-#define WARREN_ABI_MINOR 0
+#define WARREN_ABI_MINOR 1
 #define WARREN_ABI_VERSION ((WARREN_ABI_MAJOR << 16) | WARREN_ABI_MINOR)
+/* A module that answers WARREN_ABI_VERSION_1_0 from warren_abi_version
+ * loads on 1.0 brokers too, and must then use nothing marked (1.1). */
+#define WARREN_ABI_VERSION_1_0 0x00010000
 
 /* Features (describe): what route receives besides the routing key. */
 #define WARREN_FEATURE_HEADERS 0x1u    /* the property list, for its headers */
@@ -50,7 +55,11 @@ extern "C" {
 #define WARREN_STATUS_FAULT 2 /* str16 text: the plugin is broken */
 
 /* Route actions after the binding ids. */
-#define WARREN_ACTION_VIA 1 /* u64 hold ms, str8 exchange type */
+#define WARREN_ACTION_VIA 1         /* u64 hold ms, str8 exchange type */
+#define WARREN_ACTION_SET_HEADERS 2 /* (1.1) table; only after a via with a hold */
+
+/* Checks in the OK payload of a validate answer (1.1). */
+#define WARREN_CHECK_VALIDATE_AS 1 /* str8 exchange type */
 
 /* Exchange flags in a definition record. */
 #define WARREN_FLAG_DURABLE 0x1
@@ -109,6 +118,10 @@ WARREN_IMPORT("clock_wall") int64_t warren_clock_wall(void);
 /* Copies the plugin's settings (an AMQP field table, length prefix
  * included) to buf if it fits in cap bytes; returns its size either way. */
 WARREN_IMPORT("config") int32_t warren_config(uint8_t *buf, int32_t cap);
+/* (1.1) 1 if clients can declare exchanges of the type named by the len
+ * bytes at name (built in, or of an enabled plugin), else 0. A module that
+ * calls it loads only on a 1.1 broker. */
+WARREN_IMPORT("type_exists") int32_t warren_type_exists(const char *name, int32_t len);
 
 /* ---- exports (define those you need) ---- */
 
@@ -126,6 +139,8 @@ WARREN_EXPORT("warren_policy_changed") int64_t warren_policy_changed(int32_t len
 WARREN_EXPORT("warren_route") int64_t warren_route(int32_t len);
 WARREN_EXPORT("warren_info") int64_t warren_info(int32_t len);
 WARREN_EXPORT("warren_idle") int64_t warren_idle(int32_t len);
+/* (1.1) The input is the new settings table; an ERROR refuses the change. */
+WARREN_EXPORT("warren_settings_changed") int64_t warren_settings_changed(int32_t len);
 
 /* ---- reading inputs ---- */
 
@@ -264,6 +279,25 @@ static inline int warren_read_route(const uint8_t *in, uint32_t len, warren_rout
     return r.err ? -1 : 0;
 }
 
+/* The headers table of a route input's property list (with the headers
+ * or properties feature); 1 if the message has one. */
+static inline int warren_route_headers(const warren_route_in *m, warren_bytes *table) {
+    uint32_t off = 0;
+    if (!(m->flags & 0x2000)) return 0;
+    /* content-type and content-encoding, short strings, come first */
+    for (uint16_t flag = 0x8000; flag > 0x2000; flag >>= 1) {
+        if (!(m->flags & flag)) continue;
+        if (off >= m->props.len) return 0;
+        off += 1 + m->props.ptr[off];
+    }
+    if (off > m->props.len || m->props.len - off < 4) return 0;
+    uint32_t n = warren_be32(m->props.ptr + off);
+    if (n > m->props.len - off - 4) return 0;
+    table->ptr = m->props.ptr + off;
+    table->len = 4 + n;
+    return 1;
+}
+
 static inline int warren_bytes_eq(warren_bytes a, warren_bytes b) {
     if (a.len != b.len) return 0;
     for (uint32_t i = 0; i < a.len; i++)
@@ -391,6 +425,13 @@ static inline void warren_put_str8(warren_writer *w, const char *s) {
     warren_put(w, s, n);
 }
 
+/* A str8 of bytes read from an input (cut at 255). */
+static inline void warren_put_bytes8(warren_writer *w, warren_bytes b) {
+    uint32_t n = b.len > 255 ? 255 : b.len;
+    warren_put_u8(w, (uint8_t)n);
+    warren_put(w, b.ptr, n);
+}
+
 static inline void warren_put_str16(warren_writer *w, const char *s) {
     uint32_t n = warren_strlen(s);
     if (n > 65535) n = 65535;
@@ -452,6 +493,95 @@ static inline void warren_route_via(warren_writer *w, uint64_t hold_ms, const ch
 
 static inline int64_t warren_route_end(const warren_writer *w) {
     if (w->len == 5 && !w->err) return 0; /* no bindings: routes nowhere */
+    return warren_writer_result(w);
+}
+
+/* ---- field tables (AMQP, big-endian), for set-headers and info ---- */
+
+static inline void warren_put_be32(warren_writer *w, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    warren_put(w, b, 4);
+}
+
+/* Starts a table; returns where, for warren_table_end. */
+static inline uint32_t warren_table_begin(warren_writer *w) {
+    uint32_t start = w->len;
+    warren_put_be32(w, 0);
+    return start;
+}
+
+/* Sets the length of the table begun at start. */
+static inline void warren_table_end(warren_writer *w, uint32_t start) {
+    if (w->err) return;
+    uint32_t n = w->len - start - 4;
+    w->buf[start] = (uint8_t)(n >> 24);
+    w->buf[start + 1] = (uint8_t)(n >> 16);
+    w->buf[start + 2] = (uint8_t)(n >> 8);
+    w->buf[start + 3] = (uint8_t)n;
+}
+
+/* Entries: a short-string name, a type octet, the value. */
+static inline void warren_table_put_str(warren_writer *w, const char *name, const char *value) {
+    warren_put_str8(w, name);
+    warren_put_u8(w, 'S');
+    uint32_t n = warren_strlen(value);
+    warren_put_be32(w, n);
+    warren_put(w, value, n);
+}
+
+static inline void warren_table_put_i64(warren_writer *w, const char *name, int64_t value) {
+    warren_put_str8(w, name);
+    warren_put_u8(w, 'l');
+    warren_put_be32(w, (uint32_t)((uint64_t)value >> 32));
+    warren_put_be32(w, (uint32_t)value);
+}
+
+/* A void value: in set-headers, removes the header. */
+static inline void warren_table_put_void(warren_writer *w, const char *name) {
+    warren_put_str8(w, name);
+    warren_put_u8(w, 'V');
+}
+
+/* (1.1) After warren_route_via with a hold of at least 1 ms: rewrites the
+ * held message's headers. Write the table's entries between
+ * warren_route_set_headers_begin and warren_table_end. */
+static inline uint32_t warren_route_set_headers_begin(warren_writer *w) {
+    warren_put_u8(w, WARREN_ACTION_SET_HEADERS);
+    return warren_table_begin(w);
+}
+
+/* An info answer: warren_info_begin, entries, warren_info_end. */
+static inline uint32_t warren_info_begin(warren_writer *w) {
+    w->len = 0;
+    w->err = 0;
+    warren_put_u8(w, WARREN_STATUS_OK);
+    return warren_table_begin(w);
+}
+
+static inline int64_t warren_info_end(warren_writer *w, uint32_t start) {
+    warren_table_end(w, start);
+    return warren_writer_result(w);
+}
+
+/* ---- validate answers with checks (1.1) ---- */
+
+/* Starts a validate answer; add checks, then return warren_checks_end
+ * (an answer without checks is the empty OK). */
+static inline void warren_checks_begin(warren_writer *w) {
+    w->len = 0;
+    w->err = 0;
+    warren_put_u8(w, WARREN_STATUS_OK);
+}
+
+/* Asks the broker to validate the same declare or binding as exchange
+ * type `type` would, after this answer. */
+static inline void warren_check_validate_as(warren_writer *w, warren_bytes type) {
+    warren_put_u8(w, WARREN_CHECK_VALIDATE_AS);
+    warren_put_bytes8(w, type);
+}
+
+static inline int64_t warren_checks_end(const warren_writer *w) {
+    if (w->len == 1 && !w->err) return 0;
     return warren_writer_result(w);
 }
 
