@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -13,11 +14,16 @@ import (
 	"github.com/warrenmq/warren/sdk/abi"
 )
 
-// exchangeType is one exchange type of a plugin, as core sees it.
+// exchangeType is one exchange type of a plugin, as core sees it. It
+// reaches the plugin through ref, so a live upgrade (Host.Upgrade) swaps
+// the module under every exchange of the type without core noticing.
 type exchangeType struct {
-	p    *Plugin
+	ref  *pluginRef
 	name string
 }
+
+// plugin is the plugin serving the type now.
+func (t *exchangeType) plugin() *Plugin { return t.ref.cur.Load() }
 
 var (
 	_ exchange.Type   = (*exchangeType)(nil)
@@ -75,16 +81,17 @@ func (t *exchangeType) validateDeclare(def exchange.Definition, depth int) error
 	if err != nil {
 		return err
 	}
+	p := t.plugin()
 	var as []string
-	err = t.p.call(t.name, "validate a declare", fnValidateDeclare, in, func(o abi.Output) (err error) {
-		as, err = t.p.readChecks(fnValidateDeclare, o.Payload)
+	err = p.call(t.name, "validate a declare", fnValidateDeclare, in, func(o abi.Output) (err error) {
+		as, err = p.readChecks(fnValidateDeclare, o.Payload)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	for _, name := range as {
-		other, err := t.p.checkType(name, depth)
+		other, err := p.checkType(name, depth)
 		if err != nil {
 			return err
 		}
@@ -140,7 +147,9 @@ func (p *Plugin) checkType(name string, depth int) (exchange.Type, error) {
 // Create makes the exchange in the plugin (in one instance now, in the
 // others when they next catch up) and returns its router.
 func (t *exchangeType) Create(def exchange.Definition) (exchange.Router, error) {
-	p := t.p
+	t.ref.mu.RLock()
+	defer t.ref.mu.RUnlock()
+	p := t.plugin()
 	id := p.takeID()
 	in, err := t.definition(id, def)
 	if err != nil {
@@ -154,7 +163,7 @@ func (t *exchangeType) Create(def exchange.Definition) (exchange.Router, error) 
 		p.giveID(id)
 		return nil, err
 	}
-	return &router{t: t, p: p, id: id, def: def, ids: make(map[*exchange.Binding]uint32)}, nil
+	return &router{t: t, id: id, def: def, ids: make(map[*exchange.Binding]uint32)}, nil
 }
 
 // router is one exchange of a plugin type. Its binding table maps the ids
@@ -162,10 +171,10 @@ func (t *exchangeType) Create(def exchange.Definition) (exchange.Router, error) 
 // after removal, identical in every instance because the host assigns them.
 //
 // core guarantees Route never runs with a mutation of the same router, so
-// the table needs no lock: Route only reads it.
+// the table needs no lock: Route only reads it. The table survives a live
+// upgrade unchanged: the new module is given the same ids.
 type router struct {
 	t       *exchangeType
-	p       *Plugin
 	id      uint32
 	def     exchange.Definition
 	slots   []*exchange.Binding
@@ -173,6 +182,9 @@ type router struct {
 	ids     map[*exchange.Binding]uint32
 	deleted bool
 }
+
+// plugin is the plugin serving the router now.
+func (r *router) plugin() *Plugin { return r.t.plugin() }
 
 func (r *router) binding(id uint32, b *exchange.Binding) ([]byte, error) {
 	args, err := encodeTable(b.Args)
@@ -202,16 +214,17 @@ func (r *router) validateBinding(b *exchange.Binding, depth int) error {
 	if err != nil {
 		return err
 	}
+	p := r.plugin()
 	var as []string
-	err = r.p.call(r.t.name, "validate a binding", fnValidateBinding, in, func(o abi.Output) (err error) {
-		as, err = r.p.readChecks(fnValidateBinding, o.Payload)
+	err = p.call(r.t.name, "validate a binding", fnValidateBinding, in, func(o abi.Output) (err error) {
+		as, err = p.readChecks(fnValidateBinding, o.Payload)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	for _, name := range as {
-		other, err := r.p.checkType(name, depth)
+		other, err := p.checkType(name, depth)
 		if err != nil {
 			return err
 		}
@@ -236,8 +249,11 @@ func (r *router) validateBinding(b *exchange.Binding, depth int) error {
 
 // AddBinding gives the binding a slot and the plugin its id.
 func (r *router) AddBinding(b *exchange.Binding) error {
+	r.t.ref.mu.RLock()
+	defer r.t.ref.mu.RUnlock()
+	p := r.plugin()
 	if r.deleted {
-		return r.p.unavailable(r.t.name)
+		return p.unavailable(r.t.name)
 	}
 	id := uint32(len(r.slots))
 	if n := len(r.free); n > 0 {
@@ -247,10 +263,10 @@ func (r *router) AddBinding(b *exchange.Binding) error {
 	if err != nil {
 		return err
 	}
-	err = r.p.mutate(r.t.name, "add a binding", fnAddBinding, in, func() {
-		if x := r.p.exchanges[r.id]; x != nil {
-			r.p.bindOrder++
-			x.bindings[id] = bindingRecord{order: r.p.bindOrder, in: in}
+	err = p.mutate(r.t.name, "add a binding", fnAddBinding, in, func() {
+		if x := p.exchanges[r.id]; x != nil {
+			p.bindOrder++
+			x.bindings[id] = bindingRecord{order: p.bindOrder, in: in}
 		}
 	})
 	if err != nil {
@@ -269,6 +285,9 @@ func (r *router) AddBinding(b *exchange.Binding) error {
 // RemoveBindings removes the bindings in one call. A disabled plugin has
 // nothing to remove them from, which is no error.
 func (r *router) RemoveBindings(bs []*exchange.Binding) error {
+	r.t.ref.mu.RLock()
+	defer r.t.ref.mu.RUnlock()
+	p := r.plugin()
 	ids := make([]uint32, 0, len(bs))
 	for _, b := range bs {
 		if id, ok := r.ids[b]; ok {
@@ -287,13 +306,13 @@ func (r *router) RemoveBindings(bs []*exchange.Binding) error {
 			}
 		}
 	}
-	if d, _ := r.p.Disabled(); d || r.deleted {
+	if d, _ := p.Disabled(); d || r.deleted {
 		forget()
 		return nil
 	}
 	in := abi.AppendRemove(nil, r.id, ids)
-	err := r.p.mutate(r.t.name, "remove bindings", fnRemoveBindings, in, func() {
-		if x := r.p.exchanges[r.id]; x != nil {
+	err := p.mutate(r.t.name, "remove bindings", fnRemoveBindings, in, func() {
+		if x := p.exchanges[r.id]; x != nil {
 			for _, id := range ids {
 				delete(x.bindings, id)
 			}
@@ -308,6 +327,9 @@ func (r *router) RemoveBindings(bs []*exchange.Binding) error {
 
 // PolicyChanged hands the plugin the policy now in force (nil: none).
 func (r *router) PolicyChanged(policy protocol.Table) error {
+	r.t.ref.mu.RLock()
+	defer r.t.ref.mu.RUnlock()
+	p := r.plugin()
 	if r.deleted {
 		return nil
 	}
@@ -321,8 +343,8 @@ func (r *router) PolicyChanged(policy protocol.Table) error {
 		}
 		in = abi.AppendPolicy(nil, r.id, table, true)
 	}
-	return r.p.mutate(r.t.name, "apply a policy", fnPolicyChanged, in, func() {
-		if x := r.p.exchanges[r.id]; x != nil {
+	return p.mutate(r.t.name, "apply a policy", fnPolicyChanged, in, func() {
+		if x := p.exchanges[r.id]; x != nil {
 			if policy == nil {
 				x.policy = nil
 			} else {
@@ -336,11 +358,13 @@ func (r *router) PolicyChanged(policy protocol.Table) error {
 // cannot fail, and the record is gone either way, so fresh instances will
 // not know the exchange.
 func (r *router) Delete() {
+	r.t.ref.mu.RLock()
+	defer r.t.ref.mu.RUnlock()
 	if r.deleted {
 		return
 	}
 	r.deleted = true
-	p := r.p
+	p := r.plugin()
 	forget := func() {
 		delete(p.exchanges, r.id)
 		p.freeIDs = append(p.freeIDs, r.id)
@@ -366,7 +390,7 @@ func (r *router) Info() map[string]any {
 		return nil
 	}
 	var info map[string]any
-	err := r.p.call(r.t.name, "report info", fnInfo, abi.AppendExchange(nil, r.id), func(o abi.Output) error {
+	err := r.plugin().call(r.t.name, "report info", fnInfo, abi.AppendExchange(nil, r.id), func(o abi.Output) error {
 		if len(o.Payload) == 0 {
 			return nil
 		}
@@ -405,7 +429,7 @@ func plainMap(t protocol.Table) map[string]any {
 // (reading the clock twice and updating a histogram every core shares
 // cost a fifth of a route call, more than doubling it under contention).
 func (r *router) Route(m *message.Message, res *exchange.Result) error {
-	p := r.p
+	p := r.plugin()
 	if r.deleted {
 		return p.unavailable(r.t.name)
 	}
@@ -432,6 +456,11 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 	// address makes the publisher prefer the instance it used last.
 	in, err := p.pool.getNear(uint32(uint64(uintptr(unsafe.Pointer(res))>>4) * 0x9e3779b97f4a7c15 >> 32))
 	if err != nil {
+		if errors.Is(err, errClosed) && r.plugin() != p {
+			// Upgraded since p was read: the old version retired
+			// between the two reads. Route through the new one.
+			return r.Route(m, res)
+		}
 		return p.callError(r.t.name, "route", err)
 	}
 	dst, err := in.input(uint32(size))
@@ -462,7 +491,7 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 		p.routeFailures.Add(1)
 		return p.callError(r.t.name, "route", err)
 	}
-	if err := r.result(out, res); err != nil {
+	if err := r.result(p, out, res); err != nil {
 		if _, isFailure := err.(*failure); isFailure {
 			p.pool.discard(in, err)
 			p.routeFailures.Add(1)
@@ -477,13 +506,13 @@ func (r *router) Route(m *message.Message, res *exchange.Result) error {
 
 // result reads a route output into res. A reply error is returned as is;
 // anything breaking the ABI is a *failure, and res is left as it was.
-func (r *router) result(out []byte, res *exchange.Result) error {
+func (r *router) result(p *Plugin, out []byte, res *exchange.Result) error {
 	o, err := readOutput(fnRoute, out)
 	if err != nil {
 		return err
 	}
 	if o.Status == abi.StatusError {
-		return r.p.replyOf(o)
+		return p.replyOf(o)
 	}
 	ro, err := abi.ReadRouteOutput(o.Payload)
 	if err != nil {
@@ -506,11 +535,11 @@ func (r *router) result(out []byte, res *exchange.Result) error {
 		if ro.Hold > uint64(math.MaxInt64/int64(time.Millisecond)) {
 			return malformed(abi.ExportRoute, "hold of %d ms is out of range", ro.Hold)
 		}
-		res.Via = r.p.intern(ro.Via)
+		res.Via = p.intern(ro.Via)
 		res.Hold = time.Duration(ro.Hold) * time.Millisecond
 	}
 	if ro.SetHeaders != nil {
-		if r.p.abiMinor < 1 {
+		if p.abiMinor < 1 {
 			return malformed(abi.ExportRoute, "set-headers action from a module that speaks routing ABI v1.0")
 		}
 		t, _, err := protocol.DecodeTable(ro.SetHeaders)

@@ -59,19 +59,25 @@ var goPlugins = map[string]string{
 }
 
 // buildGo builds a Go plugin (once per run) and returns its module.
-func buildGo(t testing.TB, name string) []byte {
+func buildGo(t testing.TB, name string) []byte { return buildGoWith(t, name, "") }
+
+// buildGoWith builds a Go plugin with -ldflags (once per run and flags),
+// for other versions of a test plugin.
+func buildGoWith(t testing.TB, name, ldflags string) []byte {
 	t.Helper()
+	key := name + "\x00" + ldflags
 	buildMu.Lock()
-	b := builds[name]
+	b := builds[key]
 	if b == nil {
 		b = &buildResult{}
-		builds[name] = b
+		builds[key] = b
 	}
+	n := len(builds)
 	buildMu.Unlock()
 	b.once.Do(func() {
-		out := filepath.Join(testDir, name+".wasm")
+		out := filepath.Join(testDir, fmt.Sprintf("%s-%d.wasm", name, n))
 		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", out, goPlugins[name])
+		cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-ldflags="+ldflags, "-o", out, goPlugins[name])
 		cmd.Dir = goModRoot
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if msg, err := cmd.CombinedOutput(); err != nil {

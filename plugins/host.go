@@ -310,8 +310,10 @@ func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	if err := checkSettings(p.desc.Settings, values); err != nil {
 		return fail(err)
 	}
+	p.ref = &pluginRef{}
+	p.ref.cur.Store(p)
 	for _, t := range p.desc.Types {
-		p.types = append(p.types, &exchangeType{p: p, name: t})
+		p.types = append(p.types, &exchangeType{ref: p.ref, name: t})
 	}
 	p.pool.seed(in)
 	return p, nil

@@ -38,6 +38,7 @@ type Plugin struct {
 	hash          [32]byte // sha256 of the module as given (before patching)
 	loaded        time.Time
 	types         []*exchangeType
+	ref           *pluginRef // shared with the versions before and after a live upgrade
 	log           zerolog.Logger
 
 	pool *pool
@@ -77,6 +78,18 @@ type Plugin struct {
 	routeCalls    atomic.Uint64
 	routeLatency  prometheus.Histogram
 	routeFailures atomic.Uint64
+}
+
+// pluginRef is what a plugin's exchange types and routers hold: the
+// version of the plugin serving them now. Mutations of exchanges (create,
+// bind, unbind, policy, delete) hold mu shared for their whole course, so
+// an upgrade, holding it exclusively, sees a state no mutation is halfway
+// through and switches cur when none can start on the old version. Routes
+// and validations take no lock: they read cur once and finish on that
+// version (the old one lives until its calls in flight are done).
+type pluginRef struct {
+	mu  sync.RWMutex
+	cur atomic.Pointer[Plugin]
 }
 
 // routeTimingEvery is how many route calls on an instance go per timed

@@ -197,7 +197,7 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
-	"plugins": {form: "plugins list | enable NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
+	"plugins": {form: "plugins list | enable NAME | reload NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
 
 	"add_member": {form: "add_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
@@ -271,18 +271,24 @@ func plugins(c *client, o *opts, out io.Writer, args []string) error {
 	switch args[0] {
 	case "list":
 		return table("/api/plugins", "name", "enabled", "version", "abi", "features", "types", "state", "hash")(c, o, out, nil)
-	case "enable", "disable":
+	case "enable", "disable", "reload":
 		if len(args) != 2 {
 			return fmt.Errorf("usage: warrenctl plugins %s NAME", args[0])
 		}
-		path := "/api/plugins/" + url.PathEscape(args[1]) + "/" + args[0]
+		// reload is enable: an enabled plugin whose module changed is
+		// upgraded live; the same module is left as it is.
+		verb := args[0]
+		if verb == "reload" {
+			verb = "enable"
+		}
+		path := "/api/plugins/" + url.PathEscape(args[1]) + "/" + verb
 		if o.force {
 			path += "?force=true"
 		}
 		if err := c.do("POST", path, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "plugin %s %sd\n", args[1], args[0])
+		fmt.Fprintf(out, "plugin %s %s\n", args[1], strings.TrimSuffix(args[0], "e")+"ed")
 		return nil
 	case "configure":
 		if len(args) != 4 {

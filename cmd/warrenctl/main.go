@@ -66,6 +66,7 @@ Quorum queues (as rabbitmq-queues):
   shrink NODE
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
+  plugins reload NAME (enable of a changed module: a live upgrade)
   plugins configure NAME KEY VALUE | plugins reset NAME KEY
 Definitions (FILE - is stdout or stdin):
   export_definitions FILE | import_definitions FILE

@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -115,15 +117,16 @@ func (pm *pluginManager) module(name string) ([]byte, string, error) {
 	return nil, "", reply.NotFound("no plugin '%s' (neither shipped nor %s)", name, filepath.Join(pm.b.cfg.PluginDir(), name+".wasm"))
 }
 
-// Enable loads a plugin and registers its types; enabling an enabled one
-// is a no-op.
+// Enable loads a plugin and registers its types. Enabling an enabled one
+// whose module changed (a new file in the plugin directory) upgrades it
+// live; with the same module it is a no-op.
 func (pm *pluginManager) Enable(name string) error { return pm.enable(name, true) }
 
 func (pm *pluginManager) enable(name string, persist bool) error {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	if _, ok := pm.enabled[name]; ok {
-		return nil
+	if p, ok := pm.enabled[name]; ok {
+		return pm.upgrade(p)
 	}
 	wasm, source, err := pm.module(name)
 	if err != nil {
@@ -147,17 +150,67 @@ func (pm *pluginManager) enable(name string, persist bool) error {
 	pm.enabled[name] = p
 	delete(pm.failed, name)
 	info := p.Info()
-	for _, vh := range pm.b.VHosts() {
-		if v, ok := pm.b.VHost(vh); ok {
-			for _, t := range info.Types {
-				if err := v.TypeBack(t); err != nil {
-					pm.b.log.Warn().Err(err).Str("vhost", vh).Str("type", t).Msg("exchanges of the plugin's type could not be rebuilt")
-				}
-			}
-		}
+	for _, t := range info.Types {
+		pm.typeBack(t)
 	}
 	pm.b.log.Info().Str("plugin", name).Str("version", info.Version).Strs("types", info.Types).Str("source", source).Msg("plugin enabled")
 	return nil
+}
+
+// upgrade replaces an enabled plugin by its module as it is now, if that
+// changed: the host switches every exchange over without a publish
+// failing; a module that cannot take over leaves the running one, and the
+// error says why. pm.mu is held.
+func (pm *pluginManager) upgrade(old *plugins.Plugin) error {
+	name := old.Name()
+	wasm, source, err := pm.module(name)
+	if err != nil {
+		return err
+	}
+	was := old.Info()
+	if sum := sha256.Sum256(wasm); hex.EncodeToString(sum[:]) == was.Hash {
+		return nil
+	}
+	next, err := pm.host.Upgrade(context.Background(), old, wasm)
+	if err != nil {
+		return reply.PreconditionFailed("plugin '%s' (%s): version %s keeps running: %v", name, source, was.Version, err)
+	}
+	now := next.Info()
+	// Types the new version added are registered, and exchanges of them
+	// declared while the plugin lacked them start routing; types it
+	// dropped (no exchange used them, or Upgrade refused) go.
+	for _, t := range next.Types() {
+		if !slices.Contains(was.Types, t.Name()) {
+			if err := pm.b.types.Register(t); err != nil {
+				pm.b.log.Warn().Err(err).Str("plugin", name).Str("type", t.Name()).Msg("a type the upgraded plugin added could not be registered")
+				continue
+			}
+			pm.typeBack(t.Name())
+		}
+	}
+	for _, t := range was.Types {
+		if !slices.Contains(now.Types, t) {
+			pm.b.types.Unregister(t)
+		}
+	}
+	pm.enabled[name] = next
+	if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, protocol.Table{"source": source}); err != nil {
+		pm.b.log.Warn().Err(err).Str("plugin", name).Msg("could not store the upgraded plugin's source")
+	}
+	pm.b.log.Info().Str("plugin", name).Str("from", was.Version).Str("to", now.Version).Str("source", source).Msg("plugin upgraded")
+	return nil
+}
+
+// typeBack has every vhost rebuild the routers of exchanges of type t;
+// pm.mu is held.
+func (pm *pluginManager) typeBack(t string) {
+	for _, vh := range pm.b.VHosts() {
+		if v, ok := pm.b.VHost(vh); ok {
+			if err := v.TypeBack(t); err != nil {
+				pm.b.log.Warn().Err(err).Str("vhost", vh).Str("type", t).Msg("exchanges of the plugin's type could not be rebuilt")
+			}
+		}
+	}
 }
 
 // Disable unregisters a plugin's types. With exchanges of those types

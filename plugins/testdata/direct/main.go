@@ -5,10 +5,19 @@ package main
 
 import "github.com/warrenmq/warren/sdk"
 
+// Set with -ldflags=-X to build other versions for the live upgrade
+// tests: another version string, another type name, a binding key the
+// version refuses.
+var (
+	version   = "1.0.0"
+	typeName  = "x-direct"
+	refuseKey = ""
+)
+
 func init() {
 	sdk.Register(sdk.Plugin{
 		Name:    "direct",
-		Version: "1.0.0",
+		Version: version,
 		Types:   []sdk.ExchangeType{directType{}},
 	})
 }
@@ -17,7 +26,7 @@ func main() {}
 
 type directType struct{}
 
-func (directType) Name() string                           { return "x-direct" }
+func (directType) Name() string                           { return typeName }
 func (directType) ValidateDeclare(*sdk.Declaration) error { return nil }
 func (directType) Create(*sdk.Declaration) (sdk.Exchange, error) {
 	return &direct{byKey: make(map[string][]sdk.BindingID), keyOf: make(map[sdk.BindingID]string)}, nil
@@ -31,6 +40,9 @@ type direct struct {
 func (x *direct) ValidateBinding(*sdk.Binding) error { return nil }
 
 func (x *direct) AddBinding(b *sdk.Binding) error {
+	if refuseKey != "" && b.Key == refuseKey {
+		return sdk.Errorf(sdk.PreconditionFailed, "version %s refuses key %s", version, b.Key)
+	}
 	x.byKey[b.Key] = append(x.byKey[b.Key], b.ID)
 	x.keyOf[b.ID] = b.Key
 	return nil
