@@ -2,7 +2,10 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -128,6 +131,65 @@ func BenchmarkRouteDirect(b *testing.B) {
 		growPool(b, p, runtime.GOMAXPROCS(0))
 		runRoute(b, r, m, 4)
 	})
+	b.Run("plugin-rust", func(b *testing.B) {
+		wasm := buildRustExample(b)
+		h := benchHost(b)
+		p := load(b, h, "rust-key", wasm)
+		r := declare(b, typ(b, p, "x-rust-key"), "e", nil)
+		bindFour(r)
+		growPool(b, p, runtime.GOMAXPROCS(0))
+		runRoute(b, r, m, 4)
+	})
+}
+
+// buildRustExample builds the Rust SDK's example plugin (x-rust-key:
+// bindings whose key equals the routing key, the direct semantics) with
+// Debian's Rust for wasm32, or skips.
+func buildRustExample(b *testing.B) []byte {
+	b.Helper()
+	if _, err := os.Stat("/usr/lib/rustlib/wasm32-unknown-unknown"); err != nil {
+		b.Skip("no Rust standard library for wasm32 (Debian's libstd-rust-dev-wasm32)")
+	}
+	target := b.TempDir()
+	cmd := exec.Command("/usr/bin/cargo", "build", "--offline", "--release", "--target", "wasm32-unknown-unknown")
+	cmd.Dir = filepath.Join(goModRoot, "sdk", "rust", "example")
+	cmd.Env = append(os.Environ(), "CARGO_TARGET_DIR="+target, "RUSTC=/usr/bin/rustc")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("cargo: %v\n%s", err, out)
+	}
+	wasm, err := os.ReadFile(filepath.Join(target, "wasm32-unknown-unknown", "release", "rust_key.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wasm
+}
+
+// BenchmarkHeaderLookups reads four of ten headers in a Go guest, through
+// the SDK's header index (Message.Header) and by scanning the table for
+// each (Table.Get), as the SDK did before its index; "found" is the same
+// route reading no header.
+func BenchmarkHeaderLookups(b *testing.B) {
+	h := benchHost(b)
+	p := load(b, h, "misbehave", buildGo(b, "misbehave"))
+	r := declare(b, typ(b, p, "x-misbehave"), "e", nil)
+	bind(b, r, "q", "found", nil)
+	headers := protocol.Table{}
+	for i := range 10 {
+		headers[fmt.Sprintf("h%d", i)] = "value"
+	}
+	// "found" reads no header: the route's own cost with this message.
+	for _, key := range []string{"found", "headers4", "headers4-scan"} {
+		m := msg(b, key, headers, "")
+		b.Run(key, func(b *testing.B) {
+			var res exchange.Result
+			for b.Loop() {
+				res.Reset()
+				if err := r.Route(m, &res); err != nil || len(res.Bindings) != 1 {
+					b.Fatalf("%v %v", res.Bindings, err)
+				}
+			}
+		})
+	}
 }
 
 // nativeContent runs the content-router's exchange natively, seeing the

@@ -28,20 +28,37 @@ type Message struct {
 	// compare names only instead of decoding every entry before the one
 	// asked for (each decode is a function call, dear in WebAssembly).
 	// rest is what the index does not cover, scanned on a miss.
-	indexed  bool
-	nIndexed int
-	index    [maxIndexed]indexedHeader
-	rest     []byte // entries past the index, a table body
+	indexed    bool
+	nIndexed   int
+	index      [maxIndexed]indexedHeader
+	rest       []byte // entries past the index, a table body
+	headerBody []byte // the headers table's body the index points into
 }
 
 // maxIndexed is how many headers the index holds; messages rarely carry
 // more, and those that do have the rest scanned as before.
 const maxIndexed = 32
 
+// indexedHeader locates one entry in the headers table's body: its name
+// and its value (type octet first). Offsets, not views: storing slices
+// and strings cost more than the decoding the index saves.
 type indexedHeader struct {
-	name  string // a view of the route input
-	value Value
+	hash  uint32 // nameHash of the name: most misses cost one comparison
+	name  uint32 // offset of the name's bytes
+	value uint32 // offset of the value's type octet
+	size  uint8  // the name's length
 }
+
+// FNV-1a, over header names, written out where it is used: in Go
+// compiled to WebAssembly a call costs more than hashing a short name.
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+// fixedSize is the size of a value of each fixed-size field type, type
+// octet included; 0 for the others.
+var fixedSize = [256]uint8{'V': 1, 't': 2, 'b': 2, 'B': 2, 's': 3, 'u': 3, 'I': 5, 'i': 5, 'f': 5, 'l': 9, 'd': 9, 'T': 9, 'D': 6}
 
 // The basic class's properties, in wire order; Property takes these.
 const (
@@ -190,9 +207,16 @@ func (m *Message) Header(name string) (Value, bool) {
 	if !m.indexed {
 		m.indexHeaders()
 	}
+	b := m.headerBody
+	h := uint32(fnvOffset)
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint32(name[i])) * fnvPrime
+	}
 	for i := range m.nIndexed {
-		if e := &m.index[i]; e.name == name {
-			return e.value, true
+		e := &m.index[i]
+		if e.hash == h && int(e.size) == len(name) && string(b[e.name:e.name+uint32(e.size)]) == name {
+			v, _ := readValue(b[e.value:])
+			return v, true
 		}
 	}
 	return getEntry(m.rest, name)
@@ -201,23 +225,42 @@ func (m *Message) Header(name string) (Value, bool) {
 // indexHeaders fills the header index from the headers table.
 func (m *Message) indexHeaders() {
 	m.indexed, m.nIndexed, m.rest = true, 0, nil
-	b := m.Headers().body()
-	for len(b) > 0 {
-		k := int(b[0])
-		if 1+k > len(b) {
+	body := m.Headers().body()
+	m.headerBody = body
+	off := 0
+	for off < len(body) {
+		k := int(body[off])
+		if off+1+k > len(body) {
 			return
 		}
 		if m.nIndexed == maxIndexed {
-			m.rest = b
+			m.rest = body[off:]
 			return
 		}
-		v, n := readValue(b[1+k:])
-		if n == 0 {
+		v := off + 1 + k // the value's type octet
+		if v >= len(body) {
 			return
 		}
-		m.index[m.nIndexed] = indexedHeader{name: view(b[1 : 1+k]), value: v}
+		var n int
+		switch t := body[v]; t {
+		case 'S', 'x', 'A', 'F':
+			if v+5 > len(body) {
+				return
+			}
+			n = 5 + int(binary.BigEndian.Uint32(body[v+1:]))
+		default:
+			n = int(fixedSize[t])
+		}
+		if n == 0 || n > len(body)-v {
+			return
+		}
+		h := uint32(fnvOffset)
+		for _, c := range body[off+1 : v] {
+			h = (h ^ uint32(c)) * fnvPrime
+		}
+		m.index[m.nIndexed] = indexedHeader{hash: h, name: uint32(off + 1), value: uint32(v), size: uint8(k)}
 		m.nIndexed++
-		b = b[1+k+n:]
+		off = v + n
 	}
 }
 

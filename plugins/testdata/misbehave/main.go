@@ -104,6 +104,8 @@ func (x *exchange) RemoveBindings(ids []sdk.BindingID) error {
 
 var spin, idles int
 
+var fourHeaders = []string{"h9", "h7", "h5", "h3"}
+
 var garbageMap map[int]*[32]byte
 
 func (x *exchange) Route(m *sdk.Message, r *sdk.Result) error {
@@ -157,6 +159,26 @@ func (x *exchange) Route(m *sdk.Message, r *sdk.Result) error {
 		v, ok := m.Header("route-to")
 		if s, isString := v.AsString(); ok && isString {
 			r.AddAll(x.byKey[s])
+		}
+		return nil
+	case key == "headers4", key == "headers4-scan":
+		// Four header lookups, through the SDK's index or by scanning
+		// the table for each (BenchmarkHeaderLookups compares them).
+		found := 0
+		h := m.Headers()
+		for _, name := range fourHeaders {
+			var ok bool
+			if key == "headers4" {
+				_, ok = m.Header(name)
+			} else {
+				_, ok = h.Get(name)
+			}
+			if ok {
+				found++
+			}
+		}
+		if found == len(fourHeaders) {
+			r.AddAll(x.byKey["found"])
 		}
 		return nil
 	case key == "first":
