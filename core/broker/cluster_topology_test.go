@@ -2,6 +2,10 @@ package broker
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -394,4 +398,58 @@ func TestClusterAlarmHoldsForwards(t *testing.T) {
 	if info, _ := root(t, n2.Broker).QueueInfo("held"); info.Ready != 1 {
 		t.Fatalf("held has %d after the alarm", info.Ready)
 	}
+}
+
+// TestClusterPluginSettings: a setting changed through one node reaches
+// the plugin on every node, and a refused one changes nothing anywhere.
+func TestClusterPluginSettings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin")
+	}
+	wasm := filepath.Join(t.TempDir(), "content-router.wasm")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared", "-o", wasm, "./examples/content-router")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	module, err := os.ReadFile(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := threeBrokers(t)
+	for _, n := range nodes {
+		dir := n.cfg.PluginDir()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "content-router.wasm"), module, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodes[0].EnablePlugin("content-router"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "the plugin enabled", func(b *Broker) bool {
+		return slices.Contains(b.EnabledPlugins(), "content-router")
+	})
+	maxBody := func(b *Broker) any {
+		for _, p := range b.Plugins() {
+			if p.Name == "content-router" && p.Info != nil && len(p.Info.Settings) > 0 {
+				return p.Info.Settings[0].Value
+			}
+		}
+		return nil
+	}
+	if err := nodes[1].ConfigurePlugin("content-router", "max_body", "2048"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "max_body 2048", func(b *Broker) bool { return maxBody(b) == int64(2048) })
+	if err := nodes[2].ConfigurePlugin("content-router", "max_body", "-1"); code(err) != protocol.PreconditionFailed {
+		t.Fatalf("a value the plugin refuses: %v", err)
+	}
+	if err := nodes[2].ConfigurePlugin("content-router", "max_body", nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "max_body reset", func(b *Broker) bool { return maxBody(b) == nil })
 }
