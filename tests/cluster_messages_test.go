@@ -70,6 +70,8 @@ func TestClusterMessagesAcrossNodes(t *testing.T) {
 	if _, err := ch1.QueueDeclarePassive("work", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	// n1 knowing the queue does not mean it applied n3's bind yet.
+	catchUp(t, n1)
 
 	if err := ch1.Confirm(false); err != nil {
 		t.Fatal(err)
@@ -149,6 +151,7 @@ func TestClusterMessagesAcrossNodes(t *testing.T) {
 	if err := ch2.QueueBind("work", "", "fallback", false, nil); err != nil {
 		t.Fatal(err)
 	}
+	catchUp(t, n1)
 	if err := ch1.PublishWithContext(ctx, "orders-ae", "unbound", false, false, amqp.Publishing{Body: []byte("via-ae")}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +216,10 @@ func TestClusterMessagesAcrossNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// n1 may apply the bind a moment after n3 answered it (routing is not
+	// read-your-writes across nodes): a lookup that misses on n1 catches
+	// up with the cluster's log first.
+	catchUp(t, n1)
 	if err := ch1.PublishWithContext(ctx, "orders", "new", false, false, amqp.Publishing{Body: []byte("both")}); err != nil {
 		t.Fatal(err)
 	}
@@ -553,4 +560,15 @@ func TestClusterDirectReplyTo(t *testing.T) {
 			t.Fatalf("reply %d published on n3 never reached n1", i)
 		}
 	}
+}
+
+// catchUp makes node n apply every change committed so far: a passive
+// declare of a queue nobody declared misses, and a miss first catches up
+// with the cluster's log (a Raft read index) before it answers 404.
+func catchUp(t *testing.T, n *clusterNode) {
+	t.Helper()
+	conn, ch := n.dial(t)
+	defer conn.Close()
+	_, err := ch.QueueDeclarePassive("catch-up-"+uniq(t, ""), false, false, false, false, nil)
+	expectCode(t, err, amqp.NotFound)
 }
