@@ -55,15 +55,15 @@
 //
 // With few bindings Route computes the slot's winner directly (a hash mix
 // and a comparison per binding). From 16 active
-// bindings the exchange keeps the winners of all slots in a table
-// (256 KiB) and Route reads one entry, so a message costs the same
-// whatever the number of bindings. The table is kept up to date at each
-// binding change: an addition compares the new binding with each slot's
-// winner (65,536 comparisons); a removal finds new winners for the
-// removed binding's slots only (about 65,536/n slots against n
-// bindings). At 1,000 bindings an addition and a removal take 1-3 ms
-// together, and a replay of all 1,000 about a second. Read
-// directly or from the table, the winner is the same, so the table is
+// bindings the exchange keeps the winners of slots in a table (256 KiB)
+// and Route reads one entry, so a message costs the same whatever the
+// number of bindings. The table fills lazily: a slot's winner is computed
+// (O(bindings)) by the first route that reaches it. A binding change keeps
+// the known entries right: an addition compares the new binding with each
+// known slot's winner (at most 65,536 comparisons); a removal forgets the
+// removed binding's slots. So a replay (a restart, a new instance) costs
+// O(bindings), and the first routes after it pay for the slots they reach.
+// Read directly or from the table, the winner is the same, so the table is
 // only a cache. It is dropped below 8 active bindings.
 //
 // Version 1 of the plugin ran rendezvous on the hashed value itself, with
@@ -265,6 +265,7 @@ type Exchange struct {
 	// slots[s] is the index in active of slot s's winner (rendezvous, from
 	// tableFrom active bindings); nil when Route computes winners itself.
 	slots []uint32
+	known int // slots whose winner the table holds
 	// ends[i] is the bucket after active[i]'s last (rabbitmq).
 	ends []uint64
 }
@@ -306,7 +307,7 @@ func (x *Exchange) placed(first int) {
 	}
 	switch {
 	case x.slots == nil && len(x.active) >= tableFrom:
-		x.fillTable()
+		x.startTable()
 	case x.slots != nil:
 		for j := first; j < len(x.active); j++ {
 			x.addToTable(j)
@@ -372,7 +373,7 @@ func (x *Exchange) Route(m *sdk.Message, r *sdk.Result) error {
 	}
 	s := slotOf(x.hashMessage(m))
 	if x.slots != nil {
-		r.Add(x.active[x.slots[s]].id)
+		r.Add(x.active[x.slotWinner(s)].id)
 		return nil
 	}
 	r.Add(x.active[x.winner(s)].id)
