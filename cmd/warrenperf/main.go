@@ -7,14 +7,20 @@
 //	    -size 16 -duration 20s -autoack
 //
 // Each message body starts with its send time (when -size >= 8), from which
-// consumers measure latency.
+// consumers measure latency; with -confirm, producers measure the time to
+// each confirm too. -channels runs several producers (and consumers) on
+// each connection, -queues spreads them over several queues (NAME-0,
+// NAME-1, ...), and -json prints the summary as one JSON object for
+// scripts.
 package main
 
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -50,6 +56,9 @@ type options struct {
 	xtype      string
 	extra      int
 	brokerPID  int
+	channels   int  // producers (consumers) per connection
+	queues     int  // queues, NAME-0..NAME-(n-1) when more than one
+	json       bool // the summary as JSON
 }
 
 func main() {
@@ -77,7 +86,11 @@ func main() {
 	flag.StringVar(&o.xtype, "exchange-type", "", "declare -exchange with this type first (e.g. topic)")
 	flag.IntVar(&o.extra, "extra-bindings", 0, "bind this many further patterns from -exchange to a sink queue, none matching -key")
 	flag.IntVar(&o.brokerPID, "broker-pid", 0, "the broker's process id: report its CPU time per message consumed (from /proc)")
+	flag.IntVar(&o.channels, "channels", 1, "channels per producer and consumer connection, each publishing (consuming) on its own")
+	flag.IntVar(&o.queues, "queues", 1, "queues to spread producers and consumers over: -queue's name with -0, -1, ... appended when more than one")
+	flag.BoolVar(&o.json, "json", false, "print the summary as one JSON object (the per-second lines go to stderr)")
 	flag.Parse()
+	o.channels, o.queues = max(o.channels, 1), max(o.queues, 1)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "warrenperf:", err)
 		os.Exit(1)
@@ -90,12 +103,36 @@ type stats struct {
 	nacked    atomic.Uint64
 	consumed  atomic.Uint64
 	mu        sync.Mutex
-	latencies []time.Duration
+	latencies []time.Duration // publish to delivery, a sample
+	confirms  []time.Duration // publish to confirm, a sample
+}
+
+// sampleEvery is how many messages go per latency sample.
+const sampleEvery = 16
+
+// queueName is the i-th queue of the run.
+func (o options) queueName(i int) string {
+	if o.queues <= 1 {
+		return o.queue
+	}
+	return fmt.Sprintf("%s-%d", o.queue, i%o.queues)
+}
+
+// routingKey is where the i-th producer publishes: -key, or straight to
+// its queue through the default exchange.
+func (o options) routingKey(i int) string {
+	if o.exchange == "" {
+		return o.queueName(i)
+	}
+	return o.key
 }
 
 func run(o options) error {
 	if o.key == "" && o.exchange == "" {
 		o.key = o.queue
+	}
+	if o.json {
+		progress = os.Stderr
 	}
 	if !o.predeclare {
 		if err := declare(o); err != nil {
@@ -107,15 +144,15 @@ func run(o options) error {
 	defer cancel()
 
 	var consumers sync.WaitGroup
-	ready := make(chan error, o.consumers)
+	ready := make(chan error, o.consumers*o.channels)
 	for i := 0; i < o.consumers; i++ {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
-			consume(ctx, o, st, ready)
+			consume(ctx, o, st, i, ready)
 		}()
 	}
-	for i := 0; i < o.consumers; i++ {
+	for i := 0; i < o.consumers*o.channels; i++ {
 		if err := <-ready; err != nil {
 			return err
 		}
@@ -126,12 +163,12 @@ func run(o options) error {
 	pctx, pcancel := context.WithTimeout(ctx, o.duration)
 	defer pcancel()
 	var producers sync.WaitGroup
-	errs := make(chan error, o.producers)
+	errs := make(chan error, o.producers*o.channels)
 	for i := 0; i < o.producers; i++ {
 		producers.Add(1)
 		go func() {
 			defer producers.Done()
-			if err := produce(pctx, o, st); err != nil {
+			if err := produce(pctx, o, st, i, errs); err != nil {
 				errs <- err
 			}
 		}()
@@ -154,17 +191,10 @@ func run(o options) error {
 	cpuAfter, cpuErr := processCPU(o.brokerPID)
 	cancel()
 	consumers.Wait()
-	summary(o, st, elapsed, drained)
-	if o.brokerPID > 0 {
-		if cpuErr != nil {
-			return cpuErr
-		}
-		if n := st.consumed.Load(); n > 0 {
-			used := cpuAfter - cpuBefore
-			fmt.Printf("summary: broker CPU %.2fs = %.2f µs per message consumed\n", used.Seconds(), float64(used.Microseconds())/float64(n))
-		}
+	if cpuErr != nil {
+		return cpuErr
 	}
-	return nil
+	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore)
 }
 
 // processCPU reads a process's user plus system CPU time from
@@ -222,12 +252,15 @@ func declare(o options) error {
 	if o.queueType != "" {
 		args = amqp.Table{"x-queue-type": o.queueType}
 	}
-	if _, err := ch.QueueDeclare(o.queue, o.durable || o.queueType == "quorum" || o.queueType == "stream", false, false, false, args); err != nil {
-		return err
-	}
-	if o.queueType != "stream" { // a stream cannot be purged; use a fresh one
-		if _, err := ch.QueuePurge(o.queue, false); err != nil {
+	for i := range o.queues {
+		q := o.queueName(i)
+		if _, err := ch.QueueDeclare(q, o.durable || o.queueType == "quorum" || o.queueType == "stream", false, false, false, args); err != nil {
 			return err
+		}
+		if o.queueType != "stream" { // a stream cannot be purged; use a fresh one
+			if _, err := ch.QueuePurge(q, false); err != nil {
+				return err
+			}
 		}
 	}
 	if o.exchange == "" {
@@ -238,8 +271,10 @@ func declare(o options) error {
 			return err
 		}
 	}
-	if err := ch.QueueBind(o.queue, o.key, o.exchange, false, nil); err != nil {
-		return err
+	for i := range o.queues {
+		if err := ch.QueueBind(o.queueName(i), o.key, o.exchange, false, nil); err != nil {
+			return err
+		}
 	}
 	if o.extra > 0 {
 		sink := o.queue + ".sink"
@@ -270,32 +305,58 @@ func declare(o options) error {
 	return nil
 }
 
-func produce(ctx context.Context, o options, st *stats) error {
+// produce runs producer connection n: -channels publishers on it.
+func produce(ctx context.Context, o options, st *stats, n int, errs chan<- error) error {
 	c, err := amqp.Dial(o.url)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
+	var wg sync.WaitGroup
+	for i := range o.channels {
+		ch, err := c.Channel()
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := publish(ctx, o, st, ch, o.routingKey(n*o.channels+i)); err != nil {
+				errs <- err
+			}
+		}()
 	}
+	wg.Wait()
+	return nil
+}
+
+// publish is one publishing channel.
+func publish(ctx context.Context, o options, st *stats, ch *amqp.Channel, key string) error {
 	var window chan struct{}
+	var sent []int64 // send times by delivery tag, modulo the window
 	if o.confirm > 0 {
 		if err := ch.Confirm(false); err != nil {
 			return err
 		}
 		window = make(chan struct{}, o.confirm)
+		sent = make([]int64, o.confirm)
 		confirms := ch.NotifyPublish(make(chan amqp.Confirmation, o.confirm))
 		go func() {
+			var sample []time.Duration
 			for cf := range confirms {
 				if cf.Ack {
 					st.confirmed.Add(1)
 				} else {
 					st.nacked.Add(1)
 				}
+				if cf.DeliveryTag%sampleEvery == 0 {
+					sample = append(sample, time.Duration(time.Now().UnixNano()-sent[cf.DeliveryTag%uint64(len(sent))]))
+				}
 				<-window
 			}
+			st.mu.Lock()
+			st.confirms = append(st.confirms, sample...)
+			st.mu.Unlock()
 		}()
 	}
 	mode := amqp.Transient
@@ -308,6 +369,9 @@ func produce(ctx context.Context, o options, st *stats) error {
 		tick = time.NewTicker(time.Second / time.Duration(o.rate))
 		defer tick.Stop()
 	}
+	// Stopping, the loop is left for the wait below: the confirms still in
+	// flight are counted before the summary.
+publishing:
 	for n := 0; o.pmessages == 0 || n < o.pmessages; n++ {
 		if ctx.Err() != nil {
 			break
@@ -316,20 +380,26 @@ func produce(ctx context.Context, o options, st *stats) error {
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
-				return nil
+				break publishing
 			}
 		}
 		if window != nil {
 			select {
 			case window <- struct{}{}:
 			case <-ctx.Done():
-				return nil
+				break publishing
 			}
 		}
+		now := time.Now().UnixNano()
 		if o.size >= 8 {
-			binary.BigEndian.PutUint64(msg.Body, uint64(time.Now().UnixNano()))
+			binary.BigEndian.PutUint64(msg.Body, uint64(now))
 		}
-		if err := ch.PublishWithContext(context.Background(), o.exchange, o.key, false, false, msg); err != nil {
+		if sent != nil {
+			// Tags count from 1, and at most len(sent) are in flight, so
+			// this slot's last tag was confirmed.
+			sent[(uint64(n)+1)%uint64(len(sent))] = now
+		}
+		if err := ch.PublishWithContext(context.Background(), o.exchange, key, false, false, msg); err != nil {
 			return err
 		}
 		st.published.Add(1)
@@ -340,17 +410,34 @@ func produce(ctx context.Context, o options, st *stats) error {
 		for len(window) > 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
+		_ = ch.Close() // ends NotifyPublish: the confirm sample is kept
 	}
 	return nil
 }
 
-func consume(ctx context.Context, o options, st *stats, ready chan<- error) {
+// consume runs consumer connection n: -channels consumers on it.
+func consume(ctx context.Context, o options, st *stats, n int, ready chan<- error) {
 	c, err := amqp.Dial(o.consumerURL())
 	if err != nil {
-		ready <- err
+		for range o.channels {
+			ready <- err
+		}
 		return
 	}
 	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range o.channels {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumeOn(ctx, o, st, c, o.queueName(n*o.channels+i), ready)
+		}()
+	}
+	wg.Wait()
+}
+
+// consumeOn is one consuming channel.
+func consumeOn(ctx context.Context, o options, st *stats, c *amqp.Connection, queue string, ready chan<- error) {
 	ch, err := c.Channel()
 	if err != nil {
 		ready <- err
@@ -370,7 +457,7 @@ func consume(ctx context.Context, o options, st *stats, ready chan<- error) {
 		}
 		args = amqp.Table{"x-stream-offset": offset}
 	}
-	deliveries, err := ch.Consume(o.queue, "", o.autoAck, false, false, false, args)
+	deliveries, err := ch.Consume(queue, "", o.autoAck, false, false, false, args)
 	if err != nil {
 		ready <- err
 		return
@@ -393,7 +480,7 @@ func consume(ctx context.Context, o options, st *stats, ready chan<- error) {
 			if !o.autoAck && n%o.multiAck == 0 {
 				_ = d.Ack(o.multiAck > 1)
 			}
-			if len(d.Body) >= 8 && n%16 == 0 {
+			if len(d.Body) >= 8 && n%sampleEvery == 0 {
 				sent := int64(binary.BigEndian.Uint64(d.Body))
 				sample = append(sample, time.Duration(time.Now().UnixNano()-sent))
 			}
@@ -412,26 +499,94 @@ func report(st *stats, start time.Time, done <-chan struct{}) {
 			return
 		case <-t.C:
 			p, c := st.published.Load(), st.consumed.Load()
-			fmt.Printf("%5.1fs  published %8d msg/s  consumed %8d msg/s\n", time.Since(start).Seconds(), p-lastP, c-lastC)
+			fmt.Fprintf(progress, "%5.1fs  published %8d msg/s  consumed %8d msg/s\n", time.Since(start).Seconds(), p-lastP, c-lastC)
 			lastP, lastC = p, c
 		}
 	}
 }
 
-func summary(o options, st *stats, publishing, total time.Duration) {
-	p, c := st.published.Load(), st.consumed.Load()
-	fmt.Printf("summary: producers=%d consumers=%d size=%d confirm=%d persistent=%v autoack=%v qos=%d\n",
-		o.producers, o.consumers, o.size, o.confirm, o.persistent, o.autoAck, o.qos)
-	fmt.Printf("summary: published %d in %.1fs = %.0f msg/s; consumed %d = %.0f msg/s\n",
-		p, publishing.Seconds(), float64(p)/publishing.Seconds(), c, float64(c)/total.Seconds())
-	if o.confirm > 0 {
-		fmt.Printf("summary: confirmed %d, nacked %d\n", st.confirmed.Load(), st.nacked.Load())
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.latencies) > 0 {
-		sort.Slice(st.latencies, func(i, j int) bool { return st.latencies[i] < st.latencies[j] })
-		pct := func(q float64) time.Duration { return st.latencies[int(q*float64(len(st.latencies)-1))] }
-		fmt.Printf("summary: latency median %v p95 %v p99 %v\n", pct(0.5), pct(0.95), pct(0.99))
-	}
+// output receives the summary; progress the per-second lines (stderr with
+// -json, so stdout holds the JSON alone).
+var (
+	output   io.Writer = os.Stdout
+	progress io.Writer = os.Stdout
+)
+
+// Summary is the run's result, as -json prints it.
+type Summary struct {
+	Producers      int      `json:"producers"`
+	Consumers      int      `json:"consumers"`
+	Channels       int      `json:"channels"`
+	Queues         int      `json:"queues"`
+	Size           int      `json:"size"`
+	Confirm        int      `json:"confirm"`
+	Persistent     bool     `json:"persistent"`
+	Published      uint64   `json:"published"`
+	PublishSeconds float64  `json:"publish_seconds"`
+	PublishRate    float64  `json:"publish_rate"`
+	Consumed       uint64   `json:"consumed"`
+	ConsumeRate    float64  `json:"consume_rate"`
+	Confirmed      uint64   `json:"confirmed"`
+	Nacked         uint64   `json:"nacked"`
+	Latency        *Latency `json:"latency_ms,omitempty"`         // publish to delivery
+	ConfirmLatency *Latency `json:"confirm_latency_ms,omitempty"` // publish to confirm
+	BrokerCPU      *float64 `json:"broker_cpu_us_per_message,omitempty"`
 }
+
+// Latency is a latency sample's percentiles, in milliseconds.
+type Latency struct {
+	Samples int     `json:"samples"`
+	P50     float64 `json:"p50"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+	Max     float64 `json:"max"`
+}
+
+func percentiles(d []time.Duration) *Latency {
+	if len(d) == 0 {
+		return nil
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))]) / 1e6 }
+	return &Latency{Samples: len(d), P50: at(0.5), P95: at(0.95), P99: at(0.99), Max: at(1)}
+}
+
+func summary(o options, st *stats, publishing, total, brokerCPU time.Duration) error {
+	p, c := st.published.Load(), st.consumed.Load()
+	st.mu.Lock()
+	sum := Summary{
+		Producers: o.producers, Consumers: o.consumers, Channels: o.channels, Queues: o.queues,
+		Size: o.size, Confirm: o.confirm, Persistent: o.persistent,
+		Published: p, PublishSeconds: publishing.Seconds(), PublishRate: float64(p) / publishing.Seconds(),
+		Consumed: c, ConsumeRate: float64(c) / total.Seconds(),
+		Confirmed: st.confirmed.Load(), Nacked: st.nacked.Load(),
+		Latency: percentiles(st.latencies), ConfirmLatency: percentiles(st.confirms),
+	}
+	st.mu.Unlock()
+	if o.brokerPID > 0 && c > 0 {
+		us := float64(brokerCPU.Microseconds()) / float64(c)
+		sum.BrokerCPU = &us
+	}
+	if o.json {
+		return json.NewEncoder(output).Encode(sum)
+	}
+	fmt.Fprintf(output, "summary: producers=%d consumers=%d channels=%d queues=%d size=%d confirm=%d persistent=%v autoack=%v qos=%d\n",
+		o.producers, o.consumers, o.channels, o.queues, o.size, o.confirm, o.persistent, o.autoAck, o.qos)
+	fmt.Fprintf(output, "summary: published %d in %.1fs = %.0f msg/s; consumed %d = %.0f msg/s\n",
+		p, publishing.Seconds(), sum.PublishRate, c, sum.ConsumeRate)
+	if o.confirm > 0 {
+		fmt.Fprintf(output, "summary: confirmed %d, nacked %d\n", sum.Confirmed, sum.Nacked)
+	}
+	if l := sum.Latency; l != nil {
+		fmt.Fprintf(output, "summary: latency median %v p95 %v p99 %v\n", ms(l.P50), ms(l.P95), ms(l.P99))
+	}
+	if l := sum.ConfirmLatency; l != nil {
+		fmt.Fprintf(output, "summary: confirm latency median %v p95 %v p99 %v\n", ms(l.P50), ms(l.P95), ms(l.P99))
+	}
+	if sum.BrokerCPU != nil {
+		fmt.Fprintf(output, "summary: broker CPU %.2fs = %.2f µs per message consumed\n", brokerCPU.Seconds(), *sum.BrokerCPU)
+	}
+	return nil
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * 1e6) }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/config"
+)
+
+// TestRunJSON runs a small load against an in-process broker: two
+// producer channels on one connection, two queues, confirms, and the
+// summary as JSON with both latencies sampled.
+func TestRunJSON(t *testing.T) {
+	cfg := config.Default()
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Admin.Listen = ""
+	cfg.Storage.DataDir = t.TempDir()
+	b, err := broker.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+
+	var out bytes.Buffer
+	output, progress = &out, io.Discard
+	defer func() { output, progress = os.Stdout, os.Stdout }()
+	o := options{
+		url: "amqp://guest:guest@" + b.Addr().String() + "/", producers: 1, consumers: 2, channels: 2, queues: 2,
+		size: 16, duration: 30e9, queue: "perf", autoAck: true, confirm: 8, pmessages: 400, multiAck: 1, json: true,
+	}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	if sum.Published != 800 || sum.Confirmed != 800 || sum.Consumed != 800 || sum.Channels != 2 || sum.Queues != 2 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if sum.Latency == nil || sum.ConfirmLatency == nil || sum.ConfirmLatency.Samples == 0 || sum.Latency.P99 < sum.Latency.P50 {
+		t.Fatalf("latencies %+v %+v", sum.Latency, sum.ConfirmLatency)
+	}
+}
