@@ -39,7 +39,7 @@ import (
 )
 
 // Version is the plugin's version.
-const Version = "1.0.0"
+const Version = "1.1.0"
 
 // The exchange types and the selector arguments.
 const (
