@@ -82,11 +82,7 @@ func (t *exchangeType) validateDeclare(def exchange.Definition, depth int) error
 		return err
 	}
 	p := t.plugin()
-	var as []string
-	err = p.call(t.name, "validate a declare", fnValidateDeclare, in, func(o abi.Output) (err error) {
-		as, err = p.readChecks(fnValidateDeclare, o.Payload)
-		return err
-	})
+	as, err := p.validated(t.name, "validate a declare", fnValidateDeclare, in)
 	if err != nil {
 		return err
 	}
@@ -107,6 +103,17 @@ func (t *exchangeType) validateDeclare(def exchange.Definition, depth int) error
 		}
 	}
 	return nil
+}
+
+// validated runs a validate call (fn: declare or binding) and returns the
+// types the plugin asked the declare or binding to be checked as too.
+func (p *Plugin) validated(typ, what string, fn int, in []byte) ([]string, error) {
+	var as []string
+	err := p.call(typ, what, fn, in, func(o abi.Output) (err error) {
+		as, err = p.readChecks(fn, o.Payload)
+		return err
+	})
+	return as, err
 }
 
 // readChecks decodes the validate-as checks of a validate answer. A 1.0
@@ -215,11 +222,7 @@ func (r *router) validateBinding(b *exchange.Binding, depth int) error {
 		return err
 	}
 	p := r.plugin()
-	var as []string
-	err = p.call(r.t.name, "validate a binding", fnValidateBinding, in, func(o abi.Output) (err error) {
-		as, err = p.readChecks(fnValidateBinding, o.Payload)
-		return err
-	})
+	as, err := p.validated(r.t.name, "validate a binding", fnValidateBinding, in)
 	if err != nil {
 		return err
 	}
