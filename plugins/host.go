@@ -94,10 +94,13 @@ func (c *Config) setDefaults() {
 // interrupts calls past their deadline, and a janitor that gives idle
 // instances their warren_idle call.
 type Host struct {
-	cfg     Config
-	rt      wazero.Runtime
-	started time.Time
-	log     zerolog.Logger
+	cfg Config
+	rt  wazero.Runtime // compiles the modules that are loaded
+	// inspectRT interprets the modules that are only inspected: a few
+	// calls do not repay the compiler, which takes ten times as long.
+	inspectRT wazero.Runtime
+	started   time.Time
+	log       zerolog.Logger
 
 	mu       sync.Mutex
 	plugins  map[string]*Plugin
@@ -115,9 +118,15 @@ type Host struct {
 func NewHost(cfg Config) (*Host, error) {
 	cfg.setDefaults()
 	ctx := context.Background()
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithMemoryLimitPages(uint32(min(cfg.MemoryLimitBytes>>16, 65536))).
-		WithDebugInfoEnabled(false)
+	h := &Host{
+		cfg:       cfg,
+		started:   time.Now(),
+		log:       cfg.Logger.With().Str("component", "plugins").Logger(),
+		plugins:   make(map[string]*Plugin),
+		instances: make(map[*instance]struct{}),
+		stop:      make(chan struct{}),
+	}
+	compiler := wazero.NewRuntimeConfigCompiler()
 	if cfg.CacheDir != "" {
 		if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 			return nil, fmt.Errorf("plugins: compilation cache: %w", err)
@@ -126,29 +135,37 @@ func NewHost(cfg Config) (*Host, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugins: compilation cache: %w", err)
 		}
-		rc = rc.WithCompilationCache(cache)
+		compiler = compiler.WithCompilationCache(cache)
 	}
-	h := &Host{
-		cfg:       cfg,
-		rt:        wazero.NewRuntimeWithConfig(ctx, rc),
-		started:   time.Now(),
-		log:       cfg.Logger.With().Str("component", "plugins").Logger(),
-		plugins:   make(map[string]*Plugin),
-		instances: make(map[*instance]struct{}),
-		stop:      make(chan struct{}),
+	var err error
+	if h.rt, err = h.newRuntime(ctx, compiler); err != nil {
+		return nil, err
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, h.rt); err != nil {
+	if h.inspectRT, err = h.newRuntime(ctx, wazero.NewRuntimeConfigInterpreter()); err != nil {
 		h.rt.Close(ctx)
-		return nil, fmt.Errorf("plugins: WASI: %w", err)
-	}
-	if err := h.instantiateHostModule(ctx); err != nil {
-		h.rt.Close(ctx)
-		return nil, fmt.Errorf("plugins: host functions: %w", err)
+		return nil, err
 	}
 	h.wg.Add(2)
 	go h.watchdog()
 	go h.janitor()
 	return h, nil
+}
+
+// newRuntime makes a runtime of rc with the memory limit, WASI and the
+// host functions every module imports.
+func (h *Host) newRuntime(ctx context.Context, rc wazero.RuntimeConfig) (wazero.Runtime, error) {
+	rc = rc.WithMemoryLimitPages(uint32(min(h.cfg.MemoryLimitBytes>>16, 65536))).
+		WithDebugInfoEnabled(false)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("plugins: WASI: %w", err)
+	}
+	if err := h.instantiateHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("plugins: host functions: %w", err)
+	}
+	return rt, nil
 }
 
 // Errors of Load, to test with errors.Is.
@@ -187,7 +204,7 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	h.plugins[name] = nil // reserve the name while loading
 	h.mu.Unlock()
 
-	p, err := h.load(ctx, name, wasm)
+	p, err := h.load(ctx, h.rt, name, wasm)
 	h.mu.Lock()
 	if err != nil || h.closed {
 		delete(h.plugins, name)
@@ -213,7 +230,7 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 // enabled would provide. With the compilation cache warm it costs an
 // instantiation (milliseconds for a Go guest).
 func (h *Host) Inspect(ctx context.Context, name string, wasm []byte) (PluginInfo, error) {
-	p, err := h.load(ctx, name, wasm)
+	p, err := h.load(ctx, h.inspectRT, name, wasm)
 	if err != nil {
 		return PluginInfo{}, fmt.Errorf("plugins: inspecting %s: %w", name, err)
 	}
@@ -226,18 +243,21 @@ func (h *Host) Inspect(ctx context.Context, name string, wasm []byte) (PluginInf
 	return info, nil
 }
 
-func (h *Host) load(ctx context.Context, name string, wasm []byte) (*Plugin, error) {
+// load compiles wasm in rt, instantiates it once and checks what it
+// says of itself.
+func (h *Host) load(ctx context.Context, rt wazero.Runtime, name string, wasm []byte) (*Plugin, error) {
 	patched, err := wasmpatch.Patch(wasm, interruptExport)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlugin, err)
 	}
-	compiled, err := h.rt.CompileModule(ctx, patched.Wasm)
+	compiled, err := rt.CompileModule(ctx, patched.Wasm)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotPlugin, err)
 	}
 	p := &Plugin{
 		h:            h,
 		name:         name,
+		rt:           rt,
 		compiled:     compiled,
 		size:         len(wasm),
 		hash:         sha256.Sum256(wasm),
@@ -607,7 +627,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	close(h.stop)
 	h.wg.Wait()
-	return h.rt.Close(ctx)
+	return errors.Join(h.rt.Close(ctx), h.inspectRT.Close(ctx))
 }
 
 // ---- watchdog and janitor ----

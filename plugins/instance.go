@@ -151,7 +151,7 @@ func (p *Plugin) newInstance() (*instance, error) {
 		WithRandSource(rand.Reader).
 		WithStdout(&lineLog{p: p, level: abi.LogInfo}).
 		WithStderr(in.stderr)
-	mod, err := h.rt.InstantiateModule(ctx, p.compiled, cfg)
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, cfg)
 	if err != nil {
 		if in.linear != nil {
 			in.linear.release()
@@ -339,10 +339,10 @@ func instanceOf(ctx context.Context) *instance {
 	return in
 }
 
-// instantiateHostModule defines warren_v1 in the host's runtime.
-func (h *Host) instantiateHostModule(ctx context.Context) error {
+// instantiateHostModule defines warren_v1 in rt.
+func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
-	b := h.rt.NewHostModuleBuilder(abi.ImportModule)
+	b := rt.NewHostModuleBuilder(abi.ImportModule)
 	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
 		in := instanceOf(ctx)
 		if in == nil {
@@ -392,7 +392,7 @@ func (h *Host) instantiateHostModule(ctx context.Context) error {
 	// The yield every patched module imports (package wasmpatch): fail a
 	// call the watchdog marked, else let the scheduler run other
 	// goroutines, the watchdog among them, and renew the budget.
-	_, err := h.rt.NewHostModuleBuilder(wasmpatch.ImportModule).NewFunctionBuilder().
+	_, err := rt.NewHostModuleBuilder(wasmpatch.ImportModule).NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
 			if in := instanceOf(ctx); in != nil && in.interrupted.Load() {
 				panic(errInterrupted)

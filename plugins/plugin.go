@@ -28,6 +28,7 @@ type Plugin struct {
 	name     string
 	desc     abi.Description
 	abiMinor uint32
+	rt       wazero.Runtime // the host's compiler, or its interpreter for an inspection
 	compiled wazero.CompiledModule
 	// settings are the plugin's settings in force, as an encoded field
 	// table (the config host function answers it from any instance), and

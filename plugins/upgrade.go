@@ -42,7 +42,7 @@ func (h *Host) Upgrade(ctx context.Context, old *Plugin, wasm []byte) (*Plugin, 
 	if d, why := old.Disabled(); d {
 		return fail(fmt.Errorf("the running version is disabled (%s)", why))
 	}
-	next, err := h.load(ctx, name, wasm)
+	next, err := h.load(ctx, h.rt, name, wasm)
 	if err != nil {
 		return fail(err)
 	}

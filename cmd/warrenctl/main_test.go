@@ -42,9 +42,11 @@ func newBroker(t *testing.T, tweak ...func(*config.Config)) (*broker.Broker, str
 	return b, srv.URL
 }
 
+// ctl runs warrenctl against url. Its timeout is long: under -race,
+// enabling a plugin compiles it ten times slower than a user waits.
 func ctl(t *testing.T, url string, args ...string) (string, error) {
 	var out bytes.Buffer
-	err := run(append([]string{"--url", url}, args...), &out)
+	err := run(append([]string{"--url", url, "--timeout", "300"}, args...), &out)
 	return out.String(), err
 }
 
