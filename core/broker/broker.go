@@ -84,10 +84,29 @@ type Broker struct {
 	// node (topology.go).
 	forwardMu  sync.Mutex
 	forwarders map[string]*forwarder
-	stopOnce   sync.Once
-	admin      *http.Server
-	stop       chan struct{}
-	wg         sync.WaitGroup
+	// applyMu orders the metadata group's applies against the shutdown:
+	// once applyClosed is set (before the vhosts close), an apply does
+	// nothing and records nothing, so the change is applied again at the
+	// next start rather than refused by a closed vhost and lost.
+	applyMu     sync.Mutex
+	applyClosed bool
+	stopOnce    sync.Once
+	admin       *http.Server
+	stop        chan struct{}
+	wg          sync.WaitGroup
+}
+
+// closeVHosts closes every vhost once the metadata group can no longer
+// apply a change to them (applyClosed).
+func (b *Broker) closeVHosts() {
+	b.applyMu.Lock()
+	b.applyClosed = true
+	b.applyMu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, v := range b.vhosts {
+		v.Close()
+	}
 }
 
 // New builds a broker from a configuration; Start opens its listeners.
@@ -411,11 +430,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		b.wg.Wait()
-		b.mu.RLock()
-		for _, v := range b.vhosts {
-			v.Close()
-		}
-		b.mu.RUnlock()
+		b.closeVHosts()
 		b.stopCluster()
 		b.stopGroups()
 		b.plugins.close()

@@ -164,6 +164,11 @@ type metaState struct {
 }
 
 func (m metaState) Apply(index uint64, cmd []byte) error {
+	m.b.applyMu.Lock()
+	defer m.b.applyMu.Unlock()
+	if m.b.applyClosed {
+		return cluster.ErrStopped
+	}
 	var err error
 	if cmd != nil {
 		var t protocol.Table
@@ -226,6 +231,11 @@ func (m metaState) Snapshot() ([]byte, error) {
 // has is put, what it lacks is deleted.
 func (m metaState) Restore(index uint64, data []byte) error {
 	b := m.b
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	if b.applyClosed {
+		return cluster.ErrStopped
+	}
 	snap, _, err := protocol.DecodeTable(data)
 	if err != nil {
 		return err

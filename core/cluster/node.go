@@ -56,6 +56,13 @@ type StateMachine interface {
 	// command's answer to whoever proposed it (an AMQP reply, say), not a
 	// failure of the node. It makes index durable with the command's
 	// effects, so that Applied is right after a crash.
+	//
+	// A state machine being closed (its node shutting down) answers
+	// ErrStopped, or an error wrapping it, having done nothing and
+	// recorded nothing: the node then stops applying, and the command is
+	// applied again when the node restarts. A closed state machine must
+	// not refuse a command the way an open one would, since that refusal
+	// would count as its answer and the command would be lost here.
 	Apply(index uint64, cmd []byte) error
 	// Applied is the index of the last command whose effects are durable.
 	Applied() uint64
@@ -624,7 +631,10 @@ func (n *Node) run(campaign bool) {
 			}
 			n.tr.send(0, rd.Messages)
 			if snap := rd.Snapshot; snap != nil && !raft.IsEmptySnap(snap) && snap.GetMetadata().GetIndex() > applied {
-				if err := n.restore(snap); err != nil {
+				if err := n.restore(snap); errors.Is(err, ErrStopped) {
+					n.log.Info().Msg("state machine closed; this node stops applying")
+					return
+				} else if err != nil {
 					n.log.Error().Err(err).Msg("cannot restore a snapshot; this node stops taking part")
 					return
 				}
@@ -641,7 +651,14 @@ func (n *Node) run(campaign bool) {
 					}
 					continue
 				}
-				if cs := n.apply(e); cs != nil {
+				cs, err := n.apply(e)
+				if err != nil {
+					// The state machine closed under the loop: what is
+					// left is applied at the next start.
+					n.log.Info().Uint64("index", e.GetIndex()).Msg("state machine closed; this node stops applying")
+					return
+				}
+				if cs != nil {
 					confState = cs
 				}
 				applied = e.GetIndex()
@@ -683,25 +700,28 @@ func (n *Node) run(campaign bool) {
 }
 
 // apply applies one committed entry and returns the new configuration if
-// it changed it.
-func (n *Node) apply(e *raftpb.Entry) *raftpb.ConfState {
+// it changed it. Its error is ErrStopped only: the state machine is
+// closed, and the entry was not applied.
+func (n *Node) apply(e *raftpb.Entry) (*raftpb.ConfState, error) {
 	switch e.GetType() {
 	case raftpb.EntryNormal:
 		data := e.GetData()
 		if len(data) < 16 {
 			// Raft's empty entry at a new term: its index still reaches
 			// the state machine, so that Applied moves past it.
-			n.cfg.State.Apply(e.GetIndex(), nil)
-			return nil
+			return nil, stoppedOnly(n.cfg.State.Apply(e.GetIndex(), nil))
 		}
 		proposer, seq := binary.BigEndian.Uint64(data), binary.BigEndian.Uint64(data[8:])
 		err := n.cfg.State.Apply(e.GetIndex(), data[16:])
+		if errors.Is(err, ErrStopped) {
+			return nil, ErrStopped
+		}
 		n.answer(proposer, seq, err)
 	case raftpb.EntryConfChange:
 		cc := &raftpb.ConfChange{}
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 			n.log.Error().Err(err).Msg("undecodable configuration change in the log")
-			return nil
+			return nil, nil
 		}
 		cs := n.raft.ApplyConfChange(cc)
 		proposer, seq, m, err := decodeMember(cc.GetContext())
@@ -710,11 +730,23 @@ func (n *Node) apply(e *raftpb.Entry) *raftpb.ConfState {
 		}
 		// The entry's index must still reach the state machine, so that
 		// Applied moves past it.
-		n.cfg.State.Apply(e.GetIndex(), nil)
+		if stoppedOnly(n.cfg.State.Apply(e.GetIndex(), nil)) != nil {
+			return nil, ErrStopped
+		}
 		if err == nil {
 			n.answer(proposer, seq, nil)
 		}
-		return cs
+		return cs, nil
+	}
+	return nil, nil
+}
+
+// stoppedOnly keeps an Apply's error if it says the state machine is
+// closed, and drops any other (an entry without a command has nobody to
+// answer).
+func stoppedOnly(err error) error {
+	if errors.Is(err, ErrStopped) {
+		return ErrStopped
 	}
 	return nil
 }

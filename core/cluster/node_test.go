@@ -47,15 +47,23 @@ func (m memLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Sn
 
 // journal is a state machine that records its commands; a command that
 // starts with "bad" is refused, on every node alike.
+// A closed journal applies nothing and answers ErrStopped, counting the
+// commands it turned away.
 type journal struct {
 	mu      sync.Mutex
 	applied uint64
 	cmds    []string
+	closed  bool
+	refused int
 }
 
 func (j *journal) Apply(index uint64, cmd []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		j.refused++
+		return ErrStopped
+	}
 	j.applied = index
 	if cmd == nil {
 		return nil
@@ -271,6 +279,51 @@ func TestRestartedNodeCatchesUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClosedStateMachine: a node whose state machine answers ErrStopped
+// applies nothing after it, even once the state machine would take
+// commands again, so nothing is skipped: at its restart it applies the
+// turned-away command and what followed.
+func TestClosedStateMachine(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	if err := propose(t, nodes[0], "first"); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, nodes, []string{"first"})
+	b := nodes[1]
+	b.state.mu.Lock()
+	b.state.closed = true
+	b.state.mu.Unlock()
+	if err := propose(t, nodes[0], "while-closed"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b.state.mu.Lock()
+		refused := b.state.refused
+		b.state.mu.Unlock()
+		if refused > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never offered the command to its closed state machine")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.state.mu.Lock()
+	b.state.closed = false
+	b.state.mu.Unlock()
+	if err := propose(t, nodes[0], "after"); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, []*testNode{nodes[0], nodes[2]}, []string{"first", "while-closed", "after"})
+	if got := b.state.commands(); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("b applied %q after its state machine closed, want only what came before", got)
+	}
+	b.Stop()
+	b.start(t)
+	converge(t, nodes, []string{"first", "while-closed", "after"})
 }
 
 // TestForgetNode removes a node; the others go on as a cluster of two.
