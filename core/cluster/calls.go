@@ -109,14 +109,39 @@ func (t *Transport) call(ctx context.Context, m Member, payload []byte) ([]byte,
 	}
 }
 
-// link is the call connection to m, dialed on first use.
+// link is the call connection to m, dialed on first use. One call dials
+// while the others wait for its link: a burst of calls to a peer must not
+// open a connection each, whose handshakes would time out one another.
 func (t *Transport) link(ctx context.Context, m Member) (*callLink, error) {
-	t.mu.Lock()
-	l := t.links[m.ID]
-	t.mu.Unlock()
-	if l != nil {
-		return l, nil
+	for {
+		t.mu.Lock()
+		if l := t.links[m.ID]; l != nil {
+			t.mu.Unlock()
+			return l, nil
+		}
+		if wait, ok := t.dialing[m.ID]; ok {
+			t.mu.Unlock()
+			select {
+			case <-wait: // dialed, or failed: look again
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		t.dialing[m.ID] = done
+		t.mu.Unlock()
+		l, err := t.dialLink(ctx, m)
+		t.mu.Lock()
+		delete(t.dialing, m.ID)
+		t.mu.Unlock()
+		close(done)
+		return l, err
 	}
+}
+
+// dialLink dials a call connection to m.
+func (t *Transport) dialLink(ctx context.Context, m Member) (*callLink, error) {
 	c, err := t.dial(ctx, m.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: calling %s: %w", m.Name, err)
@@ -125,14 +150,9 @@ func (t *Transport) link(ctx context.Context, m Member) (*callLink, error) {
 		c.Close()
 		return nil, ErrStopped
 	}
-	l = &callLink{c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan callAnswer{}}
+	l := &callLink{c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[uint64]chan callAnswer{}}
 	t.mu.Lock()
-	if other := t.links[m.ID]; other != nil { // dialed meanwhile by another call
-		t.mu.Unlock()
-		t.untrack(c)
-		return other, nil
-	}
-	t.links[m.ID] = l
+	t.links[m.ID] = l // link lets one call dial at a time: there is no other
 	t.mu.Unlock()
 	t.wg.Add(1)
 	go func() {

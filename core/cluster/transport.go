@@ -101,7 +101,8 @@ type Transport struct {
 	heard   map[uint64]time.Time // when each peer last sent us a frame
 	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
 	rtt     map[uint64]time.Duration
-	links   map[uint64]*callLink // call connections, by peer (calls.go)
+	links   map[uint64]*callLink     // call connections, by peer (calls.go)
+	dialing map[uint64]chan struct{} // a call link being dialed, closed when done
 	onCall  atomic.Pointer[CallHandler]
 	conns   map[net.Conn]struct{}
 	closed  bool
@@ -146,7 +147,7 @@ func newTransport(id uint64, addr string, secret []byte, serverTLS *tls.Config, 
 	}
 	return &Transport{id: id, secret: secret, tls: serverTLS, log: log, ln: ln,
 		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, heard: map[uint64]time.Time{},
-		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{}, links: map[uint64]*callLink{},
+		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{}, links: map[uint64]*callLink{}, dialing: map[uint64]chan struct{}{},
 		conns: map[net.Conn]struct{}{}}, nil
 }
 
