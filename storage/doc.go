@@ -136,7 +136,9 @@
 //     reference-count changes, registers the callback, and wakes the
 //     committer if the batch just became non-empty, durable, or large. So
 //     Txns are applied in Commit-call order: a later delete never precedes
-//     the put it deletes, and every Txn lands whole in one batch.
+//     the put it deletes, and every Txn lands whole in one batch. A Txn
+//     of 256 KiB or more (a large message) is not copied: the open batch
+//     is sealed and the Txn's own batch becomes the next one.
 //  3. One committer goroutine takes the open batch (swapping in an empty
 //     one) as soon as it holds a durable Txn, or reaches MaxBatchBytes, or
 //     a reader waits for it, or CommitInterval after its first non-durable

@@ -514,6 +514,61 @@ func TestCallbackOrder(t *testing.T) {
 	}
 }
 
+// TestLargeTxnsInOrder: Txns of handOverBytes and more, committed as
+// batches of their own, land in Commit-call order among small ones: a
+// small delete after a large put deletes it, callbacks run in order, and
+// every body reads back whole.
+func TestLargeTxnsInOrder(t *testing.T) {
+	s, _ := openRecovered(t, nil)
+	defer s.Close()
+	body := func(i int) []byte {
+		n := 10
+		if i%3 != 0 {
+			n = handOverBytes + i
+		}
+		return bytes.Repeat([]byte{byte(i)}, n)
+	}
+	var mu sync.Mutex
+	var got []int
+	var wg sync.WaitGroup
+	const n = 60
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		txn := s.Begin()
+		txn.PutEntry(1, 0, uint64(i), &Entry{Persistent: true, Msg: &Message{Body: body(i)}})
+		if i%5 == 4 {
+			txn.DeleteEntry(1, 0, uint64(i-1), 0) // the put just before, large or small
+		}
+		txn.Commit(i%4 == 0, func(err error) {
+			must(t, err)
+			mu.Lock()
+			got = append(got, i)
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if !slices.IsSorted(got) || len(got) != n {
+		t.Fatalf("callbacks out of order: %v", got)
+	}
+	var seqs []uint64
+	must(t, s.ScanQueue(1, 0, 0, 0, func(seq uint64, e *Entry) bool {
+		if !bytes.Equal(e.Msg.Body, body(int(seq))) {
+			t.Errorf("entry %d: %d bytes, not the %d put", seq, len(e.Msg.Body), len(body(int(seq))))
+		}
+		seqs = append(seqs, seq)
+		return true
+	}))
+	if len(seqs) != n-n/5 {
+		t.Fatalf("%d entries left of %d put and %d deleted: %v", len(seqs), n, n/5, seqs)
+	}
+	for _, seq := range seqs {
+		if seq%5 == 3 {
+			t.Fatalf("entry %d was deleted after it was put, and is there", seq)
+		}
+	}
+}
+
 // A read waits for the writes committed before it, not for CommitInterval.
 func TestReadYourWrites(t *testing.T) {
 	s, err := Open("data", Options{FS: vfs.NewMem(), Logger: zerolog.Nop(), CommitInterval: time.Hour})

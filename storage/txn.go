@@ -124,6 +124,10 @@ func (c *committer) init(s *Store) {
 	}
 }
 
+// handOverBytes is the size from which a Txn's batch is committed as it
+// is instead of being appended to the open commit batch.
+const handOverBytes = 256 << 10
+
 // maxFreeBatches is how many emptied batches are kept for reuse. More
 // exist only while callbacks lag behind commits; they are left to the GC.
 const maxFreeBatches = 4
@@ -677,7 +681,11 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	if t.index && !s.recovered.Load() {
 		failed = ErrNotRecovered
 	}
-	kick := len(t.drops) > 0 && !c.open.empty()
+	// A large Txn (a big message) becomes a commit batch as it is,
+	// rather than being copied into the open one, which would grow to
+	// hold it by doubling, copying again each time.
+	handOver := failed == nil && t.b.Len() >= handOverBytes
+	kick := (len(t.drops) > 0 || handOver) && !c.open.empty()
 	if kick {
 		// The committer reads the deleted queues' references from the DB:
 		// it must hold every earlier write and none of this Txn's, so the
@@ -691,7 +699,10 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	}
 	if failed == nil {
 		before := o.b.Len()
-		if !t.b.Empty() {
+		switch {
+		case handOver:
+			o.b, t.b = t.b, o.b // o is empty: the Txn keeps an empty batch
+		case !t.b.Empty():
 			o.b.Apply(t.b, nil)
 		}
 		c.applyRefsLocked(t, o)
