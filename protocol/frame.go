@@ -61,27 +61,45 @@ func AppendHeartbeatFrame(b []byte) []byte {
 // body frames. flags and raw are the property flags and the encoded
 // property list (as received in a ContentHeader, or from Properties.Append).
 func AppendContentFrames(b []byte, channel uint16, classID uint16, flags uint16, raw []byte, body []byte, frameMax uint32) []byte {
-	chunk := math.MaxInt32 - frameOverhead // "no limit", yet portable to 32-bit ints
-	if frameMax != 0 {
-		// The spec lets any peer send frames up to frame-min-size; a smaller
-		// frameMax is a caller bug, and honouring it could mean a frame per
-		// byte.
-		chunk = int(max(frameMax, FrameMinSize)) - frameOverhead
-	}
+	chunk := BodyFrameSize(frameMax)
 	frames := 2 + len(body)/chunk // at least enough, without overflow
 	b = slices.Grow(b, frames*frameOverhead+contentHeaderSize+len(raw)+len(body))
-
-	b, start := BeginFrame(b, FrameHeader, channel)
-	b = AppendContentHeader(b, classID, uint64(len(body)), flags, raw)
-	b = EndFrame(b, start)
+	b = AppendContentHeaderFrame(b, channel, classID, uint64(len(body)), flags, raw)
 	for len(body) > 0 {
 		n := min(chunk, len(body))
-		b, start = BeginFrame(b, FrameBody, channel)
+		b = AppendFrameHeader(b, FrameBody, channel, n)
 		b = append(b, body[:n]...)
-		b = EndFrame(b, start)
+		b = append(b, FrameEnd)
 		body = body[n:]
 	}
 	return b
+}
+
+// AppendContentHeaderFrame appends the content header frame of a body of
+// bodySize bytes.
+func AppendContentHeaderFrame(b []byte, channel uint16, classID uint16, bodySize uint64, flags uint16, raw []byte) []byte {
+	b, start := BeginFrame(b, FrameHeader, channel)
+	b = AppendContentHeader(b, classID, bodySize, flags, raw)
+	return EndFrame(b, start)
+}
+
+// BodyFrameSize is the most body a body frame carries under frameMax (0:
+// no limit).
+func BodyFrameSize(frameMax uint32) int {
+	if frameMax == 0 {
+		return math.MaxInt32 - frameOverhead // "no limit", yet portable to 32-bit ints
+	}
+	// The spec lets any peer send frames up to frame-min-size; a smaller
+	// frameMax is a caller bug, and honouring it could mean a frame per
+	// byte.
+	return int(max(frameMax, FrameMinSize)) - frameOverhead
+}
+
+// AppendFrameHeader appends the header of a frame whose payload of size
+// bytes the caller writes next (or sends from where it lies), then the
+// frame-end octet.
+func AppendFrameHeader(b []byte, typ uint8, channel uint16, size int) []byte {
+	return append(b, typ, byte(channel>>8), byte(channel), byte(size>>24), byte(size>>16), byte(size>>8), byte(size))
 }
 
 // contentHeaderSize is the fixed part of a content header payload: class

@@ -94,7 +94,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 	c := &Conn{
 		srv: s, nc: nc, id: id,
 		name:       nc.RemoteAddr().String() + " -> " + nc.LocalAddr().String(),
-		out:        newOutbound(),
+		out:        newOutbound(isTCP(nc)),
 		since:      time.Now(),
 		channels:   make(map[uint16]*channel),
 		live:       make(map[uint16]*channel),
@@ -384,6 +384,7 @@ func (c *Conn) flushPoint() {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var spare []byte
+	var spareSegs net.Buffers
 	var tick <-chan time.Time
 	var hb heartbeatMonitor
 	failed := false
@@ -403,21 +404,33 @@ func (c *Conn) writeLoop() {
 				failed = true
 			}
 		}
-		b, closing := c.out.take(spare)
-		if len(b) > 0 && !failed {
-			n, err := c.nc.Write(b)
+		b, segs, closing := c.out.take(spare, spareSegs)
+		if (len(b) > 0 || len(segs) > 0) && !failed {
+			var n int64
+			var err error
+			if len(segs) > 0 {
+				vec := segs // WriteTo consumes its receiver
+				n, err = vec.WriteTo(c.nc)
+			} else {
+				var m int
+				m, err = c.nc.Write(b)
+				n = int64(m)
+			}
 			if err != nil {
 				failed = true
 				c.nc.Close() // the reader sees the failure and finishes
 			}
 			c.out.writes.Add(1)
-			c.io.sent(n)
+			c.io.sent(int(n))
 		}
 		if cap(b) <= keepBuffer {
 			spare = b[:0]
 		} else {
 			spare = nil
 		}
+		// The written bodies must not stay reachable from the spare.
+		clear(segs)
+		spareSegs = segs[:0]
 		if c.out.relieved() {
 			c.kickConsumers()
 		}

@@ -86,7 +86,7 @@ func (ch *channel) appendDeliver(b []byte, consumerTag string, tag uint64, redel
 	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
 	b = deliver.Append(b)
 	b = protocol.EndFrame(b, start)
-	return protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, m.Flags, m.Props, m.Body, ch.c.frameMax)
+	return ch.c.out.appendContent(b, ch.id, m.Flags, m.Props, m.Body, ch.c.frameMax)
 }
 
 // countDelivery counts d in the channel's statistics and its vhost's.
@@ -489,7 +489,7 @@ func (ch *channel) get(m *protocol.BasicGet) error {
 	b := ch.c.out.begin()
 	if b != nil {
 		b = protocol.AppendMethodFrame(b, ch.id, &getOk)
-		b = protocol.AppendContentFrames(b, ch.id, protocol.ClassBasic, msg.Flags, msg.Props, msg.Body, ch.c.frameMax)
+		b = ch.c.out.appendContent(b, ch.id, msg.Flags, msg.Props, msg.Body, ch.c.frameMax)
 	}
 	ch.c.out.end(b)
 	ch.mu.Unlock()

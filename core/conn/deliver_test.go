@@ -81,14 +81,14 @@ func TestUnackedListCompacts(t *testing.T) {
 // channelOn builds a channel whose frames are left in its connection's
 // outbound buffer for the test to read.
 func channelOn() *channel {
-	c := &Conn{out: newOutbound(), frameMax: 131072, consumers: make(map[*consumer]struct{})}
+	c := &Conn{out: newOutbound(false), frameMax: 131072, consumers: make(map[*consumer]struct{})}
 	return &channel{c: c, id: 1, consumers: make(map[string]*consumer)}
 }
 
 // sent decodes the methods written to ch's connection since the last call.
 func sent(t *testing.T, ch *channel) []protocol.Method {
 	t.Helper()
-	buf, _ := ch.c.out.take(nil)
+	buf, _, _ := ch.c.out.take(nil, nil)
 	r := protocol.NewFrameReader(bytes.NewReader(buf))
 	var dec protocol.MethodDecoder
 	var out []protocol.Method

@@ -1,8 +1,11 @@
 package conn
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Outbound buffering thresholds. Past highWater a connection counts as
@@ -16,6 +19,10 @@ const (
 	// keepBuffer is the largest spare buffer the writer keeps between
 	// flushes; a burst's bigger buffer is left to the GC.
 	keepBuffer = 1 << 20
+	// vectorMin is the smallest body sent from where it lies rather than
+	// copied into the buffer: below it a copy costs less than the extra
+	// iovecs and the bookkeeping.
+	vectorMin = 32 << 10
 )
 
 // outbound is a connection's write side. Any goroutine appends frames to
@@ -23,9 +30,22 @@ const (
 // consumers); one writer goroutine swaps buf for an empty spare and writes
 // it to the socket. Under load many frames go out in one write; when idle
 // each goes out at once.
+//
+// On a TCP connection a large body is not copied: appendContent cuts buf
+// there, and segs holds, in order, buf's parts and the bodies between
+// them, which the writer hands to writev. A message's body is immutable
+// (package message), so it may be read while it is written. Only the
+// part of buf from cut on is still to be added to segs; the parts before
+// are never written again, so a later append that moves buf leaves them
+// valid.
 type outbound struct {
-	mu        sync.Mutex
-	buf       []byte
+	mu       sync.Mutex
+	buf      []byte
+	vectored bool        // bodies of vectorMin and more are referenced, not copied
+	segs     net.Buffers // buf[:cut]'s parts and the referenced bodies
+	cut      int
+	refBytes int // bytes of the referenced bodies
+
 	closing   bool // no more appends; the writer flushes and closes the socket
 	sealed    bool // connection.close or close-ok went out: nothing may follow
 	congested bool // a delivery was refused for want of room
@@ -35,8 +55,10 @@ type outbound struct {
 	writes atomic.Uint64
 }
 
-func newOutbound() *outbound {
-	return &outbound{wake: make(chan struct{}, 1)}
+// newOutbound makes a connection's outbound buffer; vectored says the
+// socket takes vectored writes (writev), so large bodies need no copy.
+func newOutbound(vectored bool) *outbound {
+	return &outbound{wake: make(chan struct{}, 1), vectored: vectored}
 }
 
 // begin locks the buffer and returns it for appending; end stores the
@@ -69,23 +91,53 @@ func (o *outbound) signal() {
 	}
 }
 
+// appendContent appends a message's content frames to b, which begin
+// returned: the body is copied, or on a vectored connection referenced
+// where it lies when it is large. mu is held.
+func (o *outbound) appendContent(b []byte, channel uint16, flags uint16, props, body []byte, frameMax uint32) []byte {
+	if !o.vectored || len(body) < vectorMin {
+		return protocol.AppendContentFrames(b, channel, protocol.ClassBasic, flags, props, body, frameMax)
+	}
+	b = protocol.AppendContentHeaderFrame(b, channel, protocol.ClassBasic, uint64(len(body)), flags, props)
+	chunk := protocol.BodyFrameSize(frameMax)
+	for len(body) > 0 {
+		n := min(chunk, len(body))
+		b = protocol.AppendFrameHeader(b, protocol.FrameBody, channel, n)
+		o.segs = append(o.segs, b[o.cut:len(b):len(b)], body[:n:n])
+		o.refBytes += n
+		o.cut = len(b)
+		b = append(b, protocol.FrameEnd)
+		body = body[n:]
+	}
+	return b
+}
+
+// pending is how many bytes wait to be written; mu is held.
+func (o *outbound) pending() int { return len(o.buf) + o.refBytes }
+
 // roomFor reports, with mu held, whether a delivery may be appended; when
 // not, it marks the connection congested so the writer kicks the consumers
 // once it drains.
 func (o *outbound) roomFor() bool {
-	if len(o.buf) < highWater {
+	if o.pending() < highWater {
 		return true
 	}
 	o.congested = true
 	return false
 }
 
-// take swaps the pending bytes out for the writer.
-func (o *outbound) take(spare []byte) (pending []byte, closing bool) {
+// take swaps the pending bytes out for the writer: buf, and when bodies
+// were referenced, segs, which then hold all of buf's bytes between them.
+// The writer passes back the buffers it is done with as spare.
+func (o *outbound) take(spare []byte, spareSegs net.Buffers) (buf []byte, segs net.Buffers, closing bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	pending, o.buf = o.buf, spare[:0]
-	return pending, o.closing
+	buf, o.buf = o.buf, spare[:0]
+	if len(o.segs) > 0 {
+		segs = append(o.segs, buf[o.cut:])
+		o.segs, o.cut, o.refBytes = spareSegs[:0], 0, 0
+	}
+	return buf, segs, o.closing
 }
 
 // relieved reports, after a write, that the buffer had been congested and
@@ -93,7 +145,7 @@ func (o *outbound) take(spare []byte) (pending []byte, closing bool) {
 func (o *outbound) relieved() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.congested && len(o.buf) < lowWater {
+	if o.congested && o.pending() < lowWater {
 		o.congested = false
 		return true
 	}
@@ -118,4 +170,12 @@ func (o *outbound) close() {
 	o.closing = true
 	o.mu.Unlock()
 	o.signal()
+}
+
+// isTCP reports whether nc takes vectored writes: net.Buffers uses writev
+// on a TCP socket only. On another connection (TLS) a vectored write
+// would be one small write per part.
+func isTCP(nc net.Conn) bool {
+	_, ok := nc.(*net.TCPConn)
+	return ok
 }
