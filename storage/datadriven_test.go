@@ -191,8 +191,10 @@ func ddOp(t *testing.T, txn *Txn, line string) {
 		txn.PutEntry(q, p, seq, entry())
 	case "update":
 		txn.UpdateEntry(q, p, seq, entry())
+	case "mark":
+		txn.MarkDelivered(q, p, seq, uint32(a.U64(t, "deliveries", 1)))
 	case "delete":
-		txn.DeleteEntry(q, p, seq, a.U64(t, "msg", 0))
+		txn.DeleteEntry(q, p, seq, a.U64(t, "msg", 0), a.Has("marked"))
 	case "delete-queue":
 		txn.DeleteQueue(q)
 	case "release":

@@ -26,6 +26,8 @@
 //	0x02 0x06 esc(vhost) seq(8)        binding, in creation (seq) order
 //	0x03 msgID(8)                      a message shared by several queues
 //	0x04 qid(8) prio(1) seq(8)         queue index entry
+//	0x04 qid(8) prio(1) seq(8) 0x01    its delivery mark: uvarint deliveries
+//	                                   (format 2), right after the entry
 //	0x05 qid(8) prio(1) seq(8)         reference: the msgID(8) of a shared entry
 //	0x06 due(8) seq(8)                 held message, first format: read
 //	                                   only to be moved to 0x09 (held.go)

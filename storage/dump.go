@@ -91,7 +91,11 @@ func describe(k, v []byte) string {
 			}
 		}
 	case prefixEntry:
-		if qid, prio, seq, ok := parseEntryKey(k); ok {
+		if qid, prio, seq, ok := parseEntryKey(k); ok && isMarkKey(k) {
+			if n, size := binary.Uvarint(v); size == len(v) && size > 0 {
+				return fmt.Sprintf("mark q=%d p=%d s=%d = delivered %d", qid, prio, seq, n)
+			}
+		} else if ok {
 			if e, err := decodeEntry(v, nil); err == nil {
 				return fmt.Sprintf("entry q=%d p=%d s=%d = %s", qid, prio, seq, formatEntry(e))
 			}

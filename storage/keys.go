@@ -12,7 +12,7 @@ const (
 	prefixSystem  byte = 0x01 // 0x01 name            -> system value
 	prefixMeta    byte = 0x02 // 0x02 kind components -> protocol field table
 	prefixMessage byte = 0x03 // 0x03 msgID           -> message (shared by several queues)
-	prefixEntry   byte = 0x04 // 0x04 qid prio seq    -> entry
+	prefixEntry   byte = 0x04 // 0x04 qid prio seq    -> entry; with a 0x01 suffix, its delivery mark
 	prefixRef     byte = 0x05 // 0x05 qid prio seq    -> msgID (entries of shared messages only)
 	prefixHeld    byte = 0x06 // 0x06 due seq         -> held record (the delay store)
 	prefixRaft    byte = 0x07 // 0x07 group kind ...   -> a Raft group's log entry, hard state or snapshot
@@ -180,8 +180,27 @@ func parseMetaKey(kind Kind, key []byte) (vhost, name string, seq uint64, err er
 const (
 	messageKeyLen = 1 + 8
 	entryKeyLen   = 1 + 8 + 1 + 8
+	markKeyLen    = entryKeyLen + 1 // an entry's key and markSuffix: it sorts right after the entry
 	heldKeyLen    = 1 + 8 + 8
 )
+
+// markSuffix ends a delivery mark's key.
+const markSuffix = 0x01
+
+// putMarkKey writes the key of the delivery mark of entry (qid, prio, seq).
+func putMarkKey(k []byte, qid uint64, prio uint8, seq uint64) {
+	putEntryKey(k, prefixEntry, qid, prio, seq)
+	k[entryKeyLen] = markSuffix
+}
+
+// isMarkKey reports whether k, in the entry keyspace, is a delivery mark.
+func isMarkKey(k []byte) bool { return len(k) == markKeyLen && k[entryKeyLen] == markSuffix }
+
+// markOf reports whether k is the delivery mark of the entry at seq of the
+// same queue and level as entry key ek.
+func markOf(k, ek []byte) bool {
+	return isMarkKey(k) && string(k[:entryKeyLen]) == string(ek)
+}
 
 func putMessageKey(k []byte, id uint64) {
 	k[0] = prefixMessage
@@ -208,9 +227,10 @@ func entryKey(prefix byte, qid uint64, prio uint8, seq uint64) []byte {
 	return k
 }
 
-// parseEntryKey returns the qid, prio and seq of an entry or ref key.
+// parseEntryKey returns the qid, prio and seq of an entry, mark or ref
+// key.
 func parseEntryKey(k []byte) (qid uint64, prio uint8, seq uint64, ok bool) {
-	if len(k) != entryKeyLen {
+	if len(k) != entryKeyLen && !isMarkKey(k) {
 		return 0, 0, 0, false
 	}
 	return binary.BigEndian.Uint64(k[1:]), k[9], binary.BigEndian.Uint64(k[10:]), true

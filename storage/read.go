@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -32,9 +34,15 @@ func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn fun
 		return err
 	}
 	var mk [messageKeyLen]byte
+	var ek [entryKeyLen]byte
 	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.First(); ok; {
+		if isMarkKey(it.Key()) { // its entry was deleted: not expected, harmless
+			ok = it.Next()
+			continue
+		}
 		_, _, seq, _ := parseEntryKey(it.Key())
+		copy(ek[:], it.Key())
 		v, err1 := it.ValueAndErr()
 		if err1 != nil {
 			err = err1
@@ -45,6 +53,14 @@ func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn fun
 			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
 			break
 		}
+		// The entry's delivery mark, if any, is the next key.
+		if ok = it.Next(); ok && markOf(it.Key(), ek[:]) {
+			if err = applyMark(e, it); err != nil {
+				err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
+				break
+			}
+			ok = it.Next()
+		}
 		n++
 		if !fn(seq, e) || (limit > 0 && n >= limit) {
 			break
@@ -54,6 +70,21 @@ func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn fun
 		err = cerr
 	}
 	return err
+}
+
+// applyMark records the delivery mark under it in e.
+func applyMark(e *Entry, it *pebble.Iterator) error {
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return err
+	}
+	n, size := binary.Uvarint(v)
+	if size <= 0 || size != len(v) || n > math.MaxUint32 {
+		return fmt.Errorf("delivery mark: %w", errBadValue)
+	}
+	e.Delivered = true
+	e.Deliveries = max(e.Deliveries, uint32(n))
+	return nil
 }
 
 // ErrMissingMessage is an entry whose shared message is not in the store.
@@ -108,6 +139,9 @@ func (s *Store) QueueLevels(qid uint64) ([]Level, error) {
 	}
 	var levels []Level
 	for ok := it.First(); ok; ok = it.Next() {
+		if isMarkKey(it.Key()) {
+			continue
+		}
 		_, prio, seq, _ := parseEntryKey(it.Key())
 		v, err1 := it.ValueAndErr()
 		if err1 != nil {

@@ -108,7 +108,8 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		}
 		levels = nil
 	}
-	var rk [entryKeyLen]byte
+	var rk, lastEntry [entryKeyLen]byte
+	transient := false // lastEntry is a transient entry, deleted
 	for ok := it.First(); ok; {
 		qid, prio, seq, kok := parseEntryKey(it.Key())
 		if !kok {
@@ -128,6 +129,15 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 			ok = it.SeekGE(qhi)
 			continue
 		}
+		if isMarkKey(it.Key()) {
+			// A delivery mark follows its entry, and goes with it.
+			if transient && markOf(it.Key(), lastEntry[:]) {
+				b.Delete(it.Key(), nil)
+			}
+			ok = it.Next()
+			continue
+		}
+		copy(lastEntry[:], it.Key())
 		v, verr := it.ValueAndErr()
 		if verr != nil {
 			err = verr
@@ -138,7 +148,8 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, herr)
 			break
 		}
-		if !h.persistent() {
+		transient = !h.persistent()
+		if transient {
 			b.Delete(it.Key(), nil)
 			if h.shared() {
 				putEntryKey(rk[:], prefixRef, qid, prio, seq)

@@ -20,8 +20,20 @@ import (
 
 // FormatVersion is the version of the key schema and value encodings this
 // package reads and writes. It is stored under keyFormatVersion when a store
-// is created; Open refuses a store with another version.
-const FormatVersion = 1
+// is created; Open upgrades a store of an earlier version it knows (see
+// upgrades) and refuses any other.
+//
+// Version 2 added delivery marks (MarkDelivered). A version 1 store needs
+// no rewrite: its entries carry their delivery state, which version 2
+// still reads; the version is raised so that a Warren that knows only
+// version 1 refuses the store rather than overlook its marks.
+const FormatVersion = 2
+
+// upgrades says, for each earlier version Open upgrades, what the upgrade
+// does, for the log.
+var upgrades = map[uint64]string{
+	1: "delivery marks are written from now on; the entries stay as they are",
+}
 
 // SyncMode says whether durable commits wait for an fsync.
 type SyncMode int
@@ -314,7 +326,12 @@ func (s *Store) checkFormat() error {
 			got = uint64(binary.BigEndian.Uint32(v))
 		}
 		closer.Close()
-		if got != FormatVersion {
+		if what, ok := upgrades[got]; ok {
+			if err := s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+				return fmt.Errorf("data directory %s: upgrading the format version: %w", s.dir, err)
+			}
+			s.log.Info().Uint64("from", got).Int("to", FormatVersion).Msg("store format upgraded: " + what)
+		} else if got != FormatVersion {
 			return &dirError{fmt.Sprintf("data directory %s has format version %d; this Warren reads version %d", s.dir, got, FormatVersion), ErrFormatVersion, nil}
 		}
 	}

@@ -365,7 +365,7 @@ func TestFormatVersionMismatch(t *testing.T) {
 	if !errors.Is(err, ErrFormatVersion) {
 		t.Fatalf("Open of a version 7 store: %v", err)
 	}
-	if want := "data directory data has format version 7; this Warren reads version 1"; err.Error() != want {
+	if want := "data directory data has format version 7; this Warren reads version 2"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 	// The failed Open released the lock.
@@ -378,6 +378,42 @@ func TestFormatVersionMismatch(t *testing.T) {
 	db.Close()
 	if _, err := Open("data", Options{FS: fs2, Logger: zerolog.Nop()}); !errors.Is(err, ErrFormatVersion) {
 		t.Errorf("Open of a foreign Pebble store: %v", err)
+	}
+}
+
+// TestFormatUpgrade: a version 1 store opens, its entries read as they
+// were written (delivery state in the entry), and its version is raised,
+// so that a Warren that reads only version 1 refuses it from then on.
+func TestFormatUpgrade(t *testing.T) {
+	s, fs := openMem(t, nil)
+	_, err := s.Recover(nil)
+	must(t, err)
+	txn := s.Begin()
+	txn.PutEntry(1, 0, 1, &Entry{Persistent: true, Delivered: true, Deliveries: 2, Msg: &Message{Body: []byte("v1")}})
+	must(t, txn.CommitWait())
+	must(t, s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, 1), pebble.Sync))
+	s.Close()
+	s, err = Open("data", Options{FS: fs, Logger: zerolog.Nop()})
+	must(t, err)
+	defer s.Close()
+	v, closer, err := s.db.Get(keyFormatVersion)
+	must(t, err)
+	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
+		t.Errorf("format version %d after opening a version 1 store, want %d", got, FormatVersion)
+	}
+	closer.Close()
+	_, err = s.Recover(map[uint64]bool{1: true})
+	must(t, err)
+	n := 0
+	must(t, s.ScanQueue(1, 0, 0, 0, func(seq uint64, e *Entry) bool {
+		n++
+		if !e.Delivered || e.Deliveries != 2 || string(e.Msg.Body) != "v1" {
+			t.Errorf("entry %d after the upgrade: %+v", seq, e)
+		}
+		return true
+	}))
+	if n != 1 {
+		t.Fatalf("%d entries after the upgrade", n)
 	}
 }
 
@@ -537,7 +573,7 @@ func TestLargeTxnsInOrder(t *testing.T) {
 		txn := s.Begin()
 		txn.PutEntry(1, 0, uint64(i), &Entry{Persistent: true, Msg: &Message{Body: body(i)}})
 		if i%5 == 4 {
-			txn.DeleteEntry(1, 0, uint64(i-1), 0) // the put just before, large or small
+			txn.DeleteEntry(1, 0, uint64(i-1), 0, false) // the put just before, large or small
 		}
 		txn.Commit(i%4 == 0, func(err error) {
 			must(t, err)
@@ -663,12 +699,12 @@ func TestConcurrentTxns(t *testing.T) {
 				txn.PutEntry(q2, 0, i, &Entry{Persistent: true, MsgID: id})
 				txn.Commit(false, nil)
 				txn = s.Begin()
-				txn.DeleteEntry(q1, 0, i, id)
-				txn.DeleteEntry(q2, 1, i, 0)
+				txn.DeleteEntry(q1, 0, i, id, false)
+				txn.DeleteEntry(q2, 1, i, 0, false)
 				txn.Commit(false, nil)
 				if i%2 == 0 {
 					txn = s.Begin()
-					txn.DeleteEntry(q2, 0, i, id)
+					txn.DeleteEntry(q2, 0, i, id, false)
 					must(t, txn.CommitWait())
 				}
 			}

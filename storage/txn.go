@@ -571,16 +571,34 @@ func (t *Txn) putEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
 	t.index = true
 }
 
-// DeleteEntry deletes the entry at (qid, prio, seq). msgID is the entry's
-// MsgID (0 for an inline message): the reference is dropped, and the last
-// one deletes the shared message in the same batch.
-func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, msgID uint64) {
-	var k [entryKeyLen]byte
-	putEntryKey(k[:], prefixEntry, qid, prio, seq)
-	t.b.Delete(k[:], nil)
+// MarkDelivered records that the entry at (qid, prio, seq) was delivered
+// deliveries times, in a small key of its own beside the entry: a first
+// delivery costs a few bytes, not a rewrite of the message. A later mark
+// replaces an earlier one; ScanQueue reports the entry as delivered with
+// the larger of the two counts.
+func (t *Txn) MarkDelivered(qid uint64, prio uint8, seq uint64, deliveries uint32) {
+	op := t.b.SetDeferred(markKeyLen, uvarintLen(uint64(deliveries)))
+	putMarkKey(op.Key, qid, prio, seq)
+	binary.PutUvarint(op.Value, uint64(deliveries))
+	op.Finish()
+	t.pos++
+	t.index = true
+}
+
+// DeleteEntry deletes the entry at (qid, prio, seq), and its delivery mark
+// when marked says it may have one. msgID is the entry's MsgID (0 for an
+// inline message): the reference is dropped, and the last one deletes the
+// shared message in the same batch.
+func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, msgID uint64, marked bool) {
+	var k [markKeyLen]byte
+	putMarkKey(k[:], qid, prio, seq)
+	if marked {
+		t.b.Delete(k[:], nil)
+	}
+	t.b.Delete(k[:entryKeyLen], nil)
 	if msgID != 0 {
 		k[0] = prefixRef
-		t.b.Delete(k[:], nil)
+		t.b.Delete(k[:entryKeyLen], nil)
 		t.refs = append(t.refs, refOp{qid: qid, msgID: msgID, pos: t.pos, entry: true})
 	}
 	t.pos++

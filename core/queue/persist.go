@@ -68,20 +68,20 @@ func (q *Queue) storeEntry(e *Entry, persistent bool) {
 
 // markDelivered records a stored entry's first delivery (so it comes back
 // redelivered after a restart), and every later one when a delivery limit
-// needs the count; q.mu is held.
+// needs the count, in a mark beside the entry: the message is not written
+// again; q.mu is held.
 func (q *Queue) markDelivered(e *Entry) {
 	if !e.Stored || (e.Deliveries > 1 && q.settings.DeliveryLimit == Unlimited) {
 		return
 	}
-	se := storage.Entry{Persistent: q.persists && e.Msg.Persistent, Delivered: true, Deliveries: e.Deliveries,
-		ExpiresAt: e.ExpiresAt, MsgID: e.Msg.ID, Msg: StoredMessage(e.Msg)}
-	q.txn().UpdateEntry(q.qid, e.Level, e.Seq, &se)
+	q.txn().MarkDelivered(q.qid, e.Level, e.Seq, e.Deliveries)
 }
 
-// forget deletes a stored entry that left the queue for good; q.mu is held.
+// forget deletes a stored entry that left the queue for good, with its
+// delivery mark if it was delivered; q.mu is held.
 func (q *Queue) forget(e *Entry) {
 	if e.Stored && !q.deleted {
-		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, e.Msg.ID)
+		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, e.Msg.ID, e.Deliveries > 0)
 	}
 }
 
