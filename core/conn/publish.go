@@ -95,11 +95,16 @@ func (ch *channel) content(f protocol.Frame) error {
 			return reply.New(protocol.FrameError, "body frames exceed the declared body size %d", p.bodySize)
 		}
 		if need := len(p.buf) + len(f.Payload); need > cap(p.buf) {
-			// Four times what arrived: a 16 MiB body is copied twice
-			// on the way (at 1 and 4 MiB) rather than four times, and a
-			// client still pins at most four times what it sent.
+			// The whole body once a sixteenth of it arrived, else four
+			// times what arrived: a 16 MiB body is copied once on the
+			// way (at 1 MiB) rather than four times, and a client pins
+			// at most sixteen times what it sent.
 			total := p.propsLen + int(p.bodySize)
-			grown := make([]byte, len(p.buf), min(total, max(4*len(p.buf), need)))
+			grow := max(4*len(p.buf), need)
+			if 16*len(p.buf) >= total {
+				grow = total
+			}
+			grown := make([]byte, len(p.buf), min(total, grow))
 			copy(grown, p.buf)
 			p.buf = grown
 		}
