@@ -9,10 +9,16 @@ import (
 // otherwise: RabbitMQ's default frame_max.
 const DefaultFrameMax = 131072
 
-// initialBufferSize is what a FrameReader starts with. Most frames are far
-// smaller; the buffer grows when a frame does not fit, never beyond about
-// twice the frame limit.
-const initialBufferSize = 32 << 10
+// initialBufferSize is what a FrameReader starts with: enough for the
+// handshake and the heartbeats of an idle connection, which is most of a
+// broker's connections' memory when it has thousands. A reader whose
+// reads fill the buffer (a busy peer) moves to busyBufferSize, so that one
+// read takes many small frames; a frame that does not fit grows the
+// buffer, never beyond about twice the frame limit.
+const (
+	initialBufferSize = 4 << 10
+	busyBufferSize    = 32 << 10
+)
 
 // FrameReader reads frames from a byte stream through its own buffer. A
 // frame's payload is returned as a slice of that buffer rather than copied,
@@ -28,6 +34,7 @@ type FrameReader struct {
 	r, w int    // buf[r:w] is read from rd but not yet returned
 	max  uint32 // frame_max: the largest whole frame accepted
 	err  error  // the error that ended the stream, kept for the next call
+	full bool   // the last read filled the buffer: the peer sends more than it holds
 }
 
 // NewFrameReader returns a FrameReader reading from r with frame_max
@@ -132,6 +139,8 @@ func (r *FrameReader) fill(n int) error {
 		dst := r.buf
 		if n > len(r.buf) {
 			dst = make([]byte, max(n, 2*len(r.buf)))
+		} else if r.full && len(r.buf) < busyBufferSize {
+			dst = make([]byte, busyBufferSize)
 		}
 		r.w = copy(dst, r.buf[r.r:r.w])
 		r.r = 0
@@ -143,6 +152,7 @@ func (r *FrameReader) fill(n int) error {
 		}
 		m, err := r.rd.Read(r.buf[r.w:])
 		r.w += m
+		r.full = r.w == len(r.buf)
 		if err != nil {
 			r.err = err
 			continue

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // stream builds a byte stream of frames.
@@ -304,4 +305,29 @@ func (l *loopReader) Read(p []byte) (int, error) {
 		l.off = (l.off + c) % len(l.data)
 	}
 	return n, nil
+}
+
+// TestReaderBufferFollowsThePeer: an idle connection's reader keeps its
+// small first buffer; one whose reads come back full (a busy publisher of
+// small frames) moves to busyBufferSize, so a read takes many frames.
+func TestReaderBufferFollowsThePeer(t *testing.T) {
+	frame := rawFrame(FrameMethod, 1, make([]byte, 100))
+	idle := NewFrameReader(iotest.OneByteReader(bytes.NewReader(bytes.Repeat(frame, 50))))
+	for range 50 {
+		if _, err := idle.ReadFrame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(idle.buf) != initialBufferSize {
+		t.Errorf("a reader of one frame at a time has a %d-byte buffer, want %d", len(idle.buf), initialBufferSize)
+	}
+	busy := NewFrameReader(bytes.NewReader(bytes.Repeat(frame, 1000)))
+	for range 1000 {
+		if _, err := busy.ReadFrame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(busy.buf) != busyBufferSize {
+		t.Errorf("a reader of a busy stream has a %d-byte buffer, want %d", len(busy.buf), busyBufferSize)
+	}
 }
