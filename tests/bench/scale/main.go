@@ -215,10 +215,11 @@ func (b broker) consumers(n, messages int) error {
 	if err != nil {
 		return err
 	}
-	q, err := ch.QueueDeclare("scale-consumers", false, false, true, false, nil)
+	q, err := ch.QueueDeclare("scale-consumers", false, false, false, false, nil)
 	if err != nil {
 		return err
 	}
+	defer ch.QueueDelete(q.Name, false, false, false)
 	// Consumers on 10 connections, on channels of 10 consumers each.
 	var got atomic.Int64
 	done := make(chan struct{})
