@@ -44,6 +44,7 @@ type connectionJSON struct {
 	SendCnt          uint64         `json:"send_cnt"`
 	SendOct          uint64         `json:"send_oct"`
 	SendOctDetails   details        `json:"send_oct_details"`
+	SendPend         int            `json:"send_pend"`
 	SSL              bool           `json:"ssl"`
 	State            string         `json:"state"`
 	Timeout          int            `json:"timeout"`
@@ -74,7 +75,7 @@ func (a *api) connectionView(ci conn.ConnInfo, node string) connectionJSON {
 		Host: host, MessageStats: messageStats(ci.Stats, ci.Rates), Name: ci.Name, Node: node,
 		PeerHost: peer, PeerPort: peerPort, Port: port, Protocol: "AMQP 0-9-1", SSL: ci.TLS, State: state,
 		RecvCnt: ci.RecvCnt, RecvOct: ci.RecvOct, RecvOctDetails: details{Rate: ci.RecvOctRate},
-		SendCnt: ci.SendCnt, SendOct: ci.SendOct, SendOctDetails: details{Rate: ci.SendOctRate},
+		SendCnt: ci.SendCnt, SendOct: ci.SendOct, SendOctDetails: details{Rate: ci.SendOctRate}, SendPend: ci.SendPend,
 		Timeout: int(ci.Heartbeat.Seconds()), Type: "network", User: ci.User, VHost: ci.VHost,
 	}
 }

@@ -41,6 +41,9 @@ type ConnInfo struct {
 	// and their rates per second.
 	RecvOct, RecvCnt, SendOct, SendCnt                 uint64
 	RecvOctRate, RecvCntRate, SendOctRate, SendCntRate float64
+	// SendPend is the bytes waiting for the socket: at most the
+	// congestion mark and one more delivery, however slow the client.
+	SendPend int
 }
 
 // ChannelInfo describes a channel for the admin API.
@@ -131,6 +134,7 @@ func (c *Conn) info() ConnInfo {
 	n, r := c.io.values(), c.io.rates()
 	ci.RecvOct, ci.RecvCnt, ci.SendOct, ci.SendCnt = n[recvOct], n[recvCnt], n[sendOct], n[sendCnt]
 	ci.RecvOctRate, ci.RecvCntRate, ci.SendOctRate, ci.SendCntRate = r[recvOct], r[recvCnt], r[sendOct], r[sendCnt]
+	ci.SendPend = c.out.pendingBytes()
 	ci.Stats = c.retired.Values()
 	for _, ch := range c.liveChannels() {
 		ci.Stats.Add(ch.stats.Values())

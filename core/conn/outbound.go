@@ -115,6 +115,18 @@ func (o *outbound) appendContent(b []byte, channel uint16, flags uint16, props, 
 // pending is how many bytes wait to be written; mu is held.
 func (o *outbound) pending() int { return len(o.buf) + o.refBytes }
 
+// pendingBytes is pending for a listing: what waits for the writer to take
+// it (what it took is in the socket's hands).
+func (o *outbound) pendingBytes() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending()
+}
+
+// HighWater is the outbound bytes past which a connection's consumers get
+// no more deliveries until the socket drains.
+const HighWater = highWater
+
 // roomFor reports, with mu held, whether a delivery may be appended; when
 // not, it marks the connection congested so the writer kicks the consumers
 // once it drains.
