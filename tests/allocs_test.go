@@ -37,12 +37,7 @@ func TestMessagePathAllocs(t *testing.T) {
 			queue := "allocs-" + tc.name[:len(tc.name)-2]
 			c.method(1, 50, 10, queueDeclareArgs(queue))
 			c.expect(50, 11)
-			consume := []byte{0, 0}
-			consume = appendShortStr(consume, queue)
-			consume = appendShortStr(consume, "c")
-			consume = append(consume, 0) // no-local, no-ack, exclusive, no-wait: all off
-			consume = appendTable(consume, nil)
-			c.method(1, 60, 20, consume)
+			c.consume(1, queue, false)
 			c.expect(60, 21)
 
 			// The publish: method, header and body frames, prepared once.

@@ -188,6 +188,22 @@ func (c *rawConn) openChannel(id uint16) {
 	c.expect(20, 11)
 }
 
+// consume sends basic.consume of queue on channel id with a server-named
+// tag, no-ack as given, without waiting for consume-ok.
+func (c *rawConn) consume(id uint16, queue string, noAck bool) {
+	c.t.Helper()
+	args := binary.BigEndian.AppendUint16(nil, 0)
+	args = appendShortStr(args, queue)
+	args = appendShortStr(args, "")
+	var bits byte
+	if noAck {
+		bits = 0x02
+	}
+	args = append(args, bits) // no-local, no-ack, exclusive, no-wait
+	args = appendTable(args, nil)
+	c.method(id, 60, 20, args)
+}
+
 // expectConnectionClose reads until connection.close, fails unless its
 // reply code is code, answers close-ok and returns the reply text.
 func (c *rawConn) expectConnectionClose(code uint16) string {

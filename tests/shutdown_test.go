@@ -3,7 +3,6 @@ package tests
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"testing"
 	"time"
 
@@ -39,12 +38,7 @@ func TestShutdownInAnyClientState(t *testing.T) {
 	slow := rawDial(t, s)
 	slow.handshake(defaultHandshake())
 	slow.openChannel(1)
-	consumeArgs := binary.BigEndian.AppendUint16(nil, 0)
-	consumeArgs = appendShortStr(consumeArgs, q)
-	consumeArgs = appendShortStr(consumeArgs, "")
-	consumeArgs = append(consumeArgs, 0x02) // no-ack
-	consumeArgs = appendTable(consumeArgs, nil)
-	slow.method(1, 60, 20, consumeArgs)
+	slow.consume(1, q, true)
 	eventually(t, "deliveries to the slow consumer", func() bool { return count(t, ch, q) < 64 })
 
 	// A publisher held by an alarm nobody will clear.

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -20,12 +19,7 @@ func TestSlowConsumerOfLargeMessages(t *testing.T) {
 	slow := rawDial(t, s)
 	slow.handshake(defaultHandshake())
 	slow.openChannel(1)
-	consumeArgs := binary.BigEndian.AppendUint16(nil, 0)
-	consumeArgs = appendShortStr(consumeArgs, q)
-	consumeArgs = appendShortStr(consumeArgs, "")
-	consumeArgs = append(consumeArgs, 0x02) // no-ack
-	consumeArgs = appendTable(consumeArgs, nil)
-	slow.method(1, 60, 20, consumeArgs)
+	slow.consume(1, q, true)
 	slow.expect(60, 21)
 
 	const n, size = 48, 1 << 20
