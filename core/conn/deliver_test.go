@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/warrenmq/warren/core/message"
@@ -49,8 +51,51 @@ func TestUnackedListSettles(t *testing.T) {
 			t.Fatalf("take(%d, multiple=%v) = %s, want %s", s.tag, s.multiple, desc, s.want)
 		}
 	}
-	if l.len() != 0 || l.items != nil {
-		t.Fatalf("%d left, items %v", l.len(), l.items)
+	if l.len() != 0 || l.n != 0 {
+		t.Fatalf("%d left, %d entries", l.len(), l.n)
+	}
+}
+
+// TestUnackedListAgainstAModel settles at random (single tags, multiple,
+// out of order) while deliveries keep arriving, so the ring wraps and
+// grows in every position; it must agree with a plain list throughout.
+func TestUnackedListAgainstAModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	var l unackedList
+	var model []uint64 // outstanding tags, in order
+	next := uint64(1)
+	for step := range 20000 {
+		switch r := rng.Intn(10); {
+		case r < 5 || len(model) == 0:
+			for range rng.Intn(3) + 1 {
+				l.push(unacked{tag: next})
+				model = append(model, next)
+				next++
+			}
+		case r < 8:
+			tag := model[rng.Intn(len(model))]
+			got, ok := l.take(tag, false)
+			if !ok || len(got) != 1 || got[0].tag != tag {
+				t.Fatalf("step %d: take(%d) = %v %v", step, tag, tags(got), ok)
+			}
+			model = slices.DeleteFunc(model, func(x uint64) bool { return x == tag })
+		default:
+			upTo := model[rng.Intn(len(model))]
+			got, ok := l.take(upTo, true)
+			var want []uint64
+			for len(model) > 0 && model[0] <= upTo {
+				want, model = append(want, model[0]), model[1:]
+			}
+			if !ok || !slices.Equal(tags(got), want) {
+				t.Fatalf("step %d: take(%d, multiple) = %v, want %v", step, upTo, tags(got), want)
+			}
+		}
+		if l.len() != len(model) {
+			t.Fatalf("step %d: %d outstanding, the model has %d", step, l.len(), len(model))
+		}
+	}
+	if all := l.takeAll(); !slices.Equal(tags(all), model) {
+		t.Fatalf("takeAll: %v, want %v", tags(all), model)
 	}
 }
 
@@ -66,8 +111,8 @@ func TestUnackedListCompacts(t *testing.T) {
 			t.Fatalf("tag %d refused", tag)
 		}
 	}
-	if l.len() != 50 || len(l.items) > 60 {
-		t.Fatalf("%d outstanding in %d items", l.len(), len(l.items))
+	if l.len() != 50 || l.n > 60 {
+		t.Fatalf("%d outstanding in %d entries", l.len(), l.n)
 	}
 	if !l.has(99) || l.has(98) {
 		t.Fatal("has disagrees with what was settled")
