@@ -6,6 +6,8 @@
 //	scale -url URL -pid PID connections 10000    open idle connections (60 s heartbeats)
 //	scale -url URL -pid PID consumers 1000       1,000 consumers on one queue, then a load through it
 //	scale -url URL -pid PID fanout 10000         one publish fanned out to 10,000 queues
+//	scale -url URL -pid PID backlog 10000000     fill a durable queue with persistent 16-byte messages
+//	scale -url URL -pid PID drain 10000000       consume that backlog to the end
 //
 // Each prints one line: what it did, how fast, and the broker's memory and
 // CPU figures for it.
@@ -32,7 +34,7 @@ func main() {
 	messages := flag.Int("messages", 100, "messages to publish (consumers, fanout)")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: scale [flags] queues|connections|consumers|fanout N")
+		fmt.Fprintln(os.Stderr, "usage: scale [flags] queues|connections|consumers|fanout|backlog|drain N")
 		os.Exit(2)
 	}
 	n, err := strconv.Atoi(flag.Arg(1))
@@ -50,6 +52,10 @@ func main() {
 		err = b.consumers(n, *messages)
 	case "fanout":
 		err = b.fanout(n, *channels, *messages)
+	case "backlog":
+		err = b.backlog(n, *channels)
+	case "drain":
+		err = b.drain(n)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", flag.Arg(0))
 	}
@@ -108,6 +114,20 @@ func (b broker) settle() int64 {
 		last = now
 	}
 	return last
+}
+
+// dial opens a connection and a channel on it.
+func (b broker) dial() (*amqp.Connection, *amqp.Channel, error) {
+	c, err := amqp.Dial(b.url)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := c.Channel()
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, ch, nil
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -206,15 +226,11 @@ func (b broker) connections(n int) error {
 }
 
 func (b broker) consumers(n, messages int) error {
-	c, err := amqp.Dial(b.url)
+	c, ch, err := b.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	q, err := ch.QueueDeclare("scale-consumers", false, false, false, false, nil)
 	if err != nil {
 		return err
@@ -285,15 +301,11 @@ func (b broker) consumers(n, messages int) error {
 }
 
 func (b broker) fanout(n, channels, messages int) error {
-	c, err := amqp.Dial(b.url)
+	c, ch, err := b.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ch, err := c.Channel()
-	if err != nil {
-		return err
-	}
 	if err := ch.ExchangeDeclare("scale-fanout", "fanout", false, true, false, false, nil); err != nil {
 		return err
 	}
@@ -332,4 +344,114 @@ func (b broker) fanout(n, channels, messages int) error {
 		}
 	}
 	return nil
+}
+
+// backlogQueue is the durable queue backlog fills and drain empties.
+const backlogQueue = "scale-backlog"
+
+// backlog publishes n persistent 16-byte messages to backlogQueue over
+// the given number of channels, each with 1,000 confirms in flight.
+func (b broker) backlog(n, channels int) error {
+	c, ch, err := b.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := ch.QueueDeclare(backlogQueue, true, false, false, false, nil); err != nil {
+		return err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, channels)
+	start := time.Now()
+	cpu0 := b.cpu()
+	for range channels {
+		pch, err := c.Channel()
+		if err != nil {
+			return err
+		}
+		if err := pch.Confirm(false); err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			const inFlight = 1000
+			confirms := pch.NotifyPublish(make(chan amqp.Confirmation, inFlight))
+			pending := 0
+			msg := amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("0123456789abcdef")}
+			for next.Add(1) <= int64(n) {
+				if pending == inFlight {
+					if cf := <-confirms; !cf.Ack {
+						errs <- fmt.Errorf("publish nacked")
+						return
+					}
+					pending--
+				}
+				if err := pch.PublishWithContext(context.Background(), "", backlogQueue, false, false, msg); err != nil {
+					errs <- err
+					return
+				}
+				pending++
+			}
+			for ; pending > 0; pending-- {
+				if cf := <-confirms; !cf.Ack {
+					errs <- fmt.Errorf("publish nacked")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	took := time.Since(start)
+	cpu := b.cpu() - cpu0
+	rss := b.settle()
+	fmt.Printf("backlog: %d persistent messages confirmed in %v = %.0f msg/s, broker CPU %.1f µs per message; resident while full %s\n",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(cpu.Microseconds())/float64(n), mib(rss))
+	return nil
+}
+
+// drain consumes backlogQueue's n messages, acknowledging every 500th
+// with multiple.
+func (b broker) drain(n int) error {
+	c, ch, err := b.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := ch.Qos(2000, 0, false); err != nil {
+		return err
+	}
+	rss := b.rss()
+	start := time.Now()
+	cpu0 := b.cpu()
+	ds, err := ch.Consume(backlogQueue, "", false, false, false, false, nil)
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= n; i++ {
+		select {
+		case d, ok := <-ds:
+			if !ok {
+				return fmt.Errorf("consumer closed after %d messages", i-1)
+			}
+			if i%500 == 0 || i == n {
+				if err := d.Ack(true); err != nil {
+					return err
+				}
+			}
+		case <-time.After(time.Minute):
+			return fmt.Errorf("%d of %d messages drained, then nothing for a minute", i-1, n)
+		}
+	}
+	took := time.Since(start)
+	cpu := b.cpu() - cpu0
+	fmt.Printf("drain: %d messages in %v = %.0f msg/s, broker CPU %.1f µs per message; resident at the start %s, at the end %s\n",
+		n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(cpu.Microseconds())/float64(n), mib(rss), mib(b.settle()))
+	_, err = ch.QueueDelete(backlogQueue, false, false, false)
+	return err
 }
