@@ -146,7 +146,7 @@ func BenchmarkScanQueue(b *testing.B) {
 	for i := 1; i <= n/2; i += 1000 {
 		txn := s.Begin()
 		for j := i; j < i+1000; j++ {
-			txn.DeleteEntry(1, 0, uint64(j), 0, false)
+			txn.DeleteEntry(1, 0, uint64(j), Deleted{})
 		}
 		commit(b, txn)
 	}

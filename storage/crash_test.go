@@ -158,7 +158,7 @@ func TestCrashChild(t *testing.T) {
 
 				sem <- struct{}{}
 				txn = s.Begin()
-				txn.DeleteEntry(q, 0, old, msgID, false)
+				txn.DeleteEntry(q, 0, old, Deleted{MsgID: msgID})
 				if r.IntN(2) == 0 {
 					intent("d %d %d", q, old)
 					txn.Commit(true, func(err error) {

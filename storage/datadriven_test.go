@@ -194,7 +194,7 @@ func ddOp(t *testing.T, txn *Txn, line string) {
 	case "mark":
 		txn.MarkDelivered(q, p, seq, uint32(a.U64(t, "deliveries", 1)))
 	case "delete":
-		txn.DeleteEntry(q, p, seq, a.U64(t, "msg", 0), a.Has("marked"))
+		txn.DeleteEntry(q, p, seq, Deleted{MsgID: a.U64(t, "msg", 0), Marked: a.Has("marked")})
 	case "delete-queue":
 		txn.DeleteQueue(q)
 	case "release":

@@ -147,7 +147,10 @@
 //     Txn. It applies it to Pebble, written through to the OS and with an
 //     fsync of the WAL if a durable Txn is in it (and Sync is SyncAlways)
 //     or the SyncInterval is up (see Durability below), then hands it to
-//     the callback goroutine and takes the next one. While it waits for the
+//     the callback goroutine and takes the next one. Once the entries
+//     deleted since the last flush add up to 16 MiB, it asks Pebble to
+//     flush the memtable, so that compactions give a drained queue's space
+//     back without waiting for other writes (reclaim). While it waits for the
 //     disk, new Commits fill the next batch: under load one fsync covers
 //     every Txn committed during the previous one. That is the group commit.
 //  4. The callback goroutine runs the batches' callbacks, one at a time, in

@@ -88,7 +88,7 @@ func TestNonDurableCommitsSurviveAProcessCrash(t *testing.T) {
 			// Ack 1..5: small non-durable deletes, far less than a WAL block.
 			for seq := uint64(1); seq <= 5; seq++ {
 				txn := s.Begin()
-				txn.DeleteEntry(1, 0, seq, 0, false)
+				txn.DeleteEntry(1, 0, seq, Deleted{})
 				txn.Commit(false, nil)
 			}
 			waitApplied(s)

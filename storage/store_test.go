@@ -573,7 +573,7 @@ func TestLargeTxnsInOrder(t *testing.T) {
 		txn := s.Begin()
 		txn.PutEntry(1, 0, uint64(i), &Entry{Persistent: true, Msg: &Message{Body: body(i)}})
 		if i%5 == 4 {
-			txn.DeleteEntry(1, 0, uint64(i-1), 0, false) // the put just before, large or small
+			txn.DeleteEntry(1, 0, uint64(i-1), Deleted{}) // the put just before, large or small
 		}
 		txn.Commit(i%4 == 0, func(err error) {
 			must(t, err)
@@ -699,12 +699,12 @@ func TestConcurrentTxns(t *testing.T) {
 				txn.PutEntry(q2, 0, i, &Entry{Persistent: true, MsgID: id})
 				txn.Commit(false, nil)
 				txn = s.Begin()
-				txn.DeleteEntry(q1, 0, i, id, false)
-				txn.DeleteEntry(q2, 1, i, 0, false)
+				txn.DeleteEntry(q1, 0, i, Deleted{MsgID: id})
+				txn.DeleteEntry(q2, 1, i, Deleted{})
 				txn.Commit(false, nil)
 				if i%2 == 0 {
 					txn = s.Begin()
-					txn.DeleteEntry(q2, 0, i, id, false)
+					txn.DeleteEntry(q2, 0, i, Deleted{MsgID: id})
 					must(t, txn.CommitWait())
 				}
 			}

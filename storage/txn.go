@@ -41,7 +41,11 @@ type commitBatch struct {
 	// references are read from the DB (which then holds exactly the state
 	// before that Txn) and dropped before the batch is applied.
 	drops []uint64
-	err   error // the result of applying it, for the callbacks
+	// deleted is the bytes of the entries its Txns deleted: once enough
+	// are deleted, the memtable is flushed so compactions can give the
+	// space back (see reclaim).
+	deleted int64
+	err     error // the result of applying it, for the callbacks
 }
 
 func (b *commitBatch) empty() bool { return b.txns == 0 && b.b.Empty() }
@@ -91,6 +95,9 @@ type committer struct {
 	// the OS without an fsync since the last fsync (zero: everything
 	// written is synced). Only the committer goroutine uses it.
 	unsyncedSince time.Time
+	// deletedUnflushed is the bytes of entries deleted since reclaim last
+	// flushed. Only the committer goroutine uses it.
+	deletedUnflushed int64
 
 	// The callback goroutine's queue of applied batches.
 	cb struct {
@@ -123,6 +130,28 @@ func (c *committer) init(s *Store) {
 		return &Txn{s: s, b: s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 20))}
 	}
 }
+
+// reclaim flushes the memtable once the entries deleted since the last
+// flush add up to reclaimAfter, so that compactions can drop the deleted
+// messages and give their space back. Deletes are small (a consumed
+// message leaves a tombstone and a delivery mark), so without it a
+// drained queue's space could wait for unrelated writes to fill the
+// memtable, and a disk alarm for space that is in fact free. The
+// committer goroutine calls it.
+func (s *Store) reclaim(deleted int64) {
+	c := &s.c
+	c.deletedUnflushed += deleted
+	if c.deletedUnflushed < reclaimAfter {
+		return
+	}
+	c.deletedUnflushed = 0
+	if _, err := s.db.AsyncFlush(); err != nil {
+		s.log.Debug().Err(err).Msg("flushing to reclaim the space of deleted messages")
+	}
+}
+
+// reclaimAfter is the bytes of deleted messages that make reclaim flush.
+const reclaimAfter = 16 << 20
 
 // handOverBytes is the size from which a Txn's batch is committed as it
 // is instead of being appended to the open commit batch.
@@ -317,6 +346,8 @@ func (s *Store) commitBatch(b *commitBatch) {
 		c.stats.bytes.Add(uint64(n))
 		if err != nil {
 			err = s.fail(err)
+		} else {
+			s.reclaim(b.deleted)
 		}
 	}
 	c.mu.Lock()
@@ -364,7 +395,7 @@ func (c *committer) callbackLoop() {
 			b.b.Reset()
 			b.waiters = b.waiters[:0]
 			b.drops = b.drops[:0]
-			b.durable, b.txns, b.lastSeq, b.err = false, 0, 0, nil
+			b.durable, b.txns, b.lastSeq, b.err, b.deleted = false, 0, 0, nil, 0
 			c.mu.Lock()
 			if len(c.free) < maxFreeBatches {
 				c.free = append(c.free, b)
@@ -500,6 +531,8 @@ type Txn struct {
 	refs  []refOp
 	drops []dropOp
 	cands []uint64 // scratch: messages whose references dropped
+	// deleted is the body bytes of the entries it deletes.
+	deleted int64
 }
 
 type newMsg struct {
@@ -585,17 +618,26 @@ func (t *Txn) MarkDelivered(qid uint64, prio uint8, seq uint64, deliveries uint3
 	t.index = true
 }
 
+// Deleted describes an entry DeleteEntry deletes.
+type Deleted struct {
+	MsgID  uint64 // the entry's MsgID (0 for an inline message)
+	Marked bool   // it may have a delivery mark
+	Size   int    // its body's length, for the space it gives back
+}
+
 // DeleteEntry deletes the entry at (qid, prio, seq), and its delivery mark
-// when marked says it may have one. msgID is the entry's MsgID (0 for an
-// inline message): the reference is dropped, and the last one deletes the
-// shared message in the same batch.
-func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, msgID uint64, marked bool) {
+// when d.Marked says it may have one. For a shared message (d.MsgID != 0)
+// the reference is dropped, and the last one deletes the message in the
+// same batch.
+func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, d Deleted) {
 	var k [markKeyLen]byte
 	putMarkKey(k[:], qid, prio, seq)
-	if marked {
+	if d.Marked {
 		t.b.Delete(k[:], nil)
 	}
 	t.b.Delete(k[:entryKeyLen], nil)
+	t.deleted += int64(d.Size)
+	msgID := d.MsgID
 	if msgID != 0 {
 		k[0] = prefixRef
 		t.b.Delete(k[:entryKeyLen], nil)
@@ -654,7 +696,7 @@ func (t *Txn) Abort() { t.release() }
 
 func (t *Txn) release() {
 	t.b.Reset()
-	t.pos, t.index = 0, false
+	t.pos, t.index, t.deleted = 0, false, 0
 	t.msgs, t.refs, t.drops, t.cands = t.msgs[:0], t.refs[:0], t.drops[:0], t.cands[:0]
 	t.s.c.txnPool.Put(t)
 }
@@ -723,6 +765,7 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 		case !t.b.Empty():
 			o.b.Apply(t.b, nil)
 		}
+		o.deleted += t.deleted
 		c.applyRefsLocked(t, o)
 		if len(t.drops) > 0 {
 			for _, d := range t.drops {

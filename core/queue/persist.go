@@ -81,7 +81,7 @@ func (q *Queue) markDelivered(e *Entry) {
 // delivery mark if it was delivered; q.mu is held.
 func (q *Queue) forget(e *Entry) {
 	if e.Stored && !q.deleted {
-		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, e.Msg.ID, e.Deliveries > 0)
+		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, storage.Deleted{MsgID: e.Msg.ID, Marked: e.Deliveries > 0, Size: len(e.Msg.Body)})
 	}
 }
 

@@ -834,7 +834,7 @@ func (q *Queue) forgetPaged() {
 			q.commit()
 			n := 0
 			_ = q.store.ScanQueue(q.qid, l.prio, l.pagedFrom, pageInBatch, func(seq uint64, se *storage.Entry) bool {
-				q.txn().DeleteEntry(q.qid, l.prio, seq, se.MsgID, se.Delivered)
+				q.txn().DeleteEntry(q.qid, l.prio, seq, storage.Deleted{MsgID: se.MsgID, Marked: se.Delivered, Size: len(se.Msg.Body)})
 				l.pagedFrom = seq + 1
 				n++
 				return true

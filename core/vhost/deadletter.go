@@ -54,7 +54,7 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 			if !deleted {
 				for _, d := range next.dead {
 					if d.Stored {
-						txn.DeleteEntry(qid, d.Level, d.Seq, d.Msg.ID, d.Deliveries > 0)
+						txn.DeleteEntry(qid, d.Level, d.Seq, storage.Deleted{MsgID: d.Msg.ID, Marked: d.Deliveries > 0, Size: len(d.Msg.Body)})
 					}
 				}
 			}
