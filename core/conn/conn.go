@@ -200,6 +200,12 @@ func (c *Conn) readFailed(err error) {
 		if errors.As(err, &code) {
 			c.sendClose(asReply(err), 0, 0)
 			c.log.Warn().Err(err).Msg("bad frame; connection closed")
+			// The stream cannot be read as frames any more, but what the
+			// client still sends is read and dropped until it hangs up
+			// (or the close timeout): a socket closed with unread input
+			// is reset, and the client would see the reset, not
+			// connection.close.
+			_, _ = io.Copy(io.Discard, c.nc)
 			return
 		}
 		c.log.Info().Err(err).Msg("connection read failed")
