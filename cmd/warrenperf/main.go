@@ -24,12 +24,12 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/internal/procstat"
 )
 
 type options struct {
@@ -197,28 +197,12 @@ func run(o options) error {
 	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore)
 }
 
-// processCPU reads a process's user plus system CPU time from
-// /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+// processCPU is the broker's CPU time, 0 without a pid.
 func processCPU(pid int) (time.Duration, error) {
 	if pid <= 0 {
 		return 0, nil
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad cpu fields", pid)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+	return procstat.CPU(pid)
 }
 
 // readsEach is how many deliveries each message makes: one, or, from a

@@ -19,12 +19,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/internal/procstat"
 )
 
 func main() {
@@ -72,33 +72,14 @@ type broker struct {
 
 // rss is the broker's resident memory in bytes, 0 without a pid.
 func (b broker) rss() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	n, _ := procstat.RSS(b.pid)
+	return n
 }
 
 // cpu is the broker's CPU time (user and system), 0 without a pid.
 func (b broker) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(user+sys) * 10 * time.Millisecond // USER_HZ 100
+	d, _ := procstat.CPU(b.pid)
+	return d
 }
 
 // settle waits for the broker's memory to stop moving after a change (a
