@@ -57,6 +57,7 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 			return reply.New(protocol.NotAllowed, "number of channels opened (%d) has reached the negotiated channel_max (%d)", len(c.channels), c.channelMax)
 		}
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}
+		ch.router.Writes = &c.writes
 		c.channels[id] = ch
 		c.nchan.Add(1)
 		c.liveMu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
@@ -52,6 +53,10 @@ type Conn struct {
 
 	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
 	channels map[uint16]*channel        // the reader's
+	// The reader's run (run.go): whether one is going on, and the other
+	// connections its deliveries are to flush.
+	inRun  bool
+	writes queue.Writes
 	// The method being run, named in connection.close and channel.close.
 	lastClass, lastMethod uint16
 	nchan                 atomic.Int32
@@ -94,7 +99,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 	c := &Conn{
 		srv: s, nc: nc, id: id,
 		name:       nc.RemoteAddr().String() + " -> " + nc.LocalAddr().String(),
-		out:        newOutbound(isTCP(nc)),
+		out:        newSocketOutbound(nc),
 		since:      time.Now(),
 		channels:   make(map[uint16]*channel),
 		live:       make(map[uint16]*channel),
@@ -162,6 +167,7 @@ func (c *Conn) finish() {
 
 // loop reads and dispatches frames until the connection ends.
 func (c *Conn) loop() {
+	defer c.endRun()
 	for {
 		f, err := c.r.ReadFrame()
 		if err != nil {
@@ -170,10 +176,16 @@ func (c *Conn) loop() {
 		}
 		c.reads.Add(1)
 		if c.closing.Load() {
+			c.endRun()
 			if c.whileClosing(f) {
 				return
 			}
 			continue
+		}
+		if quick(f) {
+			c.beginRun()
+		} else {
+			c.endRun()
 		}
 		if err := c.dispatch(f); err != nil {
 			if c.fail(err, f.Channel) {
@@ -182,6 +194,7 @@ func (c *Conn) loop() {
 		}
 		if !c.r.HasBufferedFrame() {
 			c.flushPoint()
+			c.endRun()
 		}
 	}
 }
@@ -410,7 +423,10 @@ func (c *Conn) writeLoop() {
 				failed = true
 			}
 		}
-		b, segs, closing := c.out.take(spare, spareSegs)
+		b, segs, closing, ok := c.out.take(spare, spareSegs)
+		if !ok {
+			continue // a flush is writing; it wakes the writer after
+		}
 		if (len(b) > 0 || len(segs) > 0) && !failed {
 			var n int64
 			var err error

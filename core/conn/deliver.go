@@ -71,7 +71,7 @@ func (k *consumer) Deliver(d queue.Delivery) bool {
 	}
 	ch.nextTag++
 	tag := ch.nextTag
-	o.end(ch.appendDeliver(b, k.tag, tag, d.Redelivered, d.Entry.Msg))
+	o.endFor(ch.appendDeliver(b, k.tag, tag, d.Redelivered, d.Entry.Msg), d.Writes, ch.c)
 	if !k.noAck {
 		ch.unacked.push(unacked{tag: tag, q: k.q, entry: d.Entry, consumer: k})
 		k.unacked++

@@ -4,7 +4,9 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -23,6 +25,9 @@ const (
 	// copied into the buffer: below it a copy costs less than the extra
 	// iovecs and the bookkeeping.
 	vectorMin = 32 << 10
+	// directMax is the most a flush writes from the flushing goroutine;
+	// more is the writer's, so a run does not spend long on one socket.
+	directMax = 64 << 10
 )
 
 // outbound is a connection's write side. Any goroutine appends frames to
@@ -38,6 +43,17 @@ const (
 // part of buf from cut on is still to be added to segs; the parts before
 // are never written again, so a later append that moves buf leaves them
 // valid.
+//
+// Waking the writer costs more than the write itself when a message
+// arrives alone, so a run of work that appends (a reader handling what it
+// read in one go) may hold the wake back and flush at the run's end, from
+// its own goroutine: one non-blocking write when the writer is idle, the
+// writer woken otherwise. Whoever holds a flush back keeps a claim on it:
+// deferred is the connection's own reader's, queued another reader's
+// (through its queue.Writes). Invariant: while bytes are pending and the
+// writer was not woken for them, deferred or queued is set, and its holder
+// will flush. writing is set while the writer or a flush writes; only one
+// writes at a time, and carry, the unwritten rest of a flush, goes first.
 type outbound struct {
 	mu       sync.Mutex
 	buf      []byte
@@ -50,6 +66,20 @@ type outbound struct {
 	sealed    bool // connection.close or close-ok went out: nothing may follow
 	congested bool // a delivery was refused for want of room
 
+	deferred bool   // the connection's reader flushes at the end of its run
+	queued   bool   // another run's Writes holds this connection for a flush
+	writing  bool   // the writer or a flush is writing
+	carry    []byte // what a flush could not write; the writer writes it first
+
+	// For flushes from other goroutines, on TCP only: raw writes without
+	// waiting, through rawWrite (a method value made once, so a flush
+	// allocates nothing), with rawBuf and rawN its argument and result.
+	raw      syscall.RawConn
+	rawWrite func(fd uintptr) bool
+	rawBuf   []byte
+	rawN     int
+	spare    []byte // a flush's buffer, kept between flushes
+
 	wake chan struct{} // capacity 1: "there is something to write"
 	// writes counts socket writes, for the heartbeat monitor.
 	writes atomic.Uint64
@@ -59,6 +89,21 @@ type outbound struct {
 // socket takes vectored writes (writev), so large bodies need no copy.
 func newOutbound(vectored bool) *outbound {
 	return &outbound{wake: make(chan struct{}, 1), vectored: vectored}
+}
+
+// newSocketOutbound makes nc's outbound buffer: on TCP with vectored
+// writes and flushes from the goroutine that appended.
+func newSocketOutbound(nc net.Conn) *outbound {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return newOutbound(false)
+	}
+	o := newOutbound(true)
+	if raw, err := tc.SyscallConn(); err == nil {
+		o.raw = raw
+		o.rawWrite = o.writeNow
+	}
+	return o
 }
 
 // begin locks the buffer and returns it for appending; end stores the
@@ -80,8 +125,106 @@ func (o *outbound) end(b []byte) {
 	if b != nil {
 		o.buf = b
 	}
+	held := o.deferred || o.queued
 	o.mu.Unlock()
-	o.signal()
+	if !held {
+		o.signal()
+	}
+}
+
+// endFor is end from a run that flushes w when it ends: unless a flush is
+// already held back, f (the connection) joins w instead of the writer
+// being woken.
+func (o *outbound) endFor(b []byte, w *queue.Writes, f queue.Flusher) {
+	if w == nil || o.raw == nil {
+		o.end(b)
+		return
+	}
+	if b != nil {
+		o.buf = b
+	}
+	if !o.deferred && !o.queued {
+		o.queued = true
+		w.Add(f)
+	}
+	o.mu.Unlock()
+}
+
+// hold starts the connection's reader's run: appends leave the writer
+// asleep until release.
+func (o *outbound) hold() {
+	o.mu.Lock()
+	o.deferred = o.raw != nil
+	o.mu.Unlock()
+}
+
+// release ends the reader's run and flushes; it returns the bytes written
+// from this goroutine.
+func (o *outbound) release() int {
+	o.mu.Lock()
+	o.deferred = false
+	return o.flushLocked()
+}
+
+// flushQueued is the flush a Writes asked for; it returns the bytes
+// written from this goroutine.
+func (o *outbound) flushQueued() int {
+	o.mu.Lock()
+	o.queued = false
+	return o.flushLocked()
+}
+
+// flushLocked writes what is pending with one non-blocking write from the
+// calling goroutine when nobody else holds a flush, the writer is idle and
+// it is small; otherwise it wakes the writer. mu is held, and released.
+func (o *outbound) flushLocked() int {
+	if o.deferred || o.queued || o.pending() == 0 {
+		o.mu.Unlock()
+		return 0
+	}
+	if o.writing || o.closing || len(o.carry) > 0 || len(o.segs) > 0 || len(o.buf) > directMax {
+		o.mu.Unlock()
+		o.signal()
+		return 0
+	}
+	b := o.buf
+	o.buf, o.spare = o.spare[:0], nil
+	o.writing = true
+	o.mu.Unlock()
+
+	o.rawBuf = b
+	if err := o.raw.Write(o.rawWrite); err != nil {
+		o.rawN = 0
+	}
+	n := o.rawN
+	o.rawBuf = nil
+	if n > 0 {
+		o.writes.Add(1)
+	}
+
+	o.mu.Lock()
+	o.writing = false
+	if n < len(b) {
+		o.carry = b[n:] // the writer's now, ahead of what followed
+	} else if cap(b) <= keepBuffer {
+		o.spare = b[:0]
+	}
+	wake := o.pending() > 0 || o.closing
+	o.mu.Unlock()
+	if wake {
+		o.signal()
+	}
+	return n
+}
+
+// writeNow is rawWrite: one write, never a wait for the socket to drain.
+func (o *outbound) writeNow(fd uintptr) bool {
+	n, err := syscall.Write(int(fd), o.rawBuf)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	o.rawN = n
+	return true
 }
 
 func (o *outbound) signal() {
@@ -113,7 +256,7 @@ func (o *outbound) appendContent(b []byte, channel uint16, flags uint16, props, 
 }
 
 // pending is how many bytes wait to be written; mu is held.
-func (o *outbound) pending() int { return len(o.buf) + o.refBytes }
+func (o *outbound) pending() int { return len(o.buf) + o.refBytes + len(o.carry) }
 
 // pendingBytes is pending for a listing: what waits for the writer to take
 // it (what it took is in the socket's hands).
@@ -139,24 +282,36 @@ func (o *outbound) roomFor() bool {
 }
 
 // take swaps the pending bytes out for the writer: buf, and when bodies
-// were referenced, segs, which then hold all of buf's bytes between them.
-// The writer passes back the buffers it is done with as spare.
-func (o *outbound) take(spare []byte, spareSegs net.Buffers) (buf []byte, segs net.Buffers, closing bool) {
+// were referenced or a flush left a carry, segs, which then hold all of
+// buf's bytes between them. The writer passes back the buffers it is done
+// with as spare. ok is false while a flush writes: the flush wakes the
+// writer again when it is done.
+func (o *outbound) take(spare []byte, spareSegs net.Buffers) (buf []byte, segs net.Buffers, closing, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.writing {
+		return nil, nil, false, false
+	}
+	o.writing = true
 	buf, o.buf = o.buf, spare[:0]
-	if len(o.segs) > 0 {
+	if len(o.carry) > 0 {
+		segs = append(append(net.Buffers{o.carry}, o.segs...), buf[o.cut:])
+		clear(o.segs)
+		o.carry = nil
+		o.segs, o.cut, o.refBytes = o.segs[:0], 0, 0
+	} else if len(o.segs) > 0 {
 		segs = append(o.segs, buf[o.cut:])
 		o.segs, o.cut, o.refBytes = spareSegs[:0], 0, 0
 	}
-	return buf, segs, o.closing
+	return buf, segs, o.closing, true
 }
 
-// relieved reports, after a write, that the buffer had been congested and
-// has drained enough for consumers to be served again.
+// relieved ends a write of the writer's and reports that the buffer had
+// been congested and has drained enough for consumers to be served again.
 func (o *outbound) relieved() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.writing = false
 	if o.congested && o.pending() < lowWater {
 		o.congested = false
 		return true
@@ -182,12 +337,4 @@ func (o *outbound) close() {
 	o.closing = true
 	o.mu.Unlock()
 	o.signal()
-}
-
-// isTCP reports whether nc takes vectored writes: net.Buffers uses writev
-// on a TCP socket only. On another connection (TLS) a vectored write
-// would be one small write per part.
-func isTCP(nc net.Conn) bool {
-	_, ok := nc.(*net.TCPConn)
-	return ok
 }

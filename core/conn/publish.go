@@ -224,6 +224,7 @@ func (ch *channel) waitForAlarm() error {
 	if c.caps.connectionBlocked {
 		c.send(0, &protocol.ConnectionBlocked{Reason: reason})
 	}
+	c.endRun() // nothing is held back while the reader waits
 	c.log.Info().Str("reason", reason).Msg("publisher blocked by resource alarm")
 	c.blocked.Store(true)
 	defer c.blocked.Store(false)

@@ -73,6 +73,10 @@ type Delivery struct {
 	Queue       *Queue
 	Entry       Entry
 	Redelivered bool
+	// Writes, when set, is the run of work the delivery happens in: the
+	// consumer may leave its socket to be flushed when the run ends. It is
+	// valid only during Deliver.
+	Writes *Writes
 }
 
 // Consumer receives deliveries. The connection layer implements it.
@@ -152,6 +156,7 @@ type Queue struct {
 	persists bool         // durable, not exclusive, with a store
 	qid      uint64       // the queue's id in the store; 0 until first needed
 	tx       *storage.Txn // writes of the operation in progress
+	writes   *Writes      // the enqueuing run's, during EnqueueFrom's dispatch
 	memLimit MemoryLimit
 	mem      memory // ready entries held in memory
 
@@ -244,9 +249,17 @@ func (q *Queue) ApplyPolicy(policy protocol.Table) {
 // true and the publisher should be nacked). stored reports that a persistent
 // message was written to the store, so a confirm must wait for a sync.
 func (q *Queue) Enqueue(m *message.Message) (accepted, rejected, stored bool) {
+	return q.EnqueueFrom(m, nil)
+}
+
+// EnqueueFrom is Enqueue from a run of work that flushes w when it ends:
+// the deliveries it makes leave their sockets' writes to w.
+func (q *Queue) EnqueueFrom(m *message.Message, w *Writes) (accepted, rejected, stored bool) {
 	q.mu.Lock()
 	accepted, rejected, stored = q.enqueue(m)
+	q.writes = w
 	q.dispatch()
+	q.writes = nil
 	q.enforceLimits()
 	q.expireHeads()
 	q.unlock()
@@ -547,7 +560,7 @@ func (q *Queue) offer(l *level, e *Entry) bool {
 		n = 1
 		q.next = 0
 	}
-	d := Delivery{Queue: q, Entry: *e, Redelivered: e.Deliveries > 0}
+	d := Delivery{Queue: q, Entry: *e, Redelivered: e.Deliveries > 0, Writes: q.writes}
 	d.Entry.Deliveries++
 	if q.byPriority && n > 1 {
 		return q.offerByPriority(l, d)

@@ -25,6 +25,9 @@ type Router struct {
 	remote   []*RemoteQueue            // queues homed on other nodes
 	quorum   []*QuorumQueue            // quorum queues (quorum.go)
 	streams  []*StreamQueue            // streams (streams.go)
+	// Writes, when set, is the publishing goroutine's run: deliveries to
+	// local queues' consumers leave their socket writes to it.
+	Writes *queue.Writes
 }
 
 type pendingHold struct {
@@ -305,7 +308,7 @@ func (v *VHost) enqueue(m *message.Message, r *Router) Outcome {
 		}
 	}
 	for i, q := range r.queues {
-		accepted, rejected, stored := q.Enqueue(m)
+		accepted, rejected, stored := q.EnqueueFrom(m, r.Writes)
 		if accepted {
 			out.Queues++
 		}

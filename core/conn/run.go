@@ -1,0 +1,71 @@
+package conn
+
+import (
+	"github.com/warrenmq/warren/protocol"
+)
+
+// A run is what the reader handles from one read: frames already buffered
+// are handled before the socket is read again. During a run of quick frames
+// (publishes and their content, acks, rejects, nacks, heartbeats) the
+// replies to this client and the deliveries to other clients' consumers
+// are held back, and written when the run ends, from the reader's own
+// goroutine when those sockets' writers are idle (outbound). A message
+// that arrives alone then costs one write and no goroutine handoff.
+//
+// Any frame that may wait (a declare waiting for the cluster, a
+// transaction's sync, basic.get on a quorum queue) ends the run before it
+// is handled, and so does a resource alarm's wait: nothing is held back
+// while the reader could block on anything but reading the socket.
+
+// quick reports whether f is handled without waiting on anything, so a
+// run may go on through it.
+func quick(f protocol.Frame) bool {
+	switch f.Type {
+	case protocol.FrameHeader, protocol.FrameBody, protocol.FrameHeartbeat:
+		return true
+	case protocol.FrameMethod:
+		if len(f.Payload) < 4 {
+			return false
+		}
+		class := uint16(f.Payload[0])<<8 | uint16(f.Payload[1])
+		method := uint16(f.Payload[2])<<8 | uint16(f.Payload[3])
+		if class != protocol.ClassBasic {
+			return false
+		}
+		switch method {
+		case 40, 80, 90, 120: // publish, ack, reject, nack
+			return true
+		}
+	}
+	return false
+}
+
+// beginRun holds this connection's writes back until endRun.
+func (c *Conn) beginRun() {
+	if !c.inRun {
+		c.inRun = true
+		c.out.hold()
+	}
+}
+
+// endRun flushes what the run held back: the other connections its
+// deliveries wrote to, then this one.
+func (c *Conn) endRun() {
+	if c.writes.Len() > 0 {
+		c.writes.Flush()
+	}
+	if c.inRun {
+		c.inRun = false
+		if n := c.out.release(); n > 0 {
+			c.io.sent(n)
+		}
+	}
+}
+
+// Flush writes what another connection's run held back for this one
+// (queue.Flusher).
+func (c *Conn) Flush() {
+	if n := c.out.flushQueued(); n > 0 {
+		c.io.sent(n)
+	}
+}

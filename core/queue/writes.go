@@ -1,0 +1,35 @@
+package queue
+
+// Writes gathers the connections that one goroutine's run of work wrote
+// deliveries to, so that goroutine flushes each once when its run ends
+// instead of waking each connection's writer per delivery. A connection's
+// reader owns one: the publishes it reads in one go are delivered, and
+// their consumers' sockets written, before it reads again.
+//
+// A Writes belongs to one goroutine. A Delivery carries it only for the
+// length of a Deliver call; a consumer that keeps a delivery for later must
+// not keep its Writes.
+type Writes struct {
+	pending []Flusher
+}
+
+// A Flusher has bytes waiting to be written and writes them when flushed.
+type Flusher interface {
+	Flush()
+}
+
+// Add asks w's owner to flush f at the end of its run. The caller makes
+// sure f is added once per run (connections keep a flag).
+func (w *Writes) Add(f Flusher) { w.pending = append(w.pending, f) }
+
+// Flush flushes everything added since the last Flush.
+func (w *Writes) Flush() {
+	for i, f := range w.pending {
+		w.pending[i] = nil
+		f.Flush()
+	}
+	w.pending = w.pending[:0]
+}
+
+// Len is how many flushers wait.
+func (w *Writes) Len() int { return len(w.pending) }
