@@ -55,8 +55,9 @@ type Conn struct {
 	channels map[uint16]*channel        // the reader's
 	// The reader's run (run.go): whether one is going on, and the other
 	// connections its deliveries are to flush.
-	inRun  bool
-	writes queue.Writes
+	inRun     bool
+	runFrames int
+	writes    queue.Writes
 	// The method being run, named in connection.close and channel.close.
 	lastClass, lastMethod uint16
 	nchan                 atomic.Int32

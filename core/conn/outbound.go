@@ -27,7 +27,7 @@ const (
 	vectorMin = 32 << 10
 	// directMax is the most a flush writes from the flushing goroutine;
 	// more is the writer's, so a run does not spend long on one socket.
-	directMax = 64 << 10
+	directMax = 8 << 10
 )
 
 // outbound is a connection's write side. Any goroutine appends frames to
@@ -125,7 +125,7 @@ func (o *outbound) end(b []byte) {
 	if b != nil {
 		o.buf = b
 	}
-	held := o.deferred || o.queued
+	held := (o.deferred || o.queued) && o.pending() <= directMax
 	o.mu.Unlock()
 	if !held {
 		o.signal()
@@ -134,7 +134,8 @@ func (o *outbound) end(b []byte) {
 
 // endFor is end from a run that flushes w when it ends: unless a flush is
 // already held back, f (the connection) joins w instead of the writer
-// being woken.
+// being woken. Past directMax pending, the writer is woken at once in
+// either case, so a burst's writing overlaps the rest of the run.
 func (o *outbound) endFor(b []byte, w *queue.Writes, f queue.Flusher) {
 	if w == nil || o.raw == nil {
 		o.end(b)
@@ -142,6 +143,13 @@ func (o *outbound) endFor(b []byte, w *queue.Writes, f queue.Flusher) {
 	}
 	if b != nil {
 		o.buf = b
+	}
+	if o.pending() > directMax {
+		// More than a flush would write itself: the writer may as well
+		// start now, while the run goes on.
+		o.mu.Unlock()
+		o.signal()
+		return
 	}
 	if !o.deferred && !o.queued {
 		o.queued = true
@@ -158,31 +166,32 @@ func (o *outbound) hold() {
 	o.mu.Unlock()
 }
 
-// release ends the reader's run and flushes; it returns the bytes written
-// from this goroutine.
-func (o *outbound) release() int {
+// release ends the reader's run and flushes (directly, if direct); it
+// returns the bytes written from this goroutine.
+func (o *outbound) release(direct bool) int {
 	o.mu.Lock()
 	o.deferred = false
-	return o.flushLocked()
+	return o.flushLocked(direct)
 }
 
 // flushQueued is the flush a Writes asked for; it returns the bytes
 // written from this goroutine.
-func (o *outbound) flushQueued() int {
+func (o *outbound) flushQueued(direct bool) int {
 	o.mu.Lock()
 	o.queued = false
-	return o.flushLocked()
+	return o.flushLocked(direct)
 }
 
-// flushLocked writes what is pending with one non-blocking write from the
-// calling goroutine when nobody else holds a flush, the writer is idle and
-// it is small; otherwise it wakes the writer. mu is held, and released.
-func (o *outbound) flushLocked() int {
+// flushLocked, when nobody else holds a flush, writes what is pending with
+// one non-blocking write from the calling goroutine if direct is set, the
+// writer is idle and it is small; otherwise it wakes the writer. mu is
+// held, and released.
+func (o *outbound) flushLocked(direct bool) int {
 	if o.deferred || o.queued || o.pending() == 0 {
 		o.mu.Unlock()
 		return 0
 	}
-	if o.writing || o.closing || len(o.carry) > 0 || len(o.segs) > 0 || len(o.buf) > directMax {
+	if !direct || o.writing || o.closing || len(o.carry) > 0 || len(o.segs) > 0 || len(o.buf) > directMax {
 		o.mu.Unlock()
 		o.signal()
 		return 0

@@ -126,7 +126,7 @@ func readN(t *testing.T, c net.Conn, n int) []byte {
 
 type flushFunc func()
 
-func (f flushFunc) Flush() { f() }
+func (f flushFunc) Flush(bool) { f() }
 
 // TestRunsFlushFromTheirGoroutine: appends during a run leave the writer
 // asleep, whoever holds the flush (the connection's reader, or another
@@ -144,7 +144,7 @@ func TestRunsFlushFromTheirGoroutine(t *testing.T) {
 	}
 	appendFor := func(p string, w *queue.Writes) {
 		b := o.begin()
-		o.endFor(append(b, p...), w, flushFunc(func() { o.flushQueued() }))
+		o.endFor(append(b, p...), w, flushFunc(func() { o.flushQueued(true) }))
 	}
 
 	// The connection's own run.
@@ -154,7 +154,7 @@ func TestRunsFlushFromTheirGoroutine(t *testing.T) {
 	if woken(o) {
 		t.Fatal("an append during a run woke the writer")
 	}
-	if n := o.release(); n != 8 {
+	if n := o.release(true); n != 8 {
 		t.Fatalf("the run's end wrote %d bytes, want 8", n)
 	}
 	if woken(o) {
@@ -175,7 +175,7 @@ func TestRunsFlushFromTheirGoroutine(t *testing.T) {
 	if woken(o) {
 		t.Fatal("an append while a flush is queued woke the writer")
 	}
-	w.Flush()
+	w.Flush(true)
 	if got := string(readN(t, cc, 16)); got != "three four five " {
 		t.Fatalf("client read %q", got)
 	}
@@ -185,22 +185,30 @@ func TestRunsFlushFromTheirGoroutine(t *testing.T) {
 	appendFor("six ", &w)
 	o.hold()
 	appendFor("seven ", &w)
-	w.Flush()
+	w.Flush(true)
 	if o.pending() == 0 {
 		t.Fatal("the queued flush wrote during the connection's own run")
 	}
-	o.release()
+	o.release(true)
 	o.hold()
 	appendFor("eight ", &w)
 	if w.Len() != 0 {
 		t.Fatal("a delivery during the connection's own run was queued elsewhere too")
 	}
-	o.release()
+	o.release(true)
 	if got := string(readN(t, cc, 16)); got != "six seven eight " {
 		t.Fatalf("client read %q", got)
 	}
 	if woken(o) {
 		t.Fatal("the writer was woken")
+	}
+
+	// After a long run the writer writes: woken once, nothing written here.
+	o.hold()
+	appendBytes("nine ")
+	appendFor("ten ", &w)
+	if n := o.release(false); n != 0 || !woken(o) {
+		t.Fatalf("a long run's end wrote %d bytes itself, woke the writer %v; want 0 and true", n, !woken(o))
 	}
 }
 
@@ -228,7 +236,7 @@ func TestFlushLeavesTheRestToTheWriter(t *testing.T) {
 		}
 		o.hold()
 		appendRun(directMax)
-		n := o.release()
+		n := o.release(true)
 		if n < directMax {
 			break
 		}
@@ -245,7 +253,7 @@ func TestFlushLeavesTheRestToTheWriter(t *testing.T) {
 	appendRun(1000) // after the carry: must follow it
 	o.hold()
 	appendRun(10)
-	if o.release() != 0 {
+	if o.release(true) != 0 {
 		t.Fatal("a flush wrote ahead of the carry")
 	}
 

@@ -8,9 +8,12 @@ import (
 // are handled before the socket is read again. During a run of quick frames
 // (publishes and their content, acks, rejects, nacks, heartbeats) the
 // replies to this client and the deliveries to other clients' consumers
-// are held back, and written when the run ends, from the reader's own
-// goroutine when those sockets' writers are idle (outbound). A message
-// that arrives alone then costs one write and no goroutine handoff.
+// are held back, and written when the run ends. After a short run they
+// are written from the reader's own goroutine when those sockets' writers
+// are idle (outbound): a message that arrives alone then costs one write
+// and no goroutine handoff. After a long run (a busy client) the writers
+// are woken instead, once each, and write on another core while the
+// reader reads on.
 //
 // Any frame that may wait (a declare waiting for the cluster, a
 // transaction's sync, basic.get on a quorum queue) ends the run before it
@@ -40,8 +43,14 @@ func quick(f protocol.Frame) bool {
 	return false
 }
 
-// beginRun holds this connection's writes back until endRun.
+// shortRun is the most frames a run may hold and still write directly:
+// a few publishes (three frames each) or acks.
+const shortRun = 16
+
+// beginRun holds this connection's writes back until endRun, counting the
+// run's frames.
 func (c *Conn) beginRun() {
+	c.runFrames++
 	if !c.inRun {
 		c.inRun = true
 		c.out.hold()
@@ -51,12 +60,14 @@ func (c *Conn) beginRun() {
 // endRun flushes what the run held back: the other connections its
 // deliveries wrote to, then this one.
 func (c *Conn) endRun() {
+	direct := c.runFrames <= shortRun
+	c.runFrames = 0
 	if c.writes.Len() > 0 {
-		c.writes.Flush()
+		c.writes.Flush(direct)
 	}
 	if c.inRun {
 		c.inRun = false
-		if n := c.out.release(); n > 0 {
+		if n := c.out.release(direct); n > 0 {
 			c.io.sent(n)
 		}
 	}
@@ -64,8 +75,8 @@ func (c *Conn) endRun() {
 
 // Flush writes what another connection's run held back for this one
 // (queue.Flusher).
-func (c *Conn) Flush() {
-	if n := c.out.flushQueued(); n > 0 {
+func (c *Conn) Flush(direct bool) {
+	if n := c.out.flushQueued(direct); n > 0 {
 		c.io.sent(n)
 	}
 }

@@ -13,9 +13,13 @@ type Writes struct {
 	pending []Flusher
 }
 
-// A Flusher has bytes waiting to be written and writes them when flushed.
+// A Flusher has bytes waiting to be written and writes them when flushed:
+// from the flushing goroutine when direct is set (and the socket is free),
+// or by handing them to the connection's own writer. A short run writes
+// directly, which spares a goroutine handoff; a long one hands over, so
+// its writes proceed on another core while the run's goroutine reads on.
 type Flusher interface {
-	Flush()
+	Flush(direct bool)
 }
 
 // Add asks w's owner to flush f at the end of its run. The caller makes
@@ -23,10 +27,10 @@ type Flusher interface {
 func (w *Writes) Add(f Flusher) { w.pending = append(w.pending, f) }
 
 // Flush flushes everything added since the last Flush.
-func (w *Writes) Flush() {
+func (w *Writes) Flush(direct bool) {
 	for i, f := range w.pending {
 		w.pending[i] = nil
-		f.Flush()
+		f.Flush(direct)
 	}
 	w.pending = w.pending[:0]
 }
