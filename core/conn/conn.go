@@ -451,9 +451,12 @@ func (c *Conn) writeLoop() {
 		} else {
 			spare = nil
 		}
-		// The written bodies must not stay reachable from the spare.
-		clear(segs)
-		spareSegs = segs[:0]
+		// The written bodies must not stay reachable from the spare. A take
+		// without segs did not use spareSegs: it stays the writer's.
+		if segs != nil {
+			clear(segs)
+			spareSegs = segs[:0]
+		}
 		if c.out.relieved() {
 			c.kickConsumers()
 		}
