@@ -322,6 +322,11 @@ func TestClusterConsumeThroughAnotherNode(t *testing.T) {
 	if _, err := ch2.QueueDeclare("jobs", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Routing is not read-your-writes across nodes: n1 must have applied
+	// the declare made through n2 before it routes to the queue, or the
+	// publishes below are unroutable and dropped.
+	catchUp(t, n1)
+	catchUp(t, n3)
 	ctx := context.Background()
 	publish := func(body string) {
 		t.Helper()
