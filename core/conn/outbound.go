@@ -191,7 +191,7 @@ func (o *outbound) flushLocked(direct bool) int {
 		o.mu.Unlock()
 		return 0
 	}
-	if !direct || o.writing || o.closing || len(o.carry) > 0 || len(o.segs) > 0 || len(o.buf) > directMax {
+	if !direct || o.raw == nil || o.writing || o.closing || len(o.carry) > 0 || len(o.segs) > 0 || len(o.buf) > directMax {
 		o.mu.Unlock()
 		o.signal()
 		return 0

@@ -286,3 +286,37 @@ func TestFlushLeavesTheRestToTheWriter(t *testing.T) {
 		}
 	}
 }
+
+// A connection without raw writes (TLS, or a pipe) never flushes from
+// another goroutine: the end of a run wakes its writer. (A flush once
+// called the missing raw writer, and the panic left the writer stuck.)
+func TestRunsOnAConnectionWithoutRawWrites(t *testing.T) {
+	sc, cc := net.Pipe()
+	defer sc.Close()
+	defer cc.Close()
+	o := newSocketOutbound(sc)
+	if o.raw != nil {
+		t.Fatal("a pipe got raw writes")
+	}
+	o.hold()
+	b := o.begin()
+	o.end(append(b, "one"...))
+	if !woken(o) {
+		t.Fatal("an append on a connection without raw writes left the writer asleep")
+	}
+	b = o.begin()
+	o.end(append(b, "two"...))
+	woken(o)
+	if n := o.release(true); n != 0 || !woken(o) {
+		t.Fatalf("release wrote %d bytes itself; the writer must", n)
+	}
+	var w queue.Writes
+	b = o.begin()
+	o.endFor(append(b, "three"...), &w, flushFunc(func() { o.flushQueued(true) }))
+	if w.Len() != 0 || !woken(o) {
+		t.Fatal("a connection without raw writes joined a run's Writes")
+	}
+	if n := o.flushQueued(true); n != 0 || !woken(o) {
+		t.Fatalf("a queued flush wrote %d bytes itself; the writer must", n)
+	}
+}
