@@ -257,3 +257,51 @@ func TestConfirmAndTxExclusive(t *testing.T) {
 	}
 	expectCode(t, ch.Confirm(false), amqp.PreconditionFailed)
 }
+
+// Persistent publishes that arrive together share one sync callback, and
+// their confirms go out together: 30 publishes in one write to a durable
+// queue are confirmed by a basic.ack or two with multiple set, not one
+// each. Warren's own batching: RabbitMQ's frames may differ.
+func TestPersistentConfirmsShareASync(t *testing.T) {
+	s := startWarren(t)
+	_, ch := channel(t, s)
+	q := uniq(t, "durable")
+	s.ownQueue(q)
+	if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := rawDial(t, s)
+	r.handshake(defaultHandshake())
+	r.openChannel(1)
+	r.method(1, 85, 10, []byte{0})
+	r.expect(85, 11)
+	const n = 30
+	persistent := binary.BigEndian.AppendUint16(nil, 60)
+	persistent = binary.BigEndian.AppendUint16(persistent, 0)
+	persistent = binary.BigEndian.AppendUint64(persistent, 1)
+	persistent = binary.BigEndian.AppendUint16(persistent, 0x1000) // delivery-mode
+	persistent = append(persistent, 2)
+	var batch []byte
+	for range n {
+		batch = append(batch, encodeFrame(frameMethod, 1, methodPayload(60, 40, publishArgs("", q)), frameEnd)...)
+		batch = append(batch, encodeFrame(frameHeader, 1, persistent, frameEnd)...)
+		batch = append(batch, encodeFrame(frameBody, 1, []byte("x"), frameEnd)...)
+	}
+	r.write(batch)
+	confirmed, frames := uint64(0), 0
+	for confirmed < n {
+		f := r.next()
+		if !f.is(60, 80) {
+			c, m := f.classMethod()
+			t.Fatalf("expected basic.ack, got %d.%d", c, m)
+		}
+		frames++
+		confirmed = binary.BigEndian.Uint64(f.payload[4:])
+	}
+	if frames > 3 {
+		t.Fatalf("%d persistent publishes written at once were confirmed by %d basic.ack frames; want at most 3", n, frames)
+	}
+	if c := count(t, ch, q); c != n {
+		t.Fatalf("%d messages in the durable queue, want %d", c, n)
+	}
+}

@@ -83,6 +83,39 @@ func (cf *confirms) close() {
 	cf.dirty.Store(false)
 }
 
+// awaitSync has seq confirmed once the store has synced it. A run's
+// stored publishes on one channel share one sync callback, registered when
+// the run ends (Conn.registerSyncs): the store syncs in commit order, and
+// every write of the run was committed before the callback's own commit,
+// so one callback covers them all, and their confirms go out as one
+// basic.ack instead of one callback and one ack frame each.
+func (ch *channel) awaitSync(seq uint64) {
+	if len(ch.synced) == 0 {
+		ch.c.syncWait = append(ch.c.syncWait, ch)
+	}
+	ch.synced = append(ch.synced, seq)
+}
+
+// registerSyncs asks the store for one sync callback per channel that
+// stored publishes during the run.
+func (c *Conn) registerSyncs() {
+	for i, ch := range c.syncWait {
+		seqs := ch.synced
+		ch.synced = nil
+		c.vh.AfterSync(func(err error) { ch.durableAll(seqs, err) })
+		c.syncWait[i] = nil
+	}
+	c.syncWait = c.syncWait[:0]
+}
+
+// durableAll settles publishes the store has synced (or failed to).
+func (ch *channel) durableAll(seqs []uint64, err error) {
+	for _, seq := range seqs {
+		ch.confirm.settle(seq, err == nil)
+	}
+	ch.flushConfirms()
+}
+
 // flushConfirms announces every settled publish at the front of the line.
 func (ch *channel) flushConfirms() {
 	cf := &ch.confirm

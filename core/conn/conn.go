@@ -58,6 +58,7 @@ type Conn struct {
 	inRun     bool
 	runFrames int
 	writes    queue.Writes
+	syncWait  []*channel // channels whose run stored confirmed publishes
 	// The method being run, named in connection.close and channel.close.
 	lastClass, lastMethod uint16
 	nchan                 atomic.Int32

@@ -194,7 +194,7 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 		case out.Forwarded != nil:
 			out.Forwarded.Then(func(err error) { ch.Durable(seq, err) })
 		case out.Stored:
-			ch.c.vh.AfterSync(func(err error) { ch.Durable(seq, err) })
+			ch.awaitSync(seq)
 		default:
 			ch.confirm.settle(seq, true)
 		}

@@ -57,9 +57,12 @@ func (c *Conn) beginRun() {
 	}
 }
 
-// endRun flushes what the run held back: the other connections its
-// deliveries wrote to, then this one.
+// endRun flushes what the run held back: its stored publishes' sync
+// callbacks, the other connections its deliveries wrote to, then this one.
 func (c *Conn) endRun() {
+	if len(c.syncWait) > 0 {
+		c.registerSyncs()
+	}
 	direct := c.runFrames <= shortRun
 	c.runFrames = 0
 	if c.writes.Len() > 0 {
