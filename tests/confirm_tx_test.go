@@ -43,11 +43,7 @@ func TestConfirmMultipleOnTheWire(t *testing.T) {
 	_, ch := channel(t, s)
 	q := declareQueue(t, s, ch, "", nil)
 
-	r := rawDial(t, s)
-	r.handshake(defaultHandshake())
-	r.openChannel(1)
-	r.method(1, 85, 10, []byte{0})
-	r.expect(85, 11)
+	r := rawConfirmChannel(t, s)
 	const n = 200
 	var batch []byte
 	for i := 0; i < n; i++ {
@@ -270,21 +266,12 @@ func TestPersistentConfirmsShareASync(t *testing.T) {
 	if _, err := ch.QueueDeclare(q, true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := rawDial(t, s)
-	r.handshake(defaultHandshake())
-	r.openChannel(1)
-	r.method(1, 85, 10, []byte{0})
-	r.expect(85, 11)
+	r := rawConfirmChannel(t, s)
 	const n = 30
-	persistent := binary.BigEndian.AppendUint16(nil, 60)
-	persistent = binary.BigEndian.AppendUint16(persistent, 0)
-	persistent = binary.BigEndian.AppendUint64(persistent, 1)
-	persistent = binary.BigEndian.AppendUint16(persistent, 0x1000) // delivery-mode
-	persistent = append(persistent, 2)
 	var batch []byte
 	for range n {
 		batch = append(batch, encodeFrame(frameMethod, 1, methodPayload(60, 40, publishArgs("", q)), frameEnd)...)
-		batch = append(batch, encodeFrame(frameHeader, 1, persistent, frameEnd)...)
+		batch = append(batch, encodeFrame(frameHeader, 1, persistentContentHeader(1), frameEnd)...)
 		batch = append(batch, encodeFrame(frameBody, 1, []byte("x"), frameEnd)...)
 	}
 	r.write(batch)

@@ -190,6 +190,17 @@ func (c *rawConn) openChannel(id uint16) {
 
 // consume sends basic.consume of queue on channel id with a server-named
 // tag, no-ack as given, without waiting for consume-ok.
+// rawConfirmChannel dials s, opens channel 1 and puts it in confirm mode.
+func rawConfirmChannel(t testing.TB, s *server) *rawConn {
+	t.Helper()
+	r := rawDial(t, s)
+	r.handshake(defaultHandshake())
+	r.openChannel(1)
+	r.method(1, 85, 10, []byte{0})
+	r.expect(85, 11)
+	return r
+}
+
 func (c *rawConn) consume(id uint16, queue string, noAck bool) {
 	c.t.Helper()
 	args := binary.BigEndian.AppendUint16(nil, 0)
@@ -327,6 +338,15 @@ func contentHeader(size uint64) []byte {
 	b = binary.BigEndian.AppendUint16(b, 0)
 	b = binary.BigEndian.AppendUint64(b, size)
 	return binary.BigEndian.AppendUint16(b, 0)
+}
+
+// persistentContentHeader is contentHeader with delivery-mode 2.
+func persistentContentHeader(size uint64) []byte {
+	b := binary.BigEndian.AppendUint16(nil, 60)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint64(b, size)
+	b = binary.BigEndian.AppendUint16(b, 0x1000) // delivery-mode present
+	return append(b, 2)
 }
 
 func appendShortStr(b []byte, s string) []byte {

@@ -53,9 +53,8 @@ type Conn struct {
 
 	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
 	channels map[uint16]*channel        // the reader's
-	// The reader's run (run.go): whether one is going on, and the other
-	// connections its deliveries are to flush.
-	inRun     bool
+	// The reader's run (run.go): its frames so far (0: none going on),
+	// and the other connections its deliveries are to flush.
 	runFrames int
 	writes    queue.Writes
 	syncWait  []*channel // channels whose run stored confirmed publishes

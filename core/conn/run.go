@@ -48,13 +48,12 @@ func quick(f protocol.Frame) bool {
 const shortRun = 16
 
 // beginRun holds this connection's writes back until endRun, counting the
-// run's frames.
+// run's frames: a run is going on while runFrames > 0.
 func (c *Conn) beginRun() {
-	c.runFrames++
-	if !c.inRun {
-		c.inRun = true
+	if c.runFrames == 0 {
 		c.out.hold()
 	}
+	c.runFrames++
 }
 
 // endRun flushes what the run held back: its stored publishes' sync
@@ -63,13 +62,12 @@ func (c *Conn) endRun() {
 	if len(c.syncWait) > 0 {
 		c.registerSyncs()
 	}
-	direct := c.runFrames <= shortRun
+	inRun, direct := c.runFrames > 0, c.runFrames <= shortRun
 	c.runFrames = 0
 	if c.writes.Len() > 0 {
 		c.writes.Flush(direct)
 	}
-	if c.inRun {
-		c.inRun = false
+	if inRun {
 		if n := c.out.release(direct); n > 0 {
 			c.io.sent(n)
 		}
