@@ -38,6 +38,10 @@ type Message struct {
 	ID         uint64 // storage id; 0 until a store assigns one
 
 	headers atomic.Pointer[protocol.Table]
+	// bodies, when set, lent Body: holds counts its holders and the pinned
+	// bit (body.go).
+	bodies *Bodies
+	holds  atomic.Int32
 }
 
 // MaxTTL is the longest expiration, x-message-ttl or x-expires RabbitMQ
@@ -173,8 +177,10 @@ func (m *Message) Size() int { return len(m.Body) }
 
 // WithProperties returns a copy of m carrying new properties, for the
 // broker's own republishes (dead-lettering, delayed delivery). The body is
-// shared, which is safe because messages are immutable.
+// shared, which is safe because messages are immutable; a pooled body is
+// pinned, since the copy does not count as its holder.
 func (m *Message) WithProperties(exchange, routingKey string, p *protocol.Properties) (*Message, error) {
+	m.Pin()
 	props, err := p.Append(nil)
 	if err != nil {
 		return nil, reply.Internal("re-encoding properties: %v", err)
