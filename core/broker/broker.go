@@ -28,6 +28,7 @@ import (
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/conn"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -38,6 +39,11 @@ import (
 
 // Version is Warren's version, reported to clients in connection.start.
 const Version = "0.1.0"
+
+// pooledBodies is the most memory the broker keeps in free buffers for
+// large message bodies (message.Bodies): enough for a few dozen 1 MiB
+// bodies, or a few of 16 MiB, in flight between publishers and consumers.
+const pooledBodies = 64 << 20
 
 // Broker is a running Warren.
 type Broker struct {
@@ -149,6 +155,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Alarm:   &b.alarm,
 		Log:     log,
 		Version: Version,
+		Bodies:  message.NewBodies(pooledBodies),
 	}
 	if err := b.openStore(); err != nil {
 		return nil, err

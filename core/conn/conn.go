@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -405,6 +406,7 @@ func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var spare []byte
 	var spareSegs net.Buffers
+	var spareHeld []*message.Message
 	var tick <-chan time.Time
 	var hb heartbeatMonitor
 	failed := false
@@ -424,7 +426,7 @@ func (c *Conn) writeLoop() {
 				failed = true
 			}
 		}
-		b, segs, closing, ok := c.out.take(spare, spareSegs)
+		b, segs, held, closing, ok := c.out.take(spare, spareSegs, spareHeld)
 		if !ok {
 			continue // a flush is writing; it wakes the writer after
 		}
@@ -456,6 +458,14 @@ func (c *Conn) writeLoop() {
 		if segs != nil {
 			clear(segs)
 			spareSegs = segs[:0]
+		}
+		if held != nil {
+			// Written (or never to be): the bodies are free to go back.
+			for _, m := range held {
+				m.Release()
+			}
+			clear(held)
+			spareHeld = held[:0]
 		}
 		if c.out.relieved() {
 			c.kickConsumers()

@@ -86,7 +86,7 @@ func (ch *channel) appendDeliver(b []byte, consumerTag string, tag uint64, redel
 	b, start := protocol.BeginFrame(b, protocol.FrameMethod, ch.id)
 	b = deliver.Append(b)
 	b = protocol.EndFrame(b, start)
-	return ch.c.out.appendContent(b, ch.id, m.Flags, m.Props, m.Body, ch.c.frameMax)
+	return ch.c.out.appendContent(b, ch.id, m, ch.c.frameMax)
 }
 
 // countDelivery counts d in the channel's statistics and its vhost's.
@@ -519,10 +519,13 @@ func (ch *channel) get(m *protocol.BasicGet) error {
 	b := ch.c.out.begin()
 	if b != nil {
 		b = protocol.AppendMethodFrame(b, ch.id, &getOk)
-		b = ch.c.out.appendContent(b, ch.id, msg.Flags, msg.Props, msg.Body, ch.c.frameMax)
+		b = ch.c.out.appendContent(b, ch.id, msg, ch.c.frameMax)
 	}
 	ch.c.out.end(b)
 	ch.mu.Unlock()
+	if _, local := q.(*queue.Queue); local && m.NoAck {
+		msg.Release() // the hold Get handed over: the write holds it now
+	}
 	return nil
 }
 

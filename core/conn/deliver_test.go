@@ -133,7 +133,7 @@ func channelOn() *channel {
 // sent decodes the methods written to ch's connection since the last call.
 func sent(t *testing.T, ch *channel) []protocol.Method {
 	t.Helper()
-	buf, _, _, _ := ch.c.out.take(nil, nil)
+	buf, _, _, _, _ := ch.c.out.take(nil, nil, nil)
 	ch.c.out.relieved() // the writer's "written"
 	r := protocol.NewFrameReader(bytes.NewReader(buf))
 	var dec protocol.MethodDecoder

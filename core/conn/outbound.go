@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -61,6 +62,9 @@ type outbound struct {
 	segs     net.Buffers // buf[:cut]'s parts and the referenced bodies
 	cut      int
 	refBytes int // bytes of the referenced bodies
+	// held are the messages whose bodies segs reference, each holding its
+	// body (message.Bodies) until the writer has written it.
+	held []*message.Message
 
 	closing   bool // no more appends; the writer flushes and closes the socket
 	sealed    bool // connection.close or close-ok went out: nothing may follow
@@ -243,14 +247,18 @@ func (o *outbound) signal() {
 	}
 }
 
-// appendContent appends a message's content frames to b, which begin
-// returned: the body is copied, or on a vectored connection referenced
-// where it lies when it is large. mu is held.
-func (o *outbound) appendContent(b []byte, channel uint16, flags uint16, props, body []byte, frameMax uint32) []byte {
+// appendContent appends m's content frames to b, which begin returned: the
+// body is copied, or on a vectored connection referenced where it lies when
+// it is large, and then held until it is written. The caller must hold m.
+// mu is held.
+func (o *outbound) appendContent(b []byte, channel uint16, m *message.Message, frameMax uint32) []byte {
+	body := m.Body
 	if !o.vectored || len(body) < vectorMin {
-		return protocol.AppendContentFrames(b, channel, protocol.ClassBasic, flags, props, body, frameMax)
+		return protocol.AppendContentFrames(b, channel, protocol.ClassBasic, m.Flags, m.Props, body, frameMax)
 	}
-	b = protocol.AppendContentHeaderFrame(b, channel, protocol.ClassBasic, uint64(len(body)), flags, props)
+	m.Hold()
+	o.held = append(o.held, m)
+	b = protocol.AppendContentHeaderFrame(b, channel, protocol.ClassBasic, uint64(len(body)), m.Flags, m.Props)
 	chunk := protocol.BodyFrameSize(frameMax)
 	for len(body) > 0 {
 		n := min(chunk, len(body))
@@ -292,14 +300,15 @@ func (o *outbound) roomFor() bool {
 
 // take swaps the pending bytes out for the writer: buf, and when bodies
 // were referenced or a flush left a carry, segs, which then hold all of
-// buf's bytes between them. The writer passes back the buffers it is done
-// with as spare. ok is false while a flush writes: the flush wakes the
-// writer again when it is done.
-func (o *outbound) take(spare []byte, spareSegs net.Buffers) (buf []byte, segs net.Buffers, closing, ok bool) {
+// buf's bytes between them, and held, the messages whose bodies they
+// are: the writer releases them once written. The writer passes back the
+// buffers it is done with as spare. ok is false while a flush writes: the
+// flush wakes the writer again when it is done.
+func (o *outbound) take(spare []byte, spareSegs net.Buffers, spareHeld []*message.Message) (buf []byte, segs net.Buffers, held []*message.Message, closing, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.writing {
-		return nil, nil, false, false
+		return nil, nil, nil, false, false
 	}
 	o.writing = true
 	buf, o.buf = o.buf, spare[:0]
@@ -312,7 +321,10 @@ func (o *outbound) take(spare []byte, spareSegs net.Buffers) (buf []byte, segs n
 		segs = append(o.segs, buf[o.cut:])
 		o.segs, o.cut, o.refBytes = spareSegs[:0], 0, 0
 	}
-	return buf, segs, o.closing, true
+	if len(o.held) > 0 {
+		held, o.held = o.held, spareHeld[:0]
+	}
+	return buf, segs, held, o.closing, true
 }
 
 // relieved ends a write of the writer's and reports that the buffer had

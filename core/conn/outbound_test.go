@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -21,14 +22,14 @@ func TestOutboundReferencesLargeBodies(t *testing.T) {
 	small, large := bytes.Repeat([]byte{'s'}, 10), bytes.Repeat([]byte{'L'}, 3*vectorMin+5)
 	frames := func(o *outbound) []byte {
 		b := o.begin()
-		b = o.appendContent(b, 1, 0, nil, small, 4096)
-		b = o.appendContent(b, 2, 0, nil, large, 4096)
+		b = o.appendContent(b, 1, &message.Message{Body: small}, 4096)
+		b = o.appendContent(b, 2, &message.Message{Body: large}, 4096)
 		b = protocol.AppendHeartbeatFrame(b)
 		o.end(b)
 		if o.vectored && o.pending() < len(large) {
 			t.Errorf("pending %d bytes, less than the referenced body's %d", o.pending(), len(large))
 		}
-		buf, segs, _, _ := o.take(nil, nil)
+		buf, segs, _, _, _ := o.take(nil, nil, nil)
 		if !o.vectored {
 			return buf
 		}
@@ -260,7 +261,7 @@ func TestFlushLeavesTheRestToTheWriter(t *testing.T) {
 	// The writer: what writeLoop does with a wake.
 	done := make(chan error, 1)
 	go func() {
-		buf, segs, _, ok := o.take(nil, nil)
+		buf, segs, _, _, ok := o.take(nil, nil, nil)
 		if !ok {
 			done <- fmt.Errorf("take refused while nothing else writes")
 			return

@@ -19,6 +19,18 @@ type publishing struct {
 	buf        []byte // properties then body, one allocation per message
 	propsLen   int
 	bodySize   uint64
+	// pooled is set once buf is a pooled buffer (message.Bodies) holding
+	// the body alone; props then holds the properties, and propsLen is 0.
+	pooled bool
+	props  []byte
+}
+
+// toPooled moves what arrived of the body into body, a pooled buffer with
+// room for all of it, and the properties out beside it.
+func (p *publishing) toPooled(body []byte) {
+	p.props = append([]byte(nil), p.buf[:p.propsLen]...)
+	p.buf = append(body, p.buf[p.propsLen:]...)
+	p.propsLen, p.pooled = 0, true
 }
 
 // preallocLimit is the most body memory reserved before frames arrive.
@@ -83,8 +95,18 @@ func (ch *channel) content(f protocol.Frame) error {
 		// The declared size is only a promise: allocate up to
 		// preallocLimit now and grow as frames really arrive, so a client
 		// cannot pin memory by announcing big bodies it never sends.
-		p.buf = make([]byte, len(h.Raw), len(h.Raw)+int(min(h.BodySize, preallocLimit)))
-		copy(p.buf, h.Raw)
+		var body []byte
+		pooled := false
+		if h.BodySize <= preallocLimit {
+			body, pooled = ch.c.srv.Bodies.Get(int(h.BodySize))
+		}
+		if pooled {
+			p.props = append([]byte(nil), h.Raw...)
+			p.buf, p.propsLen, p.pooled = body, 0, true
+		} else {
+			p.buf = make([]byte, len(h.Raw), len(h.Raw)+int(min(h.BodySize, preallocLimit)))
+			copy(p.buf, h.Raw)
+		}
 		p.state = wantBody
 		if h.BodySize == 0 {
 			return ch.published()
@@ -104,9 +126,18 @@ func (ch *channel) content(f protocol.Frame) error {
 			if 16*len(p.buf) >= total {
 				grow = total
 			}
-			grown := make([]byte, len(p.buf), min(total, grow))
-			copy(grown, p.buf)
-			p.buf = grown
+			var body []byte
+			pooled := false
+			if grow == total {
+				body, pooled = ch.c.srv.Bodies.Get(int(p.bodySize))
+			}
+			if pooled {
+				p.toPooled(body)
+			} else {
+				grown := make([]byte, len(p.buf), min(total, grow))
+				copy(grown, p.buf)
+				p.buf = grown
+			}
 		}
 		p.buf = append(p.buf, f.Payload...)
 		if uint64(len(p.buf)-p.propsLen) == p.bodySize {
@@ -123,9 +154,18 @@ func (ch *channel) content(f protocol.Frame) error {
 func (ch *channel) published() error {
 	p := ch.pub
 	ch.pub = publishing{}
-	m, err := message.NewFromClient(p.x.Name, p.routingKey, p.flags, p.buf[:p.propsLen], p.buf[p.propsLen:])
+	props := p.buf[:p.propsLen]
+	if p.pooled {
+		props = p.props
+	}
+	m, err := message.NewFromClient(p.x.Name, p.routingKey, p.flags, props, p.buf[p.propsLen:])
 	if err != nil {
 		return err
+	}
+	if p.pooled {
+		// The channel holds the body until routing is done
+		// (deliverPublish); a message that fails before is the GC's.
+		m.Lend(ch.c.srv.Bodies)
 	}
 	if err := ch.checkUserID(m); err != nil {
 		return err
@@ -178,6 +218,9 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 	default:
 		ch.count(stats.DropUnroutable, 1)
 	}
+	// Every queue that kept the message, and every write of it, holds it
+	// now: the publisher's hold ends.
+	m.Release()
 	if confirm {
 		seq := ch.confirm.add()
 		switch {
@@ -208,7 +251,7 @@ func (ch *channel) basicReturn(m *message.Message, code uint16, text string) {
 	b := ch.c.out.begin()
 	if b != nil {
 		b = protocol.AppendMethodFrame(b, ch.id, &ret)
-		b = ch.c.out.appendContent(b, ch.id, m.Flags, m.Props, m.Body, ch.c.frameMax)
+		b = ch.c.out.appendContent(b, ch.id, m, ch.c.frameMax)
 	}
 	ch.c.out.end(b)
 }

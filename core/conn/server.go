@@ -52,6 +52,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -86,6 +87,9 @@ type Server struct {
 	Alarm   *Alarm
 	Log     zerolog.Logger
 	Version string
+	// Bodies, when set, lends the buffers large bodies are read into
+	// (message.Bodies); without it each is allocated.
+	Bodies *message.Bodies
 
 	nextID atomic.Uint64
 	mu     sync.Mutex

@@ -78,11 +78,14 @@ func (q *Queue) markDelivered(e *Entry) {
 }
 
 // forget deletes a stored entry that left the queue for good, with its
-// delivery mark if it was delivered; q.mu is held.
+// delivery mark if it was delivered, and ends the queue's hold on a pooled
+// body; q.mu is held. Whoever still reads the body (a socket write) holds
+// it too.
 func (q *Queue) forget(e *Entry) {
 	if e.Stored && !q.deleted {
 		q.txn().DeleteEntry(q.qid, e.Level, e.Seq, storage.Deleted{MsgID: e.Msg.ID, Marked: e.Deliveries > 0, Size: len(e.Msg.Body)})
 	}
+	e.Msg.Release()
 }
 
 // entryFromStore rebuilds an entry read back from the store.

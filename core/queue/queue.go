@@ -392,6 +392,7 @@ func (q *Queue) push(e Entry) {
 		return
 	}
 	l.fresh.push(e)
+	e.Msg.Hold() // released when it leaves for good (forget)
 	q.mem.msgs++
 	q.mem.bytes += size
 }
@@ -680,7 +681,9 @@ func (q *Queue) Kick() {
 }
 
 // Get takes the next message for basic.get. ok is false when the queue is
-// empty. With noAck the message is settled at once.
+// empty. With noAck the message is settled at once, and the caller gets
+// the queue's hold on a pooled body (message.Bodies): it releases the
+// message once it has written it, or leaves it to the GC.
 func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 	q.mu.Lock()
 	defer q.unlock()
@@ -696,6 +699,7 @@ func (q *Queue) Get(noAck bool) (d Delivery, remaining int, ok bool) {
 	d.Entry.Deliveries++
 	q.Counters.CountDelivery(noAck, d.Redelivered, stats.Get, stats.GetNoAck)
 	if noAck {
+		d.Entry.Msg.Hold() // the caller's, from here (see Get)
 		q.forget(&d.Entry)
 	} else {
 		q.unacked++

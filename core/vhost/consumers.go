@@ -262,9 +262,10 @@ func (s *RemoteSource) Ack(entries []queue.Entry)     { s.settle("ack", entries)
 func (s *RemoteSource) Requeue(entries []queue.Entry) { s.settle("requeue", entries) }
 func (s *RemoteSource) Reject(entries []queue.Entry)  { s.settle("reject", entries) }
 
-// deliveryRecord is how a delivery travels.
+// deliveryRecord is how a delivery travels. The caller holds d's message.
 func deliveryRecord(deliveryID uint64, d queue.Delivery) protocol.Table {
 	m := d.Entry.Msg
+	m.Pin() // the record keeps the body until it is sent, uncounted
 	return protocol.Table{"id": int64(deliveryID), "redelivered": d.Redelivered, "exchange": m.Exchange,
 		"routing_key": m.RoutingKey, "flags": int64(m.Flags), "properties": m.Props, "body": m.Body}
 }

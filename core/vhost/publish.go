@@ -76,6 +76,12 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 			return Outcome{}, err
 		}
 	}
+	if len(r.holds)+len(r.remote)+len(r.quorum)+len(r.streams) > 0 {
+		// A hold, another node, a quorum queue or a stream keeps the
+		// message beyond this call without counting as its holder: a
+		// pooled body must not be reused (message.Bodies).
+		m.Pin()
+	}
 	heldStored := v.holdPending(m, r)
 	out := v.enqueue(m, r)
 	out.Forwarded = v.forward(m, r, true)

@@ -114,6 +114,7 @@ func (v *VHost) publishReply(token string, m *message.Message) Outcome {
 		if !v.cluster.Up(node) {
 			return Outcome{}
 		}
+		m.Pin() // the forward keeps it, uncounted (message.Bodies)
 		v.cluster.Forward(node, v.Name, []string{token}, m, true, func(error) {})
 		return Outcome{Queues: 1}
 	}
