@@ -25,6 +25,30 @@ type publishing struct {
 	props  []byte
 }
 
+// grow makes room in buf for n more bytes of body: the whole body once a
+// sixteenth of it arrived (in a pooled buffer when bodies lends one), else
+// four times what arrived. A 16 MiB body is copied once on the way (at 1
+// MiB) rather than four times, and a client pins at most sixteen times
+// what it sent.
+func (p *publishing) grow(bodies *message.Bodies, n int) {
+	need := len(p.buf) + n
+	if need <= cap(p.buf) {
+		return
+	}
+	total := p.propsLen + int(p.bodySize)
+	grow := max(4*len(p.buf), need)
+	if 16*len(p.buf) >= total {
+		grow = total
+		if body, ok := bodies.Get(int(p.bodySize)); ok {
+			p.toPooled(body)
+			return
+		}
+	}
+	grown := make([]byte, len(p.buf), min(total, grow))
+	copy(grown, p.buf)
+	p.buf = grown
+}
+
 // toPooled moves what arrived of the body into body, a pooled buffer with
 // room for all of it, and the properties out beside it.
 func (p *publishing) toPooled(body []byte) {
@@ -116,29 +140,7 @@ func (ch *channel) content(f protocol.Frame) error {
 		if uint64(len(p.buf)-p.propsLen+len(f.Payload)) > p.bodySize {
 			return reply.New(protocol.FrameError, "body frames exceed the declared body size %d", p.bodySize)
 		}
-		if need := len(p.buf) + len(f.Payload); need > cap(p.buf) {
-			// The whole body once a sixteenth of it arrived, else four
-			// times what arrived: a 16 MiB body is copied once on the
-			// way (at 1 MiB) rather than four times, and a client pins
-			// at most sixteen times what it sent.
-			total := p.propsLen + int(p.bodySize)
-			grow := max(4*len(p.buf), need)
-			if 16*len(p.buf) >= total {
-				grow = total
-			}
-			var body []byte
-			pooled := false
-			if grow == total {
-				body, pooled = ch.c.srv.Bodies.Get(int(p.bodySize))
-			}
-			if pooled {
-				p.toPooled(body)
-			} else {
-				grown := make([]byte, len(p.buf), min(total, grow))
-				copy(grown, p.buf)
-				p.buf = grown
-			}
-		}
+		p.grow(ch.c.srv.Bodies, len(f.Payload))
 		p.buf = append(p.buf, f.Payload...)
 		if uint64(len(p.buf)-p.propsLen) == p.bodySize {
 			return ch.published()
