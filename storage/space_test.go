@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -66,21 +67,22 @@ func TestCloseFailsHeldWrites(t *testing.T) {
 	}
 }
 
-// noSpaceFS fails writes to WAL files with ENOSPC once full is set, as a
-// disk that filled up behind the alarm's back.
-type noSpaceFS struct {
+// logFilesFS wraps the WAL files (".log") fs creates.
+type logFilesFS struct {
 	vfs.FS
-	full *atomic.Bool
+	wrap func(vfs.File) vfs.File
 }
 
-func (fs noSpaceFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+func (fs logFilesFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
 	if err == nil && strings.HasSuffix(name, ".log") {
-		f = noSpaceFile{f, fs.full}
+		f = fs.wrap(f)
 	}
 	return f, err
 }
 
+// noSpaceFile fails writes with ENOSPC once full is set, as a disk that
+// filled up behind the alarm's back.
 type noSpaceFile struct {
 	vfs.File
 	full *atomic.Bool
@@ -108,7 +110,7 @@ func TestFailedWALWriteStopsWrites(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var full atomic.Bool
 			mem := vfs.NewCrashableMem()
-			s, err := Open("data", Options{FS: noSpaceFS{mem, &full}, Logger: zerolog.Nop(), SyncInterval: time.Hour})
+			s, err := Open("data", Options{FS: logFilesFS{mem, func(f vfs.File) vfs.File { return noSpaceFile{f, &full} }}, Logger: zerolog.Nop(), SyncInterval: time.Hour})
 			must(t, err)
 			defer s.Close()
 			_, err = s.Recover(map[uint64]bool{1: true})
@@ -139,4 +141,66 @@ func TestFailedWALWriteStopsWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatedFile holds writes while the gate is shut (the test holds it), as
+// a disk that cannot keep up.
+type gatedFile struct {
+	vfs.File
+	gate *sync.RWMutex
+}
+
+func (f gatedFile) Write(p []byte) (int, error) {
+	f.gate.RLock()
+	defer f.gate.RUnlock()
+	return f.File.Write(p)
+}
+
+// While the store cannot write, large Txns (each a commit batch of its
+// own) wait in Commit once maxPending bytes are queued, rather than
+// queueing in memory without bound.
+func TestLargeTxnsWaitForTheStore(t *testing.T) {
+	var gate sync.RWMutex
+	// maxPending is then 1 MiB, room for four Txns.
+	s, err := Open("data", Options{FS: logFilesFS{vfs.NewMem(), func(f vfs.File) vfs.File { return gatedFile{f, &gate} }}, Logger: zerolog.Nop(), MaxBatchBytes: 256 << 10})
+	must(t, err)
+	_, err = s.Recover(nil)
+	must(t, err)
+
+	gate.Lock()
+	const n = 40
+	var returned atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body := make([]byte, handOverBytes+1)
+		for i := range n {
+			txn := s.Begin()
+			txn.PutEntry(1, 0, uint64(i), &Entry{Msg: &Message{Body: body}})
+			txn.Commit(false, nil)
+			returned.Add(1)
+		}
+	}()
+	// Wait until the commits stop returning.
+	for last := int32(-1); ; {
+		time.Sleep(100 * time.Millisecond)
+		now := returned.Load()
+		if now == last || now == n {
+			break
+		}
+		last = now
+	}
+	c := &s.c
+	c.mu.Lock()
+	pending := c.open.b.Len() + c.sealedBytes
+	c.mu.Unlock()
+	if limit := c.maxPending + 2*(handOverBytes+64); pending > limit {
+		t.Errorf("%d bytes queued for a store that cannot write, want at most %d", pending, limit)
+	}
+	if got := returned.Load(); got == n {
+		t.Errorf("all %d commits returned while the store could not write", n)
+	}
+	gate.Unlock()
+	<-done
+	must(t, s.Close())
 }

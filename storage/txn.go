@@ -77,13 +77,14 @@ type committer struct {
 	mu          sync.Mutex
 	open        *commitBatch   // the batch Commit appends to
 	sealed      []*commitBatch // full batches waiting for the committer, oldest first
+	sealedBytes int            // their size
 	free        []*commitBatch
 	seq         uint64 // number of Commit calls so far
 	applied     uint64 // seq of the last Txn applied to the DB
 	flushWant   uint64 // a reader waits for this seq to be applied
 	appliedCond sync.Cond
 	swapped     sync.Cond // broadcast when the open batch is replaced
-	maxPending  int       // Commit waits while the open batch is larger
+	maxPending  int       // Commit waits while the open and sealed batches are larger
 	closing     bool
 	closed      bool
 	refs        map[uint64]refState // shared messages' reference counts
@@ -176,6 +177,7 @@ func (c *committer) newBatchLocked() *commitBatch {
 // sealLocked moves the open batch to the sealed queue.
 func (c *committer) sealLocked() {
 	c.sealed = append(c.sealed, c.open)
+	c.sealedBytes += c.open.b.Len()
 	c.open = c.newBatchLocked()
 	c.swapped.Broadcast()
 }
@@ -200,6 +202,8 @@ func (c *committer) nextLocked() (*commitBatch, time.Duration) {
 		b := c.sealed[0]
 		c.sealed[0] = nil
 		c.sealed = c.sealed[1:]
+		c.sealedBytes -= b.b.Len()
+		c.swapped.Broadcast()
 		return b, 0
 	}
 	o := c.open
@@ -724,7 +728,10 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	s := t.s
 	c := &s.c
 	c.mu.Lock()
-	for !c.closed && !c.open.empty() && c.open.b.Len()+t.b.Len() > c.maxPending {
+	// Writes wait while those before them are more than maxPending: the
+	// sealed batches count too, or a run of large Txns (each a batch of
+	// its own) would queue in memory without bound while the DB lags.
+	for !c.closed && (!c.open.empty() || len(c.sealed) > 0) && c.open.b.Len()+c.sealedBytes+t.b.Len() > c.maxPending {
 		c.swapped.Wait()
 	}
 	if c.closed {
