@@ -98,7 +98,8 @@ func (q *Queue) wantsPageIn(l *level) bool {
 	return (lim.Messages == 0 || q.mem.msgs < lim.Messages/2) && (lim.Bytes == 0 || q.mem.bytes < lim.Bytes/2)
 }
 
-// pageIn reads the oldest paged entries of l back into memory. The queue's
+// pageIn reads the oldest paged entries of l back into memory, at least
+// one and at most up to the queue's memory bound. The queue's
 // own pending writes are committed first, so the read sees them. A read
 // error leaves the entries where they are and is logged by the caller's
 // store; the queue then simply has fewer messages in memory.
@@ -125,7 +126,9 @@ func (q *Queue) pageIn(l *level) error {
 		l.pagedBytes -= size
 		l.pagedFrom = seq + 1
 		read++
-		return true
+		// Up to the memory bound, in bytes as in messages: a batch of
+		// 1 MiB messages is not read back 1,024 at a time.
+		return !q.overMemory()
 	})
 	if err == nil && read == 0 {
 		// The store holds none of what the count says: trust the store.

@@ -218,15 +218,22 @@ func TestTTLExpiresAtTheHead(t *testing.T) {
 	}
 }
 
-func TestPagingKeepsOrderAndMemoryBound(t *testing.T) {
+// memStore is a recovered store in memory, closed when the test ends.
+func memStore(t *testing.T) *storage.Store {
+	t.Helper()
 	st, err := storage.Open("store", storage.Options{FS: vfs.NewMem(), Sync: storage.SyncNever, CommitInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	if _, err := st.Recover(nil); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func TestPagingKeepsOrderAndMemoryBound(t *testing.T) {
+	st := memStore(t)
 	q, _ := newQueue(t, nil, func(c *Config) {
 		c.Store = st
 		c.Durable = true
@@ -253,6 +260,33 @@ func TestPagingKeepsOrderAndMemoryBound(t *testing.T) {
 	}
 	if _, _, ok := q.Get(true); ok {
 		t.Fatal("more messages than published")
+	}
+}
+
+// Reading paged messages back stays within the byte bound too: large
+// messages come back a few at a time, not a whole batch of them.
+func TestPageInKeepsTheByteBound(t *testing.T) {
+	st := memStore(t)
+	const size, bound = 1 << 10, 16 << 10
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = st
+		c.Memory = MemoryLimit{Bytes: bound}
+	})
+	const n = 200
+	for i := 0; i < n; i++ {
+		q.Enqueue(msg(t, fmt.Sprintf("%0*d", size, i), 0, false))
+	}
+	for i := 0; i < n; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || string(d.Entry.Msg.Body) != fmt.Sprintf("%0*d", size, i) {
+			t.Fatalf("message %d: %v", i, ok)
+		}
+		q.mu.Lock()
+		inMemory := q.mem.bytes
+		q.mu.Unlock()
+		if inMemory > bound {
+			t.Fatalf("after %d gets: %d bytes in memory, bound %d", i+1, inMemory, bound)
+		}
 	}
 }
 
