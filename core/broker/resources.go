@@ -277,6 +277,11 @@ func (b *Broker) sampleMemory(w *resourceWatch) {
 	m := w.gauge.read(w.offHeap)
 	over := w.isOver(m.used)
 	if over && time.Since(w.lastGC) >= max(forcedGCMinGap, forcedGCMaxShare*w.gcCost) {
+		// The free body buffers go first: the collection below takes
+		// them back.
+		if b.srv != nil {
+			b.srv.Bodies.Drop()
+		}
 		start := time.Now()
 		runtime.GC()
 		w.lastGC, w.gcCost = time.Now(), time.Since(start)

@@ -123,6 +123,23 @@ func poison(b []byte) {
 	}
 }
 
+// Drop lets go of every free buffer, for the GC to take back when memory
+// runs short, and returns how many bytes they held.
+func (p *Bodies) Drop() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.bytes
+	for i := range p.free {
+		clear(p.free[i])
+		p.free[i] = p.free[i][:0]
+	}
+	p.bytes = 0
+	return n
+}
+
 // Free is how many bytes of free buffers the pool keeps.
 func (p *Bodies) Free() int {
 	p.mu.Lock()

@@ -64,6 +64,11 @@ func TestBodiesReuseUpToTheLimit(t *testing.T) {
 	if got := p.Free(); got != 2<<20 {
 		t.Fatalf("Free() = %d, want 2 MiB", got)
 	}
+	if got := p.Drop(); got != 2<<20 || p.Free() != 0 {
+		t.Fatalf("Drop() = %d, then Free() = %d", got, p.Free())
+	}
+	p.put(c)
+	p.put(b)
 	d, _ := p.Get(1<<20 - 5) // same class
 	if &d[:1][0] != &b[:1][0] {
 		t.Fatal("Get did not reuse the last buffer returned")
