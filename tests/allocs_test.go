@@ -113,7 +113,7 @@ func TestMessagePathAllocs(t *testing.T) {
 // Measured 2026-12-02: 4 for a 16-byte message, 5 for a 1 MiB one, whose
 // bytes were its body's and 264 more (one fewer each since the channel's
 // unacked list became a ring that keeps its array). Since bodies of 64 KiB
-// and more are pooled, the 1 MiB message costs 4 allocations and 280
+// and more are pooled, the 1 MiB message costs 4 allocations and 265
 // bytes: the body's buffer is the pool's.
 const (
 	smallMessageAllocs = 4

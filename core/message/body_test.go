@@ -2,6 +2,7 @@ package message
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/warrenmq/warren/protocol"
 )
@@ -154,4 +155,12 @@ func TestReleasedBodiesArePoisonedInRaceBuilds(t *testing.T) {
 		}
 	}()
 	p.put(body)
+}
+
+// A Message stays within the 128-byte size class: the pool's count sits
+// in the padding after Flags.
+func TestMessageSize(t *testing.T) {
+	if size := unsafe.Sizeof(Message{}); size > 128 {
+		t.Fatalf("a Message is %d bytes, more than 128", size)
+	}
 }

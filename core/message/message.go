@@ -29,8 +29,12 @@ type Message struct {
 	Exchange   string
 	RoutingKey string
 	Flags      uint16 // basic property flags as received
-	Props      []byte // raw property list as received
-	Body       []byte
+	// holds counts the holders of a body lent by bodies (body.go), with
+	// its pinned bit; it sits here, in Flags' padding, so a Message
+	// stays 128 bytes.
+	holds atomic.Int32
+	Props []byte // raw property list as received
+	Body  []byte
 
 	Persistent bool   // delivery-mode 2
 	Priority   uint8  // 0 when absent
@@ -38,10 +42,7 @@ type Message struct {
 	ID         uint64 // storage id; 0 until a store assigns one
 
 	headers atomic.Pointer[protocol.Table]
-	// bodies, when set, lent Body: holds counts its holders and the pinned
-	// bit (body.go).
-	bodies *Bodies
-	holds  atomic.Int32
+	bodies  *Bodies // when set, lent Body (holds)
 }
 
 // MaxTTL is the longest expiration, x-message-ttl or x-expires RabbitMQ
