@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -38,6 +39,7 @@ type options struct {
 	producers  int
 	consumers  int
 	size       int
+	body       string // "zeros" or "random"
 	duration   time.Duration
 	queue      string
 	exchange   string
@@ -68,6 +70,7 @@ func main() {
 	flag.IntVar(&o.producers, "producers", 1, "producer connections")
 	flag.IntVar(&o.consumers, "consumers", 1, "consumer connections")
 	flag.IntVar(&o.size, "size", 16, "message body size in bytes")
+	flag.StringVar(&o.body, "body", "zeros", `message bodies: "zeros", as RabbitMQ's PerfTest sends, or "random" bytes, which a broker cannot compress`)
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long producers publish")
 	flag.StringVar(&o.queue, "queue", "warrenperf", "queue to declare and consume from")
 	flag.StringVar(&o.exchange, "exchange", "", "exchange to publish to (default: the default exchange, straight to -queue)")
@@ -91,6 +94,10 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print the summary as one JSON object (the per-second lines go to stderr)")
 	flag.Parse()
 	o.channels, o.queues = max(o.channels, 1), max(o.queues, 1)
+	if o.body != "zeros" && o.body != "random" {
+		fmt.Fprintf(os.Stderr, "warrenperf: -body %q: want zeros or random\n", o.body)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "warrenperf:", err)
 		os.Exit(1)
@@ -109,6 +116,17 @@ type stats struct {
 
 // sampleEvery is how many messages go per latency sample.
 const sampleEvery = 16
+
+// messageBody is the body every message carries: zeros, or random bytes
+// (-body random), so a broker that compresses what it stores pays what
+// it would for real payloads rather than for zeros.
+func (o options) messageBody() []byte {
+	b := make([]byte, o.size)
+	if o.body == "random" {
+		rand.Read(b)
+	}
+	return b
+}
 
 // queueName is the i-th queue of the run.
 func (o options) queueName(i int) string {
@@ -347,7 +365,7 @@ func publish(ctx context.Context, o options, st *stats, ch *amqp.Channel, key st
 	if o.persistent {
 		mode = amqp.Persistent
 	}
-	msg := amqp.Publishing{DeliveryMode: mode, Body: make([]byte, o.size)}
+	msg := amqp.Publishing{DeliveryMode: mode, Body: o.messageBody()}
 	var tick *time.Ticker
 	var pace pacer
 	if o.rate > 0 {

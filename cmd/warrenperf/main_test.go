@@ -52,3 +52,14 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("latencies %+v %+v", sum.Latency, sum.ConfirmLatency)
 	}
 }
+
+func TestMessageBody(t *testing.T) {
+	zeros := options{size: 4096, body: "zeros"}.messageBody()
+	if len(zeros) != 4096 || bytes.Count(zeros, []byte{0}) != 4096 {
+		t.Fatal("-body zeros did not send zeros")
+	}
+	random := options{size: 4096, body: "random"}.messageBody()
+	if len(random) != 4096 || bytes.Count(random, []byte{0}) > 100 {
+		t.Fatalf("-body random: %d bytes, %d of them zero", len(random), bytes.Count(random, []byte{0}))
+	}
+}
