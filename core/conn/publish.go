@@ -125,8 +125,8 @@ func (ch *channel) content(f protocol.Frame) error {
 			body, pooled = ch.c.srv.Bodies.Get(int(h.BodySize))
 		}
 		if pooled {
-			p.props = append([]byte(nil), h.Raw...)
-			p.buf, p.propsLen, p.pooled = body, 0, true
+			p.buf = h.Raw // copied out at once
+			p.toPooled(body)
 		} else {
 			p.buf = make([]byte, len(h.Raw), len(h.Raw)+int(min(h.BodySize, preallocLimit)))
 			copy(p.buf, h.Raw)

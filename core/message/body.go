@@ -140,8 +140,8 @@ func (p *Bodies) Drop() int {
 	return n
 }
 
-// Free is how many bytes of free buffers the pool keeps.
-func (p *Bodies) Free() int {
+// freeBytes is how many bytes of free buffers the pool keeps.
+func (p *Bodies) freeBytes() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bytes
@@ -182,7 +182,7 @@ func (m *Message) Pin() {
 	}
 }
 
-// Pooled reports whether m's body is a pooled buffer not pinned, for tests.
-func (m *Message) Pooled() bool {
+// pooled reports whether m's body is a pooled buffer not pinned, for tests.
+func (m *Message) pooled() bool {
 	return m.bodies != nil && m.holds.Load()&pinned == 0
 }

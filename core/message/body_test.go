@@ -62,11 +62,11 @@ func TestBodiesReuseUpToTheLimit(t *testing.T) {
 	p.put(a[:10])
 	p.put(b)
 	p.put(c) // past the limit: left to the GC
-	if got := p.Free(); got != 2<<20 {
-		t.Fatalf("Free() = %d, want 2 MiB", got)
+	if got := p.freeBytes(); got != 2<<20 {
+		t.Fatalf("freeBytes() = %d, want 2 MiB", got)
 	}
-	if got := p.Drop(); got != 2<<20 || p.Free() != 0 {
-		t.Fatalf("Drop() = %d, then Free() = %d", got, p.Free())
+	if got := p.Drop(); got != 2<<20 || p.freeBytes() != 0 {
+		t.Fatalf("Drop() = %d, then freeBytes() = %d", got, p.freeBytes())
 	}
 	p.put(c)
 	p.put(b)
@@ -75,8 +75,8 @@ func TestBodiesReuseUpToTheLimit(t *testing.T) {
 		t.Fatal("Get did not reuse the last buffer returned")
 	}
 	p.put(make([]byte, 100<<10)) // not a class size: not kept
-	if got := p.Free(); got != 1<<20 {
-		t.Fatalf("Free() = %d, want 1 MiB", got)
+	if got := p.freeBytes(); got != 1<<20 {
+		t.Fatalf("freeBytes() = %d, want 1 MiB", got)
 	}
 }
 
@@ -98,12 +98,12 @@ func TestTheLastReleaseReturnsTheBody(t *testing.T) {
 	m.Hold() // a socket write
 	m.Release()
 	m.Release()
-	if p.Free() != 0 {
+	if p.freeBytes() != 0 {
 		t.Fatal("the body went back while the publisher held it")
 	}
 	m.Release()
-	if p.Free() != 1<<20 {
-		t.Fatalf("Free() = %d after the last release", p.Free())
+	if p.freeBytes() != 1<<20 {
+		t.Fatalf("freeBytes() = %d after the last release", p.freeBytes())
 	}
 }
 
@@ -112,7 +112,7 @@ func TestPinnedBodiesStayOut(t *testing.T) {
 	m := pooledMessage(t, p)
 	m.Pin()
 	m.Release()
-	if p.Free() != 0 || m.Pooled() {
+	if p.freeBytes() != 0 || m.pooled() {
 		t.Fatal("a pinned body went back to the pool")
 	}
 
@@ -123,7 +123,7 @@ func TestPinnedBodiesStayOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Release()
-	if p.Free() != 0 {
+	if p.freeBytes() != 0 {
 		t.Fatal("a body shared with a copy went back to the pool")
 	}
 
@@ -133,7 +133,7 @@ func TestPinnedBodiesStayOut(t *testing.T) {
 	n.Release()
 	n.Release()
 	n.Pin()
-	if n.Pooled() || p.Free() != 0 {
+	if n.pooled() || p.freeBytes() != 0 {
 		t.Fatal("a message that was not lent a body touched the pool")
 	}
 }
