@@ -52,8 +52,13 @@ func crashKeep() map[uint64]bool {
 	return keep
 }
 
+// crashBody is id's body: mostly small, and one in five from 8 to 64 KiB,
+// which the store keeps in blob files once flushed.
 func crashBody(id uint64) []byte {
 	n := 16 + int(id*7919%900)
+	if id%5 == 0 {
+		n = separateValuesFrom + int(id*7919%(56<<10))
+	}
 	b := bytes.Repeat([]byte{byte('a' + id%26)}, n)
 	copy(b, fmt.Sprintf("msg-%d-", id))
 	return b
@@ -64,7 +69,9 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestCrash")
 	}
-	s, err := Open(dir, Options{Logger: zerolog.Nop()})
+	// Small memtables, so that a round flushes and compacts, and the kill
+	// can land in either.
+	s, err := Open(dir, Options{Logger: zerolog.Nop(), MemTableSize: 4 << 20})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -206,6 +213,7 @@ func TestCrash(t *testing.T) {
 	msgs := map[uint64]*crashState{}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	const rounds = 6
+	var blobs uint64
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
 		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
@@ -276,12 +284,16 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		t.Logf("round %d: killed after %v; acknowledged %d puts, %d deletes, %d moves", round, delay, puts, dels, moves)
-		crashCheck(t, dir, msgs)
+		blobs += crashCheck(t, dir, msgs)
+	}
+	if blobs == 0 {
+		t.Error("no round left a blob file: the large bodies were not flushed")
 	}
 }
 
-// crashCheck opens the store the child left and checks it against msgs.
-func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) {
+// crashCheck opens the store the child left and checks it against msgs. It
+// returns how many blob files the store holds.
+func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) (blobs uint64) {
 	t.Helper()
 	s, err := Open(dir, Options{Logger: zerolog.Nop()})
 	must(t, err)
@@ -337,4 +349,5 @@ func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) {
 	if checked == 0 {
 		t.Log("nothing acknowledged yet")
 	}
+	return s.db.Metrics().BlobFiles.LiveCount
 }
