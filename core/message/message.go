@@ -176,6 +176,17 @@ func (m *Message) Properties() (protocol.Properties, error) {
 // Size is the body size, the figure length limits in bytes count.
 func (m *Message) Size() int { return len(m.Body) }
 
+// MemSize is the memory the body holds: a pooled body's whole buffer, which
+// its size class makes up to a fifth larger than the body, else the body.
+// It does not change while the message lives, so a queue may count it in
+// and out.
+func (m *Message) MemSize() int {
+	if m.bodies != nil {
+		return cap(m.Body)
+	}
+	return len(m.Body)
+}
+
 // WithProperties returns a copy of m carrying new properties, for the
 // broker's own republishes (dead-lettering, delayed delivery). The body is
 // shared, which is safe because messages are immutable; a pooled body is

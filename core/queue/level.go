@@ -121,7 +121,7 @@ func (q *Queue) pageIn(l *level) error {
 		l.fresh.push(e)
 		size := int64(e.Msg.Size())
 		q.mem.msgs++
-		q.mem.bytes += size
+		q.mem.bytes += int64(e.Msg.MemSize())
 		l.pagedCount--
 		l.pagedBytes -= size
 		l.pagedFrom = seq + 1

@@ -394,7 +394,7 @@ func (q *Queue) push(e Entry) {
 	l.fresh.push(e)
 	e.Msg.Hold() // released when it leaves for good (forget)
 	q.mem.msgs++
-	q.mem.bytes += size
+	q.mem.bytes += int64(e.Msg.MemSize())
 }
 
 // head returns the level holding the next message to leave, with that
@@ -417,11 +417,10 @@ func (q *Queue) head() *level {
 
 func (q *Queue) popFrom(l *level) Entry {
 	e := l.pop()
-	size := int64(e.Msg.Size())
 	q.ready--
-	q.readyBytes -= size
+	q.readyBytes -= int64(e.Msg.Size())
 	q.mem.msgs--
-	q.mem.bytes -= size
+	q.mem.bytes -= int64(e.Msg.MemSize())
 	return e
 }
 
@@ -776,11 +775,10 @@ func (q *Queue) Requeue(entries []Entry) {
 			continue
 		}
 		q.levels[e.Level].putBack(e)
-		size := int64(e.Msg.Size())
 		q.ready++
-		q.readyBytes += size
+		q.readyBytes += int64(e.Msg.Size())
 		q.mem.msgs++
-		q.mem.bytes += size
+		q.mem.bytes += int64(e.Msg.MemSize())
 	}
 	q.dispatch()
 	q.enforceLimits()

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -287,6 +288,52 @@ func TestPageInKeepsTheByteBound(t *testing.T) {
 		if inMemory > bound {
 			t.Fatalf("after %d gets: %d bytes in memory, bound %d", i+1, inMemory, bound)
 		}
+	}
+}
+
+// A pooled body holds its whole buffer, a size class up to a fifth larger
+// than the body, and the memory bound counts the buffer: bodies of 80 KiB
+// and one byte sit in 96 KiB buffers, so a bound of four such buffers keeps
+// four in memory, not the five their lengths would allow.
+func TestMemoryBoundCountsPooledBuffers(t *testing.T) {
+	const size = 80<<10 + 1
+	pool := message.NewBodies(64 << 20)
+	buf, ok := pool.Get(size)
+	if !ok || cap(buf) <= size+size/8 {
+		t.Fatalf("Get(%d): a buffer of %d bytes, pooled %v; the test wants one well above the body", size, cap(buf), ok)
+	}
+	bound := int64(4 * cap(buf))
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = memStore(t)
+		c.Memory = MemoryLimit{Bytes: bound}
+	})
+	for i := 0; i < 8; i++ {
+		m := msg(t, "", 0, false)
+		if i > 0 {
+			buf, _ = pool.Get(size)
+		}
+		m.Body = append(buf, bytes.Repeat([]byte{byte(i)}, size)...)
+		m.Lend(pool)
+		q.Enqueue(m)
+		m.Release() // the publisher's hold: the queue holds its own
+	}
+	q.mu.Lock()
+	inMemory, held := q.mem.msgs, q.mem.bytes
+	q.mu.Unlock()
+	if inMemory != 4 || held != bound {
+		t.Fatalf("%d messages and %d bytes in memory, want 4 and %d", inMemory, held, bound)
+	}
+	for i := 0; i < 8; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || len(d.Entry.Msg.Body) != size || d.Entry.Msg.Body[0] != byte(i) {
+			t.Fatalf("message %d: %v", i, ok)
+		}
+		d.Entry.Msg.Release()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mem != (memory{}) {
+		t.Fatalf("empty queue, %+v in memory", q.mem)
 	}
 }
 
