@@ -339,8 +339,8 @@
 // to 2 times faster than with the default 4 KiB), a 64 MiB block cache and
 // memtables of a 64th of the disk between 4 and 32 MiB (32 MiB on any disk
 // of 2 GiB or more; see "Disk space" in space.go). An L0 sstable's target
-// size is half the memtable, so a flush writes one file. Values of 8 KiB and
-// more go to blob files (Pebble's value separation, valueSeparation in
+// size is half the memtable, doubling at each level below. Values of 8 KiB
+// and more go to blob files (Pebble's value separation, valueSeparation in
 // store.go): written once at flush, never copied by compactions, deleted
 // when no sstable refers to them. Pebble's own tools read the directory;
 // its info-level log lines go to the store's logger at debug level.

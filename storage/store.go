@@ -236,9 +236,13 @@ func Open(dir string, o Options) (*Store, error) {
 	for i := range po.Levels {
 		po.Levels[i].BlockSize = 32 << 10
 	}
-	// A flush writes one sstable rather than one per 4 MiB: with large
-	// bodies Pebble's 2 MiB default made several files per flush, and
-	// creating and deleting files is much of what paging costs.
+	// L0 sstables of half a memtable (16 MiB), each level below twice the
+	// one above, instead of Pebble's 2 MiB doubling. Pebble counts the
+	// blob bytes a table refers to in its size, so at 2 MiB a compaction
+	// of 1 MiB bodies wrote a table per two bodies, and creating and
+	// deleting files cost as much as the copies value separation saves.
+	// Small messages pay a little for it: a backlog's drain spends more in
+	// compactions (BENCHMARKS.md, "bodies in blob files").
 	po.TargetFileSizes[0] = int64(max(o.MemTableSize/2, 2<<20))
 	po.Experimental.ValueSeparationPolicy = valueSeparation
 	db, err := pebble.Open(dir, po)
