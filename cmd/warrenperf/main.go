@@ -11,7 +11,9 @@
 // each confirm too. -channels runs several producers (and consumers) on
 // each connection, -queues spreads them over several queues (NAME-0,
 // NAME-1, ...), and -json prints the summary as one JSON object for
-// scripts.
+// scripts. The summary gives the broker's CPU per message when -broker-pid
+// names it, and always the tool's own: when that nears the machine's cores,
+// the client, not the broker, caps the rates.
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -177,6 +180,7 @@ func run(o options) error {
 	}
 
 	cpuBefore, _ := processCPU(o.brokerPID)
+	ownBefore, _ := procstat.CPU(os.Getpid())
 	start := time.Now()
 	pctx, pcancel := context.WithTimeout(ctx, o.duration)
 	defer pcancel()
@@ -207,12 +211,16 @@ func run(o options) error {
 	}
 	drained := time.Since(start)
 	cpuAfter, cpuErr := processCPU(o.brokerPID)
+	ownAfter, ownErr := procstat.CPU(os.Getpid())
 	cancel()
 	consumers.Wait()
 	if cpuErr != nil {
 		return cpuErr
 	}
-	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore)
+	if ownErr != nil {
+		ownAfter, ownBefore = 0, 0 // no /proc: the figure is left out
+	}
+	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore, ownAfter-ownBefore)
 }
 
 // processCPU is the broker's CPU time, 0 without a pid.
@@ -535,6 +543,9 @@ type Summary struct {
 	Latency        *Latency `json:"latency_ms,omitempty"`         // publish to delivery
 	ConfirmLatency *Latency `json:"confirm_latency_ms,omitempty"` // publish to confirm
 	BrokerCPU      *float64 `json:"broker_cpu_us_per_message,omitempty"`
+	// ClientCPU is this process's own CPU per message: when it nears the
+	// cores the machine has, the client, not the broker, caps the rates.
+	ClientCPU *float64 `json:"client_cpu_us_per_message,omitempty"`
 }
 
 // Latency is a latency sample's percentiles, in milliseconds.
@@ -555,7 +566,7 @@ func percentiles(d []time.Duration) *Latency {
 	return &Latency{Samples: len(d), P50: at(0.5), P95: at(0.95), P99: at(0.99), Max: at(1)}
 }
 
-func summary(o options, st *stats, publishing, total, brokerCPU time.Duration) error {
+func summary(o options, st *stats, publishing, total, brokerCPU, clientCPU time.Duration) error {
 	p, c := st.published.Load(), st.consumed.Load()
 	st.mu.Lock()
 	sum := Summary{
@@ -570,6 +581,10 @@ func summary(o options, st *stats, publishing, total, brokerCPU time.Duration) e
 	if o.brokerPID > 0 && c > 0 {
 		us := float64(brokerCPU.Microseconds()) / float64(c)
 		sum.BrokerCPU = &us
+	}
+	if clientCPU > 0 && c > 0 {
+		us := float64(clientCPU.Microseconds()) / float64(c)
+		sum.ClientCPU = &us
 	}
 	if o.json {
 		return json.NewEncoder(output).Encode(sum)
@@ -589,6 +604,10 @@ func summary(o options, st *stats, publishing, total, brokerCPU time.Duration) e
 	}
 	if sum.BrokerCPU != nil {
 		fmt.Fprintf(output, "summary: broker CPU %.2fs = %.2f µs per message consumed\n", brokerCPU.Seconds(), *sum.BrokerCPU)
+	}
+	if sum.ClientCPU != nil {
+		fmt.Fprintf(output, "summary: client CPU %.2fs = %.2f µs per message consumed (%.0f%% of %d cores)\n",
+			clientCPU.Seconds(), *sum.ClientCPU, 100*clientCPU.Seconds()/total.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	}
 	return nil
 }

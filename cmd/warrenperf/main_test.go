@@ -51,6 +51,9 @@ func TestRunJSON(t *testing.T) {
 	if sum.Latency == nil || sum.ConfirmLatency == nil || sum.ConfirmLatency.Samples == 0 || sum.Latency.P99 < sum.Latency.P50 {
 		t.Fatalf("latencies %+v %+v", sum.Latency, sum.ConfirmLatency)
 	}
+	if sum.ClientCPU == nil || *sum.ClientCPU <= 0 {
+		t.Fatalf("client CPU %v", sum.ClientCPU)
+	}
 }
 
 func TestMessageBody(t *testing.T) {
