@@ -180,7 +180,7 @@ func run(o options) error {
 	}
 
 	cpuBefore, _ := processCPU(o.brokerPID)
-	ownBefore, _ := procstat.CPU(os.Getpid())
+	ownBefore, ownErr := procstat.CPU(os.Getpid())
 	start := time.Now()
 	pctx, pcancel := context.WithTimeout(ctx, o.duration)
 	defer pcancel()
@@ -211,16 +211,17 @@ func run(o options) error {
 	}
 	drained := time.Since(start)
 	cpuAfter, cpuErr := processCPU(o.brokerPID)
-	ownAfter, ownErr := procstat.CPU(os.Getpid())
+	ownAfter, err := procstat.CPU(os.Getpid())
+	clientCPU := ownAfter - ownBefore
+	if err != nil || ownErr != nil {
+		clientCPU = 0 // no /proc: the figure is left out
+	}
 	cancel()
 	consumers.Wait()
 	if cpuErr != nil {
 		return cpuErr
 	}
-	if ownErr != nil {
-		ownAfter, ownBefore = 0, 0 // no /proc: the figure is left out
-	}
-	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore, ownAfter-ownBefore)
+	return summary(o, st, elapsed, drained, cpuAfter-cpuBefore, clientCPU)
 }
 
 // processCPU is the broker's CPU time, 0 without a pid.
