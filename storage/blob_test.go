@@ -4,9 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
 )
+
+// randomBody is size random bytes, the same for the same seq and stream:
+// bodies that do not compress, so the bytes written are the bodies' size.
+func randomBody(seq, stream uint64, size int) []byte {
+	b := make([]byte, size)
+	r := rand.New(rand.NewPCG(seq, stream))
+	for i := 0; i+8 <= size; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	return b
+}
 
 // TestCompactionsDoNotCopyBodies runs a queue the way a paged backlog does
 // (each flush holds new bodies at the tail and deletions at the head, so the
@@ -27,14 +43,7 @@ func TestCompactionsDoNotCopyBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Random bodies, so that the bytes written are the bodies' size.
-	body := func(seq uint64) []byte {
-		b := make([]byte, size)
-		r := rand.New(rand.NewPCG(seq, 1))
-		for i := 0; i < size; i += 8 {
-			binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-		}
-		return b
-	}
+	body := func(seq uint64) []byte { return randomBody(seq, 1, size) }
 	var next, head uint64 = 1, 1
 	for r := 0; r < rounds; r++ {
 		txn := s.Begin()
@@ -100,5 +109,115 @@ func TestCompactionsDoNotCopyBodies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	check("after reopening")
+}
+
+// TestIdleStoreRewritesBlobFiles leaves blob files that are mostly garbage
+// (a few live bodies each) in a store that then goes idle, and checks that
+// they are still there once old enough to be rewritten (Pebble picks
+// compactions only on events), and that a nudge gets them rewritten and
+// the garbage deleted, the live bodies intact.
+func TestIdleStoreRewritesBlobFiles(t *testing.T) {
+	const (
+		q        = 3
+		rounds   = 4
+		perRound = 16
+		size     = 64 << 10
+	)
+	fs := vfs.NewMem()
+	opts := Options{FS: fs, Logger: zerolog.Nop(), blobRewriteAge: time.Second, nudgeInterval: -1}
+	s, err := Open("data", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := map[uint64]bool{q: true}
+	if _, err := s.Recover(keep); err != nil {
+		t.Fatal(err)
+	}
+	body := func(seq uint64) []byte { return randomBody(seq, 2, size) }
+	// One blob file per round; every body but the round's last is consumed.
+	seq := uint64(1)
+	var live []uint64
+	for r := 0; r < rounds; r++ {
+		txn := s.Begin()
+		for i := 0; i < perRound; i++ {
+			txn.PutEntry(q, 0, seq+uint64(i), &Entry{Persistent: true, Msg: &Message{Exchange: "x", RoutingKey: "k", Body: body(seq + uint64(i))}})
+		}
+		commit(t, txn)
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		txn = s.Begin()
+		for i := 0; i < perRound-1; i++ {
+			txn.DeleteEntry(q, 0, seq+uint64(i), Deleted{Size: size})
+		}
+		commit(t, txn)
+		live = append(live, seq+perRound-1)
+		seq += perRound
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Compact(context.Background(), []byte{0}, bytes.Repeat([]byte{0xff}, 32), false); err != nil {
+		t.Fatal(err)
+	}
+	garbage := func() (files, garbage, values uint64) {
+		m := s.db.Metrics()
+		return m.BlobFiles.LiveCount, m.BlobFiles.ValueSize - m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize
+	}
+	files, g, v := garbage()
+	if files < rounds || g < v*9/10 {
+		t.Fatalf("after consuming: %d blob files, %d of %d bytes garbage; want %d files, nearly all garbage", files, g, v, rounds)
+	}
+
+	// Blob files' ages are kept in whole seconds.
+	time.Sleep(opts.blobRewriteAge + 1100*time.Millisecond)
+	if files, g, v := garbage(); g < v*9/10 {
+		t.Fatalf("an idle store rewrote its blob files by itself (%d files, %d of %d bytes garbage): the nudge is not needed", files, g, v)
+	}
+	if !s.nudgeCompactions() {
+		t.Fatal("nudgeCompactions saw no garbage")
+	}
+	// The rewrites run in the background, one blob file after another.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		files, g, v := garbage()
+		if float64(g) <= blobGarbageRatio*float64(v) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a nudge: %d blob files, %d of %d bytes still garbage", files, g, v)
+		}
+	}
+	if s.nudgeCompactions() {
+		t.Error("nudgeCompactions still sees garbage worth a rewrite")
+	}
+
+	check := func(when string) {
+		var got []uint64
+		err := s.ScanQueue(q, 0, 0, 0, func(seq uint64, e *Entry) bool {
+			if e.Msg == nil || !bytes.Equal(e.Msg.Body, body(seq)) {
+				t.Errorf("%s: entry %d is wrong", when, seq)
+			}
+			got = append(got, seq)
+			return true
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(live) {
+			t.Errorf("%s: entries %v, want %v", when, got, live)
+		}
+	}
+	check("after the rewrites")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open("data", opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Recover(keep); err != nil {
+		t.Fatal(err)
+	}
 	check("after reopening")
 }

@@ -93,6 +93,11 @@ type Options struct {
 	// disk space.
 	afterIntervalSync func()
 	afterHold         func()
+	// blobRewriteAge and nudgeInterval, for tests, replace
+	// defaultBlobRewriteAge and defaultNudgeInterval (reclaim.go); a
+	// negative nudgeInterval turns the nudges off.
+	blobRewriteAge time.Duration
+	nudgeInterval  time.Duration
 }
 
 const (
@@ -125,6 +130,12 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.blobRewriteAge <= 0 {
+		o.blobRewriteAge = defaultBlobRewriteAge
+	}
+	if o.nudgeInterval == 0 {
+		o.nudgeInterval = defaultNudgeInterval
 	}
 }
 
@@ -179,6 +190,7 @@ type Store struct {
 	raftLogs raftLogs // the RaftLogs handed out, one per group (raftlog.go)
 
 	recovered atomic.Bool
+	stop      chan struct{} // closed by Close: background loops return
 	closeOnce sync.Once
 	closeErr  error
 	// closeMu keeps Close from closing the DB under a reader: readers hold
@@ -211,7 +223,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if autoMemTable {
 		o.MemTableSize = memTableSizeFor(o.FS, dir) // smaller on a small disk (space.go)
 	}
-	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS)}
+	s := &Store{dir: dir, opts: o, log: o.Logger.With().Str("component", "storage").Logger(), wal: newWALFS(o.FS), stop: make(chan struct{})}
 	s.ids.cond.L = &s.ids.mu
 
 	lock, err := pebble.LockDirectory(dir, o.FS)
@@ -244,7 +256,7 @@ func Open(dir string, o Options) (*Store, error) {
 	// Small messages pay a little for it: a backlog's drain spends more in
 	// compactions (BENCHMARKS.md, "bodies in blob files").
 	po.TargetFileSizes[0] = int64(max(o.MemTableSize/2, 2<<20))
-	po.Experimental.ValueSeparationPolicy = valueSeparation
+	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return valueSeparation(o.blobRewriteAge) }
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
@@ -269,6 +281,9 @@ func Open(dir string, o Options) (*Store, error) {
 	s.c.init(s)
 	go s.commitLoop()
 	go s.c.callbackLoop()
+	if o.nudgeInterval > 0 {
+		go s.nudgeLoop(o.nudgeInterval)
+	}
 	return s, nil
 }
 
@@ -279,9 +294,12 @@ const separateValuesFrom = 8 << 10
 // bodies, in practice) in blob files that a flush writes once and
 // compactions do not rewrite: a queue's entries are written, read once and
 // deleted, and without it every compaction copied the bodies again. A blob
-// file is deleted when no sstable refers to it; one kept alive by a few
-// old messages is rewritten once it is 20% garbage and five minutes old.
-func valueSeparation() pebble.ValueSeparationPolicy {
+// file is deleted when no sstable refers to it. Blob files kept alive by a
+// few old messages are rewritten, one at a time, while more than
+// blobGarbageRatio of all blob bytes are garbage, once they are rewriteAge
+// old (five minutes; nudgeCompactions sees to it that an idle store does
+// this too).
+func valueSeparation(rewriteAge time.Duration) pebble.ValueSeparationPolicy {
 	return pebble.ValueSeparationPolicy{
 		Enabled:     true,
 		MinimumSize: separateValuesFrom,
@@ -290,8 +308,8 @@ func valueSeparation() pebble.ValueSeparationPolicy {
 		// uses) compactions copied the bodies into new blob files after
 		// all (TestCompactionsDoNotCopyBodies).
 		MaxBlobReferenceDepth: 100,
-		RewriteMinimumAge:     5 * time.Minute,
-		TargetGarbageRatio:    0.2,
+		RewriteMinimumAge:     rewriteAge,
+		TargetGarbageRatio:    blobGarbageRatio,
 	}
 }
 
@@ -402,6 +420,7 @@ func (s *Store) isEmpty() (bool, error) {
 // Close fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.stop)
 		s.c.close()
 		s.closeMu.Lock()
 		s.closed = true
@@ -484,30 +503,31 @@ func (s *Store) Stats() map[string]any {
 	bytes := c.stats.bytes.Load()
 	m := s.db.Metrics()
 	st := map[string]any{
-		"pending_bytes":        pendingBytes,
-		"pending_txns":         pendingTxns,
-		"sealed_batches":       sealed,
-		"commits":              commits,
-		"syncs":                c.stats.syncs.Load(),
-		"interval_syncs":       c.stats.intervalSyncs.Load(),
-		"txns":                 txns,
-		"committed_bytes":      bytes,
-		"commit_errors":        c.stats.errors.Load(),
-		"shared_messages":      c.refCount(),
-		"pebble_disk_bytes":    m.DiskSpaceUsage(),
-		"pebble_read_amp":      m.ReadAmp(),
-		"pebble_memtable_size": m.MemTable.Size,
-		"pebble_memtables":     m.MemTable.Count,
-		"pebble_wal_bytes":     m.WAL.BytesWritten,
-		"pebble_flushes":       m.Flush.Count,
-		"pebble_compactions":   m.Compact.Count,
-		"pebble_blob_files":    m.BlobFiles.LiveCount,
-		"pebble_blob_bytes":    m.BlobFiles.LiveSize,
-		"pebble_compact_debt":  m.Compact.EstimatedDebt,
-		"pebble_tombstones":    m.Keys.TombstoneCount,
-		"pebble_cache_bytes":   m.BlockCache.Size,
-		"pebble_cache_hits":    m.BlockCache.Hits,
-		"pebble_cache_misses":  m.BlockCache.Misses,
+		"pending_bytes":             pendingBytes,
+		"pending_txns":              pendingTxns,
+		"sealed_batches":            sealed,
+		"commits":                   commits,
+		"syncs":                     c.stats.syncs.Load(),
+		"interval_syncs":            c.stats.intervalSyncs.Load(),
+		"txns":                      txns,
+		"committed_bytes":           bytes,
+		"commit_errors":             c.stats.errors.Load(),
+		"shared_messages":           c.refCount(),
+		"pebble_disk_bytes":         m.DiskSpaceUsage(),
+		"pebble_read_amp":           m.ReadAmp(),
+		"pebble_memtable_size":      m.MemTable.Size,
+		"pebble_memtables":          m.MemTable.Count,
+		"pebble_wal_bytes":          m.WAL.BytesWritten,
+		"pebble_flushes":            m.Flush.Count,
+		"pebble_compactions":        m.Compact.Count,
+		"pebble_blob_files":         m.BlobFiles.LiveCount,
+		"pebble_blob_bytes":         m.BlobFiles.LiveSize,
+		"pebble_blob_garbage_bytes": m.BlobFiles.ValueSize - min(m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize),
+		"pebble_compact_debt":       m.Compact.EstimatedDebt,
+		"pebble_tombstones":         m.Keys.TombstoneCount,
+		"pebble_cache_bytes":        m.BlockCache.Size,
+		"pebble_cache_hits":         m.BlockCache.Hits,
+		"pebble_cache_misses":       m.BlockCache.Misses,
 	}
 	if commits > 0 {
 		st["avg_batch_txns"] = float64(txns) / float64(commits)
