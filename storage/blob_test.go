@@ -170,7 +170,10 @@ func TestIdleStoreRewritesBlobFiles(t *testing.T) {
 		t.Fatalf("after consuming: %d blob files, %d of %d bytes garbage; want %d files, nearly all garbage", files, g, v, rounds)
 	}
 
-	// Blob files' ages are kept in whole seconds.
+	// Loading the new tables' statistics is the last event that makes
+	// Pebble pick compactions; wait for it, then until the blob files are
+	// old enough to be rewritten (their ages are kept in whole seconds).
+	waitForStats(t, s)
 	time.Sleep(opts.blobRewriteAge + 1100*time.Millisecond)
 	if files, g, v := garbage(); g < v*9/10 {
 		t.Fatalf("an idle store rewrote its blob files by itself (%d files, %d of %d bytes garbage): the nudge is not needed", files, g, v)
@@ -220,4 +223,98 @@ func TestIdleStoreRewritesBlobFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after reopening")
+}
+
+// TestIdleStoreCompactsDeletions consumes a queue whose bodies have reached
+// the bottom level, so the deletions stay in the memtable, above them, and
+// checks that once the store is idle the deletions are compacted with the
+// entries and the bodies' blob files deleted: by compactDeletions itself,
+// and by the store's own loop.
+func TestIdleStoreCompactsDeletions(t *testing.T) {
+	for _, loop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("loop=%v", loop), func(t *testing.T) {
+			const (
+				q    = 5
+				n    = 32
+				size = 64 << 10
+			)
+			opts := Options{FS: vfs.NewMem(), Logger: zerolog.Nop(), nudgeInterval: -1}
+			if loop {
+				opts.nudgeInterval = 20 * time.Millisecond
+			}
+			s, err := Open("data", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Recover(map[uint64]bool{q: true}); err != nil {
+				t.Fatal(err)
+			}
+			txn := s.Begin()
+			for seq := uint64(1); seq <= n; seq++ {
+				txn.PutEntry(q, 0, seq, &Entry{Persistent: true, Msg: &Message{Exchange: "x", RoutingKey: "k", Body: randomBody(seq, 3, size)}})
+			}
+			commit(t, txn)
+			if err := s.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.db.Compact(context.Background(), []byte{0}, bytes.Repeat([]byte{0xff}, 32), false); err != nil {
+				t.Fatal(err)
+			}
+			txn = s.Begin()
+			for seq := uint64(1); seq <= n; seq++ {
+				txn.DeleteEntry(q, 0, seq, Deleted{Size: size})
+			}
+			commit(t, txn)
+			if m := s.db.Metrics(); m.BlobFiles.LiveCount == 0 || m.BlobFiles.ReferencedValueSize < n*size {
+				t.Fatalf("consumed, before compacting: %d blob files, %d bytes referenced; want the bodies still there",
+					m.BlobFiles.LiveCount, m.BlobFiles.ReferencedValueSize)
+			}
+
+			if !loop {
+				if spans, ok := s.compactDeletions(context.Background()); spans == 0 || !ok {
+					t.Fatalf("compactDeletions: %d ranges, %v", spans, ok)
+				}
+				if m := s.db.Metrics(); m.BlobFiles.LiveCount != 0 {
+					t.Fatalf("after compacting the deletions: %d blob files (%d bytes referenced) left",
+						m.BlobFiles.LiveCount, m.BlobFiles.ReferencedValueSize)
+				}
+				if spans, ok := s.compactDeletions(context.Background()); spans != 0 || !ok {
+					t.Fatalf("compactDeletions again: %d ranges, %v; want nothing left to do", spans, ok)
+				}
+				return
+			}
+			for deadline := time.Now().Add(30 * time.Second); s.db.Metrics().BlobFiles.LiveCount != 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the idle store kept %d blob files", s.db.Metrics().BlobFiles.LiveCount)
+				}
+			}
+		})
+	}
+}
+
+// waitForStats waits until Pebble has loaded every table's statistics.
+func waitForStats(t *testing.T, s *Store) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		levels, err := s.db.SSTables()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if statsLoaded(levels) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("table statistics not loaded")
+		}
+	}
+}
+
+func TestMergeSpans(t *testing.T) {
+	sp := func(a, b string) keySpan { return keySpan{[]byte(a), []byte(b)} }
+	got := mergeSpans([]keySpan{sp("m", "p"), sp("a", "c"), sp("b", "d"), sp("d", "f"), sp("x", "z"), sp("n", "o")})
+	want := []keySpan{sp("a", "f"), sp("m", "p"), sp("x", "z")}
+	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+		t.Errorf("mergeSpans: %q, want %q", got, want)
+	}
 }

@@ -344,9 +344,12 @@
 // store.go): written once at flush, never copied by compactions, deleted
 // when no sstable refers to them. A blob file that a few live values keep
 // alive is rewritten once it is five minutes old while over a fifth of all
-// blob bytes are garbage; Pebble decides that only when something happens
-// in the DB, so the store nudges it once a minute (reclaim.go) and an idle
-// store gives the space back too. Pebble's own tools read the directory;
+// blob bytes are garbage. Pebble decides what to compact only when
+// something happens in the DB, so the store nudges it once a minute, and
+// once the store has been idle for a minute it flushes the memtable and
+// compacts the ranges of the tables holding deletions above the bottom
+// level (reclaim.go): an idle store gives back the space of consumed
+// messages too. Pebble's own tools read the directory;
 // its info-level log lines go to the store's logger at debug level.
 //
 // # Memory

@@ -1,20 +1,32 @@
 package storage
 
-import "time"
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // Pebble picks compactions when something happens: a flush, a finished
-// compaction, an open. A blob file becomes worth rewriting by growing old
-// (blobRewriteAge) while a few live values keep its garbage on disk, and
-// growing old is no event. So a store that goes idle after a burst of large
-// messages kept every blob file that a few lingering messages pinned, for
-// as long as it stayed idle: hundreds of MiB for a few live MiB.
+// compaction, an open. Two kinds of garbage outlive the events, so a store
+// that went idle after a burst of large messages kept hundreds of MiB for a
+// few live MiB, for as long as it stayed idle:
 //
-// nudgeCompactions makes Pebble pick again every nudgeInterval while its
-// blob files hold more garbage than the rewrite policy allows. Closing the
-// only snapshot is the public call that does it (Pebble re-picks then, as
-// the snapshot may have kept obsolete values alive). Once a rewrite runs,
-// its completion is an event and Pebble goes on by itself, one file at a
-// time, until the garbage is down to the policy's ratio.
+//   - A blob file that a few live values keep alive becomes worth rewriting
+//     by growing old (blobRewriteAge), and growing old is no event.
+//   - The deletions of the last entries consumed sit in the memtable and in
+//     small tables above the tables holding those entries, and levels that
+//     small give Pebble no reason to compact; the entries keep their bodies'
+//     blob files alive.
+//
+// So every nudgeInterval the store has Pebble pick compactions afresh while
+// over blobGarbageRatio of the blob bytes are garbage (closing the only
+// snapshot is the public call that does it; once a rewrite runs, its end is
+// an event and the rewrites chain by themselves). And once per idle spell
+// (an interval without a commit) it flushes the memtable and compacts the
+// key ranges of the tables that hold deletions above the bottom level.
 
 const (
 	defaultBlobRewriteAge = 5 * time.Minute
@@ -24,17 +36,31 @@ const (
 	blobGarbageRatio = 0.2
 )
 
-// nudgeLoop runs nudgeCompactions every interval until the store closes.
+// nudgeLoop runs the nudges every interval until the store closes.
 func (s *Store) nudgeLoop(interval time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	last := s.c.stats.commits.Load()
+	compacted := false // in this idle spell
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.nudgeCompactions()
 		}
+		commits := s.c.stats.commits.Load()
+		if commits != last {
+			last, compacted = commits, false
+		} else if !compacted {
+			_, compacted = s.compactDeletions(ctx)
+		}
+		s.nudgeCompactions()
 	}
 }
 
@@ -53,4 +79,97 @@ func (s *Store) nudgeCompactions() bool {
 	}
 	s.db.NewSnapshot().Close()
 	return true
+}
+
+// compactDeletions flushes the memtable and compacts the key ranges of the
+// tables above the bottom level that hold deletions, so that the deletions
+// meet what they delete. It returns how many ranges it compacted, and false
+// if it did not get to look at every table (a failure, or the tables'
+// statistics, which count their deletions, not loaded in time).
+func (s *Store) compactDeletions(ctx context.Context) (int, bool) {
+	done, err := s.read()
+	if err != nil {
+		return 0, false
+	}
+	defer done()
+	if err := s.db.Flush(); err != nil {
+		s.log.Warn().Err(err).Msg("idle store: flush before compacting deletions")
+		return 0, false
+	}
+	// Pebble loads a new table's statistics in the background, after the
+	// flush has returned; a table whose statistics count no entries has
+	// not had them loaded yet.
+	var levels [][]pebble.SSTableInfo
+	for deadline := time.Now().Add(statsWait); ; {
+		if levels, err = s.db.SSTables(); err != nil {
+			s.log.Warn().Err(err).Msg("idle store: listing tables")
+			return 0, false
+		}
+		if statsLoaded(levels) {
+			break
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return 0, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	bottom := len(levels) - 1
+	for bottom > 0 && len(levels[bottom]) == 0 {
+		bottom--
+	}
+	var spans []keySpan
+	for _, tables := range levels[:bottom] {
+		for _, t := range tables {
+			if t.TableStats.NumDeletions > 0 {
+				spans = append(spans, keySpan{t.Smallest.UserKey, t.Largest.UserKey})
+			}
+		}
+	}
+	n := 0
+	for _, sp := range mergeSpans(spans) {
+		// The successor of the last key: Compact wants start < end.
+		end := append(slices.Clip(sp.last), 0)
+		if err := s.db.Compact(ctx, sp.first, end, false); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("idle store: compacting deletions")
+			}
+			return n, false
+		}
+		n++
+	}
+	return n, true
+}
+
+// statsWait is how long compactDeletions waits for table statistics.
+const statsWait = 10 * time.Second
+
+// statsLoaded reports whether every table's statistics are loaded.
+func statsLoaded(levels [][]pebble.SSTableInfo) bool {
+	for _, tables := range levels {
+		for _, t := range tables {
+			if t.TableStats.NumEntries == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keySpan is a range of user keys, both ends included.
+type keySpan struct{ first, last []byte }
+
+// mergeSpans returns the union of spans as disjoint spans in key order.
+func mergeSpans(spans []keySpan) []keySpan {
+	slices.SortFunc(spans, func(a, b keySpan) int { return bytes.Compare(a.first, b.first) })
+	var out []keySpan
+	for _, sp := range spans {
+		if k := len(out) - 1; k >= 0 && bytes.Compare(sp.first, out[k].last) <= 0 {
+			if bytes.Compare(sp.last, out[k].last) > 0 {
+				out[k].last = sp.last
+			}
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
 }
