@@ -93,7 +93,9 @@ func (s *Store) compactDeletions(ctx context.Context) (int, bool) {
 	}
 	defer done()
 	if err := s.db.Flush(); err != nil {
-		s.log.Warn().Err(err).Msg("idle store: flush before compacting deletions")
+		if !isNoSpace(err) { // the disk alarm says so already
+			s.log.Warn().Err(err).Msg("idle store: flush before compacting deletions")
+		}
 		return 0, false
 	}
 	// Pebble loads a new table's statistics in the background, after the
@@ -130,7 +132,7 @@ func (s *Store) compactDeletions(ctx context.Context) (int, bool) {
 		// The successor of the last key: Compact wants start < end.
 		end := append(slices.Clip(sp.last), 0)
 		if err := s.db.Compact(ctx, sp.first, end, false); err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !isNoSpace(err) {
 				s.log.Warn().Err(err).Msg("idle store: compacting deletions")
 			}
 			return n, false
