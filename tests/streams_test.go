@@ -186,9 +186,12 @@ func TestStreamConsume(t *testing.T) {
 		t.Fatal("next got nothing")
 	}
 
+	// A stream's declare-ok counts its messages, as RabbitMQ's does once
+	// its statistics have caught up (every 5 s: before that it gives 0, or
+	// an older count).
 	q, err := pub.QueueDeclarePassive(name, true, false, false, false, streamArgs)
-	if err != nil || q.Messages != 0 {
-		t.Fatalf("declare-ok of a stream: %+v %v (RabbitMQ counts no messages)", q, err)
+	if err != nil || q.Messages > 205 || reference() == "" && q.Messages != 205 {
+		t.Fatalf("declare-ok of a stream of 205 messages: %+v %v", q, err)
 	}
 	refused := func(what string, code int, text string, f func(ch *amqp.Channel) error) {
 		t.Helper()

@@ -683,8 +683,11 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		return st.Ready, st.Consumers, err
 	}
 	if d.Stream != nil {
-		// As RabbitMQ: a stream's declare-ok counts no messages.
-		return 0, d.Stream.Stats().Consumers, nil
+		// As RabbitMQ, a stream's declare-ok counts the messages in it (all
+		// of them, read or not). RabbitMQ's count lags by its statistics
+		// interval (5 s); this one does not.
+		st := d.Stream.Stats()
+		return st.Ready, st.Consumers, nil
 	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {
