@@ -180,7 +180,7 @@ func run(o options) error {
 	}
 
 	cpuBefore, _ := processCPU(o.brokerPID)
-	ownBefore, ownErr := procstat.CPU(os.Getpid())
+	ownBefore, ownErr := ownCPU()
 	start := time.Now()
 	pctx, pcancel := context.WithTimeout(ctx, o.duration)
 	defer pcancel()
@@ -211,10 +211,10 @@ func run(o options) error {
 	}
 	drained := time.Since(start)
 	cpuAfter, cpuErr := processCPU(o.brokerPID)
-	ownAfter, err := procstat.CPU(os.Getpid())
+	ownAfter, err := ownCPU()
 	clientCPU := ownAfter - ownBefore
 	if err != nil || ownErr != nil {
-		clientCPU = 0 // no /proc: the figure is left out
+		clientCPU = 0 // not measured: the figure is left out
 	}
 	cancel()
 	consumers.Wait()
