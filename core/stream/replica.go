@@ -302,23 +302,44 @@ func (s *Stream) fill() {
 			continue
 		}
 		s.mu.Lock()
+		if s.holeFrom != from {
+			s.mu.Unlock()
+			continue // the hole moved meanwhile (retention, a new snapshot)
+		}
 		tx := s.cfg.Store.Begin()
-		if at := got[0].Offset; at > s.holeFrom && s.holeFrom == from {
+		if at := got[0].Offset; at > from {
 			// The others dropped what this replica lacks to their
 			// retention: it goes here too.
 			s.dropBefore(tx, at)
+			s.settle()
 		}
+		start, to := s.holeFrom, s.holeFrom
 		for _, f := range got {
-			if f.Offset != s.holeFrom || f.Offset >= s.holeTo {
-				continue // the hole moved meanwhile (retention, a new snapshot)
+			if f.Offset != to || f.Offset >= s.holeTo {
+				continue
 			}
 			tx.PutStreamMessage(s.cfg.ID, f.Offset, f.Timestamp, f.Msg)
-			s.holeFrom++
+			to++
+		}
+		st := s.state()
+		st.HoleFrom = to
+		tx.PutStreamState(s.cfg.ID, st)
+		s.mu.Unlock()
+		// The copies become readable (holeFrom, and stable with it, moves
+		// past them) only once committed. A read waits for the Txns
+		// committed before it, not for one still being built, and the
+		// offsets after the hole are in the store already: a reader let in
+		// early skipped to them.
+		if s.beforeFillCommit != nil {
+			s.beforeFillCommit(start, to)
+		}
+		tx.Commit(false, s.failIf)
+		s.mu.Lock()
+		if s.holeFrom == start {
+			s.holeFrom = to
 		}
 		s.settle()
-		tx.PutStreamState(s.cfg.ID, s.state())
 		s.mu.Unlock()
-		tx.Commit(false, s.failIf)
 		s.signal()
 	}
 }

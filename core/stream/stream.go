@@ -86,6 +86,9 @@ type Stream struct {
 	applied          uint64
 	holeFrom, holeTo uint64
 	filling          bool
+	// beforeFillCommit, for tests, runs when a hole's copies from from to
+	// to are written into a Txn and not yet committed.
+	beforeFillCommit func(from, to uint64)
 }
 
 type pending struct {
