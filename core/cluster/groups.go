@@ -286,9 +286,13 @@ func (g *Group) init() error {
 	if err != nil {
 		return err
 	}
+	// Raft refuses an applied index past the saved commit, and the
+	// machine's may be (see below): Raft is told the commit, and hands
+	// back entries up to the machine's applied index again, which the
+	// loop skips (process).
 	rc := &raft.Config{
 		ID: g.host.self, ElectionTick: groupElectionTicks, HeartbeatTick: groupHeartbeatTicks,
-		Storage: cfg.Log, Applied: g.applied, MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: groupMaxInflight,
+		Storage: cfg.Log, Applied: min(g.applied, hs.GetCommit()), MaxSizePerMsg: maxSizePerMsg, MaxInflightMsgs: groupMaxInflight,
 		MaxUncommittedEntriesSize: 1 << 30, CheckQuorum: true, PreVote: true, StepDownOnRemoval: true,
 		Logger: raftLogger{g.host.log},
 	}

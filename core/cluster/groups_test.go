@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/warrenmq/warren/storage"
 )
@@ -67,16 +68,7 @@ func TestGroupOfOne(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
 	start := func(st *storage.Store) (*Groups, *Group, *groupJournal) {
-		h := NewGroups(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
-		log, err := st.RaftLog(42)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &groupJournal{every: 7}
-		g, err := h.Start(GroupConfig{ID: 42, Members: []uint64{h.Self()}, Log: log, Machine: m})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, g, m, _ := startGroupOfOne(t, st, 42)
 		return h, g, m
 	}
 	h, g, m := start(st)
@@ -120,13 +112,7 @@ func TestGroupOfOne(t *testing.T) {
 	defer st.Close()
 	h, g, m = start(st)
 	defer h.Stop()
-	if _, err := proposeTo(g, "after restart"); err != nil {
-		t.Fatal(err)
-	}
-	want = append(want, "after restart")
-	if got := m.commands(); !slices.Equal(got, want) {
-		t.Fatalf("after a restart applied %q, want %q", got, want)
-	}
+	proposeAfterRestart(t, g, m, want)
 }
 
 // Groups on three nodes share the transport: each group elects the node
@@ -413,4 +399,82 @@ func TestGroupBatchesProposals(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A member applies, and may snapshot, entries while it saves the next
+// ones, so a crash can leave its snapshot past the commit its last saved
+// hard state records. Raft refuses to start with an applied index past
+// the commit; the group starts, and applies nothing twice.
+func TestGroupRestartsWithSnapshotPastSavedCommit(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	h, g, m, log := startGroupOfOne(t, st, 43)
+	var want []string
+	for i := range 30 {
+		cmd := fmt.Sprintf("c%d", i)
+		if _, err := proposeTo(g, cmd); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, cmd)
+	}
+	h.Stop()
+	snap, err := log.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, _, err := log.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := log.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := snap.GetMetadata().GetIndex()
+	if at == 0 || at <= first {
+		t.Fatalf("snapshot at %d, log from %d: the test needs a snapshot above the log's start", at, first)
+	}
+	// The crash: the hard state saved before the snapshot's entries were
+	// committed.
+	hs.Commit = proto.Uint64(at - 1)
+	if err := log.Save(hs, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st = openStore(t, dir)
+	defer st.Close()
+	h, g, m, _ = startGroupOfOne(t, st, 43)
+	defer h.Stop()
+	proposeAfterRestart(t, g, m, want)
+}
+
+// proposeAfterRestart proposes once more to a restarted group and checks
+// that its machine applied want and that, once each.
+func proposeAfterRestart(t *testing.T, g *Group, m *groupJournal, want []string) {
+	t.Helper()
+	if _, err := proposeTo(g, "after restart"); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "after restart")
+	if got := m.commands(); !slices.Equal(got, want) {
+		t.Fatalf("after a restart applied %q, want %q", got, want)
+	}
+}
+
+// startGroupOfOne starts group id, of this node alone, on st's Raft log,
+// with a journal that snapshots every 7 entries.
+func startGroupOfOne(t *testing.T, st *storage.Store, id uint64) (*Groups, *Group, *groupJournal, *storage.RaftLog) {
+	t.Helper()
+	h := NewGroups(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	log, err := st.RaftLog(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &groupJournal{every: 7}
+	g, err := h.Start(GroupConfig{ID: id, Members: []uint64{h.Self()}, Log: log, Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, g, m, log
 }
