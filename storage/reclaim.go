@@ -73,12 +73,16 @@ func (s *Store) nudgeCompactions() bool {
 	}
 	defer done()
 	m := s.db.Metrics()
-	garbage := m.BlobFiles.ValueSize - min(m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize)
-	if float64(garbage) <= blobGarbageRatio*float64(m.BlobFiles.ValueSize) {
+	if float64(blobGarbage(m)) <= blobGarbageRatio*float64(m.BlobFiles.ValueSize) {
 		return false
 	}
 	s.db.NewSnapshot().Close()
 	return true
+}
+
+// blobGarbage is the bytes of blob-file values no key refers to any more.
+func blobGarbage(m *pebble.Metrics) uint64 {
+	return m.BlobFiles.ValueSize - min(m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize)
 }
 
 // compactDeletions flushes the memtable and compacts the key ranges of the

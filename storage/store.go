@@ -522,7 +522,7 @@ func (s *Store) Stats() map[string]any {
 		"pebble_compactions":        m.Compact.Count,
 		"pebble_blob_files":         m.BlobFiles.LiveCount,
 		"pebble_blob_bytes":         m.BlobFiles.LiveSize,
-		"pebble_blob_garbage_bytes": m.BlobFiles.ValueSize - min(m.BlobFiles.ReferencedValueSize, m.BlobFiles.ValueSize),
+		"pebble_blob_garbage_bytes": blobGarbage(m),
 		"pebble_compact_debt":       m.Compact.EstimatedDebt,
 		"pebble_tombstones":         m.Keys.TombstoneCount,
 		"pebble_cache_bytes":        m.BlockCache.Size,
