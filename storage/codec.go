@@ -30,6 +30,10 @@ type Entry struct {
 	// the message). ScanQueue always fills Msg.
 	MsgID uint64
 	Msg   *Message // the message itself when MsgID == 0 (inline: the common single-queue case)
+	// Spill, when set, is where the body of a transient inline entry is
+	// kept instead (Spill); Msg.Body is then not stored, and ScanQueue
+	// leaves it nil for the caller to read from the queue's Spill.
+	Spill SpillRef
 }
 
 // Entry value flags (byte 0 of an entry value).
@@ -38,7 +42,8 @@ const (
 	entryDelivered  = 1 << 1
 	entryShared     = 1 << 2 // msgID and body length follow instead of the message
 	entryExpires    = 1 << 3 // ExpiresAt follows
-	entryKnownFlags = entryPersistent | entryDelivered | entryShared | entryExpires
+	entrySpilled    = 1 << 4 // a spill reference follows; the message has no body
+	entryKnownFlags = entryPersistent | entryDelivered | entryShared | entryExpires | entrySpilled
 )
 
 var errBadValue = errors.New("malformed value")
@@ -128,6 +133,8 @@ func entryHeaderLen(e *Entry) int {
 	}
 	if e.MsgID != 0 {
 		n += 8 + uvarintLen(uint64(sharedBodyLen(e)))
+	} else if r := e.Spill; r.Spilled() {
+		n += uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len))
 	}
 	return n
 }
@@ -144,6 +151,9 @@ func entryLen(e *Entry) int {
 	n := entryHeaderLen(e)
 	if e.MsgID == 0 {
 		n += messageLen(e.Msg)
+		if e.Spill.Spilled() {
+			n -= len(e.Msg.Body)
+		}
 	}
 	return n
 }
@@ -153,6 +163,7 @@ func entryLen(e *Entry) int {
 //	flags (1) | uvarint deliveries | [expires-at (8, BE)] |
 //	    shared: msgID (8, BE) | uvarint body length
 //	    inline: message
+//	    spilled: uvarint segment | uvarint offset | uvarint length | message without its body
 func putEntry(b []byte, e *Entry) {
 	var f byte
 	if e.Persistent {
@@ -167,6 +178,10 @@ func putEntry(b []byte, e *Entry) {
 	if e.ExpiresAt != 0 {
 		f |= entryExpires
 	}
+	spilled := e.MsgID == 0 && e.Spill.Spilled()
+	if spilled {
+		f |= entrySpilled
+	}
 	b[0] = f
 	n := 1 + binary.PutUvarint(b[1:], uint64(e.Deliveries))
 	if e.ExpiresAt != 0 {
@@ -179,6 +194,15 @@ func putEntry(b []byte, e *Entry) {
 		binary.PutUvarint(b[n:], uint64(sharedBodyLen(e)))
 		return
 	}
+	if spilled {
+		n += binary.PutUvarint(b[n:], uint64(e.Spill.Seg))
+		n += binary.PutUvarint(b[n:], uint64(e.Spill.Off))
+		n += binary.PutUvarint(b[n:], uint64(e.Spill.Len))
+		m := *e.Msg
+		m.Body = nil
+		putMessage(b[n:], &m)
+		return
+	}
 	putMessage(b[n:], e.Msg)
 }
 
@@ -188,8 +212,9 @@ type entryHeader struct {
 	deliveries uint32
 	expiresAt  int64
 	msgID      uint64
-	bodyLen    int    // shared entries: the recorded body length
-	msg        []byte // inline entries: the encoded message
+	bodyLen    int      // shared entries: the recorded body length
+	spill      SpillRef // spilled entries: where the body is
+	msg        []byte   // inline entries: the encoded message
 }
 
 func decodeEntryHeader(b []byte) (entryHeader, error) {
@@ -212,8 +237,17 @@ func decodeEntryHeader(b []byte) (entryHeader, error) {
 		b = b[8:]
 	}
 	if h.flags&entryShared == 0 {
+		if h.flags&entrySpilled != 0 {
+			var err error
+			if h.spill, b, err = decodeSpillRef(b); err != nil {
+				return h, err
+			}
+		}
 		h.msg = b
 		return h, nil
+	}
+	if h.flags&entrySpilled != 0 {
+		return h, errBadValue
 	}
 	if len(b) < 8 {
 		return h, errBadValue
@@ -227,9 +261,28 @@ func decodeEntryHeader(b []byte) (entryHeader, error) {
 	return h, nil
 }
 
-// bodyLen returns the body length of an inline entry's message without
-// decoding the rest.
+// decodeSpillRef reads a spill reference from the front of b.
+func decodeSpillRef(b []byte) (SpillRef, []byte, error) {
+	var v [3]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return SpillRef{}, nil, errBadValue
+		}
+		v[i], b = x, b[n:]
+	}
+	if v[0] > math.MaxUint32 || v[1] > math.MaxInt64 || v[2] == 0 || v[2] > math.MaxInt32 {
+		return SpillRef{}, nil, errBadValue
+	}
+	return SpillRef{Seg: uint32(v[0]), Off: int64(v[1]), Len: int(v[2])}, b, nil
+}
+
+// inlineBodyLen returns the body length of an inline entry's message
+// without decoding the rest (a spilled body's recorded length).
 func (h *entryHeader) inlineBodyLen() (int, error) {
+	if h.spill.Spilled() {
+		return h.spill.Len, nil
+	}
 	_, b, err := readLen(h.msg)
 	if err != nil {
 		return 0, err
@@ -267,6 +320,7 @@ func decodeEntry(v, msg []byte) (*Entry, error) {
 		Deliveries: h.deliveries,
 		ExpiresAt:  h.expiresAt,
 		MsgID:      h.msgID,
+		Spill:      h.spill,
 	}}
 	enc := h.msg
 	if h.shared() {

@@ -26,7 +26,7 @@ import (
 // Txn operations:
 //
 //	put-message id= [refs=] [body=] [exchange=] [rk=]
-//	put q= [p=] s= [persistent] [delivered] [deliveries=] [expires=] [msg=] [body=] [exchange=] [rk=]
+//	put q= [p=] s= [persistent] [delivered] [deliveries=] [expires=] [msg=] [body=] [exchange=] [rk=] [spill=seg,off,len]
 //	update (as put)
 //	delete q= [p=] s= [msg=]
 //	delete-queue q=
@@ -181,6 +181,13 @@ func ddOp(t *testing.T, txn *Txn, line string) {
 		}
 		if e.MsgID == 0 || a.Has("body") {
 			e.Msg = msg()
+		}
+		if a.Has("spill") {
+			var r SpillRef
+			if _, err := fmt.Sscanf(a["spill"], "%d,%d,%d", &r.Seg, &r.Off, &r.Len); err != nil {
+				t.Fatalf("spill=%s: want seg,off,len", a["spill"])
+			}
+			e.Spill = r
 		}
 		return e
 	}

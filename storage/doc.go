@@ -85,14 +85,18 @@
 //
 // An entry is
 //
-//	flags (1 byte): 0x01 persistent, 0x02 delivered, 0x04 shared, 0x08 expires
+//	flags (1 byte): 0x01 persistent, 0x02 delivered, 0x04 shared, 0x08 expires,
+//	                0x10 spilled
 //	uvarint deliveries
 //	expires-at (8 bytes, big-endian unix ms)       if flag 0x08
 //	shared:  msgID (8 bytes) | uvarint body length if flag 0x04
+//	spilled: uvarint segment | uvarint offset |    if flag 0x10 (never with 0x04)
+//	         uvarint body length | message without its body
 //	inline:  message                               otherwise
 //
 // A shared entry records its body length so that QueueLevels and Recover
-// count bytes without reading the message. A reference (0x05) value is the
+// count bytes without reading the message. A spilled entry's body is in
+// its queue's spill file (below), never in the DB. A reference (0x05) value is the
 // msgID, 8 bytes. A held value is the caller's bytes.
 //
 // Raft values are raft's own messages marshalled with protobuf: a
@@ -351,6 +355,31 @@
 // level (reclaim.go): an idle store gives back the space of consumed
 // messages too. Pebble's own tools read the directory;
 // its info-level log lines go to the store's logger at debug level.
+//
+// # Spill files
+//
+// A queue past its memory bound pages its newest messages out. The
+// persistent messages of a durable queue are in the index already; the
+// others get an entry with Persistent == false, which Recover deletes. When
+// such an entry's body is large (message.PooledMin, 64 KiB, or more) the
+// queue writes the body to its Spill, files of its own in the data
+// directory's spill folder, and the entry refers to it. Through Pebble a
+// paged body was copied into a batch, the WAL and a memtable, compressed
+// into a blob file at the flush and decompressed on the way back, for a
+// body that lives only until the queue reads it back: half of the broker's
+// CPU for 16 MiB transient messages past the bound (BENCHMARKS.md, "Large
+// transient messages past the memory bound"). A spill costs one write and
+// one read.
+//
+// The invariants: a Spill's live bodies are exactly the spilled bodies of
+// its queue's paged entries, so the queue releases a body when it reads
+// the entry back and resets the Spill when it drops its paged entries all
+// at once (purge, delete); a spill file is deleted with its last live
+// body. Spill files are never synced and never read after a restart: Open
+// deletes the spill folder before anything reads the index, and Recover
+// deletes the entries that referred to it. A Spill has no lock of its own;
+// its queue's lock serializes it, and the file writes and reads happen
+// under that lock, as the queue's other reads of the store do.
 //
 // # Memory
 //

@@ -152,6 +152,9 @@ func formatEntry(e *Entry) string {
 	if e.ExpiresAt != 0 {
 		fmt.Fprintf(&b, "expires=%d ", e.ExpiresAt)
 	}
+	if r := e.Spill; r.Spilled() {
+		fmt.Fprintf(&b, "spilled=%d@%d+%d ", r.Seg, r.Off, r.Len)
+	}
 	if e.MsgID != 0 {
 		fmt.Fprintf(&b, "msg=%d", e.MsgID)
 		if e.Msg != nil {

@@ -186,6 +186,7 @@ type Store struct {
 	failed atomic.Pointer[error]
 
 	space spaceState
+	spill spillState // the Spills' folder and totals (spill.go)
 
 	raftLogs raftLogs // the RaftLogs handed out, one per group (raftlog.go)
 
@@ -231,6 +232,10 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, lockError(dir, err)
 	}
 	if err := s.checkWAL(dir); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if err := s.clearSpills(); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -513,6 +518,8 @@ func (s *Store) Stats() map[string]any {
 		"committed_bytes":           bytes,
 		"commit_errors":             c.stats.errors.Load(),
 		"shared_messages":           c.refCount(),
+		"spill_bytes":               s.spill.bytes.Load(),
+		"spilled_bodies":            s.spill.bodies.Load(),
 		"pebble_disk_bytes":         m.DiskSpaceUsage(),
 		"pebble_read_amp":           m.ReadAmp(),
 		"pebble_memtable_size":      m.MemTable.Size,

@@ -109,6 +109,7 @@ func TestEntryCodec(t *testing.T) {
 		{Persistent: true, MsgID: 1 << 60, Msg: &Message{Body: make([]byte, 1000)}},
 		{Persistent: true, MsgID: 5},
 		{Msg: &Message{Exchange: strings.Repeat("e", 255), RoutingKey: strings.Repeat("k", 300), Body: []byte{0}}},
+		{Deliveries: 2, ExpiresAt: 9, Spill: SpillRef{Seg: 1 << 31, Off: 1 << 40, Len: 70000}, Msg: &Message{Exchange: "ex", Props: []byte{3}}},
 	}
 	for i, e := range cases {
 		b := make([]byte, entryLen(&e))
@@ -135,7 +136,11 @@ func TestEntryCodec(t *testing.T) {
 		if *got != e {
 			t.Errorf("case %d: %+v, want %+v", i, *got, e)
 		}
-		if n, err := entryBodyLen(b); err != nil || (cases[i].Msg != nil && n != len(cases[i].Msg.Body)) {
+		wantLen := len(cases[i].Msg.bodyOr(nil))
+		if e.Spill.Spilled() {
+			wantLen = e.Spill.Len
+		}
+		if n, err := entryBodyLen(b); err != nil || (cases[i].Msg != nil && n != wantLen) {
 			t.Errorf("case %d: body length %d, %v", i, n, err)
 		}
 		// A truncated value never panics; one cut inside the header or
@@ -148,6 +153,29 @@ func TestEntryCodec(t *testing.T) {
 				t.Errorf("case %d: truncated to %d bytes decodes", i, n)
 			}
 		}
+	}
+}
+
+// A spilled entry's body is not stored, whatever Msg.Body holds, and a
+// value claiming to be both spilled and shared is malformed.
+func TestSpilledEntryCodec(t *testing.T) {
+	e := Entry{Spill: SpillRef{Seg: 2, Off: 3, Len: 100000}, Msg: &Message{RoutingKey: "rk", Body: make([]byte, 100000)}}
+	b := make([]byte, entryLen(&e))
+	putEntry(b, &e)
+	if len(b) > 20 {
+		t.Fatalf("spilled entry is %d bytes: the body was stored", len(b))
+	}
+	got, err := decodeEntry(b, nil)
+	if err != nil || got.Spill != e.Spill || got.Msg.RoutingKey != "rk" || len(got.Msg.Body) != 0 {
+		t.Fatalf("decoded %+v %+v, %v", got, got.Msg, err)
+	}
+	b[0] |= entryShared
+	if _, err := decodeEntryHeader(b); err == nil {
+		t.Fatal("spilled and shared decodes")
+	}
+	zero := []byte{entrySpilled, 0, 0, 0, 0}
+	if _, err := decodeEntryHeader(zero); err == nil {
+		t.Fatal("a spill reference of no bytes decodes")
 	}
 }
 

@@ -1,0 +1,241 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// A Spill keeps the large bodies of one queue's paged-out transient
+// messages in files of its own, in the data directory's spill folder,
+// while the queue's index entries stay in Pebble and refer to them
+// (Entry.Spill).
+//
+// Such a body is in the store only from the moment its queue outgrows its
+// memory bound until the queue reads it back, and never across a restart.
+// Written through Pebble it was copied into a batch, written to the WAL,
+// copied into a memtable, compressed into a blob file at the flush, and
+// decompressed and copied again when read back. A spill file takes one
+// write and one read, into the buffer the body is delivered from.
+//
+// A Spill is written in segments: bodies are appended to the newest one,
+// and one past spillSegmentSize is left for a new one. Each segment counts
+// its live bodies, written and not yet released. A segment whose bodies
+// are all released is kept as the spare, to be written over as the next
+// new segment, while the Spill has live bodies elsewhere; any other is
+// deleted, and the last release deletes every file. Writing over pages the
+// kernel already caches costs a third of writing fresh ones (BENCHMARKS.md,
+// "Large transient messages past the memory bound"), and an idle queue
+// keeps no file.
+//
+// A Spill has no lock: its owner (a queue, under its lock) serializes
+// every call. Nothing of it survives a restart: Open deletes the spill
+// folder, whose bodies belonged to transient entries Recover deletes.
+type Spill struct {
+	s       *Store
+	id      uint64 // unique in the store's run: names the files
+	segSize int64  // spillSegmentSize, smaller in tests
+	next    uint32 // the next segment's number
+	cur     *spillSegment
+	segs    map[uint32]*spillSegment // by number: those with live bodies, and cur
+	spare   *spillSegment            // no live body, kept to be written over
+	live    int                      // live bodies in all segments
+}
+
+// SpillRef says where a spilled body is: segment, offset and length. A
+// zero SpillRef is no body (Len is never zero for a spilled one).
+type SpillRef struct {
+	Seg uint32
+	Off int64
+	Len int
+}
+
+// Spilled reports whether r refers to a body.
+func (r SpillRef) Spilled() bool { return r.Len > 0 }
+
+type spillSegment struct {
+	num  uint32
+	f    vfs.File
+	name string
+	size int64 // bytes written since it became a segment (the next offset)
+	disk int64 // the file's length
+	live int   // bodies written and not released
+}
+
+// spillSegmentSize is the size past which a Spill starts a new segment:
+// small enough that a few lingering bodies keep little disk, large enough
+// that files are created once per several large bodies.
+const spillSegmentSize = 64 << 20
+
+// spillDirName is the spill folder, inside the data directory.
+const spillDirName = "spill"
+
+// ErrSpillGone is a body whose segment was released or reset.
+var ErrSpillGone = errors.New("storage: spilled body gone")
+
+// spillState is the store's part of every Spill: the folder and the totals.
+type spillState struct {
+	dir     string
+	created atomic.Bool   // dir exists (made on the first segment)
+	ids     atomic.Uint64 // Spills handed out
+	bytes   atomic.Int64  // in spill files on disk
+	bodies  atomic.Int64  // live spilled bodies
+}
+
+// clearSpills deletes what an earlier run left in the spill folder.
+func (s *Store) clearSpills() error {
+	s.spill.dir = s.opts.FS.PathJoin(s.dir, spillDirName)
+	return s.opts.FS.RemoveAll(s.spill.dir)
+}
+
+// NewSpill returns an empty Spill. It creates no file until written.
+func (s *Store) NewSpill() *Spill {
+	return &Spill{s: s, id: s.spill.ids.Add(1), segSize: spillSegmentSize, segs: make(map[uint32]*spillSegment)}
+}
+
+// Write appends body to the spill and returns where it is. On an error
+// nothing is kept, and the caller keeps the body elsewhere.
+func (sp *Spill) Write(body []byte) (SpillRef, error) {
+	if len(body) == 0 {
+		return SpillRef{}, errors.New("storage: spilling an empty body")
+	}
+	if sp.cur == nil || (sp.cur.size > 0 && sp.cur.size+int64(len(body)) > sp.segSize) {
+		if err := sp.startSegment(); err != nil {
+			return SpillRef{}, err
+		}
+	}
+	seg := sp.cur
+	if _, err := seg.f.WriteAt(body, seg.size); err != nil {
+		// The segment may hold part of the body: write no more to it.
+		sp.cur = nil
+		if seg.live == 0 {
+			sp.retire(seg)
+		}
+		return SpillRef{}, fmt.Errorf("storage: spill %s: %w", seg.name, err)
+	}
+	ref := SpillRef{Seg: seg.num, Off: seg.size, Len: len(body)}
+	seg.size += int64(len(body))
+	if seg.size > seg.disk {
+		sp.s.spill.bytes.Add(seg.size - seg.disk)
+		seg.disk = seg.size
+	}
+	seg.live++
+	sp.live++
+	sp.s.spill.bodies.Add(1)
+	return ref, nil
+}
+
+// startSegment makes a new segment the one written to: the spare, or a
+// new file.
+func (sp *Spill) startSegment() error {
+	seg := sp.spare
+	if seg != nil {
+		sp.spare = nil
+		seg.size, seg.live = 0, 0
+	} else {
+		fs := sp.s.opts.FS
+		if !sp.s.spill.created.Load() {
+			if err := fs.MkdirAll(sp.s.spill.dir, 0o755); err != nil {
+				return fmt.Errorf("storage: spill folder: %w", err)
+			}
+			sp.s.spill.created.Store(true)
+		}
+		name := fs.PathJoin(sp.s.spill.dir, fmt.Sprintf("%d-%d.spill", sp.id, sp.next))
+		f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return fmt.Errorf("storage: spill: %w", err)
+		}
+		seg = &spillSegment{f: f, name: name}
+	}
+	if old := sp.cur; old != nil && old.live == 0 {
+		sp.cur = nil
+		sp.retire(old)
+	}
+	// A new number, so that no ref to a body of the spare's past reads
+	// what is written over it.
+	seg.num = sp.next
+	sp.next++
+	sp.segs[seg.num] = seg
+	sp.cur = seg
+	return nil
+}
+
+// Read reads the body ref refers to into dst, which is ref.Len long. The
+// body stays live until released.
+func (sp *Spill) Read(ref SpillRef, dst []byte) error {
+	seg := sp.segs[ref.Seg]
+	if seg == nil || ref.Off+int64(ref.Len) > seg.size {
+		return ErrSpillGone
+	}
+	if len(dst) != ref.Len {
+		return fmt.Errorf("storage: spill read of %d bytes into %d", ref.Len, len(dst))
+	}
+	if _, err := seg.f.ReadAt(dst, ref.Off); err != nil {
+		sp.s.log.Error().Err(err).Str("file", seg.name).Msg("reading a spilled body")
+		return fmt.Errorf("storage: spill %s: %w", seg.name, err)
+	}
+	return nil
+}
+
+// Release says the body ref refers to is no longer needed.
+func (sp *Spill) Release(ref SpillRef) {
+	seg := sp.segs[ref.Seg]
+	if seg == nil || seg.live == 0 || ref.Off+int64(ref.Len) > seg.size {
+		return
+	}
+	seg.live--
+	sp.live--
+	sp.s.spill.bodies.Add(-1)
+	if sp.live == 0 {
+		sp.Reset() // nothing paged: keep no file
+		return
+	}
+	if seg.live == 0 {
+		if seg == sp.cur {
+			sp.cur = nil
+		}
+		sp.retire(seg)
+	}
+}
+
+// Reset releases every body and deletes every file: for a queue whose
+// paged entries are all gone at once (a purge, a delete), or read back.
+func (sp *Spill) Reset() {
+	sp.s.spill.bodies.Add(-int64(sp.live))
+	sp.live = 0
+	sp.cur = nil
+	for num, seg := range sp.segs {
+		delete(sp.segs, num)
+		sp.remove(seg)
+	}
+	if sp.spare != nil {
+		sp.remove(sp.spare)
+		sp.spare = nil
+	}
+}
+
+// retire takes seg, with no live body and not being written, out of use:
+// it becomes the spare if there is none and the Spill is in use, or is
+// deleted.
+func (sp *Spill) retire(seg *spillSegment) {
+	delete(sp.segs, seg.num)
+	if sp.spare == nil && sp.live > 0 {
+		sp.spare = seg
+		return
+	}
+	sp.remove(seg)
+}
+
+// remove closes and deletes seg's file. A failed delete leaves a file the
+// next start clears.
+func (sp *Spill) remove(seg *spillSegment) {
+	sp.s.spill.bytes.Add(-seg.disk)
+	if err := seg.f.Close(); err != nil {
+		sp.s.log.Warn().Err(err).Str("file", seg.name).Msg("closing a spill file")
+	}
+	if err := sp.s.opts.FS.Remove(seg.name); err != nil {
+		sp.s.log.Warn().Err(err).Str("file", seg.name).Msg("deleting a spill file")
+	}
+}
