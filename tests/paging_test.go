@@ -2,7 +2,10 @@ package tests
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -120,5 +123,72 @@ func TestPagedBacklogSurvivesRestart(t *testing.T) {
 		if string(m.Body) != "m-"+strconv.Itoa(i) || m.Redelivered != (i < 3) {
 			t.Fatalf("message %d: %q redelivered=%v", i, m.Body, m.Redelivered)
 		}
+	}
+}
+
+// Large bodies paged out of a transient queue, or transient ones out of a
+// durable queue, go to the queue's spill file and come back intact, into
+// pooled buffers, in order; once the queues are drained no spill file is
+// left.
+func TestPagedLargeBodiesStayIntact(t *testing.T) {
+	var dataDir string
+	s := startWarren(t, smallMemory, func(c *config.Config) { dataDir = c.Storage.DataDir })
+	_, ch := confirmChannel(t, s)
+	durable := uniq(t, "spilled-durable")
+	if _, err := ch.QueueDeclare(durable, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	spillFiles := func() []os.DirEntry {
+		names, err := os.ReadDir(filepath.Join(dataDir, "spill"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return names
+	}
+	for _, q := range []string{declareQueue(t, s, ch, "spilled", nil), durable} {
+		const n = 120
+		for i := 0; i < n; i++ {
+			mode := amqp.Transient
+			if i%3 == 0 {
+				mode = amqp.Persistent
+			}
+			publishConfirmed(t, ch, "", q, amqp.Publishing{DeliveryMode: mode, Body: pooledBody(i)})
+		}
+		if len(spillFiles()) == 0 {
+			t.Fatalf("%s: no spill file with 80 transient bodies paged out", q)
+		}
+		_, cch := channel(t, s)
+		if err := cch.Qos(1, 0, false); err != nil { // a requeued message is next
+			t.Fatal(err)
+		}
+		d := consume(t, cch, q, false)
+		next, requeued := 0, map[int]bool{}
+		for next < n {
+			m := receive(t, d)
+			if why := checkPooledBody(m.Body); why != "" {
+				t.Fatalf("%s: %s", q, why)
+			}
+			i := int(binary.BigEndian.Uint64(m.Body))
+			if i != next {
+				t.Fatalf("%s: message %d, want %d", q, i, next)
+			}
+			if i%7 == 0 && !requeued[i] {
+				requeued[i] = true // back to its place at the head
+				if err := m.Nack(false, true); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := m.Ack(false); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		if err := cch.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names := spillFiles(); len(names) > 0 {
+		t.Fatalf("spill files left after draining: %v", names)
 	}
 }

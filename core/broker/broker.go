@@ -259,7 +259,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 	if v, ok := b.vhosts[name]; ok {
 		return v
 	}
-	c := vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store,
+	c := vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}

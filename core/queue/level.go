@@ -111,7 +111,19 @@ func (q *Queue) pageIn(l *level) error {
 	}
 	var read int
 	err := q.store.ScanQueue(q.qid, l.prio, l.pagedFrom, want, func(seq uint64, se *storage.Entry) bool {
-		e := entryFromStore(seq, l.prio, se)
+		var body []byte
+		var pooled bool
+		if se.Spill.Spilled() {
+			var err error
+			if body, pooled, err = q.readSpilled(se); err != nil {
+				// The store has logged it. The body is lost: the entry
+				// goes, rather than stop the queue at it for good.
+				q.dropPaged(l, seq, se)
+				read++
+				return true
+			}
+		}
+		e := q.entryFromStore(seq, l.prio, se, body, pooled)
 		if e.Msg == nil {
 			return true
 		}
@@ -140,4 +152,16 @@ func (q *Queue) pageIn(l *level) error {
 		l.pagedCount, l.pagedBytes, l.pagedFrom = 0, 0, 0
 	}
 	return err
+}
+
+// dropPaged deletes paged entry seq of l, whose spilled body could not be
+// read; q.mu is held.
+func (q *Queue) dropPaged(l *level, seq uint64, se *storage.Entry) {
+	q.txn().DeleteEntry(q.qid, l.prio, seq, storage.Deleted{Marked: se.Delivered})
+	size := int64(se.Spill.Len)
+	q.ready--
+	q.readyBytes -= size
+	l.pagedCount--
+	l.pagedBytes -= size
+	l.pagedFrom = seq + 1
 }

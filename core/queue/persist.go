@@ -18,6 +18,7 @@ type Store interface {
 	Begin() *storage.Txn
 	NewID() uint64
 	ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *storage.Entry) bool) error
+	NewSpill() *storage.Spill
 }
 
 // Persists reports whether the queue keeps persistent messages across a
@@ -57,13 +58,51 @@ func StoredMessage(m *message.Message) *storage.Message {
 }
 
 // storeEntry writes e to the queue's index (persistent says whether it is
-// to survive a restart); q.mu is held.
+// to survive a restart); q.mu is held. The large body of an entry that is
+// not to survive goes to the queue's Spill instead, when it takes it.
 func (q *Queue) storeEntry(e *Entry, persistent bool) {
 	// A shared entry's Msg is not stored again, only its body's length.
 	se := storage.Entry{Persistent: persistent, Delivered: e.Deliveries > 0, Deliveries: e.Deliveries,
 		ExpiresAt: e.ExpiresAt, MsgID: e.Msg.ID, Msg: StoredMessage(e.Msg)}
+	if !persistent && e.Msg.ID == 0 && len(e.Msg.Body) >= spillMin {
+		if q.spill == nil {
+			q.spill = q.store.NewSpill()
+		}
+		// On an error the body goes to Pebble with the rest, as before.
+		if ref, err := q.spill.Write(e.Msg.Body); err == nil {
+			se.Spill = ref
+		}
+	}
 	q.txn().PutEntry(q.qid, e.Level, e.Seq, &se)
 	e.Stored = true
+}
+
+// spillMin is the smallest body a paged-out transient entry keeps in the
+// queue's Spill rather than in Pebble: the bodies large enough to be
+// pooled, for which one file write and one read cost less than Pebble's
+// copies; smaller ones share Pebble's batched writes.
+const spillMin = message.PooledMin
+
+// readSpilled reads the spilled body of se, read back from the store, into
+// a buffer of its own (pooled when the queue has a pool) and lets go of the
+// spilled copy; q.mu is held.
+func (q *Queue) readSpilled(se *storage.Entry) (body []byte, pooled bool, err error) {
+	n := se.Spill.Len
+	if q.spill == nil {
+		return nil, false, storage.ErrSpillGone
+	}
+	if q.bodies != nil {
+		body, pooled = q.bodies.Get(n)
+	}
+	if !pooled {
+		body = make([]byte, 0, n)
+	}
+	body = body[:n]
+	if err := q.spill.Read(se.Spill, body); err != nil {
+		return nil, false, err
+	}
+	q.spill.Release(se.Spill)
+	return body, pooled, nil
 }
 
 // markDelivered records a stored entry's first delivery (so it comes back
@@ -88,17 +127,25 @@ func (q *Queue) forget(e *Entry) {
 	e.Msg.Release()
 }
 
-// entryFromStore rebuilds an entry read back from the store.
-func entryFromStore(seq uint64, prio uint8, se *storage.Entry) Entry {
+// entryFromStore rebuilds an entry read back from the store; body, when
+// not nil, is its spilled body, a buffer from q.bodies if pooled. The
+// entry's Msg is nil when the stored one does not decode.
+func (q *Queue) entryFromStore(seq uint64, prio uint8, se *storage.Entry, body []byte, pooled bool) Entry {
 	sm := se.Msg
 	if sm == nil {
 		return Entry{}
 	}
-	m, err := message.New(sm.Exchange, sm.RoutingKey, sm.Flags, sm.Props, sm.Body)
+	if body == nil {
+		body = sm.Body
+	}
+	m, err := message.New(sm.Exchange, sm.RoutingKey, sm.Flags, sm.Props, body)
 	if err != nil {
 		return Entry{}
 	}
 	m.ID = se.MsgID
+	if pooled {
+		m.Lend(q.bodies) // the queue's hold, released by forget
+	}
 	return Entry{Msg: m, Seq: seq, Level: prio, ExpiresAt: se.ExpiresAt, Deliveries: se.Deliveries, Stored: true}
 }
 

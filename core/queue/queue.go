@@ -151,12 +151,14 @@ type Queue struct {
 	lastUsed    int64
 	now         func() int64
 
-	order    uint64       // unique per queue: the order the vhost locks queues in
-	store    Store        // nil: memory only
-	persists bool         // durable, not exclusive, with a store
-	qid      uint64       // the queue's id in the store; 0 until first needed
-	tx       *storage.Txn // writes of the operation in progress
-	writes   *Writes      // the enqueuing run's, during EnqueueFrom's dispatch
+	order    uint64          // unique per queue: the order the vhost locks queues in
+	store    Store           // nil: memory only
+	persists bool            // durable, not exclusive, with a store
+	qid      uint64          // the queue's id in the store; 0 until first needed
+	tx       *storage.Txn    // writes of the operation in progress
+	spill    *storage.Spill  // large transient bodies paged out; nil until needed
+	bodies   *message.Bodies // the pool bodies read back are read into; nil: allocated
+	writes   *Writes         // the enqueuing run's, during EnqueueFrom's dispatch
 	memLimit MemoryLimit
 	mem      memory // ready entries held in memory
 
@@ -184,6 +186,9 @@ type Config struct {
 	QID        uint64      // the id a durable queue is stored under (0: assign when needed)
 	Memory     MemoryLimit // the in-memory bound before paging
 	Order      uint64      // unique within the vhost; see Order
+	// Bodies, when set, lends the buffers large bodies paged back in are
+	// read into (message.Bodies).
+	Bodies *message.Bodies
 }
 
 // New creates an empty queue.
@@ -193,7 +198,7 @@ func New(c Config) *Queue {
 		AutoDelete: c.AutoDelete, Args: c.Args, Owner: c.Owner, events: c.Events,
 		base: c.Settings, settings: c.Settings, nextSeq: 1,
 		now:   func() int64 { return time.Now().UnixMilli() },
-		store: c.Store, qid: c.QID, memLimit: c.Memory,
+		store: c.Store, qid: c.QID, memLimit: c.Memory, bodies: c.Bodies,
 	}
 	q.persists = c.Store != nil && c.Durable && !c.Exclusive
 	q.order = c.Order
@@ -835,6 +840,9 @@ func (q *Queue) dropReady(fromStore bool) {
 	}
 	for i := range q.levels {
 		q.levels[i] = level{prio: uint8(i)}
+	}
+	if q.spill != nil {
+		q.spill.Reset() // its bodies were the paged entries'
 	}
 	q.ready, q.readyBytes = 0, 0
 	q.mem = memory{}

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -435,5 +436,88 @@ func TestConsumerPriorities(t *testing.T) {
 	sac.Enqueue(msg(t, "x", 0, false))
 	if len(first.bodies()) != 1 || len(later.bodies()) != 0 {
 		t.Fatalf("single active consumer: first %v, later %v", first.bodies(), later.bodies())
+	}
+}
+
+// spillCounts reads the store's count of spilled bodies and their bytes.
+func spillCounts(st *storage.Store) (bodies, bytes int64) {
+	s := st.Stats()
+	return s["spilled_bodies"].(int64), s["spill_bytes"].(int64)
+}
+
+// A paged-out transient body large enough to be pooled goes to the queue's
+// spill file, not Pebble; persistent ones stay in the store, small ones go
+// inline. Order and bodies survive the trip, and the spill is empty once
+// the queue has read everything back.
+func TestLargeTransientBodiesSpill(t *testing.T) {
+	st := memStore(t)
+	const size = 100 << 10
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = st
+		c.Durable = true
+		c.Memory = MemoryLimit{Bytes: 3 * size}
+		c.Bodies = message.NewBodies(64 << 20)
+	})
+	body := func(i int) string {
+		if i%5 == 4 {
+			return fmt.Sprint("small ", i)
+		}
+		return strings.Repeat(string(rune('a'+i)), size)
+	}
+	const n = 20
+	spilled := 0
+	for i := 0; i < n; i++ {
+		persistent := i%3 == 0
+		q.Enqueue(msg(t, body(i), 0, persistent))
+		if i >= 3 && !persistent && i%5 != 4 {
+			spilled++
+		}
+	}
+	if b, _ := spillCounts(st); b != int64(spilled) {
+		t.Fatalf("%d bodies spilled, want %d (the large transient ones past the bound)", b, spilled)
+	}
+	for i := 0; i < n; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || string(d.Entry.Msg.Body) != body(i) {
+			t.Fatalf("message %d: %v", i, ok)
+		}
+	}
+	if b, by := spillCounts(st); b != 0 || by != 0 {
+		t.Fatalf("drained queue: %d spilled bodies, %d bytes", b, by)
+	}
+}
+
+// A purge and a delete let go of every spilled body at once.
+func TestPurgeAndDeleteReleaseTheSpill(t *testing.T) {
+	st := memStore(t)
+	const size = 100 << 10
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = st
+		c.Memory = MemoryLimit{Bytes: size}
+	})
+	fill := func() {
+		for i := 0; i < 5; i++ {
+			q.Enqueue(msg(t, strings.Repeat("x", size), 0, false))
+		}
+		if b, _ := spillCounts(st); b != 4 {
+			t.Fatalf("%d bodies spilled, want 4", b)
+		}
+	}
+	fill()
+	if n := q.Purge(); n != 5 {
+		t.Fatalf("purged %d", n)
+	}
+	if b, by := spillCounts(st); b != 0 || by != 0 {
+		t.Fatalf("after a purge: %d spilled bodies, %d bytes", b, by)
+	}
+	fill()
+	if d, _, ok := q.Get(false); !ok || len(d.Entry.Msg.Body) != size {
+		t.Fatal("get")
+	}
+	if n, err := q.Delete(false, false); n != 4 || err != nil {
+		t.Fatalf("delete: %d, %v", n, err)
+	}
+	if b, by := spillCounts(st); b != 0 || by != 0 {
+		t.Fatalf("after a delete: %d spilled bodies, %d bytes", b, by)
 	}
 }

@@ -267,6 +267,7 @@ func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *que
 		Name: def.Name, VHost: v.Name, Durable: def.Durable, Exclusive: def.Exclusive,
 		AutoDelete: def.AutoDelete, Args: def.Args, Owner: owner, Settings: settings, Events: v,
 		Store: v.storeOrNil(), QID: qid, Memory: v.memory, Order: v.queueSeq.Add(1),
+		Bodies: v.bodies,
 	})
 }
 

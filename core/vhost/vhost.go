@@ -56,6 +56,7 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/stats"
@@ -71,6 +72,7 @@ type VHost struct {
 	queueSeq atomic.Uint64 // numbers queues for their lock order
 	store    Store         // nil: nothing persists
 	memory   queue.MemoryLimit
+	bodies   *message.Bodies
 	closed   atomic.Bool
 	cluster  Cluster // nil on a node of its own; see cluster.go
 
@@ -117,6 +119,9 @@ type Config struct {
 	Logger zerolog.Logger
 	Store  Store             // nil: a vhost that keeps nothing across restarts
 	Memory queue.MemoryLimit // each queue's in-memory bound before paging
+	// Bodies lends queues the buffers large bodies paged back in are read
+	// into; nil: allocated.
+	Bodies *message.Bodies
 	// Cluster, on a cluster member, shares the topology with the other
 	// nodes; nil on a node of its own.
 	Cluster Cluster
@@ -131,6 +136,7 @@ func New(c Config) *VHost {
 		types:     c.Types,
 		store:     c.Store,
 		memory:    c.Memory,
+		bodies:    c.Bodies,
 		cluster:   c.Cluster,
 		log:       c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges: make(map[string]*Exchange),
