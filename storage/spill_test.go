@@ -52,6 +52,10 @@ func TestSpillSegments(t *testing.T) {
 		}
 	}
 	check("three bodies", 2, 120, 3)
+	before := s.db.Metrics().DiskSpaceUsage()
+	if f, _ := s.Figures(); f.DiskBytes < before+120 {
+		t.Fatalf("disk bytes %d leave out the spill files' 120 (Pebble's own: %d)", f.DiskBytes, before)
+	}
 
 	// The first segment, empty while the second has a body, is kept as
 	// the spare; its bodies are gone.

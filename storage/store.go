@@ -589,7 +589,7 @@ type Figures struct {
 	Commits, Syncs, CommitErrors uint64 // commit batches, fsyncs, failed commits
 	CommittedBytes               uint64
 	WALBytesWritten              uint64 // Pebble's WAL, since start
-	DiskBytes                    uint64 // every file of the store
+	DiskBytes                    uint64 // every file of the store, spill files too
 	CompactionDebt               uint64 // bytes compaction estimates it still has to rewrite
 	ReadAmp                      int    // sublevels a read may consult
 	Flushes, Compactions         int64
@@ -609,7 +609,7 @@ func (s *Store) Figures() (f Figures, ok bool) {
 	return Figures{
 		Commits: c.stats.commits.Load(), Syncs: c.stats.syncs.Load() + c.stats.intervalSyncs.Load(),
 		CommitErrors: c.stats.errors.Load(), CommittedBytes: c.stats.bytes.Load(),
-		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage(),
+		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage() + uint64(max(0, s.spill.bytes.Load())),
 		CompactionDebt: m.Compact.EstimatedDebt, ReadAmp: m.ReadAmp(),
 		Flushes: m.Flush.Count, Compactions: m.Compact.Count,
 		CacheBytes: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,
