@@ -27,12 +27,18 @@ import (
 // no rewrite: its entries carry their delivery state, which version 2
 // still reads; the version is raised so that a Warren that knows only
 // version 1 refuses the store rather than overlook its marks.
-const FormatVersion = 2
+//
+// Version 3 added spilled entries (entry flag 0x10; spill.go), whose
+// bodies are in spill files. Version 2 entries read as they are; the
+// version is raised so that a Warren that knows only version 2 refuses the
+// store with this message rather than with a malformed entry.
+const FormatVersion = 3
 
 // upgrades says, for each earlier version Open upgrades, what the upgrade
 // does, for the log.
 var upgrades = map[uint64]string{
-	1: "delivery marks are written from now on; the entries stay as they are",
+	1: "delivery marks and spill files are written from now on; the entries stay as they are",
+	2: "spill files are written from now on; the entries stay as they are",
 }
 
 // SyncMode says whether durable commits wait for an fsync.

@@ -393,7 +393,7 @@ func TestFormatVersionMismatch(t *testing.T) {
 	if !errors.Is(err, ErrFormatVersion) {
 		t.Fatalf("Open of a version 7 store: %v", err)
 	}
-	if want := "data directory data has format version 7; this Warren reads version 2"; err.Error() != want {
+	if want := "data directory data has format version 7; this Warren reads version 3"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 	// The failed Open released the lock.
@@ -409,39 +409,44 @@ func TestFormatVersionMismatch(t *testing.T) {
 	}
 }
 
-// TestFormatUpgrade: a version 1 store opens, its entries read as they
-// were written (delivery state in the entry), and its version is raised,
-// so that a Warren that reads only version 1 refuses it from then on.
+// TestFormatUpgrade: a store of each earlier version opens, its entries
+// read as they were written (delivery state in the entry), and its version
+// is raised, so that a Warren that reads only the earlier version refuses
+// it from then on.
 func TestFormatUpgrade(t *testing.T) {
-	s, fs := openMem(t, nil)
-	_, err := s.Recover(nil)
-	must(t, err)
-	txn := s.Begin()
-	txn.PutEntry(1, 0, 1, &Entry{Persistent: true, Delivered: true, Deliveries: 2, Msg: &Message{Body: []byte("v1")}})
-	must(t, txn.CommitWait())
-	must(t, s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, 1), pebble.Sync))
-	s.Close()
-	s, err = Open("data", Options{FS: fs, Logger: zerolog.Nop()})
-	must(t, err)
-	defer s.Close()
-	v, closer, err := s.db.Get(keyFormatVersion)
-	must(t, err)
-	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
-		t.Errorf("format version %d after opening a version 1 store, want %d", got, FormatVersion)
-	}
-	closer.Close()
-	_, err = s.Recover(map[uint64]bool{1: true})
-	must(t, err)
-	n := 0
-	must(t, s.ScanQueue(1, 0, 0, 0, func(seq uint64, e *Entry) bool {
-		n++
-		if !e.Delivered || e.Deliveries != 2 || string(e.Msg.Body) != "v1" {
-			t.Errorf("entry %d after the upgrade: %+v", seq, e)
-		}
-		return true
-	}))
-	if n != 1 {
-		t.Fatalf("%d entries after the upgrade", n)
+	for version := range upgrades {
+		t.Run(fmt.Sprint("from ", version), func(t *testing.T) {
+			s, fs := openMem(t, nil)
+			_, err := s.Recover(nil)
+			must(t, err)
+			txn := s.Begin()
+			txn.PutEntry(1, 0, 1, &Entry{Persistent: true, Delivered: true, Deliveries: 2, Msg: &Message{Body: []byte("old")}})
+			must(t, txn.CommitWait())
+			must(t, s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, uint32(version)), pebble.Sync))
+			s.Close()
+			s, err = Open("data", Options{FS: fs, Logger: zerolog.Nop()})
+			must(t, err)
+			defer s.Close()
+			v, closer, err := s.db.Get(keyFormatVersion)
+			must(t, err)
+			if got := binary.BigEndian.Uint32(v); got != FormatVersion {
+				t.Errorf("format version %d after opening a version %d store, want %d", got, version, FormatVersion)
+			}
+			closer.Close()
+			_, err = s.Recover(map[uint64]bool{1: true})
+			must(t, err)
+			n := 0
+			must(t, s.ScanQueue(1, 0, 0, 0, func(seq uint64, e *Entry) bool {
+				n++
+				if !e.Delivered || e.Deliveries != 2 || string(e.Msg.Body) != "old" {
+					t.Errorf("entry %d after the upgrade: %+v", seq, e)
+				}
+				return true
+			}))
+			if n != 1 {
+				t.Fatalf("%d entries after the upgrade", n)
+			}
+		})
 	}
 }
 
