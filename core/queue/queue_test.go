@@ -2,13 +2,17 @@ package queue
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/protocol"
@@ -519,5 +523,66 @@ func TestPurgeAndDeleteReleaseTheSpill(t *testing.T) {
 	}
 	if b, by := spillCounts(st); b != 0 || by != 0 {
 		t.Fatalf("after a delete: %d spilled bodies, %d bytes", b, by)
+	}
+}
+
+// A spill file that cannot be written (a full disk, say) leaves the body
+// to the store, as before spill files, and one that cannot be read back
+// loses that message alone: the queue goes on with the rest.
+func TestSpillFailures(t *testing.T) {
+	const size = 100 << 10
+	var failWrites, failReads atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if !strings.Contains(op.Path, "spill") {
+			return nil
+		}
+		if (op.Kind == errorfs.OpFileWriteAt && failWrites.Load()) || (op.Kind == errorfs.OpFileReadAt && failReads.Load()) {
+			return errors.New("injected")
+		}
+		return nil
+	}))
+	st, err := storage.Open("store", storage.Options{FS: fs, Sync: storage.SyncNever, CommitInterval: time.Millisecond, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Recover(nil); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = st
+		c.Memory = MemoryLimit{Bytes: size}
+	})
+	body := func(i int) string { return strings.Repeat(string(rune('a'+i)), size) }
+	failWrites.Store(true)
+	for i := 0; i < 3; i++ {
+		q.Enqueue(msg(t, body(i), 0, false))
+	}
+	if b, _ := spillCounts(st); b != 0 {
+		t.Fatalf("%d bodies spilled with every spill write failing", b)
+	}
+	failWrites.Store(false)
+	for i := 3; i < 6; i++ {
+		q.Enqueue(msg(t, body(i), 0, false))
+	}
+	if b, _ := spillCounts(st); b != 3 {
+		t.Fatalf("%d bodies spilled, want 3", b)
+	}
+	for i := 0; i < 3; i++ {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(i) {
+			t.Fatalf("message %d, written to the store instead: %v", i, ok)
+		}
+	}
+	failReads.Store(true)
+	if d, _, ok := q.Get(true); ok {
+		t.Fatalf("got message %d from spill files that cannot be read", d.Entry.Msg.Body[0]-'a')
+	}
+	if n := q.Stats().Ready; n != 0 {
+		t.Fatalf("%d messages ready after their bodies were lost", n)
+	}
+	failReads.Store(false)
+	q.Enqueue(msg(t, body(6), 0, false))
+	if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(6) {
+		t.Fatal("the queue did not go on after losing bodies")
 	}
 }
