@@ -34,7 +34,15 @@ type Entry struct {
 	// kept instead (Spill); Msg.Body is then not stored, and ScanQueue
 	// leaves it nil for the caller to read from the queue's Spill.
 	Spill SpillRef
+	// Lent says Msg.Body is a buffer the caller's BodyLender returned
+	// (ScanQueueInto), which the caller now owns.
+	Lent bool
 }
+
+// A BodyLender lends ScanQueueInto the buffers it reads bodies into: a
+// buffer of length n, or ok false for ScanQueue's own allocation. A
+// caller with pooled buffers keeps large bodies out of the GC's way.
+type BodyLender func(n int) (buf []byte, ok bool)
 
 // Entry value flags (byte 0 of an entry value).
 const (
@@ -308,8 +316,9 @@ type scanned struct {
 }
 
 // decodeEntry decodes an entry value into a fresh Entry that owns its
-// memory. For a shared entry, msg is the message's value (nil: Msg stays nil).
-func decodeEntry(v, msg []byte) (*Entry, error) {
+// memory. For a shared entry, msg is the message's value (nil: Msg stays
+// nil). With lend, the body goes into a buffer lend returns, if it does.
+func decodeEntry(v, msg []byte, lend BodyLender) (*Entry, error) {
 	h, err := decodeEntryHeader(v)
 	if err != nil {
 		return nil, err
@@ -327,10 +336,40 @@ func decodeEntry(v, msg []byte) (*Entry, error) {
 		enc = msg
 	}
 	if enc != nil {
-		if err := decodeMessage(append([]byte(nil), enc...), &sc.m); err != nil {
+		lent, err := decodeLent(enc, &sc.m, lend)
+		if err != nil {
 			return nil, err
 		}
+		if !lent {
+			if err := decodeMessage(append([]byte(nil), enc...), &sc.m); err != nil {
+				return nil, err
+			}
+		}
 		sc.e.Msg = &sc.m
+		sc.e.Lent = lent
 	}
 	return &sc.e, nil
+}
+
+// decodeLent decodes enc into m with its body in a buffer from lend and
+// the rest in a small copy of its own; lent is false (and m untouched)
+// when there is no lend or it lends nothing.
+func decodeLent(enc []byte, m *Message, lend BodyLender) (lent bool, err error) {
+	if lend == nil {
+		return false, nil
+	}
+	var view Message
+	if err := decodeMessage(enc, &view); err != nil {
+		return false, err
+	}
+	buf, ok := lend(len(view.Body))
+	if !ok || len(buf) != len(view.Body) {
+		return false, nil
+	}
+	copy(buf, view.Body)
+	if err := decodeMessage(append([]byte(nil), enc[:len(enc)-len(view.Body)]...), m); err != nil {
+		return false, err
+	}
+	m.Body = buf
+	return true, nil
 }

@@ -335,6 +335,9 @@
 // it until compaction removes them; ScanQueue's from is the iterator's
 // lower bound, so scanning from the queue's head never walks them. Purges
 // and queue deletions are range deletions, which Pebble skips in one step.
+// ScanQueueInto reads bodies into buffers its caller lends (a queue's
+// pooled buffers), so a large body read back is copied once, out of
+// Pebble's block, and never left for the GC.
 //
 // # Pebble settings
 //

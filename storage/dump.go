@@ -96,7 +96,7 @@ func describe(k, v []byte) string {
 				return fmt.Sprintf("mark q=%d p=%d s=%d = delivered %d", qid, prio, seq, n)
 			}
 		} else if ok {
-			if e, err := decodeEntry(v, nil); err == nil {
+			if e, err := decodeEntry(v, nil, nil); err == nil {
 				return fmt.Sprintf("entry q=%d p=%d s=%d = %s", qid, prio, seq, formatEntry(e))
 			}
 		}

@@ -22,6 +22,12 @@ import (
 // from is the iterator's lower bound: pass the seq of the queue's head, so
 // the tombstones the consumed entries left behind are never walked.
 func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *Entry) bool) error {
+	return s.ScanQueueInto(qid, prio, from, limit, nil, fn)
+}
+
+// ScanQueueInto is ScanQueue reading bodies into buffers lend returns
+// (Entry.Lent); with a nil lend it is ScanQueue.
+func (s *Store) ScanQueueInto(qid uint64, prio uint8, from uint64, limit int, lend BodyLender, fn func(seq uint64, e *Entry) bool) error {
 	done, err := s.read()
 	if err != nil {
 		return err
@@ -49,7 +55,7 @@ func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn fun
 			break
 		}
 		var e *Entry
-		if e, err = s.loadEntry(v, mk[:]); err != nil {
+		if e, err = s.loadEntry(v, mk[:], lend); err != nil {
 			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
 			break
 		}
@@ -91,13 +97,13 @@ func applyMark(e *Entry, it *pebble.Iterator) error {
 var ErrMissingMessage = errors.New("shared message missing")
 
 // loadEntry decodes entry value v, reading a shared message from the DB.
-func (s *Store) loadEntry(v []byte, mk []byte) (*Entry, error) {
+func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender) (*Entry, error) {
 	h, err := decodeEntryHeader(v)
 	if err != nil {
 		return nil, err
 	}
 	if !h.shared() {
-		return decodeEntry(v, nil)
+		return decodeEntry(v, nil, lend)
 	}
 	putMessageKey(mk, h.msgID)
 	mv, closer, err := s.db.Get(mk)
@@ -108,7 +114,7 @@ func (s *Store) loadEntry(v []byte, mk []byte) (*Entry, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	return decodeEntry(v, mv)
+	return decodeEntry(v, mv, lend)
 }
 
 // Level describes one priority level of a queue: how many entries it holds,

@@ -119,7 +119,7 @@ func TestEntryCodec(t *testing.T) {
 			msg = make([]byte, messageLen(e.Msg))
 			putMessage(msg, e.Msg)
 		}
-		got, err := decodeEntry(b, msg)
+		got, err := decodeEntry(b, msg, nil)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -148,7 +148,7 @@ func TestEntryCodec(t *testing.T) {
 		// value, so a cut body is just shorter: Pebble's checksums, not
 		// this encoding, guard against that).
 		for n := 0; n < len(b); n++ {
-			_, err := decodeEntry(b[:n], nil)
+			_, err := decodeEntry(b[:n], nil, nil)
 			if n < len(b)-len(cases[i].Msg.bodyOr(nil)) && err == nil && e.MsgID == 0 {
 				t.Errorf("case %d: truncated to %d bytes decodes", i, n)
 			}
@@ -165,7 +165,7 @@ func TestSpilledEntryCodec(t *testing.T) {
 	if len(b) > 20 {
 		t.Fatalf("spilled entry is %d bytes: the body was stored", len(b))
 	}
-	got, err := decodeEntry(b, nil)
+	got, err := decodeEntry(b, nil, nil)
 	if err != nil || got.Spill != e.Spill || got.Msg.RoutingKey != "rk" || len(got.Msg.Body) != 0 {
 		t.Fatalf("decoded %+v %+v, %v", got, got.Msg, err)
 	}
@@ -925,5 +925,52 @@ func TestNewIDInCallback(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("NewID in a callback deadlocked")
+	}
+}
+
+// ScanQueueInto reads bodies into the caller's buffers when it lends one,
+// inline and shared alike, and allocates them itself otherwise.
+func TestScanQueueIntoLendsBodies(t *testing.T) {
+	s, _ := openRecovered(t, nil)
+	defer s.Close()
+	big := bytes.Repeat([]byte("b"), 100)
+	txn := s.Begin()
+	txn.PutEntry(1, 0, 1, &Entry{Persistent: true, Msg: &Message{Exchange: "x", RoutingKey: "k", Flags: 0x8000, Props: []byte{7}, Body: big}})
+	txn.PutEntry(1, 0, 2, &Entry{Persistent: true, Msg: &Message{Body: []byte("small")}})
+	txn.PutMessage(9, &Message{RoutingKey: "shared", Body: big}, 0)
+	txn.PutEntry(1, 0, 3, &Entry{Persistent: true, MsgID: 9, Msg: &Message{Body: big}})
+	commit(t, txn)
+	var lent [][]byte
+	lend := func(n int) ([]byte, bool) {
+		if n < 50 {
+			return nil, false
+		}
+		b := make([]byte, n)
+		lent = append(lent, b)
+		return b, true
+	}
+	var got []*Entry
+	must(t, s.ScanQueueInto(1, 0, 0, 0, lend, func(seq uint64, e *Entry) bool {
+		got = append(got, e)
+		return true
+	}))
+	if len(got) != 3 || len(lent) != 2 {
+		t.Fatalf("%d entries, %d bodies lent; want 3 and 2", len(got), len(lent))
+	}
+	for i, want := range []struct {
+		lent bool
+		rk   string
+		body []byte
+	}{{true, "k", big}, {false, "", []byte("small")}, {true, "shared", big}} {
+		e := got[i]
+		if e.Lent != want.lent || e.Msg.RoutingKey != want.rk || !bytes.Equal(e.Msg.Body, want.body) {
+			t.Errorf("entry %d: lent %v rk %q body %q", i+1, e.Lent, e.Msg.RoutingKey, e.Msg.Body)
+		}
+	}
+	if &got[0].Msg.Body[0] != &lent[0][0] || &got[2].Msg.Body[0] != &lent[1][0] {
+		t.Error("a lent body is not in the buffer lent")
+	}
+	if m := got[0].Msg; m.Exchange != "x" || m.Flags != 0x8000 || !bytes.Equal(m.Props, []byte{7}) {
+		t.Errorf("entry 1's message beside its lent body: %+v", m)
 	}
 }
