@@ -110,9 +110,9 @@ func (q *Queue) pageIn(l *level) error {
 		want = max(1, lim/2)
 	}
 	var read int
-	err := q.store.ScanQueue(q.qid, l.prio, l.pagedFrom, want, func(seq uint64, se *storage.Entry) bool {
+	err := q.store.ScanQueueInto(q.qid, l.prio, l.pagedFrom, want, q.lendBody, func(seq uint64, se *storage.Entry) bool {
 		var body []byte
-		var pooled bool
+		pooled := se.Lent
 		if se.Spill.Spilled() {
 			var err error
 			if body, pooled, err = q.readSpilled(se); err != nil {

@@ -18,6 +18,7 @@ type Store interface {
 	Begin() *storage.Txn
 	NewID() uint64
 	ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *storage.Entry) bool) error
+	ScanQueueInto(qid uint64, prio uint8, from uint64, limit int, lend storage.BodyLender, fn func(seq uint64, e *storage.Entry) bool) error
 	NewSpill() *storage.Spill
 }
 
@@ -83,6 +84,18 @@ func (q *Queue) storeEntry(e *Entry, persistent bool) {
 // copies; smaller ones share Pebble's batched writes.
 const spillMin = message.PooledMin
 
+// lendBody lends the store a pooled buffer for a body read back, when the
+// queue has a pool and the body is large enough to be pooled: the store
+// reads a paged body straight into the buffer it is delivered from, and
+// none is left to the GC (storage.BodyLender).
+func (q *Queue) lendBody(n int) ([]byte, bool) {
+	b, ok := q.bodies.Get(n) // false below message.PooledMin, or with no pool
+	if !ok {
+		return nil, false
+	}
+	return b[:n], true
+}
+
 // readSpilled reads the spilled body of se, read back from the store, into
 // a buffer of its own (pooled when the queue has a pool) and lets go of the
 // spilled copy; q.mu is held.
@@ -91,13 +104,10 @@ func (q *Queue) readSpilled(se *storage.Entry) (body []byte, pooled bool, err er
 	if q.spill == nil {
 		return nil, false, storage.ErrSpillGone
 	}
-	if q.bodies != nil {
-		body, pooled = q.bodies.Get(n)
-	}
+	body, pooled = q.lendBody(n)
 	if !pooled {
-		body = make([]byte, 0, n)
+		body = make([]byte, n)
 	}
-	body = body[:n]
 	if err := q.spill.Read(se.Spill, body); err != nil {
 		return nil, false, err
 	}
@@ -128,8 +138,9 @@ func (q *Queue) forget(e *Entry) {
 }
 
 // entryFromStore rebuilds an entry read back from the store; body, when
-// not nil, is its spilled body, a buffer from q.bodies if pooled. The
-// entry's Msg is nil when the stored one does not decode.
+// not nil, is its spilled body. pooled says the body (spilled, or lent to
+// the store) is a buffer from q.bodies. The entry's Msg is nil when the
+// stored one does not decode.
 func (q *Queue) entryFromStore(seq uint64, prio uint8, se *storage.Entry, body []byte, pooled bool) Entry {
 	sm := se.Msg
 	if sm == nil {

@@ -586,3 +586,36 @@ func TestSpillFailures(t *testing.T) {
 		t.Fatal("the queue did not go on after losing bodies")
 	}
 }
+
+// A large body read back from the store, spilled or persistent, comes back
+// in a pooled buffer, which goes back to the pool when the message leaves:
+// the GC sweeps no body-sized buffer per message paged in.
+func TestPagedInBodiesArePooled(t *testing.T) {
+	const size = 100 << 10
+	pool := message.NewBodies(64 << 20)
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = memStore(t)
+		c.Durable = true
+		c.Memory = MemoryLimit{Bytes: size}
+		c.Bodies = pool
+	})
+	body := func(i int) string { return strings.Repeat(string(rune('a'+i)), size) }
+	for i := 0; i < 5; i++ {
+		q.Enqueue(msg(t, body(i), 0, i%2 == 0)) // persistent and transient in turn
+	}
+	for i := 0; i < 5; i++ {
+		d, _, ok := q.Get(true)
+		if !ok || string(d.Entry.Msg.Body) != body(i) {
+			t.Fatalf("message %d: %v", i, ok)
+		}
+		if i == 0 {
+			continue // it never left memory, and was not pooled to begin with
+		}
+		at := &d.Entry.Msg.Body[0]
+		d.Entry.Msg.Release()    // the hold Get hands its caller
+		buf, _ := pool.Get(size) // the buffer that just went back
+		if &buf[:1][0] != at {
+			t.Fatalf("message %d (persistent %v) was not read back into a pooled buffer", i, i%2 == 0)
+		}
+	}
+}
