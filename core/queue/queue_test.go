@@ -518,7 +518,15 @@ func TestPurgeAndDeleteReleaseTheSpill(t *testing.T) {
 	if d, _, ok := q.Get(false); !ok || len(d.Entry.Msg.Body) != size {
 		t.Fatal("get")
 	}
-	if n, err := q.Delete(false, false); n != 4 || err != nil {
+	// With a message unacked the purge deletes entry by entry.
+	if n := q.Purge(); n != 4 {
+		t.Fatalf("purged %d with one unacked", n)
+	}
+	if b, by := spillCounts(st); b != 0 || by != 0 {
+		t.Fatalf("after a purge with one unacked: %d spilled bodies, %d bytes", b, by)
+	}
+	fill()
+	if n, err := q.Delete(false, false); n != 5 || err != nil {
 		t.Fatalf("delete: %d, %v", n, err)
 	}
 	if b, by := spillCounts(st); b != 0 || by != 0 {
