@@ -233,8 +233,9 @@ func TestIdleStoreRewritesBlobFiles(t *testing.T) {
 // entries and the bodies' blob files deleted: by compactDeletions itself,
 // and by the store's own loop.
 func TestIdleStoreCompactsDeletions(t *testing.T) {
-	for _, loop := range []bool{false, true} {
-		t.Run(fmt.Sprintf("loop=%v", loop), func(t *testing.T) {
+	for _, tc := range []struct{ loop, trickle bool }{{false, false}, {true, false}, {true, true}} {
+		loop := tc.loop
+		t.Run(fmt.Sprintf("loop=%v,trickle=%v", loop, tc.trickle), func(t *testing.T) {
 			const (
 				q    = 5
 				n    = 32
@@ -286,7 +287,16 @@ func TestIdleStoreCompactsDeletions(t *testing.T) {
 				}
 				return
 			}
-			for deadline := time.Now().Add(30 * time.Second); s.db.Metrics().BlobFiles.LiveCount != 0; time.Sleep(20 * time.Millisecond) {
+			// A trickle of small writes, one every few milliseconds, is
+			// quiet enough.
+			trickle := uint64(1000)
+			for deadline := time.Now().Add(30 * time.Second); s.db.Metrics().BlobFiles.LiveCount != 0; time.Sleep(5 * time.Millisecond) {
+				if tc.trickle {
+					trickle++
+					txn := s.Begin()
+					txn.PutEntry(q, 0, trickle, &Entry{Persistent: true, Msg: &Message{Body: []byte("trickle")}})
+					commit(t, txn)
+				}
 				if time.Now().After(deadline) {
 					t.Fatalf("the idle store kept %d blob files", s.db.Metrics().BlobFiles.LiveCount)
 				}
@@ -319,4 +329,39 @@ func TestMergeSpans(t *testing.T) {
 	if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 		t.Errorf("mergeSpans: %q, want %q", got, want)
 	}
+}
+
+// The deletions are compacted at the first quiet interval after a busy
+// one, again every recompactIntervals while a trickle goes on, and not
+// again while nothing is written.
+func TestQuietSpell(t *testing.T) {
+	var q quietSpell
+	var bytes uint64
+	step := func(wrote uint64, ok bool) bool {
+		bytes += wrote
+		if q.tick(bytes) {
+			q.done(ok)
+			return true
+		}
+		return false
+	}
+	expect := func(when string, got, want bool) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("%s: compact %v, want %v", when, got, want)
+		}
+	}
+	expect("busy", step(quietBytes, true), false)
+	expect("first quiet interval, statistics not loaded", step(0, false), true)
+	expect("tried again", step(0, true), true)
+	for i := 1; i < 3*recompactIntervals; i++ {
+		expect("idle", step(0, true), false)
+	}
+	for i := 1; i < recompactIntervals; i++ {
+		expect("trickle", step(1000, true), false)
+	}
+	expect("trickle, recompactIntervals on", step(1000, true), true)
+	expect("trickle after", step(1000, true), false)
+	expect("busy again", step(5*quietBytes, true), false)
+	expect("quiet again", step(quietBytes-1, true), true)
 }

@@ -353,10 +353,11 @@
 // alive is rewritten once it is five minutes old while over a fifth of all
 // blob bytes are garbage. Pebble decides what to compact only when
 // something happens in the DB, so the store nudges it once a minute, and
-// once the store has been idle for a minute it flushes the memtable and
-// compacts the ranges of the tables holding deletions above the bottom
-// level (reclaim.go): an idle store gives back the space of consumed
-// messages too. Pebble's own tools read the directory;
+// once the store has been quiet for a minute (under 1 MiB committed) it
+// flushes the memtable and compacts the ranges of the tables holding
+// deletions above the bottom level, again every ten minutes while a
+// trickle of writes goes on (reclaim.go): a quiet store gives back the
+// space of consumed messages too. Pebble's own tools read the directory;
 // its info-level log lines go to the store's logger at debug level.
 //
 // # Spill files

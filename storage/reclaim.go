@@ -24,9 +24,11 @@ import (
 // So every nudgeInterval the store has Pebble pick compactions afresh while
 // over blobGarbageRatio of the blob bytes are garbage (closing the only
 // snapshot is the public call that does it; once a rewrite runs, its end is
-// an event and the rewrites chain by themselves). And once per idle spell
-// (an interval without a commit) it flushes the memtable and compacts the
-// key ranges of the tables that hold deletions above the bottom level.
+// an event and the rewrites chain by themselves). And once per quiet
+// spell (intervals that commit less than quietBytes each), and again every
+// recompactIntervals while a trickle of writes goes on, it flushes the
+// memtable and compacts the key ranges of the tables that hold deletions
+// above the bottom level.
 
 const (
 	defaultBlobRewriteAge = 5 * time.Minute
@@ -34,7 +36,54 @@ const (
 	// blobGarbageRatio is the share of blob bytes no key refers to above
 	// which Pebble rewrites old blob files.
 	blobGarbageRatio = 0.2
+	// quietBytes is the most an interval may commit and still be quiet: a
+	// trickle of writes (a message a second, a heartbeat's metadata) does
+	// not keep the store from reclaiming what a burst left.
+	quietBytes = 1 << 20
+	// recompactIntervals is how many quiet intervals pass, while something
+	// is still committed in them, before the deletions are compacted again.
+	recompactIntervals = 10
 )
+
+// quietSpell decides, interval by interval, when to compact deletions:
+// at the first quiet interval after a busy one, and then, once something
+// is committed again, recompactIntervals quiet intervals after it.
+type quietSpell struct {
+	lastBytes uint64 // committed bytes at the last tick
+	compacted bool   // in this quiet spell
+	written   bool   // something was committed since the compaction
+	since     int    // quiet intervals since the first such commit
+}
+
+// tick takes the store's committed bytes at the end of an interval and
+// says whether to compact now; the caller reports the outcome to done.
+func (q *quietSpell) tick(bytes uint64) bool {
+	delta := bytes - q.lastBytes
+	q.lastBytes = bytes
+	if delta >= quietBytes {
+		*q = quietSpell{lastBytes: bytes}
+		return false
+	}
+	if !q.compacted {
+		return true
+	}
+	if delta > 0 && !q.written {
+		q.written, q.since = true, 0
+	}
+	if !q.written {
+		return false
+	}
+	q.since++
+	return q.since >= recompactIntervals
+}
+
+// done records a compaction's outcome: one that did not get to look at
+// every table is tried again at the next tick.
+func (q *quietSpell) done(ok bool) {
+	if ok {
+		q.compacted, q.since, q.written = true, 0, false
+	}
+}
 
 // nudgeLoop runs the nudges every interval until the store closes.
 func (s *Store) nudgeLoop(interval time.Duration) {
@@ -46,19 +95,16 @@ func (s *Store) nudgeLoop(interval time.Duration) {
 	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	last := s.c.stats.commits.Load()
-	compacted := false // in this idle spell
+	quiet := quietSpell{lastBytes: s.c.stats.bytes.Load()}
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
-		commits := s.c.stats.commits.Load()
-		if commits != last {
-			last, compacted = commits, false
-		} else if !compacted {
-			_, compacted = s.compactDeletions(ctx)
+		if quiet.tick(s.c.stats.bytes.Load()) {
+			_, ok := s.compactDeletions(ctx)
+			quiet.done(ok)
 		}
 		s.nudgeCompactions()
 	}
