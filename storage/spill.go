@@ -150,12 +150,9 @@ func (sp *Spill) startSegment() error {
 		}
 		seg = &spillSegment{f: f, name: name}
 	}
-	if old := sp.cur; old != nil && old.live == 0 {
-		sp.cur = nil
-		sp.retire(old)
-	}
-	// A new number, so that no ref to a body of the spare's past reads
-	// what is written over it.
+	// The segment left behind, full, still has live bodies (one whose
+	// last body went was retired by Release). A new number, so that no
+	// ref to a body of the spare's past reads what is written over it.
 	seg.num = sp.next
 	sp.next++
 	sp.segs[seg.num] = seg
