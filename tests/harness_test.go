@@ -31,6 +31,23 @@ type server struct {
 	exchanges []string
 }
 
+// scratchDir holds what a test run builds once and shares (the warren
+// binaries, the test plugins, the wasm compilation cache); TestMain removes
+// it, so a run leaves nothing behind in the system's temporary directory.
+var scratchDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "warren-tests")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	scratchDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // reference returns the reference broker's URL, if one is configured.
 func reference() string { return os.Getenv("WARREN_REFERENCE_URL") }
 
@@ -422,7 +439,7 @@ var (
 
 func sharedWasmCache(t testing.TB) string {
 	wasmCacheOnce.Do(func() {
-		wasmCacheDir, _ = os.MkdirTemp("", "warren-test-wasm-cache")
+		wasmCacheDir, _ = os.MkdirTemp(scratchDir, "wasm-cache")
 	})
 	return wasmCacheDir
 }

@@ -37,7 +37,7 @@ var testPlugins = map[string]string{
 func builtPlugins(t testing.TB) string {
 	t.Helper()
 	pluginOnce.Do(func() {
-		pluginDir, pluginErr = os.MkdirTemp("", "warren-test-plugins")
+		pluginDir, pluginErr = os.MkdirTemp(scratchDir, "plugins")
 		if pluginErr != nil {
 			return
 		}

@@ -37,7 +37,7 @@ func warrenBinary(t testing.TB) string {
 
 // buildWarren builds the warren binary with the build tags given.
 func buildWarren(tags string) (string, error) {
-	dir, err := os.MkdirTemp("", "warren-bin")
+	dir, err := os.MkdirTemp(scratchDir, "bin")
 	if err != nil {
 		return "", err
 	}
