@@ -90,7 +90,7 @@ func main() {
 	flag.IntVar(&o.pmessages, "pmessages", 0, "each producer publishes this many messages and stops (0: run for -duration)")
 	flag.BoolVar(&o.predeclare, "predeclared", false, "do not declare the queue; it exists")
 	flag.StringVar(&o.xtype, "exchange-type", "", "declare -exchange with this type first (e.g. topic)")
-	flag.IntVar(&o.extra, "extra-bindings", 0, "bind this many further patterns from -exchange to a sink queue, none matching -key")
+	flag.IntVar(&o.extra, "extra-bindings", 0, "bind this many further patterns from -exchange to a sink queue, none matching -key (on a headers exchange, header values, none matching)")
 	flag.IntVar(&o.brokerPID, "broker-pid", 0, "the broker's process id: report its CPU time per message consumed (from /proc)")
 	flag.IntVar(&o.channels, "channels", 1, "channels per producer and consumer connection, each publishing (consuming) on its own")
 	flag.IntVar(&o.queues, "queues", 1, "queues to spread producers and consumers over: -queue's name with -0, -1, ... appended when more than one")
@@ -129,6 +129,34 @@ func (o options) messageBody() []byte {
 		rand.Read(b)
 	}
 	return b
+}
+
+// A headers exchange (-exchange-type headers) routes on the "key" header
+// rather than the routing key: each message carries -key there, beside a
+// second header that every binding also names, so that an extra binding
+// (x-match all) is checked against both before it fails.
+const (
+	routingHeader = "key"
+	regionHeader  = "region"
+	regionValue   = "emea"
+)
+
+// headerBinding is the arguments binding key on a headers exchange, nil for
+// other types.
+func (o options) headerBinding(key string) amqp.Table {
+	if o.xtype != "headers" {
+		return nil
+	}
+	return amqp.Table{"x-match": "all", regionHeader: regionValue, routingHeader: key}
+}
+
+// messageHeaders is the headers every message carries: none but for a
+// headers exchange.
+func (o options) messageHeaders() amqp.Table {
+	if o.xtype != "headers" {
+		return nil
+	}
+	return amqp.Table{regionHeader: regionValue, routingHeader: o.key}
 }
 
 // queueName is the i-th queue of the run.
@@ -283,7 +311,7 @@ func declare(o options) error {
 		}
 	}
 	for i := range o.queues {
-		if err := ch.QueueBind(o.queueName(i), o.key, o.exchange, false, nil); err != nil {
+		if err := ch.QueueBind(o.queueName(i), o.key, o.exchange, false, o.headerBinding(o.key)); err != nil {
 			return err
 		}
 	}
@@ -304,7 +332,7 @@ func declare(o options) error {
 			default:
 				pattern = fmt.Sprintf("region.%d.orders", i)
 			}
-			if err := ch.QueueBind(sink, pattern, o.exchange, true, nil); err != nil {
+			if err := ch.QueueBind(sink, pattern, o.exchange, true, o.headerBinding(pattern)); err != nil {
 				return err
 			}
 		}
@@ -374,7 +402,7 @@ func publish(ctx context.Context, o options, st *stats, ch *amqp.Channel, key st
 	if o.persistent {
 		mode = amqp.Persistent
 	}
-	msg := amqp.Publishing{DeliveryMode: mode, Body: o.messageBody()}
+	msg := amqp.Publishing{DeliveryMode: mode, Body: o.messageBody(), Headers: o.messageHeaders()}
 	var tick *time.Ticker
 	var pace pacer
 	if o.rate > 0 {

@@ -10,7 +10,10 @@
 # arguments for each broker: the same revision twice with NEW_ARGS="-config
 # cluster.toml" compares a node with and without [cluster]. The load tool
 # is always the work tree's warrenperf, so both brokers see the same client. Each line gives
-# the consumed rate and the broker's CPU per message (from /proc).
+# the consumed rate, the broker's CPU per message (from /proc) and the
+# median and p99 latency from publish to delivery. Scenarios: transient,
+# persistent, persistent1k, fanout (10 queues), topic10k, headers1k,
+# latency (1,000 msg/s, manual acks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 old_rev=${1:?usage: ab.sh OLD_REV [NEW_REV]}
@@ -51,13 +54,18 @@ run_one() { # label scenario
 	transient) args="-size 16 -autoack -queue ab.t" ;;
 	persistent) args="-size 16 -persistent -durable -confirm 256 -qos 256 -queue ab.p" ;;
 	persistent1k) args="-size 1024 -persistent -durable -confirm 256 -qos 256 -queue ab.p1" ;;
+	fanout) args="-size 16 -autoack -exchange ab.f -exchange-type fanout -queues 10 -consumers 10 -queue ab.f" ;;
+	topic10k) args="-size 16 -autoack -exchange ab.t10k -exchange-type topic -key stock.ibm.nyse -extra-bindings 10000 -queue ab.t10k" ;;
+	headers1k) args="-size 16 -autoack -exchange ab.h1k -exchange-type headers -key ibm -extra-bindings 1000 -queue ab.h1k" ;;
+	latency) args="-size 16 -rate 1000 -qos 100 -queue ab.l" ;;
 	*) echo "unknown scenario $scenario" >&2; exit 2 ;;
 	esac
 	# shellcheck disable=SC2086
 	summary=$("$work/warrenperf" -url "amqp://guest:guest@$addr/" -broker-pid "$(cat "$work/pid")" -duration "$duration" $args | grep '^summary' | tr '\n' ' ')
 	rate=$(echo "$summary" | sed -n 's/.*consumed [0-9]* = \([0-9]*\) msg\/s.*/\1/p')
-	cpu=$(echo "$summary" | sed -n 's/.* = \([0-9.]*\) µs per message.*/\1/p')
-	echo "$scenario $label consumed/s=$rate cpu_us/msg=$cpu"
+	cpu=$(echo "$summary" | sed -n 's/.*broker CPU [0-9.]*s = \([0-9.]*\) µs per message.*/\1/p')
+	latency=$(echo "$summary" | sed -n 's/.*summary: latency median \([^ ]*\) p95 [^ ]* p99 \([^ ]*\) .*/\1 \2/p')
+	echo "$scenario $label consumed/s=$rate cpu_us/msg=$cpu latency_p50_p99=${latency// /,}"
 	kill "$(cat "$work/pid")"
 	while kill -0 "$(cat "$work/pid")" 2>/dev/null; do sleep 0.05; done
 }
