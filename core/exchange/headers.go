@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,16 +26,29 @@ import (
 // kinds (int 1 = long 1 = double 1.0), strings and byte arrays by bytes, but
 // never a string against a number. "all" with no arguments matches every
 // message; "any" with none matches nothing.
+//
+// Routing does not test every binding. An "all" binding that names a
+// string (or byte-array) value is indexed under one such argument, its
+// anchor: only a message carrying that header with that value can match
+// it, so Route tests just the bindings its own headers lead to. Bindings
+// with no anchor ("any", void and numeric values only, no arguments) are
+// tested against every message.
 type Headers struct{}
 
 func (Headers) Name() string                     { return "headers" }
 func (Headers) ValidateDeclare(Definition) error { return nil }
 func (Headers) Create(Definition) (Router, error) {
-	return &headersRouter{compiled: make(map[*Binding]*headerMatch)}, nil
+	return &headersRouter{
+		anchored: make(map[string]map[string][]*headerMatch),
+		compiled: make(map[*Binding]*headerMatch),
+	}, nil
 }
 
+// headersRouter holds every binding exactly once: in anchored under its
+// anchor's name and value, or in scan.
 type headersRouter struct {
-	list     []*headerMatch // in binding order
+	anchored map[string]map[string][]*headerMatch // header name → value → bindings
+	scan     []*headerMatch                       // bindings without an anchor, in binding order
 	compiled map[*Binding]*headerMatch
 }
 
@@ -43,6 +57,7 @@ type headerMatch struct {
 	binding *Binding
 	any     bool
 	args    []headerArg // sorted by key
+	anchor  *headerArg  // nil: tested against every message
 }
 
 type headerArg struct {
@@ -78,7 +93,27 @@ func compileHeaders(b *Binding) (*headerMatch, error) {
 		hm.args = append(hm.args, headerArg{key: k, value: v, void: v == nil})
 	}
 	sort.Slice(hm.args, func(i, j int) bool { return hm.args[i].key < hm.args[j].key })
+	if !hm.any {
+		for i := range hm.args {
+			if _, ok := textValue(hm.args[i].value); ok {
+				hm.anchor = &hm.args[i]
+				break
+			}
+		}
+	}
 	return hm, nil
+}
+
+// textValue is v's bytes as a string when v is a string or a byte array,
+// the values ValuesEqual compares by their bytes.
+func textValue(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	}
+	return "", false
 }
 
 func (r *headersRouter) ValidateBinding(b *Binding) error {
@@ -92,7 +127,17 @@ func (r *headersRouter) AddBinding(b *Binding) error {
 		return err
 	}
 	r.compiled[b] = hm
-	r.list = append(r.list, hm)
+	if hm.anchor == nil {
+		r.scan = append(r.scan, hm)
+		return nil
+	}
+	value, _ := textValue(hm.anchor.value)
+	values := r.anchored[hm.anchor.key]
+	if values == nil {
+		values = make(map[string][]*headerMatch)
+		r.anchored[hm.anchor.key] = values
+	}
+	values[value] = append(values[value], hm)
 	return nil
 }
 
@@ -103,24 +148,62 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 			continue
 		}
 		delete(r.compiled, b)
-		for i, x := range r.list {
-			if x == hm {
-				r.list = append(r.list[:i], r.list[i+1:]...)
-				break
-			}
+		if hm.anchor == nil {
+			r.scan = removeMatch(r.scan, hm)
+			continue
+		}
+		value, _ := textValue(hm.anchor.value)
+		values := r.anchored[hm.anchor.key]
+		values[value] = removeMatch(values[value], hm)
+		if len(values[value]) == 0 {
+			delete(values, value)
+		}
+		if len(values) == 0 {
+			delete(r.anchored, hm.anchor.key)
 		}
 	}
 	return nil
 }
 
+// removeMatch removes hm from list, keeping the order of the rest.
+func removeMatch(list []*headerMatch, hm *headerMatch) []*headerMatch {
+	if i := slices.Index(list, hm); i >= 0 {
+		return slices.Delete(list, i, i+1)
+	}
+	return list
+}
+
 func (r *headersRouter) Route(m *message.Message, res *Result) error {
-	if len(r.list) == 0 {
+	if len(r.compiled) == 0 {
 		return nil
 	}
 	headers := m.Headers()
-	for _, hm := range r.list {
+	for _, hm := range r.scan {
 		if hm.matches(headers) {
 			res.Bindings = append(res.Bindings, hm.binding)
+		}
+	}
+	if len(r.anchored) == 0 {
+		return nil
+	}
+	// Each anchored binding is reached through its one anchor, and a
+	// message has each header once, so none is tested twice.
+	for name, v := range headers {
+		values := r.anchored[name]
+		if values == nil {
+			continue
+		}
+		var candidates []*headerMatch
+		switch x := v.(type) {
+		case string:
+			candidates = values[x]
+		case []byte:
+			candidates = values[string(x)]
+		}
+		for _, hm := range candidates {
+			if hm.matches(headers) {
+				res.Bindings = append(res.Bindings, hm.binding)
+			}
 		}
 	}
 	return nil

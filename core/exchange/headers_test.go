@@ -1,0 +1,116 @@
+package exchange
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// TestHeadersIndexAgreesWithScan binds random header bindings, removes
+// some, and routes random messages, checking each time that Route's answer
+// (through the index of anchors) is what testing every binding gives.
+func TestHeadersIndexAgreesWithScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b", "c", "x-t"}
+	values := []any{"1", "2", []byte("1"), int32(1), int64(2), 1.0, nil, true}
+	randomTable := func(maxLen int) protocol.Table {
+		tab := protocol.Table{}
+		for range rng.IntN(maxLen + 1) {
+			tab[names[rng.IntN(len(names))]] = values[rng.IntN(len(values))]
+		}
+		return tab
+	}
+	modes := []any{nil, "all", "any", "all-with-x", "any-with-x"}
+
+	r, _ := Headers{}.Create(Definition{Name: "h", Type: "headers"})
+	var bound []*Binding
+	for round := range 200 {
+		for range 5 {
+			args := randomTable(3)
+			if mode := modes[rng.IntN(len(modes))]; mode != nil {
+				args["x-match"] = mode
+			}
+			b := &Binding{Destination: Destination{Name: fmt.Sprint("q", len(bound))}, Args: args}
+			if err := r.AddBinding(b); err != nil {
+				t.Fatal(err)
+			}
+			bound = append(bound, b)
+		}
+		if round%3 == 0 {
+			i := rng.IntN(len(bound))
+			if err := r.RemoveBindings([]*Binding{bound[i]}); err != nil {
+				t.Fatal(err)
+			}
+			bound = append(bound[:i], bound[i+1:]...)
+		}
+		for range 20 {
+			headers := randomTable(4)
+			m := newMessage(t, "", headers)
+			var res Result
+			if err := r.Route(m, &res); err != nil {
+				t.Fatal(err)
+			}
+			got := destinations(res.Bindings)
+			var want []string
+			for _, b := range bound {
+				hm, _ := compileHeaders(b)
+				if hm.matches(m.Headers()) {
+					want = append(want, b.Destination.Name)
+				}
+			}
+			sort.Strings(want)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("round %d, headers %v: routed to %v, want %v", round, headers, got, want)
+			}
+		}
+	}
+}
+
+// destinations is the sorted names bs lead to, each once; it fails the
+// comparison on a binding returned twice, which Route of headers never does.
+func destinations(bs []*Binding) []string {
+	var names []string
+	for _, b := range bs {
+		names = append(names, b.Destination.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BenchmarkHeadersRoute1k routes through 1,000 "all" bindings that each
+// name the same region and their own key, one of which matches: the
+// warrenperf headers1k load.
+func BenchmarkHeadersRoute1k(b *testing.B) {
+	r, _ := Headers{}.Create(Definition{Name: "bench", Type: "headers"})
+	for i := range 1000 {
+		args := protocol.Table{"x-match": "all", "region": "emea", "key": fmt.Sprint("k", i)}
+		if err := r.AddBinding(&Binding{Destination: Destination{Name: fmt.Sprint("q", i)}, Args: args}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := protocol.Properties{Flags: protocol.FlagHeaders, Headers: protocol.Table{"region": "emea", "key": "k42"}}
+	raw, err := p.Append(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var res Result
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		// A fresh message each time, as each publish is: its headers are
+		// decoded on first use.
+		m, err := message.New("bench", "", p.Flags, raw, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Reset()
+		_ = r.Route(m, &res)
+		if len(res.Bindings) != 1 {
+			b.Fatalf("routed to %d bindings", len(res.Bindings))
+		}
+	}
+}
