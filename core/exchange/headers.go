@@ -27,12 +27,13 @@ import (
 // never a string against a number. "all" with no arguments matches every
 // message; "any" with none matches nothing.
 //
-// Routing does not test every binding. An "all" binding that names a
-// string (or byte-array) value is indexed under one such argument, its
-// anchor: only a message carrying that header with that value can match
-// it, so Route tests just the bindings its own headers lead to. Bindings
-// with no anchor ("any", void and numeric values only, no arguments) are
-// tested against every message.
+// Routing does not test every binding. A binding is indexed under the
+// header values a message must carry to match it, its anchors, so Route
+// tests just the bindings its own headers lead to: an "all" binding that
+// names a string (or byte-array) value is indexed under one such argument;
+// an "any" binding whose arguments are all strings, under each of them.
+// The rest (void or numeric values, no arguments) are tested against
+// every message.
 type Headers struct{}
 
 func (Headers) Name() string                     { return "headers" }
@@ -44,8 +45,8 @@ func (Headers) Create(Definition) (Router, error) {
 	}, nil
 }
 
-// headersRouter holds every binding exactly once: in anchored under its
-// anchor's name and value, or in scan.
+// headersRouter holds every binding either in anchored, under each of its
+// anchors' names and values, or in scan.
 type headersRouter struct {
 	anchored map[string]map[string][]*headerMatch // header name → value → bindings
 	scan     []*headerMatch                       // bindings without an anchor, in binding order
@@ -56,8 +57,8 @@ type headersRouter struct {
 type headerMatch struct {
 	binding *Binding
 	any     bool
-	args    []headerArg // sorted by key
-	anchor  *headerArg  // nil: tested against every message
+	args    []headerArg  // sorted by key
+	anchors []*headerArg // none: tested against every message
 }
 
 type headerArg struct {
@@ -93,12 +94,15 @@ func compileHeaders(b *Binding) (*headerMatch, error) {
 		hm.args = append(hm.args, headerArg{key: k, value: v, void: v == nil})
 	}
 	sort.Slice(hm.args, func(i, j int) bool { return hm.args[i].key < hm.args[j].key })
-	if !hm.any {
-		for i := range hm.args {
-			if _, ok := textValue(hm.args[i].value); ok {
-				hm.anchor = &hm.args[i]
-				break
+	for i := range hm.args {
+		if _, ok := textValue(hm.args[i].value); ok {
+			hm.anchors = append(hm.anchors, &hm.args[i])
+			if !hm.any {
+				break // one is enough: "all" needs each of them
 			}
+		} else if hm.any {
+			hm.anchors = nil // a match on this one would go unseen
+			break
 		}
 	}
 	return hm, nil
@@ -127,17 +131,19 @@ func (r *headersRouter) AddBinding(b *Binding) error {
 		return err
 	}
 	r.compiled[b] = hm
-	if hm.anchor == nil {
+	if len(hm.anchors) == 0 {
 		r.scan = append(r.scan, hm)
 		return nil
 	}
-	value, _ := textValue(hm.anchor.value)
-	values := r.anchored[hm.anchor.key]
-	if values == nil {
-		values = make(map[string][]*headerMatch)
-		r.anchored[hm.anchor.key] = values
+	for _, a := range hm.anchors {
+		value, _ := textValue(a.value)
+		values := r.anchored[a.key]
+		if values == nil {
+			values = make(map[string][]*headerMatch)
+			r.anchored[a.key] = values
+		}
+		values[value] = append(values[value], hm)
 	}
-	values[value] = append(values[value], hm)
 	return nil
 }
 
@@ -148,18 +154,20 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 			continue
 		}
 		delete(r.compiled, b)
-		if hm.anchor == nil {
+		if len(hm.anchors) == 0 {
 			r.scan = removeMatch(r.scan, hm)
 			continue
 		}
-		value, _ := textValue(hm.anchor.value)
-		values := r.anchored[hm.anchor.key]
-		values[value] = removeMatch(values[value], hm)
-		if len(values[value]) == 0 {
-			delete(values, value)
-		}
-		if len(values) == 0 {
-			delete(r.anchored, hm.anchor.key)
+		for _, a := range hm.anchors {
+			value, _ := textValue(a.value)
+			values := r.anchored[a.key]
+			values[value] = removeMatch(values[value], hm)
+			if len(values[value]) == 0 {
+				delete(values, value)
+			}
+			if len(values) == 0 {
+				delete(r.anchored, a.key)
+			}
 		}
 	}
 	return nil
@@ -186,8 +194,9 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 	if len(r.anchored) == 0 {
 		return nil
 	}
-	// Each anchored binding is reached through its one anchor, and a
-	// message has each header once, so none is tested twice.
+	// A message has each header once, so an "all" binding, with one
+	// anchor, is reached at most once; an "any" binding is returned only
+	// through the first of its arguments the message matches.
 	for name, v := range headers {
 		values := r.anchored[name]
 		if values == nil {
@@ -201,7 +210,7 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 			candidates = values[string(x)]
 		}
 		for _, hm := range candidates {
-			if hm.matches(headers) {
+			if hm.matchesFirstAt(headers, name) {
 				res.Bindings = append(res.Bindings, hm.binding)
 			}
 		}
@@ -224,6 +233,21 @@ func (hm *headerMatch) matches(headers protocol.Table) bool {
 		}
 	}
 	return true
+}
+
+// matchesFirstAt reports whether hm matches headers, and, for "any", that
+// name is the first of hm's arguments that does: so an "any" binding
+// reached through several of its anchors is returned once.
+func (hm *headerMatch) matchesFirstAt(headers protocol.Table, name string) bool {
+	if !hm.any {
+		return hm.matches(headers)
+	}
+	for _, a := range hm.args {
+		if a.matches(headers) {
+			return a.key == name
+		}
+	}
+	return false
 }
 
 func (a *headerArg) matches(headers protocol.Table) bool {
