@@ -30,8 +30,10 @@ import (
 // Routing does not test every binding. A binding is indexed under the
 // header values a message must carry to match it, its anchors, so Route
 // tests just the bindings its own headers lead to: an "all" binding that
-// names a string (or byte-array) value is indexed under one such argument;
-// an "any" binding whose arguments are all strings, under each of them.
+// names a string (or byte-array) value is indexed under one such argument,
+// the one fewest other bindings share, so that a value common to them all
+// (a region, say) does not lead to every one; an "any" binding whose
+// arguments are all strings, under each of them.
 // The rest (void or numeric values, no arguments) are tested against
 // every message.
 type Headers struct{}
@@ -97,9 +99,6 @@ func compileHeaders(b *Binding) (*headerMatch, error) {
 	for i := range hm.args {
 		if _, ok := textValue(hm.args[i].value); ok {
 			hm.anchors = append(hm.anchors, &hm.args[i])
-			if !hm.any {
-				break // one is enough: "all" needs each of them
-			}
 		} else if hm.any {
 			hm.anchors = nil // a match on this one would go unseen
 			break
@@ -131,6 +130,10 @@ func (r *headersRouter) AddBinding(b *Binding) error {
 		return err
 	}
 	r.compiled[b] = hm
+	if !hm.any && len(hm.anchors) > 1 {
+		// "all" needs every argument, so one anchor is enough.
+		hm.anchors = []*headerArg{r.leastShared(hm.anchors)}
+	}
 	if len(hm.anchors) == 0 {
 		r.scan = append(r.scan, hm)
 		return nil
@@ -171,6 +174,19 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 		}
 	}
 	return nil
+}
+
+// leastShared is the anchor fewest bindings are indexed under yet, the
+// first such in key order.
+func (r *headersRouter) leastShared(anchors []*headerArg) *headerArg {
+	best, bestCount := anchors[0], -1
+	for _, a := range anchors {
+		value, _ := textValue(a.value)
+		if n := len(r.anchored[a.key][value]); bestCount < 0 || n < bestCount {
+			best, bestCount = a, n
+		}
+	}
+	return best
 }
 
 // removeMatch removes hm from list, keeping the order of the rest.

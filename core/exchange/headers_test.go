@@ -123,3 +123,28 @@ func BenchmarkHeadersRoute1k(b *testing.B) {
 		})
 	}
 }
+
+// TestHeadersAnchorAvoidsSharedValues binds "all" bindings that share
+// their first argument's value and differ in another: each is indexed
+// under the argument that tells it apart, so a message's headers lead to
+// the one binding it matches rather than to all of them.
+func TestHeadersAnchorAvoidsSharedValues(t *testing.T) {
+	r, _ := Headers{}.Create(Definition{Name: "h", Type: "headers"})
+	for i := range 100 {
+		args := protocol.Table{"a-region": "emea", "key": fmt.Sprint("k", i)}
+		if err := r.AddBinding(&Binding{Destination: Destination{Name: fmt.Sprint("q", i)}, Args: args}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hr := r.(*headersRouter)
+	if n := len(hr.anchored["a-region"]["emea"]); n > 1 {
+		t.Errorf("%d bindings indexed under the value they all share", n)
+	}
+	var res Result
+	if err := r.Route(newMessage(t, "", protocol.Table{"a-region": "emea", "key": "k42"}), &res); err != nil {
+		t.Fatal(err)
+	}
+	if got := destinations(res.Bindings); fmt.Sprint(got) != "[q42]" {
+		t.Errorf("routed to %v, want [q42]", got)
+	}
+}
