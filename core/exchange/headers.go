@@ -33,9 +33,8 @@ import (
 // names a string (or byte-array) value is indexed under one such argument,
 // the one fewest other bindings share, so that a value common to them all
 // (a region, say) does not lead to every one; an "any" binding whose
-// arguments are all strings, under each of them.
-// The rest (void or numeric values, no arguments) are tested against
-// every message.
+// arguments are all strings, under each of them. The rest (void or
+// numeric values, no arguments) are tested against every message.
 type Headers struct{}
 
 func (Headers) Name() string                     { return "headers" }
