@@ -13,7 +13,9 @@
 # the consumed rate, the broker's CPU per message (from /proc) and the
 # median and p99 latency from publish to delivery. Scenarios: transient,
 # persistent, persistent1k, fanout (10 queues), topic10k, headers1k,
-# latency (1,000 msg/s, manual acks).
+# latency (1,000 msg/s, manual acks). At the end it prints each
+# scenario's medians over the rounds, and the median of the rounds' own
+# new/old rates.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 old_rev=${1:?usage: ab.sh OLD_REV [NEW_REV]}
@@ -72,7 +74,19 @@ run_one() { # label scenario
 
 for _ in $(seq "$rounds"); do
 	for scenario in $scenarios; do
-		run_one old "$scenario"
-		run_one new "$scenario"
+		run_one old "$scenario" | tee -a "$work/lines"
+		run_one new "$scenario" | tee -a "$work/lines"
 	done
+done
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+field() { grep "^$1 $2 " "$work/lines" | sed -n "s|.* $3=\([0-9.]*\).*|\1|p"; } # scenario label name
+# The spread between runs is wide, so the rounds' medians, and the median
+# of each round's own new/old ratio, which drift in the machine's speed
+# affects less than the medians apart.
+echo "medians of $rounds rounds:"
+for scenario in $scenarios; do
+	ratio=$(paste <(field "$scenario" old consumed/s) <(field "$scenario" new consumed/s) | awk '{ printf "%.4f\n", $2 / $1 }' | median)
+	echo "$scenario old consumed/s=$(field "$scenario" old consumed/s | median) cpu_us/msg=$(field "$scenario" old cpu_us/msg | median)" \
+		"new consumed/s=$(field "$scenario" new consumed/s | median) cpu_us/msg=$(field "$scenario" new cpu_us/msg | median) new/old rate by round=$ratio"
 done
