@@ -12,6 +12,19 @@ import (
 // package doc; see DecodeFieldValue.
 type Table map[string]any
 
+// TextValue is v as a string when it is a long string or a byte array: the
+// two field types clients send text in, interchangeably (an exchange name
+// in an argument, a header a binding matches).
+func TextValue(v any) (string, bool) {
+	switch s := v.(type) {
+	case string:
+		return s, true
+	case []byte:
+		return string(s), true
+	}
+	return "", false
+}
+
 // Decimal is the 'D' field type: Value * 10^-Scale.
 type Decimal struct {
 	Scale uint8

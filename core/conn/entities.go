@@ -38,7 +38,7 @@ func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
 // existing exchange checks nothing more, as in RabbitMQ (the arguments
 // must match what is there anyway).
 func (ch *channel) checkAlternateExchange(name string, args protocol.Table) error {
-	ae, ok := exchangeArg(args["alternate-exchange"])
+	ae, ok := protocol.TextValue(args["alternate-exchange"])
 	if !ok {
 		return nil // absent, or of a type the vhost refuses
 	}
@@ -153,7 +153,7 @@ func (ch *channel) isNewQueue(name string) bool {
 // the other. Without it a user could route their messages into an exchange
 // they may not publish to.
 func (ch *channel) checkDeadLetterExchange(name string, args protocol.Table) error {
-	dlx, ok := exchangeArg(args["x-dead-letter-exchange"])
+	dlx, ok := protocol.TextValue(args["x-dead-letter-exchange"])
 	if !ok {
 		return nil // absent, or of a type ParseArgs refuses
 	}
@@ -164,18 +164,6 @@ func (ch *channel) checkDeadLetterExchange(name string, args protocol.Table) err
 		return ch.refused("write", "exchange", dlx)
 	}
 	return nil
-}
-
-// exchangeArg reads an argument naming an exchange, which a client may send
-// as a string or as a byte array.
-func exchangeArg(v any) (string, bool) {
-	switch s := v.(type) {
-	case string:
-		return s, true
-	case []byte:
-		return string(s), true
-	}
-	return "", false
 }
 
 // queueBind handles queue.bind and queue.unbind: write permission on the

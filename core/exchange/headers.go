@@ -58,9 +58,12 @@ type headersRouter struct {
 type headerMatch struct {
 	binding *Binding
 	any     bool
-	args    []headerArg  // sorted by key
-	anchors []*headerArg // none: tested against every message
+	args    []headerArg // sorted by key
+	anchors []anchor    // none: tested against every message
 }
+
+// anchor is a header a message must carry, with this value, to match.
+type anchor struct{ key, value string }
 
 type headerArg struct {
 	key   string
@@ -96,26 +99,14 @@ func compileHeaders(b *Binding) (*headerMatch, error) {
 	}
 	sort.Slice(hm.args, func(i, j int) bool { return hm.args[i].key < hm.args[j].key })
 	for i := range hm.args {
-		if _, ok := textValue(hm.args[i].value); ok {
-			hm.anchors = append(hm.anchors, &hm.args[i])
+		if value, ok := protocol.TextValue(hm.args[i].value); ok {
+			hm.anchors = append(hm.anchors, anchor{hm.args[i].key, value})
 		} else if hm.any {
 			hm.anchors = nil // a match on this one would go unseen
 			break
 		}
 	}
 	return hm, nil
-}
-
-// textValue is v's bytes as a string when v is a string or a byte array,
-// the values ValuesEqual compares by their bytes.
-func textValue(v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case []byte:
-		return string(x), true
-	}
-	return "", false
 }
 
 func (r *headersRouter) ValidateBinding(b *Binding) error {
@@ -131,20 +122,19 @@ func (r *headersRouter) AddBinding(b *Binding) error {
 	r.compiled[b] = hm
 	if !hm.any && len(hm.anchors) > 1 {
 		// "all" needs every argument, so one anchor is enough.
-		hm.anchors = []*headerArg{r.leastShared(hm.anchors)}
+		hm.anchors = []anchor{r.leastShared(hm.anchors)}
 	}
 	if len(hm.anchors) == 0 {
 		r.scan = append(r.scan, hm)
 		return nil
 	}
 	for _, a := range hm.anchors {
-		value, _ := textValue(a.value)
 		values := r.anchored[a.key]
 		if values == nil {
 			values = make(map[string][]*headerMatch)
 			r.anchored[a.key] = values
 		}
-		values[value] = append(values[value], hm)
+		values[a.value] = append(values[a.value], hm)
 	}
 	return nil
 }
@@ -161,11 +151,10 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 			continue
 		}
 		for _, a := range hm.anchors {
-			value, _ := textValue(a.value)
 			values := r.anchored[a.key]
-			values[value] = removeMatch(values[value], hm)
-			if len(values[value]) == 0 {
-				delete(values, value)
+			values[a.value] = removeMatch(values[a.value], hm)
+			if len(values[a.value]) == 0 {
+				delete(values, a.value)
 			}
 			if len(values) == 0 {
 				delete(r.anchored, a.key)
@@ -177,11 +166,10 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 
 // leastShared is the anchor fewest bindings are indexed under yet, the
 // first such in key order.
-func (r *headersRouter) leastShared(anchors []*headerArg) *headerArg {
+func (r *headersRouter) leastShared(anchors []anchor) anchor {
 	best, bestCount := anchors[0], -1
 	for _, a := range anchors {
-		value, _ := textValue(a.value)
-		if n := len(r.anchored[a.key][value]); bestCount < 0 || n < bestCount {
+		if n := len(r.anchored[a.key][a.value]); bestCount < 0 || n < bestCount {
 			best, bestCount = a, n
 		}
 	}
@@ -218,7 +206,7 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 			continue
 		}
 		var candidates []*headerMatch
-		switch x := v.(type) {
+		switch x := v.(type) { // protocol.TextValue, without copying a byte array
 		case string:
 			candidates = values[x]
 		case []byte:

@@ -240,11 +240,8 @@ func stringArray(v any) []string {
 	}
 	out := make([]string, 0, len(arr))
 	for _, e := range arr {
-		switch s := e.(type) {
-		case string:
+		if s, ok := protocol.TextValue(e); ok {
 			out = append(out, s)
-		case []byte:
-			out = append(out, string(s))
 		}
 	}
 	return out

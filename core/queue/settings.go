@@ -248,11 +248,8 @@ func positive(v any) (int64, error) {
 }
 
 func str(v any) (string, error) {
-	switch s := v.(type) {
-	case string:
+	if s, ok := protocol.TextValue(v); ok {
 		return s, nil
-	case []byte:
-		return string(s), nil
 	}
 	return "", fmt.Errorf("{unacceptable_type,%T}", v)
 }
