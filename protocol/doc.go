@@ -50,14 +50,16 @@
 //
 // Decoding then encoding gives back the same bytes, except that keys come
 // out sorted, a later duplicate key wins, and true is always sent as 1.
+// RawTable reads a table in place, without decoding it, and accepts and
+// reads tables exactly as DecodeTable does: one walk serves both.
 // Encoding also accepts int (as 'l') and map[string]any (as 'F'). Tables
 // and arrays nest at most 64 deep.
 //
 // # Invariants
 //
 //   - Frame.Payload aliases the FrameReader's buffer and is valid only
-//     until the next ReadFrame. ContentHeader.Raw and PropertyView alias the
-//     payload they were made from. Decoded strings, byte arrays and tables
+//     until the next ReadFrame. ContentHeader.Raw, PropertyView and
+//     RawTable alias the bytes they were made from. Decoded strings, byte arrays and tables
 //     never alias: they are copies.
 //   - A MethodDecoder owns one value per method type and decodes into it
 //     again on the next frame of that type, so a returned Method is valid

@@ -89,6 +89,7 @@ func FuzzDecodeTable(f *testing.F) {
 	f.Add(mustHex(`0000000a 01 61 42 01 01 61 42 02 00 56`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, n, err := DecodeTable(data)
+		checkRawTable(t, data, tab, err)
 		if err != nil {
 			var se *BadSyntaxError
 			if !errors.As(err, &se) {

@@ -41,7 +41,7 @@ const maxDepth = 64
 // table decodes as nil. Strings and byte arrays are copied: the table does
 // not alias b.
 func DecodeTable(b []byte) (Table, int, error) {
-	return decodeTable(b, 1)
+	return decodeTable(b, 1, true)
 }
 
 // DecodeFieldValue decodes one field value, its type octet first, and
@@ -56,13 +56,16 @@ func DecodeTable(b []byte) (Table, int, error) {
 // in RabbitMQ, not the spec's short string). Timestamps are whole seconds
 // and decode in UTC. An empty 'x', 'A' or 'F' decodes as a nil slice or map.
 func DecodeFieldValue(b []byte) (any, int, error) {
-	return decodeValue(b, 0)
+	return decodeValue(b, 0, true)
 }
 
 // decodeTable decodes a table at nesting depth (1 for a top-level table).
 // Every length is checked against the bytes present before anything is
-// allocated, so the result is at most a small multiple of len(b).
-func decodeTable(b []byte, depth int) (Table, int, error) {
+// allocated, so the result is at most a small multiple of len(b). Without
+// keep it only checks the table and measures it, allocating nothing but an
+// error: the same walk serves the readers in place (rawtable.go), so the
+// two cannot disagree on what a valid table is.
+func decodeTable(b []byte, depth int, keep bool) (Table, int, error) {
 	if depth > maxDepth {
 		return nil, 0, syntaxErrorf("field tables nested deeper than %d levels", maxDepth)
 	}
@@ -81,23 +84,27 @@ func decodeTable(b []byte, depth int) (Table, int, error) {
 		if klen > len(body)-off {
 			return nil, 0, syntaxErrorf("table key of %d bytes, %d left", klen, len(body)-off)
 		}
-		key := string(body[off : off+klen])
+		key := body[off : off+klen]
 		off += klen
-		v, vn, err := decodeValue(body[off:], depth)
+		v, vn, err := decodeValue(body[off:], depth, keep)
 		if err != nil {
 			return nil, 0, inContext(fmt.Sprintf("table key %q", key), err)
 		}
 		off += vn
+		if !keep {
+			continue
+		}
 		if t == nil {
 			t = make(Table)
 		}
-		t[key] = v
+		t[string(key)] = v
 	}
 	return t, 4 + int(n), nil
 }
 
-// decodeArray decodes the body of an 'A' value, after its type octet.
-func decodeArray(b []byte, depth int) ([]any, int, error) {
+// decodeArray decodes the body of an 'A' value, after its type octet; see
+// decodeTable for keep.
+func decodeArray(b []byte, depth int, keep bool) ([]any, int, error) {
 	if depth > maxDepth {
 		return nil, 0, syntaxErrorf("field tables nested deeper than %d levels", maxDepth)
 	}
@@ -110,111 +117,126 @@ func decodeArray(b []byte, depth int) ([]any, int, error) {
 	}
 	body := b[4 : 4+int(n)]
 	var a []any
-	for off := 0; off < len(body); {
-		v, vn, err := decodeValue(body[off:], depth)
+	for i, off := 0, 0; off < len(body); i++ {
+		v, vn, err := decodeValue(body[off:], depth, keep)
 		if err != nil {
-			return nil, 0, inContext(fmt.Sprintf("array index %d", len(a)), err)
+			return nil, 0, inContext(fmt.Sprintf("array index %d", i), err)
 		}
 		off += vn
-		a = append(a, v)
+		if keep {
+			a = append(a, v)
+		}
 	}
 	return a, 4 + int(n), nil
 }
 
-// decodeValue decodes a type octet and value held in a container at depth.
-func decodeValue(b []byte, depth int) (any, int, error) {
+// decodeValue decodes a type octet and value held in a container at depth;
+// without keep it returns only the value's size (see decodeTable).
+func decodeValue(b []byte, depth int, keep bool) (any, int, error) {
 	if len(b) < 1 {
 		return nil, 0, syntaxErrorf("field value type: 1 byte needed, 0 left")
 	}
 	typ, v := b[0], b[1:]
-	need := func(n int) error {
+	if n, fixed := fixedValueSize(typ); fixed {
 		if n > len(v) {
-			return syntaxErrorf("field value %q: %d bytes needed, %d left", typ, n, len(v))
+			return nil, 0, syntaxErrorf("field value %q: %d bytes needed, %d left", typ, n, len(v))
 		}
-		return nil
+		if !keep {
+			return nil, 1 + n, nil
+		}
+		return fixedValue(typ, v), 1 + n, nil
 	}
 	switch typ {
-	case 't', 'b', 'B':
-		if err := need(1); err != nil {
-			return nil, 0, err
-		}
-		switch typ {
-		case 't':
-			return v[0] != 0, 2, nil
-		case 'b':
-			return int8(v[0]), 2, nil
-		}
-		return v[0], 2, nil
-	case 's', 'u':
-		if err := need(2); err != nil {
-			return nil, 0, err
-		}
-		x := binary.BigEndian.Uint16(v)
-		if typ == 's' {
-			return int16(x), 3, nil
-		}
-		return x, 3, nil
-	case 'I', 'i', 'f':
-		if err := need(4); err != nil {
-			return nil, 0, err
-		}
-		x := binary.BigEndian.Uint32(v)
-		switch typ {
-		case 'I':
-			return int32(x), 5, nil
-		case 'f':
-			return math.Float32frombits(x), 5, nil
-		}
-		return x, 5, nil
-	case 'l', 'd', 'T':
-		if err := need(8); err != nil {
-			return nil, 0, err
-		}
-		x := binary.BigEndian.Uint64(v)
-		switch typ {
-		case 'l':
-			return int64(x), 9, nil
-		case 'd':
-			return math.Float64frombits(x), 9, nil
-		}
-		return time.Unix(int64(x), 0).UTC(), 9, nil
-	case 'D':
-		if err := need(5); err != nil {
-			return nil, 0, err
-		}
-		return Decimal{Scale: v[0], Value: int32(binary.BigEndian.Uint32(v[1:]))}, 6, nil
 	case 'S', 'x':
-		if err := need(4); err != nil {
-			return nil, 0, err
+		if len(v) < 4 {
+			return nil, 0, syntaxErrorf("field value %q: 4 bytes needed, %d left", typ, len(v))
 		}
 		n := binary.BigEndian.Uint32(v)
 		if uint64(n) > uint64(len(v)-4) {
 			return nil, 0, syntaxErrorf("field value %q of %d bytes, %d left", typ, n, len(v)-4)
 		}
 		s := v[4 : 4+int(n)]
-		if typ == 'S' {
+		switch {
+		case !keep:
+			return nil, 5 + int(n), nil
+		case typ == 'S':
 			return string(s), 5 + int(n), nil
-		}
-		if n == 0 {
+		case n == 0:
 			return []byte(nil), 5, nil
 		}
 		return slices.Clone(s), 5 + int(n), nil
 	case 'A':
-		a, n, err := decodeArray(v, depth+1)
+		a, n, err := decodeArray(v, depth+1, keep)
 		if err != nil {
 			return nil, 0, err
+		}
+		if !keep {
+			return nil, 1 + n, nil
 		}
 		return a, 1 + n, nil
 	case 'F':
-		t, n, err := decodeTable(v, depth+1)
+		t, n, err := decodeTable(v, depth+1, keep)
 		if err != nil {
 			return nil, 0, err
 		}
+		if !keep {
+			return nil, 1 + n, nil
+		}
 		return t, 1 + n, nil
-	case 'V':
-		return nil, 1, nil
 	}
 	return nil, 0, syntaxErrorf("unknown field value type %q", typ)
+}
+
+// fixedValueSize is the size of a value of type typ after its type octet,
+// for the types whose size the type fixes.
+func fixedValueSize(typ byte) (int, bool) {
+	switch typ {
+	case 'V':
+		return 0, true
+	case 't', 'b', 'B':
+		return 1, true
+	case 's', 'u':
+		return 2, true
+	case 'I', 'i', 'f':
+		return 4, true
+	case 'D':
+		return 5, true
+	case 'l', 'd', 'T':
+		return 8, true
+	}
+	return 0, false
+}
+
+// fixedValue decodes a value of a type fixedValueSize knows from v, which
+// holds at least its size.
+func fixedValue(typ byte, v []byte) any {
+	switch typ {
+	case 't':
+		return v[0] != 0
+	case 'b':
+		return int8(v[0])
+	case 'B':
+		return v[0]
+	case 's':
+		return int16(binary.BigEndian.Uint16(v))
+	case 'u':
+		return binary.BigEndian.Uint16(v)
+	case 'I':
+		return int32(binary.BigEndian.Uint32(v))
+	case 'i':
+		return binary.BigEndian.Uint32(v)
+	case 'f':
+		return math.Float32frombits(binary.BigEndian.Uint32(v))
+	case 'D':
+		return Decimal{Scale: v[0], Value: int32(binary.BigEndian.Uint32(v[1:]))}
+	case 'l':
+		return int64(binary.BigEndian.Uint64(v))
+	case 'd':
+		return math.Float64frombits(binary.BigEndian.Uint64(v))
+	case 'T':
+		return time.Unix(int64(binary.BigEndian.Uint64(v)), 0).UTC()
+	}
+	return nil // 'V'
 }
 
 // AppendTable appends t as a field table: a 4-byte length, then each entry
