@@ -35,6 +35,10 @@ import (
 // (a region, say) does not lead to every one; an "any" binding whose
 // arguments are all strings, under each of them. The rest (void or
 // numeric values, no arguments) are tested against every message.
+//
+// Route reads the message's headers where they lie (protocol.RawTable):
+// text values are compared as bytes, and only a header a binding compares
+// with a number or another non-text value is decoded.
 type Headers struct{}
 
 func (Headers) Name() string                     { return "headers" }
@@ -66,9 +70,11 @@ type headerMatch struct {
 type anchor struct{ key, value string }
 
 type headerArg struct {
-	key   string
-	value any
-	void  bool
+	key    string
+	value  any    // compared as RabbitMQ does (ValuesEqual)
+	void   bool   // matches any value
+	isText bool   // value is a string or byte array: text holds it
+	text   string // compared with a text header's bytes, not decoded
 }
 
 func compileHeaders(b *Binding) (*headerMatch, error) {
@@ -95,12 +101,13 @@ func compileHeaders(b *Binding) (*headerMatch, error) {
 		if k == "x-match" || (!withX && strings.HasPrefix(k, "x-")) {
 			continue
 		}
-		hm.args = append(hm.args, headerArg{key: k, value: v, void: v == nil})
+		text, isText := protocol.TextValue(v)
+		hm.args = append(hm.args, headerArg{key: k, value: v, void: v == nil, isText: isText, text: text})
 	}
 	sort.Slice(hm.args, func(i, j int) bool { return hm.args[i].key < hm.args[j].key })
-	for i := range hm.args {
-		if value, ok := protocol.TextValue(hm.args[i].value); ok {
-			hm.anchors = append(hm.anchors, anchor{hm.args[i].key, value})
+	for _, a := range hm.args {
+		if a.isText {
+			hm.anchors = append(hm.anchors, anchor{a.key, a.text})
 		} else if hm.any {
 			hm.anchors = nil // a match on this one would go unseen
 			break
@@ -184,11 +191,13 @@ func removeMatch(list []*headerMatch, hm *headerMatch) []*headerMatch {
 	return list
 }
 
+// Route reads the message's headers where they lie (RawHeaders): decoding
+// them cost more than the index's lookups.
 func (r *headersRouter) Route(m *message.Message, res *Result) error {
 	if len(r.compiled) == 0 {
 		return nil
 	}
-	headers := m.Headers()
+	headers := m.RawHeaders()
 	for _, hm := range r.scan {
 		if hm.matches(headers) {
 			res.Bindings = append(res.Bindings, hm.binding)
@@ -197,20 +206,27 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 	if len(r.anchored) == 0 {
 		return nil
 	}
-	// A message has each header once, so an "all" binding, with one
-	// anchor, is reached at most once; an "any" binding is returned only
-	// through the first of its arguments the message matches.
-	for name, v := range headers {
-		values := r.anchored[name]
+	// Each entry is visited once, and of a name the message repeats only
+	// the last entry counts, so an "all" binding, with one anchor, is
+	// reached at most once; an "any" binding is returned only through the
+	// first of its arguments the message matches.
+	fields := headers.Fields()
+	for {
+		name, value, ok := fields.Next()
+		if !ok {
+			return nil
+		}
+		values := r.anchored[string(name)]
 		if values == nil {
 			continue
 		}
-		var candidates []*headerMatch
-		switch x := v.(type) { // protocol.TextValue, without copying a byte array
-		case string:
-			candidates = values[x]
-		case []byte:
-			candidates = values[string(x)]
+		text, ok := protocol.RawText(value)
+		if !ok {
+			continue
+		}
+		candidates := values[string(text)]
+		if len(candidates) == 0 || fields.Later(name) {
+			continue
 		}
 		for _, hm := range candidates {
 			if hm.matchesFirstAt(headers, name) {
@@ -218,10 +234,9 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 			}
 		}
 	}
-	return nil
 }
 
-func (hm *headerMatch) matches(headers protocol.Table) bool {
+func (hm *headerMatch) matches(headers protocol.RawTable) bool {
 	if hm.any {
 		for _, a := range hm.args {
 			if a.matches(headers) {
@@ -241,24 +256,33 @@ func (hm *headerMatch) matches(headers protocol.Table) bool {
 // matchesFirstAt reports whether hm matches headers, and, for "any", that
 // name is the first of hm's arguments that does: so an "any" binding
 // reached through several of its anchors is returned once.
-func (hm *headerMatch) matchesFirstAt(headers protocol.Table, name string) bool {
+func (hm *headerMatch) matchesFirstAt(headers protocol.RawTable, name []byte) bool {
 	if !hm.any {
 		return hm.matches(headers)
 	}
 	for _, a := range hm.args {
 		if a.matches(headers) {
-			return a.key == name
+			return a.key == string(name)
 		}
 	}
 	return false
 }
 
-func (a *headerArg) matches(headers protocol.Table) bool {
-	v, present := headers[a.key]
-	if !present {
+// matches compares a text argument with the header's bytes in place, and
+// decodes the header for the other comparisons.
+func (a *headerArg) matches(headers protocol.RawTable) bool {
+	v, present := headers.Lookup(a.key)
+	switch {
+	case !present:
 		return false
+	case a.void:
+		return true
+	case a.isText:
+		text, ok := protocol.RawText(v)
+		return ok && string(text) == a.text
 	}
-	return a.void || ValuesEqual(a.value, v)
+	hv, _, err := protocol.DecodeFieldValue(v)
+	return err == nil && ValuesEqual(a.value, hv)
 }
 
 func (r *headersRouter) PolicyChanged(protocol.Table) error { return nil }

@@ -167,6 +167,25 @@ func (m *Message) Headers() protocol.Table {
 	return t
 }
 
+// RawHeaders reads the headers table where it lies, for lookups that need
+// not decode it; the empty table when there is none. A table that does not
+// decode reads as empty, as in Headers.
+func (m *Message) RawHeaders() protocol.RawTable {
+	if m.Flags&protocol.FlagHeaders == 0 {
+		return protocol.RawTable{}
+	}
+	view, err := m.View()
+	if err != nil {
+		return protocol.RawTable{}
+	}
+	raw, _ := view.HeadersRaw()
+	t, err := protocol.ScanTable(raw)
+	if err != nil {
+		return protocol.RawTable{}
+	}
+	return t
+}
+
 // Properties decodes the whole property list, for the rare paths that must
 // rewrite it (dead-lettering adds x-death).
 func (m *Message) Properties() (protocol.Properties, error) {
