@@ -62,13 +62,21 @@ func (f *RawFields) Next() (key, value []byte, ok bool) {
 	if len(f.rest) == 0 {
 		return nil, nil, false
 	}
-	// ScanTable checked every length, so the walk cannot fail here.
 	klen := int(f.rest[0])
 	key = f.rest[1 : 1+klen]
-	_, n, _ := decodeValue(f.rest[1+klen:], 1, false)
+	n := checkedValueSize(f.rest[1+klen:])
 	value = f.rest[1+klen : 1+klen+n]
 	f.rest = f.rest[1+klen+n:]
 	return key, value, true
+}
+
+// checkedValueSize is the size of the value at b, type octet first, which
+// ScanTable has checked: a fixed size, or a length prefix after the type.
+func checkedValueSize(b []byte) int {
+	if n, fixed := fixedValueSize(b[0]); fixed {
+		return 1 + n
+	}
+	return 5 + int(binary.BigEndian.Uint32(b[1:])) // 'S', 'x', 'A', 'F'
 }
 
 // Later reports whether an entry still ahead of the iterator has key: then
