@@ -59,8 +59,8 @@
 //
 //   - Frame.Payload aliases the FrameReader's buffer and is valid only
 //     until the next ReadFrame. ContentHeader.Raw, PropertyView and
-//     RawTable alias the bytes they were made from. Decoded strings, byte arrays and tables
-//     never alias: they are copies.
+//     RawTable alias the bytes they were made from. Decoded strings, byte
+//     arrays and tables never alias: they are copies.
 //   - A MethodDecoder owns one value per method type and decodes into it
 //     again on the next frame of that type, so a returned Method is valid
 //     until then. String arguments equal to the previous ones are kept
