@@ -13,7 +13,9 @@
 // against resource names: configure (declare, delete), write (publish,
 // bind into) and read (consume, get, purge, bind from). An empty expression
 // matches nothing. Like RabbitMQ, the default exchange is matched as
-// "amq.default".
+// "amq.default". Which operation needs which is said once, by Grant
+// (grant.go), and asked by every way in: AMQP, the management API, and the
+// protocols to come.
 package auth
 
 import (

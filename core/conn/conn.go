@@ -46,7 +46,7 @@ type Conn struct {
 	clientProps protocol.Table
 	caps        capabilities
 	user        *auth.User
-	perm        *auth.Permission
+	grant       auth.Grant // the user's rights in vh
 	vh          *vhost.VHost
 
 	// Under srv.mu: counted in the server's handshaking or opened total.

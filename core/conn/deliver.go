@@ -410,8 +410,8 @@ func (ch *channel) readableQueue(name string) (vhost.Source, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if !ch.c.perm.CanRead(name) {
-		return nil, "", ch.refused("read", "queue", name)
+	if err := refused(ch.c.grant.ReadQueue(name)); err != nil {
+		return nil, "", err
 	}
 	q, err := ch.c.vh.Source(name, ch.c)
 	return q, name, err

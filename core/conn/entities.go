@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -9,14 +10,13 @@ import (
 )
 
 // The methods that declare, bind and delete exchanges and queues. Each
-// checks the user's permission the way RabbitMQ does, then asks the vhost.
+// asks the connection's auth.Grant, which holds RabbitMQ's rules, then the
+// vhost.
 
 func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
-	if !m.Passive && !ch.c.perm.CanConfigure(m.Exchange) {
-		return ch.refused("configure", "exchange", m.Exchange)
-	}
 	if !m.Passive {
-		if err := ch.checkAlternateExchange(m.Exchange, m.Arguments); err != nil {
+		_, err := ch.c.vh.Exchange(m.Exchange)
+		if err := refused(ch.c.grant.DeclareExchange(m.Exchange, m.Arguments, err != nil)); err != nil {
 			return err
 		}
 	}
@@ -30,30 +30,6 @@ func (ch *channel) exchangeDeclare(m *protocol.ExchangeDeclare) error {
 	return ch.ok(m.NoWait, &protocol.ExchangeDeclareOk{})
 }
 
-// checkAlternateExchange applies RabbitMQ's rule for a new exchange with
-// an alternate-exchange argument: the user must be able to read the
-// exchange being declared and write to the AE, since messages published to
-// the one end up in the other. Without it a user could route their
-// messages into an exchange they may not publish to. Redeclaring an
-// existing exchange checks nothing more, as in RabbitMQ (the arguments
-// must match what is there anyway).
-func (ch *channel) checkAlternateExchange(name string, args protocol.Table) error {
-	ae, ok := protocol.TextValue(args["alternate-exchange"])
-	if !ok {
-		return nil // absent, or of a type the vhost refuses
-	}
-	if _, err := ch.c.vh.Exchange(name); err == nil {
-		return nil
-	}
-	if !ch.c.perm.CanRead(name) {
-		return ch.refused("read", "exchange", name)
-	}
-	if !ch.c.perm.CanWrite(ae) {
-		return ch.refused("write", "exchange", ae)
-	}
-	return nil
-}
-
 // ok answers a method unless the client asked for no answer.
 func (ch *channel) ok(noWait bool, m protocol.Method) error {
 	if !noWait {
@@ -63,8 +39,8 @@ func (ch *channel) ok(noWait bool, m protocol.Method) error {
 }
 
 func (ch *channel) exchangeDelete(m *protocol.ExchangeDelete) error {
-	if !ch.c.perm.CanConfigure(m.Exchange) {
-		return ch.refused("configure", "exchange", m.Exchange)
+	if err := refused(ch.c.grant.DeleteExchange(m.Exchange)); err != nil {
+		return err
 	}
 	if err := ch.c.vh.DeleteExchange(m.Exchange, m.IfUnused); err != nil {
 		return err
@@ -72,14 +48,10 @@ func (ch *channel) exchangeDelete(m *protocol.ExchangeDelete) error {
 	return ch.ok(m.NoWait, &protocol.ExchangeDeleteOk{})
 }
 
-// exchangeBind handles exchange.bind and exchange.unbind: write permission
-// on the destination, read on the source.
+// exchangeBind handles exchange.bind and exchange.unbind.
 func (ch *channel) exchangeBind(source, dest, key string, args protocol.Table, noWait, bind bool) error {
-	if !ch.c.perm.CanWrite(dest) {
-		return ch.refused("write", "exchange", dest)
-	}
-	if !ch.c.perm.CanRead(source) {
-		return ch.refused("read", "exchange", source)
+	if err := refused(ch.c.grant.Bind(source, auth.KindExchange, dest)); err != nil {
+		return err
 	}
 	d := exchange.Destination{Kind: exchange.ToExchange, Name: dest}
 	if bind {
@@ -111,15 +83,17 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 		// are checked on that name, as RabbitMQ checks them.
 		name = vhost.ServerNamed()
 	}
-	if !m.Passive && !ch.c.perm.CanConfigure(name) {
-		return ch.refused("configure", "queue", name)
-	}
-	if !m.Passive && ch.isNewQueue(name) {
-		if err := ch.checkDeadLetterExchange(name, m.Arguments); err != nil {
+	if !m.Passive {
+		isNew := !ch.c.vh.HasQueue(name)
+		if err := refused(ch.c.grant.DeclareQueue(name, m.Arguments, isNew)); err != nil {
 			return err
 		}
-		if err := queue.CheckExpiryArgs(name, ch.c.vh.Name, m.Arguments); err != nil {
-			return err
+		// RabbitMQ checks a new queue's arguments, not a redeclared one's
+		// (they must match what is there).
+		if isNew {
+			if err := queue.CheckExpiryArgs(name, ch.c.vh.Name, m.Arguments); err != nil {
+				return err
+			}
 		}
 	}
 	d, err := ch.c.vh.Declare(vhost.QueueDef{
@@ -140,34 +114,7 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	return ch.ok(false, &protocol.QueueDeclareOk{Queue: d.Name, MessageCount: uint32(ready), ConsumerCount: uint32(consumers)})
 }
 
-// isNewQueue reports whether a declare would create the queue: the checks
-// RabbitMQ makes on a new queue's arguments are not made again when one is
-// redeclared (its arguments must then match what is there).
-func (ch *channel) isNewQueue(name string) bool {
-	return !ch.c.vh.HasQueue(name)
-}
-
-// checkDeadLetterExchange applies RabbitMQ's rule for a new queue with an
-// x-dead-letter-exchange argument: the user must be able to read the queue
-// and write to the dead-letter exchange, since messages leave the one for
-// the other. Without it a user could route their messages into an exchange
-// they may not publish to.
-func (ch *channel) checkDeadLetterExchange(name string, args protocol.Table) error {
-	dlx, ok := protocol.TextValue(args["x-dead-letter-exchange"])
-	if !ok {
-		return nil // absent, or of a type ParseArgs refuses
-	}
-	if !ch.c.perm.CanRead(name) {
-		return ch.refused("read", "queue", name)
-	}
-	if !ch.c.perm.CanWrite(dlx) {
-		return ch.refused("write", "exchange", dlx)
-	}
-	return nil
-}
-
-// queueBind handles queue.bind and queue.unbind: write permission on the
-// queue, read on the exchange. An empty queue name means the last one
+// queueBind handles queue.bind and queue.unbind. An empty queue name means the last one
 // declared, and with it an empty key means that queue's name.
 func (ch *channel) queueBind(queueName, source, key string, args protocol.Table, noWait, bind bool) error {
 	if queueName == "" {
@@ -179,11 +126,8 @@ func (ch *channel) queueBind(queueName, source, key string, args protocol.Table,
 			key = queueName
 		}
 	}
-	if !ch.c.perm.CanWrite(queueName) {
-		return ch.refused("write", "queue", queueName)
-	}
-	if !ch.c.perm.CanRead(source) {
-		return ch.refused("read", "exchange", source)
+	if err := refused(ch.c.grant.Bind(source, auth.KindQueue, queueName)); err != nil {
+		return err
 	}
 	d := exchange.Destination{Kind: exchange.ToQueue, Name: queueName}
 	if bind {
@@ -203,8 +147,8 @@ func (ch *channel) queuePurge(m *protocol.QueuePurge) error {
 	if err != nil {
 		return err
 	}
-	if !ch.c.perm.CanRead(name) {
-		return ch.refused("read", "queue", name)
+	if err := refused(ch.c.grant.ReadQueue(name)); err != nil {
+		return err
 	}
 	n, err := ch.c.vh.PurgeQueue(name, ch.c)
 	if err != nil {
@@ -218,8 +162,8 @@ func (ch *channel) queueDelete(m *protocol.QueueDelete) error {
 	if err != nil {
 		return err
 	}
-	if !ch.c.perm.CanConfigure(name) {
-		return ch.refused("configure", "queue", name)
+	if err := refused(ch.c.grant.DeleteQueue(name)); err != nil {
+		return err
 	}
 	n, err := ch.c.vh.DeleteQueue(name, ch.c, m.IfUnused, m.IfEmpty)
 	if err != nil {

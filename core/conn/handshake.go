@@ -252,7 +252,7 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "vhost %s not found", name))
 	}
-	perm, ok := c.srv.Users.Permission(name, c.user.Name)
+	grant, ok := c.srv.Users.Grant(name, c.user.Name)
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
@@ -261,7 +261,7 @@ func (c *Conn) open(name string) error {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
 			name, c.user.Name, c.srv.Limits.MaxConnections))
 	}
-	c.vh, c.perm = vh, perm
+	c.vh, c.grant = vh, grant
 	c.opened.Store(&openedInfo{
 		user: c.user.Name, vhost: vh.Name, props: c.clientProps,
 		heartbeat: c.heartbeat, frameMax: c.frameMax, channelMax: c.channelMax,

@@ -74,12 +74,14 @@ func (ch *channel) publish(m *protocol.BasicPublish) error {
 	if m.Immediate {
 		return reply.NotImplemented("immediate=true")
 	}
+	// Permission before existence, as RabbitMQ: a user learns nothing of
+	// exchanges it may not write to.
+	if err := refused(ch.c.grant.Publish(m.Exchange)); err != nil {
+		return err
+	}
 	x, err := ch.c.vh.FindExchange(m.Exchange)
 	if err != nil {
 		return err
-	}
-	if !ch.c.perm.CanWrite(m.Exchange) {
-		return ch.refused("write", "exchange", m.Exchange)
 	}
 	if x.Internal {
 		return reply.AccessRefused("cannot publish to internal exchange '%s' in vhost '%s'", m.Exchange, ch.c.vh.Name)
@@ -88,12 +90,13 @@ func (ch *channel) publish(m *protocol.BasicPublish) error {
 	return nil
 }
 
-// refused is the 403 for a missing permission, in RabbitMQ's words.
-func (ch *channel) refused(perm, kind, name string) error {
-	if name == "" {
-		name = "amq.default"
+// refused is a grant's refusal (auth.Grant's checks return nothing else)
+// as AMQP's 403, in RabbitMQ's words.
+func refused(err error) error {
+	if err == nil {
+		return nil
 	}
-	return reply.AccessRefused("access to %s '%s' in vhost '%s' refused for user '%s'", kind, name, ch.c.vh.Name, ch.c.user.Name)
+	return reply.AccessRefused("%s", err.Error())
 }
 
 // content takes a header or body frame.
