@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // access is the least an endpoint asks of a user's tags, with RabbitMQ's
@@ -115,6 +117,47 @@ func (c *call) vhosts() ([]*vhost.VHost, error) {
 		}
 	}
 	return out, nil
+}
+
+// grant is the user's rights in a vhost. Every request that declares,
+// deletes, binds, publishes to, reads or purges a resource asks it, with
+// the same rules the AMQP channel asks (auth.Grant), tags aside: an
+// administrator with no permission in a vhost may list its resources but
+// not touch them, as in RabbitMQ.
+func (c *call) grant(vhostName string) auth.Grant {
+	g, _ := c.a.b.Users().Grant(vhostName, c.u.Name)
+	return g
+}
+
+// refusalAnswer is how a refused request is answered. RabbitMQ's API runs
+// each such request on an AMQP channel of the user's own, and its answers
+// show it (checked against 3.10.8): a user with no permission in the
+// vhost cannot open the channel and gets 401 "Access refused." for all of
+// them; a refused declare, delete, bind, unbind or purge is that 401 too;
+// a refused get carries the channel's 403 text in a 401; a refused publish
+// is a 400 whose reason starts with the AMQP code.
+type refusalAnswer uint8
+
+const (
+	refusedPlain refusalAnswer = iota
+	refusedWithText
+	refusedPublish
+)
+
+// allow is nil when check (a Grant's answer) is, else the refusal as how
+// says to answer it.
+func allow(g auth.Grant, check error, how refusalAnswer) error {
+	if check == nil {
+		return nil
+	}
+	if !g.Permitted() || how == refusedPlain {
+		return notAuthorised("Access refused.")
+	}
+	text := protocol.ReplyText(protocol.AccessRefused) + " - " + check.Error()
+	if how == refusedPublish {
+		return badRequest("%d %s", protocol.AccessRefused, text)
+	}
+	return notAuthorised(text)
 }
 
 // seesConnection reports whether the user may see a connection (or its

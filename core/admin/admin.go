@@ -21,7 +21,13 @@
 // monitoring reads everything; policymaker is management plus the policies
 // of its vhosts; management sees and changes only the vhosts it has
 // permissions in, and its own connections and channels; a user with none
-// of these tags gets 401 "Not management user". Users in
+// of these tags gets 401 "Not management user". Within what the tags
+// allow, every request that declares, deletes, binds, publishes to, reads
+// or purges a resource asks the user's configure, write and read
+// permissions in its vhost through auth.Grant, the same rules the AMQP
+// channel asks; a refusal is answered as RabbitMQ's API answers it
+// (access.go). tests/permissions_table_test.go holds a row for every
+// route and fails on a route without one. Users in
 // defaults.loopback_users (guest by default) may log in only from a
 // loopback address, judged by the HTTP peer's address as the AMQP
 // handshake judges the socket's: from anywhere else, even with the listener
@@ -85,7 +91,21 @@ import (
 
 // Handler returns the admin API for a broker.
 func Handler(b *broker.Broker) http.Handler {
-	a := &api{b: b, realm: b.Config().Admin.Realm}
+	return serverHeader(refuseForgeable(routes(&api{b: b, realm: b.Config().Admin.Realm})))
+}
+
+// Patterns lists every route the API serves, as "METHOD /path/{param}".
+// The permission test holds a row for each and fails on one without.
+func Patterns() []string {
+	rt := routes(&api{})
+	out := make([]string, len(rt.routes))
+	for i, r := range rt.routes {
+		out[i] = r.pattern
+	}
+	return out
+}
+
+func routes(a *api) *router {
 	mux := &router{}
 	a.routeOverview(mux)
 	a.routeVHosts(mux)
@@ -101,10 +121,10 @@ func Handler(b *broker.Broker) http.Handler {
 	a.routeCluster(mux)
 	a.routeQuorum(mux)
 	a.routeDefinitions(mux)
-	mux.Handle("GET /metrics", metricsHandler(b))
+	mux.Handle("GET /metrics", metricsHandler(a.b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page
 	mux.Handle("GET "+webui.AssetPrefix+"{asset}", webui.Handler()) // and its files
-	return serverHeader(refuseForgeable(mux))
+	return mux
 }
 
 type api struct {

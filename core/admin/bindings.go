@@ -140,6 +140,10 @@ func (a *api) postBinding(c *call, kind exchange.DestKind) (any, error) {
 		return nil, err
 	}
 	dest := exchange.Destination{Kind: kind, Name: c.path("dest")}
+	g := c.grant(v.Name)
+	if err := allow(g, g.Bind(sourceName(c), dest.Kind.String(), dest.Name), refusedPlain); err != nil {
+		return nil, err
+	}
 	args := amqpTable(body.Arguments)
 	if err := v.Bind(sourceName(c), dest, body.RoutingKey, args, ownerOf(v, dest)); err != nil {
 		return nil, err
@@ -182,6 +186,10 @@ func (a *api) deleteBinding(c *call, kind exchange.DestKind) (any, error) {
 		return nil, err
 	}
 	dest := exchange.Destination{Kind: kind, Name: b.Destination}
+	g := c.grant(v.Name)
+	if err := allow(g, g.Bind(b.Source, dest.Kind.String(), dest.Name), refusedPlain); err != nil {
+		return nil, err
+	}
 	return nil, v.Unbind(b.Source, dest, b.RoutingKey, b.args, ownerOf(v, dest))
 }
 

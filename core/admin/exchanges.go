@@ -164,8 +164,13 @@ func (a *api) putExchange(c *call) (any, error) {
 	}
 	name := exchangeName(c)
 	_, existed := findExchange(v, name)
+	args := amqpTable(body.Arguments)
+	g := c.grant(v.Name)
+	if err := allow(g, g.DeclareExchange(name, args, !existed), refusedPlain); err != nil {
+		return nil, err
+	}
 	_, err = v.DeclareExchange(exchange.Definition{Name: name, Type: body.Type, Durable: bool(body.Durable),
-		AutoDelete: bool(body.AutoDelete), Internal: bool(body.Internal), Args: amqpTable(body.Arguments)}, false)
+		AutoDelete: bool(body.AutoDelete), Internal: bool(body.Internal), Args: args}, false)
 	if err != nil {
 		if e, ok := err.(*reply.Error); ok && e.Code == protocol.CommandInvalid {
 			// RabbitMQ's words, from its HTTP API.
@@ -183,7 +188,11 @@ func (a *api) deleteExchange(c *call) (any, error) {
 	}
 	name := exchangeName(c)
 	if _, ok := findExchange(v, name); !ok {
-		return nil, errNotFound
+		return nil, errNotFound // before the permission, as RabbitMQ
+	}
+	g := c.grant(v.Name)
+	if err := allow(g, g.DeleteExchange(name), refusedPlain); err != nil {
+		return nil, err
 	}
 	return nil, v.DeleteExchange(name, c.query("if-unused") == "true")
 }
@@ -254,6 +263,11 @@ func (a *api) publish(c *call) (any, error) {
 		return nil, badRequest("properties: %v", err)
 	}
 	name := exchangeName(c)
+	// Permission before existence, as RabbitMQ.
+	g := c.grant(v.Name)
+	if err := allow(g, g.Publish(name), refusedPublish); err != nil {
+		return nil, err
+	}
 	x, err := v.FindExchange(name)
 	if err != nil {
 		// RabbitMQ answers a missing exchange here with a 400.
@@ -430,6 +444,10 @@ func (a *api) heldMessages(c *call) (any, error) {
 			return nil, badRequest("truncate must be a number of bytes")
 		}
 	}
+	g := c.grant(v.Name)
+	if err := allow(g, g.ReadHeld(exchangeName(c)), refusedWithText); err != nil {
+		return nil, err
+	}
 	list, total, err := v.HeldMessages(exchangeName(c), (p.page-1)*p.size, p.size)
 	if err != nil {
 		if e, ok := err.(*reply.Error); ok && e.Code == protocol.NotFound {
@@ -457,6 +475,10 @@ func (a *api) heldMessages(c *call) (any, error) {
 func (a *api) purgeHeld(c *call) (any, error) {
 	v, err := c.vhost()
 	if err != nil {
+		return nil, err
+	}
+	g := c.grant(v.Name)
+	if err := allow(g, g.ReadHeld(exchangeName(c)), refusedWithText); err != nil {
 		return nil, err
 	}
 	n, err := v.PurgeHeld(exchangeName(c))

@@ -52,13 +52,20 @@ func failed(reason string, h health) *answer {
 
 // aliveness declares the queue aliveness-test in the vhost, publishes a
 // message to it through the default exchange and gets it back, as
-// RabbitMQ's aliveness test does.
+// RabbitMQ's aliveness test does, and so needs the permissions those
+// three need.
 func (a *api) aliveness(c *call) (any, error) {
 	v, err := c.vhost()
 	if err != nil {
 		return nil, err
 	}
 	const name = "aliveness-test"
+	g := c.grant(v.Name)
+	for _, check := range []error{g.DeclareQueue(name, nil, !v.HasQueue(name)), g.Publish(""), g.ReadQueue(name)} {
+		if err := allow(g, check, refusedWithText); err != nil {
+			return nil, err
+		}
+	}
 	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: name}, false)
 	if err != nil {
 		return failed(err.Error(), health{}), nil

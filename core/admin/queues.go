@@ -264,6 +264,11 @@ func (a *api) putQueue(c *call) (any, error) {
 	}
 	name := c.path("queue")
 	args := amqpTable(body.Arguments)
+	g := c.grant(v.Name)
+	isNew := !v.HasQueue(name)
+	if err := allow(g, g.DeclareQueue(name, args, isNew), refusedPlain); err != nil {
+		return nil, err
+	}
 	if err := queue.CheckExpiryArgs(name, v.Name, args); err != nil {
 		return nil, err
 	}
@@ -281,39 +286,50 @@ func (a *api) putQueue(c *call) (any, error) {
 	return createdOrUpdated(d.Created)
 }
 
-// remoteQueue is the vhost and name of a path's queue when its home is
-// another node of the cluster; ok is false otherwise.
-func (c *call) remoteQueue() (v *vhost.VHost, name string, ok bool) {
+// existingQueue is the path's vhost and queue name once the user may use
+// the vhost and the queue exists, here or on another node; errNotFound
+// otherwise. RabbitMQ answers 404 for a missing queue before it asks for
+// a permission on it.
+func (c *call) existingQueue() (*vhost.VHost, string, error) {
 	v, err := c.vhost()
 	if err != nil {
-		return nil, "", false
+		return nil, "", err
 	}
-	name = c.path("queue")
-	if q, _ := v.Queue(name, nil); q != nil || !v.HasQueue(name) {
-		return nil, "", false
+	name := c.path("queue")
+	if !v.HasQueue(name) {
+		return nil, "", errNotFound
 	}
-	return v, name, true
+	return v, name, nil
 }
 
 func (a *api) deleteQueue(c *call) (any, error) {
-	if v, name, ok := c.remoteQueue(); ok {
-		ifEmpty := c.query("if-empty") == "true"
-		_, err := v.DeleteQueue(name, nil, c.query("if-unused") == "true", ifEmpty)
+	v, name, err := c.existingQueue()
+	if err != nil {
+		return nil, err
+	}
+	g := c.grant(v.Name)
+	if err := allow(g, g.DeleteQueue(name), refusedPlain); err != nil {
+		return nil, err
+	}
+	ifUnused, ifEmpty := c.query("if-unused") == "true", c.query("if-empty") == "true"
+	q, err := lookupQueue(v, name)
+	if err != nil && !errors.Is(err, errNotFound) {
+		return nil, err // another connection's exclusive queue
+	}
+	if q == nil {
+		// Homed on another node, or a quorum queue: the vhost asks it.
+		_, err := v.DeleteQueue(name, nil, ifUnused, ifEmpty)
 		var re *reply.Error
 		if errors.As(err, &re) && re.Code == protocol.PreconditionFailed {
 			return nil, badRequest("%s", strings.TrimPrefix(re.Text, "PRECONDITION_FAILED - "))
 		}
 		return nil, err
 	}
-	v, q, err := c.pathQueue()
-	if err != nil {
-		return nil, err
-	}
-	_, err = v.DeleteQueue(q.Name, q.Owner, c.query("if-unused") == "true", c.query("if-empty") == "true")
+	_, err = v.DeleteQueue(q.Name, q.Owner, ifUnused, ifEmpty)
 	var re *reply.Error
 	if errors.As(err, &re) && re.Code == protocol.PreconditionFailed {
 		// RabbitMQ's words for the two conditions.
-		if c.query("if-empty") == "true" && q.Stats().Ready > 0 {
+		if ifEmpty && q.Stats().Ready > 0 {
 			return nil, badRequest("queue '%s' in vhost '%s' not empty", q.Name, v.Name)
 		}
 		return nil, badRequest("queue '%s' in vhost '%s' in use", q.Name, v.Name)
@@ -322,12 +338,20 @@ func (a *api) deleteQueue(c *call) (any, error) {
 }
 
 func (a *api) purgeQueue(c *call) (any, error) {
-	if v, name, ok := c.remoteQueue(); ok {
-		_, err := v.PurgeQueue(name, nil)
+	v, name, err := c.existingQueue()
+	if err != nil {
 		return nil, err
 	}
-	_, q, err := c.pathQueue()
-	if err != nil {
+	g := c.grant(v.Name)
+	if err := allow(g, g.ReadQueue(name), refusedPlain); err != nil {
+		return nil, err
+	}
+	q, err := lookupQueue(v, name)
+	if err != nil && !errors.Is(err, errNotFound) {
+		return nil, err
+	}
+	if q == nil {
+		_, err := v.PurgeQueue(name, nil)
 		return nil, err
 	}
 	q.Purge()
@@ -390,11 +414,18 @@ func (a *api) getMessages(c *call) (any, error) {
 	default:
 		return nil, badRequest("Unsupported encoding. Please use auto or base64.")
 	}
-	if !v.HasQueue(c.path("queue")) {
-		// RabbitMQ keeps the code's name in this one reason.
-		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - NOT_FOUND - no queue '" + c.path("queue") + "' in vhost '" + v.Name + "'"}
+	name := c.path("queue")
+	// Permission before existence, as RabbitMQ (a get of a queue that is
+	// not there is refused too).
+	g := c.grant(v.Name)
+	if err := allow(g, g.ReadQueue(name), refusedWithText); err != nil {
+		return nil, err
 	}
-	q, err := v.Source(c.path("queue"), nil) // on another node: through its home
+	if !v.HasQueue(name) {
+		// RabbitMQ keeps the code's name in this one reason.
+		return nil, &reply.Error{Code: protocol.NotFound, Text: "NOT_FOUND - NOT_FOUND - no queue '" + name + "' in vhost '" + v.Name + "'"}
+	}
+	q, err := v.Source(name, nil) // on another node: through its home
 	if err != nil {
 		return nil, err
 	}

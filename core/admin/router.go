@@ -15,6 +15,7 @@ type router struct {
 }
 
 type route struct {
+	pattern  string // as registered
 	method   string
 	segments []string // literal, or "{name}"
 	h        http.Handler
@@ -22,7 +23,7 @@ type route struct {
 
 func (rt *router) Handle(pattern string, h http.Handler) {
 	method, path, _ := strings.Cut(pattern, " ")
-	rt.routes = append(rt.routes, route{method: method, segments: strings.Split(strings.Trim(path, "/"), "/"), h: h})
+	rt.routes = append(rt.routes, route{pattern: pattern, method: method, segments: strings.Split(strings.Trim(path, "/"), "/"), h: h})
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
