@@ -7,7 +7,7 @@ import (
 
 func (a *api) routeVHosts(mux *router) {
 	a.handle(mux, "GET /api/vhosts", management, a.vhostList)
-	a.handle(mux, "GET /api/vhosts/{vhost}", management, a.vhostOne)
+	a.handle(mux, "GET /api/vhosts/{vhost}", administrator, a.vhostOne) // so RabbitMQ 3.10.8 has it
 	a.handle(mux, "PUT /api/vhosts/{vhost}", administrator, a.putVHost)
 	a.handle(mux, "DELETE /api/vhosts/{vhost}", administrator, a.deleteVHost)
 }
