@@ -84,6 +84,7 @@ func TestWebUI(t *testing.T) {
 	t.Run("names are text", f.namesAreText)
 	t.Run("definitions", f.definitions)
 	t.Run("a management user", f.managementUser)
+	t.Run("a user without permission on a queue", f.refusedUser)
 	t.Run("overview screenshot", f.overviewScreenshot)
 
 	if errs := br.pageErrors(); len(errs) > 0 {
@@ -647,6 +648,59 @@ func (f *uiFixture) managementUser(t *testing.T) {
 	f.br.do(t, "queues", click(`#nav-queues`), waitVisible(`#queues[data-state="loaded"]`))
 	if q := f.br.text(t, `#queues tbody`); !strings.Contains(q, "ui-orders") {
 		t.Errorf("watcher's queues %q lack ui-orders", q)
+	}
+}
+
+// refusedUser: the UI rides the management API, whose every route asks
+// the permissions AMQP asks (permissions_table_test.go); here a
+// management user who may touch only ui-orders tries the queue page's
+// actions on ui-events, sees each refused and changes nothing.
+func (f *uiFixture) refusedUser(t *testing.T) {
+	pw := "peek-pw"
+	if err := f.s.b.PutUser("peeker", &pw, []string{"management"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.b.SetPermission("/", "peeker", "^ui-orders$", "^ui-orders$", "^ui-orders$"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := f.ch.Publish("", "ui-events", false, false, amqp.Publishing{Body: []byte("kept")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	depth := queueDepth(t, f.ch, "ui-events")
+	defer login(t, f.br, f.base) // guest again for what follows
+	f.br.do(t, "log in as peeker",
+		click(`#logout`),
+		waitVisible(`#login`),
+		sendKeys(`#login-user`, "peeker"),
+		sendKeys(`#login-password`, pw),
+		click(`#login-submit`),
+		waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+	)
+	f.br.goTo(t, "queue", "/", "ui-events")
+	f.br.do(t, "get, refused",
+		waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
+		setValue(`#queue-get-ackmode`, "ack_requeue_false"),
+		setValue(`#queue-get-count`, "1"),
+		click(`#queue-get-submit`),
+		waitVisible(`#queue-get-msg[data-kind="error"]`),
+	)
+	if msg := f.br.text(t, `#queue-get-msg`); !strings.Contains(msg, "access to queue 'ui-events'") {
+		t.Errorf("a refused get shows %q, want the refusal", msg)
+	}
+	f.br.do(t, "publish, refused",
+		setValue(`#queue-publish-payload`, "not for peeker"),
+		click(`#queue-publish-submit`),
+		waitVisible(`#queue-publish-msg[data-kind="error"]`),
+	)
+	f.br.do(t, "purge, refused",
+		click(`#queue-purge`),
+		click(`#queue-purge`),
+		waitVisible(`#queue-actions-msg[data-kind="error"]`),
+	)
+	if n := queueDepth(t, f.ch, "ui-events"); n != depth {
+		t.Errorf("after peeker's refused actions ui-events holds %d, want %d", n, depth)
 	}
 }
 
