@@ -142,8 +142,8 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
-			FrameMax:         cfg.Limits.FrameMax,
-			ChannelMax:       cfg.Limits.ChannelMax,
+			FrameMax:         uint32(cfg.Limits.FrameMax), // in range: Validate
+			ChannelMax:       uint16(cfg.Limits.ChannelMax),
 			Heartbeat:        time.Duration(cfg.Limits.Heartbeat),
 			MaxMessageSize:   uint64(cfg.Limits.MaxMessageSize),
 			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),

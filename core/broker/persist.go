@@ -185,14 +185,12 @@ func (b *Broker) firstBoot() error {
 	if _, err := b.AddVHost(d.VHost); err != nil {
 		return err
 	}
-	if d.User != "" {
-		pw := d.Password
-		if err := b.PutUser(d.User, &pw, []string{"administrator"}); err != nil {
-			return err
-		}
-		if err := b.SetPermission(d.VHost, d.User, ".*", ".*", ".*"); err != nil {
-			return err
-		}
+	pw := d.Password // config.Validate refuses an empty user or password
+	if err := b.PutUser(d.User, &pw, []string{"administrator"}); err != nil {
+		return err
+	}
+	if err := b.SetPermission(d.VHost, d.User, ".*", ".*", ".*"); err != nil {
+		return err
 	}
 	b.log.Info().Str("vhost", d.VHost).Str("user", d.User).Msg("new data directory: created the default vhost and user")
 	return nil

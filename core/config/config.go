@@ -4,7 +4,10 @@
 // working broker: AMQP on 127.0.0.1:5672, vhost "/", user guest/guest
 // allowed from loopback only, data in ./data. A key the broker does not
 // know is an error naming the key and its line, so a typo never passes for
-// a setting. Command-line flags override the file after it is read.
+// a setting; a value whose sign, zero or range is wrong (NaN, a negative
+// duration, a size whose unit overflows, a count past what the protocol
+// carries) is an error naming the key as section.key and what it may be
+// (Validate). Command-line flags override the file after it is read.
 package config
 
 import (
@@ -12,9 +15,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,8 +106,11 @@ type Defaults struct {
 }
 
 type Limits struct {
-	FrameMax         uint32   `toml:"frame_max"`
-	ChannelMax       uint16   `toml:"channel_max"`
+	// FrameMax and ChannelMax are what connection.tune offers: a long and
+	// a short on the wire, held as ints so that Validate, not the TOML
+	// decoder, says what range they take.
+	FrameMax         int      `toml:"frame_max"`
+	ChannelMax       int      `toml:"channel_max"`
 	Heartbeat        Duration `toml:"heartbeat"`
 	MaxConnections   int      `toml:"max_connections"` // past connection.open
 	MaxHandshakes    int      `toml:"max_handshakes"`  // sockets not yet past connection.open
@@ -207,6 +215,10 @@ func Parse(name string, src []byte) (Config, error) {
 	if err != nil {
 		var perr toml.ParseError
 		if errors.As(err, &perr) {
+			if perr.LastKey != "" {
+				// A value the decoder or its type refused: name its key.
+				return Config{}, fmt.Errorf("%s:%d: %s: %s", name, perr.Position.Line, perr.LastKey, perr.Message)
+			}
 			return Config{}, fmt.Errorf("%s:%d: %s", name, perr.Position.Line, perr.Message)
 		}
 		return Config{}, fmt.Errorf("%s: %v", name, err)
@@ -264,7 +276,31 @@ func (c *Config) PluginCacheDir() string {
 	return filepath.Join(c.Storage.DataDir, "wasm-cache")
 }
 
-// Validate checks values the types alone do not.
+// The bounds Validate holds settings to, where the protocol or RabbitMQ
+// sets them.
+const (
+	// maxMessageSize is RabbitMQ's cap on max_message_size (its schema's
+	// validator: more than 0, at most 512 MiB).
+	maxMessageSize = 512 << 20
+	// maxHeartbeat is the largest interval connection.tune can carry: a
+	// short, in seconds.
+	maxHeartbeat = math.MaxUint16 * time.Second
+	// maxStatsInterval keeps a rate a rate: the history of 720 samples
+	// then spans a month, and three intervals (what the overview looks
+	// back) stay far from a Duration's range.
+	maxStatsInterval = time.Hour
+	// minSyncInterval and maxSyncInterval bound the deferred fsync: under a
+	// millisecond the committer would fsync without pause, over an hour a
+	// machine crash could bring back an hour of acked messages.
+	minSyncInterval = time.Millisecond
+	maxSyncInterval = time.Hour
+	// minCacheSize is a few of Pebble's blocks; a cache smaller holds
+	// nothing worth having.
+	minCacheSize = 1 << 20
+)
+
+// Validate checks values the types alone do not: every setting's sign,
+// zero and range. The first bad one is named, with what it may be.
 func (c *Config) Validate() error {
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
@@ -292,47 +328,20 @@ func (c *Config) Validate() error {
 	if len(c.AMQPS.Listen) > 0 && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("amqps: cert_file and key_file are required with amqps.listen")
 	}
-	if c.Admin.MaxConnections < 0 {
-		return fmt.Errorf("admin.max_connections: %d must not be negative", c.Admin.MaxConnections)
+	if err := c.Admin.validate(); err != nil {
+		return err
 	}
-	if c.Limits.FrameMax != 0 && c.Limits.FrameMax < 4096 {
-		return fmt.Errorf("limits.frame_max: %d is below the protocol minimum 4096", c.Limits.FrameMax)
+	if err := c.Storage.validate(); err != nil {
+		return err
 	}
-	if c.Limits.MaxConnections < 0 {
-		return fmt.Errorf("limits.max_connections: %d must not be negative", c.Limits.MaxConnections)
+	if err := c.Defaults.validate(); err != nil {
+		return err
 	}
-	if c.Limits.MaxHandshakes < 0 {
-		return fmt.Errorf("limits.max_handshakes: %d must not be negative", c.Limits.MaxHandshakes)
+	if err := c.Limits.validate(); err != nil {
+		return err
 	}
-	if strings.ContainsAny(c.Admin.Realm, "\"\\\r\n") {
-		return fmt.Errorf("admin.realm: %q may not hold a quote, a backslash or a line break (it is sent in a WWW-Authenticate header)", c.Admin.Realm)
-	}
-	if c.Admin.StatsInterval < Duration(10*time.Millisecond) {
-		return fmt.Errorf("admin.stats_interval: %v must be at least 10ms", time.Duration(c.Admin.StatsInterval))
-	}
-	if c.Limits.ShutdownTimeout <= 0 {
-		return fmt.Errorf("limits.shutdown_timeout: %v must be positive", time.Duration(c.Limits.ShutdownTimeout))
-	}
-	if c.Resources.MemoryHighWatermark < 0 || c.Resources.MemoryHighWatermark >= 1 {
-		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1)", c.Resources.MemoryHighWatermark)
-	}
-	if c.Defaults.VHost == "" {
-		return errors.New("defaults.vhost: must not be empty")
-	}
-	if c.Storage.DataDir == "" {
-		return errors.New("storage.data_dir: must not be empty")
-	}
-	if c.Storage.Sync != "always" && c.Storage.Sync != "never" {
-		return fmt.Errorf("storage.sync: %q is not one of always, never", c.Storage.Sync)
-	}
-	if c.Storage.SyncInterval <= 0 {
-		return fmt.Errorf("storage.sync_interval: %v must be positive", time.Duration(c.Storage.SyncInterval))
-	}
-	if c.Storage.WALDamage != "refuse" && c.Storage.WALDamage != "truncate" {
-		return fmt.Errorf("storage.wal_damage: %q is not one of refuse, truncate", c.Storage.WALDamage)
-	}
-	if c.Storage.QueueMemoryMessages < 0 {
-		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative", c.Storage.QueueMemoryMessages)
+	if err := c.Resources.validate(); err != nil {
+		return err
 	}
 	if c.Cluster.TLS && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("cluster.tls: needs amqps.cert_file and amqps.key_file (the node's certificate)")
@@ -340,7 +349,114 @@ func (c *Config) Validate() error {
 	return c.Cluster.validate()
 }
 
+func (a Admin) validate() error {
+	if _, _, err := net.SplitHostPort(a.Listen); a.Listen != "" && err != nil {
+		return fmt.Errorf("admin.listen: %q is not host:port (%v)", a.Listen, err)
+	}
+	if a.MaxConnections < 0 {
+		return fmt.Errorf("admin.max_connections: %d must not be negative (0 means no limit)", a.MaxConnections)
+	}
+	if err := between("admin.stats_interval", a.StatsInterval, 10*time.Millisecond, maxStatsInterval); err != nil {
+		return err
+	}
+	if strings.ContainsAny(a.Realm, "\"\\\r\n") {
+		return fmt.Errorf("admin.realm: %q may not hold a quote, a backslash or a line break (it is sent in a WWW-Authenticate header)", a.Realm)
+	}
+	return nil
+}
+
+func (s Storage) validate() error {
+	if s.DataDir == "" {
+		return errors.New("storage.data_dir: must not be empty")
+	}
+	if s.Sync != "always" && s.Sync != "never" {
+		return fmt.Errorf("storage.sync: %q is not one of always, never", s.Sync)
+	}
+	if err := between("storage.sync_interval", s.SyncInterval, minSyncInterval, maxSyncInterval); err != nil {
+		return err
+	}
+	if s.WALDamage != "refuse" && s.WALDamage != "truncate" {
+		return fmt.Errorf("storage.wal_damage: %q is not one of refuse, truncate", s.WALDamage)
+	}
+	if s.QueueMemoryMessages < 0 {
+		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative (0 means no bound)", s.QueueMemoryMessages)
+	}
+	// Both sizes are handed on as int64.
+	if s.QueueMemoryBytes > math.MaxInt64 {
+		return fmt.Errorf("storage.queue_memory_bytes: %d is more than the most, %d (0 means no bound)", uint64(s.QueueMemoryBytes), int64(math.MaxInt64))
+	}
+	if s.CacheSize < minCacheSize || s.CacheSize > math.MaxInt64 {
+		return fmt.Errorf("storage.cache_size: %d must be between %d (1MiB) and %d", uint64(s.CacheSize), minCacheSize, int64(math.MaxInt64))
+	}
+	return nil
+}
+
+func (d Defaults) validate() error {
+	if d.VHost == "" {
+		return errors.New("defaults.vhost: must not be empty")
+	}
+	if d.User == "" {
+		return errors.New("defaults.user: must not be empty (the first start creates this administrator)")
+	}
+	if d.Password == "" {
+		return errors.New("defaults.password: must not be empty (a user without a password cannot log in)")
+	}
+	return nil
+}
+
+func (l Limits) validate() error {
+	if l.FrameMax < 4096 || l.FrameMax > math.MaxUint32 {
+		return fmt.Errorf("limits.frame_max: %d must be between the protocol's minimum 4096 and %d", l.FrameMax, uint32(math.MaxUint32))
+	}
+	if l.ChannelMax < 1 || l.ChannelMax > math.MaxUint16 {
+		return fmt.Errorf("limits.channel_max: %d must be between 1 and %d (the most the protocol numbers)", l.ChannelMax, math.MaxUint16)
+	}
+	if hb := time.Duration(l.Heartbeat); hb < 0 || hb > maxHeartbeat || hb%time.Second != 0 {
+		return fmt.Errorf("limits.heartbeat: %v must be whole seconds between 0s (no heartbeats) and %v (connection.tune carries seconds in a short)", hb, maxHeartbeat)
+	}
+	if l.MaxConnections < 0 {
+		return fmt.Errorf("limits.max_connections: %d must not be negative (0 means no limit)", l.MaxConnections)
+	}
+	if l.MaxHandshakes < 0 {
+		return fmt.Errorf("limits.max_handshakes: %d must not be negative (0 means no limit)", l.MaxHandshakes)
+	}
+	if l.MaxMessageSize < 1 || l.MaxMessageSize > maxMessageSize {
+		return fmt.Errorf("limits.max_message_size: %d must be between 1 and %d (512MiB, RabbitMQ's cap)", uint64(l.MaxMessageSize), maxMessageSize)
+	}
+	if err := positive("limits.handshake_timeout", l.HandshakeTimeout); err != nil {
+		return err
+	}
+	return positive("limits.shutdown_timeout", l.ShutdownTimeout)
+}
+
+func (r Resources) validate() error {
+	// Written so that NaN fails too: every comparison with NaN is false.
+	if w := r.MemoryHighWatermark; !(w >= 0 && w < 1) {
+		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1) (0 disables the alarm)", w)
+	}
+	return nil
+}
+
+// positive refuses a duration of zero or less.
+func positive(key string, d Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%s: %v must be positive", key, time.Duration(d))
+	}
+	return nil
+}
+
+// between refuses a duration outside [lo, hi].
+func between(key string, d Duration, lo, hi time.Duration) error {
+	if v := time.Duration(d); v < lo || v > hi {
+		return fmt.Errorf("%s: %v must be between %v and %v", key, v, lo, hi)
+	}
+	return nil
+}
+
 func (c Cluster) validate() error {
+	if err := positive("cluster.change_timeout", c.ChangeTimeout); err != nil {
+		return err
+	}
 	if !c.Enabled() {
 		if c.Listen != "" || len(c.Seeds) > 0 || c.Secret != "" {
 			return errors.New("cluster.node_name: required with cluster.listen, cluster.seeds or cluster.secret")
@@ -360,9 +476,6 @@ func (c Cluster) validate() error {
 	}
 	if len(c.Secret) < 16 {
 		return errors.New("cluster.secret: at least 16 characters are required (every node needs the same)")
-	}
-	if c.ChangeTimeout <= 0 {
-		return fmt.Errorf("cluster.change_timeout: %v must be positive", time.Duration(c.ChangeTimeout))
 	}
 	return nil
 }
@@ -429,9 +542,12 @@ func (s *Size) UnmarshalText(b []byte) error {
 			break
 		}
 	}
-	var n uint64
-	if _, err := fmt.Sscanf(text, "%d", &n); err != nil || fmt.Sprint(n) != text {
-		return fmt.Errorf("bad size %q: use a whole number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB)", b)
+	n, err := strconv.ParseUint(text, 10, 64)
+	if err != nil && errors.Is(err, strconv.ErrRange) || err == nil && n > math.MaxUint64/mult {
+		return fmt.Errorf("size %q is too large: at most %d bytes", b, uint64(math.MaxUint64))
+	}
+	if err != nil || text != strconv.FormatUint(n, 10) {
+		return fmt.Errorf("bad size %q: use a whole number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", b)
 	}
 	*s = Size(n * mult)
 	return nil

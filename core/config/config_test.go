@@ -146,3 +146,103 @@ func TestListenAddresses(t *testing.T) {
 		t.Errorf("no listener at all: %v", err)
 	}
 }
+
+// TestValidateRefuses has one row per value the broker must not start
+// with: a wrong sign, a zero that means nothing, NaN or infinity, a size
+// whose unit overflows, a value out of its range. Each refusal names the
+// key as section.key and says what is allowed.
+func TestValidateRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		section, setting string // section, then key = value
+		allowed          string // part of the refusal that says what may be
+	}{
+		{"resources", "memory_high_watermark = nan", "[0, 1)"},
+		{"resources", "memory_high_watermark = +inf", "[0, 1)"},
+		{"resources", "memory_high_watermark = -inf", "[0, 1)"},
+		{"resources", "memory_high_watermark = -0.1", "[0, 1)"},
+		{"resources", "memory_high_watermark = 1.0", "[0, 1)"},
+		{"resources", `disk_free_limit = "99999999TiB"`, "too large"},
+		{"resources", `disk_free_limit = "-1"`, "whole number"},
+		{"limits", `heartbeat = "-5s"`, "whole seconds between 0s"},
+		{"limits", `heartbeat = "500ms"`, "whole seconds"},
+		{"limits", `heartbeat = "1.5s"`, "whole seconds"},
+		{"limits", `heartbeat = "65536s"`, "18h12m15s"},
+		{"limits", `heartbeat = "60"`, "with a unit"},
+		{"limits", `handshake_timeout = "0s"`, "must be positive"},
+		{"limits", `handshake_timeout = "-1s"`, "must be positive"},
+		{"limits", `shutdown_timeout = "0s"`, "must be positive"},
+		{"limits", "frame_max = 0", "between the protocol's minimum 4096 and 4294967295"},
+		{"limits", "frame_max = 4095", "4096"},
+		{"limits", "frame_max = -1", "4096"},
+		{"limits", "frame_max = 4294967296", "4294967295"},
+		{"limits", "channel_max = 0", "between 1 and 65535"},
+		{"limits", "channel_max = -1", "between 1 and 65535"},
+		{"limits", "channel_max = 65536", "between 1 and 65535"},
+		{"limits", "max_connections = -1", "must not be negative"},
+		{"limits", "max_handshakes = -1", "must not be negative"},
+		{"limits", `max_message_size = "999999TiB"`, "between 1 and 536870912"},
+		{"limits", `max_message_size = "99999999TiB"`, "too large"},
+		{"limits", `max_message_size = "513MiB"`, "between 1 and 536870912"},
+		{"limits", "max_message_size = 0", "between 1 and 536870912"},
+		{"limits", `max_message_size = "-1"`, "whole number"},
+		{"limits", "max_message_size = 1.5", "whole number"},
+		{"limits", `max_message_size = "18446744073709551616"`, "too large"},
+		{"defaults", `user = ""`, "must not be empty"},
+		{"defaults", `password = ""`, "must not be empty"},
+		{"defaults", `vhost = ""`, "must not be empty"},
+		{"admin", "max_connections = -1", "must not be negative"},
+		{"admin", `stats_interval = "0s"`, "between 10ms and 1h0m0s"},
+		{"admin", `stats_interval = "-5s"`, "between 10ms and 1h0m0s"},
+		{"admin", `stats_interval = "2h"`, "between 10ms and 1h0m0s"},
+		{"admin", `listen = "localhost"`, "host:port"},
+		{"storage", `sync_interval = "0s"`, "between 1ms and 1h0m0s"},
+		{"storage", `sync_interval = "1us"`, "between 1ms and 1h0m0s"},
+		{"storage", `sync_interval = "2h"`, "between 1ms and 1h0m0s"},
+		{"storage", "queue_memory_messages = -1", "must not be negative"},
+		{"storage", `queue_memory_bytes = "9223372036854775808"`, "more than the most"},
+		{"storage", "cache_size = 0", "between 1048576 (1MiB)"},
+		{"storage", `cache_size = "1KiB"`, "between 1048576 (1MiB)"},
+		{"storage", `cache_size = "8388608TiB"`, "between 1048576 (1MiB)"},
+		{"storage", `data_dir = ""`, "must not be empty"},
+		{"cluster", `change_timeout = "0s"`, "must be positive"},
+		{"cluster", `change_timeout = "-1s"`, "must be positive"},
+	} {
+		src := "[" + tc.section + "]\n" + tc.setting + "\n"
+		key := tc.section + "." + strings.TrimSpace(strings.SplitN(tc.setting, "=", 2)[0])
+		_, err := Parse("t", []byte(src))
+		if err == nil {
+			t.Errorf("%s: accepted", tc.setting)
+			continue
+		}
+		if !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), tc.allowed) {
+			t.Errorf("%s: %v; want it to name %s and say %q", tc.setting, err, key, tc.allowed)
+		}
+	}
+}
+
+// TestValidateEdges takes the ends of each range.
+func TestValidateEdges(t *testing.T) {
+	for _, src := range []string{
+		"[resources]\nmemory_high_watermark = 0.0\n",
+		"[resources]\nmemory_high_watermark = 0.99\n",
+		"[resources]\ndisk_free_limit = 0\n",
+		"[limits]\nheartbeat = \"0s\"\n",
+		"[limits]\nheartbeat = \"65535s\"\n",
+		"[limits]\nframe_max = 4096\n",
+		"[limits]\nframe_max = 4294967295\n",
+		"[limits]\nchannel_max = 1\n",
+		"[limits]\nchannel_max = 65535\n",
+		"[limits]\nmax_message_size = \"512MiB\"\n",
+		"[limits]\nmax_message_size = 1\n",
+		"[limits]\nmax_connections = 0\n",
+		"[admin]\nlisten = \"\"\nstats_interval = \"10ms\"\n",
+		"[admin]\nstats_interval = \"1h\"\n",
+		"[storage]\nsync_interval = \"1ms\"\nqueue_memory_messages = 0\nqueue_memory_bytes = 0\ncache_size = \"1MiB\"\n",
+		"[storage]\nqueue_memory_bytes = \"9223372036854775807\"\n",
+		"[storage]\ncache_size = \"8388607TiB\"\n",
+	} {
+		if _, err := Parse("t", []byte(src)); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}
