@@ -146,7 +146,9 @@ func (b *Broker) applySetPolicy(vhost, name, pattern string, applyTo policy.Appl
 	if !ok {
 		return reply.NotFound("no vhost '%s'", vhost)
 	}
-	p, err := policy.New(name, pattern, applyTo, priority, def)
+	// Checked in full where the change was made (SetPolicy, an import):
+	// a change in the log applies as it was accepted.
+	p, err := policy.Restore(name, pattern, applyTo, priority, def)
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}

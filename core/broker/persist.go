@@ -208,7 +208,7 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 		applyTo, _ := p.Rec["apply-to"].(string)
 		prio, _ := queue.Integer(p.Rec["priority"])
 		def, _ := p.Rec["definition"].(protocol.Table)
-		pol, err := policy.New(p.Name, pattern, policy.ApplyTo(applyTo), int(prio), def)
+		pol, err := policy.Restore(p.Name, pattern, policy.ApplyTo(applyTo), int(prio), def)
 		if err != nil {
 			b.log.Warn().Err(err).Str("vhost", name).Msg("stored policy ignored")
 			continue

@@ -50,6 +50,26 @@ var (
 // New validates and compiles a policy. Unknown definition keys are refused
 // rather than ignored, so a typo does not pass for a working policy.
 func New(name, pattern string, applyTo ApplyTo, priority int, def protocol.Table) (*Policy, error) {
+	p, err := Restore(name, pattern, applyTo, priority, def)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedKeys(def) {
+		if !ExchangeKeys[k] && !QueueKeys[k] {
+			return nil, fmt.Errorf("policy %q: unknown definition key %q", name, k)
+		}
+		if err := checkValue(k, def[k]); err != nil {
+			return nil, fmt.Errorf("policy %q: %w", name, err)
+		}
+	}
+	return p, nil
+}
+
+// Restore compiles a policy that was validated when it was set (read back
+// from the store, or applied from the metadata log) without checking its
+// definition's keys and values again, so that a check made stricter since
+// never drops a policy that was accepted (see validate.go).
+func Restore(name, pattern string, applyTo ApplyTo, priority int, def protocol.Table) (*Policy, error) {
 	if name == "" {
 		return nil, fmt.Errorf("policy name must not be empty")
 	}
@@ -66,14 +86,6 @@ func New(name, pattern string, applyTo ApplyTo, priority int, def protocol.Table
 	}
 	if len(def) == 0 {
 		return nil, fmt.Errorf("policy %q: empty definition", name)
-	}
-	for _, k := range sortedKeys(def) {
-		if !ExchangeKeys[k] && !QueueKeys[k] {
-			return nil, fmt.Errorf("policy %q: unknown definition key %q", name, k)
-		}
-		if err := checkValue(k, def[k]); err != nil {
-			return nil, fmt.Errorf("policy %q: %w", name, err)
-		}
 	}
 	return &Policy{Name: name, Pattern: pattern, ApplyTo: applyTo, Priority: priority, Definition: def, re: re}, nil
 }

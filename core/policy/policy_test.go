@@ -95,6 +95,15 @@ func TestNewChecksDefinitionValues(t *testing.T) {
 		{protocol.Table{"max-age": int64(3600)}, false},
 		{protocol.Table{"stream-max-segment-size-bytes": int64(1 << 20)}, true},
 		{protocol.Table{"stream-max-segment-size-bytes": "big"}, false},
+		// RabbitMQ 3.10.8: "<<\"0s\">> is not a valid max age",
+		// "3000000001 is not a valid segment size".
+		{protocol.Table{"max-age": "0s"}, false},
+		{protocol.Table{"max-age": "0D"}, false},
+		{protocol.Table{"max-age": "h"}, false}, // RabbitMQ: 500
+		{protocol.Table{"max-age": "99999999999Y"}, true},
+		{protocol.Table{"stream-max-segment-size-bytes": int64(3_000_000_001)}, false},
+		{protocol.Table{"stream-max-segment-size-bytes": int64(3_000_000_000)}, true},
+		{protocol.Table{"stream-max-segment-size-bytes": float64(1 << 62)}, false},
 	}
 	for _, c := range cases {
 		_, err := New("p", ".*", All, 0, c.def)
@@ -106,5 +115,21 @@ func TestNewChecksDefinitionValues(t *testing.T) {
 				t.Errorf("%v: %v does not name %s", c.def, err, k)
 			}
 		}
+	}
+}
+
+// A stored policy comes back whatever a check made stricter since says of
+// its values; its name, pattern and apply-to are still checked.
+func TestRestoreKeepsWhatWasAccepted(t *testing.T) {
+	def := protocol.Table{"max-age": "0s", "dead-letter-exchange": "dlx"}
+	if _, err := New("p", ".*", Queues, 0, def); err == nil {
+		t.Fatal("New took max-age 0s")
+	}
+	p, err := Restore("p", ".*", Queues, 0, def)
+	if err != nil || p.Definition["dead-letter-exchange"] != "dlx" {
+		t.Fatalf("Restore: %v, %v", p, err)
+	}
+	if _, err := Restore("p", "(", Queues, 0, def); err == nil {
+		t.Fatal("Restore took a bad pattern")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/warrenmq/warren/core/queue"
-	"github.com/warrenmq/warren/core/stream"
 )
 
 // Every way of setting a policy (the admin API, warrenctl set_policy which
@@ -14,9 +13,18 @@ import (
 // never stored. The rules are RabbitMQ 3.10.8's, checked against it:
 // integers must be integers (1.5 and "10" are refused), message-ttl,
 // max-length, max-length-bytes and delivery-limit must not be negative,
-// expires must be positive, overflow is one of its three words, and the
-// exchange and routing-key names are strings. RabbitMQ's reasons read
-// "<value> is not a valid maximum length"; Warren's add the key.
+// expires must be positive, overflow is one of its three words, max-age
+// is a positive interval ("0s" is refused), stream-max-segment-size-bytes
+// is at most 3000000000, and the exchange and routing-key names are
+// strings. RabbitMQ's reasons read "<value> is not a valid maximum
+// length"; Warren's add the key. A max-age without digits ("h"), which
+// RabbitMQ answers with 500, is refused like any other bad one.
+//
+// A policy read back from the store or from the metadata log is built
+// with Restore, which does not check these values again: a value an
+// older Warren accepted keeps its policy, and the readers of each value
+// (queue.Settings.WithPolicy, a stream's retention) skip one they cannot
+// read, as they always have.
 
 // checkValue validates one definition value.
 func checkValue(key string, v any) error {
@@ -26,10 +34,13 @@ func checkValue(key string, v any) error {
 	case "max-length", "max-length-bytes":
 		return integer(key, v, 0, "a valid maximum length")
 	case "stream-max-segment-size-bytes":
+		if n, ok := queue.Integer(v); ok && n > queue.MaxSegmentBytes {
+			return fmt.Errorf("%s: %s is not a valid segment size (at most %d)", key, show(v), queue.MaxSegmentBytes)
+		}
 		return integer(key, v, 0, "a valid segment size")
 	case "max-age":
 		if a, ok := v.(string); !ok || !validAge(a) {
-			return fmt.Errorf("%s: %s is not a valid max age (a number and one of Y, M, D, h, m, s)", key, show(v))
+			return fmt.Errorf("%s: %s is not a valid max age (a positive number and one of Y, M, D, h, m, s)", key, show(v))
 		}
 	case "delivery-limit":
 		return integer(key, v, 0, "a valid delivery limit")
@@ -62,10 +73,11 @@ func integer(key string, v any, min int64, what string) error {
 	return nil
 }
 
-// validAge says whether s is a stream's max age, as x-max-age takes it.
+// validAge says whether s is a stream's max age, as x-max-age takes it:
+// a positive interval.
 func validAge(s string) bool {
-	_, ok := stream.ParseInterval(s)
-	return ok
+	d, ok := queue.ParseInterval(s)
+	return ok && d > 0
 }
 
 // show writes a value as the refusal quotes it: strings quoted.
