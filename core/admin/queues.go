@@ -269,9 +269,6 @@ func (a *api) putQueue(c *call) (any, error) {
 	if err := allow(g, g.DeclareQueue(name, args, isNew), refusedPlain); err != nil {
 		return nil, err
 	}
-	if err := queue.CheckExpiryArgs(name, v.Name, args); err != nil {
-		return nil, err
-	}
 	// An exclusive queue declared here would belong to no connection;
 	// RabbitMQ's API declares it on a connection of its own that closes at
 	// once, so it would vanish. Warren declares it owned by nobody instead.

@@ -442,17 +442,17 @@ func (pl *planner) queue(o *object) {
 	def.Args = args
 	switch t := o.str("type", false); t {
 	case "", "classic":
-	case "quorum":
-		// RabbitMQ exports a quorum queue with its type in the arguments
-		// too; one without them is made a quorum queue all the same.
+	case "quorum", "stream":
+		// RabbitMQ exports a quorum queue or a stream with its type in
+		// the arguments too; one without them is made one all the same.
 		if def.Args == nil {
 			def.Args = protocol.Table{}
 		}
 		if _, ok := def.Args["x-queue-type"]; !ok {
-			def.Args["x-queue-type"] = "quorum"
+			def.Args["x-queue-type"] = t
 		}
 	default:
-		o.bad("type", "Warren has classic and quorum queues, not %q", t)
+		o.bad("type", "Warren has classic and quorum queues and streams, not %q", t)
 	}
 	if name == "" {
 		if _, isString := o.m["name"].(string); isString {

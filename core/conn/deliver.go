@@ -429,7 +429,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 		// RabbitMQ 3.10.8 closes the connection (checked against it).
 		return reply.NotImplemented("queue '%s' in vhost '%s' does not support global qos", name, ch.c.vh.Name)
 	}
-	priority, err := ch.c.vh.ConsumerPriority(name, m.Arguments)
+	priority, err := ch.c.vh.ConsumerArgs(name, m.Arguments)
 	if err != nil {
 		return err
 	}

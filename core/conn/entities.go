@@ -3,7 +3,6 @@ package conn
 import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -87,13 +86,6 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 		isNew := !ch.c.vh.HasQueue(name)
 		if err := refused(ch.c.grant.DeclareQueue(name, m.Arguments, isNew)); err != nil {
 			return err
-		}
-		// RabbitMQ checks a new queue's arguments, not a redeclared one's
-		// (they must match what is there).
-		if isNew {
-			if err := queue.CheckExpiryArgs(name, ch.c.vh.Name, m.Arguments); err != nil {
-				return err
-			}
 		}
 	}
 	d, err := ch.c.vh.Declare(vhost.QueueDef{

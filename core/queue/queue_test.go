@@ -349,7 +349,6 @@ func TestParseArgsRefusesBadValues(t *testing.T) {
 		{"x-expires": int32(0)},
 		{"x-max-priority": int32(256)},
 		{"x-overflow": "drop-tail"},
-		{"x-queue-type": "stream"},
 		{"x-queue-type": "foo"},
 		{"x-queue-type": int32(1)},
 		{"x-dead-letter-routing-key": "k"},

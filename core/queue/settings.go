@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -60,15 +59,14 @@ func DefaultSettings() Settings {
 		MaxLengthBytes: Unlimited, DeliveryLimit: Unlimited}
 }
 
-// ParseArgs validates queue.declare arguments and returns the settings they
-// ask for. Errors are 406 and name the argument, in RabbitMQ's words.
-// Arguments the broker does not know are kept and ignored, as RabbitMQ does;
-// known ones with the wrong type or range are refused, never ignored.
-//
-// ParseArgs also reads the arguments of queues restored from the store, so
-// it takes an x-message-ttl or x-expires above message.MaxTTL (which an
-// older Warren accepted) as MaxTTL; CheckExpiryArgs refuses them for a new
-// declare.
+// ParseArgs reads queue.declare arguments into the settings they ask
+// for. A new queue's arguments were checked first with CheckDeclareArgs,
+// RabbitMQ's checks; ParseArgs refuses (406, naming the argument) only
+// what it cannot read, and it also reads the arguments of queues restored
+// from the store or declared through another node, so it takes what an
+// older Warren accepted: an x-message-ttl or x-expires above
+// message.MaxTTL counts as MaxTTL. Arguments the broker does not know
+// are kept and ignored, as RabbitMQ does.
 func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 	s := DefaultSettings()
 	bad := func(arg string, why any) error {
@@ -114,10 +112,10 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 			switch {
 			case !ok:
 				err = fmt.Errorf("{unacceptable_type,%T}", v)
-			case t == "classic", t == "quorum":
-				s.Quorum = t == "quorum"
-			case t == "stream":
-				err = errors.New("stream queues are not supported yet")
+			case t == Classic, t == Quorum, t == Stream:
+				// A stream's settings are its retention, which vhost
+				// reads from these same arguments.
+				s.Quorum = t == Quorum
 			default:
 				err = fmt.Errorf("%q", "unsupported queue type '"+t+"'")
 			}
@@ -135,18 +133,6 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 		return s, reply.PreconditionFailed("invalid arg 'x-dead-letter-routing-key' for queue '%s' in vhost '%s': x-dead-letter-exchange is required when x-dead-letter-routing-key is set", queue, vhost)
 	}
 	return s, nil
-}
-
-// CheckExpiryArgs refuses an x-message-ttl or x-expires above
-// message.MaxTTL with RabbitMQ's 406. It is checked when a queue is
-// declared, not when one is restored (see ParseArgs).
-func CheckExpiryArgs(queue, vhost string, args protocol.Table) error {
-	for _, key := range []string{"x-message-ttl", "x-expires"} {
-		if n, ok := Integer(args[key]); ok && n > message.MaxTTL {
-			return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': {value_too_large,%d}", key, queue, vhost, n)
-		}
-	}
-	return nil
 }
 
 // capTTL bounds a TTL or expiry the broker has to live with (a restored

@@ -71,7 +71,7 @@ func TestHugeTTLsAreCapped(t *testing.T) {
 
 // Declaring refuses what RabbitMQ 3.10.8 refuses, in its words: anything
 // above ten years.
-func TestCheckExpiryArgs(t *testing.T) {
+func TestDeclareRefusesLongExpiries(t *testing.T) {
 	for _, tc := range []struct {
 		args protocol.Table
 		text string // "" when accepted
@@ -81,7 +81,7 @@ func TestCheckExpiryArgs(t *testing.T) {
 		{protocol.Table{"x-message-ttl": int64(message.MaxTTL + 1)}, "PRECONDITION_FAILED - invalid arg 'x-message-ttl' for queue 'q' in vhost '/': {value_too_large,315360000001}"},
 		{protocol.Table{"x-expires": int64(math.MaxInt64)}, "PRECONDITION_FAILED - invalid arg 'x-expires' for queue 'q' in vhost '/': {value_too_large,9223372036854775807}"},
 	} {
-		err := CheckExpiryArgs("q", "/", tc.args)
+		err := CheckDeclareArgs("q", "/", tc.args)
 		if tc.text == "" {
 			if err != nil {
 				t.Errorf("%v: %v", tc.args, err)

@@ -360,7 +360,10 @@ const (
 
 // ParseOffset reads x-stream-offset as RabbitMQ takes it: "first",
 // "last", "next", a number, a timestamp, or an interval before now such
-// as "1h" or "7D" (units Y, M, D, h, m, s).
+// as "1h" or "7D" (units Y, M, D, h, m, s; queue.ParseInterval). A
+// negative number is before every message, so the oldest retained, as
+// RabbitMQ's streams take it. A refusal is RabbitMQ's reason
+// ({invalid_stream_offset_arg,...}).
 func ParseOffset(x any, now time.Time) (Offset, error) {
 	switch v := x.(type) {
 	case nil:
@@ -374,56 +377,19 @@ func ParseOffset(x any, now time.Time) (Offset, error) {
 		case "next":
 			return Offset{Kind: Next}, nil
 		}
-		if d, ok := ParseInterval(v); ok {
+		if d, ok := queue.ParseInterval(v); ok && d > 0 {
 			return Offset{Kind: Time, Time: now.Add(-d)}, nil
 		}
-		return Offset{}, fmt.Errorf("invalid offset %q", v)
 	case time.Time:
 		return Offset{Kind: Time, Time: v}, nil
-	}
-	if n, ok := queue.Integer(x); ok {
-		if n < 0 {
-			return Offset{}, fmt.Errorf("invalid offset %d", n)
-		}
-		return Offset{Kind: At, N: uint64(n)}, nil
-	}
-	return Offset{}, fmt.Errorf("invalid offset of type %T", x)
-}
-
-// ParseInterval reads "<n><unit>" with RabbitMQ's units (Y, M, D, h, m,
-// s): an x-stream-offset interval, an x-max-age.
-func ParseInterval(s string) (time.Duration, bool) {
-	if len(s) < 2 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range s[:len(s)-1] {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-		if n > 1<<31 {
-			return 0, false
-		}
-	}
-	var unit time.Duration
-	switch s[len(s)-1] {
-	case 'Y':
-		unit = 365 * 24 * time.Hour
-	case 'M':
-		unit = 30 * 24 * time.Hour
-	case 'D':
-		unit = 24 * time.Hour
-	case 'h':
-		unit = time.Hour
-	case 'm':
-		unit = time.Minute
-	case 's':
-		unit = time.Second
+	case float32, float64:
+		// Not an integer however whole; queue.Integer would take it.
 	default:
-		return 0, false
+		if n, ok := queue.Integer(x); ok {
+			return Offset{Kind: At, N: uint64(max(n, 0))}, nil
+		}
 	}
-	return time.Duration(n) * unit, true
+	return Offset{}, errors.New(queue.InvalidOffset(x))
 }
 
 // Consume attaches a consumer at from; deliveries start after added

@@ -178,10 +178,14 @@ func TestStreamOffsets(t *testing.T) {
 	appendAll(t, s, 10, 11)
 	waitFor(t, "the new one", func() bool { return next.count() == 1 && past.count() == 1 && first.count() == 11 })
 
-	for _, bad := range []any{"middle", int64(-1), 2.5, "5x"} {
+	for _, bad := range []any{"middle", 2.5, "5x", "0s", "1ms", true} {
 		if _, err := ParseOffset(bad, clk.Now()); err == nil {
 			t.Fatalf("offset %v accepted", bad)
 		}
+	}
+	// Before the first message, as RabbitMQ's streams read it.
+	if o, err := ParseOffset(int64(-1), clk.Now()); err != nil || o != (Offset{Kind: At}) {
+		t.Fatalf("offset -1: %+v, %v", o, err)
 	}
 	if st := s.Stats(); st.Ready != 11 || st.Consumers != 7 {
 		t.Fatalf("stats %+v", st)

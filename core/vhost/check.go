@@ -45,23 +45,30 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 }
 
 // CheckQueue reports whether DeclareQueue(def, false) would succeed for a
-// named queue: valid arguments, no reserved prefix, and an existing queue
-// of that name must be equivalent and not exclusive to another owner.
+// named queue: no reserved prefix, a new queue's arguments as
+// queue.CheckDeclareArgs takes them and its flags as its type takes
+// them, and an existing queue of that name must be equivalent and not
+// exclusive to another owner.
 func (v *VHost) CheckQueue(def QueueDef) error {
 	if ReservedName(def.Name) {
 		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
-	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
-		return err
-	}
 	v.mu.RLock()
 	q, qq, s := v.queues[def.Name], v.quorums[def.Name], v.streams[def.Name]
+	known := q != nil || qq != nil || s != nil || v.remote[def.Name] != nil
 	v.mu.RUnlock()
+	if !known {
+		if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+			return err
+		}
+	}
 	if s != nil {
 		return v.equivalentStream(s, def)
 	}
 	if isStreamDef(def) && q == nil && qq == nil {
-		_, err := v.streamConfig(def)
+		return v.streamProperties(def)
+	}
+	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
 		return err
 	}
 	if qq != nil {

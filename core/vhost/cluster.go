@@ -534,6 +534,9 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err
 	}
+	if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+		return Declared{}, err
+	}
 	switch t, _ := def.Args["x-queue-type"].(string); t {
 	case "quorum":
 		return v.declareQuorumReplicated(def)

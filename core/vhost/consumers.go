@@ -145,18 +145,34 @@ func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 	return nil
 }
 
-// ConsumerPriority is basic.consume's x-priority (0 when it has none);
-// what is not an integer is refused with 406, as RabbitMQ does.
-func (v *VHost) ConsumerPriority(queueName string, args protocol.Table) (int, error) {
-	x, ok := args["x-priority"]
-	if !ok {
-		return 0, nil
+// ConsumerArgs checks basic.consume's arguments for the named queue as
+// RabbitMQ 3.10.8 does for its type (queue.CheckConsumeArgs: 406 for an
+// x-priority that is not an integer, an x-cancel-on-ha-failover that is
+// not a boolean, an argument another type takes) and returns the
+// consumer's x-priority, 0 when it has none. RabbitMQ takes a priority of
+// any size; Warren's are 32 bits (a quorum queue's log records them so),
+// so one beyond that range counts as the nearest end of it.
+func (v *VHost) ConsumerArgs(queueName string, args protocol.Table) (int, error) {
+	if err := queue.CheckConsumeArgs(queueName, v.Name, v.queueType(queueName), args); err != nil {
+		return 0, err
 	}
-	n, isInt := queue.Integer(x)
-	if !isInt || n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, reply.PreconditionFailed("invalid arg 'x-priority' for queue '%s' in vhost '%s': %q", queueName, v.Name, "expected integer, got "+amqpType(x))
+	n, _ := queue.Integer(args["x-priority"])
+	return int(min(max(n, math.MinInt32), math.MaxInt32)), nil
+}
+
+// queueType is the named queue's type, classic when it is not known.
+func (v *VHost) queueType(name string) string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	switch {
+	case v.streams[name] != nil:
+		return queue.Stream
+	case v.quorums[name] != nil:
+		return queue.Quorum
+	case v.remote[name] != nil:
+		return queue.TypeOf(v.remote[name].Args)
 	}
-	return int(n), nil
+	return queue.Classic
 }
 
 func (s *RemoteSource) forget() {

@@ -78,6 +78,12 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 	return q, v.checkQueue(q, name, owner)
 }
 
+// declared says whether a queue of that name is known, of any type or
+// node; defMu is held (the maps change only under it).
+func (v *VHost) declared(name string) bool {
+	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil || v.streams[name] != nil
+}
+
 // HasQueue reports whether a queue of that name exists, here or, in a
 // cluster, on another node.
 func (v *VHost) HasQueue(name string) bool {
@@ -114,7 +120,9 @@ func (v *VHost) locked(name string) error {
 }
 
 // Declare creates a queue or checks an existing one (406 when its flags
-// or arguments differ). passive only checks that it exists and is
+// or arguments differ). A new queue's arguments are checked as
+// RabbitMQ checks them (queue.CheckDeclareArgs), whichever way the
+// declare came in. passive only checks that it exists and is
 // accessible. In a cluster the queue may be homed on another node.
 //
 // A new queue is built, stored (a synced write) and given its policy under
@@ -165,6 +173,11 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if !v.declared(def.Name) {
+		if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+			return Declared{}, err
+		}
+	}
 	if v.isStream(def) {
 		s, created, err := v.declareStream(def)
 		if err != nil {

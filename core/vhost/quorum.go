@@ -64,15 +64,8 @@ type QuorumQueue struct {
 	group  atomic.Pointer[cluster.Group]
 }
 
-// quorumRefused are the arguments of other queue types that a quorum
-// queue refuses (RabbitMQ 3.10 answers 406 "... of queue type
-// rabbit_quorum_queue"); others it does not know are kept and ignored.
-var quorumRefused = []string{
-	"x-max-priority", "x-queue-mode", "x-queue-master-locator", "x-queue-version",
-	"x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size",
-}
-
-// checkQuorum refuses a quorum queue's declare the way RabbitMQ 3.10 does.
+// checkQuorum refuses a new quorum queue's flags the way RabbitMQ 3.10
+// does; its arguments were checked with queue.CheckDeclareArgs.
 func (v *VHost) checkQuorum(def QueueDef) error {
 	invalidProperty := func(p string) error {
 		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, v.Name)
@@ -86,35 +79,6 @@ func (v *VHost) checkQuorum(def QueueDef) error {
 		return invalidProperty("auto-delete")
 	case def.Exclusive:
 		return invalidProperty("exclusive-owner")
-	}
-	for _, k := range quorumRefused {
-		if _, ok := def.Args[k]; ok {
-			return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s' of queue type rabbit_quorum_queue", k, def.Name, v.Name)
-		}
-	}
-	bad := func(k string, why string) error {
-		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %s", k, def.Name, v.Name, why)
-	}
-	if x, ok := def.Args["x-quorum-initial-group-size"]; ok {
-		n, isInt := queue.Integer(x)
-		switch {
-		case !isInt:
-			return bad("x-quorum-initial-group-size", fmt.Sprintf("%q", "expected integer, got "+amqpType(x)))
-		case n == 0:
-			return bad("x-quorum-initial-group-size", "{value_zero,0}")
-		case n < 0:
-			return bad("x-quorum-initial-group-size", fmt.Sprintf("{value_negative,%d}", n))
-		}
-	}
-	if x, ok := def.Args["x-dead-letter-strategy"]; ok {
-		if s, _ := x.(string); s != "at-most-once" && s != "at-least-once" {
-			return bad("x-dead-letter-strategy", "invalid_dlx_strategy")
-		}
-	}
-	if x, ok := def.Args["x-queue-leader-locator"]; ok {
-		if s, _ := x.(string); s != "client-local" && s != "balanced" {
-			return bad("x-queue-leader-locator", "invalid_queue_locator_arg")
-		}
 	}
 	if v.groups == nil || v.store == nil {
 		return reply.PreconditionFailed("queue '%s' in vhost '%s': quorum queues need the broker's store", def.Name, v.Name)
@@ -524,29 +488,6 @@ func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum
 		}
 		synced()
 	})
-}
-
-// amqpType names a field value's AMQP type as RabbitMQ's errors do.
-func amqpType(x any) string {
-	switch x.(type) {
-	case string, []byte:
-		return "longstr"
-	case bool:
-		return "bool"
-	case float32:
-		return "float"
-	case float64:
-		return "double"
-	case protocol.Table:
-		return "table"
-	case []any:
-		return "array"
-	case time.Time:
-		return "timestamp"
-	case nil:
-		return "void"
-	}
-	return "number"
 }
 
 // expiry runs the vhost's quorum queues' expiry at the head: every

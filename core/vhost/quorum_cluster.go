@@ -73,7 +73,9 @@ func (v *VHost) placeMembers(def QueueDef, sizeArg string) ([]string, error) {
 		}
 	}
 	leader := v.self()
-	if loc, _ := def.Args["x-queue-leader-locator"].(string); loc == "balanced" || !slices.Contains(up, leader) {
+	// random and least-leaders are RabbitMQ 3.10's deprecated names for
+	// balanced.
+	if loc, _ := def.Args["x-queue-leader-locator"].(string); loc != "" && loc != "client-local" || !slices.Contains(up, leader) {
 		leader = slices.MinFunc(up, func(a, b string) int { return cmp.Or(cmp.Compare(leads[a], leads[b]), cmp.Compare(a, b)) })
 	}
 	rest := slices.DeleteFunc(slices.Clone(up), func(n string) bool { return n == leader })

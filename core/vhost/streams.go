@@ -3,7 +3,6 @@ package vhost
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -43,14 +42,6 @@ type StreamQueue struct {
 	group   atomic.Pointer[cluster.Group]
 }
 
-// streamRefused are the arguments RabbitMQ 3.10 refuses for a stream.
-var streamRefused = []string{
-	"x-max-length", "x-message-ttl", "x-dead-letter-exchange", "x-dead-letter-routing-key", "x-overflow",
-	"x-single-active-consumer", "x-max-priority", "x-expires", "x-delivery-limit", "x-queue-mode",
-	"x-queue-master-locator", "x-queue-version", "x-quorum-initial-group-size", "x-dead-letter-strategy",
-	"x-max-in-memory-length", "x-max-in-memory-bytes",
-}
-
 // streamArgsCompared are the arguments a stream's redeclare must repeat.
 var streamArgsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size"}
 
@@ -69,77 +60,43 @@ func (v *VHost) isStream(def QueueDef) bool {
 	return isStreamDef(def) && v.queues[def.Name] == nil && v.quorums[def.Name] == nil
 }
 
-// streamConfig checks a stream's declare the way RabbitMQ 3.10 does and
-// reads its retention arguments.
-func (v *VHost) streamConfig(def QueueDef) (stream.Config, error) {
+// streamProperties refuses a new stream's flags the way RabbitMQ 3.10
+// does; its arguments were checked with queue.CheckDeclareArgs.
+func (v *VHost) streamProperties(def QueueDef) error {
 	invalidProperty := func(p string) error {
 		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, v.Name)
 	}
 	switch {
 	case def.ServerNamed:
-		return stream.Config{}, reply.PreconditionFailed("Cannot declare a server-named queue for type rabbit_stream_queue")
+		return reply.PreconditionFailed("Cannot declare a server-named queue for type rabbit_stream_queue")
 	case !def.Durable:
-		return stream.Config{}, invalidProperty("non-durable")
+		return invalidProperty("non-durable")
 	case def.AutoDelete:
-		return stream.Config{}, invalidProperty("auto-delete")
+		return invalidProperty("auto-delete")
 	case def.Exclusive:
-		return stream.Config{}, invalidProperty("exclusive-owner")
+		return invalidProperty("exclusive-owner")
 	}
-	for _, k := range streamRefused {
-		if _, ok := def.Args[k]; ok {
-			return stream.Config{}, reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s' of queue type rabbit_stream_queue", k, def.Name, v.Name)
-		}
-	}
-	bad := func(k, why string) error {
-		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %s", k, def.Name, v.Name, why)
-	}
-	cfg := stream.Config{Name: def.Name, VHost: v.Name}
-	for _, k := range []string{"x-max-length-bytes", "x-stream-max-segment-size-bytes"} {
-		x, ok := def.Args[k]
-		if !ok {
-			continue
-		}
-		n, isInt := queue.Integer(x)
-		switch {
-		case !isInt:
-			return cfg, bad(k, strconv.Quote("expected integer, got "+amqpType(x)))
-		case n < 0:
-			return cfg, bad(k, "{value_negative,"+strconv.FormatInt(n, 10)+"}")
-		}
-		if k == "x-max-length-bytes" {
-			cfg.MaxBytes = n
-		} else {
-			cfg.SegmentBytes = n
-		}
-	}
-	if x, ok := def.Args["x-max-age"]; ok {
-		s, isString := x.(string)
-		if !isString {
-			return cfg, bad("x-max-age", "{unacceptable_type,"+fieldType(x)+"}")
-		}
-		age, ok := stream.ParseInterval(s)
-		if !ok {
-			return cfg, bad("x-max-age", "invalid_max_age")
-		}
-		cfg.MaxAge = age
-	}
-	return cfg, nil
+	return nil
 }
 
-// fieldType names x's field type as RabbitMQ's {unacceptable_type,T}
-// does.
-func fieldType(x any) string {
-	switch x.(type) {
-	case int8:
-		return "byte"
-	case int16:
-		return "short"
-	case int32:
-		return "signedint"
-	case int64:
-		return "long"
+// streamConfig reads a stream's retention arguments. It checks nothing:
+// a new stream's were checked at its declare, and a stored one keeps
+// what an older Warren accepted (a value it cannot read, such as an
+// x-max-age of "0s", is no limit).
+func (v *VHost) streamConfig(def QueueDef) stream.Config {
+	cfg := stream.Config{Name: def.Name, VHost: v.Name}
+	if n, ok := queue.Integer(def.Args["x-max-length-bytes"]); ok && n > 0 {
+		cfg.MaxBytes = n
 	}
-	return amqpType(x)
+	if n, ok := queue.Integer(def.Args["x-stream-max-segment-size-bytes"]); ok && n > 0 {
+		cfg.SegmentBytes = n
+	}
+	if s, ok := def.Args["x-max-age"].(string); ok {
+		if age, ok := queue.ParseInterval(s); ok {
+			cfg.MaxAge = age
+		}
+	}
+	return cfg
 }
 
 // declareStream is Declare's change for a stream; defMu is held.
@@ -147,10 +104,10 @@ func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
 	if s := v.streams[def.Name]; s != nil {
 		return s, false, v.equivalentStream(s, def)
 	}
-	cfg, err := v.streamConfig(def)
-	if err != nil {
+	if err := v.streamProperties(def); err != nil {
 		return nil, false, err
 	}
+	cfg := v.streamConfig(def)
 	st, ok := v.store.(*storage.Store)
 	if !ok {
 		return nil, false, reply.PreconditionFailed("stream queues need the message store; queue '%s' in vhost '%s'", def.Name, v.Name)
@@ -200,10 +157,7 @@ func streamRecord(s *StreamQueue) protocol.Table {
 // RestoreStream reopens a stored stream at start-up; in a cluster this
 // node's replica rejoins its group.
 func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
-	cfg, err := v.streamConfig(def)
-	if err != nil {
-		return err
-	}
+	cfg := v.streamConfig(def)
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	sq, err := v.openStream(def, cfg, id, def.Members)
@@ -279,10 +233,7 @@ func (v *VHost) streamList() []*StreamQueue {
 // where both set one, the lower value is in force, as RabbitMQ's stream
 // queues take it (and its classic queues their limits); defMu is held.
 func (v *VHost) applyStreamPolicy(s *StreamQueue) {
-	cfg, err := v.streamConfig(QueueDef{Name: s.Name, Durable: true, Args: s.Args})
-	if err != nil {
-		return // its arguments were checked at declare
-	}
+	cfg := v.streamConfig(QueueDef{Name: s.Name, Durable: true, Args: s.Args})
 	lower := func(cur *int64, set bool, x any) {
 		if n, ok := queue.Integer(x); ok && (!set || n < *cur) {
 			*cur = n
@@ -295,7 +246,7 @@ func (v *VHost) applyStreamPolicy(s *StreamQueue) {
 		_, set = s.Args["x-stream-max-segment-size-bytes"]
 		lower(&cfg.SegmentBytes, set, d["stream-max-segment-size-bytes"])
 		if a, ok := d["max-age"].(string); ok {
-			if age, ok := stream.ParseInterval(a); ok && (cfg.MaxAge == 0 || age < cfg.MaxAge) {
+			if age, ok := queue.ParseInterval(a); ok && age > 0 && (cfg.MaxAge == 0 || age < cfg.MaxAge) {
 				cfg.MaxAge = age
 			}
 		}

@@ -49,13 +49,8 @@ func (s *StreamQueue) here() bool { return s.MemberNodes() == nil || s.member() 
 
 // declareStreamReplicated declares a new stream for the cluster.
 func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
-	if _, err := v.streamConfig(def); err != nil {
+	if err := v.streamProperties(def); err != nil {
 		return Declared{}, err
-	}
-	if x, ok := def.Args["x-initial-cluster-size"]; ok {
-		if n, isInt := queue.Integer(x); !isInt || n < 1 {
-			return Declared{}, reply.PreconditionFailed("invalid arg 'x-initial-cluster-size' for queue '%s' in vhost '%s': a positive integer is expected", def.Name, v.Name)
-		}
 	}
 	cmd, err := v.proposeReplicated(def, "x-initial-cluster-size")
 	if err != nil {
@@ -83,11 +78,7 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 	if exists, err := v.declaredAlready(def); exists {
 		return err
 	}
-	cfg, err := v.streamConfig(def)
-	if err != nil {
-		return err
-	}
-	s, err := v.openStream(def, cfg, def.ID, def.Members)
+	s, err := v.openStream(def, v.streamConfig(def), def.ID, def.Members)
 	if err != nil {
 		return err
 	}
