@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // argReader decodes method arguments in wire order. The first failure is
 // kept and later reads return zero values, so generated Decode methods read
@@ -80,6 +83,20 @@ func (d *argReader) shortStr(field, old string) string {
 	d.off += 1 + n
 	return reuseString(old, b)
 }
+
+// textShortStr is shortStr for a short string that must be UTF-8; one
+// that is not is RabbitMQ's 501 "Malformed UTF-8 in shortstr", which
+// closes the connection.
+func (d *argReader) textShortStr(field, old string) string {
+	s := d.shortStr(field, old)
+	if d.err == nil && !utf8.ValidString(s) {
+		d.err = malformedUTF8
+	}
+	return s
+}
+
+// malformedUTF8 is RabbitMQ's words for a short string that is not UTF-8.
+var malformedUTF8 = &BadFrameError{Text: "FRAME_ERROR - Malformed UTF-8 in shortstr"}
 
 // longStr decodes a long string, reusing old like shortStr.
 func (d *argReader) longStr(field, old string) string {

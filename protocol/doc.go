@@ -70,6 +70,10 @@
 //     before anything is allocated, and the FrameReader checks a frame's
 //     size against frame_max before buffering it, so no input makes the
 //     codec allocate more than a small multiple of its own size.
+//   - The short strings of a method without content (names, keys, tags,
+//     reply texts) are valid UTF-8 once decoded, as RabbitMQ checks them;
+//     basic.publish's exchange and routing key, and long strings, are
+//     not checked.
 //   - Malformed input is reported as a value, never a panic:
 //     *BadFrameError (reply code 501), *BadSyntaxError (502) and
 //     *UnknownMethodError (503), each with a Code method and a Text ready

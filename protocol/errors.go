@@ -13,8 +13,10 @@ import (
 // symbolic name, ready to be sent as the reply text.
 
 // BadFrameError reports a malformed frame: an unknown frame type, a size
-// over the negotiated frame_max, or a missing frame-end octet. The stream
-// cannot be resynchronised after one; close the connection with Code().
+// over the negotiated frame_max, a missing frame-end octet, or, as
+// RabbitMQ has it, a short string of a method without content that is not
+// UTF-8 ("FRAME_ERROR - Malformed UTF-8 in shortstr"). The stream cannot
+// be resynchronised after one; close the connection with Code().
 type BadFrameError struct {
 	Text string // e.g. "FRAME_ERROR - frame size 200000 exceeds frame_max 131072"
 }
@@ -26,7 +28,8 @@ func (e *BadFrameError) Code() uint16 { return FrameError }
 
 // BadSyntaxError reports a method, field table, content header or property
 // list that does not decode: truncated, a length past the end, bytes left
-// over, an unknown field type octet, nesting too deep. UTF-8 is not checked.
+// over, an unknown field type octet, nesting too deep. UTF-8 is checked
+// only in the short strings of methods without content (BadFrameError).
 type BadSyntaxError struct {
 	Text string // e.g. "SYNTAX_ERROR - basic.publish routing-key: 9 bytes needed, 3 left"
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"time"
+	"unicode/utf8"
 )
 
 // allTypesTable holds one value of every field type, nested containers
@@ -110,6 +111,25 @@ func randomString(r *rand.Rand, max int) string {
 	return string(b)
 }
 
+// randomText returns up to max bytes of UTF-8: runes of every length,
+// controls and NUL among them.
+func randomText(r *rand.Rand, max int) string {
+	var b []byte
+	for n := r.IntN(max + 1); ; {
+		c := rune(r.IntN(0x110000))
+		if r.IntN(2) == 0 {
+			c = rune(r.IntN(0x80))
+		}
+		if !utf8.ValidRune(c) {
+			continue
+		}
+		if len(b)+utf8.RuneLen(c) > n {
+			return string(b)
+		}
+		b = utf8.AppendRune(b, c)
+	}
+}
+
 // fillRandom sets every exported field of the struct v points to at random.
 func fillRandom(r *rand.Rand, v any) {
 	s := reflect.ValueOf(v).Elem()
@@ -121,7 +141,9 @@ func fillRandom(r *rand.Rand, v any) {
 		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 			f.SetUint(r.Uint64())
 		case reflect.String:
-			f.SetString(randomString(r, 255))
+			// Text, since the short strings of a method without content
+			// must be UTF-8; TestShortStringsAreUTF8 sends the rest.
+			f.SetString(randomText(r, 255))
 		case reflect.Map:
 			f.Set(reflect.ValueOf(randomTable(r, 1)))
 		default:

@@ -181,9 +181,9 @@ func (*ConnectionStartOk) Synchronous() bool { return true }
 func (m *ConnectionStartOk) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.start-ok"}
 	m.ClientProperties = d.table("client-properties")
-	m.Mechanism = d.shortStr("mechanism", m.Mechanism)
+	m.Mechanism = d.textShortStr("mechanism", m.Mechanism)
 	m.Response = d.longStr("response", m.Response)
-	m.Locale = d.shortStr("locale", m.Locale)
+	m.Locale = d.textShortStr("locale", m.Locale)
 	return d.done()
 }
 
@@ -328,8 +328,8 @@ func (*ConnectionOpen) Synchronous() bool { return true }
 // Decode decodes the arguments of connection.open into m.
 func (m *ConnectionOpen) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.open"}
-	m.VirtualHost = d.shortStr("virtual-host", m.VirtualHost)
-	m.Reserved1 = d.shortStr("reserved-1", m.Reserved1)
+	m.VirtualHost = d.textShortStr("virtual-host", m.VirtualHost)
+	m.Reserved1 = d.textShortStr("reserved-1", m.Reserved1)
 	bits := d.octet("reserved-2")
 	m.Reserved2 = bits&(1<<0) != 0
 	return d.done()
@@ -362,7 +362,7 @@ func (*ConnectionOpenOk) Synchronous() bool { return true }
 // Decode decodes the arguments of connection.open-ok into m.
 func (m *ConnectionOpenOk) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.open-ok"}
-	m.Reserved1 = d.shortStr("reserved-1", m.Reserved1)
+	m.Reserved1 = d.textShortStr("reserved-1", m.Reserved1)
 	return d.done()
 }
 
@@ -392,7 +392,7 @@ func (*ConnectionClose) Synchronous() bool { return true }
 func (m *ConnectionClose) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.close"}
 	m.ReplyCode = d.short("reply-code")
-	m.ReplyText = d.shortStr("reply-text", m.ReplyText)
+	m.ReplyText = d.textShortStr("reply-text", m.ReplyText)
 	m.FailingClassID = d.short("class-id")
 	m.FailingMethodID = d.short("method-id")
 	return d.done()
@@ -443,7 +443,7 @@ func (*ConnectionBlocked) Synchronous() bool { return false }
 // Decode decodes the arguments of connection.blocked into m.
 func (m *ConnectionBlocked) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.blocked"}
-	m.Reason = d.shortStr("reason", m.Reason)
+	m.Reason = d.textShortStr("reason", m.Reason)
 	return d.done()
 }
 
@@ -492,7 +492,7 @@ func (*ConnectionUpdateSecret) Synchronous() bool { return true }
 func (m *ConnectionUpdateSecret) Decode(args []byte) error {
 	d := argReader{b: args, method: "connection.update-secret"}
 	m.NewSecret = d.longStr("new-secret", m.NewSecret)
-	m.Reason = d.shortStr("reason", m.Reason)
+	m.Reason = d.textShortStr("reason", m.Reason)
 	return d.done()
 }
 
@@ -540,7 +540,7 @@ func (*ChannelOpen) Synchronous() bool { return true }
 // Decode decodes the arguments of channel.open into m.
 func (m *ChannelOpen) Decode(args []byte) error {
 	d := argReader{b: args, method: "channel.open"}
-	m.Reserved1 = d.shortStr("reserved-1", m.Reserved1)
+	m.Reserved1 = d.textShortStr("reserved-1", m.Reserved1)
 	return d.done()
 }
 
@@ -656,7 +656,7 @@ func (*ChannelClose) Synchronous() bool { return true }
 func (m *ChannelClose) Decode(args []byte) error {
 	d := argReader{b: args, method: "channel.close"}
 	m.ReplyCode = d.short("reply-code")
-	m.ReplyText = d.shortStr("reply-text", m.ReplyText)
+	m.ReplyText = d.textShortStr("reply-text", m.ReplyText)
 	m.FailingClassID = d.short("class-id")
 	m.FailingMethodID = d.short("method-id")
 	return d.done()
@@ -717,8 +717,8 @@ func (*ExchangeDeclare) Synchronous() bool { return true }
 func (m *ExchangeDeclare) Decode(args []byte) error {
 	d := argReader{b: args, method: "exchange.declare"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Exchange = d.shortStr("exchange", m.Exchange)
-	m.Type = d.shortStr("type", m.Type)
+	m.Exchange = d.textShortStr("exchange", m.Exchange)
+	m.Type = d.textShortStr("type", m.Type)
 	bits := d.octet("passive")
 	m.Passive = bits&(1<<0) != 0
 	m.Durable = bits&(1<<1) != 0
@@ -796,7 +796,7 @@ func (*ExchangeDelete) Synchronous() bool { return true }
 func (m *ExchangeDelete) Decode(args []byte) error {
 	d := argReader{b: args, method: "exchange.delete"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Exchange = d.shortStr("exchange", m.Exchange)
+	m.Exchange = d.textShortStr("exchange", m.Exchange)
 	bits := d.octet("if-unused")
 	m.IfUnused = bits&(1<<0) != 0
 	m.NoWait = bits&(1<<1) != 0
@@ -861,9 +861,9 @@ func (*ExchangeBind) Synchronous() bool { return true }
 func (m *ExchangeBind) Decode(args []byte) error {
 	d := argReader{b: args, method: "exchange.bind"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Destination = d.shortStr("destination", m.Destination)
-	m.Source = d.shortStr("source", m.Source)
-	m.RoutingKey = d.shortStr("routing-key", m.RoutingKey)
+	m.Destination = d.textShortStr("destination", m.Destination)
+	m.Source = d.textShortStr("source", m.Source)
+	m.RoutingKey = d.textShortStr("routing-key", m.RoutingKey)
 	bits := d.octet("no-wait")
 	m.NoWait = bits&(1<<0) != 0
 	m.Arguments = d.table("arguments")
@@ -928,9 +928,9 @@ func (*ExchangeUnbind) Synchronous() bool { return true }
 func (m *ExchangeUnbind) Decode(args []byte) error {
 	d := argReader{b: args, method: "exchange.unbind"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Destination = d.shortStr("destination", m.Destination)
-	m.Source = d.shortStr("source", m.Source)
-	m.RoutingKey = d.shortStr("routing-key", m.RoutingKey)
+	m.Destination = d.textShortStr("destination", m.Destination)
+	m.Source = d.textShortStr("source", m.Source)
+	m.RoutingKey = d.textShortStr("routing-key", m.RoutingKey)
 	bits := d.octet("no-wait")
 	m.NoWait = bits&(1<<0) != 0
 	m.Arguments = d.table("arguments")
@@ -997,7 +997,7 @@ func (*QueueDeclare) Synchronous() bool { return true }
 func (m *QueueDeclare) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.declare"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
+	m.Queue = d.textShortStr("queue", m.Queue)
 	bits := d.octet("passive")
 	m.Passive = bits&(1<<0) != 0
 	m.Durable = bits&(1<<1) != 0
@@ -1050,7 +1050,7 @@ func (*QueueDeclareOk) Synchronous() bool { return true }
 // Decode decodes the arguments of queue.declare-ok into m.
 func (m *QueueDeclareOk) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.declare-ok"}
-	m.Queue = d.shortStr("queue", m.Queue)
+	m.Queue = d.textShortStr("queue", m.Queue)
 	m.MessageCount = d.long("message-count")
 	m.ConsumerCount = d.long("consumer-count")
 	return d.done()
@@ -1086,9 +1086,9 @@ func (*QueueBind) Synchronous() bool { return true }
 func (m *QueueBind) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.bind"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
-	m.Exchange = d.shortStr("exchange", m.Exchange)
-	m.RoutingKey = d.shortStr("routing-key", m.RoutingKey)
+	m.Queue = d.textShortStr("queue", m.Queue)
+	m.Exchange = d.textShortStr("exchange", m.Exchange)
+	m.RoutingKey = d.textShortStr("routing-key", m.RoutingKey)
 	bits := d.octet("no-wait")
 	m.NoWait = bits&(1<<0) != 0
 	m.Arguments = d.table("arguments")
@@ -1152,9 +1152,9 @@ func (*QueueUnbind) Synchronous() bool { return true }
 func (m *QueueUnbind) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.unbind"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
-	m.Exchange = d.shortStr("exchange", m.Exchange)
-	m.RoutingKey = d.shortStr("routing-key", m.RoutingKey)
+	m.Queue = d.textShortStr("queue", m.Queue)
+	m.Exchange = d.textShortStr("exchange", m.Exchange)
+	m.RoutingKey = d.textShortStr("routing-key", m.RoutingKey)
 	m.Arguments = d.table("arguments")
 	return d.done()
 }
@@ -1209,7 +1209,7 @@ func (*QueuePurge) Synchronous() bool { return true }
 func (m *QueuePurge) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.purge"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
+	m.Queue = d.textShortStr("queue", m.Queue)
 	bits := d.octet("no-wait")
 	m.NoWait = bits&(1<<0) != 0
 	return d.done()
@@ -1273,7 +1273,7 @@ func (*QueueDelete) Synchronous() bool { return true }
 func (m *QueueDelete) Decode(args []byte) error {
 	d := argReader{b: args, method: "queue.delete"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
+	m.Queue = d.textShortStr("queue", m.Queue)
 	bits := d.octet("if-unused")
 	m.IfUnused = bits&(1<<0) != 0
 	m.IfEmpty = bits&(1<<1) != 0
@@ -1406,8 +1406,8 @@ func (*BasicConsume) Synchronous() bool { return true }
 func (m *BasicConsume) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.consume"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
-	m.ConsumerTag = d.shortStr("consumer-tag", m.ConsumerTag)
+	m.Queue = d.textShortStr("queue", m.Queue)
+	m.ConsumerTag = d.textShortStr("consumer-tag", m.ConsumerTag)
 	bits := d.octet("no-local")
 	m.NoLocal = bits&(1<<0) != 0
 	m.NoAck = bits&(1<<1) != 0
@@ -1455,7 +1455,7 @@ func (*BasicConsumeOk) Synchronous() bool { return true }
 // Decode decodes the arguments of basic.consume-ok into m.
 func (m *BasicConsumeOk) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.consume-ok"}
-	m.ConsumerTag = d.shortStr("consumer-tag", m.ConsumerTag)
+	m.ConsumerTag = d.textShortStr("consumer-tag", m.ConsumerTag)
 	return d.done()
 }
 
@@ -1482,7 +1482,7 @@ func (*BasicCancel) Synchronous() bool { return true }
 // Decode decodes the arguments of basic.cancel into m.
 func (m *BasicCancel) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.cancel"}
-	m.ConsumerTag = d.shortStr("consumer-tag", m.ConsumerTag)
+	m.ConsumerTag = d.textShortStr("consumer-tag", m.ConsumerTag)
 	bits := d.octet("no-wait")
 	m.NoWait = bits&(1<<0) != 0
 	return d.done()
@@ -1514,7 +1514,7 @@ func (*BasicCancelOk) Synchronous() bool { return true }
 // Decode decodes the arguments of basic.cancel-ok into m.
 func (m *BasicCancelOk) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.cancel-ok"}
-	m.ConsumerTag = d.shortStr("consumer-tag", m.ConsumerTag)
+	m.ConsumerTag = d.textShortStr("consumer-tag", m.ConsumerTag)
 	return d.done()
 }
 
@@ -1666,7 +1666,7 @@ func (*BasicGet) Synchronous() bool { return true }
 func (m *BasicGet) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.get"}
 	m.Reserved1 = d.short("reserved-1")
-	m.Queue = d.shortStr("queue", m.Queue)
+	m.Queue = d.textShortStr("queue", m.Queue)
 	bits := d.octet("no-ack")
 	m.NoAck = bits&(1<<0) != 0
 	return d.done()
@@ -1742,7 +1742,7 @@ func (*BasicGetEmpty) Synchronous() bool { return true }
 // Decode decodes the arguments of basic.get-empty into m.
 func (m *BasicGetEmpty) Decode(args []byte) error {
 	d := argReader{b: args, method: "basic.get-empty"}
-	m.Reserved1 = d.shortStr("reserved-1", m.Reserved1)
+	m.Reserved1 = d.textShortStr("reserved-1", m.Reserved1)
 	return d.done()
 }
 

@@ -270,3 +270,36 @@ func TestAppendMethodTablePanicsOnBadType(t *testing.T) {
 	}()
 	(&ConnectionStart{ServerProperties: Table{"bad": struct{}{}}}).Append(nil)
 }
+
+// TestShortStringsAreUTF8: the short strings of a method without content
+// must be UTF-8, as RabbitMQ 3.10.8 checks them (a queue.declare named
+// "bad\xff" closes its connection with 501 "FRAME_ERROR - Malformed UTF-8
+// in shortstr"); a publish's are not checked, nor are long strings.
+func TestShortStringsAreUTF8(t *testing.T) {
+	const bad = "bad\xff\xfe"
+	for _, tc := range []struct {
+		m       Method
+		refused bool
+	}{
+		{&QueueDeclare{Queue: bad}, true},
+		{&ExchangeDeclare{Exchange: bad, Type: "direct"}, true},
+		{&ExchangeDeclare{Exchange: "x", Type: bad}, true},
+		{&QueueBind{Queue: "q", Exchange: "x", RoutingKey: bad}, true},
+		{&BasicConsume{Queue: "q", ConsumerTag: bad}, true},
+		{&ConnectionOpen{VirtualHost: bad}, true},
+		{&ConnectionClose{ReplyText: bad}, true},
+		{&ConnectionStartOk{Mechanism: "PLAIN", Response: bad, Locale: "en_US"}, false}, // a long string
+		{&BasicPublish{Exchange: bad, RoutingKey: bad}, false},                          // carries content
+		{&QueueDeclare{Queue: "répertoire\x00日本"}, false},
+	} {
+		var dec MethodDecoder
+		_, err := dec.Decode(tc.m.Append(nil))
+		var frameErr *BadFrameError
+		switch {
+		case tc.refused && (!errors.As(err, &frameErr) || frameErr.Text != "FRAME_ERROR - Malformed UTF-8 in shortstr" || frameErr.Code() != FrameError):
+			t.Errorf("%s %+v: %v, want 501 Malformed UTF-8 in shortstr", tc.m.Name(), tc.m, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s %+v: %v", tc.m.Name(), tc.m, err)
+		}
+	}
+}

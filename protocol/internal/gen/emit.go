@@ -34,6 +34,9 @@ var readers = map[string]string{
 	"table":     "d.table(%q)",
 }
 
+// textReader decodes a short string that must be UTF-8.
+const textReader = "d.textShortStr(%q, m.%s)"
+
 // Generate returns the gofmt'ed source of methods_gen.go for the spec XML.
 func Generate(xmlBytes []byte) ([]byte, error) {
 	s, err := parseSpec(xmlBytes)
@@ -203,6 +206,11 @@ func (g *emitter) method(m *method) {
 	forEachGroup(m.Fields, func(bits []field, f field) {
 		if bits == nil {
 			r := readers[f.Type]
+			if f.Type == "shortstr" && !m.Content {
+				// As RabbitMQ: the short strings of a method without
+				// content must be UTF-8 (a publish's are not checked).
+				r = textReader
+			}
 			if strings.Contains(r, "m.%s") {
 				g.p("m.%s = "+r, f.GoName, f.XMLName, f.GoName)
 			} else {
