@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -545,5 +547,38 @@ func TestPluginsListAndConfigure(t *testing.T) {
 	}
 	if _, err := ctl(t, url, "plugins", "configure", "delayed-message", "speed"); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Fatalf("configure without a value: %v", err)
+	}
+}
+
+// warrenctl rides the API, so the API's name check is its: a vhost, user
+// or queue named with a control, bidi or invalid byte is refused, said
+// so, and nothing is stored.
+func TestRefusesNamesThatLie(t *testing.T) {
+	b, url := newBroker(t)
+	defs := filepath.Join(t.TempDir(), "defs.json")
+	if err := os.WriteFile(defs, []byte(`{"queues": [{"name": "q\nx", "vhost": "/", "durable": true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"add_vhost", "a\x00b"}, `vhost name "a\x00b" holds a control character (U+0000 at byte 1)`},
+		{[]string{"add_vhost", "bad\xff"}, `vhost name "bad\xff" is not valid UTF-8 (byte 3)`},
+		{[]string{"add_vhost", strings.Repeat("v", 256)}, "is longer than 255 bytes (256 bytes)"},
+		{[]string{"add_user", "admin\u202egnp", "pw"}, `user name "admin\u202egnp" holds a bidirectional formatting character (U+202E at byte 5)`},
+		{[]string{"import_definitions", defs}, `queue name "q\nx" holds a control character (U+000A at byte 1)`},
+	} {
+		_, err := ctl(t, url, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%q: %v, want an error saying %s", tc.args, err, tc.says)
+		}
+	}
+	if len(b.VHosts()) != 1 || len(b.Users().Users()) != 1 {
+		t.Fatalf("stored: vhosts %q, users %d", b.VHosts(), len(b.Users().Users()))
+	}
+	v, _ := b.VHost("/")
+	if v.HasQueue("q\nx") {
+		t.Fatal("the queue was declared")
 	}
 }

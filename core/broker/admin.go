@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
@@ -22,8 +23,8 @@ import (
 // A nil password keeps an existing user's password (changing tags only); a
 // new user without one cannot log in with a password.
 func (b *Broker) PutUser(name string, password *string, tags []string) error {
-	if name == "" {
-		return reply.PreconditionFailed("user name must not be empty")
+	if err := b.checkUserName(name); err != nil {
+		return err
 	}
 	hash, alg := "", auth.SHA256
 	switch {
@@ -35,6 +36,21 @@ func (b *Broker) PutUser(name string, password *string, tags []string) error {
 		}
 	}
 	return b.putUser(&auth.User{Name: name, PasswordHash: hash, Hashing: alg, Tags: tags})
+}
+
+// checkUserName refuses an empty name, and a new user's name that
+// names.Check refuses; a user there already keeps the name it has.
+func (b *Broker) checkUserName(name string) error {
+	if name == "" {
+		return reply.PreconditionFailed("user name must not be empty")
+	}
+	if _, ok := b.users.User(name); ok {
+		return nil
+	}
+	if err := names.Check("user", name); err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	return nil
 }
 
 // putUser installs a user as given, hash and all.
@@ -57,8 +73,8 @@ func (b *Broker) applyPutUser(u *auth.User) error {
 // password): a user moved from RabbitMQ keeps its password. "" allows no
 // password login.
 func (b *Broker) PutUserHash(name, hash string, alg auth.Hashing, tags []string) error {
-	if name == "" {
-		return reply.PreconditionFailed("user name must not be empty")
+	if err := b.checkUserName(name); err != nil {
+		return err
 	}
 	if err := alg.Valid(hash); err != nil {
 		return reply.PreconditionFailed("password_hash is not a %s hash: %v", alg.Name(), err)
@@ -183,11 +199,15 @@ func (b *Broker) AdminAddr() string {
 // to show for it. Go's zero values mean "never": a client that sent one
 // request and then went quiet held its connection forever.
 const (
-	adminHeaderTimeout  = 10 * time.Second // from the connection's or a request's start to the end of its headers
-	adminReadTimeout    = 30 * time.Second // to the end of a request's body (at most 1 MiB)
-	adminWriteTimeout   = 60 * time.Second // from the end of the headers to the end of the response: enabling a plugin compiles it
-	adminIdleTimeout    = 60 * time.Second // between requests on a kept-alive connection
-	adminMaxHeaderBytes = 64 << 10
+	adminHeaderTimeout = 10 * time.Second // from the connection's or a request's start to the end of its headers
+	adminReadTimeout   = 30 * time.Second // to the end of a request's body (at most 1 MiB)
+	adminWriteTimeout  = 60 * time.Second // from the end of the headers to the end of the response: enabling a plugin compiles it
+	adminIdleTimeout   = 60 * time.Second // between requests on a kept-alive connection
+	// adminMaxHeaderBytes bounds a request's line and headers. The
+	// handler answers a request line past 8 KiB with RabbitMQ's 414
+	// (admin's bounds.go); up to this bound it gets the chance to, past
+	// it Go's server answers 431 itself.
+	adminMaxHeaderBytes = 128 << 10
 )
 
 // connLimitListener bounds the connections a listener has open at once.

@@ -29,6 +29,7 @@ import (
 	"github.com/warrenmq/warren/core/conn"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -231,6 +232,9 @@ func (b *Broker) AddVHost(name string) (*vhost.VHost, error) {
 	}
 	if v, ok := b.VHost(name); ok {
 		return v, nil
+	}
+	if err := names.Check("vhost", name); err != nil {
+		return nil, reply.PreconditionFailed("%v", err)
 	}
 	if err := b.change(protocol.Table{"op": opAddVHost, "name": name}); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -256,6 +257,10 @@ func (pl *planner) vhost(o *object) {
 	}
 	v, ok := pl.b.VHost(name)
 	if !ok {
+		if err := names.Check("vhost", name); err != nil {
+			o.bad("name", "%v", err)
+			return
+		}
 		v = vhost.New(vhost.Config{Name: name, Types: pl.b.types, Logger: pl.b.log})
 	}
 	pl.vhosts[name] = v
@@ -279,6 +284,11 @@ func (pl *planner) user(o *object) {
 	name := o.name("name")
 	if name == "" {
 		return
+	}
+	if _, ok := pl.b.users.User(name); !ok {
+		if err := names.Check("user", name); err != nil {
+			o.bad("name", "%v", err)
+		}
 	}
 	u := &auth.User{Name: name, Tags: o.tags("tags")}
 	switch {
@@ -416,6 +426,8 @@ func (pl *planner) exchange(o *object) {
 func exchangeField(err error) string {
 	text := reply.As(err).Text
 	switch {
+	case strings.Contains(text, "exchange name \""):
+		return "name"
 	case strings.Contains(text, "exchange type"):
 		return "type"
 	case strings.Contains(text, "inequivalent arg 'type'"):
@@ -476,7 +488,9 @@ func (pl *planner) queue(o *object) {
 	}
 	if err := v.CheckQueue(def); err != nil {
 		field := "arguments"
-		if text := reply.As(err).Text; strings.Contains(text, "'durable'") {
+		if text := reply.As(err).Text; strings.Contains(text, "queue name \"") || strings.Contains(text, "queue should be less than") {
+			field = "name"
+		} else if strings.Contains(text, "'durable'") {
 			field = "durable"
 		} else if strings.Contains(text, "'auto_delete'") {
 			field = "auto_delete"

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/warrenmq/warren/core/names"
 )
 
 // Config is the whole broker configuration.
@@ -395,8 +397,14 @@ func (d Defaults) validate() error {
 	if d.VHost == "" {
 		return errors.New("defaults.vhost: must not be empty")
 	}
+	if err := names.Check("vhost", d.VHost); err != nil {
+		return fmt.Errorf("defaults.vhost: %w", err)
+	}
 	if d.User == "" {
 		return errors.New("defaults.user: must not be empty (the first start creates this administrator)")
+	}
+	if err := names.Check("user", d.User); err != nil {
+		return fmt.Errorf("defaults.user: %w", err)
 	}
 	if d.Password == "" {
 		return errors.New("defaults.password: must not be empty (a user without a password cannot log in)")

@@ -190,6 +190,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"defaults", `user = ""`, "must not be empty"},
 		{"defaults", `password = ""`, "must not be empty"},
 		{"defaults", `vhost = ""`, "must not be empty"},
+		{"defaults", `vhost = "a\u0000b"`, "holds a control character"},
+		{"defaults", `user = "admin\u202e"`, "holds a bidirectional formatting character"},
 		{"admin", "max_connections = -1", "must not be negative"},
 		{"admin", `stats_interval = "0s"`, "between 10ms and 1h0m0s"},
 		{"admin", `stats_interval = "-5s"`, "between 10ms and 1h0m0s"},

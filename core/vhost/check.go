@@ -15,7 +15,8 @@ import (
 
 // CheckExchange reports whether DeclareExchange(def, false) would succeed:
 // an existing exchange must be equivalent, a new one must have a known
-// type, a name without the reserved prefix and valid arguments. It calls
+// type, a name names.Check takes, without the reserved prefix, and valid
+// arguments. It calls
 // the type's ValidateDeclare, which for a plugin type is a plugin call.
 func (v *VHost) CheckExchange(def exchange.Definition) error {
 	def.VHost = v.Name
@@ -27,6 +28,9 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 	v.mu.RUnlock()
 	if x != nil {
 		return v.equivalentExchange(x, def)
+	}
+	if err := v.checkExchangeName(def); err != nil {
+		return err
 	}
 	if ReservedName(def.Name) {
 		return reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
@@ -45,9 +49,8 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 }
 
 // CheckQueue reports whether DeclareQueue(def, false) would succeed for a
-// named queue: no reserved prefix, a new queue's arguments as
-// queue.CheckDeclareArgs takes them and its flags as its type takes
-// them, and an existing queue of that name must be equivalent and not
+// named queue: no reserved prefix, a new queue's name and arguments as
+// checkNewQueue takes them and its flags as its type takes them, and an existing queue of that name must be equivalent and not
 // exclusive to another owner.
 func (v *VHost) CheckQueue(def QueueDef) error {
 	if ReservedName(def.Name) {
@@ -58,7 +61,7 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 	known := q != nil || qq != nil || s != nil || v.remote[def.Name] != nil
 	v.mu.RUnlock()
 	if !known {
-		if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+		if err := v.checkNewQueue(def); err != nil {
 			return err
 		}
 	}

@@ -436,6 +436,9 @@ func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 	if x, err := v.Exchange(def.Name); err == nil {
 		return x, v.equivalentExchange(x, def)
 	}
+	if err := v.checkExchangeName(def); err != nil {
+		return nil, err
+	}
 	if _, err := v.checkNewExchange(def); err != nil {
 		return nil, err
 	}
@@ -534,7 +537,7 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err
 	}
-	if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+	if err := v.checkNewQueue(def); err != nil {
 		return Declared{}, err
 	}
 	switch t, _ := def.Args["x-queue-type"].(string); t {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -127,7 +128,22 @@ func (v *VHost) DeclareExchange(def exchange.Definition, passive bool) (*Exchang
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if v.exchanges[def.Name] == nil {
+		if err := v.checkExchangeName(def); err != nil {
+			return nil, err
+		}
+	}
 	return v.declareExchange(def)
+}
+
+// checkExchangeName checks a new exchange's name (names.Check). It is
+// asked where a client's declare is taken, not in declareExchange, which
+// also applies the declares of the metadata log as they were accepted.
+func (v *VHost) checkExchangeName(def exchange.Definition) error {
+	if err := names.Check("exchange", def.Name); err != nil {
+		return reply.PreconditionFailed("in vhost '%s', %v", v.Name, err)
+	}
+	return nil
 }
 
 // declareExchange is DeclareExchange's change; defMu is held.

@@ -3,8 +3,10 @@ package vhost
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -76,6 +78,23 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 		}
 	}
 	return q, v.checkQueue(q, name, owner)
+}
+
+// checkNewQueue makes the checks only a new queue's declare makes: its
+// name (names.Check; a server-made one passes) and its arguments
+// (queue.CheckDeclareArgs).
+func (v *VHost) checkNewQueue(def QueueDef) error {
+	if !def.ServerNamed {
+		switch err := names.Check("queue", def.Name); {
+		case errors.Is(err, names.ErrTooLong):
+			// RabbitMQ 3.10.8's management API says so in these words
+			// (AMQP cannot carry such a name).
+			return reply.PreconditionFailed("queue should be less than 255 bytes, actually was %d\n", len(def.Name))
+		case err != nil:
+			return reply.PreconditionFailed("in vhost '%s', %v", v.Name, err)
+		}
+	}
+	return queue.CheckDeclareArgs(def.Name, v.Name, def.Args)
 }
 
 // declared says whether a queue of that name is known, of any type or
@@ -174,7 +193,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	if !v.declared(def.Name) {
-		if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+		if err := v.checkNewQueue(def); err != nil {
 			return Declared{}, err
 		}
 	}
