@@ -56,6 +56,11 @@ package broker
 // cause is gone completes it, since applied entities are no-ops the second
 // time. Imports are serialized with each other, not with clients.
 //
+// Each binding is a stored record, and a synced write each made 100,000
+// bindings take longer than the admin listener's write timeout; they are
+// applied in runs of one vhost's with vhost.BindAll, which writes a run's
+// records together and waits for the store once (BENCHMARKS.md).
+//
 // What Warren accepts from RabbitMQ's files beyond its own export:
 // sections and fields it does not know are ignored; a user's tags as a
 // comma-separated string or a list; a plain "password" instead of a hash;

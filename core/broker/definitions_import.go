@@ -653,14 +653,28 @@ func (b *Broker) apply(plan *importPlan) error {
 			return failed(fmt.Sprintf("queue '%s' in vhost '%s'", q.def.Name, q.vhost), err)
 		}
 	}
-	for _, bd := range plan.bindings {
-		v, err := vhostOf(bd.vhost)
+	// Bindings go in runs of one vhost's, each run's stored records
+	// written together (vhost.BindAll): a synced write each made an
+	// import of 100,000 bindings take minutes.
+	for rest := plan.bindings; len(rest) > 0; {
+		run := 1
+		for run < len(rest) && rest[run].vhost == rest[0].vhost {
+			run++
+		}
+		list := make([]vhost.Binding, run)
+		for i, bd := range rest[:run] {
+			list[i] = vhost.Binding{Source: bd.source, Dest: bd.dest, Key: bd.key, Args: bd.args}
+		}
+		v, err := vhostOf(rest[0].vhost)
+		made := 0
 		if err == nil {
-			err = v.Bind(bd.source, bd.dest, bd.key, bd.args, nil)
+			made, err = v.BindAll(list)
 		}
 		if err != nil {
+			bd := rest[made]
 			return failed(fmt.Sprintf("binding from exchange '%s' to %s '%s' in vhost '%s'", bd.source, bd.dest.Kind, bd.dest.Name, bd.vhost), err)
 		}
+		rest = rest[run:]
 	}
 	return nil
 }

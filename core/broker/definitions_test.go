@@ -19,7 +19,7 @@ import (
 )
 
 // testBroker builds a broker on dir without listeners; the test ends it.
-func testBroker(t *testing.T, dir string, tweak ...func(*config.Config)) *Broker {
+func testBroker(t testing.TB, dir string, tweak ...func(*config.Config)) *Broker {
 	t.Helper()
 	b, err := tryBroker(t, dir, tweak...)
 	if err != nil {
@@ -28,7 +28,7 @@ func testBroker(t *testing.T, dir string, tweak ...func(*config.Config)) *Broker
 	return b
 }
 
-func tryBroker(t *testing.T, dir string, tweak ...func(*config.Config)) (*Broker, error) {
+func tryBroker(t testing.TB, dir string, tweak ...func(*config.Config)) (*Broker, error) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}

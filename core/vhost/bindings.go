@@ -2,6 +2,7 @@ package vhost
 
 import (
 	"sort"
+	"sync"
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
@@ -47,6 +48,108 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 	return v.addBinding(source, dest, key, args, owner, 0, true)
 }
 
+// Binding is one binding BindAll makes.
+type Binding struct {
+	Source string
+	Dest   exchange.Destination
+	Key    string
+	Args   protocol.Table
+}
+
+// storeWriters is how many of BindAll's synced writes are in flight at
+// once: the store's committer makes one fsync for all it has, so a
+// thousand bindings cost a few fsyncs rather than a thousand.
+const storeWriters = 256
+
+// BindAll makes each binding as Bind would, in order, for a caller with
+// many (a definitions import): the checks and the numbering are Bind's,
+// under defMu, but the bindings' stored records are written together and
+// waited for once, then the bindings enter their routers in order. It
+// returns how many were made or found existing; on an error, those before
+// the one named are made, stored and routed, and nothing of it or of the
+// ones after it is left, in the store or in memory. In a cluster each is
+// proposed in turn.
+func (v *VHost) BindAll(bindings []Binding) (int, error) {
+	if v.cluster != nil {
+		for i, bd := range bindings {
+			if err := v.Bind(bd.Source, bd.Dest, bd.Key, bd.Args, nil); err != nil {
+				return i, err
+			}
+		}
+		return len(bindings), nil
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	// Check and number them all first; a failure stops the list there.
+	pending := make([]pendingBinding, 0, len(bindings))
+	seen := make(map[bindingKey]bool, len(bindings))
+	var failed error
+	for _, bd := range bindings {
+		if bd.Source == "" || bd.Dest.Kind == exchange.ToExchange && bd.Dest.Name == "" {
+			failed = reply.AccessRefused("operation not permitted on the default exchange")
+			break
+		}
+		nb, err := v.newBinding(bd.Source, bd.Dest, bd.Key, bd.Args, nil, 0)
+		if err != nil {
+			failed = err
+			break
+		}
+		if nb.b != nil && seen[nb.key] {
+			nb.b = nil // the same binding twice in the list: made once
+		}
+		seen[nb.key] = true
+		pending = append(pending, nb)
+	}
+	persisted := func(nb pendingBinding) bool { return nb.b != nil && v.keeps(nb.b.Durable) }
+	written := manyWrites(len(pending), func(i int) error {
+		if nb := pending[i]; persisted(nb) {
+			return v.store.PutBinding(v.Name, nb.b.Seq, bindingRecord(nb.b))
+		}
+		return nil
+	})
+	// Route them in order, up to the first that failed; what was stored
+	// of it and after it is taken back.
+	made := len(pending)
+	for i, nb := range pending {
+		if written[i] != nil {
+			made, failed = i, stored(written[i])
+			break
+		}
+		if nb.b == nil {
+			continue
+		}
+		if err := v.installBinding(nb); err != nil {
+			made, failed = i, err
+			break
+		}
+	}
+	manyWrites(len(pending)-made, func(i int) error {
+		if nb := pending[made+i]; persisted(nb) && written[made+i] == nil {
+			return v.store.DeleteBinding(v.Name, nb.b.Seq)
+		}
+		return nil
+	})
+	return made, failed
+}
+
+// manyWrites runs write(0..n-1) with up to storeWriters at once and
+// returns their errors.
+func manyWrites(n int, write func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, storeWriters)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = write(i)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 // addBinding adds a binding unless it exists; seq 0 takes the next number.
 // A binding between two durable ends is stored when persist is set (not
 // when it is being restored from the store); defMu is held.
@@ -56,20 +159,50 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 // holds the source exchange's lock, which stalls that exchange's
 // publishers alone.
 func (v *VHost) addBinding(source string, dest exchange.Destination, key string, args protocol.Table, owner any, seq uint64, persist bool) error {
+	nb, err := v.newBinding(source, dest, key, args, owner, seq)
+	if err != nil || nb.b == nil {
+		return err
+	}
+	persisted := persist && v.keeps(nb.b.Durable)
+	if persisted {
+		if err := v.store.PutBinding(v.Name, nb.b.Seq, bindingRecord(nb.b)); err != nil {
+			return stored(err)
+		}
+	}
+	if err := v.installBinding(nb); err != nil {
+		if persisted {
+			_ = v.store.DeleteBinding(v.Name, nb.b.Seq)
+		}
+		return err
+	}
+	return nil
+}
+
+// pendingBinding is a binding checked and numbered, not yet in its
+// source's router nor the maps.
+type pendingBinding struct {
+	key bindingKey
+	src *Exchange
+	b   *exchange.Binding // nil when the binding exists already
+}
+
+// newBinding makes the checks a binding must pass and builds it; seq 0
+// takes the next number. defMu is held.
+func (v *VHost) newBinding(source string, dest exchange.Destination, key string, args protocol.Table, owner any, seq uint64) (pendingBinding, error) {
 	bk, err := keyOf(source, dest, key, args)
 	if err != nil {
-		return err
+		return pendingBinding{}, err
 	}
 	src := v.exchanges[source]
 	if src == nil {
-		return v.noExchange(source)
+		return pendingBinding{}, v.noExchange(source)
 	}
 	target, err := v.target(dest, owner)
 	if err != nil {
-		return err
+		return pendingBinding{}, err
 	}
 	if v.bindings[bk] != nil {
-		return nil
+		return pendingBinding{key: bk, src: src}, nil
 	}
 	if seq == 0 {
 		seq = v.bindSeq.Add(1)
@@ -77,16 +210,17 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	b := &exchange.Binding{Source: source, Destination: dest, Key: key, Args: args, Seq: seq, Target: target,
 		Durable: src.Durable && durableTarget(target)}
 	if err := src.router.ValidateBinding(b); err != nil {
-		return reply.As(err)
+		return pendingBinding{}, reply.As(err)
 	}
-	persisted := persist && v.keeps(b.Durable)
-	if persisted {
-		if err := v.store.PutBinding(v.Name, b.Seq, bindingRecord(b)); err != nil {
-			return stored(err)
-		}
-	}
+	return pendingBinding{key: bk, src: src, b: b}, nil
+}
+
+// installBinding adds a new binding to its source's router (and the
+// source's routers of other types) and to the maps; defMu is held.
+func (v *VHost) installBinding(nb pendingBinding) error {
+	src, b := nb.src, nb.b
 	src.mu.Lock()
-	err = src.router.AddBinding(b)
+	err := src.router.AddBinding(b)
 	if err == nil {
 		src.viaMu.Lock()
 		for via, r := range src.via {
@@ -99,14 +233,11 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	}
 	src.mu.Unlock()
 	if err != nil {
-		if persisted {
-			_ = v.store.DeleteBinding(v.Name, b.Seq)
-		}
 		return reply.As(err)
 	}
 	v.mu.Lock()
-	v.bindings[bk] = b
-	v.byDest[dest] = append(v.byDest[dest], b)
+	v.bindings[nb.key] = b
+	v.byDest[b.Destination] = append(v.byDest[b.Destination], b)
 	v.mu.Unlock()
 	return nil
 }
