@@ -46,8 +46,9 @@
 // Vhost names in paths are percent-encoded, so the default vhost "/" is
 // written %2F, as with RabbitMQ. A new vhost's, user's, queue's or
 // exchange's name must pass core/names' check (a 400 naming the
-// character and where it is); a request line longer than 8 KiB is a 414
-// (bounds.go). A request body's unknown fields are
+// character and where it is); a request line longer than 8 KiB is a 414,
+// and a body larger than admin.max_body_size RabbitMQ's 400 "Exceeded
+// HTTP request body size limit", refused before it is read (bounds.go). A request body's unknown fields are
 // ignored, as RabbitMQ ignores them; a body that is not JSON, or a field
 // with the wrong type or value, is a 400 whose reason names the field.
 // PUT answers 201 when it created something and 204 when it changed or
@@ -94,7 +95,8 @@ import (
 
 // Handler returns the admin API for a broker.
 func Handler(b *broker.Broker) http.Handler {
-	return serverHeader(bounded(refuseForgeable(routes(&api{b: b, realm: b.Config().Admin.Realm}))))
+	cfg := b.Config().Admin
+	return serverHeader(bounded(int64(cfg.MaxBodySize), refuseForgeable(routes(&api{b: b, realm: cfg.Realm}))))
 }
 
 // Patterns lists every route the API serves, as "METHOD /path/{param}".

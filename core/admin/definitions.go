@@ -3,7 +3,6 @@ package admin
 import (
 	"errors"
 	"io"
-	"net/http"
 
 	"github.com/warrenmq/warren/core/broker"
 )
@@ -28,11 +27,6 @@ func (a *api) routeDefinitions(mux *router) {
 	a.handle(mux, "POST /api/definitions/{vhost}", administrator, a.importDefinitions)
 }
 
-// maxDefinitionsBody bounds an imported document. Definitions of a large
-// broker (thousands of queues and bindings) run to megabytes, more than
-// the 1 MiB other request bodies get.
-const maxDefinitionsBody = 64 << 20
-
 func (a *api) exportDefinitions(c *call) (any, error) {
 	if name := c.path("vhost"); name != "" {
 		return a.b.ExportVHostDefinitions(name)
@@ -41,8 +35,11 @@ func (a *api) exportDefinitions(c *call) (any, error) {
 }
 
 func (a *api) importDefinitions(c *call) (any, error) {
-	doc, err := io.ReadAll(http.MaxBytesReader(nil, c.r.Body, maxDefinitionsBody))
-	if err != nil {
+	doc, err := io.ReadAll(c.r.Body) // bounded by admin.max_body_size (bounds.go)
+	switch {
+	case tooLarge(err):
+		return nil, errBodyTooLarge
+	case err != nil:
 		return nil, badRequest("request body: %v", err)
 	}
 	err = a.b.ImportDefinitions(doc, c.path("vhost"))

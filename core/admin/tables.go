@@ -12,9 +12,6 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-// maxBody bounds a request body.
-const maxBody = 1 << 20
-
 // decode reads a JSON request body into v. An empty body is {}. Unknown
 // fields are ignored, as RabbitMQ ignores them; a body that is not JSON is
 // RabbitMQ's 400 "not_json", and a field of the wrong type is a 400 that
@@ -22,7 +19,7 @@ const maxBody = 1 << 20
 // definitions) arrive as json.Number, for amqpTable to tell integers from
 // floats.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	dec := json.NewDecoder(r.Body) // bounded by admin.max_body_size (bounds.go)
 	dec.UseNumber()
 	err := dec.Decode(v)
 	var typeErr *json.UnmarshalTypeError
@@ -36,9 +33,8 @@ func decode(r *http.Request, v any) error {
 		}
 		return badRequest("field '%s' must be %s, not a JSON %s", field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
 	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return badRequest("the request body is larger than %d bytes", maxBody)
+	if tooLarge(err) {
+		return errBodyTooLarge
 	}
 	return badRequest("not_json")
 }

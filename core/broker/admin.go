@@ -200,7 +200,7 @@ func (b *Broker) AdminAddr() string {
 // request and then went quiet held its connection forever.
 const (
 	adminHeaderTimeout = 10 * time.Second // from the connection's or a request's start to the end of its headers
-	adminReadTimeout   = 30 * time.Second // to the end of a request's body (at most 1 MiB)
+	adminReadTimeout   = 30 * time.Second // to the end of a request's body (at most admin.max_body_size)
 	adminWriteTimeout  = 60 * time.Second // from the end of the headers to the end of the response: enabling a plugin compiles it
 	adminIdleTimeout   = 60 * time.Second // between requests on a kept-alive connection
 	// adminMaxHeaderBytes bounds a request's line and headers. The

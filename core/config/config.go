@@ -75,6 +75,11 @@ type Admin struct {
 	// credentials; RabbitMQ's is "RabbitMQ Management", which tools and
 	// browsers' saved passwords may expect.
 	Realm string `toml:"realm"`
+	// MaxBodySize bounds a request's body, as RabbitMQ's
+	// management.http.max_body_size: a larger one is refused with its
+	// 400 before it is read. The default is RabbitMQ's, 10,000,000
+	// bytes, which holds some 80,000 bindings of a definitions import.
+	MaxBodySize Size `toml:"max_body_size"`
 }
 
 type Storage struct {
@@ -186,7 +191,8 @@ func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "auto"},
 		AMQP:  AMQP{Listen: Addrs{"127.0.0.1:5672"}},
-		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management"},
+		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
+			MaxBodySize: defaultMaxBodySize},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
@@ -299,6 +305,14 @@ const (
 	// minCacheSize is a few of Pebble's blocks; a cache smaller holds
 	// nothing worth having.
 	minCacheSize = 1 << 20
+	// defaultMaxBodySize is RabbitMQ's management.http.max_body_size when
+	// rabbitmq.conf does not set it (its schema, since 3.11.24 and
+	// 3.12.7); minBodySize lets the API's small requests through (a
+	// user, a policy) and maxBodySize keeps a body, which is held whole
+	// in memory while it is decoded, below a gigabyte.
+	defaultMaxBodySize = 10_000_000
+	minBodySize        = 1 << 10
+	maxBodySize        = 1 << 30
 )
 
 // Validate checks values the types alone do not: every setting's sign,
@@ -360,6 +374,9 @@ func (a Admin) validate() error {
 	}
 	if err := between("admin.stats_interval", a.StatsInterval, 10*time.Millisecond, maxStatsInterval); err != nil {
 		return err
+	}
+	if a.MaxBodySize < minBodySize || a.MaxBodySize > maxBodySize {
+		return fmt.Errorf("admin.max_body_size: %d must be between %d (1KiB) and %d (1GiB)", uint64(a.MaxBodySize), minBodySize, maxBodySize)
 	}
 	if strings.ContainsAny(a.Realm, "\"\\\r\n") {
 		return fmt.Errorf("admin.realm: %q may not hold a quote, a backslash or a line break (it is sent in a WWW-Authenticate header)", a.Realm)
