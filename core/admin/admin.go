@@ -48,7 +48,11 @@
 // exchange's name must pass core/names' check (a 400 naming the
 // character and where it is); a request line longer than 8 KiB is a 414,
 // and a body larger than admin.max_body_size RabbitMQ's 400 "Exceeded
-// HTTP request body size limit", refused before it is read (bounds.go). A request body's unknown fields are
+// HTTP request body size limit", refused before it is read (bounds.go).
+// A request's context ends when its answer could no longer be sent (the
+// listener's write timeout, see core/broker's ServeAdmin) or its client
+// goes away; a definitions import still being checked then stops, one
+// being applied finishes. A request body's unknown fields are
 // ignored, as RabbitMQ ignores them; a body that is not JSON, or a field
 // with the wrong type or value, is a 400 whose reason names the field.
 // PUT answers 201 when it created something and 204 when it changed or

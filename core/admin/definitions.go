@@ -42,7 +42,7 @@ func (a *api) importDefinitions(c *call) (any, error) {
 	case err != nil:
 		return nil, badRequest("request body: %v", err)
 	}
-	err = a.b.ImportDefinitions(doc, c.path("vhost"))
+	err = a.b.ImportDefinitions(c.r.Context(), doc, c.path("vhost"))
 	if errors.Is(err, broker.ErrInvalidDefinitions) {
 		return nil, badRequest("%v", err)
 	}

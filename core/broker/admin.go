@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -209,6 +211,20 @@ const (
 	// it Go's server answers 431 itself.
 	adminMaxHeaderBytes = 128 << 10
 )
+
+// untilAnswerDue gives each request a context that ends when its answer
+// could no longer be sent: the write timeout counts from the end of the
+// headers, and once it has passed the server closes the connection
+// whatever the handler does. Work that honours the context (a
+// definitions import being checked, a cluster change being waited for)
+// stops then instead of running on for nobody.
+func untilAnswerDue(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), adminWriteTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
 
 // connLimitListener bounds the connections a listener has open at once.
 // Accept first waits for a free slot, so clients beyond the bound wait in

@@ -61,8 +61,10 @@ type Broker struct {
 	vhosts map[string]*vhost.VHost
 
 	// defsMu serializes definitions imports, so one validates and applies
-	// without another's changes in between (see definitions.go).
-	defsMu sync.Mutex
+	// without another's changes in between (see definitions.go). It is a
+	// lock of one slot, so that an import whose client has gone can stop
+	// waiting for it.
+	defsMu chan struct{}
 
 	// history is the broker-wide statistics, sampled every
 	// admin.stats_interval; retired holds the counters of deleted vhosts.
@@ -128,6 +130,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		users:   auth.NewStore(cfg.Defaults.LoopbackUsers),
 		vhosts:  make(map[string]*vhost.VHost),
 		stop:    make(chan struct{}),
+		defsMu:  make(chan struct{}, 1),
 		history: stats.NewHistory(historyLength),
 		started: time.Now(),
 	}
@@ -371,7 +374,7 @@ func (b *Broker) ServeAdmin(h http.Handler) error {
 	}
 	b.admin = &http.Server{
 		Addr:              ln.Addr().String(), // the bound address, for AdminAddr; Serve does not read it
-		Handler:           h,
+		Handler:           untilAnswerDue(h),
 		ReadHeaderTimeout: adminHeaderTimeout,
 		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,

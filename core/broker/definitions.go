@@ -42,7 +42,8 @@ package broker
 // refuses them, naming them, since the topology would not be what the
 // file says. It also reads rabbitmqctl export_definitions' form, whose
 // vhosts carry metadata and limits (ignored, limits logged) and whose
-// queues carry a type (classic only).
+// queues carry a type (classic, quorum or stream). A new vhost's, user's,
+// queue's or exchange's name must pass core/names' check.
 //
 // Then it is applied in dependency order: vhosts, users, permissions,
 // policies, exchanges, queues, bindings. What exists already and is the
@@ -59,7 +60,11 @@ package broker
 // Each binding is a stored record, and a synced write each made 100,000
 // bindings take longer than the admin listener's write timeout; they are
 // applied in runs of one vhost's with vhost.BindAll, which writes a run's
-// records together and waits for the store once (BENCHMARKS.md).
+// records together and waits for the store once (BENCHMARKS.md). An
+// import whose caller has gone (its context done) stops while it waits
+// for another import or is being validated, with nothing applied; once
+// applying has begun it finishes, so it is never left half applied for
+// want of a reader.
 //
 // What Warren accepts from RabbitMQ's files beyond its own export:
 // sections and fields it does not know are ignored; a user's tags as a
@@ -71,8 +76,8 @@ package broker
 // upstreams), global parameters, user and vhost limits, and, as RabbitMQ
 // does, queues and exchanges named amq.* and the default exchange. A
 // hashing algorithm other than RabbitMQ's three, a hash of the wrong
-// length for its algorithm, a queue type other than classic and a policy
-// key Warren does not apply are refused: they would import something that
+// length for its algorithm, an unknown queue type and a policy key
+// Warren does not apply are refused: they would import something that
 // cannot work (RabbitMQ 3.10.8 stores an unknown algorithm, and its users
 // then cannot log in).
 //

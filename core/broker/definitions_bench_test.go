@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func BenchmarkImportBindings(b *testing.B) {
 		b.StopTimer()
 		br := testBroker(b, b.TempDir())
 		b.StartTimer()
-		if err := br.ImportDefinitions(doc, ""); err != nil {
+		if err := br.ImportDefinitions(context.Background(), doc, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,15 +25,31 @@ import (
 // document is an *InvalidError and changes nothing. scope "" imports the
 // whole document; a vhost name imports only that vhost's part, as
 // POST /api/definitions/{vhost} does, and the vhost must exist.
-func (b *Broker) ImportDefinitions(doc []byte, scope string) error {
-	b.defsMu.Lock()
-	defer b.defsMu.Unlock()
+//
+// ctx bounds the wait for another import and the checking: once it is
+// done (the client went away, or its answer could no longer be sent)
+// the import stops with ctx's error and nothing applied. Applying is
+// never stopped by it, so an import is never left half applied for want
+// of a reader; it is bounded by the document, which the admin API bounds
+// by admin.max_body_size.
+func (b *Broker) ImportDefinitions(ctx context.Context, doc []byte, scope string) error {
+	select {
+	case b.defsMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.defsMu }()
 	if scope != "" {
 		if _, ok := b.VHost(scope); !ok {
 			return reply.NotFound("no vhost '%s'", scope)
 		}
 	}
-	plan, err := b.planImport(doc, scope)
+	plan, err := b.planImport(ctx, doc, scope)
+	if ctx.Err() != nil {
+		// Checking stopped part way: what it found is not the answer.
+		b.log.Info().Err(ctx.Err()).Msg("definitions: import abandoned before anything was applied")
+		return ctx.Err()
+	}
 	if err != nil {
 		return err
 	}
@@ -49,7 +66,7 @@ func (b *Broker) LoadDefinitionsFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("definitions.load_file: %w", err)
 	}
-	if err := b.ImportDefinitions(doc, ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), doc, ""); err != nil {
 		return fmt.Errorf("definitions.load_file %s: %w", path, err)
 	}
 	b.log.Info().Str("file", path).Msg("definitions loaded")
@@ -112,7 +129,7 @@ var (
 	metaFields     = []string{"rabbit_version", "rabbitmq_version", "product_name", "product_version"}
 )
 
-func (b *Broker) planImport(doc []byte, scope string) (*importPlan, error) {
+func (b *Broker) planImport(ctx context.Context, doc []byte, scope string) (*importPlan, error) {
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return &importPlan{}, nil // an empty body is an empty document, as RabbitMQ reads it
 	}
@@ -150,6 +167,9 @@ func (b *Broker) planImport(doc []byte, scope string) (*importPlan, error) {
 			return
 		}
 		for i, e := range list {
+			if i%1024 == 0 && ctx.Err() != nil {
+				return // ImportDefinitions answers with ctx's error
+			}
 			m, ok := e.(map[string]any)
 			if !ok {
 				pl.p.add(fmt.Sprintf("%s[%d]", section, i), "", "must be an object, not %s", jsonKind(e))

@@ -76,7 +76,7 @@ const sampleDefs = `{
 func TestImportAppliesEverySection(t *testing.T) {
 	dir := t.TempDir()
 	b := testBroker(t, dir)
-	if err := b.ImportDefinitions([]byte(sampleDefs), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(sampleDefs), ""); err != nil {
 		t.Fatal(err)
 	}
 	check := func(b *Broker) {
@@ -125,7 +125,7 @@ func TestImportAppliesEverySection(t *testing.T) {
 	}
 	check(b)
 	// Again: the same definitions are a no-op.
-	if err := b.ImportDefinitions([]byte(sampleDefs), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(sampleDefs), ""); err != nil {
 		t.Fatalf("importing again: %v", err)
 	}
 	check(b)
@@ -140,7 +140,7 @@ func TestImportOldFileMeansMD5(t *testing.T) {
 	b := testBroker(t, t.TempDir())
 	h := auth.MD5.Hash("old-pw")
 	doc := `{"rabbit_version": "3.5.7", "users": [{"name": "old", "password_hash": "` + h + `", "tags": ""}]}`
-	if err := b.ImportDefinitions([]byte(doc), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Users().Login("old", "old-pw", true); err != nil {
@@ -153,12 +153,12 @@ func TestImportOldFileMeansMD5(t *testing.T) {
 
 func TestImportUpdatesUsersAndRefusesInequivalentEntities(t *testing.T) {
 	b := testBroker(t, t.TempDir())
-	if err := b.ImportDefinitions([]byte(sampleDefs), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(sampleDefs), ""); err != nil {
 		t.Fatal(err)
 	}
 	newHash := auth.SHA512.Hash("changed")
 	doc := `{"users": [{"name": "ann", "password_hash": "` + newHash + `", "hashing_algorithm": "rabbit_password_hashing_sha512", "tags": ["management"]}]}`
-	if err := b.ImportDefinitions([]byte(doc), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Users().Login("ann", "changed", true); err != nil {
@@ -169,7 +169,7 @@ func TestImportUpdatesUsersAndRefusesInequivalentEntities(t *testing.T) {
 		{`{"queues": [{"name": "q1", "vhost": "v1", "durable": false}]}`, "queue 'q1' in vhost 'v1'", "durable"},
 		{`{"queues": [{"name": "q1", "vhost": "v1", "durable": true, "arguments": {"x-max-length": 11}}]}`, "queue 'q1' in vhost 'v1'", "x-max-length"},
 	} {
-		err := b.ImportDefinitions([]byte(c.doc), "")
+		err := b.ImportDefinitions(context.Background(), []byte(c.doc), "")
 		if !errors.Is(err, ErrInvalidDefinitions) || !strings.Contains(err.Error(), c.entity) || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: got %v, want an error naming %s and %s", c.doc, err, c.entity, c.field)
 		}
@@ -212,7 +212,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 	}
 	for _, c := range cases {
 		b := testBroker(t, t.TempDir())
-		if err := b.ImportDefinitions([]byte(sampleDefs), ""); err != nil {
+		if err := b.ImportDefinitions(context.Background(), []byte(sampleDefs), ""); err != nil {
 			t.Fatal(err)
 		}
 		before, _ := json.Marshal(b.ExportDefinitions())
@@ -220,7 +220,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		if strings.HasPrefix(c.section, `"queues"`) {
 			doc = `{"vhosts": [{"name": "new-vhost"}], ` + c.section + `}`
 		}
-		err := b.ImportDefinitions([]byte(doc), "")
+		err := b.ImportDefinitions(context.Background(), []byte(doc), "")
 		var inv *InvalidError
 		if !errors.As(err, &inv) || !strings.Contains(err.Error(), c.entity) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got %v\nwant an error naming %q and %q", c.section, err, c.entity, c.want)
@@ -231,11 +231,11 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		}
 	}
 	b := testBroker(t, t.TempDir())
-	if err := b.ImportDefinitions([]byte(" \n"), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(" \n"), ""); err != nil {
 		t.Errorf("an empty document (RabbitMQ: 204): %v", err)
 	}
 	for _, doc := range []string{`{nope`, `[]`, `"x"`, `{} {}`} {
-		if err := b.ImportDefinitions([]byte(doc), ""); !errors.Is(err, ErrInvalidDefinitions) || !strings.Contains(err.Error(), "document") {
+		if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); !errors.Is(err, ErrInvalidDefinitions) || !strings.Contains(err.Error(), "document") {
 			t.Errorf("%s: %v", doc, err)
 		}
 	}
@@ -243,7 +243,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 
 func TestVHostScopedImportAndExport(t *testing.T) {
 	b := testBroker(t, t.TempDir())
-	if err := b.ImportDefinitions([]byte(sampleDefs), ""); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(sampleDefs), ""); err != nil {
 		t.Fatal(err)
 	}
 	part, err := b.ExportVHostDefinitions("v1")
@@ -259,7 +259,7 @@ func TestVHostScopedImportAndExport(t *testing.T) {
 	}
 	// Users and vhosts are ignored; everything lands in v2.
 	withUsers := strings.Replace(string(doc), `{`, `{"users": [{"name": "sneaky", "password": "x"}], `, 1)
-	if err := b.ImportDefinitions([]byte(withUsers), "v2"); err != nil {
+	if err := b.ImportDefinitions(context.Background(), []byte(withUsers), "v2"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := b.Users().User("sneaky"); ok {
@@ -272,7 +272,7 @@ func TestVHostScopedImportAndExport(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatalf("v2 is not a copy of v1:\n got %s\nwant %s", got, want)
 	}
-	if err := b.ImportDefinitions(doc, "nowhere"); err == nil || !strings.Contains(err.Error(), "no vhost 'nowhere'") {
+	if err := b.ImportDefinitions(context.Background(), doc, "nowhere"); err == nil || !strings.Contains(err.Error(), "no vhost 'nowhere'") {
 		t.Fatalf("import into a missing vhost: %v", err)
 	}
 }
