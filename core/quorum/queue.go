@@ -62,6 +62,9 @@ type Queue struct {
 	ended     []queue.Consumer
 	tidying   atomic.Bool // a Tidy's proposals are on their way
 	tidyAgain atomic.Bool // a Tidy was asked for since the running one looked
+	// tidyDue: an entry applied under the lock named a consumer of this
+	// node's earlier run; a Tidy starts once the lock is released.
+	tidyDue bool
 
 	// holder is, for each message delivered to a consumer of this node
 	// and not settled yet, that consumer: settlements name it.
@@ -374,12 +377,11 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 
 // goneConsumers lists the consumers Tidy ends; q.mu is held.
 func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
-	this := q.runPrefix
 	var out []ConsumerID
 	for _, id := range q.m.Consumers() {
 		node, ok := id.Node()
 		switch {
-		case !ok || strings.HasPrefix(string(id), this):
+		case !ok || strings.HasPrefix(string(id), q.runPrefix):
 		case node == q.node:
 			out = append(out, id) // an earlier run's
 		case q.leading && alive != nil && !alive(node):
@@ -387,6 +389,13 @@ func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
 		}
 	}
 	return out
+}
+
+// earlierRun reports whether id is a consumer of one of this node's
+// earlier runs.
+func (q *Queue) earlierRun(id ConsumerID) bool {
+	node, ok := id.Node()
+	return ok && node == q.node && !strings.HasPrefix(string(id), q.runPrefix)
 }
 
 // Node is the node a consumer id names, as newConsumerID wrote it.
@@ -660,11 +669,16 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 	}
 	q.mu.Lock()
 	err := q.apply(index, entry)
-	dead, ended, orphans := q.dead, q.ended, q.orphans
-	q.dead, q.ended, q.orphans = nil, nil, nil
+	dead, ended, orphans, tidy := q.dead, q.ended, q.orphans, q.tidyDue
+	q.dead, q.ended, q.orphans, q.tidyDue = nil, nil, nil, false
 	q.mu.Unlock()
 	if len(orphans) > 0 {
 		q.post(orphans...)
+	}
+	if tidy {
+		// Off the log's loop, which calls this: Tidy's proposals wait
+		// for it.
+		go q.Tidy(nil)
 	}
 	// Dead letters are routed with no lock of the queue held, as a classic
 	// queue's are.
@@ -755,6 +769,11 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 			return r.err
 		}
 		effects = q.m.Checkout(id, credit, noAck, priority)
+		// A restarted member may learn of its node's earlier-run
+		// consumers from entries it replays after the leader is known,
+		// and so after the Tidy that leader's arrival started: nobody
+		// serves them, and what they take would be held for ever.
+		q.tidyDue = q.tidyDue || q.earlierRun(id)
 	case opGet:
 		id := ConsumerID(r.short())
 		noAck := r.u8() == 1

@@ -227,3 +227,37 @@ func TestQueueRestoreEndsEarlierRuns(t *testing.T) {
 		t.Fatalf("after the restore: %v", got)
 	}
 }
+
+// TestQueueReplayEndsEarlierRunsLearnedLate: a restarted member whose
+// Raft elects it before its log is replayed (a group of one does) learns
+// of its node's earlier-run consumers only as the replay reaches their
+// checkouts, after the Tidy the new leader started; it ends them then,
+// and what they held goes back to the queue.
+func TestQueueReplayEndsEarlierRunsLearnedLate(t *testing.T) {
+	before, beforeLog := newTestQueue(t, DefaultConfig(), nil)
+	for i := range 3 {
+		if err := publish(t, before, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := before.Consume(&sink{room: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ready, out := before.Counts(); ready != 1 || out != 2 {
+		t.Fatalf("before the restart: %d ready, %d out", ready, out)
+	}
+
+	// The node's next run: its Raft names it leader (which tidies), then
+	// replays.
+	after, afterLog := newTestQueue(t, DefaultConfig(), nil)
+	after.Tidy(nil) // what LeaderChanged starts, here run to its end
+	afterLog.mu.Lock()
+	for i, e := range beforeLog.entries {
+		afterLog.entries = append(afterLog.entries, e)
+		if err := after.Apply(uint64(i+1), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	afterLog.mu.Unlock()
+	waitFor(t, func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
+}
