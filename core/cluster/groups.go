@@ -29,7 +29,10 @@ import (
 //
 // A group's state machine is in memory: at a start it is restored from
 // the group's snapshot and the log after it (Raft is told only the
-// snapshot's index as applied, so every later entry comes back).
+// snapshot's index as applied, so every later entry comes back). A
+// machine that is a LogKeeper (a quorum queue) refers from its snapshots
+// to entries the log still holds, and the group keeps them: see
+// LogKeeper.
 //
 // # Settings, and why
 //
@@ -117,6 +120,39 @@ type GroupMachine interface {
 	// of) and whether that is this node.
 	LeaderChanged(leader, term uint64, self bool)
 }
+
+// LogKeeper is a GroupMachine whose state refers to entries of its log
+// rather than copying them into its snapshots: a quorum queue's message
+// bodies stay in the entries that enqueued them, as RabbitMQ's quorum
+// queues keep theirs, so a snapshot costs what the queue's bookkeeping
+// costs, not what its messages weigh, and no body is on disk twice. The
+// group keeps the entries such a machine refers to:
+//
+//   - a snapshot the member takes compacts the log only up to the oldest
+//     entry the state still needs (OldestNeeded), so every entry a
+//     stored snapshot refers to is in the log behind it;
+//   - the member restores its own snapshot with RestoreFrom, which reads
+//     those entries;
+//   - a snapshot sent to a member that lacks them (one far behind, or
+//     new) is Completed first, with the entries it refers to inlined, and
+//     the receiver restores it as any GroupMachine restores a snapshot.
+type LogKeeper interface {
+	GroupMachine
+	// OldestNeeded is the index of the oldest entry the state refers to,
+	// 0 when it refers to none.
+	OldestNeeded() uint64
+	// RestoreFrom is Restore of a snapshot this member took, taken at
+	// index; entries reads the log's entries from lo up to index.
+	RestoreFrom(index uint64, data []byte, entries EntryReader) error
+	// Complete returns a snapshot this member took, at index, made to
+	// stand on its own: what it refers to in the log is inlined.
+	Complete(index uint64, data []byte, entries EntryReader) ([]byte, error)
+}
+
+// EntryReader calls each with the index and command of every entry of
+// the log from lo up to hi, in order, and stops at each's first error.
+// (An alias, so that a machine's package need not import this one.)
+type EntryReader = func(lo, hi uint64, each func(index uint64, cmd []byte) error) error
 
 // GroupConfig describes a group to start on this node.
 type GroupConfig struct {
@@ -271,7 +307,13 @@ func (g *Group) init() error {
 		return err
 	}
 	if !raft.IsEmptySnap(snap) {
-		if err := cfg.Machine.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+		index := snap.GetMetadata().GetIndex()
+		if keeper, ok := cfg.Machine.(LogKeeper); ok {
+			err = keeper.RestoreFrom(index, snap.GetData(), g.readEntries)
+		} else {
+			err = cfg.Machine.Restore(index, snap.GetData())
+		}
+		if err != nil {
 			return fmt.Errorf("cluster: group %d: restoring its snapshot: %w", g.id, err)
 		}
 		g.applied = snap.GetMetadata().GetIndex()
@@ -333,6 +375,58 @@ func (g *Group) init() error {
 		g.campaign = cfg.Campaign || len(cfg.Members) == 1
 	}
 	return nil
+}
+
+// readEntries is the EntryReader over the group's log: the entries from
+// lo up to hi, read a bounded slice at a time.
+func (g *Group) readEntries(lo, hi uint64, each func(index uint64, cmd []byte) error) error {
+	const slice = 4 << 20
+	for lo < hi {
+		ents, err := g.cfg.Log.Entries(lo, hi, slice)
+		if err != nil {
+			return fmt.Errorf("cluster: group %d: reading entries %d to %d: %w", g.id, lo, hi, err)
+		}
+		if len(ents) == 0 {
+			return fmt.Errorf("cluster: group %d: no entry at %d", g.id, lo)
+		}
+		for _, e := range ents {
+			if cmd := entryCommand(e); cmd != nil {
+				if err := each(e.GetIndex(), cmd); err != nil {
+					return err
+				}
+			}
+		}
+		lo = ents[len(ents)-1].GetIndex() + 1
+	}
+	return nil
+}
+
+// completeSnapshots makes the snapshots a Ready sends stand on their own
+// when the machine keeps entries its snapshots refer to (LogKeeper): the
+// receiver lacks them. A snapshot that cannot be completed is not sent;
+// Raft sends another when the member is still behind.
+func (g *Group) completeSnapshots(rd *raft.Ready) {
+	keeper, ok := g.cfg.Machine.(LogKeeper)
+	if !ok {
+		return
+	}
+	kept := rd.Messages[:0]
+	for _, m := range rd.Messages {
+		if m.GetType() == raftpb.MsgSnap && m.GetSnapshot() != nil {
+			snap := proto.Clone(m.GetSnapshot()).(*raftpb.Snapshot)
+			data, err := keeper.Complete(snap.GetMetadata().GetIndex(), snap.GetData(), g.readEntries)
+			if err != nil {
+				g.host.log.Warn().Err(err).Uint64("group", g.id).Msg("cannot complete a snapshot for a member that is behind; it is sent again later")
+				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+				continue
+			}
+			snap.Data = data
+			m = proto.Clone(m).(*raftpb.Message)
+			m.Snapshot = snap
+		}
+		kept = append(kept, m)
+	}
+	rd.Messages = kept
 }
 
 // ID is the group's id.
@@ -802,7 +896,9 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 	for g := range touched {
 		delete(touched, g)
 		if !g.failed && g.rn.HasReady() {
-			readies = append(readies, groupReady{g, g.rn.Ready()})
+			rd := g.rn.Ready()
+			g.completeSnapshots(&rd)
+			readies = append(readies, groupReady{g, rd})
 		}
 	}
 	if len(readies) == 0 {
@@ -1027,13 +1123,13 @@ func (g *Group) ready(rd raft.Ready) error {
 func (g *Group) apply(e *raftpb.Entry) {
 	switch e.GetType() {
 	case raftpb.EntryNormal:
-		data := e.GetData()
-		if len(data) < 16 {
+		cmd := entryCommand(e)
+		if cmd == nil {
 			g.cfg.Machine.Apply(e.GetIndex(), nil)
 			return
 		}
-		err := g.cfg.Machine.Apply(e.GetIndex(), data[16:])
-		g.answer(data, e.GetIndex(), err)
+		err := g.cfg.Machine.Apply(e.GetIndex(), cmd)
+		g.answer(e.GetData(), e.GetIndex(), err)
 	case raftpb.EntryConfChange:
 		cc := &raftpb.ConfChange{}
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
@@ -1045,6 +1141,15 @@ func (g *Group) apply(e *raftpb.Entry) {
 		g.cfg.Machine.Apply(e.GetIndex(), nil)
 		g.answer(cc.GetContext(), e.GetIndex(), nil)
 	}
+}
+
+// entryCommand is the machine's command a normal entry carries after its
+// proposer's tag (node, sequence); nil for Raft's own entries.
+func entryCommand(e *raftpb.Entry) []byte {
+	if data := e.GetData(); e.GetType() == raftpb.EntryNormal && len(data) >= 16 {
+		return data[16:]
+	}
+	return nil
 }
 
 // answer hands an entry's answer to its waiter when this node proposed it.
@@ -1074,8 +1179,18 @@ func (g *Group) snapshot() error {
 		return err
 	}
 	g.snapIndex = g.applied
-	if to := g.compactTo(); to > 0 {
-		return g.cfg.Log.Compact(to)
+	to := g.compactTo()
+	if keeper, ok := g.cfg.Machine.(LogKeeper); ok {
+		// The snapshot refers to the entries from the oldest it needs.
+		if needed := keeper.OldestNeeded(); needed > 0 && needed <= to {
+			to = needed - 1
+		}
+	}
+	if to == 0 {
+		return nil
+	}
+	if err := g.cfg.Log.Compact(to); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return err // (compacted that far already: an old message pins the log)
 	}
 	return nil
 }

@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -477,4 +480,234 @@ func startGroupOfOne(t *testing.T, st *storage.Store, id uint64) (*Groups, *Grou
 		t.Fatal(err)
 	}
 	return h, g, m, log
+}
+
+// keeperJournal is a LogKeeper: its state is the last keep commands, and
+// its snapshots refer to them by index in the log, with those the log no
+// longer holds (before floor) inline.
+type keeperJournal struct {
+	keep int
+
+	mu     sync.Mutex
+	cmds   map[uint64]string // the last keep commands, by index
+	floor  uint64            // the log holds the commands from here on
+	oldest uint64            // OldestNeeded, as of the last snapshot
+	self   bool
+}
+
+func newKeeperJournal(keep int) *keeperJournal {
+	return &keeperJournal{keep: keep, cmds: map[uint64]string{}}
+}
+
+func (j *keeperJournal) Apply(index uint64, cmd []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	j.cmds[index] = string(cmd)
+	if len(j.cmds) > j.keep {
+		delete(j.cmds, slices.Min(slices.Collect(maps.Keys(j.cmds))))
+	}
+	return nil
+}
+
+// Snapshot: "floor;i=cmd,...;j,k,..." (inline, then those in the log).
+func (j *keeperJournal) Snapshot() ([]byte, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var inline, logged []string
+	j.oldest = 0
+	for _, i := range slices.Sorted(maps.Keys(j.cmds)) {
+		if i < j.floor {
+			inline = append(inline, fmt.Sprintf("%d=%s", i, j.cmds[i]))
+			continue
+		}
+		if j.oldest == 0 {
+			j.oldest = i
+		}
+		logged = append(logged, fmt.Sprint(i))
+	}
+	return fmt.Appendf(nil, "%d;%s;%s", j.floor, strings.Join(inline, ","), strings.Join(logged, ",")), nil
+}
+
+func (j *keeperJournal) OldestNeeded() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.oldest
+}
+
+func (j *keeperJournal) decode(index uint64, data []byte, entries EntryReader) (map[uint64]string, uint64, error) {
+	parts := strings.Split(string(data), ";")
+	if len(parts) != 3 {
+		return nil, 0, fmt.Errorf("snapshot %q", data)
+	}
+	cmds := map[uint64]string{}
+	floor, _ := strconv.ParseUint(parts[0], 10, 64)
+	for _, kv := range strings.Split(parts[1], ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			i, _ := strconv.ParseUint(k, 10, 64)
+			cmds[i] = v
+		}
+	}
+	want := map[uint64]bool{}
+	lo := uint64(0)
+	for _, s := range strings.Split(parts[2], ",") {
+		if i, err := strconv.ParseUint(s, 10, 64); err == nil {
+			want[i] = true
+			if lo == 0 || i < lo {
+				lo = i
+			}
+		}
+	}
+	if len(want) > 0 {
+		if entries == nil {
+			return nil, 0, fmt.Errorf("snapshot at %d refers to the log", index)
+		}
+		if err := entries(lo, index+1, func(i uint64, cmd []byte) error {
+			if want[i] {
+				cmds[i] = string(cmd)
+				delete(want, i)
+			}
+			return nil
+		}); err != nil {
+			return nil, 0, err
+		}
+		if len(want) > 0 {
+			return nil, 0, fmt.Errorf("snapshot at %d: %d commands not in the log", index, len(want))
+		}
+	}
+	return cmds, floor, nil
+}
+
+func (j *keeperJournal) Restore(index uint64, data []byte) error {
+	return j.RestoreFrom(index, data, nil)
+}
+
+func (j *keeperJournal) RestoreFrom(index uint64, data []byte, entries EntryReader) error {
+	cmds, floor, err := j.decode(index, data, entries)
+	if err != nil {
+		return err
+	}
+	if len(strings.Split(string(data), ";")[2]) == 0 && entries == nil {
+		floor = index + 1 // a completed snapshot: the log starts after it
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cmds, j.floor = cmds, floor
+	return nil
+}
+
+func (j *keeperJournal) Complete(index uint64, data []byte, entries EntryReader) ([]byte, error) {
+	cmds, _, err := j.decode(index, data, entries)
+	if err != nil {
+		return nil, err
+	}
+	var inline []string
+	for _, i := range slices.Sorted(maps.Keys(cmds)) {
+		inline = append(inline, fmt.Sprintf("%d=%s", i, cmds[i]))
+	}
+	return fmt.Appendf(nil, "%d;%s;", index+1, strings.Join(inline, ",")), nil
+}
+
+func (j *keeperJournal) SnapshotDue(entries uint64) bool { return entries >= 4 }
+
+func (j *keeperJournal) LeaderChanged(leader, term uint64, self bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.self = self
+}
+
+func (j *keeperJournal) state() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []string
+	for _, i := range slices.Sorted(maps.Keys(j.cmds)) {
+		out = append(out, j.cmds[i])
+	}
+	return out
+}
+
+// TestLogKeeperGroup: a machine whose snapshots refer to its log keeps
+// the entries they refer to (the log is compacted only up to the oldest
+// it needs), restores its own snapshots from them after a restart, and a
+// member that joins after the log was compacted gets a snapshot with
+// them inlined.
+func TestLogKeeperGroup(t *testing.T) {
+	// More than the group keeps behind a snapshot (keepEntries), so
+	// that what the state needs is what limits the compaction.
+	const keep = 100
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	logs := []memLog{{raft.NewMemoryStorage()}, {raft.NewMemoryStorage()}, {raft.NewMemoryStorage()}}
+	machines := make([]*keeperJournal, 3)
+	members := make([]*Group, 3)
+	start := func(ni int, cfg GroupConfig) {
+		machines[ni] = newKeeperJournal(keep)
+		cfg.ID, cfg.Log, cfg.Machine = 9, logs[ni], machines[ni]
+		g, err := nodes[ni].Groups().Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[ni] = g
+	}
+	start(0, GroupConfig{Members: ids[:2], Campaign: true})
+	start(1, GroupConfig{Members: ids[:2]})
+	var want []string
+	propose := func(ni int, cmd string) {
+		t.Helper()
+		var err error
+		for try := 0; try < 5; try++ {
+			if _, err = proposeTo(members[ni], cmd); err == nil {
+				want = append(want, cmd)
+				return
+			}
+		}
+		t.Fatalf("%s through %s: %v", cmd, nodes[ni].cfg.Name, err)
+	}
+	converge := func(live ...int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for _, ni := range live {
+			for !slices.Equal(machines[ni].state(), want[len(want)-keep:]) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s holds %q, want %q", nodes[ni].cfg.Name, machines[ni].state(), want[len(want)-keep:])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	for i := range 300 {
+		propose(0, fmt.Sprint("c", i))
+	}
+	converge(0, 1)
+	first, _ := logs[0].FirstIndex()
+	last, _ := logs[0].LastIndex()
+	if first < 150 {
+		t.Fatalf("the log was not compacted: entries %d to %d", first, last)
+	}
+	if oldest := machines[0].OldestNeeded(); oldest == 0 || first > oldest {
+		t.Fatalf("the log was compacted to %d, past the oldest entry the state needs, %d", first, oldest)
+	}
+
+	// A member that joins now is sent a snapshot: completed, it stands
+	// without the leader's log.
+	start(2, GroupConfig{Join: true})
+	ch := make(chan error, 1)
+	members[0].AddMember(ids[2], func(err error) { ch <- err })
+	if err := <-ch; err != nil {
+		t.Fatal(err)
+	}
+	converge(0, 1, 2)
+	propose(2, "after-add")
+	converge(0, 1, 2)
+
+	// A member restarted on its log restores its own snapshot from it.
+	members[1].Stop()
+	start(1, GroupConfig{})
+	converge(1)
+	for i := range 20 {
+		propose(1, fmt.Sprint("after-restart-", i))
+	}
+	converge(0, 1, 2)
 }

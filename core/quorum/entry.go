@@ -3,6 +3,7 @@ package quorum
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/warrenmq/warren/core/message"
 )
@@ -50,6 +51,17 @@ func enqueueEntry(m *message.Message, now, expiresAt int64) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(now))
 	b = binary.BigEndian.AppendUint64(b, uint64(expiresAt))
 	return appendMessage(b, m)
+}
+
+// enqueuedMessage reads the message an opEnqueue entry holds.
+func enqueuedMessage(entry []byte) (*message.Message, error) {
+	r := &reader{b: entry}
+	if op := r.u8(); op != opEnqueue {
+		return nil, fmt.Errorf("entry %d is not an enqueue", op)
+	}
+	r.u64() // now
+	r.u64() // expires_at
+	return r.message()
 }
 
 // appendMessage appends what a message is made of: exchange, routing key

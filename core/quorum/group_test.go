@@ -37,7 +37,21 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 		return st, h, q
 	}
 	st, h, q := open()
-	const n = 5000 // past the first snapshot (4,096 entries)
+	// 3,000 taken by a no-ack consumer and gone, 2,000 more kept: past
+	// the first snapshot (4,096 entries), which compacts the log up to
+	// the oldest message kept, whose body stays in the log.
+	const gone, n = 3000, 2000
+	for i := range gone {
+		if err := publish(t, q, fmt.Sprint("gone-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain := &sink{room: gone, noAck: true}
+	if err := q.Consume(drain, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(drain.deliveries()) == gone })
+	q.Cancel(drain)
 	for i := range n {
 		if err := publish(t, q, fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -59,8 +73,11 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 		t.Fatalf("counts %d ready, %d unacked", ready, unacked)
 	}
 	s := q.log.Load().Log.(*cluster.Group).Status()
-	if s.LogEntries >= n {
+	if s.LogEntries >= gone {
 		t.Fatalf("no snapshot compacted the log: %d entries", s.LogEntries)
+	}
+	if s.LogEntries < n {
+		t.Fatalf("the log was compacted past messages the queue holds: %d entries", s.LogEntries)
 	}
 	h.Stop()
 	st.Close()

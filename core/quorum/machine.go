@@ -221,6 +221,24 @@ func (m *Machine) CheckedOut() int {
 	return n
 }
 
+// ids lists every message the queue holds: ready, checked out, and dead
+// letters not yet settled.
+func (m *Machine) ids() []uint64 {
+	out := make([]uint64, 0, len(m.ready)+len(m.dlx))
+	for _, msg := range m.ready {
+		out = append(out, msg.ID)
+	}
+	for _, c := range m.consumers {
+		for id := range c.out {
+			out = append(out, id)
+		}
+	}
+	for _, d := range m.dlx {
+		out = append(out, d.ID)
+	}
+	return out
+}
+
 // take returns the effects gathered since the last take.
 func (m *Machine) take() []Effect {
 	out := m.effects

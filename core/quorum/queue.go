@@ -48,15 +48,22 @@ type Queue struct {
 	deadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
 	retry               func(error) bool
 
-	mu        sync.Mutex
-	m         *Machine
-	bodies    map[uint64]*message.Message // ready and checked-out messages, by id
-	consumers map[ConsumerID]*local       // this node's consumers
-	byClient  map[queue.Consumer]ConsumerID
-	purged    map[uint64]int // purges this node proposed, by nonce, until Purge reads them
-	gets      map[ConsumerID]chan getResult
-	nextID    uint64
-	dead      []deadMsg // to route once the lock is released
+	mu     sync.Mutex
+	m      *Machine
+	bodies map[uint64]*message.Message // ready and checked-out messages, by id
+	// floor: the member's log holds the entries of the messages from this
+	// index on, so a snapshot refers to their bodies there (those before
+	// came with a snapshot from the leader, and snapshots carry them).
+	floor uint64
+	// oldestLogged is the oldest message at or past floor as of the last
+	// snapshot (0: none): the log is kept from it on.
+	oldestLogged uint64
+	consumers    map[ConsumerID]*local // this node's consumers
+	byClient     map[queue.Consumer]ConsumerID
+	purged       map[uint64]int // purges this node proposed, by nonce, until Purge reads them
+	gets         map[ConsumerID]chan getResult
+	nextID       uint64
+	dead         []deadMsg // to route once the lock is released
 	// ended are this node's consumers another member's entry ended (the
 	// leader found their node gone): told once the lock is released.
 	ended     []queue.Consumer
