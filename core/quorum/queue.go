@@ -86,6 +86,7 @@ type Queue struct {
 	setMu    sync.Mutex
 	settles  []pending
 	settling bool   // a flushSettles goroutine runs
+	inflight int    // entries proposed and not answered yet
 	leader   uint64 // the member that leads, as Raft last said (0: none known)
 	leading  bool
 	term     uint64
@@ -360,6 +361,23 @@ func (q *Queue) Tidy(alive func(node uint64) bool) {
 	}
 }
 
+// EndEarlierRuns ends the consumers of this node's earlier runs, as Tidy
+// does, and waits, for up to timeout, until none is left: a restarted
+// group of one does it before clients come, so that what those consumers
+// held is back in the queue when a client first looks.
+func (q *Queue) EndEarlierRuns(timeout time.Duration) {
+	earlier := func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return slices.ContainsFunc(q.m.Consumers(), q.earlierRun)
+	}
+	// A Tidy running already goes round again for this one.
+	q.Tidy(nil)
+	for deadline := time.Now().Add(timeout); earlier() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // tidyOnce proposes the ends of the consumers goneConsumers lists.
 func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 	q.mu.Lock()
@@ -527,7 +545,7 @@ func (q *Queue) post(ps ...pending) {
 func (q *Queue) FlushSettles(timeout time.Duration) {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		q.setMu.Lock()
-		busy := q.settling
+		busy := q.settling || q.inflight > 0
 		q.setMu.Unlock()
 		if !busy {
 			return
@@ -564,11 +582,16 @@ func (p pending) bytes() []byte {
 // the group could not commit.
 const retryEvery = 100 * time.Millisecond
 
-// flushSettles proposes the outbox, in order, and waits for every entry
-// before it takes the next ones; it ends when none are left. What was
-// not committed for want of a leader is proposed again (each entry
-// changes nothing when applied twice), so an ack is not lost with a
-// leader.
+// flushSettles proposes the outbox, in order, without waiting for what
+// it proposed before: an ack is in the log once the next save of the
+// group is synced, however far the applying of entries lags behind the
+// committing of them (a group applies at most 1 MiB of entries a round,
+// and a busy queue of large messages can be seconds behind). It ends
+// when the outbox is empty. What was not committed for want of a leader
+// is proposed again after retryEvery: each entry changes nothing when
+// applied twice, and settlements of different deliveries, a consumer's
+// cancel after them, or an end (Down) before them, lead to the same
+// state in any order but for redelivering what an end gave back.
 func (q *Queue) flushSettles() {
 	for {
 		q.setMu.Lock()
@@ -579,29 +602,32 @@ func (q *Queue) flushSettles() {
 			q.setMu.Unlock()
 			return
 		}
+		q.inflight += len(batch)
 		q.setMu.Unlock()
-		for {
-			answers := make(chan error, len(batch))
-			for _, p := range batch {
-				q.commit(p.bytes(), func(_ uint64, err error) { answers <- err })
-			}
-			again := false
-			for range batch {
-				if err := <-answers; err != nil && q.retry != nil && q.retry(err) {
-					again = true
-				}
-			}
-			if !again {
-				break
-			}
-			time.Sleep(retryEvery)
+		if settleHold > 0 {
+			time.Sleep(settleHold) // broken on purpose: see settle_unsafe.go
 		}
 		for _, p := range batch {
-			if p.done != nil {
-				close(p.done)
-			}
+			q.proposeSettle(p)
 		}
 	}
+}
+
+// proposeSettle proposes one entry of the outbox until it is committed
+// or cannot be; then its waiter, if any, hears.
+func (q *Queue) proposeSettle(p pending) {
+	q.commit(p.bytes(), func(_ uint64, err error) {
+		if err != nil && q.retry != nil && q.retry(err) {
+			time.AfterFunc(retryEvery, func() { q.proposeSettle(p) })
+			return
+		}
+		if p.done != nil {
+			close(p.done)
+		}
+		q.setMu.Lock()
+		q.inflight--
+		q.setMu.Unlock()
+	})
 }
 
 func (q *Queue) Ack(entries []queue.Entry)     { q.settle(Ack, entries) }

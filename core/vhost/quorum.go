@@ -258,9 +258,19 @@ func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
 	qq.active.Store(true)
 	qq.touch()
 	<-g.Recovered()
+	if !campaign && !join && qq.MemberNodes() == nil {
+		// A group of this node alone, restarted: its earlier run's
+		// consumers are ended before clients come (in a cluster the
+		// leader may be elsewhere, and they are ended in the background).
+		qq.EndEarlierRuns(restartTidyTimeout)
+	}
 	v.startExpiry()
 	return nil
 }
+
+// restartTidyTimeout bounds how long a restarted group of one waits to
+// end its earlier run's consumers: one commit each, on this node's disk.
+const restartTidyTimeout = 10 * time.Second
 
 // startMember starts this node's member of a replicated queue's Raft
 // group: id is the group's (and its log's), members its nodes by name
