@@ -269,6 +269,17 @@ func Open(dir string, o Options) (*Store, error) {
 	po.TargetFileSizes[0] = int64(max(o.MemTableSize/2, 2<<20))
 	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return valueSeparation(o.blobRewriteAge) }
 	db, err := pebble.Open(dir, po)
+	if err != nil && isStrictReplayError(err) {
+		// An older log that does not end cleanly (waldamage.go).
+		repaired, rerr := s.repairOlderWALs(dir)
+		switch {
+		case rerr != nil:
+			lock.Close()
+			return nil, rerr
+		case repaired:
+			db, err = pebble.Open(dir, po)
+		}
+	}
 	if err != nil {
 		lock.Close()
 		if errors.Is(err, os.ErrPermission) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
 )
@@ -27,8 +28,21 @@ import (
 // Either way the file, the offset, and what lies after it are reported.
 //
 // Older logs (those whose memtables were not yet flushed at the crash)
-// were closed cleanly; Pebble refuses any damage in them, and Open reports
-// that error as it is.
+// are replayed strictly: Pebble refuses to open when one of them does not
+// end cleanly, even when it only lost its tail. That is what a disk that
+// filled up leaves behind: the write that failed tore the log it went to,
+// Pebble moved on to a new log (walFS writes nothing after a failed
+// write, so the new one holds no record), and the memtable could not be
+// flushed. When Pebble refuses for that reason, Open looks at the older
+// logs itself (repairOlderWALs). A torn log followed by logs that hold no
+// record is a torn tail like the newest log's: it is written again up to
+// the tear (the original is kept) and the store opens, losing nothing
+// that was acknowledged (the failed write was never confirmed). Damage
+// followed by records, in the same log or in later ones, is damage in the
+// middle of the history: WALDamage refuses, naming the file, the offset
+// and the records that follow, or truncates the damaged log and sets the
+// later ones aside (damaged-NAME-UNIXTIME), so that the store opens on a
+// prefix of its history, never on one with a hole in it.
 
 // WALDamage says what Open does when the newest write-ahead log holds
 // valid records after a damaged one.
@@ -257,4 +271,90 @@ func (s *Store) checkWAL(dir string) error {
 		Int64("bytes_dropped", rep.bytes).Str("cause", rep.cause.Error()).Str("kept_as", keptAs).
 		Msg("write-ahead log damaged: starting without the records after the damage")
 	return s.checkStartSpace(dir, walBytes)
+}
+
+// isStrictReplayError reports whether Pebble's Open failed because a log
+// it replays strictly (one that is not the newest) did not read cleanly.
+func isStrictReplayError(err error) bool {
+	return errors.Is(err, record.ErrUnexpectedEOF) || errors.Is(err, record.ErrInvalidChunk) || errors.Is(err, record.ErrZeroedChunk)
+}
+
+// readLog reads a log as Pebble's replay does: the offset where reading
+// stopped, the records read, and why it stopped (io.EOF: a clean end).
+func readLog(l wal.LogicalLog) (off int64, records int64, err error) {
+	r := l.OpenForRead()
+	defer r.Close()
+	for {
+		var at wal.Offset
+		_, at, err = r.NextRecord()
+		if err != nil {
+			return at.Physical, records, err
+		}
+		records++
+	}
+}
+
+// repairOlderWALs handles the first log older than the newest that does
+// not read cleanly, after Pebble refused to open because of it (see the
+// package's "Damage" note above): it reports whether it changed anything,
+// so that Open may try again.
+func (s *Store) repairOlderWALs(dir string) (bool, error) {
+	fs := s.opts.FS
+	logs, err := wal.Scan(wal.Dir{FS: fs, Dirname: dir})
+	if err != nil {
+		return false, err
+	}
+	for i := 0; i < len(logs)-1; i++ {
+		if logs[i].NumSegments() != 1 {
+			return false, nil // WAL failover is not used; nothing to judge
+		}
+		off, _, err := readLog(logs[i])
+		if errors.Is(err, io.EOF) {
+			continue
+		}
+		logFS, path := logs[i].SegmentLocation(0)
+		rep := &walDamageReport{path: path, offset: off, cause: err}
+		if err := countChunksAfter(logFS, path, uint32(logs[i].Num), rep); err != nil {
+			return false, err
+		}
+		// What later logs hold would be replayed after a hole.
+		var later []string
+		var laterRecords int64
+		for _, l := range logs[i+1:] {
+			_, n, _ := readLog(l)
+			laterRecords += n
+			_, p := l.SegmentLocation(0)
+			later = append(later, p)
+		}
+		if rep.after == 0 && laterRecords == 0 {
+			keptAs, err := truncateWAL(fs, dir, rep)
+			if err != nil {
+				return false, fmt.Errorf("data directory %s: write-ahead log %s was torn at offset %d and could not be written again: %w", dir, path, rep.damage, err)
+			}
+			s.log.Warn().Str("file", path).Int64("offset", rep.damage).Int64("records_dropped", rep.records).Str("kept_as", keptAs).
+				Msg("an older write-ahead log was torn by a write that failed and no later log holds a record: starting without its torn tail, which was never acknowledged")
+			return true, nil
+		}
+		lost := rep.records + laterRecords
+		if s.opts.WALDamage != WALDamageTruncate {
+			s.log.Error().Str("file", path).Int64("offset", rep.damage).Int64("records_lost", lost).
+				Int64("later_logs", int64(len(later))).Str("cause", rep.cause.Error()).Msg("write-ahead log damaged: not starting")
+			return false, &dirError{fmt.Sprintf("data directory %s: %s, and %d later logs hold %d records; Warren did not start. To start without them all, set storage.wal_damage = \"truncate\" (the logs are kept)",
+				dir, rep, len(later), laterRecords), ErrWALDamaged, rep.cause}
+		}
+		keptAs, err := truncateWAL(fs, dir, rep)
+		if err != nil {
+			return false, &dirError{fmt.Sprintf("data directory %s: %s; truncating it failed: %v", dir, rep, err), ErrWALDamaged, err}
+		}
+		for _, p := range later {
+			aside := fs.PathJoin(dir, fmt.Sprintf("damaged-%s-%d", fs.PathBase(p), time.Now().Unix()))
+			if err := fs.Rename(p, aside); err != nil {
+				return false, &dirError{fmt.Sprintf("data directory %s: setting aside %s after the damage in %s: %v", dir, p, path, err), ErrWALDamaged, err}
+			}
+		}
+		s.log.Error().Str("file", path).Int64("offset", rep.damage).Int64("records_dropped", lost).Int64("later_logs_set_aside", int64(len(later))).
+			Str("cause", rep.cause.Error()).Str("kept_as", keptAs).Msg("write-ahead log damaged: starting without the records after the damage")
+		return true, nil
+	}
+	return false, nil
 }

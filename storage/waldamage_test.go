@@ -3,7 +3,9 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,4 +159,148 @@ func TestWALTornTailIsNotDamage(t *testing.T) {
 	if seqs := recoveredSeqs(t, s); len(seqs) < 50 || len(seqs) >= 200 {
 		t.Errorf("after a torn tail the queue holds %d entries, want those before the tear", len(seqs))
 	}
+}
+
+// noFlushFS fails the creation of sstables and blob files, as a full disk
+// does: memtables cannot be flushed, so their logs stay to be replayed.
+type noFlushFS struct{ vfs.FS }
+
+func (fs noFlushFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	if strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob") {
+		return nil, syscall.ENOSPC
+	}
+	return fs.FS.Create(name, c)
+}
+
+// twoWALImage writes 1 KiB entries to queue 1 on a store whose memtables
+// cannot be flushed until a second log holds at least 64 KiB, and returns
+// what a process crash leaves: two logs Pebble must replay, older first,
+// and how many entries were written.
+func twoWALImage(t *testing.T) (*vfs.MemFS, []string, uint64) {
+	t.Helper()
+	mem := vfs.NewCrashableMem()
+	s, err := Open("data", Options{FS: noFlushFS{mem}, Logger: zerolog.Nop(), MemTableSize: 1 << 20, SyncInterval: time.Hour})
+	must(t, err)
+	defer s.Close()
+	_, err = s.Recover(map[uint64]bool{1: true})
+	must(t, err)
+	body := make([]byte, 1000)
+	seq := uint64(0)
+	// Two memtables of 1 MiB are as many as Pebble holds before it stops
+	// writes: the loop ends well before.
+	for seq < 1800 {
+		for range 50 {
+			seq++
+			txn := s.Begin()
+			txn.PutEntry(1, 0, seq, &Entry{Persistent: true, Msg: &Message{Body: body}})
+			txn.Commit(false, nil)
+		}
+		waitSynced(t, s)
+		if logs := walNames(t, mem); len(logs) == 2 {
+			if st, err := mem.Stat(logs[1]); err == nil && st.Size() >= 64<<10 {
+				return processCrash(mem), logs, seq
+			}
+		}
+	}
+	t.Fatalf("no second log of 64 KiB after %d entries: %v", seq, walNames(t, mem))
+	return nil, nil, 0
+}
+
+// walNames lists the logs in data, oldest first.
+func walNames(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List("data")
+	must(t, err)
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			out = append(out, fs.PathJoin("data", n))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tearTail zeroes the last n bytes of path, as a write that failed
+// halfway leaves them.
+func tearTail(t *testing.T, fs vfs.FS, path string, n int64) {
+	t.Helper()
+	st, err := fs.Stat(path)
+	must(t, err)
+	overwrite(t, fs, path, st.Size()-n, make([]byte, n))
+}
+
+// A write that failed tore an older log, and the later one holds nothing
+// (walFS writes nothing after a failed write): Pebble would refuse to
+// replay it; Warren opens with the records before the tear, which were
+// all that was ever acknowledged.
+func TestOlderWALTornByAFailedWrite(t *testing.T) {
+	image, logs, written := twoWALImage(t)
+	tearTail(t, image, logs[0], 5000)
+	f, err := image.Create(logs[1], vfs.WriteCategoryUnspecified) // empties it
+	must(t, err)
+	must(t, f.Close())
+	s, log, err := openImage(t, image, Options{})
+	if err != nil {
+		t.Fatalf("Open after a torn older log and an empty newer one: %v", err)
+	}
+	if !strings.Contains(log, `"level":"warn"`) || !strings.Contains(log, logs[0]) {
+		t.Errorf("the torn older log was not reported: %s", log)
+	}
+	seqs := recoveredSeqs(t, s)
+	if len(seqs) == 0 || len(seqs) >= int(written) || seqs[len(seqs)-1] != uint64(len(seqs)) {
+		t.Errorf("after the tear the queue holds %d of %d entries, want those the first log holds before the tear, in order", len(seqs), written)
+	}
+}
+
+// Damage in an older log with records after it, in later logs, is a hole
+// in the history: refused by default, naming the log, the offset and the
+// records lost; with WALDamageTruncate the store opens on the prefix
+// before the damage, the later logs set aside.
+func TestOlderWALDamageWithRecordsAfter(t *testing.T) {
+	image, logs, written := twoWALImage(t)
+	tearTail(t, image, logs[0], 5000)
+
+	refused := processCrash(image) // a copy
+	_, log, err := openImage(t, refused, Options{})
+	if !errors.Is(err, ErrWALDamaged) {
+		t.Fatalf("Open with records after the damage: %v, want ErrWALDamaged", err)
+	}
+	for _, want := range []string{logs[0], "offset", "records", "storage.wal_damage"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	if !strings.Contains(log, `"level":"error"`) {
+		t.Errorf("nothing logged at error level: %s", log)
+	}
+
+	s, log, err := openImage(t, image, Options{WALDamage: WALDamageTruncate})
+	if err != nil {
+		t.Fatalf("Open with WALDamageTruncate: %v", err)
+	}
+	if !strings.Contains(log, "records_dropped") || !strings.Contains(log, "later_logs_set_aside") {
+		t.Errorf("what was dropped is not logged: %s", log)
+	}
+	seqs := recoveredSeqs(t, s)
+	if len(seqs) == 0 || len(seqs) >= int(written) || seqs[len(seqs)-1] != uint64(len(seqs)) {
+		t.Errorf("after truncating, the queue holds %d of %d entries, want a prefix with no hole", len(seqs), written)
+	}
+	set := 0
+	for _, n := range walNamesAll(t, image) {
+		if strings.HasPrefix(image.PathBase(n), "damaged-") {
+			set++
+		}
+	}
+	if set != 2 {
+		t.Errorf("%d logs kept aside, want the damaged one and the later one", set)
+	}
+}
+
+// walNamesAll lists every file in data.
+func walNamesAll(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List("data")
+	must(t, err)
+	return names
 }
