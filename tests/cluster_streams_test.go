@@ -50,6 +50,16 @@ func publishAllConfirmed(t *testing.T, nd *clusterNode, queue, prefix string, n 
 func readStream(t *testing.T, n *clusterNode, queue string, want int) []string {
 	t.Helper()
 	_, ch := n.dial(t)
+	out := readStreamOn(t, ch, n.name+": "+queue, queue, want)
+	ch.Close()
+	return out
+}
+
+// readStreamOn reads want messages of a stream from offset first on ch,
+// checking that the offsets follow each other, and returns their bodies
+// by offset.
+func readStreamOn(t *testing.T, ch *amqp.Channel, what, queue string, want int) []string {
+	t.Helper()
 	if err := ch.Qos(200, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -64,15 +74,14 @@ func readStream(t *testing.T, n *clusterNode, queue string, want int) []string {
 		case d := <-ds:
 			off, _ := d.Headers["x-stream-offset"].(int64)
 			if int(off) != len(out) {
-				t.Fatalf("%s: delivery %d has offset %d", n.name, len(out), off)
+				t.Fatalf("%s: delivery %d has offset %d", what, len(out), off)
 			}
 			out = append(out, string(d.Body))
 			d.Ack(false)
 		case <-timeout:
-			t.Fatalf("%s: %d of %d messages", n.name, len(out), want)
+			t.Fatalf("%s: %d of %d messages", what, len(out), want)
 		}
 	}
-	ch.Close()
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,10 +15,12 @@ import (
 )
 
 // ackSettleTime is how long before a kill -9 the broker must have processed
-// an ack for the test to require that the message stays gone. Acks reach
-// the OS within the store's commit interval (5 ms); the rest is slack for a
-// busy machine.
-const ackSettleTime = 500 * time.Millisecond
+// an ack for the test to require that the message stays gone: the
+// promise of README and broker.toml, at most storage.sync_interval (1 s
+// by default) of acks. A classic queue's acks reach the OS within the
+// store's commit interval (5 ms); a quorum queue's are in its Raft log
+// once committed.
+const ackSettleTime = time.Second
 
 // TestKillDuringPublishingLosesNoConfirmedMessage kills the broker with
 // SIGKILL while publishers are busy with confirms and a consumer acks,
@@ -26,11 +29,113 @@ const ackSettleTime = 500 * time.Millisecond
 // broker had processed well before the kill came back. Duplicates of
 // unconfirmed messages would be allowed; losses never are.
 func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
+	killDuringPublishing(t, killLoad{rounds: 4}).mustHold(t)
+}
+
+// TestQuorumKillDuringPublishingAndAcking is the same with quorum queues
+// and 8 KiB messages, the load that found acks coming back: settlements
+// waited for the applying of earlier ones, which lags far behind the
+// log under such a load, and a snapshot of the queue's bodies held the
+// group's loop up too.
+func TestQuorumKillDuringPublishingAndAcking(t *testing.T) {
+	killDuringPublishing(t, killLoad{rounds: 4, args: quorumArgs, size: 8 << 10}).mustHold(t)
+}
+
+// TestStreamKillDuringPublishingAndConsuming is the same with streams:
+// nothing confirmed is lost. A stream keeps what its consumers ack (they
+// choose where to read from), so acks are not checked.
+func TestStreamKillDuringPublishingAndConsuming(t *testing.T) {
+	killDuringPublishing(t, killLoad{rounds: 4, args: streamArgs, size: 1 << 10, stream: true}).mustHold(t)
+}
+
+// TestKillCheckSeesLossesAndAcksBack checks the checker, with builds broken
+// on purpose: one that confirms a quorum publish before it is committed
+// (warren_unsafe_confirm) must be seen losing confirmed messages, and one
+// that holds a quorum queue's settlements back for seconds before it
+// proposes them (warren_unsafe_settle) must be seen bringing acks back.
+func TestKillCheckSeesLossesAndAcksBack(t *testing.T) {
+	skipReference(t)
+	for _, c := range []struct {
+		tag  string
+		seen func(killReport) bool
+	}{
+		{"warren_unsafe_confirm", func(r killReport) bool { return r.lost > 0 }},
+		{"warren_unsafe_settle", func(r killReport) bool { return r.back > 0 }},
+	} {
+		t.Run(c.tag, func(t *testing.T) {
+			bin, err := buildWarren(c.tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := killDuringPublishing(t, killLoad{bin: bin, rounds: 2, args: quorumArgs, size: 8 << 10})
+			if !c.seen(r) {
+				t.Fatalf("a build broken on purpose, and the check saw nothing wrong: %s", r)
+			}
+			t.Logf("as it should, the check saw it: %s", r)
+		})
+	}
+}
+
+// killLoad is what killDuringPublishing runs: bin ("": the usual build),
+// kill rounds, queues declared with args, messages of about size bytes.
+type killLoad struct {
+	bin    string
+	rounds int
+	args   amqp.Table
+	size   int
+	stream bool // the queues are streams: consumers read from "next", acks keep
+}
+
+// killReport is what killDuringPublishing found.
+type killReport struct {
+	confirmed, acked int
+	lost             int      // confirmed, not acked, not found
+	settled          int      // acked at least ackSettleTime before a kill
+	back             int      // of those, found again
+	recent           int      // acked later, and found again (allowed)
+	found            int      // messages found after the last restart
+	examples         []string // of what went wrong
+	stream           bool
+}
+
+func (r killReport) String() string {
+	if r.stream {
+		return fmt.Sprintf("%d confirmed, %d lost; %d messages found", r.confirmed, r.lost, r.found)
+	}
+	return fmt.Sprintf("%d confirmed, %d lost; %d acked, %d of them %v before a kill and %d of those back, %d acked later and back; %d messages found",
+		r.confirmed, r.lost, r.acked, r.settled, ackSettleTime, r.back, r.recent, r.found)
+}
+
+// mustHold fails the test unless nothing confirmed was lost and no ack
+// older than ackSettleTime came back, with acks that old to check.
+func (r killReport) mustHold(t *testing.T) {
+	t.Helper()
+	for _, e := range r.examples {
+		t.Error(e)
+	}
+	if r.lost > 0 || r.back > 0 {
+		t.Fatalf("%s", r)
+	}
+	if r.settled == 0 && !r.stream {
+		t.Fatalf("no ack was processed %v before a kill: the test checked nothing (%s)", ackSettleTime, r)
+	}
+	t.Logf("%s", r)
+}
+
+// killDuringPublishing kills the broker with SIGKILL under load, round
+// after round, and reads the queues after the last restart.
+func killDuringPublishing(t *testing.T, load killLoad) killReport {
 	skipReference(t)
 	dir := t.TempDir()
-	rounds := 3
+	rounds, args := load.rounds, load.args
 	if testing.Short() {
 		rounds = 1
+	}
+	start := func() *process {
+		if load.bin == "" {
+			return startProcess(t, dir)
+		}
+		return startBinary(t, load.bin, dir, "")
 	}
 	// Guarded by mu, across rounds (late confirms of a round land in the
 	// next): confirmed messages; acked ones, with when the broker had
@@ -41,17 +146,17 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 	ackRound := map[string]int{}
 	var kills []time.Time
 	var mu sync.Mutex
+	var pad amqp.Table // the body is the message's name; the size is in a header
+	if load.size > 0 {
+		pad = amqp.Table{"pad": strings.Repeat("x", load.size)}
+	}
 	for round := 0; round < rounds; round++ {
-		p := startProcess(t, dir)
+		p := start()
 		_, ch := dialProcess(t, p)
-		if _, err := ch.QueueDeclare("crash-q", true, false, false, false, nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ch.QueueDeclare("crash-fanout-a", true, false, false, false, nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ch.QueueDeclare("crash-fanout-b", true, false, false, false, nil); err != nil {
-			t.Fatal(err)
+		for _, q := range []string{"crash-q", "crash-fanout-a", "crash-fanout-b"} {
+			if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := ch.ExchangeDeclare("crash-fanout", "fanout", true, false, false, false, nil); err != nil {
 			t.Fatal(err)
@@ -82,7 +187,7 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 				for i := 0; ; i++ {
 					body := fmt.Sprintf("r%d-w%d-%d", round, w, i)
 					dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, key, false, false,
-						amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body)})
+						amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body), Headers: pad})
 					if err != nil {
 						return
 					}
@@ -112,7 +217,11 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 			if err != nil || ch.Qos(50, 0, false) != nil {
 				return
 			}
-			deliveries, err := ch.Consume("crash-q", "", false, false, false, false, nil)
+			var from amqp.Table
+			if load.stream {
+				from = amqp.Table{"x-stream-offset": "next"}
+			}
+			deliveries, err := ch.Consume("crash-q", "", false, false, false, false, from)
 			if err != nil {
 				return
 			}
@@ -140,9 +249,10 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 				pending = pending[:0]
 			}
 		}()
-		// The load runs for a random while; the kill is the event under
-		// test, not a synchronization.
-		time.Sleep(time.Duration(500+rand.Intn(400)) * time.Millisecond)
+		// The load runs for a random while, long enough for acks to be
+		// older than ackSettleTime; the kill is the event under test, not
+		// a synchronization.
+		time.Sleep(ackSettleTime + time.Duration(500+rand.Intn(1000))*time.Millisecond)
 		mu.Lock() // no confirm or ack is recorded after the kill is decided
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		kills = append(kills, time.Now())
@@ -156,17 +266,24 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 		t.Logf("round %d: %d messages confirmed so far", round, n)
 	}
 
-	p := startProcess(t, dir)
+	p := start()
 	_, ch := dialProcess(t, p)
 	found := map[string]int{}
 	for _, q := range []string{"crash-q", "crash-fanout-a", "crash-fanout-b"} {
-		for _, m := range getAll(t, ch, q) {
-			found[q+"/"+string(m.Body)]++
+		read := drainBodies
+		if load.stream {
+			read = streamBodies
+		}
+		for _, body := range read(t, ch, q) {
+			found[q+"/"+body]++
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	lost := 0
+	r := killReport{confirmed: len(confirmed), acked: len(acked), found: len(found), stream: load.stream}
+	if load.stream {
+		acked = nil // a stream keeps what its consumers acked
+	}
 	for body := range confirmed {
 		queues := []string{"crash-q"}
 		if isFanout(body) {
@@ -177,36 +294,30 @@ func TestKillDuringPublishingLosesNoConfirmedMessage(t *testing.T) {
 				continue // consumed: gone or back, both allowed here
 			}
 			if found[q+"/"+body] == 0 {
-				lost++
-				if lost < 10 {
-					t.Errorf("confirmed message %s lost from %s", body, q)
+				if r.lost++; r.lost < 10 {
+					r.examples = append(r.examples, fmt.Sprintf("confirmed message %s lost from %s", body, q))
 				}
 			}
 		}
 	}
-	if lost > 0 {
-		t.Fatalf("%d confirmed messages lost of %d", lost, len(confirmed))
-	}
-	back, recent := 0, 0
 	for body, at := range acked {
+		old := !at.IsZero() && kills[ackRound[body]].Sub(at) >= ackSettleTime
+		if old {
+			r.settled++
+		}
 		if found["crash-q/"+body] == 0 {
 			continue
 		}
-		if at.IsZero() || kills[ackRound[body]].Sub(at) < ackSettleTime {
-			recent++
+		if !old {
+			r.recent++
 			continue
 		}
-		back++
-		if back < 10 {
-			t.Errorf("message %s came back after a kill %v after the broker processed its ack",
-				body, kills[ackRound[body]].Sub(at).Round(time.Millisecond))
+		if r.back++; r.back < 10 {
+			r.examples = append(r.examples, fmt.Sprintf("message %s came back after a kill %v after the broker processed its ack",
+				body, kills[ackRound[body]].Sub(at).Round(time.Millisecond)))
 		}
 	}
-	if back > 0 {
-		t.Fatalf("%d acked messages came back", back)
-	}
-	t.Logf("%d confirmed messages, all found unless acked; %d acked, %d of them acked just before a kill and back; %d messages in all",
-		len(confirmed), len(acked), recent, len(found))
+	return r
 }
 
 // TestKillTwoSecondsAfterAcksBringsNoneBack acks every message of a durable

@@ -80,6 +80,27 @@ func getAll(t *testing.T, ch *amqp.Channel, q string) []amqp.Delivery {
 	}
 }
 
+// drainBodies consumes every message queue q holds (as a passive declare
+// counts them) with automatic acks, and returns their bodies: for
+// queues too deep to empty one basic.get at a time.
+func drainBodies(t *testing.T, ch *amqp.Channel, q string) []string {
+	t.Helper()
+	n := queueDepth(t, ch, q)
+	deliveries := consume(t, ch, q, true)
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, string(receive(t, deliveries).Body))
+	}
+	return out
+}
+
+// streamBodies reads every message stream q holds (as a passive declare
+// counts them), from the first, and returns their bodies.
+func streamBodies(t *testing.T, ch *amqp.Channel, q string) []string {
+	t.Helper()
+	return readStreamOn(t, ch, q, q, queueDepth(t, ch, q))
+}
+
 func TestPersistentMessagesSurviveRestart(t *testing.T) {
 	skipReference(t)
 	dir := t.TempDir()
