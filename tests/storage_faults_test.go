@@ -358,3 +358,175 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Logf("after the restart %d messages left; every confirmed message accounted for", len(left))
 }
+
+// TestFullDiskQuorumQueueAndStream is the report's scenario for the
+// queues whose messages live in a Raft log: a quorum queue (and a stream)
+// filled with 8 KiB persistent messages on a 300 MB tmpfs until the disk
+// alarm blocks the publisher, a kill -9, a restart, and a drain of every
+// confirmed message, which must not fill the disk nor stop the group;
+// then the disk filled to the last byte, a kill -9, a start that waits,
+// the tmpfs enlarged, and the store opens with what it held.
+func TestFullDiskQuorumQueueAndStream(t *testing.T) {
+	skipReference(t)
+	for _, c := range []struct {
+		name string
+		args amqp.Table
+	}{{"quorum", quorumArgs}, {"stream", streamArgs}} {
+		t.Run(c.name, func(t *testing.T) {
+			mnt := mountTmpfs(t, "300m")
+			data := filepath.Join(mnt, "data")
+			const limit = "[resources]\ndisk_free_limit = \"50MB\"\n"
+			p := startProcessWith(t, data, limit)
+			confirmed := fillUntilBlocked(t, p, mnt, "full-"+c.name, c.args, 8<<10)
+			p.stop(syscall.SIGKILL)
+
+			p = startProcessWith(t, data, limit)
+			_, ch := dialProcess(t, p)
+			var bodies []string
+			if c.name == "stream" {
+				bodies = streamBodies(t, ch, "full-"+c.name)
+			} else {
+				bodies = drainBodies(t, ch, "full-"+c.name)
+			}
+			got := map[int]bool{}
+			for _, b := range bodies {
+				var i int
+				fmt.Sscanf(b[:8], "%d", &i)
+				got[i] = true
+			}
+			for i := range confirmed {
+				if !got[i] {
+					t.Errorf("confirmed message %d lost", i)
+				}
+			}
+			free := freeBytes(t, mnt)
+			t.Logf("after the restart, drained %d of %d confirmed; %d MB free", len(got), len(confirmed), free/1e6)
+			for _, bad := range []string{"no space left", "cannot persist", "panic", "its log keeps growing"} {
+				if strings.Contains(p.logText(), bad) {
+					t.Fatalf("the drain failed or wrote without bound (%q in the log)", bad)
+				}
+			}
+			if free < 25e6 {
+				t.Errorf("the drain let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
+			}
+			p.stop(syscall.SIGKILL)
+
+			// The disk filled to the last byte: the start waits; once the
+			// tmpfs is enlarged, the store opens.
+			fillDisk(t, mnt)
+			p, ready := launchProcess(t, data, limit)
+			select {
+			case <-ready:
+				t.Fatal("started on a full disk")
+			case <-p.exited:
+				t.Fatalf("exited on a full disk:\n%s", p.logText())
+			case <-time.After(3 * time.Second):
+			}
+			if out, err := exec.Command("mount", "-o", "remount,size=400m", mnt).CombinedOutput(); err != nil {
+				t.Fatalf("enlarging the tmpfs: %v %s", err, out)
+			}
+			select {
+			case <-ready:
+			case <-p.exited:
+				t.Fatalf("exited:\n%s", p.logText())
+			case <-time.After(30 * time.Second):
+				t.Fatalf("did not start once the disk was enlarged:\n%s", p.logText())
+			}
+			_, ch = dialProcess(t, p)
+			if _, err := ch.QueueDeclarePassive("full-"+c.name, true, false, false, false, c.args); err != nil {
+				t.Fatalf("the queue after the store opened: %v", err)
+			}
+		})
+	}
+}
+
+// fillUntilBlocked publishes incompressible numbered messages of size
+// bytes with confirms to a queue declared with args, until the broker
+// blocks the connection; it cuts the connection then and returns which
+// were confirmed.
+func fillUntilBlocked(t *testing.T, p *process, mnt, queue string, args amqp.Table, size int) map[int]bool {
+	t.Helper()
+	var sock net.Conn
+	c, err := amqp.DialConfig(p.url(), amqp.Config{Dial: func(network, addr string) (net.Conn, error) {
+		conn, err := net.Dial(network, addr)
+		sock = conn
+		return conn, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 4))
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, args); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewSource(1))
+	published := make(chan int, 1)
+	confirmCtx, dropConfirms := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	confirmed := map[int]bool{}
+	var confirms sync.WaitGroup
+	go func() {
+		i := 0
+		defer func() { published <- i }()
+		for ; ; i++ {
+			b := make([]byte, size)
+			rnd.Read(b)
+			copy(b, fmt.Sprintf("%08d", i))
+			dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, false, false,
+				amqp.Publishing{DeliveryMode: amqp.Persistent, Body: b})
+			if err != nil {
+				return
+			}
+			confirms.Add(1)
+			go func(i int) {
+				defer confirms.Done()
+				if ok, err := dc.WaitContext(confirmCtx); err == nil && ok {
+					mu.Lock()
+					confirmed[i] = true
+					mu.Unlock()
+				}
+			}(i)
+		}
+	}()
+	select {
+	case b := <-blocked:
+		if !b.Active {
+			t.Fatalf("unblocked before being blocked: %+v", b)
+		}
+		t.Logf("blocked (%s) with %d MB free", b.Reason, freeBytes(t, mnt)/1e6)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no connection.blocked; %d MB free", freeBytes(t, mnt)/1e6)
+	}
+	sock.Close()
+	n := <-published
+	dropConfirms()
+	confirms.Wait()
+	t.Logf("%d published, %d confirmed; %d MB free", n, len(confirmed), freeBytes(t, mnt)/1e6)
+	return confirmed
+}
+
+// fillDisk fills the filesystem at mnt to the last byte.
+func fillDisk(t *testing.T, mnt string) {
+	t.Helper()
+	filler, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filler.Close()
+	chunk := make([]byte, 1<<20)
+	for _, size := range []int{1 << 20, 64 << 10, 4 << 10, 1} {
+		for {
+			if _, err := filler.Write(chunk[:size]); err != nil {
+				break
+			}
+		}
+	}
+	t.Logf("filled: %d bytes free", freeBytes(t, mnt))
+}

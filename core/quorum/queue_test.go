@@ -278,3 +278,64 @@ func TestQueueReplayEndsEarlierRunsLearnedLate(t *testing.T) {
 	afterLog.mu.Unlock()
 	waitFor(t, func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
 }
+
+// TestSnapshotLeavesBodiesInTheLog: a snapshot costs the queue's
+// bookkeeping, not its bodies, which the log holds; restored from the
+// log, the queue has them all, and completed for a member without the
+// log, the snapshot carries them.
+func TestSnapshotLeavesBodiesInTheLog(t *testing.T) {
+	q, l := newTestQueue(t, DefaultConfig(), nil)
+	const n, size = 1000, 8 << 10
+	body := make([]byte, size)
+	for i := range n {
+		copy(body, fmt.Sprintf("%08d", i))
+		m, err := message.New("", "q", 0, nil, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		q.Enqueue(m, func(err error) { errc <- err })
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := q.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap) > n*64 {
+		t.Fatalf("a snapshot of %d messages of %d bytes takes %d bytes: it copies the bodies", n, size, len(snap))
+	}
+	if q.OldestNeeded() != 1 {
+		t.Fatalf("the oldest entry the snapshot needs is %d, want 1", q.OldestNeeded())
+	}
+	check := func(what string, r *Queue) {
+		t.Helper()
+		for i := range n {
+			d, _, ok := r.Get(true)
+			if !ok || string(d.Entry.Msg.Body[:8]) != fmt.Sprintf("%08d", i) || len(d.Entry.Msg.Body) != size {
+				t.Fatalf("%s: message %d: %v %q", what, i, ok, d.Entry.Msg.Body[:min(8, len(d.Entry.Msg.Body))])
+			}
+		}
+	}
+	restarted, _ := newTestQueue(t, DefaultConfig(), nil)
+	if err := restarted.RestoreFrom(uint64(n), snap, l.read); err != nil {
+		t.Fatal(err)
+	}
+	check("restored from the log", restarted)
+	complete, err := q.Complete(uint64(n), snap, l.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(complete) < n*size {
+		t.Fatalf("a completed snapshot takes %d bytes, less than its bodies", len(complete))
+	}
+	newMember, _ := newTestQueue(t, DefaultConfig(), nil)
+	if err := newMember.Restore(uint64(n), complete); err != nil {
+		t.Fatal(err)
+	}
+	check("restored from a completed snapshot", newMember)
+	if err := newMember.Restore(uint64(n), snap); err == nil {
+		t.Fatal("a snapshot that refers to the log restored without it")
+	}
+}
