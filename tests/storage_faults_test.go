@@ -171,87 +171,16 @@ func TestFullDisk(t *testing.T) {
 	mnt := mountTmpfs(t, "300m")
 	data := filepath.Join(mnt, "data")
 	p := startProcessWith(t, data, "[resources]\ndisk_free_limit = \"50MB\"\n")
-
-	// The publisher's socket, to cut it: once blocked, the client's own
-	// Close would wait behind a publish stuck in a full socket.
-	var sock net.Conn
-	c, err := amqp.DialConfig(p.url(), amqp.Config{Dial: func(network, addr string) (net.Conn, error) {
-		conn, err := net.Dial(network, addr)
-		sock = conn
-		return conn, err
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 4))
-	ch, err := c.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare("full-q", true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	// Incompressible 64 KiB bodies, numbered, published with confirms until
-	// the broker says the connection is blocked.
-	const bodySize = 64 << 10
-	rnd := rand.New(rand.NewSource(1))
-	bodyOf := func(i int) []byte {
-		b := make([]byte, bodySize)
-		rnd.Read(b)
-		copy(b, fmt.Sprintf("%08d", i))
-		return b
-	}
-	published := make(chan int, 1)
-	// Confirms not in when the connection closes are dropped with it.
-	confirmCtx, dropConfirms := context.WithCancel(context.Background())
-	var confirmedMu sync.Mutex
-	confirmed := map[int]bool{}
-	var confirms sync.WaitGroup
-	go func() {
-		i := 0
-		defer func() { published <- i }()
-		for ; ; i++ {
-			dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", "full-q", false, false,
-				amqp.Publishing{DeliveryMode: amqp.Persistent, Body: bodyOf(i)})
-			if err != nil {
-				return
-			}
-			confirms.Add(1)
-			go func(i int) {
-				defer confirms.Done()
-				if ok, err := dc.WaitContext(confirmCtx); err == nil && ok {
-					confirmedMu.Lock()
-					confirmed[i] = true
-					confirmedMu.Unlock()
-				}
-			}(i)
-		}
-	}()
-	select {
-	case b := <-blocked:
-		if !b.Active {
-			t.Fatalf("unblocked before being blocked: %+v", b)
-		}
-		t.Logf("blocked (%s) with %d MB free", b.Reason, freeBytes(t, mnt)/1e6)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("no connection.blocked; %d MB free", freeBytes(t, mnt)/1e6)
-	}
+	// Incompressible 64 KiB bodies, published with confirms until the
+	// broker blocks the connection, which is then cut: the messages not
+	// yet confirmed go with it.
+	confirmed := fillUntilBlocked(t, p, mnt, "full-q", nil, 64<<10)
 	// The alarm fires at the limit plus the store's reserve; a compaction
 	// writing its output before deleting its input may dip into the limit,
 	// which is what the limit is for, but not far.
 	if free := freeBytes(t, mnt); free < 25e6 {
 		t.Errorf("the alarm let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
 	}
-	// The publisher is held; its connection goes, and with it the
-	// messages not yet confirmed.
-	sock.Close()
-	n := <-published
-	dropConfirms()
-	confirms.Wait()
-	t.Logf("%d published, %d confirmed; %d MB free", n, len(confirmed), freeBytes(t, mnt)/1e6)
 	for _, bad := range []string{"no space left", "commit failed", "panic", "writes held"} {
 		if strings.Contains(p.logText(), bad) {
 			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
@@ -259,7 +188,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	// A consumer drains all but the last 100 confirmed messages, acking.
-	_, ch = dialProcess(t, p)
+	_, ch := dialProcess(t, p)
 	keep := 100
 	got := map[int]bool{}
 	for len(got) < len(confirmed)-keep {
@@ -296,25 +225,7 @@ func TestFullDisk(t *testing.T) {
 	<-p.exited
 
 	// Fill the disk to the last byte and start again.
-	filler, err := os.Create(filepath.Join(mnt, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<20)
-	for {
-		if _, err := filler.Write(chunk); err != nil {
-			break
-		}
-	}
-	for _, size := range []int{64 << 10, 4 << 10, 1} {
-		for {
-			if _, err := filler.Write(chunk[:size]); err != nil {
-				break
-			}
-		}
-	}
-	filler.Close()
-	t.Logf("filled: %d bytes free", freeBytes(t, mnt))
+	fillDisk(t, mnt)
 	p, ready := launchProcess(t, data, "")
 	// Let it try for a while: it must neither start nor spin nor flood
 	// the log.
