@@ -768,11 +768,15 @@ type Forwarding struct {
 
 // Then calls fn once every node has answered: with nil when every queue
 // took the message (and stored it, when it is persistent), else with the
-// first failure. It is called at most once per Forwarding.
+// first failure. Functions given by several calls run in the order given.
 func (f *Forwarding) Then(fn func(error)) {
 	f.mu.Lock()
 	if f.n > 0 {
-		f.then = fn
+		if prev := f.then; prev != nil {
+			f.then = func(err error) { prev(err); fn(err) }
+		} else {
+			f.then = fn
+		}
 		f.mu.Unlock()
 		return
 	}
