@@ -66,8 +66,11 @@ func (a *api) connectionView(ci conn.ConnInfo, node string) connectionJSON {
 	host, port := splitAddr(ci.Local)
 	peer, peerPort := splitAddr(ci.Peer)
 	state := "running"
-	if ci.Blocked {
+	switch {
+	case ci.Blocked:
 		state = "blocked"
+	case ci.Flow:
+		state = "flow"
 	}
 	return connectionJSON{
 		AuthMechanism: "PLAIN", ChannelMax: int(ci.ChannelMax), Channels: ci.Channels,
@@ -188,7 +191,7 @@ type connDetails struct {
 func channelView(ch conn.ChannelInfo, node string) channelJSON {
 	peer, port := splitAddr(ch.Conn.Peer)
 	state := "running"
-	if ch.Conn.Blocked {
+	if ch.Conn.Blocked || ch.Conn.Flow {
 		state = "flow"
 	}
 	return channelJSON{

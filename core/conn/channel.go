@@ -23,6 +23,7 @@ type channel struct {
 	pub       publishing
 	router    vhost.Router
 	confirm   confirms
+	flow      flowCount    // publishes logs have not answered yet (flow.go)
 	synced    []uint64     // this run's stored publishes, confirmed after a sync (confirms.go)
 	tx        *transaction // nil unless tx.select was seen
 	lastQueue string       // the last queue declared, for methods that name none

@@ -70,6 +70,10 @@ type Conn struct {
 	// blocked is set while the reader waits out a resource alarm; the
 	// heartbeat monitor does not count that time against the client.
 	blocked atomic.Bool
+	// flowing is set while the reader waits for a channel's publishes to
+	// be answered (flow.go); flowWake tells it an answer came.
+	flowing  atomic.Bool
+	flowWake chan struct{}
 
 	hbStart    chan time.Duration
 	writerDone chan struct{}
@@ -108,6 +112,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 		hbStart:    make(chan time.Duration, 1),
 		writerDone: make(chan struct{}),
 		stop:       make(chan struct{}),
+		flowWake:   make(chan struct{}, 1),
 		consumers:  make(map[*consumer]struct{}),
 		frameMax:   s.Limits.FrameMax,
 		channelMax: s.Limits.ChannelMax,
@@ -499,7 +504,7 @@ func (c *Conn) heartbeatTick(hb *heartbeatMonitor) (dead bool) {
 		}
 		c.out.end(b)
 	}
-	if r := c.reads.Load(); r != hb.lastReads || c.blocked.Load() {
+	if r := c.reads.Load(); r != hb.lastReads || c.blocked.Load() || c.flowing.Load() {
 		hb.lastReads, hb.quietReads = r, 0
 		return false
 	}

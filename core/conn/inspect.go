@@ -35,6 +35,7 @@ type ConnInfo struct {
 	FrameMax    uint32
 	ChannelMax  uint16
 	Blocked     bool // held by a resource alarm right now
+	Flow        bool // held until its publishes are answered (flow.go)
 	Stats       stats.Values
 	Rates       stats.Rates
 	// Socket traffic: bytes and reads received, bytes and writes sent,
@@ -124,7 +125,7 @@ func (c *Conn) info() ConnInfo {
 	ci := ConnInfo{
 		ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since,
 		Peer: c.nc.RemoteAddr().String(), Local: c.nc.LocalAddr().String(),
-		Blocked: c.blocked.Load(),
+		Blocked: c.blocked.Load(), Flow: c.flowing.Load(),
 	}
 	_, ci.TLS = c.nc.(*tls.Conn)
 	if o := c.opened.Load(); o != nil {

@@ -223,6 +223,9 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 	default:
 		ch.count(stats.DropUnroutable, 1)
 	}
+	if out.Forwarded != nil {
+		ch.holdFlow(int64(m.Size()), out.Forwarded)
+	}
 	// Every queue that kept the message, and every write of it, holds it
 	// now: the publisher's hold ends.
 	m.Release()
@@ -247,7 +250,7 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 			ch.confirm.settle(seq, true)
 		}
 	}
-	return out, nil
+	return out, ch.waitForFlow()
 }
 
 // basicReturn sends an unroutable message back to its publisher.
