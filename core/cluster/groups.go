@@ -214,9 +214,11 @@ type Group struct {
 	stopped bool // guarded by host.mu
 
 	// recovered is closed once the member has applied what its log had
-	// committed when it started (replayed is that index).
-	recovered chan struct{}
-	replayed  uint64
+	// committed when it started (replayed is that index), and, in a
+	// group of which it is the only voter, all its log held (lastAtStart).
+	recovered   chan struct{}
+	replayed    uint64
+	lastAtStart uint64
 }
 
 type proposal struct {
@@ -345,10 +347,12 @@ func (g *Group) init() error {
 	// index) is at or past the saved commit: a member applies entries
 	// while it saves the next ones, so it may have applied, and
 	// snapshotted, past the commit its last saved hard state records.
-	g.replayed = hs.GetCommit()
+	g.replayed, g.lastAtStart = hs.GetCommit(), last
 	if g.replayed <= g.applied {
 		g.replayed = 0
-		close(g.recovered)
+		if !g.waitsForTail() {
+			close(g.recovered)
+		}
 	}
 	rn, err := raft.NewRawNode(rc)
 	if err != nil {
@@ -373,8 +377,23 @@ func (g *Group) init() error {
 		// Raft refuses to campaign before the first configuration is
 		// applied: the loop does it then (see process).
 		g.campaign = cfg.Campaign || len(cfg.Members) == 1
+	} else if g.soleVoter() {
+		// Restarted with its configuration in the snapshot: it may
+		// stand at once (see handle) rather than after the entries it
+		// replays, of which there may be none.
+		g.checked, g.campaign = true, true
 	}
 	return nil
+}
+
+// soleVoter says the member's configuration, as far as it is known, has
+// this node as its only voter.
+func (g *Group) soleVoter() bool {
+	if g.conf == nil {
+		return false
+	}
+	v := g.conf.GetVoters()
+	return len(v) == 1 && v[0] == g.host.self && len(g.conf.GetLearners()) == 0
 }
 
 // readEntries is the EntryReader over the group's log: the entries from
@@ -432,9 +451,29 @@ func (g *Group) completeSnapshots(rd *raft.Ready) {
 // ID is the group's id.
 func (g *Group) ID() uint64 { return g.id }
 
+// waitsForTail says whether a member that has applied what its saved
+// hard state called committed must also wait for the rest of its log,
+// and if so makes that the index replayed waits for. A leader saves the
+// commit index a round after the entries it covers, so a group's log
+// ends, after a kill, with entries that were committed (and answered:
+// publishes confirmed) but are not known to be until a leader commits
+// them again. A group whose only voter is this member will commit every
+// one of them once it has elected itself, so the member is recovered
+// only then: before, a client would find the queue short of messages
+// that come back a moment later. In a group of several, a new leader
+// may drop them, and the member does not wait.
+func (g *Group) waitsForTail() bool {
+	if g.lastAtStart <= g.applied || !g.soleVoter() {
+		return false
+	}
+	g.replayed = g.lastAtStart
+	return true
+}
+
 // Recovered is closed once the member has applied everything its log
-// held committed when it started: its machine is then as it was when the
-// member last stopped, or further on.
+// held committed when it started (in a group of which it is the only
+// voter, everything its log held): its machine is then as it was when
+// the member last stopped, or further on.
 func (g *Group) Recovered() <-chan struct{} { return g.recovered }
 
 // Propose replicates cmd; done gets the index it was applied at on this
@@ -757,6 +796,10 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 	switch {
 	case in.start:
 		live[g.id] = g
+		if g.campaign && g.conf != nil {
+			g.campaign = false
+			_ = g.rn.Campaign()
+		}
 	case in.status != nil && live[g.id] != g:
 		in.status <- GroupStatus{ID: g.id, Role: "stopped"}
 		return
@@ -1072,7 +1115,9 @@ func (g *Group) ready(rd raft.Ready) error {
 	}
 	if g.replayed > 0 && g.applied >= g.replayed {
 		g.replayed = 0
-		close(g.recovered)
+		if !g.waitsForTail() {
+			close(g.recovered)
+		}
 	}
 	// A group of one, restarted, elects itself as soon as its
 	// configuration is rebuilt rather than after an election timeout.

@@ -410,8 +410,27 @@ func TestGroupBatchesProposals(t *testing.T) {
 // the commit; the group starts, and applies nothing twice.
 func TestGroupRestartsWithSnapshotPastSavedCommit(t *testing.T) {
 	dir := t.TempDir()
+	want := runThenSaveCommit(t, dir, 43, func(snap, first, last uint64) (uint64, bool) {
+		// The crash: the hard state saved before the snapshot's
+		// entries were committed.
+		return snap - 1, snap > first
+	})
 	st := openStore(t, dir)
-	h, g, m, log := startGroupOfOne(t, st, 43)
+	defer st.Close()
+	h, g, m, _ := startGroupOfOne(t, st, 43)
+	defer h.Stop()
+	proposeAfterRestart(t, g, m, want)
+}
+
+// runThenSaveCommit runs group id of one on a store in dir, proposes 30
+// commands, stops, and saves the commit index at(snapshot index, first
+// and last index of the log) says, as a crash can leave it; ok false
+// means the log is not as the test needs. It returns the commands.
+func runThenSaveCommit(t *testing.T, dir string, id uint64, at func(snap, first, last uint64) (commit uint64, ok bool)) []string {
+	t.Helper()
+	st := openStore(t, dir)
+	defer st.Close()
+	h, g, _, log := startGroupOfOne(t, st, id)
 	var want []string
 	for i := range 30 {
 		cmd := fmt.Sprintf("c%d", i)
@@ -433,23 +452,57 @@ func TestGroupRestartsWithSnapshotPastSavedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := snap.GetMetadata().GetIndex()
-	if at == 0 || at <= first {
-		t.Fatalf("snapshot at %d, log from %d: the test needs a snapshot above the log's start", at, first)
+	last, err := log.LastIndex()
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The crash: the hard state saved before the snapshot's entries were
-	// committed.
-	hs.Commit = proto.Uint64(at - 1)
+	commit, ok := at(snap.GetMetadata().GetIndex(), first, last)
+	if !ok || commit >= hs.GetCommit() {
+		t.Fatalf("saved commit %d, snapshot at %d, log from %d to %d: the test needs another log", hs.GetCommit(), snap.GetMetadata().GetIndex(), first, last)
+	}
+	hs.Commit = proto.Uint64(commit)
 	if err := log.Save(hs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	st.Close()
+	return want
+}
 
-	st = openStore(t, dir)
-	defer st.Close()
-	h, g, m, _ = startGroupOfOne(t, st, 43)
-	defer h.Stop()
-	proposeAfterRestart(t, g, m, want)
+// A leader saves the commit index a round after the entries it covers,
+// so a kill can leave a group's log with entries past the saved commit
+// that were committed and answered. A group of one commits them again
+// once it leads; its member is recovered only when it has applied them
+// (a quorum queue would otherwise answer its first clients short of
+// messages it had confirmed), whether the saved commit is past its
+// snapshot or at it.
+func TestGroupOfOneRecoversThePastCommitTail(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		commit func(snap, last uint64) uint64
+	}{
+		{"commit at the snapshot", func(snap, last uint64) uint64 { return snap }},
+		{"commit past the snapshot", func(snap, last uint64) uint64 { return max(snap+1, last-3) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := runThenSaveCommit(t, dir, 44, func(snap, _, last uint64) (uint64, bool) {
+				commit := c.commit(snap, last)
+				return commit, commit < last
+			})
+			st := openStore(t, dir)
+			defer st.Close()
+			h, g, m, _ := startGroupOfOne(t, st, 44)
+			defer h.Stop()
+			select {
+			case <-g.Recovered():
+			case <-time.After(20 * time.Second):
+				t.Fatal("not recovered after 20 s")
+			}
+			if got := m.commands(); !slices.Equal(got, want) {
+				t.Fatalf("recovered with %q applied, want %q", got, want)
+			}
+			proposeAfterRestart(t, g, m, want)
+		})
+	}
 }
 
 // proposeAfterRestart proposes once more to a restarted group and checks
