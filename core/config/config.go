@@ -189,8 +189,8 @@ type Plugins struct {
 // Default returns the configuration used for every setting the file omits.
 func Default() Config {
 	return Config{
-		Log:   Log{Level: "info", Format: "auto"},
-		AMQP:  AMQP{Listen: Addrs{"127.0.0.1:5672"}},
+		Log:  Log{Level: "info", Format: "auto"},
+		AMQP: AMQP{Listen: Addrs{"127.0.0.1:5672"}},
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
 			MaxBodySize: defaultMaxBodySize},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
