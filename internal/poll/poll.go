@@ -1,0 +1,27 @@
+// Package poll is the tests' one way to wait for a condition: every wait
+// has a deadline and says what it waited for, so a test that waits for
+// something that never comes fails with a reason instead of hanging
+// (nats-server's checkFor). It waits for conditions only; a test of an
+// order records the events and checks their order instead.
+package poll
+
+import (
+	"testing"
+	"time"
+)
+
+// Every is how often a condition is asked again.
+const Every = 5 * time.Millisecond
+
+// Until asks cond every Every until it holds, and fails t if it still
+// does not after within, naming what it waited for.
+func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s; it did not come", within, what)
+		}
+		time.Sleep(Every)
+	}
+}
