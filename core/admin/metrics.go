@@ -54,6 +54,7 @@ var (
 	clusterMembers  = desc("warren_cluster_members", "Nodes in the cluster's configuration.")
 	clusterMemberUp = desc("warren_cluster_member_up", "1 if this node has heard from the node lately (itself: always).", "node")
 	clusterPeerRTT  = desc("warren_cluster_peer_rtt_seconds", "The last round trip this node measured to another node.", "node")
+	clusterUnseen   = desc("warren_cluster_changes_unseen_total", "Definition changes this node answered before the node had applied them (it was heard from but did not apply within 5 s).", "node")
 	raftLeader      = desc("warren_raft_is_leader", "1 if this node leads the metadata Raft group.")
 	raftTerm        = desc("warren_raft_term", "The metadata Raft group's current term, as this node knows it.")
 	raftCommit      = desc("warren_raft_commit_index", "The last metadata log index this node knows committed.")
@@ -165,6 +166,9 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			flag(clusterMemberUp, m.Alive, m.Name)
 			if m.Latency > 0 {
 				gauge(clusterPeerRTT, m.Latency.Seconds(), m.Name)
+			}
+			if m.ID != st.ID {
+				counter(clusterUnseen, m.Unseen, m.Name)
 			}
 		}
 		flag(raftLeader, st.Role == "leader")

@@ -4,10 +4,18 @@
 //
 // What it replicates is a StateMachine of the caller's: commands are
 // opaque bytes, applied in log order on every node; Propose returns once
-// its command is committed by a majority and applied on the proposing node,
-// with the state machine's answer. A node never answers a change it has
-// not committed: without a majority, Propose returns ErrNoQuorum when its
-// context ends. Reads are served locally, from what the node has applied;
+// its command is committed by a majority and applied on the proposing
+// node and on every other member it has heard from lately, with the state
+// machine's answer. A node never answers a change it has not committed:
+// without a majority, Propose returns ErrNoQuorum when its context ends.
+// Waiting for the others makes the topology read-your-writes across the
+// cluster, as RabbitMQ's changes are: a client that declares through one
+// node and publishes through another finds the queue there. Each node
+// tells every peer its applied index as it moves (and with every ping);
+// a member that is heard from but does not apply a change within
+// Config.SeenWithin (5 s) is waited for no longer, and is logged and
+// counted (Member.Unseen). A member whose process is known gone (its
+// address refuses connections) is not waited for at all. Reads are served locally, from what the node has applied;
 // Barrier (Raft's read index, which writes nothing) first brings the node
 // up to what the leader had committed, for a read that must see a change
 // made through another node a moment ago.

@@ -98,18 +98,23 @@ type Config struct {
 	// many entries behind the snapshot stay in the log; 0 means 1,000.
 	SnapshotEvery     uint64
 	KeepAfterSnapshot uint64
+	// SeenWithin bounds how long a change waits for the other members
+	// to apply it (Propose); 0 means 5 s.
+	SeenWithin time.Duration
 }
 
 // Member is a node of the cluster. In a Status, Alive says whether this
-// node has heard from it in the last few seconds (always true of itself)
-// and Latency is the last round trip measured to it (0: none yet, or
-// itself).
+// node has heard from it in the last few seconds (always true of itself),
+// Latency is the last round trip measured to it (0: none yet, or
+// itself), and Unseen counts the changes this node answered before the
+// member had applied them (Propose).
 type Member struct {
 	ID      uint64
 	Name    string
 	Addr    string
 	Alive   bool
 	Latency time.Duration
+	Unseen  uint64
 }
 
 // NodeID is the Raft id of the node named name: a hash, so that every
@@ -138,12 +143,19 @@ type Node struct {
 
 	mu       sync.Mutex
 	members  map[uint64]Member
-	waiters  map[uint64]chan error   // by proposal sequence
+	waiters  map[uint64]chan answer  // by proposal sequence
 	reads    map[uint64]*pendingRead // Barrier's read-index requests, by sequence
 	seq      uint64
 	status   Status
 	joined   chan struct{} // closed once this node is in the configuration
 	isJoined bool
+	// peerApplied is the metadata index each peer said it has applied;
+	// appliedMoved is closed (and replaced) when one says more. unseen
+	// counts, per peer, the changes it had not applied when this node
+	// answered them (seenWithin).
+	peerApplied  map[uint64]uint64
+	appliedMoved chan struct{}
+	unseen       map[uint64]uint64
 
 	stop chan struct{}
 	done chan struct{}
@@ -175,13 +187,17 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.KeepAfterSnapshot == 0 {
 		cfg.KeepAfterSnapshot = keepAfterSnap
 	}
+	if cfg.SeenWithin == 0 {
+		cfg.SeenWithin = seenWithin
+	}
 	id := NodeID(cfg.Name)
 	tr, err := newTransport(id, cfg.Listen, cfg.Secret, cfg.TLS, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, tr: tr, log: cfg.Logger.With().Str("component", "cluster").Logger(),
-		members: map[uint64]Member{}, waiters: map[uint64]chan error{}, reads: map[uint64]*pendingRead{}, joined: make(chan struct{}),
+		members: map[uint64]Member{}, waiters: map[uint64]chan answer{}, reads: map[uint64]*pendingRead{}, joined: make(chan struct{}),
+		peerApplied: map[uint64]uint64{}, appliedMoved: make(chan struct{}), unseen: map[uint64]uint64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Proposals are matched to their waiters by (node, seq) when they are
 	// applied. Entries a previous run of this node proposed may be applied
@@ -206,6 +222,7 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	tr.onJoin = n.handleJoin
+	tr.onApplied = n.peerApplies
 	if cfg.OnCall != nil {
 		tr.onCall.Store(&cfg.OnCall)
 	}
@@ -396,7 +413,8 @@ func (n *Node) changeConf(ctx context.Context, req joinRequest) error {
 		n.unwait(seq)
 		return ErrNoQuorum
 	}
-	return n.await(ctx, seq, ch)
+	_, err := n.await(ctx, seq, ch)
+	return err
 }
 
 // Members lists the cluster's nodes by name.
@@ -425,7 +443,11 @@ func (n *Node) Forget(ctx context.Context, name string) error {
 }
 
 // Propose replicates cmd and returns once it is committed and applied on
-// this node, with the state machine's answer to it.
+// this node, and on every other member it hears from (read your writes:
+// a declare answered through one node is there when the client publishes
+// through another), with the state machine's answer to it. A member that
+// has not applied it within Config.SeenWithin is waited for no longer:
+// it is logged, and counted in its Member's Unseen.
 func (n *Node) Propose(ctx context.Context, cmd []byte) error {
 	seq, ch := n.wait()
 	data := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, n.id), seq)
@@ -437,7 +459,67 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) error {
 		}
 		return ErrNoQuorum
 	}
-	return n.await(ctx, seq, ch)
+	a, err := n.await(ctx, seq, ch)
+	if err == nil && a.index > 0 {
+		n.awaitSeen(a.index)
+	}
+	return err
+}
+
+// seenWithin is Config.SeenWithin's default. A member alive but not
+// applying (paused, or replaying a long log) costs each change this much
+// until it is heard from no more (aliveWithin).
+const seenWithin = 5 * time.Second
+
+// awaitSeen waits until every other member this node has heard from
+// lately has applied index, or for Config.SeenWithin.
+func (n *Node) awaitSeen(index uint64) {
+	var timer *time.Timer
+	for {
+		n.mu.Lock()
+		var behind []uint64
+		for id := range n.members {
+			if id != n.id && n.peerApplied[id] < index {
+				behind = append(behind, id)
+			}
+		}
+		moved := n.appliedMoved
+		n.mu.Unlock()
+		// Transport.mu is a leaf: alive is asked with Node.mu released.
+		behind = slices.DeleteFunc(behind, func(id uint64) bool { return !n.tr.alive(id) })
+		if len(behind) == 0 {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(n.cfg.SeenWithin)
+			defer timer.Stop()
+		}
+		select {
+		case <-moved:
+		case <-timer.C:
+			n.mu.Lock()
+			for _, id := range behind {
+				n.unseen[id]++
+				n.log.Warn().Str("member", n.members[id].Name).Uint64("index", index).Uint64("applied", n.peerApplied[id]).
+					Dur("waited", n.cfg.SeenWithin).Msg("answering a change a member has not applied yet")
+			}
+			n.mu.Unlock()
+			return
+		case <-n.done:
+			return
+		}
+	}
+}
+
+// peerApplies records the metadata index a peer says it has applied.
+func (n *Node) peerApplies(from, index uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if index > n.peerApplied[from] {
+		n.peerApplied[from] = index
+		close(n.appliedMoved)
+		n.appliedMoved = make(chan struct{})
+	}
 }
 
 // pendingRead is a Barrier waiting for the leader's commit index, then
@@ -502,8 +584,15 @@ func (n *Node) readsAnswered(states []raft.ReadState, applied uint64) {
 	}
 }
 
-func (n *Node) wait() (uint64, chan error) {
-	ch := make(chan error, 1)
+// answer is what a proposer hears: the index its command was applied
+// at, and the state machine's answer.
+type answer struct {
+	index uint64
+	err   error
+}
+
+func (n *Node) wait() (uint64, chan answer) {
+	ch := make(chan answer, 1)
 	n.mu.Lock()
 	n.seq++
 	seq := n.seq
@@ -520,21 +609,21 @@ func (n *Node) unwait(seq uint64) {
 
 // await waits for a proposal's answer. A proposal whose context ends may
 // still be committed later: the caller cannot tell, and says so.
-func (n *Node) await(ctx context.Context, seq uint64, ch chan error) error {
+func (n *Node) await(ctx context.Context, seq uint64, ch chan answer) (answer, error) {
 	select {
-	case err := <-ch:
-		return err
+	case a := <-ch:
+		return a, a.err
 	case <-ctx.Done():
 		n.unwait(seq)
-		return ErrNoQuorum
+		return answer{}, ErrNoQuorum
 	case <-n.done:
 		n.unwait(seq)
-		return ErrStopped
+		return answer{}, ErrStopped
 	}
 }
 
 // answer hands a proposal's answer to its waiter, if it was proposed here.
-func (n *Node) answer(proposer, seq uint64, err error) {
+func (n *Node) answer(proposer, seq, index uint64, err error) {
 	if proposer != n.id {
 		return
 	}
@@ -543,7 +632,7 @@ func (n *Node) answer(proposer, seq uint64, err error) {
 	delete(n.waiters, seq)
 	n.mu.Unlock()
 	if ok {
-		ch <- err
+		ch <- answer{index, err}
 	}
 }
 
@@ -562,6 +651,11 @@ func (n *Node) Status() Status {
 	out.Term, out.Leader, out.Commit = st.GetTerm(), st.Lead, st.GetCommit()
 	out.Voters = len(st.Config.Voters.IDs())
 	out.Members = n.Members()
+	n.mu.Lock()
+	for i := range out.Members {
+		out.Members[i].Unseen = n.unseen[out.Members[i].ID]
+	}
+	n.mu.Unlock()
 	for i := range out.Members {
 		m := &out.Members[i]
 		m.Alive = m.ID == n.id || n.tr.alive(m.ID)
@@ -664,8 +758,12 @@ func (n *Node) run(campaign bool) {
 				applied = e.GetIndex()
 			}
 			n.mu.Lock()
+			moved := applied > n.status.Applied
 			n.status.Applied = applied
 			n.mu.Unlock()
+			if moved {
+				n.tr.sendApplied(applied)
+			}
 			n.readsAnswered(rd.ReadStates, applied)
 			// A cluster of one, restarted, elects itself as soon as its
 			// configuration is rebuilt rather than after a timeout.
@@ -716,7 +814,7 @@ func (n *Node) apply(e *raftpb.Entry) (*raftpb.ConfState, error) {
 		if errors.Is(err, ErrStopped) {
 			return nil, ErrStopped
 		}
-		n.answer(proposer, seq, err)
+		n.answer(proposer, seq, e.GetIndex(), err)
 	case raftpb.EntryConfChange:
 		cc := &raftpb.ConfChange{}
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
@@ -734,7 +832,7 @@ func (n *Node) apply(e *raftpb.Entry) (*raftpb.ConfState, error) {
 			return nil, ErrStopped
 		}
 		if err == nil {
-			n.answer(proposer, seq, nil)
+			n.answer(proposer, seq, e.GetIndex(), nil)
 		}
 		return cs, nil
 	}

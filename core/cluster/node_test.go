@@ -23,6 +23,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -55,9 +56,20 @@ type journal struct {
 	cmds    []string
 	closed  bool
 	refused int
+	// gate, when set, holds each command back until it is closed, and
+	// then calls applying.
+	gate     chan struct{}
+	applying func(cmd string)
 }
 
 func (j *journal) Apply(index uint64, cmd []byte) error {
+	j.mu.Lock()
+	gate, applying := j.gate, j.applying
+	j.mu.Unlock()
+	if gate != nil && cmd != nil {
+		<-gate
+		applying(string(cmd))
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -489,6 +501,66 @@ func TestOverTLS(t *testing.T) {
 // TestBarrier: after a Barrier a node has applied what was committed
 // before it, from any node, with nothing written to the log; a node cut
 // off from the majority cannot pass one.
+// TestProposeWaitsForEveryMemberToApply: a change is answered once every
+// member heard from has applied it, so a read through any node after
+// the answer sees it; a member that is heard from but does not apply is
+// waited for SeenWithin, then counted as having not seen the change.
+func TestProposeWaitsForEveryMemberToApply(t *testing.T) {
+	nodes := threeNodes(t, func(c *Config) { c.SeenWithin = 300 * time.Millisecond })
+	a, c := nodes[0], nodes[2]
+	var mu sync.Mutex
+	var events []string
+	event := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	gate := make(chan struct{})
+	c.state.mu.Lock()
+	c.state.gate, c.state.applying = gate, func(cmd string) { event("c applied " + cmd) }
+	c.state.mu.Unlock()
+	answered := make(chan error, 1)
+	go func() {
+		err := propose(t, a, "declare")
+		event("a answered declare")
+		answered <- err
+	}()
+	// a and b apply it at once; a's answer waits for c. The gate opens
+	// once a has applied it, so an answer that did not wait would come
+	// first.
+	poll.Until(t, 10*time.Second, "a to apply the change", func() bool { return slices.Contains(a.state.commands(), "declare") })
+	close(gate)
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := slices.Clone(events)
+	mu.Unlock()
+	if want := []string{"c applied declare", "a answered declare"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+
+	// c is heard from (its pings go on) but applies nothing.
+	c.state.mu.Lock()
+	c.state.gate = make(chan struct{})
+	held := c.state.gate
+	c.state.mu.Unlock()
+	t.Cleanup(func() { close(held) })
+	if err := propose(t, a, "while c is stuck"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range a.Status().Members {
+		if want := uint64(0); m.Name == "c" {
+			want = 1
+			if m.Unseen != want {
+				t.Fatalf("a counts %d changes c did not see, want %d", m.Unseen, want)
+			}
+		} else if m.Unseen != want {
+			t.Fatalf("a counts %d changes %s did not see", m.Unseen, m.Name)
+		}
+	}
+}
+
 func TestBarrier(t *testing.T) {
 	nodes := threeNodes(t, nil)
 	a, c := nodes[0], nodes[2]

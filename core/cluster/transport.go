@@ -41,8 +41,9 @@ import (
 //
 // Frames are a type byte, a big-endian uint32 length and a body: a Raft
 // message (protobuf) of the metadata group, one of another group (a
-// quorum queue's: its group id as a uvarint, then the message), or a join
-// request and its answer. Every group shares a peer's connection, so a
+// quorum queue's: its group id as a uvarint, then the message), a join
+// request and its answer, a ping, or the metadata index the sender has
+// applied. Every group shares a peer's connection, so a
 // flush carries the heartbeats of all the groups that have one due.
 //
 // Sending never blocks the node: each peer has a bounded queue drained by
@@ -61,6 +62,7 @@ const (
 	frameLeave     = 4
 	framePing      = 5 // keeps the peer's view of us fresh, and times the link (pingBody)
 	frameGroup     = 7 // a Raft message of a group other than the metadata's
+	frameApplied   = 8 // the metadata log index the sender has applied (uvarint)
 
 	// maxFrame bounds a frame: a metadata snapshot of a large broker
 	// (100,000 queues and bindings) is tens of megabytes.
@@ -94,6 +96,10 @@ type Transport struct {
 	// set before Serve.
 	deliver func(group uint64, m *raftpb.Message)
 	onJoin  func(ctx context.Context, req joinRequest) ([]Member, error)
+	// onApplied hears the metadata index a peer has applied; applied is
+	// this node's, told to every peer as it moves and with each ping.
+	onApplied func(from, index uint64)
+	applied   atomic.Uint64
 
 	mu      sync.Mutex
 	peers   map[uint64]*peer
@@ -120,6 +126,9 @@ type Transport struct {
 type outMsg struct {
 	group uint64
 	m     *raftpb.Message
+	// applied, in a message without m, is this node's applied index
+	// (frameApplied).
+	applied uint64
 }
 
 // peer is one destination and its sender goroutine.
@@ -225,6 +234,15 @@ func (t *Transport) receive(c net.Conn) {
 		switch typ {
 		case framePing:
 			t.pinged(from, body)
+		case frameApplied:
+			index, n := binary.Uvarint(body)
+			if n <= 0 {
+				t.log.Warn().Uint64("from", from).Msg("dropping a malformed applied index")
+				return
+			}
+			if t.onApplied != nil {
+				t.onApplied(from, index)
+			}
 		case frameCall:
 			t.serveCall(c, &wmu, slots, from, body)
 		case frameRaft, frameGroup:
@@ -294,6 +312,11 @@ func (t *Transport) lost(id uint64) {
 		c, err := net.DialTimeout("tcp", p.addr, dialTimeout)
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			t.log.Debug().Uint64("peer", id).Msg("a peer's connection ended and its address refuses connections: it is down")
+			// Down, not merely quiet: no longer alive until it is heard
+			// from again, so nothing waits for it (Node.awaitSeen).
+			t.mu.Lock()
+			delete(t.heard, id)
+			t.mu.Unlock()
 			t.dead(id)
 			return
 		}
@@ -465,14 +488,32 @@ func (t *Transport) send(group uint64, msgs []*raftpb.Message) {
 			continue
 		}
 		select {
-		case p.queue <- outMsg{group, m}:
+		case p.queue <- outMsg{group: group, m: m}:
 		default:
 			dropped = append(dropped, m)
 		}
 	}
 	t.mu.Unlock()
 	for _, m := range dropped {
-		t.failed(outMsg{group, m})
+		t.failed(outMsg{group: group, m: m})
+	}
+}
+
+// sendApplied tells every peer the metadata index this node has
+// applied. A peer whose queue is full misses it: the next one, or the
+// next ping, tells it.
+func (t *Transport) sendApplied(index uint64) {
+	t.applied.Store(index)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for _, p := range t.peers {
+		select {
+		case p.queue <- outMsg{applied: index}:
+		default:
+		}
 	}
 }
 
@@ -505,7 +546,11 @@ func (t *Transport) sendLoop(p *peer) {
 					continue
 				}
 			}
-			if err := writeFrameTo(w, framePing, t.pingBody(p.id)); err != nil || w.Flush() != nil {
+			err := writeFrameTo(w, framePing, t.pingBody(p.id))
+			if a := t.applied.Load(); err == nil && a > 0 {
+				err = writeFrameTo(w, frameApplied, binary.AppendUvarint(nil, a))
+			}
+			if err != nil || w.Flush() != nil {
 				t.untrack(c)
 				c, w = nil, nil
 			}
@@ -529,17 +574,22 @@ func (t *Transport) sendLoop(p *peer) {
 		groups := map[uint64]bool{}
 		var err error
 		for {
-			if m.m.GetType() == raftpb.MsgSnap {
-				snaps = append(snaps, m)
-			}
-			groups[m.group] = true
-			typ := byte(frameRaft)
-			buf = buf[:0]
-			if m.group != 0 {
-				typ, buf = frameGroup, binary.AppendUvarint(buf, m.group)
-			}
-			if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, m.m); err == nil {
-				err = writeFrameTo(w, typ, buf)
+			switch {
+			case m.m == nil:
+				err = writeFrameTo(w, frameApplied, binary.AppendUvarint(buf[:0], m.applied))
+			default:
+				if m.m.GetType() == raftpb.MsgSnap {
+					snaps = append(snaps, m)
+				}
+				groups[m.group] = true
+				typ := byte(frameRaft)
+				buf = buf[:0]
+				if m.group != 0 {
+					typ, buf = frameGroup, binary.AppendUvarint(buf, m.group)
+				}
+				if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, m.m); err == nil {
+					err = writeFrameTo(w, typ, buf)
+				}
 			}
 			if err != nil || len(p.queue) == 0 {
 				break
@@ -633,6 +683,9 @@ func (t *Transport) alive(id uint64) bool {
 
 // failed reports a message that could not be sent.
 func (t *Transport) failed(m outMsg) {
+	if m.m == nil {
+		return // an applied index: the next one, or the next ping, tells it
+	}
 	if m.m.GetType() == raftpb.MsgSnap {
 		t.snapshotSent(m.group, m.m.GetTo(), false)
 	}
