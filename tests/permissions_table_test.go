@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -502,19 +503,10 @@ var amqpRows = map[string]amqpRow{
 		return err
 	}},
 	"basic.publish": {opPublish, func(ch *amqp.Channel) error {
-		if err := ch.Publish(permExchange, "k", false, false, amqp.Publishing{Body: []byte("m")}); err != nil {
-			return err
-		}
-		// A refused publish closes the channel: the next call says so.
-		_, err := ch.QueueDeclarePassive(permQueue, false, false, false, false, nil)
-		return err
+		return publishThenAsk(ch, permExchange, "k")
 	}},
 	"basic.publish to the default exchange": {opPublishDefault, func(ch *amqp.Channel) error {
-		if err := ch.Publish("", permQueue, false, false, amqp.Publishing{Body: []byte("m")}); err != nil {
-			return err
-		}
-		_, err := ch.QueueDeclarePassive(permQueue, false, false, false, false, nil)
-		return err
+		return publishThenAsk(ch, "", permQueue)
 	}},
 
 	// Methods that touch no resource of the vhost: the connection's and
@@ -611,6 +603,30 @@ func runAMQPRows(t *testing.T, d permDoor) {
 			}
 		}
 	}
+}
+
+// publishThenAsk publishes and makes a synchronous call: a refused
+// publish closes the channel, and the error is the channel's close. The
+// close may come before the call is sent, which the client then answers
+// "channel/connection is not open" (504) itself: the reason is the one
+// the broker's close gave.
+func publishThenAsk(ch *amqp.Channel, exchange, key string) error {
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	if err := ch.Publish(exchange, key, false, false, amqp.Publishing{Body: []byte("m")}); err != nil {
+		return err
+	}
+	_, err := ch.QueueDeclarePassive(permQueue, false, false, false, false, nil)
+	if err == nil {
+		return nil
+	}
+	select {
+	case e := <-closed:
+		if e != nil {
+			return e
+		}
+	case <-time.After(10 * time.Second):
+	}
+	return err
 }
 
 // TestClusterAsksThePermissionsOfTheActingUser: users and permissions set
