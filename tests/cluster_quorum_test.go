@@ -200,6 +200,7 @@ func killLeaderRounds(t *testing.T, c *liveCluster, rounds int, drain bool) (los
 		waitUntil(t, "confirms before the kill", func() bool { return check.Report().Confirmed > before+200 })
 		victim := c.byName(leader)
 		killed := time.Now()
+		fault := check.AddFault(losscheck.Fault{Node: victim.addr, Kind: "kill", From: killed})
 		c.kill(victim)
 		waitUntil(t, "a new leader", func() bool {
 			l := leaderOf(c.live()[0], "qq-kills")
@@ -212,6 +213,7 @@ func killLeaderRounds(t *testing.T, c *liveCluster, rounds int, drain bool) (los
 		t.Logf("round %d: killed %s (leader), new leader after %v; so far %d published, %d confirmed, %d nacked, %d delivered",
 			round+1, leader, failovers[round].Round(time.Millisecond), r.Published, r.Confirmed, r.Nacked, r.Delivered)
 		c.restart(victim)
+		check.EndFault(fault, time.Now())
 	}
 	close(stop)
 	for deadline := time.Now().Add(20 * time.Second); drain && !check.Drained() && time.Now().Before(deadline); {

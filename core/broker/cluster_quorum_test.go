@@ -307,6 +307,7 @@ func TestClusterQuorumPartition(t *testing.T) {
 		}
 	}
 	cut(true)
+	fault := check.AddFault(losscheck.Fault{Node: losscheck.NodeOf(urls["n1"]), Kind: "partition", From: time.Now()})
 	time.Sleep(200 * time.Millisecond) // what n1 knew committed before the cut
 	minority := check.Confirms("minority")
 	waitLeader(t, []*clusterNode{n2, n3}, "split", "n1")
@@ -320,6 +321,7 @@ func TestClusterQuorumPartition(t *testing.T) {
 	}
 
 	cut(false)
+	check.EndFault(fault, time.Now())
 	close(stop)
 	for deadline := time.Now().Add(20 * time.Second); !check.Drained() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)

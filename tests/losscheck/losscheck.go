@@ -1,88 +1,225 @@
 // Package losscheck drives publishers and consumers against a broker whose
 // nodes fail, and records everything they see: every publish, confirm,
-// nack, delivery and ack. From that record it reports what a broker must
-// never do with a quorum queue:
+// nack, delivery and ack, with the node it went through and when. From
+// that record, and the faults the test says it caused, it reports what a
+// broker must never do with a replicated queue:
 //
-//   - lose a message it confirmed (confirmed, never delivered);
-//   - deliver a message again as new (redelivered flag unset) once a
-//     consumer acked it, or twice as new;
-//   - deliver a message nobody published.
+//   - Lost: a message confirmed and never delivered.
+//   - DeliveredAsNewAgain: a message delivered a second time with the
+//     redelivered flag unset.
+//   - AckedThenRedelivered: a message delivered again after a consumer's
+//     ack had settled: the ack was sent on a connection that stayed open
+//     for Settle after it, through a node no fault touched meanwhile (an
+//     ack through a node cut off from the majority, or lost with a
+//     killed node, may be undone).
+//   - OutOfOrder: a consumer's first deliveries of one publisher's
+//     messages (those from one connection) out of the order they were
+//     published in.
+//   - NackedDelivered: a message nacked, then delivered for the first
+//     time: enqueued after the broker said it would not be, which a
+//     publisher that resends on a nack, as RabbitMQ's docs advise,
+//     duplicates. (One delivered before its nack came is counted apart,
+//     as "nacked, delivered before": a node cut off from the majority
+//     nacks what it proposed once it gives up, and the majority may have
+//     committed some of it just before the cut.)
+//   - MinorityConfirms: a message published through a node while it was
+//     cut off from the others, and confirmed before the cut healed.
+//   - NacksWithMajority: a nack for a message published through a node
+//     no fault touched from its publish to its nack.
+//   - NeverPublished: a delivery of a message nobody published.
 //
-// A message that was published but not confirmed (nacked, or its
-// connection lost first) may be delivered or not. A message delivered
-// again with the redelivered flag after an ack is not a fault either: the
-// ack may have been lost with the node that took it.
+// A message that was published but not confirmed may be delivered or not;
+// one delivered again with the redelivered flag before its ack settled is
+// not a fault either.
 //
-// Publishers and consumers reconnect through whichever node is up, so a
-// test can kill any node, the one they use included.
+// Publishers and consumers reconnect through the URLs their function
+// gives, so a test can kill any node, the one they use included, and pin
+// a client to one node or let it use whichever is up.
 package losscheck
 
 import (
-	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 )
+
+// Settle is how long a connection must stay open after an ack for the
+// ack to count as settled (AckedThenRedelivered).
+const Settle = 2 * time.Second
 
 // Checker is the record of one load.
 type Checker struct {
-	mu        sync.Mutex
-	published map[string]bool
-	confirmed map[string]bool
-	nacked    int
-	delivered map[string]int
-	acked     map[string]string // by whom
-	problems  []string
+	mu         sync.Mutex
+	publishes  map[string]*publish // by body
+	deliveries map[string][]delivery
+	acks       map[string][]ack
+	faults     []Fault
+	arrivals   int // deliveries so far: their order of arrival
+	// problems are what is seen as it happens (NeverPublished).
+	neverPublished []string
+}
+
+// publish is one message sent: body is publisher-epoch-seq.
+type publish struct {
+	publisher string
+	epoch     int // the publisher's connection it went on, from 1
+	seq       int
+	node      string
+	sent      time.Time
+	answered  time.Time
+	confirmed bool
+	nacked    bool
+}
+
+type delivery struct {
+	consumer, node string
+	redelivered    bool
+	at             time.Time
+	n              int // arrival order
+}
+
+type ack struct {
+	consumer, node string
+	sent           time.Time
+	// open is how long the connection stayed open after the ack (set
+	// when it closes; zero while it is open).
+	closed time.Time
+}
+
+// Fault is something a test did to a node between From and To: the kind
+// is the test's word ("kill", "pause", "partition"). A partition's node is
+// the one cut off from the others.
+type Fault struct {
+	Node     string
+	Kind     string
+	From, To time.Time
 }
 
 // New returns an empty record.
 func New() *Checker {
-	return &Checker{published: map[string]bool{}, confirmed: map[string]bool{}, delivered: map[string]int{}, acked: map[string]string{}}
+	return &Checker{publishes: map[string]*publish{}, deliveries: map[string][]delivery{}, acks: map[string][]ack{}}
 }
 
-func (c *Checker) problem(format string, args ...any) {
-	if len(c.problems) < 20 {
-		c.problems = append(c.problems, fmt.Sprintf(format, args...))
+// AddFault records a fault the test caused; To may be set later by
+// calling EndFault with what AddFault returned.
+func (c *Checker) AddFault(f Fault) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, f)
+	return len(c.faults) - 1
+}
+
+// EndFault sets when fault i ended.
+func (c *Checker) EndFault(i int, to time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults[i].To = to
+}
+
+// touched reports whether a fault of node overlapped [from, to]; one not
+// ended yet lasts until now.
+func (c *Checker) touched(node string, from, to time.Time, kinds ...string) bool {
+	for _, f := range c.faults {
+		if f.Node != node || (len(kinds) > 0 && !slices.Contains(kinds, f.Kind)) {
+			continue
+		}
+		end := f.To
+		if end.IsZero() {
+			end = time.Now()
+		}
+		if !f.From.After(to) && !end.Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// cutOff reports whether node was cut off (a partition) for all of
+// [from, to].
+func (c *Checker) cutOff(node string, from, to time.Time) bool {
+	for _, f := range c.faults {
+		if f.Node == node && f.Kind == "partition" && !f.From.After(from) && (f.To.IsZero() || !f.To.Before(to)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Checker) sent(body, publisher string, epoch, seq int, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.publishes[body] = &publish{publisher: publisher, epoch: epoch, seq: seq, node: node, sent: time.Now()}
+}
+
+func (c *Checker) answered(body string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.publishes[body]; p != nil {
+		p.answered, p.confirmed, p.nacked = time.Now(), ok, !ok
 	}
 }
 
-// delivery records consumer's delivery of body.
-func (c *Checker) delivery(consumer, body string, redelivered bool) {
+func (c *Checker) delivered(consumer, node, body string, redelivered bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case !c.published[body]:
-		c.problem("%s delivered to %s, never published", body, consumer)
-	case c.acked[body] != "" && !redelivered:
-		c.problem("%s delivered to %s as new after %s acked it", body, consumer, c.acked[body])
-	case c.delivered[body] > 0 && !redelivered:
-		c.problem("%s delivered to %s as new a second time", body, consumer)
+	if c.publishes[body] == nil && len(c.neverPublished) < 20 {
+		c.neverPublished = append(c.neverPublished, fmt.Sprintf("%s delivered to %s, never published", body, consumer))
 	}
-	c.delivered[body]++
+	c.arrivals++
+	c.deliveries[body] = append(c.deliveries[body], delivery{consumer, node, redelivered, time.Now(), c.arrivals})
 }
 
-func (c *Checker) ack(consumer, body string) {
+func (c *Checker) acked(consumer, node, body string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.acked[body] = consumer
+	c.acks[body] = append(c.acks[body], ack{consumer: consumer, node: node, sent: time.Now()})
 }
 
-// Report is what a load saw, and what went wrong.
+// closed records that consumer's connection closed: its acks without a
+// close time get this one.
+func (c *Checker) closed(consumer string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, as := range c.acks {
+		for i := range as {
+			if as[i].consumer == consumer && as[i].closed.IsZero() {
+				as[i].closed = now
+			}
+		}
+	}
+}
+
+// Report is what a load saw, and what went wrong: each list holds
+// examples (at most maxExamples), Count how many of each there were.
 type Report struct {
 	Published, Confirmed, Nacked, Delivered int
-	Lost                                    []string // confirmed, never delivered
+	Lost                                    []string
 	Problems                                []string
+	Count                                   map[string]int
 }
 
+const maxExamples = 10
+
+// OK reports whether nothing went wrong.
+func (r Report) OK() bool { return len(r.Lost) == 0 && len(r.Problems) == 0 }
+
 func (r Report) String() string {
-	s := fmt.Sprintf("%d published, %d confirmed, %d nacked, %d delivered, %d lost", r.Published, r.Confirmed, r.Nacked, r.Delivered, len(r.Lost))
+	s := fmt.Sprintf("%d published, %d confirmed, %d nacked, %d delivered, %d lost", r.Published, r.Confirmed, r.Nacked, r.Delivered, r.Count["lost"])
 	if len(r.Lost) > 0 {
-		n := min(len(r.Lost), 10)
-		s += " (" + strings.Join(r.Lost[:n], ", ") + ")"
+		s += " (" + strings.Join(r.Lost, ", ") + ")"
+	}
+	var kinds []string
+	for k, n := range r.Count {
+		if k != "lost" && n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	slices.Sort(kinds)
+	if len(kinds) > 0 {
+		s += "; " + strings.Join(kinds, ", ")
 	}
 	for _, p := range r.Problems {
 		s += "\n  " + p
@@ -94,15 +231,110 @@ func (r Report) String() string {
 func (c *Checker) Report() Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := Report{Published: len(c.published), Confirmed: len(c.confirmed), Nacked: c.nacked, Delivered: len(c.delivered),
-		Problems: append([]string(nil), c.problems...)}
-	for body := range c.confirmed {
-		if c.delivered[body] == 0 {
-			r.Lost = append(r.Lost, body)
+	r := Report{Published: len(c.publishes), Count: map[string]int{}}
+	add := func(kind, format string, args ...any) {
+		r.Count[kind]++
+		if r.Count[kind] <= maxExamples {
+			r.Problems = append(r.Problems, kind+": "+fmt.Sprintf(format, args...))
 		}
 	}
-	sort.Strings(r.Lost)
+	bodies := make([]string, 0, len(c.publishes))
+	for body := range c.publishes {
+		bodies = append(bodies, body)
+	}
+	slices.Sort(bodies)
+	for _, body := range bodies {
+		p := c.publishes[body]
+		ds := c.deliveries[body]
+		switch {
+		case p.confirmed:
+			r.Confirmed++
+			if len(ds) == 0 {
+				r.Count["lost"]++
+				if len(r.Lost) < maxExamples {
+					r.Lost = append(r.Lost, body)
+				}
+			}
+			if c.cutOff(p.node, p.sent, p.answered) {
+				add("minority confirm", "%s published through %s while it was cut off, confirmed after %v", body, p.node, p.answered.Sub(p.sent).Round(time.Millisecond))
+			}
+		case p.nacked:
+			r.Nacked++
+			switch {
+			case len(ds) > 0 && ds[0].at.After(p.answered):
+				add("nacked, delivered", "%s nacked through %s, then delivered to %s %v later", body, p.node, ds[0].consumer, ds[0].at.Sub(p.answered).Round(time.Millisecond))
+			case len(ds) > 0:
+				r.Count["nacked, delivered before"]++
+			}
+			if !c.touched(p.node, p.sent, p.answered) {
+				add("nack with a majority", "%s nacked through %s after %v, no fault on it", body, p.node, p.answered.Sub(p.sent).Round(time.Millisecond))
+			}
+		}
+		if len(ds) > 0 {
+			r.Delivered++
+		}
+		asNew := 0
+		for _, d := range ds {
+			if !d.redelivered {
+				if asNew++; asNew == 2 {
+					add("delivered as new again", "%s delivered as new to %s after %s", body, d.consumer, ds[0].consumer)
+				}
+			}
+		}
+		for _, a := range c.acks[body] {
+			settled := a.sent.Add(Settle)
+			if (!a.closed.IsZero() && a.closed.Before(settled)) || c.touched(a.node, a.sent, settled) {
+				continue // the ack may be undone
+			}
+			for _, d := range ds {
+				if d.at.After(settled) {
+					add("acked, then redelivered", "%s acked by %s through %s, delivered again to %s through %s %v later (redelivered=%v)",
+						body, a.consumer, a.node, d.consumer, d.node, d.at.Sub(a.sent).Round(time.Millisecond), d.redelivered)
+					break
+				}
+			}
+		}
+	}
+	c.outOfOrder(add)
+	for _, p := range c.neverPublished {
+		add("never published", "%s", p)
+	}
 	return r
+}
+
+// outOfOrder checks each consumer's first deliveries of each publisher
+// connection's messages against their publish order.
+func (c *Checker) outOfOrder(add func(kind, format string, args ...any)) {
+	type stream struct {
+		consumer, publisher string
+		epoch               int
+	}
+	type first struct{ seq, n int }
+	firsts := map[stream][]first{}
+	for body, ds := range c.deliveries {
+		p := c.publishes[body]
+		if p == nil || len(ds) == 0 || ds[0].redelivered {
+			continue
+		}
+		k := stream{ds[0].consumer, p.publisher, p.epoch}
+		firsts[k] = append(firsts[k], first{p.seq, ds[0].n})
+	}
+	keys := make([]stream, 0, len(firsts))
+	for k := range firsts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b stream) int {
+		return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+	})
+	for _, k := range keys {
+		fs := firsts[k]
+		slices.SortFunc(fs, func(a, b first) int { return a.n - b.n })
+		for i := 1; i < len(fs); i++ {
+			if fs[i].seq < fs[i-1].seq {
+				add("out of order", "%s got %s-%d-%d after %s-%d-%d", k.consumer, k.publisher, k.epoch, fs[i].seq, k.publisher, k.epoch, fs[i-1].seq)
+			}
+		}
+	}
 }
 
 // Confirms counts the messages publisher name had confirmed.
@@ -110,8 +342,8 @@ func (c *Checker) Confirms(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
-	for body := range c.confirmed {
-		if strings.HasPrefix(body, name+"-") {
+	for _, p := range c.publishes {
+		if p.publisher == name && p.confirmed {
 			n++
 		}
 	}
@@ -119,145 +351,4 @@ func (c *Checker) Confirms(name string) int {
 }
 
 // Drained reports whether every confirmed message was delivered.
-func (c *Checker) Drained() bool { return len(c.Report().Lost) == 0 }
-
-// URLs returns the AMQP URLs of the nodes that are up now.
-type URLs func() []string
-
-// dial connects to the first node up that answers.
-func dial(urls URLs, stop <-chan struct{}) (*amqp.Connection, bool) {
-	for {
-		for _, u := range urls() {
-			if conn, err := amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(time.Second)}); err == nil {
-				return conn, true
-			}
-		}
-		select {
-		case <-stop:
-			return nil, false
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// Publish publishes persistent messages named name-N to queue, with up to
-// inflight confirms outstanding, until stop is closed; a failed
-// connection is replaced by one to a node that is up.
-func (c *Checker) Publish(name, queue string, inflight int, urls URLs, stop <-chan struct{}) {
-	seq := 0
-	for {
-		conn, ok := dial(urls, stop)
-		if !ok {
-			return
-		}
-		c.publishOn(conn, name, queue, inflight, &seq, stop)
-		conn.Close()
-		select {
-		case <-stop:
-			return
-		default:
-		}
-	}
-}
-
-func (c *Checker) publishOn(conn *amqp.Connection, name, queue string, inflight int, seq *int, stop <-chan struct{}) {
-	ch, err := conn.Channel()
-	if err != nil || ch.Confirm(false) != nil {
-		return
-	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, inflight))
-	var mu sync.Mutex
-	sent := map[uint64]string{}
-	slots := make(chan struct{}, inflight)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for conf := range confirms {
-			mu.Lock()
-			body := sent[conf.DeliveryTag]
-			delete(sent, conf.DeliveryTag)
-			mu.Unlock()
-			c.mu.Lock()
-			if conf.Ack {
-				c.confirmed[body] = true
-			} else {
-				c.nacked++
-			}
-			c.mu.Unlock()
-			<-slots
-		}
-	}()
-	// The confirms channel closes with the channel or its connection.
-	defer func() {
-		ch.Close()
-		<-done
-	}()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-done:
-			return // the connection is gone: no more confirms free a slot
-		case slots <- struct{}{}:
-		}
-		*seq++
-		body := fmt.Sprintf("%s-%d", name, *seq)
-		c.mu.Lock()
-		c.published[body] = true
-		c.mu.Unlock()
-		mu.Lock()
-		sent[ch.GetNextPublishSeqNo()] = body
-		mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := ch.PublishWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: []byte(body), DeliveryMode: amqp.Persistent})
-		cancel()
-		if err != nil {
-			return
-		}
-	}
-}
-
-// Consume consumes queue with manual acks and the given prefetch until
-// stop is closed, recording and acking every delivery as consumer name;
-// a failed connection is replaced by one to a node that is up.
-func (c *Checker) Consume(name, queue string, prefetch int, urls URLs, stop <-chan struct{}) {
-	for {
-		conn, ok := dial(urls, stop)
-		if !ok {
-			return
-		}
-		c.consumeOn(conn, name, queue, prefetch, stop)
-		conn.Close()
-		select {
-		case <-stop:
-			return
-		default:
-		}
-	}
-}
-
-func (c *Checker) consumeOn(conn *amqp.Connection, name, queue string, prefetch int, stop <-chan struct{}) {
-	ch, err := conn.Channel()
-	if err != nil || ch.Qos(prefetch, 0, false) != nil {
-		return
-	}
-	ds, err := ch.Consume(queue, "", false, false, false, false, nil)
-	if err != nil {
-		return
-	}
-	for {
-		select {
-		case <-stop:
-			return
-		case d, ok := <-ds:
-			if !ok {
-				return
-			}
-			body := string(d.Body)
-			c.delivery(name, body, d.Redelivered)
-			if d.Ack(false) == nil {
-				c.ack(name, body)
-			}
-		}
-	}
-}
+func (c *Checker) Drained() bool { return c.Report().Count["lost"] == 0 }
