@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,16 +53,23 @@ import (
 // PreVote and CheckQuorum, as the metadata group: the minority side of a
 // partition knows it cannot commit.
 //
-// A proposal is answered when it is applied on this node; one with no
-// answer after proposeTimeout (no leader, or lost with a leader that
-// died), or handed to a leader that another replaced, is answered
-// ErrNoQuorum, though it may still be committed later: the caller cannot
-// tell, and says so (a publisher gets a nack).
+// A proposal is answered when it is applied on this node. One handed to
+// a leader that another replaced is handed to the new one, and applied
+// once whichever copy is committed (proposals.go): a leader change costs
+// a publisher a delay, not a nack. One with no answer after
+// proposeTimeout (no leader all that while: this node is cut off from a
+// majority) is answered ErrNoQuorum, and a publisher gets a nack. Such a
+// proposal may still be committed later if a majority's member had
+// appended it before the cut: once the proposer has a later proposal
+// applied, it never can be.
 //
 // Callbacks (a GroupMachine's methods, a proposal's done) run on the
 // loop: they must not block, nor call back into Groups and wait.
 type Groups struct {
 	self uint64
+	// runID tells this run's proposals from an earlier run's
+	// (proposals.go).
+	runID uint64
 	// tr carries the groups' messages; nil on a node of its own (its
 	// groups have one member) and, on a cluster member, until the node
 	// starts: groups restored before then send nothing, and Raft sends
@@ -205,10 +211,12 @@ type Group struct {
 	lead      uint64
 	waiters   map[uint64]*proposal
 	held      []*proposal // waiting for a leader
-	checked   bool        // the sole-voter check after a restart is done
-	alone     bool        // leadsAlone, as of the last Ready
-	campaign  bool        // stand for leader once the configuration is applied
-	hurry     int         // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
+	again     []*proposal // to propose again after this Ready (proposals.go)
+	proposers map[proposer]appliedBy
+	checked   bool // the sole-voter check after a restart is done
+	alone     bool // leadsAlone, as of the last Ready
+	campaign  bool // stand for leader once the configuration is applied
+	hurry     int  // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
 	failed    bool
 
 	stopped bool // guarded by host.mu
@@ -228,6 +236,7 @@ type proposal struct {
 	done     func(index uint64, err error)
 	deadline time.Time
 	via      uint64 // the leader it was handed to
+	renumber bool   // overtaken: proposed again under a new number
 }
 
 // groupInput is what other goroutines hand the loop.
@@ -249,7 +258,7 @@ type groupReport struct {
 }
 
 func newGroups(self uint64, log zerolog.Logger) *Groups {
-	return &Groups{self: self, log: log.With().Str("component", "groups").Logger(),
+	return &Groups{self: self, runID: newRun(), log: log.With().Str("component", "groups").Logger(),
 		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
 		batches: map[*Group][]*proposal{}}
 }
@@ -310,10 +319,15 @@ func (g *Group) init() error {
 	}
 	if !raft.IsEmptySnap(snap) {
 		index := snap.GetMetadata().GetIndex()
+		table, data, err := unwrapSnapshot(snap.GetData())
+		if err != nil {
+			return fmt.Errorf("cluster: group %d: %w", g.id, err)
+		}
+		g.proposers = table
 		if keeper, ok := cfg.Machine.(LogKeeper); ok {
-			err = keeper.RestoreFrom(index, snap.GetData(), g.readEntries)
+			err = keeper.RestoreFrom(index, data, g.readEntries)
 		} else {
-			err = cfg.Machine.Restore(index, snap.GetData())
+			err = cfg.Machine.Restore(index, data)
 		}
 		if err != nil {
 			return fmt.Errorf("cluster: group %d: restoring its snapshot: %w", g.id, err)
@@ -409,7 +423,7 @@ func (g *Group) readEntries(lo, hi uint64, each func(index uint64, cmd []byte) e
 			return fmt.Errorf("cluster: group %d: no entry at %d", g.id, lo)
 		}
 		for _, e := range ents {
-			if cmd := entryCommand(e); cmd != nil {
+			if _, cmd, ok := entryTag(e); ok {
 				if err := each(e.GetIndex(), cmd); err != nil {
 					return err
 				}
@@ -433,7 +447,13 @@ func (g *Group) completeSnapshots(rd *raft.Ready) {
 	for _, m := range rd.Messages {
 		if m.GetType() == raftpb.MsgSnap && m.GetSnapshot() != nil {
 			snap := proto.Clone(m.GetSnapshot()).(*raftpb.Snapshot)
-			data, err := keeper.Complete(snap.GetMetadata().GetIndex(), snap.GetData(), g.readEntries)
+			table, data, err := unwrapSnapshot(snap.GetData())
+			if err == nil {
+				data, err = keeper.Complete(snap.GetMetadata().GetIndex(), data, g.readEntries)
+			}
+			if err == nil {
+				data = wrapTable(table, data)
+			}
 			if err != nil {
 				g.host.log.Warn().Err(err).Uint64("group", g.id).Msg("cannot complete a snapshot for a member that is behind; it is sent again later")
 				g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
@@ -863,13 +883,6 @@ func (g *Group) proposeAll(ps []*proposal) {
 
 // tagged is cmd behind the tag that names its proposer (this node) and
 // its proposal, for the answer.
-func (g *Group) tagged(p *proposal, cmd []byte) []byte {
-	data := make([]byte, 16, 16+len(cmd))
-	binary.BigEndian.PutUint64(data, g.host.self)
-	binary.BigEndian.PutUint64(data[8:], p.seq)
-	return append(data, cmd...)
-}
-
 // propose hands a proposal to Raft, or holds it until a leader is known.
 func (g *Group) propose(p *proposal) {
 	if g.failed {
@@ -900,6 +913,10 @@ func (g *Group) propose(p *proposal) {
 
 // fail answers every proposal waiting on the group.
 func (g *Group) fail(err error) {
+	for _, p := range g.again {
+		p.done(0, err)
+	}
+	g.again = nil
 	for seq, p := range g.waiters {
 		delete(g.waiters, seq)
 		p.done(0, err)
@@ -1011,6 +1028,7 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 			}
 		}
 		g.rn.Advance(r.rd)
+		g.proposeAgain()
 		// Only now: Advance reads the committed entries it handed out.
 		g.cache.forget(g.applied)
 		g.alone = g.leadsAlone()
@@ -1100,9 +1118,14 @@ func (g *Group) save(rd raft.Ready) error {
 func (g *Group) ready(rd raft.Ready) error {
 	m := g.cfg.Machine
 	if snap := rd.Snapshot; !raft.IsEmptySnap(snap) && snap.GetMetadata().GetIndex() > g.applied {
-		if err := m.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+		table, data, err := unwrapSnapshot(snap.GetData())
+		if err != nil {
+			return fmt.Errorf("cluster: group %d: %w", g.id, err)
+		}
+		if err := m.Restore(snap.GetMetadata().GetIndex(), data); err != nil {
 			return err
 		}
+		g.proposers = table
 		g.applied, g.snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
 		g.conf = snap.GetMetadata().GetConfState()
 	}
@@ -1130,16 +1153,16 @@ func (g *Group) ready(rd raft.Ready) error {
 	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
 		g.lead = ss.Lead
 		if ss.Lead != raft.None {
-			// What was handed to another leader is most likely lost
-			// with it (Raft drops a proposal a leader did not append,
-			// and a new leader may overwrite what an old one did not
-			// commit): answered now, not at its deadline, so callers
-			// that try again do it with the new leader. It may still be
-			// committed: the caller cannot tell, as at a deadline.
+			// What was handed to another leader may be lost with it
+			// (Raft drops a proposal a leader did not append, and a new
+			// leader may overwrite what an old one did not commit), or
+			// committed yet: it goes to the new leader again, under the
+			// same number, and is applied once (proposals.go). Its
+			// deadline stands.
 			for seq, p := range g.waiters {
 				if p.via != ss.Lead {
 					delete(g.waiters, seq)
-					p.done(0, ErrNoQuorum)
+					g.again = append(g.again, p)
 				}
 			}
 		}
@@ -1152,8 +1175,6 @@ func (g *Group) ready(rd raft.Ready) error {
 				g.propose(p)
 			}
 		}
-		// Proposals forwarded to a leader that lost its place may be
-		// lost with it: they are answered at their deadline.
 	}
 	if g.applied > g.snapIndex && m.SnapshotDue(g.applied-g.snapIndex) {
 		if err := g.snapshot(); err != nil {
@@ -1168,13 +1189,15 @@ func (g *Group) ready(rd raft.Ready) error {
 func (g *Group) apply(e *raftpb.Entry) {
 	switch e.GetType() {
 	case raftpb.EntryNormal:
-		cmd := entryCommand(e)
-		if cmd == nil {
+		t, cmd, ok := entryTag(e)
+		if !ok || !g.admit(t, e.GetIndex()) {
+			// Raft's own entry, or a copy of a proposal applied
+			// already: its index still reaches the machine.
 			g.cfg.Machine.Apply(e.GetIndex(), nil)
 			return
 		}
 		err := g.cfg.Machine.Apply(e.GetIndex(), cmd)
-		g.answer(e.GetData(), e.GetIndex(), err)
+		g.answer(t, e.GetIndex(), err)
 	case raftpb.EntryConfChange:
 		cc := &raftpb.ConfChange{}
 		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
@@ -1184,27 +1207,20 @@ func (g *Group) apply(e *raftpb.Entry) {
 		}
 		g.conf = g.rn.ApplyConfChange(cc)
 		g.cfg.Machine.Apply(e.GetIndex(), nil)
-		g.answer(cc.GetContext(), e.GetIndex(), nil)
+		if t, _, ok := parseTag(cc.GetContext()); ok {
+			g.answer(t, e.GetIndex(), nil)
+		}
 	}
 }
 
-// entryCommand is the machine's command a normal entry carries after its
-// proposer's tag (node, sequence); nil for Raft's own entries.
-func entryCommand(e *raftpb.Entry) []byte {
-	if data := e.GetData(); e.GetType() == raftpb.EntryNormal && len(data) >= 16 {
-		return data[16:]
-	}
-	return nil
-}
-
-// answer hands an entry's answer to its waiter when this node proposed it.
-func (g *Group) answer(tag []byte, index uint64, err error) {
-	if len(tag) < 16 || binary.BigEndian.Uint64(tag) != g.host.self {
+// answer hands an entry's answer to its waiter when this run of this
+// node proposed it (a tag from before runs: when this node did).
+func (g *Group) answer(t tag, index uint64, err error) {
+	if t.node != g.host.self || (t.run != 0 && t.run != g.host.runID) {
 		return
 	}
-	seq := binary.BigEndian.Uint64(tag[8:])
-	if p := g.waiters[seq]; p != nil {
-		delete(g.waiters, seq)
+	if p := g.waiters[t.seq]; p != nil {
+		delete(g.waiters, t.seq)
 		p.done(index, err)
 	}
 }
@@ -1216,6 +1232,7 @@ func (g *Group) snapshot() error {
 	if err != nil {
 		return err
 	}
+	data = g.wrapSnapshot(data)
 	cs := g.conf
 	if cs == nil {
 		_, cs, _ = g.cfg.Log.InitialState()

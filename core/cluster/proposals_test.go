@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/warrenmq/warren/internal/poll"
+)
+
+// entryOf is a normal entry at index carrying cmd under tag t (the new
+// format when t.run is set, the one from before runs otherwise).
+func entryOf(index uint64, t tag, cmd string) *raftpb.Entry {
+	var data []byte
+	if t.run != 0 {
+		data = make([]byte, 24)
+		putTag(data, t.node, t.seq|taggedFlag, t.run)
+	} else {
+		data = make([]byte, 16)
+		putTag(data, t.node, t.seq, 0)
+	}
+	data = append(data, cmd...)
+	return &raftpb.Entry{Index: &index, Type: raftpb.EntryNormal.Enum(), Data: data}
+}
+
+func putTag(b []byte, node, seq, run uint64) {
+	for i := range 8 {
+		b[7-i] = byte(node >> (8 * i))
+		b[15-i] = byte(seq >> (8 * i))
+		if len(b) >= 24 {
+			b[23-i] = byte(run >> (8 * i))
+		}
+	}
+}
+
+// The proposer table's rules, entry by entry, on members that apply the
+// same log: a copy is skipped, an overtaken one is skipped, a tag from
+// before runs is always applied, and a snapshot's table skips on the
+// member restored from it exactly what the others skip.
+func TestProposerTableSkipsCopies(t *testing.T) {
+	const me, other, run, run2 = 7, 9, 11, 12
+	log := []struct {
+		t     tag
+		apply bool
+	}{
+		{tag{me, 1, run}, true},
+		{tag{me, 1, run}, false}, // a copy, sent again after a leader change
+		{tag{other, 5, run2}, true},
+		{tag{me, 3, run}, true},
+		{tag{me, 2, run}, false}, // overtaken by 3
+		{tag{other, 5, run2}, false},
+		{tag{other, 4, 0}, true}, // before runs: as it comes
+		{tag{other, 4, 0}, true},
+		{tag{me, 1, run + 100}, true}, // another run of the same node
+		{tag{me, 4, run}, true},
+	}
+	newGroup := func() *Group {
+		return &Group{host: &Groups{self: me, runID: run}, waiters: map[uint64]*proposal{}}
+	}
+	a, b := newGroup(), newGroup()
+	for i, step := range log {
+		e := entryOf(uint64(i+1), step.t, fmt.Sprint("c", i))
+		got, _, ok := entryTag(e)
+		if !ok || got != step.t {
+			t.Fatalf("entry %d: tag %+v, want %+v", i+1, got, step.t)
+		}
+		if admitted := a.admit(got, uint64(i+1)); admitted != step.apply {
+			t.Fatalf("entry %d (%+v): applied %v, want %v", i+1, step.t, admitted, step.apply)
+		}
+		if i == 4 {
+			// b is restored from a's snapshot here, and goes on from it.
+			table, data, err := unwrapSnapshot(a.wrapSnapshot([]byte("machine")))
+			if err != nil || string(data) != "machine" {
+				t.Fatalf("envelope: %v, %q", err, data)
+			}
+			b.proposers = table
+			continue
+		}
+		if i > 4 {
+			if admitted := b.admit(got, uint64(i+1)); admitted != step.apply {
+				t.Fatalf("restored member, entry %d (%+v): applied %v, want %v", i+1, step.t, admitted, step.apply)
+			}
+		}
+	}
+	// A snapshot taken before proposer tables is the machine's alone.
+	if table, data, err := unwrapSnapshot([]byte{3, 1, 2}); err != nil || table != nil || !slices.Equal(data, []byte{3, 1, 2}) {
+		t.Fatalf("an old snapshot: %v %v %v", table, data, err)
+	}
+	damaged := a.wrapSnapshot(nil)[:len(envelopeMagic)+3]
+	if _, _, err := unwrapSnapshot(damaged); err == nil {
+		t.Fatal("a damaged table was read")
+	}
+}
+
+// An entry of this run's applied makes the proposals it overtook
+// proposed again, under new numbers; a waiter's own copy skipped is too.
+func TestOvertakenProposalsAreProposedAgain(t *testing.T) {
+	g := &Group{host: &Groups{self: 1, runID: 2, seq: 10}, waiters: map[uint64]*proposal{}}
+	for _, seq := range []uint64{3, 4, 6} {
+		g.waiters[seq] = &proposal{seq: seq}
+	}
+	if !g.admit(tag{1, 5, 2}, 1) {
+		t.Fatal("5 not applied")
+	}
+	var again []uint64
+	for _, p := range g.again {
+		again = append(again, p.seq)
+	}
+	slices.Sort(again)
+	if !slices.Equal(again, []uint64{3, 4}) || len(g.waiters) != 1 || g.waiters[6] == nil {
+		t.Fatalf("overtaken %v, waiting %v", again, g.waiters)
+	}
+	for _, p := range g.again {
+		if !p.renumber {
+			t.Fatalf("%d overtaken and not renumbered", p.seq)
+		}
+	}
+}
+
+// A proposal handed to Raft twice (as a resend after a leader change
+// does) is applied once on every member, and answered once.
+func TestGroupAppliesAResendOnce(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	var members []*Group
+	var machines []*groupJournal
+	for i, n := range nodes {
+		m := &groupJournal{every: 3}
+		g, err := n.Groups().Start(GroupConfig{ID: 200, Members: ids, Campaign: i == 0, Log: memLog{raft.NewMemoryStorage()}, Machine: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members, machines = append(members, g), append(machines, m)
+	}
+	if _, err := proposeTo(members[1], "first"); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan error, 4)
+	g := members[1]
+	g.host.mu.Lock()
+	g.host.seq++
+	p := &proposal{seq: g.host.seq, cmd: []byte("sent twice"), deadline: time.Now().Add(proposeTimeout),
+		done: func(_ uint64, err error) { answers <- err }}
+	g.host.mu.Unlock()
+	g.host.input(groupInput{g: g, prop: p})
+	g.host.input(groupInput{g: g, prop: p})
+	if err := <-answers; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proposeTo(members[2], "after"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"first", "sent twice", "after"}
+	for i, m := range machines {
+		poll.Until(t, 10*time.Second, fmt.Sprintf("member %d to apply %q", i, want), func() bool { return slices.Equal(m.commands(), want) })
+	}
+	select {
+	case err := <-answers:
+		t.Fatalf("answered twice (second: %v)", err)
+	default:
+	}
+}
