@@ -57,8 +57,11 @@ import (
 // a leader that another replaced is handed to the new one, and applied
 // once whichever copy is committed (proposals.go): a leader change costs
 // a publisher a delay, not a nack. One with no answer after
-// proposeTimeout (no leader all that while: this node is cut off from a
-// majority) is answered ErrNoQuorum, and a publisher gets a nack. Such a
+// proposeTimeout is answered ErrNoQuorum, and a publisher gets a nack,
+// if the member then knows no leader (it is cut off from a majority, and
+// has been for an election timeout); with a leader it waits on, or goes
+// to the leader again, since it may be committed and not yet applied
+// here, or lost on its way. Such a
 // proposal may still be committed later if a majority's member had
 // appended it before the cut: once the proposer has a later proposal
 // applied, it never can be.
@@ -781,12 +784,33 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 		if len(g.waiters) == 0 && len(g.held) == 0 {
 			continue
 		}
+		lagging := g.rn.BasicStatus().GetCommit() > g.applied
 		for seq, p := range g.waiters {
-			if now.After(p.deadline) {
+			if !now.After(p.deadline) {
+				continue
+			}
+			switch {
+			case g.lead == raft.None:
+				// No leader for a while (an election timeout makes a
+				// member cut off from a majority forget its leader):
+				// the caller hears.
 				delete(g.waiters, seq)
 				p.done(0, ErrNoQuorum)
+			case lagging:
+				// It may be among the entries committed and not yet
+				// applied here: a member catching up must not answer
+				// "not committed" for what is.
+				p.deadline = now.Add(proposeTimeout)
+			default:
+				// A leader, and nothing committed left to apply: it was
+				// lost on its way, or waits in the leader's log. It goes
+				// again, under its number (applied once).
+				delete(g.waiters, seq)
+				p.deadline = now.Add(proposeTimeout)
+				g.again = append(g.again, p)
 			}
 		}
+		g.proposeAgain()
 		g.held = slices.DeleteFunc(g.held, func(p *proposal) bool {
 			if now.After(p.deadline) {
 				p.done(0, ErrNoQuorum)

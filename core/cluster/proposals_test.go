@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,6 +9,9 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/internal/poll"
 )
@@ -162,5 +166,66 @@ func TestGroupAppliesAResendOnce(t *testing.T) {
 	case err := <-answers:
 		t.Fatalf("answered twice (second: %v)", err)
 	default:
+	}
+}
+
+// At its deadline a proposal is answered "no quorum" only when the
+// member knows no leader; a member that knows one and has committed
+// entries left to apply waits on (the proposal may be among them), and
+// one that has none sends it to the leader again.
+func TestProposalDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		lead            uint64
+		lagging         bool
+		answered, again bool
+	}{
+		{"no leader", 0, false, true, false},
+		{"a leader, lagging", 2, true, false, false},
+		{"a leader, caught up", 2, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := raft.NewMemoryStorage()
+			if err := st.ApplySnapshot(&raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1),
+				ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}); err != nil {
+				t.Fatal(err)
+			}
+			var ents []*raftpb.Entry
+			for i := uint64(2); i <= 10; i++ {
+				ents = append(ents, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(1)})
+			}
+			if err := st.Append(ents); err != nil {
+				t.Fatal(err)
+			}
+			applied := uint64(10)
+			if c.lagging {
+				applied = 5
+			}
+			if err := st.SetHardState(&raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(10)}); err != nil {
+				t.Fatal(err)
+			}
+			rn, err := raft.NewRawNode(&raft.Config{ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: memLog{st}, Applied: applied,
+				MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 8, Logger: raftLogger{zerolog.Nop()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newGroups(1, zerolog.Nop())
+			g := &Group{id: 5, host: h, rn: rn, applied: applied, lead: c.lead, waiters: map[uint64]*proposal{}}
+			var got []error
+			p := &proposal{seq: 1, cmd: []byte("x"), deadline: time.Now().Add(-time.Second), done: func(_ uint64, err error) { got = append(got, err) }}
+			g.waiters[1] = p
+			h.tick(map[uint64]*Group{5: g}, map[*Group]bool{})
+			if answered := len(got) > 0; answered != c.answered || (answered && !errors.Is(got[0], ErrNoQuorum)) {
+				t.Fatalf("answered %v", got)
+			}
+			// Sent again: handed to Raft once more, which (this member
+			// leading nothing and its Raft knowing no leader) holds it.
+			if again := slices.Contains(g.held, p); again != c.again {
+				t.Fatalf("sent again: %v, want %v", again, c.again)
+			}
+			if !c.answered && !p.deadline.After(time.Now()) {
+				t.Fatal("a proposal waited on kept its passed deadline")
+			}
+		})
 	}
 }
