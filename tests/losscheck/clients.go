@@ -22,12 +22,28 @@ func NodeOf(url string) string {
 	return strings.TrimSuffix(url, "/")
 }
 
-// dial connects to the first URL that answers, trying again until stop.
-func dial(urls URLs, stop <-chan struct{}) (*amqp.Connection, string, bool) {
+// NameNodes makes the report and faults name the node behind a URL by
+// name(url) rather than by its host and port (which a restarted process
+// may not keep).
+func (c *Checker) NameNodes(name func(url string) string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodeName = name
+}
+
+// dial connects to the first URL that answers, trying again until stop,
+// and names the node it reached.
+func (c *Checker) dial(urls URLs, stop <-chan struct{}) (*amqp.Connection, string, bool) {
 	for {
 		for _, u := range urls() {
 			if conn, err := amqp.DialConfig(u, amqp.Config{Dial: amqp.DefaultDial(time.Second)}); err == nil {
-				return conn, NodeOf(u), true
+				c.mu.Lock()
+				name := c.nodeName
+				c.mu.Unlock()
+				if name == nil {
+					name = NodeOf
+				}
+				return conn, name(u), true
 			}
 		}
 		select {
@@ -44,7 +60,7 @@ func dial(urls URLs, stop <-chan struct{}) (*amqp.Connection, string, bool) {
 // answers.
 func (c *Checker) Publish(name, queue string, inflight int, urls URLs, stop <-chan struct{}) {
 	for epoch := 1; ; epoch++ {
-		conn, node, ok := dial(urls, stop)
+		conn, node, ok := c.dial(urls, stop)
 		if !ok {
 			return
 		}
@@ -111,7 +127,7 @@ func (c *Checker) publishOn(conn *amqp.Connection, node, name string, epoch int,
 // a failed connection is replaced by one to a URL that answers.
 func (c *Checker) Consume(name, queue string, prefetch int, urls URLs, stop <-chan struct{}) {
 	for {
-		conn, node, ok := dial(urls, stop)
+		conn, node, ok := c.dial(urls, stop)
 		if !ok {
 			return
 		}

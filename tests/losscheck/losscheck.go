@@ -57,6 +57,7 @@ type Checker struct {
 	acks       map[string][]ack
 	faults     []Fault
 	arrivals   int // deliveries so far: their order of arrival
+	nodeName   func(url string) string
 	// problems are what is seen as it happens (NeverPublished).
 	neverPublished []string
 }
@@ -335,6 +336,25 @@ func (c *Checker) outOfOrder(add func(kind, format string, args ...any)) {
 			}
 		}
 	}
+}
+
+// History tells everything recorded of one message, for a failure's
+// report.
+func (c *Checker) History(body string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	at := func(t time.Time) string { return t.Format("15:04:05.000") }
+	if p := c.publishes[body]; p != nil {
+		fmt.Fprintf(&b, "%s: published through %s at %s, answered at %s (confirmed %v, nacked %v)", body, p.node, at(p.sent), at(p.answered), p.confirmed, p.nacked)
+	}
+	for _, d := range c.deliveries[body] {
+		fmt.Fprintf(&b, "; delivered to %s through %s at %s (redelivered %v)", d.consumer, d.node, at(d.at), d.redelivered)
+	}
+	for _, a := range c.acks[body] {
+		fmt.Fprintf(&b, "; acked by %s through %s at %s", a.consumer, a.node, at(a.sent))
+	}
+	return b.String()
 }
 
 // Confirms counts the messages publisher name had confirmed.
