@@ -183,8 +183,14 @@ func (l *unackedList) search(tag uint64) int {
 
 // take removes and returns the deliveries a settlement names: tag alone,
 // or with multiple every tag up to it (tag 0 with multiple: all). ok is
-// false when a tag is not outstanding.
+// false, and nothing is taken, when tag is not outstanding: as RabbitMQ
+// 3.10.8 has it, multiple settles up to a tag the channel holds, not up
+// to any number (an ack of 10 with multiple after deliveries 1 to 3, or
+// of a tag settled already, is 406 "unknown delivery tag").
 func (l *unackedList) take(tag uint64, multiple bool) (out []unacked, ok bool) {
+	if (tag != 0 || !multiple) && !l.has(tag) {
+		return nil, false
+	}
 	if multiple {
 		for i := range l.n {
 			u := l.at(i)
@@ -198,12 +204,9 @@ func (l *unackedList) take(tag uint64, multiple bool) (out []unacked, ok bool) {
 			}
 		}
 		l.compact()
-		return out, len(out) > 0 || tag == 0
+		return out, true
 	}
 	i := l.search(tag)
-	if i == l.n || l.at(i).tag != tag || l.at(i).settled {
-		return nil, false
-	}
 	out = append(out, *l.at(i))
 	l.at(i).settled = true
 	l.settled++
@@ -271,7 +274,7 @@ func (ch *channel) nack(tag uint64, multiple, requeue bool) error {
 // applies it at commit.
 func (ch *channel) txSettle(tag uint64, multiple, ack, requeue bool) error {
 	ch.mu.Lock()
-	known := multiple || ch.unacked.has(tag)
+	known := multiple && tag == 0 || ch.unacked.has(tag)
 	ch.mu.Unlock()
 	if !known {
 		return reply.PreconditionFailed("unknown delivery tag %d", tag)

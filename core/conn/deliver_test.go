@@ -35,6 +35,10 @@ func TestUnackedListSettles(t *testing.T) {
 		{3, false, "[3]"},
 		{3, false, "refused"}, // settled already
 		{11, false, "refused"},
+		// multiple needs the tag itself outstanding, and takes nothing
+		// when it is not (RabbitMQ 3.10.8 closes the channel, 406).
+		{11, true, "refused"},
+		{3, true, "refused"},
 		{5, true, "[1 2 4 5]"},
 		{5, true, "refused"}, // nothing left up to 5
 		{7, false, "[7]"},
@@ -264,11 +268,17 @@ func TestUnknownDeliveryTagIs406(t *testing.T) {
 	for _, settle := range []func() error{
 		func() error { return ch.ack(2, false) },
 		func() error { return ch.nack(7, false, true) },
+		// multiple up to a tag never delivered settles nothing below it
+		func() error { return ch.ack(10, true) },
+		func() error { return ch.nack(10, true, false) },
 	} {
 		e := reply.As(settle())
 		if e == nil || e.Code != protocol.PreconditionFailed || e.Text == "" {
 			t.Fatalf("got %v, want 406", e)
 		}
+	}
+	if e := reply.As(ch.ack(10, true)); e == nil || e.Text != "PRECONDITION_FAILED - unknown delivery tag 10" {
+		t.Fatalf("multiple past the last tag: %v", e)
 	}
 	if err := ch.ack(1, false); err != nil {
 		t.Fatalf("the real tag: %v", err)
