@@ -148,6 +148,29 @@ func TestPrefetchPerChannel(t *testing.T) {
 	nothing(t, d2)
 }
 
+// basic.qos global=false after a global one lifts the channel's limit, as
+// RabbitMQ 3.10.8 does: two consumers get their own prefetch each.
+func TestPrefetchPerConsumerLiftsPerChannel(t *testing.T) {
+	s := start(t)
+	_, ch := confirmChannel(t, s)
+	q := declareQueue(t, s, ch, "", nil)
+	publishN(t, ch, q, 20)
+	for _, qos := range []struct {
+		count  int
+		global bool
+	}{{2, true}, {5, false}} {
+		if err := ch.Qos(qos.count, 0, qos.global); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1 := consume(t, ch, q, false)
+	d2 := consume(t, ch, q, false)
+	bodies(t, d1, 5)
+	bodies(t, d2, 5)
+	nothing(t, d1)
+	nothing(t, d2)
+}
+
 // Prefetch does not limit no-ack consumers.
 func TestPrefetchIgnoredByNoAck(t *testing.T) {
 	s := start(t)

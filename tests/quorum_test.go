@@ -600,6 +600,18 @@ func TestQuorumRefusesGlobalQoS(t *testing.T) {
 	}
 	_, err := ch.Consume(q, "", false, false, false, false, nil)
 	expectRefusal(t, err, amqp.NotImplemented, "queue '"+q+"' in vhost '/' does not support global qos")
+
+	// A per-consumer prefetch after it lifts it, and the consume is taken.
+	_, ch = channel(t, s)
+	if err := ch.Qos(10, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume(q, "", false, false, false, false, nil); err != nil {
+		t.Fatalf("consume after qos global then per consumer: %v", err)
+	}
 }
 
 // basic.recover gives a consumer's unacked messages back: they come again,

@@ -384,7 +384,11 @@ func (ch *channel) qos(m *protocol.BasicQos) error {
 	if m.Global {
 		ch.globalPrefetch = m.PrefetchCount
 	} else {
+		// A per-consumer prefetch lifts the channel's limit, as RabbitMQ
+		// 3.10.8's does (qos 2 global then qos 5: consumers get 5 each,
+		// and a quorum queue takes a consume).
 		ch.prefetch = m.PrefetchCount
+		ch.globalPrefetch = 0
 	}
 	kick := ch.unblockAll(nil)
 	ch.mu.Unlock()

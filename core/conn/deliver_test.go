@@ -315,6 +315,27 @@ func TestGlobalPrefetchSpansConsumers(t *testing.T) {
 	}
 }
 
+// basic.qos global=false after a global one lifts the channel's limit:
+// each consumer then has its own (RabbitMQ 3.10.8 delivers 5 + 5 after
+// qos 2 global, qos 5).
+func TestPerConsumerQosLiftsTheGlobalOne(t *testing.T) {
+	ch := channelOn()
+	for _, qos := range []*protocol.BasicQos{{PrefetchCount: 2, Global: true}, {PrefetchCount: 5}} {
+		if err := ch.qos(qos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := newQueue(t, "a"), newQueue(t, "b")
+	ka := addConsumer(t, ch, a, "ka", ch.prefetch)
+	kb := addConsumer(t, ch, b, "kb", ch.prefetch)
+	enqueue(t, a, 10)
+	enqueue(t, b, 10)
+	sent(t, ch)
+	if ka.unacked != 5 || kb.unacked != 5 {
+		t.Fatalf("consumers hold %d and %d, want 5 each", ka.unacked, kb.unacked)
+	}
+}
+
 // Closing a channel requeues what it had not settled, in delivery order,
 // and stops deliveries to it.
 func TestTeardownRequeuesInOrder(t *testing.T) {
