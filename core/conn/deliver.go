@@ -106,7 +106,8 @@ func (ch *channel) hasCredit(k *consumer) bool {
 }
 
 // Cancelled runs when the queue is deleted under the consumer: the client
-// hears of it through basic.cancel if it asked to.
+// hears of it through basic.cancel if it asked to, after the answer to
+// the channel's own queue.delete when that is what deleted it.
 func (k *consumer) Cancelled() {
 	ch := k.ch
 	ch.mu.Lock()
@@ -115,10 +116,37 @@ func (k *consumer) Cancelled() {
 		delete(ch.consumers, k.tag)
 	}
 	k.gone = true
+	notify := wasActive && ch.c.caps.consumerCancelNotify
+	if notify && ch.holdingCancels {
+		ch.heldCancels = append(ch.heldCancels, k.tag)
+		notify = false
+	}
 	ch.mu.Unlock()
 	ch.c.dropConsumer(k)
-	if wasActive && ch.c.caps.consumerCancelNotify {
+	if notify {
 		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: k.tag, NoWait: true})
+	}
+}
+
+// holdCancels keeps the basic.cancel of the channel's consumers until
+// sendHeldCancels. RabbitMQ's channel answers its queue.delete before it
+// hears from the queue that its consumers are gone, so a client sees
+// delete-ok first (amqplib's tests count on it); Warren's queues tell
+// their consumers while they are deleted, before the answer is out.
+func (ch *channel) holdCancels() {
+	ch.mu.Lock()
+	ch.holdingCancels = true
+	ch.mu.Unlock()
+}
+
+// sendHeldCancels sends what holdCancels kept, and stops keeping.
+func (ch *channel) sendHeldCancels() {
+	ch.mu.Lock()
+	tags := ch.heldCancels
+	ch.holdingCancels, ch.heldCancels = false, nil
+	ch.mu.Unlock()
+	for _, tag := range tags {
+		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: tag, NoWait: true})
 	}
 }
 
