@@ -255,6 +255,42 @@ func TestQuorumDeliveryLimit(t *testing.T) {
 	}
 }
 
+// x-delivery-limit takes any value, as RabbitMQ 3.10.8's quorum queues
+// take it: below 1 a message is dead-lettered at its first return, and
+// a value that is not a number sets no limit.
+func TestQuorumDeliveryLimitValues(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	for i, tc := range []struct {
+		limit   any
+		returns int // returns before it is dead-lettered; 0: never within 5
+	}{{int32(-1), 1}, {int64(0), 1}, {1.5, 2}, {"abc", 0}, {true, 0}} {
+		dlq := declareQueue(t, s, ch, fmt.Sprint("dlq", i), nil)
+		q := declareQuorum(t, s, ch, fmt.Sprint(i), amqp.Table{"x-delivery-limit": tc.limit, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+		publish(t, ch, "", q, body("m"))
+		returns := 0
+		for returns < 5 && (tc.returns == 0 || returns < tc.returns) {
+			if err := getOne(t, ch, q).Nack(false, true); err != nil {
+				t.Fatal(err)
+			}
+			returns++
+		}
+		if tc.returns == 0 {
+			waitReady(t, ch, q, 1)
+			if n := count(t, ch, dlq); n != 0 {
+				t.Fatalf("x-delivery-limit %v: dead-lettered after %d returns", tc.limit, returns)
+			}
+			continue
+		}
+		if d := getOne(t, ch, dlq); d.Headers["x-death"].([]any)[0].(amqp.Table)["reason"] != "delivery_limit" {
+			t.Fatalf("x-delivery-limit %v: x-death %v", tc.limit, d.Headers["x-death"])
+		}
+		if n := count(t, ch, q); n != 0 {
+			t.Fatalf("x-delivery-limit %v: %d left after %d returns", tc.limit, n, returns)
+		}
+	}
+}
+
 // getOne waits for a message to get.
 func getOne(t testing.TB, ch *amqp.Channel, q string) amqp.Delivery {
 	t.Helper()

@@ -794,10 +794,7 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
 		noAck := r.u8() == 1
-		priority := 0
-		if len(r.b) >= 4 {
-			priority = int(int32(r.u32()))
-		}
+		priority := r.priority()
 		if r.err != nil {
 			return r.err
 		}

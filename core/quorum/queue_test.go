@@ -339,3 +339,77 @@ func TestSnapshotLeavesBodiesInTheLog(t *testing.T) {
 		t.Fatal("a snapshot that refers to the log restored without it")
 	}
 }
+
+// prioritySink is a sink with an x-priority.
+type prioritySink struct {
+	sink
+	priority int
+}
+
+func (s *prioritySink) Priority() int { return s.priority }
+
+// TestPrioritiesBeyond32Bits: a consumer's x-priority is any long, as
+// RabbitMQ compares any integer (2^40 comes before 2^31-1), through the
+// log, a snapshot and a snapshot completed for another member.
+func TestPrioritiesBeyond32Bits(t *testing.T) {
+	q, l := newTestQueue(t, DefaultConfig(), nil)
+	high, low := &prioritySink{sink: sink{room: 10}, priority: 1 << 40}, &prioritySink{sink: sink{room: 10}, priority: 1<<31 - 1}
+	for _, c := range []*prioritySink{low, high} {
+		if err := q.Consume(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(high.deliveries()) != 2 || len(low.deliveries()) != 0 {
+		t.Fatalf("the consumer of priority 2^40 got %d, the one of 2^31-1 %d", len(high.deliveries()), len(low.deliveries()))
+	}
+	priorities := func(m *Machine) string {
+		var out []int
+		for _, c := range m.consumers {
+			out = append(out, c.priority)
+		}
+		return fmt.Sprint(out)
+	}
+	q.mu.Lock()
+	want := priorities(q.m)
+	q.mu.Unlock()
+	snap, err := q.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete, err := q.Complete(4, snap, l.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if complete[0] != snapshotVersion {
+		t.Fatalf("a completed snapshot with a priority beyond 32 bits is of version %d", complete[0])
+	}
+	for _, c := range []struct {
+		what    string
+		snap    []byte
+		entries EntryReader
+	}{{"restored", snap, l.read}, {"completed", complete, nil}} {
+		st, err := decodeSnapshot(DefaultConfig(), 4, c.snap, c.entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := priorities(st.m); got != want {
+			t.Fatalf("priorities %s, %s %s", want, c.what, got)
+		}
+	}
+
+	// An entry of before, with a priority of 32 bits alone, still reads.
+	old := checkoutEntry("c", 1, false, -7)
+	old = old[:len(old)-8]
+	r := &reader{b: old[1:]}
+	r.short()
+	r.u32()
+	r.u8()
+	if p := r.priority(); p != -7 || r.err != nil {
+		t.Fatalf("an old checkout's priority reads %d, %v", p, r.err)
+	}
+}
