@@ -900,7 +900,9 @@ func (q *Queue) act(effects []Effect) {
 }
 
 // deliver hands a committed delivery to its consumer on this node, with
-// x-delivery-count when it failed before; q.mu is held.
+// x-delivery-count as RabbitMQ 3.10.8 puts it: on every basic.get (0 the
+// first time), on a consumer's delivery once the message came back;
+// q.mu is held.
 func (q *Queue) deliver(e Effect) {
 	m := q.bodies[e.Msg.ID]
 	if m == nil {
@@ -917,7 +919,7 @@ func (q *Queue) deliver(e Effect) {
 		}
 		return // another node's consumer, or one this node had before
 	}
-	if e.Msg.DeliveryCount > 0 {
+	if e.Msg.DeliveryCount > 0 || get != nil {
 		m = withDeliveryCount(m, e.Msg.DeliveryCount)
 	}
 	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}

@@ -158,23 +158,30 @@ func TestQueueGetRefuseDeadLetter(t *testing.T) {
 		dead = append(dead, string(m.Body)+":"+string(why))
 		mu.Unlock()
 	})
-	for i, want := range []error{nil, nil, ErrRefused} {
+	// The third finds the queue at its limit and gets in, over it.
+	for i, want := range []error{nil, nil, nil, ErrRefused} {
 		if err := publish(t, q, fmt.Sprint(i)); err != want {
 			t.Fatalf("publish %d: %v, want %v", i, err, want)
 		}
 	}
 	d, remaining, ok := q.Get(false)
-	if !ok || string(d.Entry.Msg.Body) != "0" || remaining != 1 {
+	if !ok || string(d.Entry.Msg.Body) != "0" || remaining != 2 {
 		t.Fatalf("get: %v %d %v", d, remaining, ok)
+	}
+	// A get says x-delivery-count even the first time, as RabbitMQ's do.
+	if n, ok := d.Entry.Msg.Headers()["x-delivery-count"]; !ok || n != int64(0) {
+		t.Fatalf("a first get's x-delivery-count: %v (%T)", n, n)
 	}
 	// Delivery limit 0: a give-back dead-letters it.
 	q.Requeue([]queue.Entry{d.Entry})
-	waitFor(t, func() bool { r, _ := q.Counts(); return r == 1 && len(deadLetters()) == 1 })
+	waitFor(t, func() bool { r, _ := q.Counts(); return r == 2 && len(deadLetters()) == 1 })
 	if got := deadLetters(); got[0] != "0:delivery_limit" {
 		t.Fatalf("dead letters %v", got)
 	}
-	if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != "1" {
-		t.Fatalf("no-ack get: %v %v", d, ok)
+	for _, want := range []string{"1", "2"} {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != want {
+			t.Fatalf("no-ack get: %v %v, want %s", d, ok, want)
+		}
 	}
 	if _, _, ok := q.Get(false); ok {
 		t.Fatal("get from an empty queue")
@@ -411,5 +418,53 @@ func TestPrioritiesBeyond32Bits(t *testing.T) {
 	r.u8()
 	if p := r.priority(); p != -7 || r.err != nil {
 		t.Fatalf("an old checkout's priority reads %d, %v", p, r.err)
+	}
+}
+
+// TestSnapshotKeepsRefusingPublishes: whether reject-publish refuses
+// publishes depends on the queue's past (over its limit, not yet down to
+// 80% of it), so snapshots keep it, and one completed for another member
+// says it too; one of a queue that refuses nothing stays version 2.
+func TestSnapshotKeepsRefusingPublishes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxLength, cfg.Overflow = 1, RejectPublish
+	q, l := newTestQueue(t, cfg, nil)
+	for i := range 2 {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, refusing := range []bool{true, false} {
+		if !refusing {
+			// Emptied: down to 80% of the limit (0), so taking again.
+			q.Get(true)
+			q.Get(true)
+		}
+		snap, err := q.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		index := uint64(len(l.entries))
+		l.mu.Unlock()
+		complete, err := q.Complete(index, snap, l.read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]byte{true: snapshotVersion, false: completeVersion}[refusing]; complete[0] != want {
+			t.Fatalf("refusing %v: a completed snapshot of version %d, want %d", refusing, complete[0], want)
+		}
+		for _, s := range []struct {
+			data    []byte
+			entries EntryReader
+		}{{snap, l.read}, {complete, nil}} {
+			st, err := decodeSnapshot(cfg, index, s.data, s.entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.m.rejecting != refusing {
+				t.Fatalf("a snapshot of version %d says refusing %v, want %v", s.data[0], st.m.rejecting, refusing)
+			}
+		}
 	}
 }

@@ -19,8 +19,9 @@ import (
 //	version(1) = 4
 //	floor(8):  the log holds the entries of the messages from this index
 //	           on; the bodies of those before it are here
-//	machine:   u32 length | next(4) | ready | consumers | dead letters
+//	machine:   u32 length | next(4) | ready | consumers | dead letters | flags(1)
 //	           dead letters: msgs, then each one's reason (shortstr)
+//	           flags: 1 = reject-publish refuses publishes (none before version 4)
 //	           msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
 //	           consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(8) out (msgs, by id)
 //	           (versions 2 and 3 had a priority(4), version 1 none: 0)
@@ -29,8 +30,8 @@ import (
 // Versions 1 and 2 have no floor: every body is in the snapshot. A
 // snapshot sent to a member that lacks the log (Complete) is a version 2
 // one, which every release reads, unless its machine holds what version
-// 2 cannot say (a priority beyond 32 bits): then it is a version 4 one
-// whose floor is past its index. The machine's Config is not in it: it
+// 2 cannot say (a priority beyond 32 bits, publishes refused): then it
+// is a version 4 one whose floor is past its index. The machine's Config is not in it: it
 // comes from the queue's declaration and policies, which the metadata
 // store keeps.
 const snapshotVersion = 4
@@ -109,12 +110,19 @@ func (m *Machine) encode(b []byte, version byte) []byte {
 	for _, d := range m.dlx {
 		b = appendShort(b, string(d.Reason))
 	}
+	if version >= 4 {
+		b = append(b, boolByte(m.rejecting))
+	}
 	return b
 }
 
 // fitsVersion2 reports whether a version 2 snapshot can hold the
-// machine's state: every consumer's priority within 32 bits.
+// machine's state: every consumer's priority within 32 bits, and
+// publishes not refused.
 func (m *Machine) fitsVersion2() bool {
+	if m.rejecting {
+		return false
+	}
 	for _, c := range m.consumers {
 		if int(int32(c.priority)) != c.priority {
 			return false
@@ -153,6 +161,9 @@ func decodeMachine(cfg Config, r *reader, version byte) *Machine {
 	}
 	for i := range m.dlx {
 		m.dlx[i].Reason = Reason(r.short())
+	}
+	if version >= 4 {
+		m.rejecting = r.u8()&1 != 0
 	}
 	return m
 }
