@@ -260,6 +260,37 @@ func TestQuorumDeliveryLimit(t *testing.T) {
 	}
 }
 
+// A basic.get right after a nack or reject with requeue on the same
+// channel finds the message back: a channel's commands reach the queue's
+// log in the order it sent them (RabbitMQ 3.10.8: 20 of 20 rounds).
+func TestQuorumGetAfterRequeue(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 1, nil); nacked != 0 {
+		t.Fatal("the publish was nacked")
+	}
+	d := getOne(t, ch, q)
+	for round := range 20 {
+		var err error
+		if round%2 == 0 {
+			err = d.Nack(false, true)
+		} else {
+			err = d.Reject(true)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok bool
+		if d, ok, err = ch.Get(q, false); err != nil || !ok {
+			t.Fatalf("round %d: the get right after the requeue found nothing (%v)", round, err)
+		}
+		if !d.Redelivered || d.Headers["x-delivery-count"] != int64(round+1) {
+			t.Fatalf("round %d: redelivered %v, headers %v", round, d.Redelivered, d.Headers)
+		}
+	}
+}
+
 // x-delivery-limit takes any value, as RabbitMQ 3.10.8's quorum queues
 // take it: below 1 a message is dead-lettered at its first return, and
 // a value that is not a number sets no limit.

@@ -468,3 +468,45 @@ func TestSnapshotKeepsRefusingPublishes(t *testing.T) {
 		}
 	}
 }
+
+// lateSettlesLog is a memLog slow to take settlements: the outbox's
+// goroutine is still proposing one when the channel's next command comes.
+type lateSettlesLog struct{ memLog }
+
+func (l *lateSettlesLog) Propose(entry []byte, done func(uint64, error)) {
+	if entry[0] == opSettle || entry[0] == opSettleBy {
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.memLog.Propose(entry, done)
+}
+
+// TestCommandsReachTheLogInOrder: what a channel does after a nack with
+// requeue comes after it in the log, as in RabbitMQ (a channel's
+// commands to a queue go to its log in turn): a get finds the message
+// back, and a publish goes behind it.
+func TestCommandsReachTheLogInOrder(t *testing.T) {
+	l := &lateSettlesLog{}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: DefaultConfig()})
+	l.q = q
+	if err := publish(t, q, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		d, _, ok := q.Get(false)
+		if !ok {
+			t.Fatalf("round %d: the get right after the requeue found nothing", round)
+		}
+		if string(d.Entry.Msg.Body) != "a" || d.Redelivered != (round > 0) {
+			t.Fatalf("round %d: got %q redelivered %v", round, d.Entry.Msg.Body, d.Redelivered)
+		}
+		q.Requeue([]queue.Entry{d.Entry})
+	}
+	if err := publish(t, q, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a", "b"} {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != want {
+			t.Fatalf("get %v %v, want %s", ok, d.Entry.Msg, want)
+		}
+	}
+}
