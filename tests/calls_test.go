@@ -217,6 +217,45 @@ func TestConsumerPriorities(t *testing.T) {
 	}
 }
 
+// A consumer's x-priority is any integer, as RabbitMQ compares any: a
+// long of 2^40 comes before an int of 2^31-1 (checked against RabbitMQ
+// 3.10.8, which takes both), for classic and quorum queues alike.
+func TestConsumerPrioritiesBeyond32Bits(t *testing.T) {
+	s := start(t)
+	for _, typ := range []string{"classic", "quorum"} {
+		t.Run(typ, func(t *testing.T) {
+			name := uniq(t, "")
+			s.ownQueue(name)
+			conn, pub := channel(t, s)
+			if _, err := pub.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": typ}); err != nil {
+				t.Fatal(err)
+			}
+			consumers := map[string]<-chan amqp.Delivery{}
+			for tag, priority := range map[string]any{"long": int64(1) << 40, "int": int32(1<<31 - 1)} {
+				ch, err := conn.Channel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ch.Qos(3, 0, false); err != nil {
+					t.Fatal(err)
+				}
+				if consumers[tag], err = ch.Consume(name, tag, false, false, false, false, amqp.Table{"x-priority": priority}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 4 {
+				publish(t, pub, "", name, body(fmt.Sprint(i)))
+			}
+			if got := bodies(t, consumers["long"], 3); fmt.Sprint(got) != "[0 1 2]" {
+				t.Fatalf("the consumer of priority 2^40 got %v, want [0 1 2]", got)
+			}
+			if got := bodies(t, consumers["int"], 1); fmt.Sprint(got) != "[3]" {
+				t.Fatalf("the consumer of priority 2^31-1 got %v, want [3]", got)
+			}
+		})
+	}
+}
+
 // Under single active consumer the first consumer is the active one,
 // whatever the priorities of those that come later (RabbitMQ 3.10; 3.12
 // changed it for quorum queues).

@@ -148,6 +148,29 @@ func TestPrefetchPerChannel(t *testing.T) {
 	nothing(t, d2)
 }
 
+// basic.qos global=false after a global one lifts the channel's limit, as
+// RabbitMQ 3.10.8 does: two consumers get their own prefetch each.
+func TestPrefetchPerConsumerLiftsPerChannel(t *testing.T) {
+	s := start(t)
+	_, ch := confirmChannel(t, s)
+	q := declareQueue(t, s, ch, "", nil)
+	publishN(t, ch, q, 20)
+	for _, qos := range []struct {
+		count  int
+		global bool
+	}{{2, true}, {5, false}} {
+		if err := ch.Qos(qos.count, 0, qos.global); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1 := consume(t, ch, q, false)
+	d2 := consume(t, ch, q, false)
+	bodies(t, d1, 5)
+	bodies(t, d2, 5)
+	nothing(t, d1)
+	nothing(t, d2)
+}
+
 // Prefetch does not limit no-ack consumers.
 func TestPrefetchIgnoredByNoAck(t *testing.T) {
 	s := start(t)
@@ -545,7 +568,7 @@ func TestUnknownDeliveryTag(t *testing.T) {
 	ch, _ = c.Channel()
 	ch.Confirm(false)
 	q := declareQueue(t, s, ch, "", nil)
-	publishN(t, ch, q, 1)
+	publishN(t, ch, q, 4) // one acked twice below, three for the multiple acks
 	m, ok, err := ch.Get(q, false)
 	if err != nil || !ok {
 		t.Fatalf("get: %v %v", ok, err)
@@ -565,6 +588,29 @@ func TestUnknownDeliveryTag(t *testing.T) {
 		closed = ch.NotifyClose(make(chan *amqp.Error, 1))
 		settle(ch)
 		expectClose(t, closed, amqp.PreconditionFailed)
+	}
+
+	// And multiple up to a tag never given, even with deliveries below
+	// it: it settles none of them, and they go back to the queue with
+	// the channel (RabbitMQ 3.10.8).
+	for _, settle := range []func(*amqp.Channel) error{
+		func(ch *amqp.Channel) error { return ch.Ack(10, true) },
+		func(ch *amqp.Channel) error { return ch.Nack(10, true, false) },
+	} {
+		ch, _ = c.Channel()
+		for range 3 {
+			if _, ok, err := ch.Get(q, false); err != nil || !ok {
+				t.Fatalf("get: %v %v", ok, err)
+			}
+		}
+		closed = ch.NotifyClose(make(chan *amqp.Error, 1))
+		settle(ch)
+		e = expectClose(t, closed, amqp.PreconditionFailed)
+		if !strings.Contains(e.Reason, "unknown delivery tag 10") {
+			t.Fatalf("reason %q", e.Reason)
+		}
+		ch, _ = c.Channel()
+		eventually(t, "the three messages back in the queue", func() bool { return count(t, ch, q) == 3 })
 	}
 }
 

@@ -293,6 +293,33 @@ func TestQueueDelete(t *testing.T) {
 	}
 }
 
+// A channel that deletes a queue it consumes from gets queue.delete-ok,
+// then its consumer's basic.cancel, whatever the queue's type: the order
+// RabbitMQ 3.10.8 keeps (amqplib's channel_api tests count on it).
+func TestQueueDeleteOkBeforeCancel(t *testing.T) {
+	s := start(t)
+	c := rawDial(t, s)
+	c.handshake(defaultHandshake())
+	c.openChannel(1)
+	c.method(1, 60, 10, []byte{0, 0, 0, 0, 0, 10, 0}) // basic.qos 10: a stream's consumer needs one
+	c.expect(60, 11)
+	for _, qtype := range []string{"classic", "quorum", "stream"} {
+		q := uniq(t, qtype)
+		s.ownQueue(q)
+		declare := appendShortStr([]byte{0, 0}, q)
+		declare = append(declare, 0x02) // durable
+		c.method(1, 50, 10, appendTable(declare, map[string]any{"x-queue-type": qtype}))
+		c.expect(50, 11)
+		c.consume(1, q, false)
+		c.expect(60, 21)
+		c.method(1, 50, 40, append(appendShortStr([]byte{0, 0}, q), 0))
+		c.expect(50, 41)
+		if f := c.expect(60, 30); f.channel != 1 {
+			t.Fatalf("%s: basic.cancel on channel %d", qtype, f.channel)
+		}
+	}
+}
+
 func TestQueueNames(t *testing.T) {
 	s := start(t)
 	c, ch := confirmChannel(t, s)

@@ -157,12 +157,17 @@ func TestQuorumPublishConsumeSettle(t *testing.T) {
 		t.Fatalf("passive declare: %+v %v", ok, err)
 	}
 
-	// basic.get takes the head; a nack with requeue puts it at the back
-	// (RabbitMQ 3.10.8's quorum queues do; classic queues put it back in
-	// its place), with x-delivery-count.
+	// basic.get takes the head, with x-delivery-count 0 (RabbitMQ 3.10.8
+	// puts it on every get, and on a consumer's delivery once the message
+	// came back); a nack with requeue puts it at the back (RabbitMQ's
+	// quorum queues do; classic queues put it back in its place), with
+	// x-delivery-count.
 	d, got, err := ch.Get(q, false)
 	if err != nil || !got || string(d.Body) != "0" || d.MessageCount != 49 {
 		t.Fatalf("get: %v %v %q count %d", got, err, d.Body, d.MessageCount)
+	}
+	if n, ok := d.Headers["x-delivery-count"]; !ok || n != int64(0) {
+		t.Fatalf("a first get's x-delivery-count: %v", d.Headers)
 	}
 	if err := d.Nack(false, true); err != nil {
 		t.Fatal(err)
@@ -255,6 +260,73 @@ func TestQuorumDeliveryLimit(t *testing.T) {
 	}
 }
 
+// A basic.get right after a nack or reject with requeue on the same
+// channel finds the message back: a channel's commands reach the queue's
+// log in the order it sent them (RabbitMQ 3.10.8: 20 of 20 rounds).
+func TestQuorumGetAfterRequeue(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	q := declareQuorum(t, s, ch, "", nil)
+	if nacked := publishMany(t, ch, "", q, 1, nil); nacked != 0 {
+		t.Fatal("the publish was nacked")
+	}
+	d := getOne(t, ch, q)
+	for round := range 20 {
+		var err error
+		if round%2 == 0 {
+			err = d.Nack(false, true)
+		} else {
+			err = d.Reject(true)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok bool
+		if d, ok, err = ch.Get(q, false); err != nil || !ok {
+			t.Fatalf("round %d: the get right after the requeue found nothing (%v)", round, err)
+		}
+		if !d.Redelivered || d.Headers["x-delivery-count"] != int64(round+1) {
+			t.Fatalf("round %d: redelivered %v, headers %v", round, d.Redelivered, d.Headers)
+		}
+	}
+}
+
+// x-delivery-limit takes any value, as RabbitMQ 3.10.8's quorum queues
+// take it: below 1 a message is dead-lettered at its first return, and
+// a value that is not a number sets no limit.
+func TestQuorumDeliveryLimitValues(t *testing.T) {
+	s := start(t)
+	_, ch := channel(t, s)
+	for i, tc := range []struct {
+		limit   any
+		returns int // returns before it is dead-lettered; 0: never within 5
+	}{{int32(-1), 1}, {int64(0), 1}, {1.5, 2}, {"abc", 0}, {true, 0}} {
+		dlq := declareQueue(t, s, ch, fmt.Sprint("dlq", i), nil)
+		q := declareQuorum(t, s, ch, fmt.Sprint(i), amqp.Table{"x-delivery-limit": tc.limit, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+		publish(t, ch, "", q, body("m"))
+		returns := 0
+		for returns < 5 && (tc.returns == 0 || returns < tc.returns) {
+			if err := getOne(t, ch, q).Nack(false, true); err != nil {
+				t.Fatal(err)
+			}
+			returns++
+		}
+		if tc.returns == 0 {
+			waitReady(t, ch, q, 1)
+			if n := count(t, ch, dlq); n != 0 {
+				t.Fatalf("x-delivery-limit %v: dead-lettered after %d returns", tc.limit, returns)
+			}
+			continue
+		}
+		if d := getOne(t, ch, dlq); d.Headers["x-death"].([]any)[0].(amqp.Table)["reason"] != "delivery_limit" {
+			t.Fatalf("x-delivery-limit %v: x-death %v", tc.limit, d.Headers["x-death"])
+		}
+		if n := count(t, ch, q); n != 0 {
+			t.Fatalf("x-delivery-limit %v: %d left after %d returns", tc.limit, n, returns)
+		}
+	}
+}
+
 // getOne waits for a message to get.
 func getOne(t testing.TB, ch *amqp.Channel, q string) amqp.Delivery {
 	t.Helper()
@@ -274,33 +346,44 @@ func getOne(t testing.TB, ch *amqp.Channel, q string) amqp.Delivery {
 	}
 }
 
-// x-max-length with reject-publish nacks what does not fit; drop-head
-// dead-letters the oldest with reason maxlen.
+// x-max-length with reject-publish nacks publishes once the queue is
+// over its limit, until it is down to 80% of it; drop-head dead-letters
+// the oldest with reason maxlen.
 //
-// RabbitMQ 3.10's quorum queues decide reject-publish after the fact: a
-// publish that finds the queue at its limit is still taken, and the
-// publishes after it are refused (pipelined ones all get in). Warren's
-// refuses the publish that does not fit, as classic queues do; serial
-// publishes tell the two apart by one message, which this test allows.
+// RabbitMQ 3.10.8's quorum queues decide reject-publish after the fact:
+// a publish that finds the queue at its limit still gets in, so serial
+// publishes into a queue of 2 keep 3; then publishes are refused until 1
+// is left (trunc(2 * 0.8)). The same with x-max-length-bytes.
 func TestQuorumMaxLength(t *testing.T) {
 	s := start(t)
-	_, ch := channel(t, s)
-	q := declareQuorum(t, s, ch, "reject", amqp.Table{"x-max-length": int32(2), "x-overflow": "reject-publish"})
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
-	acked := 0
-	for i := range 5 {
-		publish(t, ch, "", q, body(fmt.Sprint(i)))
-		if c := <-confirms; c.Ack {
-			acked++
+	for _, limit := range []string{"x-max-length", "x-max-length-bytes"} {
+		_, ch := channel(t, s)
+		size := map[string]int32{"x-max-length": 2, "x-max-length-bytes": 20}[limit]
+		q := declareQuorum(t, s, ch, limit, amqp.Table{limit: size, "x-overflow": "reject-publish"})
+		if err := ch.Confirm(false); err != nil {
+			t.Fatal(err)
+		}
+		confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+		acked := func() bool {
+			publish(t, ch, "", q, body("0123456789")) // 10 bytes
+			return (<-confirms).Ack
+		}
+		var got []bool
+		for range 5 {
+			got = append(got, acked())
+		}
+		if fmt.Sprint(got) != "[true true true false false]" {
+			t.Fatalf("%v: serial publishes acked %v, want the first three", limit, got)
+		}
+		getOne(t, ch, q).Ack(false)
+		if acked() {
+			t.Fatalf("%v: a publish with 2 left was taken", limit)
+		}
+		getOne(t, ch, q).Ack(false)
+		if !acked() || !acked() || acked() {
+			t.Fatalf("%v: with 1 left, not two publishes taken then one refused", limit)
 		}
 	}
-	if acked < 2 || acked > 3 {
-		t.Fatalf("%d of 5 serial publishes acked into a queue of 2", acked)
-	}
-	waitReady(t, ch, q, acked)
 	_, ch2 := channel(t, s)
 	dlq := declareQueue(t, s, ch2, "dlq", nil)
 	q2 := declareQuorum(t, s, ch2, "drop", amqp.Table{"x-max-length": int32(2), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
@@ -578,13 +661,24 @@ func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
 			t.Fatal("the reject was not applied within 5s")
 		}
 	}
+	// The pending dead letter counts toward the limit: at it, one more
+	// publish gets in, over it (reject-publish decides after the fact),
+	// and the next is refused.
+	if !accepted() {
+		t.Fatal("a queue at its limit with a pending dead letter refused a publish")
+	}
 	if accepted() {
-		t.Fatal("a queue full with a pending dead letter took another message")
+		t.Fatal("a queue over its limit with a pending dead letter took another message")
 	}
 	if err := ch.QueueBind(dlq, "", dlx, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	expectDead("more") // routed again once something is bound
+	// Publishes are taken again once the queue is down to 80% of its
+	// limit: empty, the dead letter settled.
+	if err := getOne(t, ch, q).Ack(false); err != nil {
+		t.Fatal(err)
+	}
 	settled()
 }
 
@@ -600,6 +694,18 @@ func TestQuorumRefusesGlobalQoS(t *testing.T) {
 	}
 	_, err := ch.Consume(q, "", false, false, false, false, nil)
 	expectRefusal(t, err, amqp.NotImplemented, "queue '"+q+"' in vhost '/' does not support global qos")
+
+	// A per-consumer prefetch after it lifts it, and the consume is taken.
+	_, ch = channel(t, s)
+	if err := ch.Qos(10, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume(q, "", false, false, false, false, nil); err != nil {
+		t.Fatalf("consume after qos global then per consumer: %v", err)
+	}
 }
 
 // basic.recover gives a consumer's unacked messages back: they come again,

@@ -166,6 +166,10 @@ func TestStreamConsume(t *testing.T) {
 	if got := consume(int32(150), 50); got != 150 {
 		t.Fatalf("offset 150 (an int) starts at %d", got)
 	}
+	// Before the first, as RabbitMQ 3.10.8 takes it: from the first.
+	if got := consume(int32(-1), 200); got != 0 {
+		t.Fatalf("offset -1 starts at %d", got)
+	}
 	if got := consume(since, 100); got != 100 {
 		t.Fatalf("the timestamp of the second batch starts at %d", got)
 	}

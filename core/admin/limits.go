@@ -9,7 +9,8 @@ import (
 // Warren's own endpoints, under /api/warren/, for what rabbitmqctl does
 // over Erlang distribution rather than the management API: changing the
 // resource alarms' limits at run time (not stored: broker.toml's values
-// apply again at the next start).
+// apply again at the next start). A change is answered once the alarm is
+// raised or cleared as the new limit implies.
 //
 //	PUT /api/warren/vm-memory-high-watermark  {"fraction": 0.4} or {"absolute": BYTES}
 //	PUT /api/warren/disk-free-limit           {"bytes": BYTES} or {"mem_relative": 1.5}

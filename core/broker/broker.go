@@ -75,7 +75,12 @@ type Broker struct {
 	// time, and the watcher's latest reading.
 	memLimit, diskLimit atomic.Uint64
 	resources           atomic.Pointer[ResourceState]
-	started             time.Time
+	// watching is set once the watcher runs (Start); resample asks it to
+	// sample now, and it closes the channel sent once the alarm agrees
+	// (inForce).
+	watching atomic.Bool
+	resample chan chan struct{}
+	started  time.Time
 
 	listeners []net.Listener
 	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
@@ -124,15 +129,16 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		cfg:     cfg,
-		log:     log,
-		types:   exchange.NewRegistry(),
-		users:   auth.NewStore(cfg.Defaults.LoopbackUsers),
-		vhosts:  make(map[string]*vhost.VHost),
-		stop:    make(chan struct{}),
-		defsMu:  make(chan struct{}, 1),
-		history: stats.NewHistory(historyLength),
-		started: time.Now(),
+		cfg:      cfg,
+		log:      log,
+		types:    exchange.NewRegistry(),
+		users:    auth.NewStore(cfg.Defaults.LoopbackUsers),
+		vhosts:   make(map[string]*vhost.VHost),
+		stop:     make(chan struct{}),
+		defsMu:   make(chan struct{}, 1),
+		resample: make(chan chan struct{}),
+		history:  stats.NewHistory(historyLength),
+		started:  time.Now(),
 	}
 	if cfg.Cluster.Enabled() {
 		// Made before the node: quorum queues restored from the store
@@ -326,6 +332,7 @@ func (b *Broker) Start() error {
 		}
 	}
 	b.wg.Add(2)
+	b.watching.Store(true)
 	go b.watchResources()
 	go b.sampleStats()
 	return nil

@@ -209,39 +209,74 @@ func (b *Broker) watchResources() {
 	defer t.Stop()
 	var nextMemory, nextDisk time.Time
 	for {
+		var answer chan struct{}
+		var now time.Time
 		select {
 		case <-b.stop:
 			return
-		case now := <-t.C:
-			if !now.Before(nextDisk) {
-				w.offHeap = b.store.OffHeapMemory()
-				var reason string
-				reason, w.diskRoom, w.diskFree = b.diskState()
-				if reason != "" {
-					w.diskReason, w.diskOKFrom = reason, time.Time{}
-				} else if w.diskOKFrom.IsZero() {
-					w.diskOKFrom = now
-				} else if now.Sub(w.diskOKFrom) >= diskClearAfter {
-					w.diskReason = ""
-				}
-				w.storeErr = ""
-				if err := b.store.Health(); err != nil {
-					w.storeErr = err.Error()
-				}
-				room := w.diskRoom
-				if w.diskReason != "" || w.storeErr != "" {
-					room = 0 // raised: look often, to clear it soon
-				}
-				nextDisk = now.Add(sampleWait(room, fastestDiskFill, diskSampleEvery, diskIdleSampleEvery))
-			}
-			if !now.Before(nextMemory) {
-				b.sampleMemory(w)
-				nextMemory = now.Add(sampleWait(w.memRoom, fastestGrowth, memorySampleEvery, memoryIdleSampleEvery))
-			}
-			b.updateAlarm(w)
-			b.publishResources(w)
-			t.Reset(time.Until(earliest(nextMemory, nextDisk)))
+		case now = <-t.C:
+		case answer = <-b.resample:
+			// A limit changed: both are sampled now.
+			now, nextMemory, nextDisk = time.Now(), time.Time{}, time.Time{}
 		}
+		if !now.Before(nextDisk) {
+			b.sampleDisk(w, now)
+			room := w.diskRoom
+			if w.diskReason != "" || w.storeErr != "" {
+				room = 0 // raised: look often, to clear it soon
+			}
+			nextDisk = now.Add(sampleWait(room, fastestDiskFill, diskSampleEvery, diskIdleSampleEvery))
+		}
+		if !now.Before(nextMemory) {
+			b.sampleMemory(w)
+			nextMemory = now.Add(sampleWait(w.memRoom, fastestGrowth, memorySampleEvery, memoryIdleSampleEvery))
+		}
+		b.updateAlarm(w)
+		b.publishResources(w)
+		t.Reset(time.Until(earliest(nextMemory, nextDisk)))
+		if answer != nil {
+			close(answer)
+		}
+	}
+}
+
+// sampleDisk reads the disk's free space and the store's health.
+func (b *Broker) sampleDisk(w *resourceWatch, now time.Time) {
+	w.offHeap = b.store.OffHeapMemory()
+	var reason string
+	reason, w.diskRoom, w.diskFree = b.diskState()
+	if reason != "" {
+		w.diskReason, w.diskOKFrom = reason, time.Time{}
+	} else if w.diskOKFrom.IsZero() {
+		w.diskOKFrom = now
+	} else if now.Sub(w.diskOKFrom) >= diskClearAfter {
+		w.diskReason = ""
+	}
+	w.storeErr = ""
+	if err := b.store.Health(); err != nil {
+		w.storeErr = err.Error()
+	}
+}
+
+// inForce returns once the watcher has sampled with the limits as they are
+// now, and raised or cleared the alarm as they imply, so that a publish
+// right after rabbitmqctl set_vm_memory_high_watermark returns is held
+// (amqp091-go's memory alarm test publishes at once). It returns at once
+// when the watcher does not run (before Start, after Shutdown), whose
+// first sample, if any, takes the limits.
+func (b *Broker) inForce() {
+	if !b.watching.Load() {
+		return
+	}
+	answer := make(chan struct{})
+	select {
+	case b.resample <- answer:
+	case <-b.stop:
+		return
+	}
+	select {
+	case <-answer:
+	case <-b.stop:
 	}
 }
 
@@ -446,6 +481,8 @@ func memoryLimitFor(watermark float64) uint64 {
 // SetMemoryWatermark changes the memory alarm's watermark until the broker
 // stops, as rabbitmqctl set_vm_memory_high_watermark: a fraction of the
 // machine's memory, or, with absolute set, bytes. 0 disables the alarm.
+// It returns once the alarm is raised or cleared as the new watermark
+// implies.
 func (b *Broker) SetMemoryWatermark(value float64, absolute bool) error {
 	switch {
 	case value < 0 || math.IsNaN(value) || math.IsInf(value, 0):
@@ -458,12 +495,16 @@ func (b *Broker) SetMemoryWatermark(value float64, absolute bool) error {
 		b.memLimit.Store(memoryLimitFor(value))
 	}
 	b.log.Info().Uint64("bytes", b.memLimit.Load()).Msg("memory watermark set")
+	b.inForce()
 	return nil
 }
 
 // SetDiskFreeLimit changes the disk alarm's limit until the broker stops,
-// as rabbitmqctl set_disk_free_limit. 0 disables the alarm.
+// as rabbitmqctl set_disk_free_limit. 0 disables the alarm. It returns
+// once the alarm is raised if the disk is short of the new limit; one it
+// lifts clears after the disk has had room for diskClearAfter, as always.
 func (b *Broker) SetDiskFreeLimit(bytes uint64) {
 	b.diskLimit.Store(bytes)
 	b.log.Info().Uint64("bytes", bytes).Msg("disk free limit set")
+	b.inForce()
 }

@@ -43,6 +43,10 @@ type channel struct {
 	globalPrefetch uint16 // basic.qos global=true: the channel's total
 	consumers      map[string]*consumer
 	reply          *replyConsumer // consuming amq.rabbitmq.reply-to (replyto.go)
+	// holdingCancels: a queue.delete of the channel's runs, and the
+	// basic.cancel of its consumers wait in heldCancels for delete-ok.
+	holdingCancels bool
+	heldCancels    []string
 }
 
 // channelMethod routes a method to its channel, opening and closing

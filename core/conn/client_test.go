@@ -160,11 +160,12 @@ func (c *testClient) hello() {
 	expect[*protocol.ConnectionStart](c)
 }
 
-// login sends start-ok with PLAIN credentials.
+// login sends start-ok with PLAIN credentials, announcing the
+// capabilities today's clients announce.
 func (c *testClient) login(user, password string) {
 	c.t.Helper()
 	c.send(0, &protocol.ConnectionStartOk{
-		ClientProperties: protocol.Table{"capabilities": protocol.Table{"connection.blocked": true}},
+		ClientProperties: protocol.Table{"capabilities": protocol.Table{"connection.blocked": true, "consumer_cancel_notify": true}},
 		Mechanism:        "PLAIN", Response: "\x00" + user + "\x00" + password, Locale: "en_US",
 	})
 }

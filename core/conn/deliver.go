@@ -106,7 +106,8 @@ func (ch *channel) hasCredit(k *consumer) bool {
 }
 
 // Cancelled runs when the queue is deleted under the consumer: the client
-// hears of it through basic.cancel if it asked to.
+// hears of it through basic.cancel if it asked to, after the answer to
+// the channel's own queue.delete when that is what deleted it.
 func (k *consumer) Cancelled() {
 	ch := k.ch
 	ch.mu.Lock()
@@ -115,10 +116,37 @@ func (k *consumer) Cancelled() {
 		delete(ch.consumers, k.tag)
 	}
 	k.gone = true
+	notify := wasActive && ch.c.caps.consumerCancelNotify
+	if notify && ch.holdingCancels {
+		ch.heldCancels = append(ch.heldCancels, k.tag)
+		notify = false
+	}
 	ch.mu.Unlock()
 	ch.c.dropConsumer(k)
-	if wasActive && ch.c.caps.consumerCancelNotify {
+	if notify {
 		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: k.tag, NoWait: true})
+	}
+}
+
+// holdCancels keeps the basic.cancel of the channel's consumers until
+// sendHeldCancels. RabbitMQ's channel answers its queue.delete before it
+// hears from the queue that its consumers are gone, so a client sees
+// delete-ok first (amqplib's tests count on it); Warren's queues tell
+// their consumers while they are deleted, before the answer is out.
+func (ch *channel) holdCancels() {
+	ch.mu.Lock()
+	ch.holdingCancels = true
+	ch.mu.Unlock()
+}
+
+// sendHeldCancels sends what holdCancels kept, and stops keeping.
+func (ch *channel) sendHeldCancels() {
+	ch.mu.Lock()
+	tags := ch.heldCancels
+	ch.holdingCancels, ch.heldCancels = false, nil
+	ch.mu.Unlock()
+	for _, tag := range tags {
+		ch.c.send(ch.id, &protocol.BasicCancel{ConsumerTag: tag, NoWait: true})
 	}
 }
 
@@ -183,8 +211,14 @@ func (l *unackedList) search(tag uint64) int {
 
 // take removes and returns the deliveries a settlement names: tag alone,
 // or with multiple every tag up to it (tag 0 with multiple: all). ok is
-// false when a tag is not outstanding.
+// false, and nothing is taken, when tag is not outstanding: as RabbitMQ
+// 3.10.8 has it, multiple settles up to a tag the channel holds, not up
+// to any number (an ack of 10 with multiple after deliveries 1 to 3, or
+// of a tag settled already, is 406 "unknown delivery tag").
 func (l *unackedList) take(tag uint64, multiple bool) (out []unacked, ok bool) {
+	if (tag != 0 || !multiple) && !l.has(tag) {
+		return nil, false
+	}
 	if multiple {
 		for i := range l.n {
 			u := l.at(i)
@@ -198,12 +232,9 @@ func (l *unackedList) take(tag uint64, multiple bool) (out []unacked, ok bool) {
 			}
 		}
 		l.compact()
-		return out, len(out) > 0 || tag == 0
+		return out, true
 	}
 	i := l.search(tag)
-	if i == l.n || l.at(i).tag != tag || l.at(i).settled {
-		return nil, false
-	}
 	out = append(out, *l.at(i))
 	l.at(i).settled = true
 	l.settled++
@@ -271,7 +302,7 @@ func (ch *channel) nack(tag uint64, multiple, requeue bool) error {
 // applies it at commit.
 func (ch *channel) txSettle(tag uint64, multiple, ack, requeue bool) error {
 	ch.mu.Lock()
-	known := multiple || ch.unacked.has(tag)
+	known := multiple && tag == 0 || ch.unacked.has(tag)
 	ch.mu.Unlock()
 	if !known {
 		return reply.PreconditionFailed("unknown delivery tag %d", tag)
@@ -381,7 +412,11 @@ func (ch *channel) qos(m *protocol.BasicQos) error {
 	if m.Global {
 		ch.globalPrefetch = m.PrefetchCount
 	} else {
+		// A per-consumer prefetch lifts the channel's limit, as RabbitMQ
+		// 3.10.8's does (qos 2 global then qos 5: consumers get 5 each,
+		// and a quorum queue takes a consume).
 		ch.prefetch = m.PrefetchCount
+		ch.globalPrefetch = 0
 	}
 	kick := ch.unblockAll(nil)
 	ch.mu.Unlock()

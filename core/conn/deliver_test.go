@@ -35,6 +35,10 @@ func TestUnackedListSettles(t *testing.T) {
 		{3, false, "[3]"},
 		{3, false, "refused"}, // settled already
 		{11, false, "refused"},
+		// multiple needs the tag itself outstanding, and takes nothing
+		// when it is not (RabbitMQ 3.10.8 closes the channel, 406).
+		{11, true, "refused"},
+		{3, true, "refused"},
 		{5, true, "[1 2 4 5]"},
 		{5, true, "refused"}, // nothing left up to 5
 		{7, false, "[7]"},
@@ -264,11 +268,17 @@ func TestUnknownDeliveryTagIs406(t *testing.T) {
 	for _, settle := range []func() error{
 		func() error { return ch.ack(2, false) },
 		func() error { return ch.nack(7, false, true) },
+		// multiple up to a tag never delivered settles nothing below it
+		func() error { return ch.ack(10, true) },
+		func() error { return ch.nack(10, true, false) },
 	} {
 		e := reply.As(settle())
 		if e == nil || e.Code != protocol.PreconditionFailed || e.Text == "" {
 			t.Fatalf("got %v, want 406", e)
 		}
+	}
+	if e := reply.As(ch.ack(10, true)); e == nil || e.Text != "PRECONDITION_FAILED - unknown delivery tag 10" {
+		t.Fatalf("multiple past the last tag: %v", e)
 	}
 	if err := ch.ack(1, false); err != nil {
 		t.Fatalf("the real tag: %v", err)
@@ -302,6 +312,27 @@ func TestGlobalPrefetchSpansConsumers(t *testing.T) {
 	}
 	if st := b.Stats(); st.Ready != 0 || st.Unacked != 1 {
 		t.Fatalf("b: %+v", st)
+	}
+}
+
+// basic.qos global=false after a global one lifts the channel's limit:
+// each consumer then has its own (RabbitMQ 3.10.8 delivers 5 + 5 after
+// qos 2 global, qos 5).
+func TestPerConsumerQosLiftsTheGlobalOne(t *testing.T) {
+	ch := channelOn()
+	for _, qos := range []*protocol.BasicQos{{PrefetchCount: 2, Global: true}, {PrefetchCount: 5}} {
+		if err := ch.qos(qos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := newQueue(t, "a"), newQueue(t, "b")
+	ka := addConsumer(t, ch, a, "ka", ch.prefetch)
+	kb := addConsumer(t, ch, b, "kb", ch.prefetch)
+	enqueue(t, a, 10)
+	enqueue(t, b, 10)
+	sent(t, ch)
+	if ka.unacked != 5 || kb.unacked != 5 {
+		t.Fatalf("consumers hold %d and %d, want 5 each", ka.unacked, kb.unacked)
 	}
 }
 

@@ -157,6 +157,9 @@ func (ch *channel) queueDelete(m *protocol.QueueDelete) error {
 	if err := refused(ch.c.grant.DeleteQueue(name)); err != nil {
 		return err
 	}
+	// The answer goes out before its consumers' basic.cancel.
+	ch.holdCancels()
+	defer ch.sendHeldCancels()
 	n, err := ch.c.vh.DeleteQueue(name, ch.c, m.IfUnused, m.IfEmpty)
 	if err != nil {
 		if e := reply.As(err); e.Code == protocol.NotFound && !ch.c.vh.HasQueue(name) {

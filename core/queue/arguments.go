@@ -40,9 +40,10 @@ import (
 //   - an x-stream-offset RabbitMQ's check lets through but its stream
 //     then fails on (1.5, true, "bogus": 541) is Warren's 406
 //     {invalid_stream_offset_arg,...} (see core/stream's ParseOffset);
-//   - x-delivery-limit is a classic queue's argument too (the limit
-//     works on every queue type), and it must be a non-negative integer,
-//     where RabbitMQ's quorum queues take any value.
+//   - x-delivery-limit is a classic queue's argument too (RabbitMQ
+//     limits deliveries of quorum queues only), where it must be a
+//     non-negative integer; a quorum queue takes any value, as
+//     RabbitMQ's do.
 
 // The queue types, as x-queue-type names them.
 const (
@@ -118,9 +119,10 @@ var declareChecks = []struct {
 	{"x-stream-max-segment-size-bytes", checkNonNegative},
 	{"x-initial-cluster-size", checkPositive},
 	{"x-queue-leader-locator", checkString(LeaderLocators, "invalid_queue_locator_arg")},
-	// RabbitMQ 3.10.8 checks no x-delivery-limit (a quorum queue takes
-	// -1 or 1.5); Warren refuses what it could only misread.
-	{"x-delivery-limit", checkNonNegative},
+	// RabbitMQ 3.10.8 checks no x-delivery-limit: a quorum queue takes
+	// any value (quorumDeliveryLimit reads it). A classic queue's is
+	// Warren's own, a non-negative integer.
+	{"x-delivery-limit", checkDeliveryLimit},
 }
 
 // consumeChecks are rabbit_amqqueue:consume_args().
@@ -294,6 +296,13 @@ func checkNonNegative(v any, args protocol.Table) string {
 		return fmt.Sprintf("{value_negative,%d}", n)
 	}
 	return ""
+}
+
+func checkDeliveryLimit(v any, args protocol.Table) string {
+	if TypeOf(args) == Quorum {
+		return ""
+	}
+	return checkNonNegative(v, args)
 }
 
 func checkPositive(v any, args protocol.Table) string {

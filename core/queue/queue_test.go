@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,6 +362,34 @@ func TestParseArgsRefusesBadValues(t *testing.T) {
 	s, err := ParseArgs("q", "/", protocol.Table{"x-unknown": "kept", "x-queue-type": "classic"})
 	if err != nil || s.MessageTTL != Unlimited {
 		t.Fatal(err)
+	}
+}
+
+// A quorum queue's x-delivery-limit is read as RabbitMQ 3.10.8 acts on
+// it (checked: how many gets with a nack and requeue before the message
+// is dead-lettered): a number is a limit, by its floor, none below 0;
+// anything else is none. A policy's lower limit wins over no limit, as
+// RabbitMQ's min over Erlang terms has it.
+func TestQuorumDeliveryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		arg  any
+		want int64
+	}{
+		{int32(3), 3}, {int64(0), 0}, {int32(-1), 0}, {int32(-5), 0},
+		{1.5, 1}, {float32(2.7), 2}, {0.5, 0}, {-0.5, 0}, {math.Inf(1), Unlimited},
+		{"abc", Unlimited}, {"3", Unlimited}, {true, Unlimited},
+	} {
+		s, err := ParseArgs("q", "/", protocol.Table{"x-queue-type": "quorum", "x-delivery-limit": tc.arg})
+		if err != nil || s.DeliveryLimit != tc.want {
+			t.Errorf("x-delivery-limit %T %v: limit %d, %v; want %d", tc.arg, tc.arg, s.DeliveryLimit, err, tc.want)
+		}
+	}
+	s, _ := ParseArgs("q", "/", protocol.Table{"x-queue-type": "quorum", "x-delivery-limit": "abc"})
+	if got := s.WithPolicy(protocol.Table{"delivery-limit": float64(1)}).DeliveryLimit; got != 1 {
+		t.Errorf("a string argument under a policy of 1: limit %d", got)
+	}
+	if _, err := ParseArgs("q", "/", protocol.Table{"x-delivery-limit": int32(-1)}); err == nil {
+		t.Error("a classic queue's x-delivery-limit of -1 taken")
 	}
 }
 

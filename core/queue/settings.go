@@ -86,7 +86,11 @@ func ParseArgs(queue, vhost string, args protocol.Table) (Settings, error) {
 		case "x-max-length-bytes":
 			s.MaxLengthBytes, err = nonNegative(v)
 		case "x-delivery-limit":
-			s.DeliveryLimit, err = nonNegative(v)
+			if TypeOf(args) == Quorum {
+				s.DeliveryLimit = quorumDeliveryLimit(v)
+			} else {
+				s.DeliveryLimit, err = nonNegative(v)
+			}
 		case "x-overflow":
 			s.Overflow, err = parseOverflow(v)
 		case "x-dead-letter-exchange":
@@ -212,6 +216,35 @@ func Integer(v any) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// quorumDeliveryLimit reads a quorum queue's x-delivery-limit as RabbitMQ
+// 3.10.8 takes it: any value, which it compares a message's delivery
+// count with in Erlang's order of terms (checked). A number limits: a
+// message given back more often than it is dead-lettered, so a double
+// counts as its floor and a limit below 1 as 0 (dead-lettered at its
+// first return); anything else is no limit, since every number orders
+// before a string, a boolean or a table.
+func quorumDeliveryLimit(v any) int64 {
+	var f float64
+	switch n := v.(type) {
+	case float32:
+		f = float64(n)
+	case float64:
+		f = n
+	default:
+		if n, ok := Integer(v); ok {
+			return max(n, 0)
+		}
+		return Unlimited
+	}
+	switch {
+	case math.IsNaN(f) || f >= math.MaxInt64:
+		return Unlimited
+	case f < 0:
+		return 0
+	}
+	return int64(f)
 }
 
 func nonNegative(v any) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/warrenmq/warren/core/message"
 )
@@ -14,7 +15,10 @@ import (
 //
 //	opEnqueue:  now(8) expires_at(8) | exchange, routing key (shortstr) |
 //	            flags(2) | props, body (u32 length each)
-//	opCheckout: consumer (shortstr) | credit(4) | no_ack(1)
+//	opCheckout: consumer (shortstr) | credit(4) | no_ack(1) |
+//	            priority(4) | priority(8) (the first held within 32 bits,
+//	            for releases that read no further; entries of before
+//	            have neither, or the first alone)
 //	opGet:      consumer | no_ack(1)
 //	opSettle:   how(1) | count(4) | ids(8 each) (whoever holds them)
 //	opSettleBy: consumer | how(1) | count(4) | ids(8 each)
@@ -103,11 +107,26 @@ func (r *reader) purger() (node, nonce uint64, ok bool) {
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
 
 // checkoutEntry adds a consumer. Its priority (x-priority) came after
-// the first release: an entry without it is a priority of 0.
+// the first release: an entry without it is a priority of 0. A priority
+// is any long, as RabbitMQ compares any integer; it is written twice,
+// held within 32 bits first, for the releases that took no more.
 func checkoutEntry(id ConsumerID, credit int, noAck bool, priority int) []byte {
 	b := binary.BigEndian.AppendUint32(consumerEntry(opCheckout, id), uint32(credit))
 	b = append(b, boolByte(noAck))
-	return binary.BigEndian.AppendUint32(b, uint32(int32(priority)))
+	b = binary.BigEndian.AppendUint32(b, uint32(int32(min(max(priority, math.MinInt32), math.MaxInt32))))
+	return binary.BigEndian.AppendUint64(b, uint64(priority))
+}
+
+// priority reads what checkoutEntry wrote after no_ack.
+func (r *reader) priority() int {
+	priority := 0
+	if len(r.b) >= 4 {
+		priority = int(int32(r.u32()))
+	}
+	if len(r.b) >= 8 {
+		priority = int(int64(r.u64()))
+	}
+	return priority
 }
 
 func getEntry(id ConsumerID, noAck bool) []byte {

@@ -36,11 +36,18 @@
 //     means unlimited); consumers with credit are served in turn. With
 //     single active consumer only the oldest consumer is served.
 //   - max-length and max-length-bytes count ready messages (not those
-//     checked out); overflow drop-head dead-letters the oldest with
-//     reason maxlen, reject-publish refuses the new one. RabbitMQ 3.10
-//     decides reject-publish after the fact (a publish that finds the
-//     queue at its limit still gets in, pipelined ones all do); Warren
-//     refuses exactly what does not fit, as classic queues do.
+//     checked out) and at-least-once dead letters; the limits are
+//     applied after each entry, as rabbit_fifo's evaluate_limit does.
+//     Over a limit, drop-head dead-letters the oldest with reason
+//     maxlen; reject-publish keeps what it has and refuses publishes
+//     from then on, until the queue is down to 80% of its limits. So a
+//     publish that finds the queue at its limit still gets in: with
+//     x-max-length 2, serial publishes keep 3, then one is taken in
+//     again once 1 is left (checked against RabbitMQ 3.10.8, for
+//     x-max-length-bytes too). RabbitMQ keeps this state per publishing
+//     channel, judges a channel's first publish by the limit alone, and
+//     lets in what its channels sent before they heard of it (pipelined
+//     publishes); Warren keeps one state for the queue, in the log.
 //   - A no-ack consumer's deliveries are settled as they are handed out;
 //     its prefetch does not apply.
 //   - Message TTL expires ready messages at the head only, as RabbitMQ's.
@@ -196,12 +203,15 @@ type Machine struct {
 	cfg        Config
 	ready      []Msg // the queue, head first
 	readyBytes int64
-	dlx        []pendingDead // at-least-once dead letters not yet settled, in order
-	dlxBytes   int64
-	consumers  []*consumer // in the order they came
-	byID       map[ConsumerID]*consumer
-	next       int // where the round of consumers with credit goes on
-	effects    []Effect
+	// rejecting: reject-publish refuses publishes (the queue went over a
+	// limit and is not down to 80% of it yet).
+	rejecting bool
+	dlx       []pendingDead // at-least-once dead letters not yet settled, in order
+	dlxBytes  int64
+	consumers []*consumer // in the order they came
+	byID      map[ConsumerID]*consumer
+	next      int // where the round of consumers with credit goes on
+	effects   []Effect
 }
 
 // New returns an empty queue.
@@ -239,42 +249,65 @@ func (m *Machine) ids() []uint64 {
 	return out
 }
 
-// take returns the effects gathered since the last take.
+// take ends a command: the limits are applied to the state it left, and
+// the effects gathered since the last take are returned.
 func (m *Machine) take() []Effect {
+	m.applyLimits()
 	out := m.effects
 	m.effects = nil
 	return out
 }
 
-// Enqueue adds a message: refused when the queue is full and overflows
-// with reject-publish, else queued, the oldest dropped past the limits.
+// Enqueue adds a message: refused while reject-publish refuses, else
+// queued.
 func (m *Machine) Enqueue(msg Msg) []Effect {
-	full := m.cfg.MaxLength != Unlimited && int64(len(m.ready)+len(m.dlx)) >= m.cfg.MaxLength ||
-		m.cfg.MaxBytes != Unlimited && m.readyBytes+m.dlxBytes+msg.Size > m.cfg.MaxBytes
-	if full && m.cfg.Overflow == RejectPublish {
+	if m.rejecting {
 		m.effects = append(m.effects, Effect{Kind: Refuse, Msg: msg})
 		return m.take()
 	}
 	msg.DeliveryCount, msg.Delivered = 0, false
 	m.ready = append(m.ready, msg)
 	m.readyBytes += msg.Size
-	m.enforceLimits()
 	m.dispatch()
 	return m.take()
 }
 
-// enforceLimits drops the oldest ready messages past max-length and
-// max-length-bytes (drop-head).
-func (m *Machine) enforceLimits() {
-	for {
-		n, bytes := m.Ready()
-		over := m.cfg.MaxLength != Unlimited && int64(n) > m.cfg.MaxLength ||
-			m.cfg.MaxBytes != Unlimited && bytes > m.cfg.MaxBytes
-		if !over || n == 0 {
-			return
+// applyLimits applies max-length and max-length-bytes to the state a
+// command left, after its deliveries, as RabbitMQ does: with drop-head
+// the oldest ready messages past them go; with reject-publish, publishes
+// are refused from the time the queue is over one until it is down to
+// 80% of each.
+func (m *Machine) applyLimits() {
+	if m.cfg.Overflow != RejectPublish {
+		m.rejecting = false
+		for m.overLimit() && len(m.ready) > 0 {
+			m.dead(m.pop(), MaxLen)
 		}
-		m.dead(m.pop(), MaxLen)
+		return
 	}
+	switch {
+	case m.overLimit():
+		m.rejecting = true
+	case m.rejecting && m.belowSoftLimit():
+		m.rejecting = false
+	}
+}
+
+// overLimit says whether what the limits count is over one of them.
+func (m *Machine) overLimit() bool {
+	n, bytes := int64(len(m.ready)+len(m.dlx)), m.readyBytes+m.dlxBytes
+	return m.cfg.MaxLength != Unlimited && n > m.cfg.MaxLength ||
+		m.cfg.MaxBytes != Unlimited && bytes > m.cfg.MaxBytes
+}
+
+// belowSoftLimit says whether what the limits count is at or below 80%
+// of each (RabbitMQ's soft limit, trunc(limit * 0.8)); with no limit set
+// nothing holds publishers back.
+func (m *Machine) belowSoftLimit() bool {
+	soft := func(limit int64) int64 { return limit/5*4 + limit%5*4/5 }
+	n, bytes := int64(len(m.ready)+len(m.dlx)), m.readyBytes+m.dlxBytes
+	return (m.cfg.MaxLength == Unlimited || n <= soft(m.cfg.MaxLength)) &&
+		(m.cfg.MaxBytes == Unlimited || bytes <= soft(m.cfg.MaxBytes))
 }
 
 // pop takes the next ready message: a returned one first.
@@ -340,7 +373,6 @@ func (m *Machine) PendingDeadLetters() []Effect {
 // give another consumer its turn.
 func (m *Machine) Configure(cfg Config) []Effect {
 	m.cfg = cfg
-	m.enforceLimits()
 	m.dispatch()
 	return m.take()
 }
@@ -512,7 +544,6 @@ func (m *Machine) giveBack(msgs []Msg) {
 		m.ready = append(m.ready, msg)
 		m.readyBytes += msg.Size
 	}
-	m.enforceLimits()
 }
 
 // Cancel stops deliveries to a consumer; what it holds stays checked out
@@ -609,6 +640,7 @@ func (m *Machine) HeadExpiresAt() int64 {
 func (m *Machine) Purge() int {
 	n := len(m.ready)
 	m.ready, m.readyBytes = nil, 0
+	m.applyLimits()
 	return n
 }
 
@@ -631,6 +663,9 @@ func (m *Machine) String() string {
 			dead[i] = d.Msg
 		}
 		fmt.Fprintf(&b, " dead-letters=%s", ids(dead))
+	}
+	if m.rejecting {
+		b.WriteString(" rejecting publishes")
 	}
 	for _, c := range m.consumers {
 		out := make([]Msg, 0, len(c.out))

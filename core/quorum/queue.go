@@ -212,7 +212,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 		done = nil
 	}
 	// Applying the entry answers ErrRefused when the queue refused it.
-	q.commit(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
+	q.propose(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
 		if done != nil {
 			done(err)
 		}
@@ -229,11 +229,31 @@ func (q *Queue) unavailable(err error) error {
 	return err
 }
 
-// append appends an entry and waits until it is applied.
+// append appends an entry, in order (propose), and waits until it is
+// applied.
 func (q *Queue) append(entry []byte) error {
 	ch := make(chan error, 1)
-	q.commit(entry, func(_ uint64, err error) { ch <- err })
+	q.propose(entry, func(_ uint64, err error) { ch <- err })
 	return <-ch
+}
+
+// propose hands an entry to the log after whatever the outbox holds, so
+// that what a channel does reaches the log in the order it did it: a
+// basic.get right after a nack with requeue finds the message back, as
+// in RabbitMQ, where a channel's commands to a queue go to its log in
+// turn. With the outbox empty the entry goes at once; else it joins the
+// outbox, which proposes in order. (A member that forwards proposals to
+// another leader keeps their order unless one is lost on the way, which
+// then fails, and its proposer hears.)
+func (q *Queue) propose(entry []byte, done func(index uint64, err error)) {
+	q.setMu.Lock()
+	if q.settling {
+		q.settles = append(q.settles, pending{entry: entry, answer: done})
+		q.setMu.Unlock()
+		return
+	}
+	q.setMu.Unlock()
+	q.commit(entry, done)
 }
 
 func (q *Queue) newConsumerID(prefix string) ConsumerID {
@@ -555,13 +575,17 @@ func (q *Queue) FlushSettles(timeout time.Duration) {
 
 // pending is an entry waiting in the outbox: a settlement of one kind by
 // one consumer ("" for messages whose holder is unknown here), gathered
-// while earlier entries are committed, or a whole entry (a cancel).
+// while earlier entries are committed, or a whole entry (a cancel, or
+// what propose queued behind them).
 type pending struct {
 	how      How
 	consumer ConsumerID
 	ids      []uint64
 	entry    []byte
 	done     chan struct{} // closed once committed, or given up
+	// answer hears how a proposed entry went, which is not proposed
+	// again: its proposer decides.
+	answer func(index uint64, err error)
 }
 
 func (p pending) merges(next pending) bool {
@@ -588,10 +612,11 @@ const retryEvery = 100 * time.Millisecond
 // committing of them (a group applies at most 1 MiB of entries a round,
 // and a busy queue of large messages can be seconds behind). It ends
 // when the outbox is empty. What was not committed for want of a leader
-// is proposed again after retryEvery: each entry changes nothing when
-// applied twice, and settlements of different deliveries, a consumer's
-// cancel after them, or an end (Down) before them, lead to the same
-// state in any order but for redelivering what an end gave back.
+// is proposed again after retryEvery (but for what propose queued, whose
+// proposer hears): each such entry changes nothing when applied twice,
+// and settlements of different deliveries, a consumer's cancel after
+// them, or an end (Down) before them, lead to the same state in any
+// order but for redelivering what an end gave back.
 func (q *Queue) flushSettles() {
 	for {
 		q.setMu.Lock()
@@ -614,10 +639,13 @@ func (q *Queue) flushSettles() {
 }
 
 // proposeSettle proposes one entry of the outbox until it is committed
-// or cannot be; then its waiter, if any, hears.
+// or cannot be (an entry propose queued, once); then its waiter, if any,
+// hears.
 func (q *Queue) proposeSettle(p pending) {
-	q.commit(p.bytes(), func(_ uint64, err error) {
-		if err != nil && q.retry != nil && q.retry(err) {
+	q.commit(p.bytes(), func(index uint64, err error) {
+		if p.answer != nil {
+			p.answer(index, err)
+		} else if err != nil && q.retry != nil && q.retry(err) {
 			time.AfterFunc(retryEvery, func() { q.proposeSettle(p) })
 			return
 		}
@@ -658,7 +686,7 @@ func (q *Queue) Purge() (int, error) {
 	q.nextID++
 	nonce := q.nextID
 	q.mu.Unlock()
-	q.commit(purgeEntry(q.node, nonce), func(_ uint64, err error) {
+	q.propose(purgeEntry(q.node, nonce), func(_ uint64, err error) {
 		q.mu.Lock()
 		n = q.purged[nonce]
 		delete(q.purged, nonce)
@@ -794,10 +822,7 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 		id := ConsumerID(r.short())
 		credit := int(r.u32())
 		noAck := r.u8() == 1
-		priority := 0
-		if len(r.b) >= 4 {
-			priority = int(int32(r.u32()))
-		}
+		priority := r.priority()
 		if r.err != nil {
 			return r.err
 		}
@@ -903,7 +928,9 @@ func (q *Queue) act(effects []Effect) {
 }
 
 // deliver hands a committed delivery to its consumer on this node, with
-// x-delivery-count when it failed before; q.mu is held.
+// x-delivery-count as RabbitMQ 3.10.8 puts it: on every basic.get (0 the
+// first time), on a consumer's delivery once the message came back;
+// q.mu is held.
 func (q *Queue) deliver(e Effect) {
 	m := q.bodies[e.Msg.ID]
 	if m == nil {
@@ -920,7 +947,7 @@ func (q *Queue) deliver(e Effect) {
 		}
 		return // another node's consumer, or one this node had before
 	}
-	if e.Msg.DeliveryCount > 0 {
+	if e.Msg.DeliveryCount > 0 || get != nil {
 		m = withDeliveryCount(m, e.Msg.DeliveryCount)
 	}
 	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}

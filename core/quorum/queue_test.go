@@ -158,23 +158,30 @@ func TestQueueGetRefuseDeadLetter(t *testing.T) {
 		dead = append(dead, string(m.Body)+":"+string(why))
 		mu.Unlock()
 	})
-	for i, want := range []error{nil, nil, ErrRefused} {
+	// The third finds the queue at its limit and gets in, over it.
+	for i, want := range []error{nil, nil, nil, ErrRefused} {
 		if err := publish(t, q, fmt.Sprint(i)); err != want {
 			t.Fatalf("publish %d: %v, want %v", i, err, want)
 		}
 	}
 	d, remaining, ok := q.Get(false)
-	if !ok || string(d.Entry.Msg.Body) != "0" || remaining != 1 {
+	if !ok || string(d.Entry.Msg.Body) != "0" || remaining != 2 {
 		t.Fatalf("get: %v %d %v", d, remaining, ok)
+	}
+	// A get says x-delivery-count even the first time, as RabbitMQ's do.
+	if n, ok := d.Entry.Msg.Headers()["x-delivery-count"]; !ok || n != int64(0) {
+		t.Fatalf("a first get's x-delivery-count: %v (%T)", n, n)
 	}
 	// Delivery limit 0: a give-back dead-letters it.
 	q.Requeue([]queue.Entry{d.Entry})
-	waitFor(t, func() bool { r, _ := q.Counts(); return r == 1 && len(deadLetters()) == 1 })
+	waitFor(t, func() bool { r, _ := q.Counts(); return r == 2 && len(deadLetters()) == 1 })
 	if got := deadLetters(); got[0] != "0:delivery_limit" {
 		t.Fatalf("dead letters %v", got)
 	}
-	if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != "1" {
-		t.Fatalf("no-ack get: %v %v", d, ok)
+	for _, want := range []string{"1", "2"} {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != want {
+			t.Fatalf("no-ack get: %v %v, want %s", d, ok, want)
+		}
 	}
 	if _, _, ok := q.Get(false); ok {
 		t.Fatal("get from an empty queue")
@@ -337,5 +344,169 @@ func TestSnapshotLeavesBodiesInTheLog(t *testing.T) {
 	check("restored from a completed snapshot", newMember)
 	if err := newMember.Restore(uint64(n), snap); err == nil {
 		t.Fatal("a snapshot that refers to the log restored without it")
+	}
+}
+
+// prioritySink is a sink with an x-priority.
+type prioritySink struct {
+	sink
+	priority int
+}
+
+func (s *prioritySink) Priority() int { return s.priority }
+
+// TestPrioritiesBeyond32Bits: a consumer's x-priority is any long, as
+// RabbitMQ compares any integer (2^40 comes before 2^31-1), through the
+// log, a snapshot and a snapshot completed for another member.
+func TestPrioritiesBeyond32Bits(t *testing.T) {
+	q, l := newTestQueue(t, DefaultConfig(), nil)
+	high, low := &prioritySink{sink: sink{room: 10}, priority: 1 << 40}, &prioritySink{sink: sink{room: 10}, priority: 1<<31 - 1}
+	for _, c := range []*prioritySink{low, high} {
+		if err := q.Consume(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(high.deliveries()) != 2 || len(low.deliveries()) != 0 {
+		t.Fatalf("the consumer of priority 2^40 got %d, the one of 2^31-1 %d", len(high.deliveries()), len(low.deliveries()))
+	}
+	priorities := func(m *Machine) string {
+		var out []int
+		for _, c := range m.consumers {
+			out = append(out, c.priority)
+		}
+		return fmt.Sprint(out)
+	}
+	q.mu.Lock()
+	want := priorities(q.m)
+	q.mu.Unlock()
+	snap, err := q.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete, err := q.Complete(4, snap, l.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if complete[0] != snapshotVersion {
+		t.Fatalf("a completed snapshot with a priority beyond 32 bits is of version %d", complete[0])
+	}
+	for _, c := range []struct {
+		what    string
+		snap    []byte
+		entries EntryReader
+	}{{"restored", snap, l.read}, {"completed", complete, nil}} {
+		st, err := decodeSnapshot(DefaultConfig(), 4, c.snap, c.entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := priorities(st.m); got != want {
+			t.Fatalf("priorities %s, %s %s", want, c.what, got)
+		}
+	}
+
+	// An entry of before, with a priority of 32 bits alone, still reads.
+	old := checkoutEntry("c", 1, false, -7)
+	old = old[:len(old)-8]
+	r := &reader{b: old[1:]}
+	r.short()
+	r.u32()
+	r.u8()
+	if p := r.priority(); p != -7 || r.err != nil {
+		t.Fatalf("an old checkout's priority reads %d, %v", p, r.err)
+	}
+}
+
+// TestSnapshotKeepsRefusingPublishes: whether reject-publish refuses
+// publishes depends on the queue's past (over its limit, not yet down to
+// 80% of it), so snapshots keep it, and one completed for another member
+// says it too; one of a queue that refuses nothing stays version 2.
+func TestSnapshotKeepsRefusingPublishes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxLength, cfg.Overflow = 1, RejectPublish
+	q, l := newTestQueue(t, cfg, nil)
+	for i := range 2 {
+		if err := publish(t, q, fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, refusing := range []bool{true, false} {
+		if !refusing {
+			// Emptied: down to 80% of the limit (0), so taking again.
+			q.Get(true)
+			q.Get(true)
+		}
+		snap, err := q.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		index := uint64(len(l.entries))
+		l.mu.Unlock()
+		complete, err := q.Complete(index, snap, l.read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]byte{true: snapshotVersion, false: completeVersion}[refusing]; complete[0] != want {
+			t.Fatalf("refusing %v: a completed snapshot of version %d, want %d", refusing, complete[0], want)
+		}
+		for _, s := range []struct {
+			data    []byte
+			entries EntryReader
+		}{{snap, l.read}, {complete, nil}} {
+			st, err := decodeSnapshot(cfg, index, s.data, s.entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.m.rejecting != refusing {
+				t.Fatalf("a snapshot of version %d says refusing %v, want %v", s.data[0], st.m.rejecting, refusing)
+			}
+		}
+	}
+}
+
+// lateSettlesLog is a memLog slow to take settlements: the outbox's
+// goroutine is still proposing one when the channel's next command comes.
+type lateSettlesLog struct{ memLog }
+
+func (l *lateSettlesLog) Propose(entry []byte, done func(uint64, error)) {
+	if entry[0] == opSettle || entry[0] == opSettleBy {
+		time.Sleep(20 * time.Millisecond)
+	}
+	l.memLog.Propose(entry, done)
+}
+
+// TestCommandsReachTheLogInOrder: what a channel does after a nack with
+// requeue comes after it in the log, as in RabbitMQ (a channel's
+// commands to a queue go to its log in turn): a get finds the message
+// back, and a publish goes behind it.
+func TestCommandsReachTheLogInOrder(t *testing.T) {
+	l := &lateSettlesLog{}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: DefaultConfig()})
+	l.q = q
+	if err := publish(t, q, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		d, _, ok := q.Get(false)
+		if !ok {
+			t.Fatalf("round %d: the get right after the requeue found nothing", round)
+		}
+		if string(d.Entry.Msg.Body) != "a" || d.Redelivered != (round > 0) {
+			t.Fatalf("round %d: got %q redelivered %v", round, d.Entry.Msg.Body, d.Redelivered)
+		}
+		q.Requeue([]queue.Entry{d.Entry})
+	}
+	if err := publish(t, q, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a", "b"} {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != want {
+			t.Fatalf("get %v %v, want %s", ok, d.Entry.Msg, want)
+		}
 	}
 }

@@ -16,22 +16,25 @@ import (
 // bookkeeping (29 bytes and a consumer id's share a message), not what its
 // messages weigh, and no body is written twice.
 //
-//	version(1) = 3
+//	version(1) = 4
 //	floor(8):  the log holds the entries of the messages from this index
 //	           on; the bodies of those before it are here
-//	machine:   u32 length | next(4) | ready | consumers | dead letters
+//	machine:   u32 length | next(4) | ready | consumers | dead letters | flags(1)
 //	           dead letters: msgs, then each one's reason (shortstr)
+//	           flags: 1 = reject-publish refuses publishes (none before version 4)
 //	           msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
-//	           consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(4) out (msgs, by id)
-//	           (version 1 had no priority: 0)
+//	           consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(8) out (msgs, by id)
+//	           (versions 2 and 3 had a priority(4), version 1 none: 0)
 //	bodies:    count(4) | each, by id: id(8) message (appendMessage)
 //
 // Versions 1 and 2 have no floor: every body is in the snapshot. A
 // snapshot sent to a member that lacks the log (Complete) is a version 2
-// one, which every release reads. The machine's Config is not in it: it
+// one, which every release reads, unless its machine holds what version
+// 2 cannot say (a priority beyond 32 bits, publishes refused): then it
+// is a version 4 one whose floor is past its index. The machine's Config is not in it: it
 // comes from the queue's declaration and policies, which the metadata
 // store keeps.
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 // completeVersion is the version of a snapshot that holds every body.
 const completeVersion = 2
@@ -77,8 +80,9 @@ func boolByte(v bool) byte {
 	return 0
 }
 
-// encode appends the machine's state.
-func (m *Machine) encode(b []byte) []byte {
+// encode appends the machine's state, as a snapshot of version 2 or
+// snapshotVersion holds it.
+func (m *Machine) encode(b []byte, version byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(m.next))
 	b = appendMsgs(b, m.ready)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.consumers)))
@@ -86,7 +90,11 @@ func (m *Machine) encode(b []byte) []byte {
 		b = appendShort(b, string(c.id))
 		b = binary.BigEndian.AppendUint32(b, uint32(c.credit))
 		b = append(b, boolByte(c.once), boolByte(c.gone), boolByte(c.noAck))
-		b = binary.BigEndian.AppendUint32(b, uint32(int32(c.priority)))
+		if version >= 4 {
+			b = binary.BigEndian.AppendUint64(b, uint64(c.priority))
+		} else {
+			b = binary.BigEndian.AppendUint32(b, uint32(int32(c.priority)))
+		}
 		out := make([]Msg, 0, len(c.out))
 		for _, msg := range c.out {
 			out = append(out, msg)
@@ -102,7 +110,25 @@ func (m *Machine) encode(b []byte) []byte {
 	for _, d := range m.dlx {
 		b = appendShort(b, string(d.Reason))
 	}
+	if version >= 4 {
+		b = append(b, boolByte(m.rejecting))
+	}
 	return b
+}
+
+// fitsVersion2 reports whether a version 2 snapshot can hold the
+// machine's state: every consumer's priority within 32 bits, and
+// publishes not refused.
+func (m *Machine) fitsVersion2() bool {
+	if m.rejecting {
+		return false
+	}
+	for _, c := range m.consumers {
+		if int(int32(c.priority)) != c.priority {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeMachine rebuilds a machine with cfg from encode's bytes, as a
@@ -117,7 +143,10 @@ func decodeMachine(cfg Config, r *reader, version byte) *Machine {
 	n := int(r.u32())
 	for i := 0; i < n && r.err == nil; i++ {
 		c := &consumer{id: ConsumerID(r.short()), credit: int(r.u32()), once: r.u8() == 1, gone: r.u8() == 1, noAck: r.u8() == 1, out: map[uint64]Msg{}}
-		if version >= 2 {
+		switch {
+		case version >= 4:
+			c.priority = int(int64(r.u64()))
+		case version >= 2:
 			c.priority = int(int32(r.u32()))
 		}
 		for _, msg := range r.msgs() {
@@ -133,6 +162,9 @@ func decodeMachine(cfg Config, r *reader, version byte) *Machine {
 	for i := range m.dlx {
 		m.dlx[i].Reason = Reason(r.short())
 	}
+	if version >= 4 {
+		m.rejecting = r.u8()&1 != 0
+	}
 	return m
 }
 
@@ -143,7 +175,7 @@ func (q *Queue) Snapshot() ([]byte, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := binary.BigEndian.AppendUint64([]byte{snapshotVersion}, q.floor)
-	machine := q.m.encode(nil)
+	machine := q.m.encode(nil, snapshotVersion)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(machine)))
 	b = append(b, machine...)
 	var inline []uint64
@@ -214,7 +246,11 @@ func (q *Queue) Complete(index uint64, data []byte, entries EntryReader) ([]byte
 		return nil, err
 	}
 	b := []byte{completeVersion}
-	machine := st.m.encode(nil)
+	if !st.m.fitsVersion2() {
+		// Every body follows: the floor is past the index.
+		b = binary.BigEndian.AppendUint64([]byte{snapshotVersion}, index+1)
+	}
+	machine := st.m.encode(nil, b[0])
 	b = binary.BigEndian.AppendUint32(b, uint32(len(machine)))
 	b = append(b, machine...)
 	ids := make([]uint64, 0, len(st.bodies))

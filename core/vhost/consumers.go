@@ -1,7 +1,6 @@
 package vhost
 
 import (
-	"math"
 	"sync"
 
 	"github.com/warrenmq/warren/core/message"
@@ -150,14 +149,14 @@ func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 // x-priority that is not an integer, an x-cancel-on-ha-failover that is
 // not a boolean, an argument another type takes) and returns the
 // consumer's x-priority, 0 when it has none. RabbitMQ takes a priority of
-// any size; Warren's are 32 bits (a quorum queue's log records them so),
-// so one beyond that range counts as the nearest end of it.
+// any size, and so does Warren, up to a long's (AMQP's widest integer):
+// 2^40 comes before 2^31-1.
 func (v *VHost) ConsumerArgs(queueName string, args protocol.Table) (int, error) {
 	if err := queue.CheckConsumeArgs(queueName, v.Name, v.queueType(queueName), args); err != nil {
 		return 0, err
 	}
 	n, _ := queue.Integer(args["x-priority"])
-	return int(min(max(n, math.MinInt32), math.MaxInt32)), nil
+	return int(n), nil
 }
 
 // queueType is the named queue's type, classic when it is not known.
