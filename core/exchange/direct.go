@@ -84,15 +84,3 @@ func (r *fanoutRouter) Route(_ *message.Message, res *Result) error {
 func (r *fanoutRouter) PolicyChanged(protocol.Table) error { return nil }
 func (r *fanoutRouter) Delete()                            {}
 func (r *fanoutRouter) Info() map[string]any               { return nil }
-
-// RemoveBinding deletes b from list by identity, keeping order.
-func RemoveBinding(list []*Binding, b *Binding) []*Binding {
-	for i, x := range list {
-		if x == b {
-			copy(list[i:], list[i+1:])
-			list[len(list)-1] = nil
-			return list[:len(list)-1]
-		}
-	}
-	return list
-}
