@@ -12,7 +12,9 @@
 // not kept: callers that need an order (bindings replayed by Seq) sort a
 // copy. A small set, the common case, is searched linearly and carries no
 // index; one that grows past indexFrom members gets a map from member to
-// place, dropped again when it shrinks well below that.
+// place, dropped again when it shrinks well below that. A set gives back
+// the memory it grew to only once it is small again (copyMax), so that no
+// one removal costs more than copying a small set.
 //
 // A Set is not safe for concurrent mutation; Items may be read
 // concurrently when no Add or Remove is in progress.
@@ -21,6 +23,9 @@ package denseset
 // indexFrom is the size past which a set indexes its members: below it a
 // linear search of a few cache lines beats a map lookup.
 const indexFrom = 16
+
+// copyMax is the most members a removal copies to give memory back.
+const copyMax = 4096
 
 // Set is a set of comparable values. The zero value is an empty set.
 type Set[T comparable] struct {
@@ -88,9 +93,13 @@ func (s *Set[T]) Remove(v T) bool {
 		}
 	}
 	// A set that lost most of its members gives the memory back (neither
-	// a slice nor a map shrinks by itself). Copying len members after at
-	// least 3·len removals keeps a removal's cost constant on average.
-	if cap(s.items) > 4*indexFrom && len(s.items) < cap(s.items)/4 {
+	// a slice nor a map shrinks by itself), once it is small enough to be
+	// copied at once: a copy of a large one would make this one removal
+	// cost milliseconds (a quarter of a million members: 0.2 s), under
+	// the lock of the exchange the set belongs to. Copying len members
+	// after at least 3·len removals keeps a removal's cost constant on
+	// average; a large set keeps its memory, as a Go map does.
+	if cap(s.items) > 4*indexFrom && len(s.items) < cap(s.items)/4 && len(s.items) <= copyMax {
 		s.items = append(make([]T, 0, 2*len(s.items)), s.items...)
 		s.reindex()
 	} else if s.index != nil && len(s.items) < indexFrom/2 {

@@ -101,3 +101,23 @@ func TestRemovingReleases(t *testing.T) {
 		t.Errorf("the slice still holds a removed member")
 	}
 }
+
+// TestLargeSetsAreNotCopied checks that removing from a large set never
+// copies it: a copy of a large set makes one removal cost milliseconds.
+func TestLargeSetsAreNotCopied(t *testing.T) {
+	var s Set[int]
+	for i := range 100000 {
+		s.Add(i)
+	}
+	grown := cap(s.items)
+	for i := 100000 - 1; i >= copyMax+1; i-- {
+		s.Remove(i)
+		if cap(s.items) != grown {
+			t.Fatalf("removing down to %d members copied the set (capacity %d, was %d)", len(s.items), cap(s.items), grown)
+		}
+	}
+	s.Remove(copyMax)
+	if cap(s.items) >= grown {
+		t.Errorf("%d members of %d capacity were not given back", len(s.items), cap(s.items))
+	}
+}

@@ -161,7 +161,10 @@ func (t *Trie[V]) free(n *node[V]) {
 	t.byID[n.id] = moved
 	t.byID[last] = nil
 	t.byID = t.byID[:last]
-	if cap(t.byID) > 1024 && len(t.byID) < cap(t.byID)/4 {
+	// A trie that lost most of its nodes gives the slice back once it is
+	// small enough to copy at once (as denseset does): copying a large
+	// one would make this one removal slow.
+	if cap(t.byID) > 1024 && len(t.byID) < cap(t.byID)/4 && len(t.byID) <= 4096 {
 		t.byID = append(make([]*node[V], 0, 2*len(t.byID)), t.byID...)
 	}
 }
