@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/storage"
 )
 
 // BenchmarkDeleteQueueOnBigTopic deletes one queue with 100 literal
@@ -51,5 +54,41 @@ func BenchmarkDeleteQueueOnBigTopic(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkDeleteDurableQueue deletes a durable queue with 100 durable
+// bindings to a durable topic exchange, from a store on disk (t.TempDir),
+// then, untimed, declares and binds it again: the cost is the stored
+// bindings' deletion, synced.
+//
+//	go test ./core/vhost -run '^$' -bench DeleteDurableQueue -benchtime 50x
+func BenchmarkDeleteDurableQueue(b *testing.B) {
+	st, err := storage.Open(b.TempDir(), storage.Options{Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Recover(nil); err != nil {
+		b.Fatal(err)
+	}
+	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: st})
+	defer v.Close()
+	mustExchange(b, v, "durable", "topic", nil)
+	bs := make([]Binding, 100)
+	for j := range bs {
+		bs[j] = Binding{Source: "durable", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: "q"}, Key: fmt.Sprint("q.key.", j)}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		mustQueue(b, v, "q", nil)
+		if _, err := v.BindAll(bs); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := v.DeleteQueue("q", nil, false, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
