@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -11,52 +12,44 @@ type Direct struct{}
 func (Direct) Name() string                     { return "direct" }
 func (Direct) ValidateDeclare(Definition) error { return nil }
 func (Direct) Create(Definition) (Router, error) {
-	return &directRouter{byKey: make(map[string][]*Binding)}, nil
+	return &directRouter{byKey: make(map[string]*denseset.Set[*Binding])}, nil
 }
 
 type directRouter struct {
-	byKey map[string][]*Binding
+	byKey map[string]*denseset.Set[*Binding]
 }
 
 func (r *directRouter) ValidateBinding(*Binding) error { return nil }
 
 func (r *directRouter) AddBinding(b *Binding) error {
-	r.byKey[b.Key] = append(r.byKey[b.Key], b)
+	set := r.byKey[b.Key]
+	if set == nil {
+		set = new(denseset.Set[*Binding])
+		r.byKey[b.Key] = set
+	}
+	set.Add(b)
 	return nil
 }
 
 func (r *directRouter) RemoveBindings(bs []*Binding) error {
 	for _, b := range bs {
-		list := RemoveBinding(r.byKey[b.Key], b)
-		if len(list) == 0 {
+		if set := r.byKey[b.Key]; set != nil && set.Remove(b) && set.Len() == 0 {
 			delete(r.byKey, b.Key)
-		} else {
-			r.byKey[b.Key] = list
 		}
 	}
 	return nil
 }
 
 func (r *directRouter) Route(m *message.Message, res *Result) error {
-	res.Bindings = append(res.Bindings, r.byKey[m.RoutingKey]...)
+	if set := r.byKey[m.RoutingKey]; set != nil {
+		res.Bindings = append(res.Bindings, set.Items()...)
+	}
 	return nil
 }
 
 func (r *directRouter) PolicyChanged(protocol.Table) error { return nil }
 func (r *directRouter) Delete()                            {}
 func (r *directRouter) Info() map[string]any               { return nil }
-
-// RemoveBinding deletes b from list by identity, keeping order.
-func RemoveBinding(list []*Binding, b *Binding) []*Binding {
-	for i, x := range list {
-		if x == b {
-			copy(list[i:], list[i+1:])
-			list[len(list)-1] = nil
-			return list[:len(list)-1]
-		}
-	}
-	return list
-}
 
 // Fanout routes every message to every binding; keys are ignored.
 type Fanout struct{}
@@ -66,25 +59,25 @@ func (Fanout) ValidateDeclare(Definition) error  { return nil }
 func (Fanout) Create(Definition) (Router, error) { return &fanoutRouter{}, nil }
 
 type fanoutRouter struct {
-	all []*Binding
+	all denseset.Set[*Binding]
 }
 
 func (r *fanoutRouter) ValidateBinding(*Binding) error { return nil }
 
 func (r *fanoutRouter) AddBinding(b *Binding) error {
-	r.all = append(r.all, b)
+	r.all.Add(b)
 	return nil
 }
 
 func (r *fanoutRouter) RemoveBindings(bs []*Binding) error {
 	for _, b := range bs {
-		r.all = RemoveBinding(r.all, b)
+		r.all.Remove(b)
 	}
 	return nil
 }
 
 func (r *fanoutRouter) Route(_ *message.Message, res *Result) error {
-	res.Bindings = append(res.Bindings, r.all...)
+	res.Bindings = append(res.Bindings, r.all.Items()...)
 	return nil
 }
 

@@ -8,6 +8,12 @@
 // the bindings a message matches. The WASM plugin host implements the same
 // two interfaces, so the vhost never knows which kind of type it talks to.
 //
+// The built-in routers keep their bindings in denseset.Sets (a topic
+// trie's, per pattern): removing a binding costs the same whatever the
+// exchange's size, so a queue's delete takes no longer on an exchange of a
+// million bindings than on one of a hundred (issue 29), and Route returns
+// the bindings it matches in no particular order.
+//
 // Invariants every Router relies on, guaranteed by its caller (the vhost):
 //   - Route, ValidateBinding and Info may run concurrently with each other
 //     and with other calls of their own on the same Router, never with

@@ -2,11 +2,11 @@ package exchange
 
 import (
 	"bytes"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
@@ -45,7 +45,7 @@ func (Headers) Name() string                     { return "headers" }
 func (Headers) ValidateDeclare(Definition) error { return nil }
 func (Headers) Create(Definition) (Router, error) {
 	return &headersRouter{
-		anchored: make(map[string]map[string][]*headerMatch),
+		anchored: make(map[string]map[string]*denseset.Set[*headerMatch]),
 		compiled: make(map[*Binding]*headerMatch),
 	}, nil
 }
@@ -53,8 +53,8 @@ func (Headers) Create(Definition) (Router, error) {
 // headersRouter holds every binding either in anchored, under each of its
 // anchors' names and values, or in scan.
 type headersRouter struct {
-	anchored map[string]map[string][]*headerMatch // header name → value → bindings
-	scan     []*headerMatch                       // bindings without an anchor, in binding order
+	anchored map[string]map[string]*denseset.Set[*headerMatch] // header name → value → bindings
+	scan     denseset.Set[*headerMatch]                        // bindings without an anchor
 	compiled map[*Binding]*headerMatch
 }
 
@@ -132,16 +132,21 @@ func (r *headersRouter) AddBinding(b *Binding) error {
 		hm.anchors = []anchor{r.leastShared(hm.anchors)}
 	}
 	if len(hm.anchors) == 0 {
-		r.scan = append(r.scan, hm)
+		r.scan.Add(hm)
 		return nil
 	}
 	for _, a := range hm.anchors {
 		values := r.anchored[a.key]
 		if values == nil {
-			values = make(map[string][]*headerMatch)
+			values = make(map[string]*denseset.Set[*headerMatch])
 			r.anchored[a.key] = values
 		}
-		values[a.value] = append(values[a.value], hm)
+		set := values[a.value]
+		if set == nil {
+			set = new(denseset.Set[*headerMatch])
+			values[a.value] = set
+		}
+		set.Add(hm)
 	}
 	return nil
 }
@@ -154,13 +159,12 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 		}
 		delete(r.compiled, b)
 		if len(hm.anchors) == 0 {
-			r.scan = removeMatch(r.scan, hm)
+			r.scan.Remove(hm)
 			continue
 		}
 		for _, a := range hm.anchors {
 			values := r.anchored[a.key]
-			values[a.value] = removeMatch(values[a.value], hm)
-			if len(values[a.value]) == 0 {
+			if set := values[a.value]; set.Remove(hm) && set.Len() == 0 {
 				delete(values, a.value)
 			}
 			if len(values) == 0 {
@@ -176,19 +180,15 @@ func (r *headersRouter) RemoveBindings(bs []*Binding) error {
 func (r *headersRouter) leastShared(anchors []anchor) anchor {
 	best, bestCount := anchors[0], -1
 	for _, a := range anchors {
-		if n := len(r.anchored[a.key][a.value]); bestCount < 0 || n < bestCount {
+		n := 0
+		if set := r.anchored[a.key][a.value]; set != nil {
+			n = set.Len()
+		}
+		if bestCount < 0 || n < bestCount {
 			best, bestCount = a, n
 		}
 	}
 	return best
-}
-
-// removeMatch removes hm from list, keeping the order of the rest.
-func removeMatch(list []*headerMatch, hm *headerMatch) []*headerMatch {
-	if i := slices.Index(list, hm); i >= 0 {
-		return slices.Delete(list, i, i+1)
-	}
-	return list
 }
 
 // Route reads the message's headers where they lie (RawHeaders): decoding
@@ -198,7 +198,7 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 		return nil
 	}
 	headers := m.RawHeaders()
-	for _, hm := range r.scan {
+	for _, hm := range r.scan.Items() {
 		if hm.matches(headers) {
 			res.Bindings = append(res.Bindings, hm.binding)
 		}
@@ -225,10 +225,10 @@ func (r *headersRouter) Route(m *message.Message, res *Result) error {
 			continue
 		}
 		candidates := values[string(text)]
-		if len(candidates) == 0 || fields.Later(name) {
+		if candidates == nil || fields.Later(name) {
 			continue
 		}
-		for _, hm := range candidates {
+		for _, hm := range candidates.Items() {
 			if hm.matchesFirstAt(headers, name) {
 				res.Bindings = append(res.Bindings, hm.binding)
 			}

@@ -203,8 +203,8 @@ func TestHeadersAnchorAvoidsSharedValues(t *testing.T) {
 		}
 	}
 	hr := r.(*headersRouter)
-	if n := len(hr.anchored["a-region"]["emea"]); n > 1 {
-		t.Errorf("%d bindings indexed under the value they all share", n)
+	if set := hr.anchored["a-region"]["emea"]; set != nil && set.Len() > 1 {
+		t.Errorf("%d bindings indexed under the value they all share", set.Len())
 	}
 	var res Result
 	if err := r.Route(newMessage(t, "", protocol.Table{"a-region": "emea", "key": "k42"}), &res); err != nil {

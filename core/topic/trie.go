@@ -11,25 +11,39 @@
 // visited so each pair is expanded once, bounding the work by
 // nodes × (words+1).
 //
+// Match's visit set tells nodes apart by their ids, so the live nodes' ids
+// are unique, and dense: numbered 0 to Len()-1, a removed node's id going
+// to the node that held the highest. Removing a binding thus touches the
+// nodes of its own pattern and one renumbered node, and costs the same
+// whatever the trie's size (issue 29 found a walk of the whole trie per
+// removed binding making one queue.delete take seconds).
+//
+// A pattern's values are a set: adding a value bound there already
+// changes nothing, and Match returns the values in no particular order.
+//
 // Trie is not safe for concurrent mutation; Match may run concurrently with
 // other Match calls when no Add or Remove is in progress (the exchange
 // package's routing invariant).
 package topic
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/warrenmq/warren/core/denseset"
+)
 
 // Trie maps patterns to the values bound under them. V is compared with ==.
 type Trie[V comparable] struct {
-	root  *node[V]
-	nodes int // live nodes, to size the visit set
+	root *node[V]
+	byID []*node[V] // byID[n.id] == n for every live node
 }
 
 type node[V comparable] struct {
-	id       int
+	id       int // dense; see the package doc
 	words    map[string]*node[V]
 	star     *node[V]
 	hash     *node[V]
-	values   []V
+	values   denseset.Set[V]
 	parent   *node[V]
 	edge     string // the word leading here from parent
 	children int
@@ -37,7 +51,8 @@ type node[V comparable] struct {
 
 // New returns an empty trie.
 func New[V comparable]() *Trie[V] {
-	return &Trie[V]{root: &node[V]{}, nodes: 1}
+	root := &node[V]{}
+	return &Trie[V]{root: root, byID: []*node[V]{root}}
 }
 
 // Words splits a key or pattern into its words, the way RabbitMQ does: the
@@ -49,16 +64,17 @@ func Words(s string) []string {
 	return strings.Split(s, ".")
 }
 
-// Add binds v under pattern. Adding the same pair twice stores it twice;
-// callers that want set semantics check first.
-func (t *Trie[V]) Add(pattern string, v V) {
+// Add binds v under pattern and reports whether it was not bound there
+// already.
+func (t *Trie[V]) Add(pattern string, v V) bool {
 	n := t.root
 	for _, w := range Words(pattern) {
 		n = t.child(n, w)
 	}
-	n.values = append(n.values, v)
+	return n.values.Add(v)
 }
 
+// child returns n's child along word w, made if there is none.
 func (t *Trie[V]) child(n *node[V], w string) *node[V] {
 	var slot **node[V]
 	switch w {
@@ -73,22 +89,25 @@ func (t *Trie[V]) child(n *node[V], w string) *node[V] {
 		if n.words == nil {
 			n.words = make(map[string]*node[V])
 		}
-		c := &node[V]{id: t.nodes, parent: n, edge: w}
-		t.nodes++
+		c := t.newNode(n, w)
 		n.words[w] = c
-		n.children++
 		return c
 	}
 	if *slot == nil {
-		*slot = &node[V]{id: t.nodes, parent: n, edge: w}
-		t.nodes++
-		n.children++
+		*slot = t.newNode(n, w)
 	}
 	return *slot
 }
 
-// Remove unbinds one occurrence of v under pattern and prunes nodes left
-// empty. It reports whether v was found.
+func (t *Trie[V]) newNode(parent *node[V], edge string) *node[V] {
+	c := &node[V]{id: len(t.byID), parent: parent, edge: edge}
+	t.byID = append(t.byID, c)
+	parent.children++
+	return c
+}
+
+// Remove unbinds v from pattern and prunes the nodes left empty. It reports
+// whether v was bound there.
 func (t *Trie[V]) Remove(pattern string, v V) bool {
 	n := t.root
 	for _, w := range Words(pattern) {
@@ -104,26 +123,17 @@ func (t *Trie[V]) Remove(pattern string, v V) bool {
 			return false
 		}
 	}
-	i := indexOf(n.values, v)
-	if i < 0 {
+	if !n.values.Remove(v) {
 		return false
 	}
-	n.values = append(n.values[:i], n.values[i+1:]...)
 	t.prune(n)
 	return true
 }
 
-func indexOf[V comparable](vs []V, v V) int {
-	for i, x := range vs {
-		if x == v {
-			return i
-		}
-	}
-	return -1
-}
-
+// prune removes n and its ancestors while they hold neither values nor
+// children.
 func (t *Trie[V]) prune(n *node[V]) {
-	for n.parent != nil && len(n.values) == 0 && n.children == 0 {
+	for n.parent != nil && n.values.Len() == 0 && n.children == 0 {
 		p := n.parent
 		switch n.edge {
 		case "*":
@@ -132,50 +142,35 @@ func (t *Trie[V]) prune(n *node[V]) {
 			p.hash = nil
 		default:
 			delete(p.words, n.edge)
+			if len(p.words) == 0 {
+				p.words = nil // a map keeps its size once grown
+			}
 		}
 		p.children--
-		t.nodes--
+		t.free(n)
 		n = p
 	}
-	// Node ids must stay below t.nodes for the visit set; renumbering on
-	// every prune would be costly, so ids are only compacted when they
-	// drift far from the live count.
-	if t.maxID() > 2*t.nodes+64 {
-		t.renumber()
-	}
 }
 
-func (t *Trie[V]) maxID() int {
-	max := 0
-	t.walk(t.root, func(n *node[V]) {
-		if n.id > max {
-			max = n.id
-		}
-	})
-	return max
-}
-
-func (t *Trie[V]) renumber() {
-	id := 0
-	t.walk(t.root, func(n *node[V]) { n.id = id; id++ })
-	t.nodes = id
-}
-
-func (t *Trie[V]) walk(n *node[V], f func(*node[V])) {
-	f(n)
-	for _, c := range n.words {
-		t.walk(c, f)
-	}
-	if n.star != nil {
-		t.walk(n.star, f)
-	}
-	if n.hash != nil {
-		t.walk(n.hash, f)
+// free gives n's id to the node with the highest, keeping ids dense. Match
+// is not running (see the package doc), so no visit set holds either id.
+func (t *Trie[V]) free(n *node[V]) {
+	last := len(t.byID) - 1
+	moved := t.byID[last]
+	moved.id = n.id
+	t.byID[n.id] = moved
+	t.byID[last] = nil
+	t.byID = t.byID[:last]
+	// A trie that lost most of its nodes gives the slice back once it is
+	// small enough to copy at once (as denseset does): copying a large
+	// one would make this one removal slow.
+	if cap(t.byID) > 1024 && len(t.byID) < cap(t.byID)/4 && len(t.byID) <= 4096 {
+		t.byID = append(make([]*node[V], 0, 2*len(t.byID)), t.byID...)
 	}
 }
 
 // Len reports the number of live trie nodes, root included.
-func (t *Trie[V]) Len() int { return t.nodes }
+func (t *Trie[V]) Len() int { return len(t.byID) }
 
 // Matcher holds the scratch state of one Match so repeated matching does not
 // allocate. A Matcher must not be shared between goroutines.
@@ -226,7 +221,7 @@ func (t *Trie[V]) match(m *Matcher[V], n *node[V], i int, out []V) []V {
 		}
 	}
 	if i == len(words) {
-		return append(out, n.values...)
+		return append(out, n.values.Items()...)
 	}
 	if n.star != nil {
 		out = t.match(m, n.star, i+1, out)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/exchange"
@@ -34,14 +33,7 @@ func (s *failingStore) PutBinding(vhost string, seq uint64, rec protocol.Table) 
 // failKey, with a durable exchange x and durable queues q0..q3.
 func bindAllVHost(t *testing.T, failKey string) (*VHost, *storage.Store) {
 	t.Helper()
-	st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Recover(nil); err != nil {
-		t.Fatal(err)
-	}
+	st := memStore(t)
 	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: &failingStore{Store: st, failKey: failKey}})
 	t.Cleanup(v.Close)
 	mustExchange(t, v, "x", "direct", nil)

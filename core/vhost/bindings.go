@@ -1,9 +1,12 @@
 package vhost
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"sync"
 
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -229,7 +232,7 @@ func (v *VHost) installBinding(nb pendingBinding) error {
 			}
 		}
 		src.viaMu.Unlock()
-		src.bindings = append(src.bindings, b)
+		src.bindings.Add(b)
 	}
 	src.mu.Unlock()
 	if err != nil {
@@ -237,9 +240,31 @@ func (v *VHost) installBinding(nb pendingBinding) error {
 	}
 	v.mu.Lock()
 	v.bindings[nb.key] = b
-	v.byDest[b.Destination] = append(v.byDest[b.Destination], b)
+	bound := v.byDest[b.Destination]
+	if bound == nil {
+		bound = new(denseset.Set[*exchange.Binding])
+		v.byDest[b.Destination] = bound
+	}
+	bound.Add(b)
 	v.mu.Unlock()
 	return nil
+}
+
+// boundTo returns the bindings to dest, in Seq order; mu or defMu is held.
+func (v *VHost) boundTo(dest exchange.Destination) []*exchange.Binding {
+	if bound := v.byDest[dest]; bound != nil {
+		return bySeq(bound.Items())
+	}
+	return nil
+}
+
+// bySeq returns a copy of bs in Seq order, the order they were made in,
+// which the sets that hold bindings do not keep: routers are given
+// bindings in that order, and auto-deletes follow it.
+func bySeq(bs []*exchange.Binding) []*exchange.Binding {
+	out := slices.Clone(bs)
+	slices.SortFunc(out, func(a, b *exchange.Binding) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
 }
 
 // durableTarget reports whether a binding's destination survives restarts.
@@ -324,10 +349,14 @@ func (v *VHost) unbind(source string, dest exchange.Destination, key string, arg
 // removeBindings drops bindings from every index and from their sources'
 // routers, then deletes auto-delete exchanges left without bindings; defMu
 // is held. The maps change under mu, each source's router under its own
-// lock, and the stored bindings are deleted with neither held.
+// lock, and the stored bindings are deleted with neither held. Each step
+// costs the same per binding whatever the size of the exchange (the
+// routers' and the vhost's sets), so a source's lock is held for its own
+// bindings' removal only.
 func (v *VHost) removeBindings(bs []*exchange.Binding) {
 	bySource := make(map[string][]*exchange.Binding)
 	var sources []string // in first-seen order, so auto-deletes happen in a fixed order
+	var stored []*exchange.Binding
 	v.mu.Lock()
 	for _, b := range bs {
 		bk, _ := keyOf(b.Source, b.Destination, b.Key, b.Args)
@@ -335,23 +364,24 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			continue
 		}
 		delete(v.bindings, bk)
-		v.byDest[b.Destination] = exchange.RemoveBinding(v.byDest[b.Destination], b)
-		if len(v.byDest[b.Destination]) == 0 {
+		if bound := v.byDest[b.Destination]; bound != nil && bound.Remove(b) && bound.Len() == 0 {
 			delete(v.byDest, b.Destination)
 		}
 		if _, seen := bySource[b.Source]; !seen {
 			sources = append(sources, b.Source)
 		}
 		bySource[b.Source] = append(bySource[b.Source], b)
+		if v.keeps(b.Durable) {
+			stored = append(stored, b)
+		}
 	}
 	v.mu.Unlock()
-	for _, source := range sources {
-		for _, b := range bySource[source] {
-			if v.keeps(b.Durable) {
-				if err := v.store.DeleteBinding(v.Name, b.Seq); err != nil {
-					v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
-				}
-			}
+	// Written together, as BindAll writes them: a queue's hundred durable
+	// bindings cost a few synced commits, not a hundred in a row.
+	for i, err := range manyWrites(len(stored), func(i int) error { return v.store.DeleteBinding(v.Name, stored[i].Seq) }) {
+		if err != nil {
+			b := stored[i]
+			v.log.Error().Err(err).Str("source", b.Source).Str("destination", b.Destination.Name).Msg("could not delete the stored binding; it will come back after a restart")
 		}
 	}
 	for _, source := range sources {
@@ -362,7 +392,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 		}
 		src.mu.Lock()
 		for _, b := range list {
-			src.bindings = exchange.RemoveBinding(src.bindings, b)
+			src.bindings.Remove(b)
 		}
 		_ = src.router.RemoveBindings(list)
 		src.viaMu.Lock()
@@ -370,7 +400,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 			_ = r.RemoveBindings(list)
 		}
 		src.viaMu.Unlock()
-		empty := len(src.bindings) == 0
+		empty := src.bindings.Len() == 0
 		src.mu.Unlock()
 		if src.AutoDelete && empty && !src.deleted {
 			v.deleteExchange(src)

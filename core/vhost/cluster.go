@@ -409,7 +409,7 @@ func (v *VHost) forgetRemote(rq *RemoteQueue) {
 	if b := v.defaults[rq.Name]; b != nil && b.Target == rq {
 		delete(v.defaults, rq.Name)
 	}
-	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	bound := v.boundTo(dest)
 	v.mu.Unlock()
 	v.removeBindings(bound)
 	if v.store != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/names"
@@ -15,7 +16,7 @@ import (
 )
 
 // Exchange is a declared exchange: its definition, its type's router and
-// the bindings it is the source of, in creation order.
+// the bindings it is the source of.
 type Exchange struct {
 	exchange.Definition // fixed at declare
 
@@ -24,7 +25,7 @@ type Exchange struct {
 	mu       sync.RWMutex
 	typ      exchange.Type
 	router   exchange.Router
-	bindings []*exchange.Binding
+	bindings denseset.Set[*exchange.Binding] // in no order: bySeq sorts them
 	policy   *policy.Policy
 	// alternate is the alternate exchange in force: the argument, else the
 	// policy's.
@@ -247,7 +248,7 @@ func (v *VHost) deleteExchangeNamed(name string, ifUnused bool) error {
 	if x == nil {
 		return nil
 	}
-	if ifUnused && len(x.bindings) > 0 {
+	if ifUnused && x.bindings.Len() > 0 {
 		return reply.PreconditionFailed("exchange '%s' in vhost '%s' in use", name, v.Name)
 	}
 	v.deleteExchange(x)
@@ -275,8 +276,8 @@ func (v *VHost) deleteExchange(x *Exchange) {
 			v.log.Error().Err(err).Str("exchange", x.Name).Msg("could not delete the stored exchange; it will come back after a restart")
 		}
 	}
-	v.removeBindings(append([]*exchange.Binding(nil), x.bindings...))
-	v.removeBindings(append([]*exchange.Binding(nil), v.byDest[exchange.Destination{Kind: exchange.ToExchange, Name: x.Name}]...))
+	v.removeBindings(bySeq(x.bindings.Items()))
+	v.removeBindings(v.boundTo(exchange.Destination{Kind: exchange.ToExchange, Name: x.Name}))
 	x.router.Delete()
 	x.viaMu.Lock()
 	via := x.via
@@ -307,7 +308,7 @@ func (x *Exchange) viaRouter(v *VHost, name string) (exchange.Router, error) {
 	if err != nil {
 		return nil, reply.As(err)
 	}
-	for _, b := range x.bindings {
+	for _, b := range bySeq(x.bindings.Items()) {
 		if err := r.AddBinding(b); err != nil {
 			v.refusedViaBinding(x, name, b, err)
 		}
@@ -381,7 +382,7 @@ func (v *VHost) TypeBack(name string) error {
 		}
 		r, err := t.Create(x.Definition)
 		if err == nil {
-			for _, b := range x.bindings {
+			for _, b := range bySeq(x.bindings.Items()) {
 				if err = r.AddBinding(b); err != nil {
 					r.Delete()
 					break
@@ -426,7 +427,7 @@ func (v *VHost) Exchanges() []ExchangeInfo {
 	out := make([]ExchangeInfo, 0, len(list))
 	for _, x := range list {
 		x.mu.RLock()
-		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: len(x.bindings), Info: x.router.Info(),
+		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: x.bindings.Len(), Info: x.router.Info(),
 			Held: held[x.Name], MayHold: !builtInType(x.Type)}
 		x.mu.RUnlock()
 		info.Counters, info.Rates = x.Counters.Values(), x.Counters.Rates()

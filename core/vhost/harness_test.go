@@ -60,19 +60,26 @@ func newTestVHost(t testing.TB, durable bool) *VHost {
 	t.Helper()
 	c := Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()}
 	if durable {
-		st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Recover(nil); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		c.Store = st
+		c.Store = memStore(t)
 	}
 	v := New(c)
 	t.Cleanup(v.Close)
 	return v
+}
+
+// memStore is an empty store on an in-memory filesystem, closed when the
+// test ends.
+func memStore(t testing.TB) *storage.Store {
+	t.Helper()
+	st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Recover(nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func mustExchange(t testing.TB, v *VHost, name, typ string, args protocol.Table) *Exchange {

@@ -4,9 +4,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/protocol"
@@ -52,17 +52,17 @@ func (t *slowType) Create(exchange.Definition) (exchange.Router, error) {
 
 type slowRouter struct {
 	t        *slowType
-	bindings []*exchange.Binding
+	bindings denseset.Set[*exchange.Binding]
 }
 
 func (r *slowRouter) ValidateBinding(*exchange.Binding) error { return nil }
 func (r *slowRouter) AddBinding(b *exchange.Binding) error {
-	r.bindings = append(r.bindings, b)
+	r.bindings.Add(b)
 	return nil
 }
 func (r *slowRouter) RemoveBindings(bs []*exchange.Binding) error {
 	for _, b := range bs {
-		r.bindings = exchange.RemoveBinding(r.bindings, b)
+		r.bindings.Remove(b)
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func (r *slowRouter) Route(m *message.Message, res *exchange.Result) error {
 	if m.RoutingKey == "slow" {
 		r.t.route.wait()
 	}
-	res.Bindings = append(res.Bindings, r.bindings...)
+	res.Bindings = append(res.Bindings, r.bindings.Items()...)
 	return nil
 }
 
@@ -166,14 +166,7 @@ func (s *slowStore) PutMeta(kind storage.Kind, vhost, name string, rec protocol.
 // A durable declare waiting for its synced write holds up no publisher and
 // no listing: the write is made without the vhost's locks.
 func TestSyncedDeclareStallsNoPublisher(t *testing.T) {
-	st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Recover(nil); err != nil {
-		t.Fatal(err)
-	}
+	st := memStore(t)
 	slow := &slowStore{Store: st, meta: newGate()}
 	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: slow})
 	t.Cleanup(v.Close)

@@ -427,7 +427,7 @@ func (v *VHost) forgetQueue(q *queue.Queue) {
 	delete(v.defaults, q.Name)
 	incarnation := v.homed[q.Name]
 	delete(v.homed, q.Name)
-	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	bound := v.boundTo(dest)
 	v.mu.Unlock()
 	v.removeBindings(bound)
 	if q.Persists() || v.keeps(false) && incarnation != 0 {

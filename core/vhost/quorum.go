@@ -365,7 +365,7 @@ func (v *VHost) forgetQuorum(qq *QuorumQueue) {
 	}
 	delete(v.quorums, qq.Name)
 	delete(v.defaults, qq.Name)
-	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	bound := v.boundTo(dest)
 	v.mu.Unlock()
 	v.removeBindings(bound)
 	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, qq.Name); err != nil {

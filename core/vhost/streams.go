@@ -286,7 +286,7 @@ func (v *VHost) forgetStream(s *StreamQueue) {
 	}
 	delete(v.streams, s.Name)
 	delete(v.defaults, s.Name)
-	bound := append([]*exchange.Binding(nil), v.byDest[dest]...)
+	bound := v.boundTo(dest)
 	v.mu.Unlock()
 	v.removeBindings(bound)
 	v.stopStreamReplica(s)

@@ -55,6 +55,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
@@ -89,7 +90,7 @@ type VHost struct {
 	queues    map[string]*queue.Queue
 	defaults  map[string]*exchange.Binding // each queue's implicit binding from ""
 	bindings  map[bindingKey]*exchange.Binding
-	byDest    map[exchange.Destination][]*exchange.Binding
+	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
 	policies  policy.Set
 	remote    map[string]*RemoteQueue // queues homed on other nodes
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
@@ -143,7 +144,7 @@ func New(c Config) *VHost {
 		queues:    make(map[string]*queue.Queue),
 		defaults:  make(map[string]*exchange.Binding),
 		bindings:  make(map[bindingKey]*exchange.Binding),
-		byDest:    make(map[exchange.Destination][]*exchange.Binding),
+		byDest:    make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
 		remote:    make(map[string]*RemoteQueue),
 		homed:     make(map[string]uint64),
 		quorums:   make(map[string]*QuorumQueue),
