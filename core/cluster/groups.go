@@ -86,7 +86,6 @@ type Groups struct {
 	running  bool
 	stopping bool // Stop was called: the loop drains, then closes
 	closed   bool // nothing more is taken
-	seq      uint64
 	// fastElections counts the campaigns started ahead of an election
 	// timeout: a leader's process was seen to die (leaderDied), or a
 	// group's first campaign went unheard.
@@ -105,6 +104,11 @@ const (
 	groupHeartbeatTicks = 1
 	groupMaxInflight    = 64
 	proposeTimeout      = 10 * time.Second
+	// resyncLimit bounds how long a member keeps its consumers'
+	// deliveries back while it catches up (BatchApplier): one that never
+	// quite does, under a load it applies more slowly than it gets,
+	// hands them over anyway.
+	resyncLimit = 10 * time.Second
 )
 
 // ErrGroupStopped answers what is proposed to a group this node no longer
@@ -128,6 +132,16 @@ type GroupMachine interface {
 	// LeaderChanged tells the member who leads now (0: nobody it knows
 	// of) and whether that is this node.
 	LeaderChanged(leader, term uint64, self bool)
+}
+
+// BatchApplier is a GroupMachine told, after each batch of committed
+// entries it applied, whether its member is current: caught up with what
+// it knows committed since it last lost or changed its leader (or
+// started, or restored a snapshot). A member that is not may be applying
+// entries that later ones, which it has yet to apply, take back: a quorum
+// queue keeps its consumers' deliveries back until it is current.
+type BatchApplier interface {
+	AppliedBatch(current bool)
 }
 
 // LogKeeper is a GroupMachine whose state refers to entries of its log
@@ -222,7 +236,10 @@ type Group struct {
 	hurry     int  // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
 	failed    bool
 
-	stopped bool // guarded by host.mu
+	stopped bool   // guarded by host.mu
+	nextSeq uint64 // the last proposal's number; guarded by host.mu
+
+	resync resyncState // resync.go
 
 	// recovered is closed once the member has applied what its log had
 	// committed when it started (replayed is that index), and, in a
@@ -287,6 +304,7 @@ func (h *Groups) Start(cfg GroupConfig) (*Group, error) {
 	cache := &entryCache{LogStore: cfg.Log}
 	cfg.Log = cache
 	g := &Group{id: cfg.ID, host: h, cfg: cfg, cache: cache, waiters: map[uint64]*proposal{}, recovered: make(chan struct{})}
+	g.startResync()
 	if err := g.init(); err != nil {
 		return nil, err
 	}
@@ -565,8 +583,8 @@ func (h *Groups) propose(g *Group, p *proposal) {
 		p.done(0, ErrGroupStopped)
 		return
 	}
-	h.seq++
-	p.seq = h.seq
+	g.nextSeq++
+	p.seq = g.nextSeq
 	p.deadline = time.Now().Add(proposeTimeout)
 	h.inbox = append(h.inbox, groupInput{g: g, prop: p})
 	h.mu.Unlock()
@@ -772,6 +790,10 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 		}
 		if !g.alone {
 			g.rn.Tick()
+			touched[g] = true
+		}
+		if g.resync.on {
+			g.askLeader()
 			touched[g] = true
 		}
 		if g.hurry > 0 {
@@ -1053,6 +1075,7 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 		}
 		g.rn.Advance(r.rd)
 		g.proposeAgain()
+		g.askLeader()
 		// Only now: Advance reads the committed entries it handed out.
 		g.cache.forget(g.applied)
 		g.alone = g.leadsAlone()
@@ -1150,6 +1173,8 @@ func (g *Group) ready(rd raft.Ready) error {
 			return err
 		}
 		g.proposers = table
+		g.answerCovered(snap.GetMetadata().GetIndex())
+		g.startResync()
 		g.applied, g.snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
 		g.conf = snap.GetMetadata().GetConfState()
 	}
@@ -1159,6 +1184,13 @@ func (g *Group) ready(rd raft.Ready) error {
 		}
 		g.apply(e)
 		g.applied = e.GetIndex()
+	}
+	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
+		g.startResync()
+	}
+	g.readStates(rd.ReadStates)
+	if b, ok := m.(BatchApplier); ok && (len(rd.CommittedEntries) > 0 || g.resync.on) {
+		b.AppliedBatch(g.current())
 	}
 	if g.replayed > 0 && g.applied >= g.replayed {
 		g.replayed = 0
@@ -1246,6 +1278,18 @@ func (g *Group) answer(t tag, index uint64, err error) {
 	if p := g.waiters[t.seq]; p != nil {
 		delete(g.waiters, t.seq)
 		p.done(index, err)
+		return
+	}
+	// On its way to a new leader (a copy of it was committed by the
+	// old one, or another copy by the new), or held: answered all the
+	// same, and sent no more.
+	for _, list := range []*[]*proposal{&g.again, &g.held} {
+		if i := slices.IndexFunc(*list, func(p *proposal) bool { return p.seq == t.seq }); i >= 0 {
+			p := (*list)[i]
+			*list = slices.Delete(*list, i, i+1)
+			p.done(index, err)
+			return
+		}
 	}
 }
 

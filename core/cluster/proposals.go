@@ -20,21 +20,28 @@ import (
 // second:
 //
 //   - A proposer is a node's run of its groups' host (Groups.runID, random
-//     at each start), and its proposals are numbered in the order it
-//     hands them to Raft; a proposal sent again keeps its number.
-//   - Every member keeps, per proposer, the highest number it applied,
-//     and skips an entry whose number is not above it: a copy of one
-//     applied, or one that an entry proposed after it overtook (lost on
-//     its way, and sent again after the later one was appended).
+//     at each start), and its proposals to a group are numbered 1, 2, 3
+//     ... in the order it hands them to Raft (Group.nextSeq); a proposal
+//     sent again keeps its number.
+//   - Every member keeps, per proposer, the highest number it applied and
+//     the numbers below it it skipped over (holes: proposals lost on
+//     their way, that a later one overtook), and skips an entry whose
+//     number is not above the highest: a copy of one applied, or one
+//     overtaken, which comes late.
 //   - The proposer, seeing an entry of its own applied, knows that those
 //     it proposed before and still waits for can no longer be: it
 //     proposes them again, under new numbers (they come after the later
 //     one: such a loss reorders, it never duplicates nor drops).
+//   - A member that restores a snapshot applies none of the entries the
+//     snapshot covers: its own proposals among them are answered from the
+//     table (applied: at or below the highest and not a hole), with no
+//     error; the machine's answer to them is not known.
 //   - The table is part of the group's state: a snapshot carries it
 //     (snapshot envelope below), so a member restored from one skips
 //     exactly what the others skip. It keeps the maxProposers proposers
-//     applied last; one evicted has not proposed for longer than any
-//     copy of its proposals can take to come back.
+//     applied last, and each the maxHoles holes found last; one evicted
+//     has not proposed for longer than any copy of its proposals can take
+//     to come back.
 //
 // An entry tag is node(8) | number(8) | run(8), the number's top bit set
 // to tell it from the tags before runs (node(8) | number(8)), which are
@@ -43,15 +50,29 @@ import (
 // taggedFlag marks a tag that carries its proposer's run.
 const taggedFlag = 1 << 63
 
-// maxProposers bounds the proposer table of a group.
-const maxProposers = 64
+// maxProposers bounds the proposer table of a group, maxHoles a
+// proposer's holes.
+const (
+	maxProposers = 64
+	maxHoles     = 256
+)
 
 // proposer names the run of a node's groups that proposed an entry.
 type proposer struct{ node, run uint64 }
 
-// applied is a proposer's highest number applied, and the index of that
-// entry (which decides evictions).
-type appliedBy struct{ seq, index uint64 }
+// appliedBy is a proposer's highest number applied, the index of that
+// entry (which decides evictions), and the numbers below it never
+// applied, in order.
+type appliedBy struct {
+	seq, index uint64
+	holes      []uint64
+}
+
+// applied says whether the proposal numbered seq was applied.
+func (a appliedBy) applied(seq uint64) bool {
+	_, hole := slices.BinarySearch(a.holes, seq)
+	return seq <= a.seq && !hole
+}
 
 // newRun is a random, non-zero id for this run of a node's groups.
 func newRun() uint64 {
@@ -115,7 +136,8 @@ func (g *Group) admit(t tag, index uint64) bool {
 	}
 	k := proposer{t.node, t.run}
 	mine := k == proposer{g.host.self, g.host.runID}
-	if last, ok := g.proposers[k]; ok && t.seq <= last.seq {
+	last := g.proposers[k]
+	if t.seq <= last.seq {
 		if mine {
 			g.overtaken(func(seq uint64) bool { return seq == t.seq })
 		}
@@ -124,7 +146,14 @@ func (g *Group) admit(t tag, index uint64) bool {
 	if g.proposers == nil {
 		g.proposers = map[proposer]appliedBy{}
 	}
-	g.proposers[k] = appliedBy{t.seq, index}
+	holes := last.holes
+	for n := max(last.seq+1, t.seq-min(t.seq, maxHoles)); n < t.seq; n++ {
+		holes = append(holes, n)
+	}
+	if len(holes) > maxHoles {
+		holes = slices.Clone(holes[len(holes)-maxHoles:])
+	}
+	g.proposers[k] = appliedBy{t.seq, index, holes}
 	if len(g.proposers) > maxProposers {
 		var oldest proposer
 		first := true
@@ -151,6 +180,11 @@ func (g *Group) overtaken(lost func(seq uint64) bool) {
 			g.again = append(g.again, p)
 		}
 	}
+	for _, p := range g.again {
+		if lost(p.seq) {
+			p.renumber = true
+		}
+	}
 }
 
 // proposeAgain proposes what a leader change or an overtaking left to
@@ -166,22 +200,47 @@ func (g *Group) proposeAgain() {
 		if p.renumber {
 			p.renumber = false
 			g.host.mu.Lock()
-			g.host.seq++
-			p.seq = g.host.seq
+			g.nextSeq++
+			p.seq = g.nextSeq
 			g.host.mu.Unlock()
 		}
 		g.propose(p)
 	}
 }
 
+// answerCovered answers this run's proposals a restored snapshot covers:
+// applied, by the table, at index (the snapshot's); the loop's.
+func (g *Group) answerCovered(index uint64) {
+	a, ok := g.proposers[proposer{g.host.self, g.host.runID}]
+	if !ok {
+		return
+	}
+	for seq, p := range g.waiters {
+		if a.applied(seq) {
+			delete(g.waiters, seq)
+			p.done(index, nil)
+		}
+	}
+	for _, list := range []*[]*proposal{&g.again, &g.held} {
+		*list = slices.DeleteFunc(*list, func(p *proposal) bool {
+			if a.applied(p.seq) {
+				p.done(index, nil)
+				return true
+			}
+			return false
+		})
+	}
+}
+
 // A group's snapshot is the machine's behind an envelope that carries the
 // proposer table:
 //
-//	0xF7 'W' 'G' 1 | uvarint n | n × (node(8) run(8) seq(8) index(8)) | machine's snapshot
+//	0xF7 'W' 'G' 2 | uvarint n | n × (node(8) run(8) seq(8) index(8)
+//	                 uvarint holes | holes × uvarint (seq - hole)) | machine's snapshot
 //
 // Machines' snapshots begin with a small version byte, never 0xF7; a
 // snapshot without the envelope (taken before it) has an empty table.
-var envelopeMagic = []byte{0xF7, 'W', 'G', 1}
+var envelopeMagic = []byte{0xF7, 'W', 'G', 2}
 
 // wrapSnapshot puts the proposer table in front of the machine's data.
 func (g *Group) wrapSnapshot(data []byte) []byte { return wrapTable(g.proposers, data) }
@@ -200,6 +259,10 @@ func wrapTable(table map[proposer]appliedBy, data []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, k.run)
 		b = binary.BigEndian.AppendUint64(b, a.seq)
 		b = binary.BigEndian.AppendUint64(b, a.index)
+		b = binary.AppendUvarint(b, uint64(len(a.holes)))
+		for _, h := range a.holes {
+			b = binary.AppendUvarint(b, a.seq-h)
+		}
 	}
 	return append(b, data...)
 }
@@ -220,9 +283,26 @@ func unwrapSnapshot(b []byte) (map[proposer]appliedBy, []byte, error) {
 	b = b[w:]
 	table := make(map[proposer]appliedBy, n)
 	for range n {
+		if len(b) < 32 {
+			return nil, nil, errBadEnvelope
+		}
 		k := proposer{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])}
-		table[k] = appliedBy{binary.BigEndian.Uint64(b[16:]), binary.BigEndian.Uint64(b[24:])}
+		a := appliedBy{seq: binary.BigEndian.Uint64(b[16:]), index: binary.BigEndian.Uint64(b[24:])}
 		b = b[32:]
+		holes, w := binary.Uvarint(b)
+		if w <= 0 || holes > maxHoles {
+			return nil, nil, errBadEnvelope
+		}
+		b = b[w:]
+		for range holes {
+			d, w := binary.Uvarint(b)
+			if w <= 0 || d == 0 || d > a.seq {
+				return nil, nil, errBadEnvelope
+			}
+			a.holes = append(a.holes, a.seq-d)
+			b = b[w:]
+		}
+		table[k] = a
 	}
 	return table, b, nil
 }

@@ -103,7 +103,7 @@ func TestProposerTableSkipsCopies(t *testing.T) {
 // An entry of this run's applied makes the proposals it overtook
 // proposed again, under new numbers; a waiter's own copy skipped is too.
 func TestOvertakenProposalsAreProposedAgain(t *testing.T) {
-	g := &Group{host: &Groups{self: 1, runID: 2, seq: 10}, waiters: map[uint64]*proposal{}}
+	g := &Group{host: &Groups{self: 1, runID: 2}, waiters: map[uint64]*proposal{}, nextSeq: 10}
 	for _, seq := range []uint64{3, 4, 6} {
 		g.waiters[seq] = &proposal{seq: seq}
 	}
@@ -146,8 +146,8 @@ func TestGroupAppliesAResendOnce(t *testing.T) {
 	answers := make(chan error, 4)
 	g := members[1]
 	g.host.mu.Lock()
-	g.host.seq++
-	p := &proposal{seq: g.host.seq, cmd: []byte("sent twice"), deadline: time.Now().Add(proposeTimeout),
+	g.nextSeq++
+	p := &proposal{seq: g.nextSeq, cmd: []byte("sent twice"), deadline: time.Now().Add(proposeTimeout),
 		done: func(_ uint64, err error) { answers <- err }}
 	g.host.mu.Unlock()
 	g.host.input(groupInput{g: g, prop: p})
@@ -227,5 +227,62 @@ func TestProposalDeadline(t *testing.T) {
 				t.Fatal("a proposal waited on kept its passed deadline")
 			}
 		})
+	}
+}
+
+// A proposal on its way to a new leader (after a leader change) whose
+// first copy the old leader had committed is answered when that copy is
+// applied, and its second copy, skipped, makes nothing more of it.
+func TestProposalAnsweredOnItsWayToANewLeader(t *testing.T) {
+	g := &Group{host: &Groups{self: 1, runID: 2}, waiters: map[uint64]*proposal{}, nextSeq: 10}
+	var answers []error
+	p := &proposal{seq: 7, done: func(_ uint64, err error) { answers = append(answers, err) }}
+	g.again = append(g.again, p) // the leader changed
+	first := tag{1, 7, 2}
+	if !g.admit(first, 100) {
+		t.Fatal("the first copy was not applied")
+	}
+	g.answer(first, 100, nil)
+	if len(answers) != 1 || len(g.again) != 0 {
+		t.Fatalf("answers %v, still to send %d", answers, len(g.again))
+	}
+	if g.admit(first, 101) {
+		t.Fatal("the second copy was applied")
+	}
+	if len(answers) != 1 || len(g.again) != 0 {
+		t.Fatalf("answered %d times, %d to send again", len(answers), len(g.again))
+	}
+}
+
+// A member restoring a snapshot applies none of the entries it covers:
+// its own proposals among them are answered from the table, and those the
+// table says were overtaken (holes) or not reached yet still wait.
+func TestSnapshotAnswersTheProposalsItCovers(t *testing.T) {
+	a := &Group{host: &Groups{self: 1, runID: 2}, waiters: map[uint64]*proposal{}}
+	for _, seq := range []uint64{1, 2, 4, 5} { // 3 lost on its way
+		if !a.admit(tag{1, seq, 2}, seq) {
+			t.Fatalf("%d not applied", seq)
+		}
+	}
+	table, _, err := unwrapSnapshot(a.wrapSnapshot(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := table[proposer{1, 2}]; got.seq != 5 || !slices.Equal(got.holes, []uint64{3}) {
+		t.Fatalf("table after the envelope: %+v", got)
+	}
+	b := &Group{host: &Groups{self: 1, runID: 2}, waiters: map[uint64]*proposal{}, proposers: table}
+	answered := map[uint64]bool{}
+	for _, seq := range []uint64{2, 3, 4, 6} {
+		b.waiters[seq] = &proposal{seq: seq, done: func(_ uint64, err error) {
+			if err != nil {
+				t.Fatalf("%d answered %v", seq, err)
+			}
+			answered[seq] = true
+		}}
+	}
+	b.answerCovered(5)
+	if !answered[2] || !answered[4] || answered[3] || answered[6] || len(b.waiters) != 2 {
+		t.Fatalf("answered %v, still waiting %d", answered, len(b.waiters))
 	}
 }
