@@ -28,6 +28,8 @@ import (
 //	opConfig:   max_length(8) max_bytes(8) overflow(1) delivery_limit(8)
 //	            dead_letter(1) single_active(1) at_least_once(1)
 //	opDeadLettered: count(4) | ids(8 each)
+//	opSuspect:  node(8)
+//	opResume:   count(4) | consumers (shortstr each)
 //
 // Times are the leader's clock when it made the entry: applying an entry
 // reads no clock, so every member decides alike.
@@ -43,6 +45,8 @@ const (
 	opConfig
 	opDeadLettered
 	opSettleBy
+	opSuspect
+	opResume
 )
 
 var errEntry = errors.New("quorum: an entry that does not decode")
@@ -105,6 +109,32 @@ func (r *reader) purger() (node, nonce uint64, ok bool) {
 }
 
 func consumerEntry(op byte, id ConsumerID) []byte { return appendShort([]byte{op}, string(id)) }
+
+// suspectEntry suspects the consumers of a node the leader cannot reach.
+func suspectEntry(node uint64) []byte { return binary.BigEndian.AppendUint64([]byte{opSuspect}, node) }
+
+// resumeEntry brings suspected consumers back, their node being back.
+func resumeEntry(ids []ConsumerID) []byte {
+	b := binary.BigEndian.AppendUint32([]byte{opResume}, uint32(len(ids)))
+	for _, id := range ids {
+		b = appendShort(b, string(id))
+	}
+	return b
+}
+
+// consumerIDs reads resumeEntry's list.
+func (r *reader) consumerIDs() []ConsumerID {
+	n := int(r.u32())
+	if r.err != nil || n > len(r.b) {
+		r.err = errEntry
+		return nil
+	}
+	out := make([]ConsumerID, n)
+	for i := range out {
+		out[i] = ConsumerID(r.short())
+	}
+	return out
+}
 
 // checkoutEntry adds a consumer. Its priority (x-priority) came after
 // the first release: an entry without it is a priority of 0. A priority

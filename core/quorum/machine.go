@@ -1,11 +1,9 @@
 // Package quorum is a quorum queue: its state machine (Machine), what
-// each entry of the queue's replicated log does to the queue, and the
-// leader's side (Queue), which turns what clients do into entries for a
-// Log and acts on what applying them asks for. Every member of the
-// queue's Raft group applies the same entries in the same order and so
-// holds the same state; the leader acts on the effects (deliveries to
-// consumers, dead letters, refused publishes), the others only keep the
-// state.
+// each entry of the queue's replicated log does to the queue, and each
+// member's side (Queue), which turns what its node's clients do into
+// entries for a Log and acts on what applying them asks for. Every member
+// of the queue's Raft group applies the same entries in the same order
+// and so holds the same state.
 //
 // A Queue is the machine of its Raft group's member (cluster.Group, a
 // GroupMachine): the group's log, in Pebble, holds its entries, and its
@@ -14,11 +12,31 @@
 // 3.8's quorum queues kept them; a snapshot costs what the queue holds,
 // so one is taken only once the log since the last is as long.
 //
+// # Who acts on what
+//
+// Each member hands its own node's consumers what the machine checks out
+// to them, from its own copy of the log: a body crosses the network once,
+// in the log, where RabbitMQ's leader sends every delivery to consumers
+// on other nodes. Only the leader routes dead letters and suspects the
+// consumers of nodes it cannot reach. A member hands over only what is
+// current: it holds a batch's deliveries until the batch is applied
+// (a later entry of it may take one back), and a member catching up
+// (restarted, back from a partition or a pause, or restored from a
+// snapshot) hands over nothing until it has applied what the leader had
+// committed, then gives its consumers what the machine says they hold
+// (cluster.BatchApplier, AppliedBatch).
+//
+// A consumer whose node the leader cannot reach is suspected, as
+// RabbitMQ's quorum queues suspect a consumer whose node is disconnected:
+// what it holds comes back to the queue and goes to others, redelivered,
+// and it gets nothing until its node, back, resumes it. Its client is not
+// cancelled: it goes on receiving once its node is back, and its acks of
+// what was taken back from it change nothing. The consumers of a node's
+// earlier run (it restarted) are ended.
+//
 // The broker's side (declare rules, routing, confirms, dead-lettering out
-// of the group, policies, x-expires) is core/vhost's quorum.go. Not yet
-// here (issue 10's next steps): groups of several nodes (placement,
-// consumers on other nodes and after a leader change, membership
-// changes from warrenctl).
+// of the group, policies, x-expires, placement and members) is
+// core/vhost's quorum.go and quorum_cluster.go.
 //
 // The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
 // clients can see it:
@@ -189,13 +207,16 @@ type consumer struct {
 	noAck  bool           // settles what it is delivered at once (no-ack)
 	out    map[uint64]Msg // checked out, by id
 	gone   bool           // cancelled: no more deliveries
+	// suspected: its node was cut off from the leader; it gets nothing
+	// until its node resumes it (Suspect, Resume).
+	suspected bool
 	// priority is the consumer's x-priority: a message goes to one of
 	// the highest with credit.
 	priority int
 }
 
 func (c *consumer) hasCredit() bool {
-	return !c.gone && (c.noAck || c.credit == 0 || len(c.out) < c.credit)
+	return !c.gone && !c.suspected && (c.noAck || c.credit == 0 || len(c.out) < c.credit)
 }
 
 // Machine is one quorum queue's state.
@@ -576,6 +597,84 @@ func (m *Machine) Down(id ConsumerID) []Effect {
 	return m.take()
 }
 
+// Suspect marks the consumers of node, which the leader cannot reach, as
+// suspected, as RabbitMQ's quorum queues do when a consumer's node is
+// disconnected: what they hold comes back to the queue (a failed
+// delivery each), and they get nothing more until Resume; a get's is
+// forgotten. The consumers stay: a node cut off for a while, then back,
+// has its clients' consumers go on, not cancelled.
+func (m *Machine) Suspect(node uint64) []Effect {
+	var back []Msg
+	for _, c := range slices.Clone(m.consumers) {
+		if n, ok := c.id.Node(); !ok || n != node || c.suspected {
+			continue
+		}
+		for _, msg := range c.out {
+			back = append(back, msg)
+		}
+		clear(c.out)
+		c.suspected = !c.once && !c.gone
+		m.forgetIfDone(c)
+	}
+	m.giveBack(back)
+	m.dispatch()
+	return m.take()
+}
+
+// Resume brings suspected consumers back: their node is back.
+func (m *Machine) Resume(ids []ConsumerID) []Effect {
+	for _, id := range ids {
+		if c := m.byID[id]; c != nil {
+			c.suspected = false
+		}
+	}
+	m.dispatch()
+	return m.take()
+}
+
+// Suspected lists the suspected consumers of node.
+func (m *Machine) Suspected(node uint64) []ConsumerID {
+	var out []ConsumerID
+	for _, c := range m.consumers {
+		if n, ok := c.id.Node(); ok && n == node && c.suspected {
+			out = append(out, c.id)
+		}
+	}
+	return out
+}
+
+// Holds says whether consumer id holds message msg checked out, and is
+// not suspected: a delivery of it is still to be made.
+func (m *Machine) Holds(id ConsumerID, msg uint64) bool {
+	c := m.byID[id]
+	if c == nil || c.suspected {
+		return false
+	}
+	_, ok := c.out[msg]
+	return ok
+}
+
+// heldBy is what consumer id holds, oldest first, whether the machine
+// knows it, and whether it is suspected.
+func (m *Machine) heldBy(id ConsumerID) (held []Msg, known, suspected bool) {
+	c := m.byID[id]
+	if c == nil {
+		return nil, false, false
+	}
+	held = make([]Msg, 0, len(c.out))
+	for _, msg := range c.out {
+		held = append(held, msg)
+	}
+	slices.SortFunc(held, func(a, b Msg) int { return cmpU64(a.ID, b.ID) })
+	return held, true, c.suspected
+}
+
+// Active says whether consumer id is known and not suspected.
+func (m *Machine) Active(id ConsumerID) bool {
+	c := m.byID[id]
+	return c != nil && !c.suspected
+}
+
 // forgetIfDone removes a consumer that is gone (or a get's, settled) and
 // holds nothing.
 func (m *Machine) forgetIfDone(c *consumer) {
@@ -676,6 +775,9 @@ func (m *Machine) String() string {
 		fmt.Fprintf(&b, "\n%s out=%s", c.id, ids(out))
 		if c.gone {
 			b.WriteString(" cancelled")
+		}
+		if c.suspected {
+			b.WriteString(" suspected")
 		}
 	}
 	return b.String()

@@ -19,8 +19,9 @@ import (
 //	get C [noack]
 //	settle C ack|requeue|discard ids=1,2
 //	cancel C | down C | expire now=MS | purge | state
+//	suspect node=HEX | resume C...
 func TestMachine(t *testing.T) {
-	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd", "testdata/priority.dd"} {
+	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd", "testdata/priority.dd", "testdata/suspect.dd"} {
 		t.Run(path, func(t *testing.T) {
 			m := New(DefaultConfig())
 			datadriven.Run(t, path, func(c *datadriven.Case) string {
@@ -60,6 +61,18 @@ func TestMachine(t *testing.T) {
 					effects = m.Cancel(ConsumerID(name))
 				case "down":
 					effects = m.Down(ConsumerID(name))
+				case "suspect":
+					node, err := strconv.ParseUint(c.Args.Str("node", ""), 16, 64)
+					if err != nil {
+						t.Fatalf("line %d: node: %v", c.Line, err)
+					}
+					effects = m.Suspect(node)
+				case "resume":
+					ids := make([]ConsumerID, len(c.Fields))
+					for i, f := range c.Fields {
+						ids[i] = ConsumerID(f)
+					}
+					effects = m.Resume(ids)
 				case "expire":
 					effects = m.Expire(c.Args.I64(t, "now", 0))
 				case "purge":

@@ -76,10 +76,30 @@ type Queue struct {
 	// holder is, for each message delivered to a consumer of this node
 	// and not settled yet, that consumer: settlements name it.
 	holder map[uint64]ConsumerID
+	// handed is, for each message handed to a consumer of this node and
+	// not gone from the queue, to whom and at which delivery count: what
+	// the machine says a consumer holds is handed again (handOverHeld)
+	// only if it was not handed so, whatever its ack on the way.
+	handed map[uint64]handedTo
 	// orphans are deliveries to consumers of this run that are gone
 	// here (cancelled, or whose checkout failed yet was committed): given
 	// back once the lock is released.
 	orphans []pending
+	// resume lists this run's consumers an entry suspected: their node
+	// (this one) is back, and says so once the lock is released.
+	resume []ConsumerID
+
+	// Deliveries wait for the end of the batch of entries that made them
+	// (AppliedBatch), once the log says it tells batches: an entry
+	// applied later in the batch may take one back (its consumer
+	// suspected while this member was away), and a member catching up
+	// must hand out only what is still so once it has caught up.
+	batched bool
+	waiting []pendingDelivery // this batch's deliveries to this node's consumers
+	// resync: the member is catching up (or restored a snapshot); when
+	// it is current, what this node's consumers hold is handed over
+	// from the machine's state, not from the deliveries on the way.
+	resync bool
 
 	// setMu guards the entries waiting to be proposed in order
 	// (settlements, cancels); a leaf, never held with mu.
@@ -98,6 +118,18 @@ type Queue struct {
 	run      uint32 // this run of the node, in consumer ids
 	// runPrefix begins the ids of this run's consumers ("node.run.").
 	runPrefix string
+}
+
+type handedTo struct {
+	consumer ConsumerID
+	count    uint32
+}
+
+// pendingDelivery is a delivery an applied entry made, waiting for the
+// end of its batch.
+type pendingDelivery struct {
+	e Effect
+	m *message.Message
 }
 
 type deadMsg struct {
@@ -144,7 +176,7 @@ type QueueConfig struct {
 func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
-		retry: c.Retry, holder: map[uint64]ConsumerID{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
+		retry: c.Retry, holder: map[uint64]ConsumerID{}, handed: map[uint64]handedTo{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 	q.runPrefix = fmt.Sprintf("%x.%x.", q.node, q.run)
 	q.ttlMillis.Store(c.TTL.Milliseconds())
 	if c.Log != nil {
@@ -190,6 +222,7 @@ func (q *Queue) Reset() {
 	q.m = New(q.m.cfg)
 	clear(q.bodies)
 	clear(q.holder)
+	clear(q.handed)
 	clear(q.purged)
 	q.dead, q.ended, q.orphans = nil, nil, nil
 	q.leader, q.term, q.leading, q.follower = 0, 0, false, true
@@ -355,11 +388,13 @@ func (q *Queue) LeaderChanged(leader, term uint64, self bool) {
 	}
 }
 
-// Tidy ends the consumers whose channels are gone: those of this node's
-// earlier runs (any member knows its own node restarted), and, on the
-// leader, those of nodes alive says are down (nil: none is). What they
-// held goes back to the queue, redelivered. It proposes only what the
-// machine still has, and one round at a time.
+// Tidy ends the consumers whose channels are gone, those of this node's
+// earlier runs (any member knows its own node restarted); on the leader,
+// it suspects the consumers of nodes alive says are down (nil: none is):
+// what they held goes back to the queue, redelivered, and they get
+// nothing until their node, back, resumes them, which Tidy does too for
+// this node's. It proposes only what the machine still has, and one round
+// at a time.
 //
 // A Tidy asked for while another runs is not lost: the running one goes
 // round again, so a state that changed under it (a snapshot installed
@@ -398,17 +433,38 @@ func (q *Queue) EndEarlierRuns(timeout time.Duration) {
 	}
 }
 
-// tidyOnce proposes the ends of the consumers goneConsumers lists.
+// tidyOnce proposes the ends of the consumers goneConsumers lists, the
+// suspicion of the nodes downNodes lists, and the resumption of this
+// run's consumers suspected.
 func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 	q.mu.Lock()
-	gone := q.goneConsumers(alive)
+	gone := q.goneConsumers()
+	down := q.downNodes(alive)
+	resume := q.localSuspected()
 	q.mu.Unlock()
+	if len(resume) > 0 {
+		if err := q.append(resumeEntry(resume)); err != nil {
+			return err
+		}
+	}
+	for _, node := range down {
+		// Decided again just before each proposal, as below.
+		q.mu.Lock()
+		still := slices.Contains(q.downNodes(alive), node)
+		q.mu.Unlock()
+		if !still {
+			continue
+		}
+		if err := q.append(suspectEntry(node)); err != nil {
+			return err
+		}
+	}
 	for _, id := range gone {
 		// Decided again just before each proposal: a leader cut off from
 		// the others finds them all down, and its proposals wait until
 		// the partition heals; by then it leads no more, and they are up.
 		q.mu.Lock()
-		still := slices.Contains(q.goneConsumers(alive), id)
+		still := slices.Contains(q.goneConsumers(), id)
 		q.mu.Unlock()
 		if !still {
 			continue
@@ -420,19 +476,32 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 	return nil
 }
 
-// goneConsumers lists the consumers Tidy ends; q.mu is held.
-func (q *Queue) goneConsumers(alive func(node uint64) bool) []ConsumerID {
+// goneConsumers lists the consumers Tidy ends: this node's earlier
+// runs'; q.mu is held.
+func (q *Queue) goneConsumers() []ConsumerID {
 	var out []ConsumerID
 	for _, id := range q.m.Consumers() {
-		node, ok := id.Node()
-		switch {
-		case !ok || strings.HasPrefix(string(id), q.runPrefix):
-		case node == q.node:
-			out = append(out, id) // an earlier run's
-		case q.leading && alive != nil && !alive(node):
+		if q.earlierRun(id) {
 			out = append(out, id)
 		}
 	}
+	return out
+}
+
+// downNodes lists, on the leader, the other nodes alive says are down
+// that have consumers not suspected yet; q.mu is held.
+func (q *Queue) downNodes(alive func(node uint64) bool) []uint64 {
+	if !q.leading || alive == nil {
+		return nil
+	}
+	var out []uint64
+	for _, id := range q.m.Consumers() {
+		node, ok := id.Node()
+		if ok && node != q.node && !slices.Contains(out, node) && q.m.Active(id) && !alive(node) {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -730,11 +799,14 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 	}
 	q.mu.Lock()
 	err := q.apply(index, entry)
-	dead, ended, orphans, tidy := q.dead, q.ended, q.orphans, q.tidyDue
-	q.dead, q.ended, q.orphans, q.tidyDue = nil, nil, nil, false
+	dead, ended, orphans, tidy, resume := q.dead, q.ended, q.orphans, q.tidyDue, q.resume
+	q.dead, q.ended, q.orphans, q.tidyDue, q.resume = nil, nil, nil, false, nil
 	q.mu.Unlock()
 	if len(orphans) > 0 {
 		q.post(orphans...)
+	}
+	if len(resume) > 0 {
+		q.post(pending{entry: resumeEntry(resume)})
 	}
 	if tidy {
 		// Off the log's loop, which calls this: Tidy's proposals wait
@@ -881,6 +953,24 @@ func (q *Queue) apply(index uint64, entry []byte) error {
 				q.ended = append(q.ended, l.c)
 			}
 		}
+	case opSuspect:
+		node := r.u64()
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Suspect(node)
+		if node == q.node {
+			// This node was cut off from the leader, and is back: its
+			// consumers say so (RabbitMQ's quorum queues resume a
+			// consumer when its node comes back).
+			q.resume = append(q.resume, q.localSuspected()...)
+		}
+	case opResume:
+		ids := r.consumerIDs()
+		if r.err != nil {
+			return r.err
+		}
+		effects = q.m.Resume(ids)
 	case opExpire:
 		effects = q.m.Expire(int64(r.u64()))
 	case opConfig:
@@ -917,12 +1007,14 @@ func (q *Queue) act(effects []Effect) {
 			if !e.Keep {
 				delete(q.bodies, e.Msg.ID)
 			}
+			delete(q.handed, e.Msg.ID)
 			if !q.follower && e.Kind == DeadLetter && m != nil && q.deadLetter != nil {
 				q.dead = append(q.dead, deadMsg{m: m, why: e.Reason, id: e.Msg.ID, keep: e.Keep})
 			}
 		case Acked, Refuse:
 			delete(q.bodies, e.Msg.ID)
 			delete(q.holder, e.Msg.ID)
+			delete(q.handed, e.Msg.ID)
 		}
 	}
 }
@@ -936,6 +1028,15 @@ func (q *Queue) deliver(e Effect) {
 	if m == nil {
 		return
 	}
+	if q.batched && q.gets[e.Consumer] == nil && q.consumers[e.Consumer] != nil {
+		q.waiting = append(q.waiting, pendingDelivery{e, m})
+		return
+	}
+	q.handOver(e, m)
+}
+
+// handOver hands a delivery to its consumer on this node; q.mu is held.
+func (q *Queue) handOver(e Effect, m *message.Message) {
 	// Whose it is first: a member applies every other node's deliveries
 	// too, and must not pay for what it does not hand over.
 	get := q.gets[e.Consumer]
@@ -952,6 +1053,7 @@ func (q *Queue) deliver(e Effect) {
 	}
 	d := queue.Delivery{Entry: queue.Entry{Msg: m, Seq: e.Msg.ID, Deliveries: e.Msg.DeliveryCount + 1}, Redelivered: e.Redelivered}
 	q.holder[e.Msg.ID] = e.Consumer
+	q.handed[e.Msg.ID] = handedTo{e.Consumer, e.Msg.DeliveryCount}
 	if get != nil {
 		n, _ := q.m.Ready()
 		get <- getResult{d: d, remaining: n, ok: true}
@@ -959,6 +1061,115 @@ func (q *Queue) deliver(e Effect) {
 	}
 	l.waiting = append(l.waiting, d)
 	q.drain(l)
+}
+
+// AppliedBatch is told, after every batch of entries the log applied,
+// whether this member is current (cluster.BatchApplier): a member that is
+// not (catching up, or back from a partition) keeps its consumers'
+// deliveries back; once it is, they get what the machine says they hold
+// and have not been handed, in order. A current member hands over the
+// batch's deliveries its later entries did not take back.
+func (q *Queue) AppliedBatch(current bool) {
+	q.mu.Lock()
+	q.batched = true
+	switch {
+	case !current:
+		q.resync = true
+		clear(q.waiting)
+		q.waiting = q.waiting[:0]
+	case q.resync:
+		q.resync = false
+		clear(q.waiting)
+		q.waiting = q.waiting[:0]
+		q.handOverHeld()
+	default:
+		waiting := q.waiting
+		// A message handed to one consumer twice in a batch (given back
+		// between) goes once, at its last place.
+		last := make(map[uint64]int, len(waiting))
+		for i, w := range waiting {
+			last[w.e.Msg.ID] = i
+		}
+		for i, w := range waiting {
+			if last[w.e.Msg.ID] == i && (q.m.Holds(w.e.Consumer, w.e.Msg.ID) || q.noAckConsumer(w.e.Consumer)) {
+				q.handOver(w.e, w.m)
+			}
+		}
+		clear(waiting)
+		q.waiting = waiting[:0]
+	}
+	orphans, resume, ended := q.orphans, q.resume, q.ended
+	q.orphans, q.resume, q.ended = nil, nil, nil
+	q.mu.Unlock()
+	if len(orphans) > 0 {
+		q.post(orphans...)
+	}
+	if len(resume) > 0 {
+		q.post(pending{entry: resumeEntry(resume)})
+	}
+	for _, c := range ended {
+		c.Cancelled()
+	}
+}
+
+// noAckConsumer says whether id is a no-ack consumer of this node the
+// machine has and does not suspect: its deliveries are settled as they
+// are made, so none is held.
+func (q *Queue) noAckConsumer(id ConsumerID) bool {
+	l := q.consumers[id]
+	return l != nil && l.c.NoAck() && q.m.Active(id)
+}
+
+// handOverHeld gives each consumer of this node what the machine says it
+// holds and its channel was not handed (what entries this member caught
+// up on, or a snapshot it restored, checked out to it), oldest first; a
+// consumer the machine no longer has is ended (basic.cancel), and one it
+// suspects resumed. q.mu is held.
+func (q *Queue) handOverHeld() {
+	ids := make([]ConsumerID, 0, len(q.consumers))
+	for id := range q.consumers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		l := q.consumers[id]
+		if !l.ready {
+			continue // its checkout is not applied yet
+		}
+		held, known, suspected := q.m.heldBy(id)
+		switch {
+		case !known:
+			delete(q.consumers, id)
+			delete(q.byClient, l.c)
+			q.ended = append(q.ended, l.c)
+			continue
+		case suspected:
+			if strings.HasPrefix(string(id), q.runPrefix) {
+				q.resume = append(q.resume, id)
+			}
+			continue
+		}
+		for _, msg := range held {
+			if q.handed[msg.ID] == (handedTo{id, msg.DeliveryCount}) {
+				continue
+			}
+			if m := q.bodies[msg.ID]; m != nil {
+				q.handOver(Effect{Kind: Deliver, Consumer: id, Msg: msg, Redelivered: msg.DeliveryCount > 0}, m)
+			}
+		}
+	}
+}
+
+// localSuspected lists this run's consumers the machine suspects; q.mu
+// is held.
+func (q *Queue) localSuspected() []ConsumerID {
+	var out []ConsumerID
+	for _, id := range q.m.Suspected(q.node) {
+		if strings.HasPrefix(string(id), q.runPrefix) && q.consumers[id] != nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // withDeliveryCount is m with the x-delivery-count header RabbitMQ's
@@ -987,6 +1198,7 @@ func (q *Queue) forgetReady(before map[uint64]bool) {
 	for id := range before {
 		if !held[id] {
 			delete(q.bodies, id)
+			delete(q.handed, id)
 		}
 	}
 }

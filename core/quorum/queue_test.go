@@ -8,6 +8,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // memLog commits every entry at once, in order: a log of one member whose
@@ -508,5 +509,124 @@ func TestCommandsReachTheLogInOrder(t *testing.T) {
 		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != want {
 			t.Fatalf("get %v %v, want %s", ok, d.Entry.Msg, want)
 		}
+	}
+}
+
+// handLog is a Log whose proposals the test applies: at once while auto,
+// else when the test says (applyProposed), as a member cut off from its
+// leader gets them only later.
+type handLog struct {
+	mu       sync.Mutex
+	q        *Queue
+	auto     bool
+	index    uint64
+	proposed []proposed
+}
+
+type proposed struct {
+	entry []byte
+	done  func(uint64, error)
+}
+
+func (l *handLog) Propose(entry []byte, done func(uint64, error)) {
+	l.mu.Lock()
+	if !l.auto {
+		l.proposed = append(l.proposed, proposed{entry, done})
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	done(l.apply(entry))
+}
+
+// apply commits and applies entry as the log's next.
+func (l *handLog) apply(entry []byte) (uint64, error) {
+	l.mu.Lock()
+	l.index++
+	index := l.index
+	l.mu.Unlock()
+	return index, l.q.Apply(index, entry)
+}
+
+// applyProposed applies what was proposed meanwhile.
+func (l *handLog) applyProposed() int {
+	l.mu.Lock()
+	ps := l.proposed
+	l.proposed = nil
+	l.mu.Unlock()
+	for _, p := range ps {
+		p.done(l.apply(p.entry))
+	}
+	return len(ps)
+}
+
+func enqueued(t *testing.T, body string) []byte {
+	t.Helper()
+	m, err := message.New("", "q", 0, nil, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enqueueEntry(m, 0, 0)
+}
+
+// A member cut off from its leader catches up on entries that checked
+// messages out to its node's consumer, then took them back (the leader
+// suspected the node) and gave them to another node's consumer, which
+// acked them: the consumer here must get none of them, only what is
+// current once the member is; and it resumes, as RabbitMQ's quorum
+// queues resume a consumer whose node comes back.
+func TestCatchingUpMemberHandsOverOnlyWhatIsCurrent(t *testing.T) {
+	l := &handLog{auto: true}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: DefaultConfig(), Node: 0xa})
+	l.q = q
+	s := &sink{room: 100}
+	if err := q.Consume(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	q.AppliedBatch(true) // the log tells batches
+	l.mu.Lock()
+	l.auto = false
+	l.mu.Unlock()
+
+	q.AppliedBatch(false) // cut off: what follows comes while catching up
+	for _, e := range [][]byte{
+		enqueued(t, "m1"), enqueued(t, "m2"), // checked out to s's consumer
+		checkoutEntry("b.1.c1", 10, false, 0), // another node's
+		suspectEntry(0xa),                     // m1, m2 to b.1.c1
+	} {
+		if _, err := l.apply(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.mu.Lock()
+	held, _, _ := q.m.heldBy("b.1.c1")
+	q.mu.Unlock()
+	ids := make([]uint64, len(held))
+	for i, m := range held {
+		ids[i] = m.ID
+	}
+	if _, err := l.apply(settleByEntry("b.1.c1", Ack, ids)); err != nil {
+		t.Fatal(err)
+	}
+	q.AppliedBatch(false)
+	// s's consumer, suspected, asks to be resumed (from the queue's
+	// outbox, on its own goroutine); that comes through.
+	poll.Until(t, 10*time.Second, "the suspected consumer of this node to ask to be resumed", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.proposed) > 0
+	})
+	l.applyProposed()
+	q.AppliedBatch(true)
+	if got := s.deliveries(); len(got) != 0 {
+		t.Fatalf("the catching-up member handed over %d stale deliveries (first %q)", len(got), got[0].Entry.Msg.Body)
+	}
+	// Current, it serves s's consumer again.
+	if _, err := l.apply(enqueued(t, "m3")); err != nil {
+		t.Fatal(err)
+	}
+	q.AppliedBatch(true)
+	if got := s.deliveries(); len(got) != 1 || string(got[0].Entry.Msg.Body) != "m3" || got[0].Redelivered {
+		t.Fatalf("after resuming: %v", got)
 	}
 }

@@ -16,25 +16,27 @@ import (
 // bookkeeping (29 bytes and a consumer id's share a message), not what its
 // messages weigh, and no body is written twice.
 //
-//	version(1) = 4
+//	version(1) = 5
 //	floor(8):  the log holds the entries of the messages from this index
 //	           on; the bodies of those before it are here
 //	machine:   u32 length | next(4) | ready | consumers | dead letters | flags(1)
 //	           dead letters: msgs, then each one's reason (shortstr)
 //	           flags: 1 = reject-publish refuses publishes (none before version 4)
 //	           msgs: count(4) | each id(8) size(8) expires_at(8) delivery_count(4) delivered(1)
-//	           consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(8) out (msgs, by id)
-//	           (versions 2 and 3 had a priority(4), version 1 none: 0)
+//	           consumers: count(4) | each id (shortstr) credit(4) once(1) gone(1) no_ack(1) priority(8) suspected(1) out (msgs, by id)
+//	           (versions 2 and 3 had a priority(4), version 1 none: 0;
+//	           versions before 5 no suspected: none was)
 //	bodies:    count(4) | each, by id: id(8) message (appendMessage)
 //
 // Versions 1 and 2 have no floor: every body is in the snapshot. A
 // snapshot sent to a member that lacks the log (Complete) is a version 2
 // one, which every release reads, unless its machine holds what version
-// 2 cannot say (a priority beyond 32 bits, publishes refused): then it
+// 2 cannot say (a priority beyond 32 bits, publishes refused, a consumer
+// suspected): then it
 // is a version 4 one whose floor is past its index. The machine's Config is not in it: it
 // comes from the queue's declaration and policies, which the metadata
 // store keeps.
-const snapshotVersion = 4
+const snapshotVersion = 5
 
 // completeVersion is the version of a snapshot that holds every body.
 const completeVersion = 2
@@ -92,6 +94,9 @@ func (m *Machine) encode(b []byte, version byte) []byte {
 		b = append(b, boolByte(c.once), boolByte(c.gone), boolByte(c.noAck))
 		if version >= 4 {
 			b = binary.BigEndian.AppendUint64(b, uint64(c.priority))
+			if version >= 5 {
+				b = append(b, boolByte(c.suspected))
+			}
 		} else {
 			b = binary.BigEndian.AppendUint32(b, uint32(int32(c.priority)))
 		}
@@ -117,14 +122,14 @@ func (m *Machine) encode(b []byte, version byte) []byte {
 }
 
 // fitsVersion2 reports whether a version 2 snapshot can hold the
-// machine's state: every consumer's priority within 32 bits, and
-// publishes not refused.
+// machine's state: every consumer's priority within 32 bits, publishes
+// not refused, and no consumer suspected.
 func (m *Machine) fitsVersion2() bool {
 	if m.rejecting {
 		return false
 	}
 	for _, c := range m.consumers {
-		if int(int32(c.priority)) != c.priority {
+		if int(int32(c.priority)) != c.priority || c.suspected {
 			return false
 		}
 	}
@@ -146,6 +151,9 @@ func decodeMachine(cfg Config, r *reader, version byte) *Machine {
 		switch {
 		case version >= 4:
 			c.priority = int(int64(r.u64()))
+			if version >= 5 {
+				c.suspected = r.u8() == 1
+			}
 		case version >= 2:
 			c.priority = int(int32(r.u32()))
 		}
@@ -228,6 +236,9 @@ func (q *Queue) RestoreFrom(index uint64, data []byte, entries EntryReader) erro
 		return err
 	}
 	q.m, q.bodies, q.floor = st.m, st.bodies, st.floor
+	// What the snapshot says this node's consumers hold is handed to
+	// them once the member is current (AppliedBatch).
+	q.resync = true
 	// The snapshot may name consumers of this node's earlier runs that
 	// the log replayed before it did not: they are ended now, not left
 	// holding their messages (off the log's loop, which calls this).
