@@ -313,34 +313,8 @@ func (p *linkProxy) cut(ip string, cut bool) {
 // proxies: it refuses changes (503) while they go on, and after healing it
 // has what they did.
 func TestClusterPartition(t *testing.T) {
-	type node struct {
-		*clusterNode
-		ip    string
-		proxy *linkProxy
-	}
-	var nodes []*node
-	for i, name := range []string{"n1", "n2", "n3"} {
-		ip := fmt.Sprintf("127.0.0.%d", i+2)
-		ln, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Skipf("cannot listen on %s (a loopback /8 is needed): %v", ip, err)
-		}
-		listen := ln.Addr().String()
-		ln.Close()
-		n := &node{ip: ip, proxy: newLinkProxy(t, listen)}
-		seeds := ""
-		if i > 0 {
-			seeds = fmt.Sprintf("%q", nodes[0].proxy.addr())
-		}
-		cn := &clusterNode{name: name, listen: listen}
-		cn.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nadvertise = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
-			name, listen, n.proxy.addr(), seeds, clusterSecret)
-		cn.process = startProcessWith(t, t.TempDir(), cn.config)
-		n.clusterNode = cn
-		nodes = append(nodes, n)
-	}
+	nodes := proxiedCluster(t, 3)
 	n1, n3 := nodes[0], nodes[2]
-	waitUntil(t, "three running nodes", func() bool { return len(n1.running(t)) == 3 })
 
 	partition := func(cut bool) {
 		for _, other := range nodes[:2] {

@@ -11,7 +11,9 @@
 //     ack had settled: the ack was sent on a connection that stayed open
 //     for Settle after it, through a node no fault touched meanwhile (an
 //     ack through a node cut off from the majority, or lost with a
-//     killed node, may be undone).
+//     killed node, may be undone). A delivery through a node that was
+//     paused (SIGSTOP) until just before it is not counted: the node may
+//     have made it before the pause, and written it after.
 //   - OutOfOrder: a consumer's first deliveries of one publisher's
 //     messages (those from one connection) out of the order they were
 //     published in.
@@ -131,6 +133,17 @@ func (c *Checker) touched(node string, from, to time.Time, kinds ...string) bool
 			end = time.Now()
 		}
 		if !f.From.After(to) && !end.Before(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// resumedJustBefore reports whether node was paused until at most a
+// second before at.
+func (c *Checker) resumedJustBefore(node string, at time.Time) bool {
+	for _, f := range c.faults {
+		if f.Node == node && f.Kind == "pause" && !f.To.IsZero() && !f.To.After(at) && at.Sub(f.To) < time.Second {
 			return true
 		}
 	}
@@ -288,7 +301,7 @@ func (c *Checker) Report() Report {
 				continue // the ack may be undone
 			}
 			for _, d := range ds {
-				if d.at.After(settled) {
+				if d.at.After(settled) && !c.resumedJustBefore(d.node, d.at) {
 					add("acked, then redelivered", "%s acked by %s through %s, delivered again to %s through %s %v later (redelivered=%v)",
 						body, a.consumer, a.node, d.consumer, d.node, d.at.Sub(a.sent).Round(time.Millisecond), d.redelivered)
 					break

@@ -54,6 +54,10 @@ func TestCheckerSeesEachRuleBroken(t *testing.T) {
 			pub("p-1-1", "p", 1, 1, "n1", 0, 0.1, true), deliver("p-1-1", "c", "n2", false, 0.2), ackAt("p-1-1", "c", "n2", 0.2),
 			deliver("p-1-1", "c2", "n3", true, 5),
 		}, "acked, then redelivered"},
+		{"delivered late by a node that was paused", []event{
+			pub("p-1-1", "p", 1, 1, "n1", 0, 0.1, true), fault("n1", "pause", 0.2, 10),
+			deliver("p-1-1", "c", "n2", true, 1), ackAt("p-1-1", "c", "n2", 1), deliver("p-1-1", "c1", "n1", false, 10.1),
+		}, ""},
 		{"out of order", []event{
 			pub("p-1-1", "p", 1, 1, "n1", 0, 0.1, true), pub("p-1-2", "p", 1, 2, "n1", 0, 0.1, true),
 			deliver("p-1-2", "c", "n2", false, 0.2), deliver("p-1-1", "c", "n2", false, 0.3),

@@ -1,0 +1,233 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/warren/tests/losscheck"
+)
+
+// The cluster's fault test: three Warren processes, each on its own
+// loopback address and reached by the others through a proxy that can cut
+// it off; publishers with confirms and consumers with manual acks work
+// through every node while the test kills (kill -9), pauses (SIGSTOP) and
+// cuts off the leader of a quorum queue, and cuts off a follower, healing
+// each after a while. tests/losscheck records what the clients saw and
+// reports what a broker must not do.
+
+// proxiedNode is a cluster node the others reach through its proxy: ip is
+// the loopback address it listens and dials from.
+type proxiedNode struct {
+	*clusterNode
+	ip    string
+	proxy *linkProxy
+}
+
+// proxiedCluster starts n nodes on 127.0.0.2, .3, ..., each advertising its
+// proxy to the others; it skips when the loopback addresses are missing.
+func proxiedCluster(t *testing.T, n int) []*proxiedNode {
+	t.Helper()
+	var nodes []*proxiedNode
+	for i := range n {
+		name := fmt.Sprintf("n%d", i+1)
+		ip := fmt.Sprintf("127.0.0.%d", i+2)
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Skipf("cannot listen on %s (a loopback /8 is needed): %v", ip, err)
+		}
+		listen := ln.Addr().String()
+		ln.Close()
+		pn := &proxiedNode{ip: ip, proxy: newLinkProxy(t, listen)}
+		seeds := ""
+		if i > 0 {
+			seeds = fmt.Sprintf("%q", nodes[0].proxy.addr())
+		}
+		cn := &clusterNode{name: name, listen: listen}
+		cn.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nadvertise = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
+			name, listen, pn.proxy.addr(), seeds, clusterSecret)
+		cn.process = startProcessWith(t, t.TempDir(), cn.config)
+		pn.clusterNode = cn
+		nodes = append(nodes, pn)
+	}
+	waitUntil(t, fmt.Sprintf("%d running nodes", n), func() bool { return len(nodes[0].running(t)) == n })
+	return nodes
+}
+
+// isolate cuts n off from every other node, both ways, or heals it.
+func isolate(nodes []*proxiedNode, n *proxiedNode, cut bool) {
+	for _, other := range nodes {
+		if other != n {
+			other.proxy.cut(n.ip, cut)
+			n.proxy.cut(other.ip, cut)
+		}
+	}
+}
+
+// faultCluster is the fault test's cluster: which nodes are up for the
+// clients, by name, as processes restart on new ports.
+type faultCluster struct {
+	mu    sync.Mutex
+	nodes []*proxiedNode
+}
+
+func (c *faultCluster) url(name string) losscheck.URLs {
+	return func() []string {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range c.nodes {
+			if n.name == name && n.process.running() {
+				return []string{n.url()}
+			}
+		}
+		return nil
+	}
+}
+
+// nameOf names the node an AMQP URL reaches.
+func (c *faultCluster) nameOf(url string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.url() == url {
+			return n.name
+		}
+	}
+	return url
+}
+
+func (c *faultCluster) byName(name string) *proxiedNode {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// TestClusterFaults runs the fault rounds on a quorum queue: each round
+// kills the leader, pauses it, cuts it off, and cuts off a follower.
+// WARREN_FAULT_ROUNDS sets the rounds (1 by default; the check is
+// 20 kills, 10 leader and 5 follower partitions), WARREN_FAULT_HOLD how
+// long a pause or a partition lasts (10s by default).
+func TestClusterFaults(t *testing.T) {
+	skipReference(t)
+	rounds, hold := 1, 10*time.Second
+	if s := os.Getenv("WARREN_FAULT_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("WARREN_FAULT_HOLD"); s != "" {
+		hold, _ = time.ParseDuration(s)
+	}
+	c := &faultCluster{nodes: proxiedCluster(t, 3)}
+	const queue = "qq-faults"
+	_, ch := c.nodes[0].dial(t)
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, quorumArgs); err != nil {
+		t.Fatal(err)
+	}
+	check := losscheck.New()
+	check.NameNodes(c.nameOf)
+	stop, stopConsumers := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(2)
+		go func() { defer wg.Done(); check.Publish("p"+n.name, queue, 20, c.url(n.name), stop) }()
+		go func() { defer wg.Done(); check.Consume("c"+n.name, queue, 20, c.url(n.name), stopConsumers) }()
+	}
+	leader := func() *proxiedNode {
+		var name string
+		waitUntil(t, "a leader of "+queue, func() bool {
+			for _, n := range c.nodes {
+				if n.process.running() {
+					if name = leaderOf(n.clusterNode, queue); name != "" {
+						return true
+					}
+				}
+			}
+			return false
+		})
+		return c.byName(name)
+	}
+	// progress waits for 100 more confirms through every node.
+	progress := func(what string) {
+		t.Helper()
+		before := map[string]int{}
+		for _, n := range c.nodes {
+			before[n.name] = check.Confirms("p" + n.name)
+		}
+		waitUntil(t, "confirms through every node "+what, func() bool {
+			for _, n := range c.nodes {
+				if check.Confirms("p"+n.name) < before[n.name]+100 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	// fault applies a fault to n (start), holds it, and ends it; the
+	// record's window begins once it is in force (a cut's connections
+	// are closed), so what a client sent before is not counted as sent
+	// into it.
+	fault := func(n *proxiedNode, kind string, start func(), wait time.Duration, end func()) {
+		t.Helper()
+		progress("before " + kind + " of " + n.name)
+		start()
+		from := time.Now()
+		i := check.AddFault(losscheck.Fault{Node: n.name, Kind: kind, From: from})
+		time.Sleep(wait) // the fault's length: a wait, not a synchronization
+		end()
+		check.EndFault(i, time.Now())
+		t.Logf("%s of %s from %s to %s: %s", kind, n.name, from.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), check.Report().String())
+	}
+	for round := range rounds {
+		t.Logf("round %d", round+1)
+		l := leader()
+		fault(l, "kill", func() {
+			c.mu.Lock()
+			l.stop(syscall.SIGKILL)
+			c.mu.Unlock()
+		}, 2*time.Second, func() {
+			c.mu.Lock()
+			l.restart(t)
+			c.mu.Unlock()
+		})
+		l = leader()
+		fault(l, "pause", func() { _ = l.cmd.Process.Signal(syscall.SIGSTOP) }, hold,
+			func() { _ = l.cmd.Process.Signal(syscall.SIGCONT) })
+		l = leader()
+		fault(l, "partition", func() { isolate(c.nodes, l, true) }, hold, func() { isolate(c.nodes, l, false) })
+		l = leader()
+		var follower *proxiedNode
+		for _, n := range c.nodes {
+			if n != l {
+				follower = n
+			}
+		}
+		fault(follower, "partition", func() { isolate(c.nodes, follower, true) }, hold, func() { isolate(c.nodes, follower, false) })
+	}
+	progress("after the faults")
+	close(stop)
+	waitUntil(t, "every confirmed message delivered", check.Drained)
+	time.Sleep(losscheck.Settle) // time for a wrong redelivery to show
+	close(stopConsumers)
+	wg.Wait()
+	r := check.Report()
+	t.Logf("%s", r)
+	if len(r.Lost) > 0 || len(r.Problems) > 0 {
+		// The messages the first problems name, whole.
+		for _, p := range r.Problems[:min(3, len(r.Problems))] {
+			for _, w := range strings.Fields(p) {
+				if strings.HasPrefix(w, "pn") && strings.Count(w, "-") == 2 {
+					t.Log(check.History(strings.TrimRight(w, ",;")))
+				}
+			}
+		}
+		t.Fatal(r)
+	}
+}
