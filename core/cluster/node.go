@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -214,6 +215,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: the groups given are node %x's, not %s's", n.groups.self, cfg.Name)
 	}
 	n.groups.tr.Store(tr)
+	n.groups.node.Store(n)
 	tr.deliver = func(group uint64, m *raftpb.Message) {
 		if group == 0 {
 			n.receive(m)
@@ -635,6 +637,18 @@ func (n *Node) answer(proposer, seq, index uint64, err error) {
 		ch <- answer{index, err}
 	}
 }
+
+// nameOf names the member whose current incarnation is id; "" when none
+// is.
+func (n *Node) nameOf(id uint64) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.members[id].Name
+}
+
+// idString is a Raft id as the logs write it: hexadecimal, as Raft's own
+// lines do.
+func idString(id uint64) string { return strconv.FormatUint(id, 16) }
 
 func (n *Node) receive(m *raftpb.Message) {
 	n.raft.Step(context.Background(), m)
