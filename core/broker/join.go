@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -16,6 +17,12 @@ import (
 // RabbitMQ, clients must be gone first (RabbitMQ's stop_app closes them),
 // and a node that is clustered with others must be forgotten by them
 // instead.
+//
+// The reset makes the node a new incarnation (a new Raft id, as a node on
+// an empty data directory has): a cluster that has a member of its name,
+// one whose data was lost, takes it in that member's place (core/cluster's
+// doc, "Node ids, and replacing a node"); RabbitMQ 3.10 refuses such a
+// join (inconsistent_cluster) until forget_cluster_node.
 //
 // The new membership lasts: at a restart the node comes back from its
 // Raft log, whatever cluster.seeds says.
@@ -33,7 +40,12 @@ func (b *Broker) JoinCluster(seed string) error {
 		return fmt.Errorf("%d client connections are open; close them first (rabbitmqctl join_cluster needs stop_app)", conns)
 	}
 	b.log.Warn().Str("seed", seed).Msg("join_cluster: resetting this node and joining another cluster")
-	b.stopCluster()
+	b.stopCluster() // stops the node's groups too
+	id, err := b.store.RenewNodeID()
+	if err != nil {
+		return fmt.Errorf("join_cluster: giving this node a new id: %w", err)
+	}
+	b.groups.Store(cluster.NewNodeGroups(id, b.log))
 	if err := b.reset(); err != nil {
 		return fmt.Errorf("join_cluster: resetting this node: %w", err)
 	}

@@ -268,10 +268,11 @@ func newGroups(self uint64, log zerolog.Logger) *Groups {
 // node as its only member.
 func NewGroups(log zerolog.Logger) *Groups { return newGroups(1, log) }
 
-// NewNodeGroups hosts the small groups of the cluster node named name,
-// before the node starts (Config.Groups): a restarting broker restores
-// its quorum queues first, and the node then carries their messages.
-func NewNodeGroups(name string, log zerolog.Logger) *Groups { return newGroups(NodeID(name), log) }
+// NewNodeGroups hosts the small groups of the cluster node whose Raft id
+// is id (its Identity), before the node starts (Config.Groups): a
+// restarting broker restores its quorum queues first, and the node then
+// carries their messages.
+func NewNodeGroups(id uint64, log zerolog.Logger) *Groups { return newGroups(id, log) }
 
 // Self is this node's id in its groups.
 func (h *Groups) Self() uint64 { return h.self }

@@ -3,6 +3,7 @@ package vhost
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
@@ -29,6 +30,13 @@ import (
 //
 // A delete is a command too, naming the incarnation: each member stops its
 // member and deletes its log.
+//
+// Members are named by node, and a node's Raft id is per incarnation
+// (core/cluster's doc): the declaration also carries the ids of the
+// members' incarnations (member_ids), and only a node whose current
+// incarnation is among them makes the group's first configuration; any
+// other member it names (a node that came back under a new incarnation,
+// replaying the log) starts its member empty and waits to be added.
 
 // placeQuorum chooses a new quorum queue's members among the nodes that
 // are up: x-quorum-initial-group-size of them (default three, at most
@@ -92,7 +100,34 @@ func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (protocol.Table,
 	}
 	cmd := v.queueCommand(def, members[0], newIncarnation())
 	cmd["members"] = nameList(members)
+	ids := make([]any, len(members))
+	for i, m := range members {
+		ids[i] = int64(v.cluster.NodeID(m))
+	}
+	cmd["member_ids"] = ids
 	return cmd, v.cluster.Propose(cmd)
+}
+
+// bootIDs are the Raft ids of a new replicated queue's first members:
+// those its declaration names, or, in one written before ids were per
+// incarnation, the ids its members had then.
+func bootIDs(def QueueDef) []uint64 {
+	if len(def.MemberIDs) == len(def.Members) {
+		return def.MemberIDs
+	}
+	ids := make([]uint64, len(def.Members))
+	for i, m := range def.Members {
+		ids[i] = cluster.LegacyID(m)
+	}
+	return ids
+}
+
+// firstMember says whether this node's current incarnation is among a
+// new replicated queue's first members, and makes its group's first
+// configuration; otherwise its member joins the group as it is. A
+// declaration from a metadata snapshot always joins.
+func (v *VHost) firstMember(def QueueDef) bool {
+	return !def.restored && v.groups != nil && slices.Contains(bootIDs(def), v.groups.Self())
 }
 
 // nameList is a list of node names as a table field.
@@ -145,8 +180,13 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 	}
 	if slices.Contains(def.Members, v.self()) {
 		// A new queue's members make its first configuration; one
-		// learned from a snapshot joins the group as it is.
-		if err := v.startQuorum(qq, def.Home == v.self(), def.restored); err != nil {
+		// learned from a snapshot, or a new incarnation of a member,
+		// joins the group as it is.
+		var boot []uint64
+		if v.firstMember(def) {
+			boot = bootIDs(def)
+		}
+		if err := v.startQuorum(qq, def.Home == v.self(), boot == nil, boot); err != nil {
 			// Kept as a queue this node reaches through the other
 			// members, so every node has the same topology.
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's member of the quorum queue")
@@ -284,12 +324,37 @@ func (v *VHost) leaderName(qq *QuorumQueue) string {
 		}
 		return ""
 	}
-	for _, m := range qq.MemberNodes() {
-		if cluster.NodeID(m) == leader {
+	return v.nodeNamed(qq.MemberNodes(), leader)
+}
+
+// nodeNamed is the node of names whose current incarnation is id; "" when
+// none is.
+func (v *VHost) nodeNamed(names []string, id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	for _, m := range names {
+		if v.cluster.NodeID(m) == id {
 			return m
 		}
 	}
 	return ""
+}
+
+// voterNames names a group's voters by node, sorted; an incarnation the
+// cluster no longer has is written as its id, in hexadecimal.
+func (v *VHost) voterNames(ids []uint64) []string {
+	nodes := v.cluster.Nodes()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := v.nodeNamed(nodes, id)
+		if name == "" {
+			name = strconv.FormatUint(id, 16)
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // QuorumView is a quorum queue's group as this node sees it.
@@ -300,9 +365,11 @@ type QuorumView struct {
 	Members, Online []string
 	// Raft is this node's member's view (Role "" on a node that is not
 	// a member); Match is, on the leader, each member's log position by
-	// node name.
-	Raft  cluster.GroupStatus
-	Match map[string]uint64
+	// node name; Voters are its configuration's voters by node name (an
+	// incarnation the cluster no longer has by its id, in hexadecimal).
+	Raft   cluster.GroupStatus
+	Match  map[string]uint64
+	Voters []string
 }
 
 // QuorumStatus is a quorum queue's group as this node sees it: leader,
@@ -333,15 +400,27 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 		view.Raft = g.Status()
 	}
 	view.Leader = e.v.leaderName(qq)
+	e.v.matchByName(&view, qq.MemberNodes())
+	return view, true
+}
+
+// matchByName fills a view's Match and Voters by node name from its
+// member's Raft view.
+func (v *VHost) matchByName(view *QuorumView, members []string) {
+	if v.cluster == nil {
+		return // a group of this node alone
+	}
+	if view.Raft.Role != "" {
+		view.Voters = v.voterNames(view.Raft.Members)
+	}
 	if len(view.Raft.Match) > 0 {
 		view.Match = map[string]uint64{}
-		for _, m := range qq.MemberNodes() {
-			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
+		for _, m := range members {
+			if at, ok := view.Raft.Match[v.cluster.NodeID(m)]; ok {
 				view.Match[m] = at
 			}
 		}
 	}
-	return view, true
 }
 
 // tidyQuorums has each quorum queue this node leads end the consumers of
@@ -358,12 +437,12 @@ func (v *VHost) tidyQuorums() {
 			continue
 		}
 		alive := func(node uint64) bool {
-			for _, m := range qq.MemberNodes() {
-				if cluster.NodeID(m) == node {
-					return v.cluster.Up(m)
-				}
+			if m := v.nodeNamed(qq.MemberNodes(), node); m != "" {
+				return v.cluster.Up(m)
 			}
-			return true
+			// An incarnation the cluster removed is gone; one this
+			// node does not know of (yet) is taken to be up.
+			return !v.cluster.Removed(node)
 		}
 		go qq.Tidy(alive)
 	}
@@ -435,7 +514,7 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 	// lag a change made through another node. A member that has just
 	// joined has no configuration until the leader's log or snapshot
 	// reaches it: it waits for that, briefly.
-	self := cluster.NodeID(v.cluster.Node())
+	self := v.groups.Self()
 	voters := g.Status().Members
 	for deadline := time.Now().Add(memberCatchUp); !slices.Contains(voters, self); voters = g.Status().Members {
 		if time.Now().After(deadline) {
@@ -443,7 +522,7 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	switch in := slices.Contains(voters, cluster.NodeID(node)); {
+	switch in := slices.Contains(voters, v.cluster.NodeID(node)); {
 	case add && in:
 		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
 	case !add && !in:
@@ -453,9 +532,9 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 	}
 	ch := make(chan error, 1)
 	if add {
-		g.AddMember(cluster.NodeID(node), func(err error) { ch <- err })
+		g.AddMember(v.cluster.NodeID(node), func(err error) { ch <- err })
 	} else {
-		g.RemoveMember(cluster.NodeID(node), func(err error) { ch <- err })
+		g.RemoveMember(v.cluster.NodeID(node), func(err error) { ch <- err })
 	}
 	if err := <-ch; err != nil {
 		return reply.Internal("quorum queue '%s' in vhost '%s': the change of members was not committed: %v", qq.Name, v.Name, err)
@@ -494,7 +573,7 @@ func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []st
 	in := slices.Contains(members, v.self())
 	switch {
 	case in && !qq.member():
-		if err := v.startQuorum(qq, false, true); err != nil {
+		if err := v.startQuorum(qq, false, true, nil); err != nil {
 			v.log.Error().Err(err).Str("queue", name).Msg("could not start this node's new member of the quorum queue")
 		}
 	case !in && qq.member():

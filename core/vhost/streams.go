@@ -168,7 +168,7 @@ func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
 		// A replica whose log is empty gets the group's from the
 		// leader: only a new stream's declare makes its first
 		// configuration.
-		if err := v.startStream(sq, false, true); err != nil {
+		if err := v.startStream(sq, false, true, nil); err != nil {
 			sq.Close()
 			return err
 		}

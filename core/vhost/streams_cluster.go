@@ -83,7 +83,12 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 		return err
 	}
 	if slices.Contains(def.Members, v.self()) {
-		if err := v.startStream(s, def.Home == v.self() && !def.restored, def.restored); err != nil {
+		// As a quorum queue's member (applyDeclareQuorum).
+		var boot []uint64
+		if v.firstMember(def) {
+			boot = bootIDs(def)
+		}
+		if err := v.startStream(s, def.Home == v.self() && boot != nil, boot == nil, boot); err != nil {
 			// Kept as a stream this node reaches through the other
 			// members, so every node has the same topology.
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's replica of the stream")
@@ -94,10 +99,10 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 }
 
 // startStream starts this node's replica of s's group and waits until it
-// has replayed its log; campaign and join as startQuorum's.
-func (v *VHost) startStream(s *StreamQueue, campaign, join bool) error {
+// has replayed its log; campaign, join and boot as startQuorum's.
+func (v *VHost) startStream(s *StreamQueue, campaign, join bool, boot []uint64) error {
 	bind := func(g *cluster.Group) { s.SetReplica(g, v.copyFor(s)) }
-	g, err := v.startMember(s.ID(), s.MemberNodes(), campaign, join, bind, s.Stream)
+	g, err := v.startMember(s.ID(), boot, campaign, join, bind, s.Stream)
 	if err != nil {
 		return err
 	}
@@ -157,7 +162,7 @@ func (v *VHost) streamVias(s *StreamQueue) []*RemoteQueue {
 			continue
 		}
 		rq := &RemoteQueue{Name: s.Name, Home: m, Durable: true, Args: s.Args, ID: s.ID()}
-		if cluster.NodeID(m) == leader {
+		if leader != 0 && v.cluster.NodeID(m) == leader {
 			out = append([]*RemoteQueue{rq}, out...)
 		} else {
 			out = append(out, rq)
@@ -252,14 +257,7 @@ func (v *VHost) streamStatus(s *StreamQueue) QuorumView {
 	}
 	view.Raft = g.Status()
 	view.Leader = v.streamLeader(s)
-	if len(view.Raft.Match) > 0 {
-		view.Match = map[string]uint64{}
-		for _, m := range s.MemberNodes() {
-			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
-				view.Match[m] = at
-			}
-		}
-	}
+	v.matchByName(&view, s.MemberNodes())
 	return view
 }
 
@@ -270,13 +268,7 @@ func (v *VHost) streamLeader(s *StreamQueue) string {
 	if g == nil {
 		return ""
 	}
-	leader := g.Status().Leader
-	for _, m := range s.MemberNodes() {
-		if cluster.NodeID(m) == leader {
-			return m
-		}
-	}
-	return ""
+	return v.nodeNamed(s.MemberNodes(), g.Status().Leader)
 }
 
 // remoteStream is a stream this node has no replica of, as a channel of
