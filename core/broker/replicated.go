@@ -448,6 +448,7 @@ func (b *Broker) watchConsumers(n *cluster.Node) {
 		for _, name := range b.VHosts() {
 			if v, ok := b.VHost(name); ok {
 				v.CheckConsumers()
+				v.CheckMembers()
 			}
 		}
 	}

@@ -52,7 +52,10 @@
 // so that the majority is the nodes that remain, and never counts both);
 // it refuses while the old incarnation is heard from (two processes under
 // one name), and refuses an incarnation the cluster removed (Removed)
-// outright. forget_cluster_node (Forget) removes a node that is down.
+// outright. forget_cluster_node (Forget) removes a node that is down; the
+// broker first removes it from its quorum queues and streams. The groups
+// those hosted on the node replace its incarnation in the same way, at
+// the new incarnation's request (core/vhost's CheckMembers).
 //
 // What keeps messages meant for a previous incarnation away from the new
 // one: the transport drops every Raft message whose To is not this

@@ -221,6 +221,8 @@ type Group struct {
 	failed    bool        // its member stopped: its log or machine failed, or Raft panicked (guard)
 	lastFrom  uint64      // the peer whose message it stepped last
 
+	voter atomic.Bool // this node is a voter of conf (Voter)
+
 	stopped bool // guarded by host.mu
 
 	// recovered is closed once the member has applied what its log had
@@ -331,7 +333,7 @@ func (g *Group) init() error {
 		}
 		g.applied = snap.GetMetadata().GetIndex()
 		g.snapIndex = g.applied
-		g.conf = snap.GetMetadata().GetConfState()
+		g.setConf(snap.GetMetadata().GetConfState())
 	}
 	hs, _, err := cfg.Log.InitialState()
 	if err != nil {
@@ -396,6 +398,18 @@ func (g *Group) init() error {
 	}
 	return nil
 }
+
+// setConf records the member's configuration; the loop's.
+func (g *Group) setConf(cs *raftpb.ConfState) {
+	g.conf = cs
+	g.voter.Store(slices.Contains(cs.GetVoters(), g.host.self))
+}
+
+// Voter says whether this node is a voter of the group's configuration
+// as this member knows it: false while a member the group is adding (or
+// that a new incarnation of this node started) has not been sent its
+// configuration yet. It costs an atomic read.
+func (g *Group) Voter() bool { return g.voter.Load() }
 
 // soleVoter says the member's configuration, as far as it is known, has
 // this node as its only voter.
@@ -1171,7 +1185,7 @@ func (g *Group) ready(rd raft.Ready) error {
 			return err
 		}
 		g.applied, g.snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
-		g.conf = snap.GetMetadata().GetConfState()
+		g.setConf(snap.GetMetadata().GetConfState())
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.GetIndex() <= g.applied {
@@ -1249,7 +1263,7 @@ func (g *Group) apply(e *raftpb.Entry) {
 			g.cfg.Machine.Apply(e.GetIndex(), nil)
 			return
 		}
-		g.conf = g.rn.ApplyConfChange(cc)
+		g.setConf(g.rn.ApplyConfChange(cc))
 		g.cfg.Machine.Apply(e.GetIndex(), nil)
 		g.answer(cc.GetContext(), e.GetIndex(), nil)
 	}

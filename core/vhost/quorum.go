@@ -60,8 +60,9 @@ type QuorumQueue struct {
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
-	active atomic.Bool // this node's member runs
-	group  atomic.Pointer[cluster.Group]
+	active    atomic.Bool // this node's member runs
+	group     atomic.Pointer[cluster.Group]
+	rejoining rejoining // a new incarnation's member asking to be added (CheckMembers)
 }
 
 // checkQuorum refuses a new quorum queue's flags the way RabbitMQ 3.10

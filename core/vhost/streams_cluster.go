@@ -27,6 +27,14 @@ import (
 // replica. A node that is not a member forwards what is published to a
 // member, as to a quorum queue's, and its consumers read through one (a
 // remote consumer there, with the same x-stream-offset).
+//
+// Its members change as a quorum queue's do (ChangeQuorumMember: warrenctl
+// add_member, delete_member, grow and shrink, and forget_cluster_node),
+// and a new incarnation of a member's node replaces the one it was in the
+// same way (CheckMembers). A replica removed stops; its messages stay
+// until the stream is deleted, and if it is added back it goes on from
+// them (entries it applied before are the same entries), copying what it
+// lacks. A consumer reading that replica on its node is not told.
 
 // callStreamCopy asks a member for a run of its replica's messages.
 const callStreamCopy = "stream.copy"
@@ -113,7 +121,7 @@ func (v *VHost) startStream(s *StreamQueue, campaign, join bool, boot []uint64) 
 }
 
 // stopStreamReplica stops this node's replica's group and deletes its
-// log (the stream is being deleted).
+// log (the stream is being deleted, or the replica removed).
 func (v *VHost) stopStreamReplica(s *StreamQueue) {
 	s.active.Store(false)
 	g := s.group.Swap(nil)
@@ -225,6 +233,8 @@ func (v *VHost) handleStreamCall(op string, s *StreamQueue, req protocol.Table) 
 		return protocol.Table{"messages": int64(n)}, err
 	case callQueuePurge:
 		return nil, v.StreamRefuses("queue.purge", s.Name)
+	case callQuorumMember:
+		return protocol.Table{}, v.changeMember(s, str(req, "node"), b("add"))
 	case callConsume, callCancel, callSettle:
 		return v.handleConsumerCall(op, streamSource{v: v, s: s}, req)
 	case callGet:
