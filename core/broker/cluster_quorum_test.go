@@ -412,3 +412,40 @@ func TestForgetClusterNode(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestSnapshotCarriesQuorumMembers: a node that missed a change of a
+// quorum queue's members, and learns the topology from a snapshot (the
+// log behind the change compacted), takes the members the snapshot has:
+// removed meanwhile, it stops its member rather than run on and ask to be
+// added back.
+func TestSnapshotCarriesQuorumMembers(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2 := nodes[0], nodes[1]
+	if _, err := root(t, n1.Broker).Declare(quorumDef("q", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, nodes, "q", "")
+	eventually(t, []*clusterNode{n2}, "n2's member of q", func(b *Broker) bool {
+		view, _ := quorumView(t, b, "q")
+		return view.Raft.Role == "follower"
+	})
+	n2.Cluster().Block("n1", true)
+	n2.Cluster().Block("n3", true)
+	if err := root(t, n1.Broker).ChangeQuorumMember("q", "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := n1.store.RaftLog(metaGroup)
+	state := metaState{b: n1.Broker, log: log}
+	snap, err := state.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2log, _ := n2.store.RaftLog(metaGroup)
+	if err := (metaState{b: n2.Broker, log: n2log}).Restore(state.Applied(), snap); err != nil {
+		t.Fatal(err)
+	}
+	view, _ := quorumView(t, n2.Broker, "q")
+	if !slices.Equal(view.Members, []string{"n1", "n3"}) || view.Raft.Role != "" {
+		t.Fatalf("n2 after the snapshot: members %v, its member %q", view.Members, view.Raft.Role)
+	}
+}

@@ -1068,6 +1068,12 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		name := h.name
 		if def, ok := wantQ[name]; ok && def.ID == h.incarnation {
 			delete(wantQ, name)
+			if r := v.replicatedQueue(name); r != nil && def.Members != nil && !slices.Equal(r.MemberNodes(), def.Members) {
+				// A change of members this node missed, the log behind
+				// it compacted: without it, a member removed meanwhile
+				// would run on, and ask to be added back (CheckMembers).
+				keep(v.applyQuorumMembers(name, h.incarnation, def.Members))
+			}
 			continue
 		}
 		v.applyDeleteQueue(name, h.incarnation)
