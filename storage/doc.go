@@ -18,6 +18,13 @@
 //	0x01 name                          system value
 //	     0x01 "format-version"         uint32: FormatVersion of the store
 //	     0x01 "next-id"                uint64: ids below it may be in use
+//	     0x01 "node-id"                uint64: the node id of the data
+//	                                   directory: random, not 0, made with
+//	                                   the store; renewed by a reset
+//	                                   (join_cluster); a store made before
+//	                                   it has none until the cluster records
+//	                                   the hash of the node's name, the id
+//	                                   its node had (core/cluster's doc)
 //	0x02 kind esc(name)                metadata record, global kinds:
 //	                                   kind 1 vhost, 2 user, 8 plugin
 //	0x02 kind esc(vhost) esc(name)     metadata record, per-vhost kinds:

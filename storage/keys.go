@@ -22,6 +22,7 @@ const (
 var (
 	keyFormatVersion = []byte("\x01format-version") // uint32 big-endian
 	keyNextID        = []byte("\x01next-id")        // uint64 big-endian: ids below it may be in use
+	keyNodeID        = []byte("\x01node-id")        // uint64 big-endian: the data directory's node id (nodeid.go)
 )
 
 // Kind is the kind of a metadata record. Its value is the second byte of the

@@ -178,6 +178,8 @@ type Store struct {
 	lock *pebble.Lock
 	wal  *walFS // the filesystem Pebble writes through (decides WAL fsyncs)
 
+	nodeID atomic.Uint64 // the data directory's node id; 0: none recorded (nodeid.go)
+
 	ids struct {
 		next      atomic.Uint64 // the last id handed out
 		limit     atomic.Uint64 // ids below limit are reserved on disk
@@ -386,6 +388,7 @@ func (s *Store) checkFormat() error {
 		b := s.db.NewBatch()
 		b.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, FormatVersion), nil)
 		b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, 1), nil)
+		b.Set(keyNodeID, binary.BigEndian.AppendUint64(nil, randomNodeID()), nil)
 		if err := b.Commit(pebble.Sync); err != nil {
 			return fmt.Errorf("data directory %s: creating the store: %w", s.dir, err)
 		}
@@ -408,6 +411,9 @@ func (s *Store) checkFormat() error {
 		}
 	}
 
+	if err := s.loadNodeID(); err != nil {
+		return err
+	}
 	// Ids: every id below next-id may have been handed out. Reserve a block
 	// above it before handing any out.
 	v, closer, err = s.db.Get(keyNextID)

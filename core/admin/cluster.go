@@ -2,8 +2,11 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/warrenmq/warren/core/cluster"
 )
 
 // Warren's cluster endpoints, for what rabbitmqctl's cluster_status and
@@ -12,7 +15,9 @@ import (
 //	GET    /api/warren/cluster              this node's view: members, who is
 //	                                        alive, the Raft role, term,
 //	                                        leader, commit and applied index
-//	DELETE /api/warren/cluster/nodes/{node} remove a node from the cluster
+//	DELETE /api/warren/cluster/nodes/{node} remove a node that is down from
+//	                                        the cluster, and from its quorum
+//	                                        queues and streams
 //	POST   /api/warren/cluster/join         {"seed": "host:port"}: reset this
 //	                                        node and join the cluster the
 //	                                        node at seed is in
@@ -82,18 +87,16 @@ func (a *api) clusterStatus(*call) (any, error) {
 	return out, nil
 }
 
+// forgetNode removes a node that is down from the cluster, and first from
+// the quorum queues and streams it is a member of (broker's
+// ForgetClusterNode); what could not be removed is in the log, as
+// RabbitMQ's forget_cluster_node leaves it.
 func (a *api) forgetNode(c *call) (any, error) {
-	n := a.b.Cluster()
-	if n == nil {
-		return nil, badRequest("this node is not clustered")
+	_, err := a.b.ForgetClusterNode(c.r.Context(), c.path("node"))
+	if err != nil && !errors.Is(err, cluster.ErrNoQuorum) {
+		return nil, badRequest("%v", err)
 	}
-	name := c.path("node")
-	if name == a.b.NodeName() {
-		return nil, badRequest("a node cannot forget itself; ask another node")
-	}
-	ctx, cancel := context.WithTimeout(c.r.Context(), time.Duration(a.b.Config().Cluster.ChangeTimeout))
-	defer cancel()
-	return nil, n.Forget(ctx, name)
+	return nil, err
 }
 
 // clusterMembers are the cluster's other nodes for /api/nodes, each with

@@ -68,6 +68,10 @@ type raftJSON struct {
 	LogEntries uint64            `json:"log_entries"`
 	LogBytes   uint64            `json:"log_bytes"`
 	Match      map[string]uint64 `json:"match"`
+	// Voters are the group's configuration as this member has it, by
+	// node; an incarnation the cluster no longer has (a node forgotten,
+	// or come back on an empty data directory) by its Raft id.
+	Voters []string `json:"voters,omitempty"`
 }
 
 // queueView renders a queue snapshot; defs are the vhost's policy
@@ -103,7 +107,7 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 		if view.Raft.Role != "" {
 			st := view.Raft
 			out.Raft = &raftJSON{Role: st.Role, Term: st.Term, Commit: st.Commit, Applied: st.Applied,
-				LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: view.Match}
+				LogEntries: st.LogEntries, LogBytes: st.LogBytes, Match: view.Match, Voters: view.Voters}
 		}
 	}
 	if q.Home != "" {

@@ -91,9 +91,11 @@ type Broker struct {
 	// node of its own (replicated.go).
 	cluster atomic.Pointer[cluster.Node]
 	joinMu  sync.Mutex // serializes JoinCluster
-	// groups runs the quorum queues' Raft groups of a node without
-	// [cluster]: each has this node as its only member.
-	groups *cluster.Groups
+	// groups runs the Raft groups of quorum queues and streams: on a node
+	// without [cluster] each has this node as its only member; a cluster
+	// member's is made with the node's identity once the store is open,
+	// and again when join_cluster gives the node a new one.
+	groups atomic.Pointer[cluster.Groups]
 	// forwarders send messages to queues homed on other nodes, one per
 	// node (topology.go).
 	forwardMu  sync.Mutex
@@ -140,13 +142,8 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		history:  stats.NewHistory(historyLength),
 		started:  time.Now(),
 	}
-	if cfg.Cluster.Enabled() {
-		// Made before the node: quorum queues restored from the store
-		// start their members first, and the node then carries their
-		// messages.
-		b.groups = cluster.NewNodeGroups(cfg.Cluster.NodeName, log)
-	} else {
-		b.groups = cluster.NewGroups(log)
+	if !cfg.Cluster.Enabled() {
+		b.groups.Store(cluster.NewGroups(log))
 	}
 	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
 	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
@@ -197,8 +194,8 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 // stopGroups stops the quorum queues' groups (their logs stay), before
 // the store they write to closes.
 func (b *Broker) stopGroups() {
-	if b.groups != nil {
-		b.groups.Stop()
+	if g := b.groups.Load(); g != nil {
+		g.Stop()
 	}
 }
 
@@ -277,7 +274,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
 	}
-	c.Groups = b.groups
+	c.Groups = b.groups.Load()
 	v := vhost.New(c)
 	b.vhosts[name] = v
 	return v

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -351,4 +354,100 @@ func TestClusterQuorumPartition(t *testing.T) {
 		}
 	}
 	t.Logf("every member: %s", want)
+}
+
+// TestForgetClusterNode: forget_cluster_node refuses a node that runs;
+// once it is down, it removes it from the quorum queues and streams it is
+// a member of (their groups then count two voters, not three), keeps the
+// queue whose only member it is (as RabbitMQ 3.10, logged), and then from
+// the cluster.
+func TestForgetClusterNode(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n3 := nodes[0], nodes[2]
+	v1, v3 := root(t, n1.Broker), root(t, n3.Broker)
+	if _, err := v1.Declare(quorumDef("three", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v1.Declare(vhost.QueueDef{Name: "events", Durable: true, Args: protocol.Table{"x-queue-type": "stream"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v3.Declare(quorumDef("only-n3", protocol.Table{"x-quorum-initial-group-size": int64(1)}), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"three", "events"} {
+		waitLeader(t, nodes, q, "")
+	}
+	ctx := context.Background()
+	if _, err := n1.ForgetClusterNode(ctx, "n3"); !errors.Is(err, cluster.ErrMemberRunning) {
+		t.Fatalf("forgetting a running node: %v", err)
+	}
+
+	n3.stop(t)
+	eventually(t, nodes[:2], "n3 seen down", func(b *Broker) bool { return !b.Cluster().Alive("n3") })
+	changes, err := n1.ForgetClusterNode(ctx, "n3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, ch := range changes {
+		got[ch.Name] = fmt.Sprint(ch.Size, " ", code(ch.Err))
+	}
+	if want := map[string]string{"three": "2 0", "events": "2 0", "only-n3": "1 406"}; !maps.Equal(got, want) {
+		t.Fatalf("shrunk %v, want %v", got, want)
+	}
+	if got := len(n1.Cluster().Members()); got != 2 {
+		t.Fatalf("%d members after the forget", got)
+	}
+	eventually(t, nodes[:2], "the queues without n3", func(b *Broker) bool {
+		for _, q := range []string{"three", "events"} {
+			view, _ := quorumView(t, b, q)
+			if !slices.Equal(view.Members, []string{"n1", "n2"}) || view.Raft.Role == "leader" && !slices.Equal(view.Voters, []string{"n1", "n2"}) {
+				return false
+			}
+		}
+		view, _ := quorumView(t, b, "only-n3")
+		return slices.Equal(view.Members, []string{"n3"})
+	})
+	// Two voters of two: the queues take messages with n3 gone for good.
+	publishVia(t, nodes[1].Broker, "", "three", "after", true)
+	if got := getVia(t, n1.Broker, "three"); got != "after" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestSnapshotCarriesQuorumMembers: a node that missed a change of a
+// quorum queue's members, and learns the topology from a snapshot (the
+// log behind the change compacted), takes the members the snapshot has:
+// removed meanwhile, it stops its member rather than run on and ask to be
+// added back.
+func TestSnapshotCarriesQuorumMembers(t *testing.T) {
+	nodes := threeBrokers(t)
+	n1, n2 := nodes[0], nodes[1]
+	if _, err := root(t, n1.Broker).Declare(quorumDef("q", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, nodes, "q", "")
+	eventually(t, []*clusterNode{n2}, "n2's member of q", func(b *Broker) bool {
+		view, _ := quorumView(t, b, "q")
+		return view.Raft.Role == "follower"
+	})
+	n2.Cluster().Block("n1", true)
+	n2.Cluster().Block("n3", true)
+	if err := root(t, n1.Broker).ChangeQuorumMember("q", "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := n1.store.RaftLog(metaGroup)
+	state := metaState{b: n1.Broker, log: log}
+	snap, err := state.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2log, _ := n2.store.RaftLog(metaGroup)
+	if err := (metaState{b: n2.Broker, log: n2log}).Restore(state.Applied(), snap); err != nil {
+		t.Fatal(err)
+	}
+	view, _ := quorumView(t, n2.Broker, "q")
+	if !slices.Equal(view.Members, []string{"n1", "n3"}) || view.Raft.Role != "" {
+		t.Fatalf("n2 after the snapshot: members %v, its member %q", view.Members, view.Raft.Role)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
@@ -37,6 +38,19 @@ func (b *Broker) openStore() error {
 		return err
 	}
 	b.store = st
+	if b.cfg.Cluster.Enabled() {
+		// The node's identity is the data directory's; its groups are
+		// made before the node starts, since quorum queues and streams
+		// restored from the store start their members first, and the
+		// node then carries their messages.
+		id, err := cluster.Identity(st, b.cfg.Cluster.NodeName)
+		if err != nil {
+			st.Close()
+			b.store = nil
+			return fmt.Errorf("data directory %s: recording the node's id: %w", cfg.DataDir, err)
+		}
+		b.groups.Store(cluster.NewNodeGroups(id, b.log))
+	}
 	if err := b.restore(start); err != nil {
 		b.stopGroups()
 		st.Close()

@@ -380,8 +380,8 @@ func (b *Broker) startCluster(seeds []string) error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	n, err := cluster.Start(cluster.Config{
-		Name: cc.NodeName, Listen: cc.Listen, Advertise: cc.Advertise, Seeds: seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
-		Log: log, State: metaState{b: b, log: log}, Logger: b.log, OnCall: b.handleCall, Groups: b.groups,
+		Name: cc.NodeName, ID: b.store.NodeID(), Listen: cc.Listen, Advertise: cc.Advertise, Seeds: seeds, Secret: []byte(cc.Secret), TLS: tlsConfig,
+		Log: log, State: metaState{b: b, log: log}, Logger: b.log, OnCall: b.handleCall, Groups: b.groups.Load(),
 	})
 	if err != nil {
 		return err
@@ -448,6 +448,7 @@ func (b *Broker) watchConsumers(n *cluster.Node) {
 		for _, name := range b.VHosts() {
 			if v, ok := b.VHost(name); ok {
 				v.CheckConsumers()
+				v.CheckMembers()
 			}
 		}
 	}

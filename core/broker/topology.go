@@ -95,6 +95,20 @@ func (t topologyLink) Nodes() []string {
 	return out
 }
 
+func (t topologyLink) NodeID(node string) uint64 {
+	n := t.b.cluster.Load()
+	if n == nil {
+		return 0
+	}
+	id, _ := n.MemberID(node)
+	return id
+}
+
+func (t topologyLink) Removed(id uint64) bool {
+	n := t.b.cluster.Load()
+	return n != nil && n.Removed(id)
+}
+
 func (t topologyLink) Up(node string) bool {
 	n := t.b.cluster.Load()
 	return n != nil && n.Alive(node)

@@ -59,10 +59,7 @@ func (n *Node) SetCallHandler(h CallHandler) { n.tr.onCall.Store(&h) }
 
 // Call sends payload to the node named name and waits for its answer.
 func (n *Node) Call(ctx context.Context, name string, payload []byte) ([]byte, error) {
-	id := NodeID(name)
-	n.mu.Lock()
-	m, ok := n.members[id]
-	n.mu.Unlock()
+	m, ok := n.memberNamed(name)
 	if !ok {
 		return nil, fmt.Errorf("cluster: no node %q in the cluster", name)
 	}

@@ -26,10 +26,53 @@
 // A node with seeds asks them, in turn, to add it (a configuration change
 // whose context carries its name and address), and waits for the leader
 // to send it the log or a snapshot. A node with a log restarts from it,
-// whatever its seeds. Node ids are a hash of the node's name, so every
-// node derives the same id for a name. Snapshots carry the member table
-// beside the state machine's own snapshot, since Raft's configuration
-// holds ids only.
+// whatever its seeds. Snapshots carry the member table (id, name,
+// address) beside the state machine's own snapshot, since Raft's
+// configuration holds ids only; the table is what maps a node's name to
+// its id, everywhere (Node.MemberID, Call, Alive, and the ids of quorum
+// queues' and streams' members in core/vhost).
+//
+// # Node ids, and replacing a node
+//
+// A node's Raft id is per incarnation, as etcd's member ids are, not a
+// function of its name: it is its data directory's node id (Identity),
+// a random number storage makes with the store. A node whose data is lost
+// and that starts on an empty directory, or that join_cluster resets
+// (the store's RenewNodeID), is a new incarnation. Were it to come back
+// under the id it had, the leaders of the metadata group and of its
+// quorum queues and streams would still count the log it no longer has
+// (its match index) and name a commit index past the end of its empty
+// log, and Raft panics (commitTo). A data directory from before ids were
+// stored keeps the id its node had then, the hash of its name
+// (LegacyID), recorded at its first start, so an upgrade changes no id.
+//
+// A join under the name of a member with another id replaces it: the
+// member that receives the join removes the old incarnation from the
+// configuration, then adds the new one (two changes, the removal first,
+// so that the majority is the nodes that remain, and never counts both);
+// it refuses while the old incarnation is heard from (two processes under
+// one name), and refuses an incarnation the cluster removed (Removed)
+// outright. forget_cluster_node (Forget) removes a node that is down; the
+// broker first removes it from its quorum queues and streams. The groups
+// those hosted on the node replace its incarnation in the same way, at
+// the new incarnation's request (core/vhost's CheckMembers).
+//
+// What keeps messages meant for a previous incarnation away from the new
+// one: the transport drops every Raft message whose To is not this
+// node's id (the old id's address is the new one's), and takes nothing
+// from an incarnation the cluster removed, as etcd refuses its removed
+// members. Small groups run on RawNodes on one loop, which recovers a
+// panic in a member's step, tick or Ready (guard): that member stops,
+// with a log line naming the group and the peer, and the node and its
+// other groups go on. The metadata group runs on raft.Node, whose
+// goroutine cannot be recovered; what remains there is a peer wrong about
+// this very incarnation, as when a data directory is restored from an
+// old backup, or a machine crash under storage sync "never" loses its
+// last writes: a heartbeat whose commit index is past the end of the log
+// is dropped and logged (receive), which covers the case above; a
+// malformed log that conflicts with entries this node holds committed
+// would still panic Raft. The remedy in both is to wipe the data
+// directory, which makes a new incarnation.
 //
 // # Raft settings, and why
 //
@@ -91,6 +134,11 @@
 //     changes among them; those up to the state machine's Applied go to
 //     Raft only. The member table is rebuilt from the snapshot and the
 //     configuration changes up to Applied.
+//   - A node's id names one incarnation: no Raft message addressed to
+//     another id is stepped. An incarnation removed from the
+//     configuration is refused when it asks to join again, by a node
+//     that knows of its removal (Removed: what it saw since it started,
+//     and the log after its snapshot; the snapshot does not carry it).
 //   - Lock order: Node.mu and Transport.mu are leaves; neither is held
 //     while calling Raft or the state machine.
 package cluster

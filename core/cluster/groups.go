@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,11 @@ import (
 //
 // Callbacks (a GroupMachine's methods, a proposal's done) run on the
 // loop: they must not block, nor call back into Groups and wait.
+//
+// A panic in a member's Raft or machine on the loop (Raft panics when a
+// peer's message breaks one of its invariants) stops that member alone,
+// logged with the group and the peer (guard); the node and its other
+// groups go on.
 type Groups struct {
 	self uint64
 	// runID tells this run's proposals from an earlier run's
@@ -77,8 +83,11 @@ type Groups struct {
 	// groups have one member) and, on a cluster member, until the node
 	// starts: groups restored before then send nothing, and Raft sends
 	// again once it can.
-	tr  atomic.Pointer[Transport]
-	log zerolog.Logger
+	tr atomic.Pointer[Transport]
+	// node is the cluster node the groups are hosted by, once it starts
+	// (it names peers in the logs).
+	node atomic.Pointer[Node]
+	log  zerolog.Logger
 
 	mu       sync.Mutex
 	byID     map[uint64]*Group
@@ -230,11 +239,14 @@ type Group struct {
 	held      []*proposal // waiting for a leader
 	again     []*proposal // to propose again after this Ready (proposals.go)
 	proposers map[proposer]appliedBy
-	checked   bool // the sole-voter check after a restart is done
-	alone     bool // leadsAlone, as of the last Ready
-	campaign  bool // stand for leader once the configuration is applied
-	hurry     int  // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
-	failed    bool
+	checked   bool   // the sole-voter check after a restart is done
+	alone     bool   // leadsAlone, as of the last Ready
+	campaign  bool   // stand for leader once the configuration is applied
+	hurry     int    // campaign in this many ticks if still leaderless (its leader died, or its first campaign went unheard)
+	failed    bool   // its member stopped: its log or machine failed, or Raft panicked (guard)
+	lastFrom  uint64 // the peer whose message it stepped last
+
+	voter atomic.Bool // this node is a voter of conf (Voter)
 
 	stopped bool   // guarded by host.mu
 	nextSeq uint64 // the last proposal's number; guarded by host.mu
@@ -287,10 +299,11 @@ func newGroups(self uint64, log zerolog.Logger) *Groups {
 // node as its only member.
 func NewGroups(log zerolog.Logger) *Groups { return newGroups(1, log) }
 
-// NewNodeGroups hosts the small groups of the cluster node named name,
-// before the node starts (Config.Groups): a restarting broker restores
-// its quorum queues first, and the node then carries their messages.
-func NewNodeGroups(name string, log zerolog.Logger) *Groups { return newGroups(NodeID(name), log) }
+// NewNodeGroups hosts the small groups of the cluster node whose Raft id
+// is id (its Identity), before the node starts (Config.Groups): a
+// restarting broker restores its quorum queues first, and the node then
+// carries their messages.
+func NewNodeGroups(id uint64, log zerolog.Logger) *Groups { return newGroups(id, log) }
 
 // Self is this node's id in its groups.
 func (h *Groups) Self() uint64 { return h.self }
@@ -355,7 +368,7 @@ func (g *Group) init() error {
 		}
 		g.applied = snap.GetMetadata().GetIndex()
 		g.snapIndex = g.applied
-		g.conf = snap.GetMetadata().GetConfState()
+		g.setConf(snap.GetMetadata().GetConfState())
 	}
 	hs, _, err := cfg.Log.InitialState()
 	if err != nil {
@@ -420,6 +433,18 @@ func (g *Group) init() error {
 	}
 	return nil
 }
+
+// setConf records the member's configuration; the loop's.
+func (g *Group) setConf(cs *raftpb.ConfState) {
+	g.conf = cs
+	g.voter.Store(slices.Contains(cs.GetVoters(), g.host.self))
+}
+
+// Voter says whether this node is a voter of the group's configuration
+// as this member knows it: false while a member the group is adding (or
+// that a new incarnation of this node started) has not been sent its
+// configuration yet. It costs an atomic read.
+func (g *Group) Voter() bool { return g.voter.Load() }
 
 // soleVoter says the member's configuration, as far as it is known, has
 // this node as its only voter.
@@ -767,14 +792,14 @@ func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
 			g = live[in.group]
 		}
 		if ps := batches[g]; g != nil && len(ps) > 0 {
-			g.proposeAll(ps)
+			h.guard(g, 0, func() { g.proposeAll(ps) })
 			touched[g] = true
 			delete(batches, g)
 		}
 		h.handle(live, touched, in)
 	}
 	for g, ps := range batches {
-		g.proposeAll(ps)
+		h.guard(g, 0, func() { g.proposeAll(ps) })
 		touched[g] = true
 		delete(batches, g)
 	}
@@ -785,23 +810,27 @@ func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
 func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 	now := time.Now()
 	for _, g := range live {
-		if g.alone && len(g.waiters) == 0 && len(g.held) == 0 {
+		if g.failed || g.alone && len(g.waiters) == 0 && len(g.held) == 0 {
 			continue
 		}
-		if !g.alone {
-			g.rn.Tick()
-			touched[g] = true
-		}
-		if g.resync.on {
-			g.askLeader()
-			touched[g] = true
-		}
-		if g.hurry > 0 {
-			g.hurry--
-			if g.hurry == 0 && g.rn.BasicStatus().Lead == raft.None {
-				h.fastElections.Add(1)
-				_ = g.rn.Campaign()
+		if !h.guard(g, 0, func() {
+			if !g.alone {
+				g.rn.Tick()
+				touched[g] = true
 			}
+			if g.resync.on {
+				g.askLeader()
+				touched[g] = true
+			}
+			if g.hurry > 0 {
+				g.hurry--
+				if g.hurry == 0 && g.rn.BasicStatus().Lead == raft.None {
+					h.fastElections.Add(1)
+					_ = g.rn.Campaign()
+				}
+			}
+		}) {
+			continue
 		}
 		if len(g.waiters) == 0 && len(g.held) == 0 {
 			continue
@@ -832,7 +861,7 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 				g.again = append(g.again, p)
 			}
 		}
-		g.proposeAgain()
+		h.guard(g, 0, g.proposeAgain)
 		g.held = slices.DeleteFunc(g.held, func(p *proposal) bool {
 			if now.After(p.deadline) {
 				p.done(0, ErrNoQuorum)
@@ -864,7 +893,7 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 		live[g.id] = g
 		if g.campaign && g.conf != nil {
 			g.campaign = false
-			_ = g.rn.Campaign()
+			h.guard(g, 0, func() { _ = g.rn.Campaign() })
 		}
 	case in.status != nil && live[g.id] != g:
 		in.status <- GroupStatus{ID: g.id, Role: "stopped"}
@@ -886,21 +915,60 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 		in.status <- g.statusNow()
 		return
 	case in.prop != nil:
-		g.propose(in.prop)
+		h.guard(g, 0, func() { g.propose(in.prop) })
+	case g.failed:
+		return // its member stopped (guard): nothing reaches its Raft
 	case in.msg != nil:
 		// A message for a term or member this node has no part in is
-		// Raft's to ignore; errors here mean nothing to act on.
-		_ = g.rn.Step(in.msg)
+		// Raft's to ignore; errors here mean nothing to act on. One that
+		// breaks Raft's invariants (a leader counting entries this
+		// member lacks) panics in Raft: guard stops this member alone.
+		g.lastFrom = in.msg.GetFrom()
+		h.guard(g, in.msg.GetFrom(), func() { _ = g.rn.Step(in.msg) })
 	case in.dead != 0:
-		g.leaderDied(in.dead)
+		h.guard(g, in.dead, func() { g.leaderDied(in.dead) })
 	case in.report != nil:
-		if in.report.snapshot != nil {
-			g.rn.ReportSnapshot(in.report.peer, *in.report.snapshot)
-		} else {
-			g.rn.ReportUnreachable(in.report.peer)
-		}
+		h.guard(g, in.report.peer, func() {
+			if in.report.snapshot != nil {
+				g.rn.ReportSnapshot(in.report.peer, *in.report.snapshot)
+			} else {
+				g.rn.ReportUnreachable(in.report.peer)
+			}
+		})
 	}
 	touched[g] = true
+}
+
+// guard runs fn, a step of g's member on the loop, and turns a panic in
+// it into the failure of that member alone: Raft panics when a peer's
+// message breaks one of its invariants (a leader that counts entries
+// this member lacks: a data directory restored from a backup), and the
+// node and its other groups must go on. The member takes nothing more
+// until the node restarts (or the group is stopped and started again);
+// peer is the peer whose message fn steps, 0 for none. It reports
+// whether fn returned.
+func (h *Groups) guard(g *Group, peer uint64, fn func()) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			ev := h.log.Error().Uint64("group", g.id).Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack()))
+			if peer == 0 {
+				peer = g.lastFrom
+				ev = ev.Bool("peer_is_last_heard", true)
+			}
+			if peer != 0 {
+				ev = ev.Str("peer", idString(peer))
+				if n := h.node.Load(); n != nil {
+					ev = ev.Str("peer_name", n.nameOf(peer))
+				}
+			}
+			ev.Msg("a group's Raft member broke an invariant (a peer's message it cannot take); this member stops, the node and its other groups go on")
+			g.failed = true
+			g.fail(fmt.Errorf("cluster: group %d: this member stopped: %v", g.id, r))
+		}
+	}()
+	fn()
+	return true
 }
 
 // proposeAll hands Raft commands proposed together, as one message.
@@ -1001,11 +1069,13 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 	var readies []groupReady
 	for g := range touched {
 		delete(touched, g)
-		if !g.failed && g.rn.HasReady() {
-			rd := g.rn.Ready()
-			g.completeSnapshots(&rd)
-			readies = append(readies, groupReady{g, rd})
-		}
+		h.guard(g, 0, func() {
+			if !g.failed && g.rn.HasReady() {
+				rd := g.rn.Ready()
+				g.completeSnapshots(&rd)
+				readies = append(readies, groupReady{g, rd})
+			}
+		})
 	}
 	if len(readies) == 0 {
 		return
@@ -1048,14 +1118,19 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 	for i, r := range readies {
 		if r.g.applyEarly(r.rd) {
 			early[i] = true
-			if err := r.g.ready(r.rd); err != nil {
-				errs[i] = err
-			}
+			h.guard(r.g, 0, func() {
+				if err := r.g.ready(r.rd); err != nil {
+					errs[i] = err
+				}
+			})
 		}
 	}
 	wg.Wait()
 	for i, r := range readies {
 		g := r.g
+		if g.failed {
+			continue // guard stopped it: what it saved is its log's, nothing else is done
+		}
 		if errs[i] != nil {
 			h.log.Error().Err(errs[i]).Uint64("group", g.id).Msg("cannot persist or apply a group's Raft log; this member stops taking part")
 			g.failed = true
@@ -1065,37 +1140,43 @@ func (h *Groups) process(live map[uint64]*Group, touched map[*Group]bool) {
 		if tr != nil && len(after[i]) > 0 {
 			tr.send(g.id, after[i])
 		}
-		if !early[i] {
-			if err := g.ready(r.rd); err != nil {
-				h.log.Error().Err(err).Uint64("group", g.id).Msg("cannot apply a group's entries; this member stops taking part")
-				g.failed = true
-				g.fail(err)
-				continue
-			}
+		h.guard(g, 0, func() { h.finish(g, r.rd, early[i], touched) })
+	}
+}
+
+// finish applies what a saved Ready carries (unless that was done while
+// it was saved) and hands it back to Raft.
+func (h *Groups) finish(g *Group, rd raft.Ready, early bool, touched map[*Group]bool) {
+	if !early {
+		if err := g.ready(rd); err != nil {
+			h.log.Error().Err(err).Uint64("group", g.id).Msg("cannot apply a group's entries; this member stops taking part")
+			g.failed = true
+			g.fail(err)
+			return
 		}
-		g.rn.Advance(r.rd)
-		g.proposeAgain()
-		g.askLeader()
-		// Only now: Advance reads the committed entries it handed out.
-		g.cache.forget(g.applied)
-		g.alone = g.leadsAlone()
-		if g.campaign && g.conf != nil {
-			// The configuration is applied (Advance told Raft): now it
-			// lets this member stand.
-			g.campaign = false
-			if g.rn.BasicStatus().Lead == raft.None {
-				_ = g.rn.Campaign()
-				// The other members may not run the group yet (they
-				// start it when they apply the declare) and drop the
-				// votes: standing again a tick or two later, well
-				// before their election timeouts, keeps the leader
-				// where it was meant to be.
-				g.hurry = 2
-			}
+	}
+	g.rn.Advance(rd)
+	g.proposeAgain()
+	g.askLeader()
+	// Only now: Advance reads the committed entries it handed out.
+	g.cache.forget(g.applied)
+	g.alone = g.leadsAlone()
+	if g.campaign && g.conf != nil {
+		// The configuration is applied (Advance told Raft): now it
+		// lets this member stand.
+		g.campaign = false
+		if g.rn.BasicStatus().Lead == raft.None {
+			_ = g.rn.Campaign()
+			// The other members may not run the group yet (they
+			// start it when they apply the declare) and drop the
+			// votes: standing again a tick or two later, well
+			// before their election timeouts, keeps the leader
+			// where it was meant to be.
+			g.hurry = 2
 		}
-		if g.rn.HasReady() {
-			touched[g] = true
-		}
+	}
+	if g.rn.HasReady() {
+		touched[g] = true
 	}
 }
 
@@ -1176,7 +1257,7 @@ func (g *Group) ready(rd raft.Ready) error {
 		g.answerCovered(snap.GetMetadata().GetIndex())
 		g.startResync()
 		g.applied, g.snapIndex = snap.GetMetadata().GetIndex(), snap.GetMetadata().GetIndex()
-		g.conf = snap.GetMetadata().GetConfState()
+		g.setConf(snap.GetMetadata().GetConfState())
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.GetIndex() <= g.applied {
@@ -1261,7 +1342,7 @@ func (g *Group) apply(e *raftpb.Entry) {
 			g.cfg.Machine.Apply(e.GetIndex(), nil)
 			return
 		}
-		g.conf = g.rn.ApplyConfChange(cc)
+		g.setConf(g.rn.ApplyConfChange(cc))
 		g.cfg.Machine.Apply(e.GetIndex(), nil)
 		if t, _, ok := parseTag(cc.GetContext()); ok {
 			g.answer(t, e.GetIndex(), nil)

@@ -7,8 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,7 +74,10 @@ type StateMachine interface {
 
 // Config configures a Node.
 type Config struct {
-	Name   string // the node's name, unique in the cluster
+	Name string // the node's name, unique in the cluster
+	// ID is the node's Raft id, its data directory's (Identity); 0
+	// takes LegacyID(Name), for a node that keeps no data directory.
+	ID     uint64
 	Listen string // address for other nodes (host:port; port 0 picks one)
 	// Advertise is the address the other nodes are told to reach this
 	// one at, when it is not Listen (behind NAT, a proxy or a container
@@ -117,17 +120,6 @@ type Member struct {
 	Unseen  uint64
 }
 
-// NodeID is the Raft id of the node named name: a hash, so that every
-// node derives the same id for a name without asking.
-func NodeID(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	if id := h.Sum64(); id != 0 {
-		return id
-	}
-	return 1
-}
-
 // Node is this process's member of the cluster.
 type Node struct {
 	cfg  Config
@@ -156,6 +148,10 @@ type Node struct {
 	peerApplied  map[uint64]uint64
 	appliedMoved chan struct{}
 	unseen       map[uint64]uint64
+	// removed are the incarnations this node saw leave the
+	// configuration (forgotten, or replaced by a new incarnation of
+	// their name) since it started, with those its log's tail records.
+	removed map[uint64]bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -190,14 +186,17 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.SeenWithin == 0 {
 		cfg.SeenWithin = seenWithin
 	}
-	id := NodeID(cfg.Name)
+	id := cfg.ID
+	if id == 0 {
+		id = LegacyID(cfg.Name)
+	}
 	tr, err := newTransport(id, cfg.Listen, cfg.Secret, cfg.TLS, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, tr: tr, log: cfg.Logger.With().Str("component", "cluster").Logger(),
 		members: map[uint64]Member{}, waiters: map[uint64]chan answer{}, reads: map[uint64]*pendingRead{}, joined: make(chan struct{}),
-		peerApplied: map[uint64]uint64{}, appliedMoved: make(chan struct{}), unseen: map[uint64]uint64{},
+		peerApplied: map[uint64]uint64{}, appliedMoved: make(chan struct{}), unseen: map[uint64]uint64{}, removed: map[uint64]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Proposals are matched to their waiters by (node, seq) when they are
 	// applied. Entries a previous run of this node proposed may be applied
@@ -214,6 +213,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: the groups given are node %x's, not %s's", n.groups.self, cfg.Name)
 	}
 	n.groups.tr.Store(tr)
+	n.groups.node.Store(n)
 	tr.deliver = func(group uint64, m *raftpb.Message) {
 		if group == 0 {
 			n.receive(m)
@@ -305,6 +305,9 @@ func Start(cfg Config) (*Node, error) {
 	for _, m := range n.members {
 		tr.setPeer(m.ID, m.Addr)
 	}
+	for id := range n.removed {
+		tr.forbid(id, true)
+	}
 	tr.serve()
 	// A new cluster of one elects itself at once rather than after an
 	// election timeout, once its first configuration is applied (Raft
@@ -388,13 +391,35 @@ func (n *Node) join() {
 }
 
 // handleJoin adds (or removes) a node, answering once the change is
-// applied here, with the members.
+// applied here, with the members. A node that joins under the name of a
+// member with another id is a new incarnation of it (its data directory
+// was lost, or reset): the member it was leaves the configuration first
+// (package doc, "Node ids, and replacing a node").
 func (n *Node) handleJoin(ctx context.Context, req joinRequest) ([]Member, error) {
+	if !req.leave {
+		if n.Removed(req.id) {
+			return nil, fmt.Errorf("cluster: node %s (id %x) was removed from the cluster; wipe its data directory, or reset it with join_cluster, to bring it back", req.name, req.id)
+		}
+		if old, ok := n.memberNamed(req.name); ok && old.ID != req.id {
+			if n.tr.alive(old.ID) {
+				return nil, fmt.Errorf("cluster: node %s is a member and running (id %x); a new incarnation of it (id %x) joins once it is stopped", req.name, old.ID, req.id)
+			}
+			n.log.Warn().Str("node", req.name).Str("id", idString(old.ID)).Str("new_id", idString(req.id)).
+				Msg("a node returns as a new incarnation (its data was lost or reset): the one it was leaves the cluster")
+			if err := n.changeConf(ctx, joinRequest{id: old.ID, name: old.Name, addr: old.Addr, leave: true}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := n.changeConf(ctx, req); err != nil {
 		return nil, err
 	}
 	return n.Members(), nil
 }
+
+// idString is a Raft id as the logs write it: hexadecimal, as Raft's own
+// lines do.
+func idString(id uint64) string { return strconv.FormatUint(id, 16) }
 
 // changeConf proposes a configuration change and waits until it is
 // applied here. Raft takes one change at a time (it turns a second one
@@ -429,17 +454,61 @@ func (n *Node) Members() []Member {
 	return out
 }
 
+// ErrMemberRunning refuses to forget a node that is running, as
+// rabbitmqctl forget_cluster_node refuses a node whose app runs.
+var ErrMemberRunning = errors.New("cluster: the node is running")
+
 // Forget removes a node from the cluster (rabbitmqctl
-// forget_cluster_node).
+// forget_cluster_node); a node heard from lately is refused
+// (ErrMemberRunning). The quorum queues and streams it is a member of are
+// the caller's to shrink first, while its name still names its id.
 func (n *Node) Forget(ctx context.Context, name string) error {
-	id := NodeID(name)
-	n.mu.Lock()
-	m, ok := n.members[id]
-	n.mu.Unlock()
+	m, ok := n.memberNamed(name)
 	if !ok {
 		return fmt.Errorf("cluster: no node %q in the cluster", name)
 	}
+	if m.ID == n.id || n.tr.alive(m.ID) {
+		return fmt.Errorf("%w: node %s must be stopped before it can be removed", ErrMemberRunning, name)
+	}
 	return n.changeConf(ctx, joinRequest{id: m.ID, name: m.Name, addr: m.Addr, leave: true})
+}
+
+// memberNamed is the member table's entry for the node named name: its
+// current incarnation.
+func (n *Node) memberNamed(name string) (Member, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range n.members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// MemberID is the Raft id of the current incarnation of the node named
+// name, as the member table has it; false when the cluster has no node of
+// that name.
+func (n *Node) MemberID(name string) (uint64, bool) {
+	m, ok := n.memberNamed(name)
+	return m.ID, ok
+}
+
+// nameOf names the member whose current incarnation is id; "" when none
+// is.
+func (n *Node) nameOf(id uint64) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.members[id].Name
+}
+
+// Removed reports whether id is an incarnation this node saw leave the
+// cluster, forgotten or replaced by a new incarnation of its name, since
+// it started or in the part of the log its last snapshot does not cover.
+func (n *Node) Removed(id uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.removed[id]
 }
 
 // Propose replicates cmd and returns once it is committed and applied on
@@ -637,6 +706,20 @@ func (n *Node) answer(proposer, seq, index uint64, err error) {
 }
 
 func (n *Node) receive(m *raftpb.Message) {
+	if m.GetType() == raftpb.MsgHeartbeat {
+		// A leader names in a heartbeat the commit index up to what it
+		// counts this node to have; past the end of this node's log,
+		// Raft panics (commitTo), on a goroutine nothing can recover.
+		// The transport keeps messages for another incarnation away
+		// (package doc); what is left is a leader wrong about this very
+		// incarnation: its data directory was restored from a backup,
+		// or lost its last writes to a machine crash under SyncNever.
+		if last, err := n.cfg.Log.LastIndex(); err == nil && m.GetCommit() > last {
+			n.log.Error().Str("leader", idString(m.GetFrom())).Uint64("commit", m.GetCommit()).Uint64("last_index", last).
+				Msg("the leader counts this node to hold entries its log lacks (a data directory restored from a backup?); ignoring its heartbeat: wipe this node's data directory to bring it back as a new member")
+			return
+		}
+	}
 	n.raft.Step(context.Background(), m)
 }
 
@@ -683,7 +766,11 @@ func roleName(s raft.StateType) string {
 
 // Block cuts the links between this node and another, both ways, or
 // restores them: a partition for tests.
-func (n *Node) Block(name string, cut bool) { n.tr.block(NodeID(name), cut) }
+func (n *Node) Block(name string, cut bool) {
+	if m, ok := n.memberNamed(name); ok {
+		n.tr.block(m.ID, cut)
+	}
+}
 
 // Stop stops the node; its log and state stay for a restart.
 func (n *Node) Stop() {
@@ -868,8 +955,12 @@ func (n *Node) changeMember(typ raftpb.ConfChangeType, m Member) {
 	n.mu.Lock()
 	if typ == raftpb.ConfChangeRemoveNode {
 		delete(n.members, m.ID)
+		if m.ID != n.id {
+			n.removed[m.ID] = true
+		}
 	} else {
 		n.members[m.ID] = m
+		delete(n.removed, m.ID)
 	}
 	joinedNow := m.ID == n.id && typ != raftpb.ConfChangeRemoveNode && !n.isJoined
 	if joinedNow {
@@ -881,6 +972,7 @@ func (n *Node) changeMember(typ raftpb.ConfChangeType, m Member) {
 	} else {
 		n.tr.setPeer(m.ID, m.Addr)
 	}
+	n.tr.forbid(m.ID, typ == raftpb.ConfChangeRemoveNode && m.ID != n.id)
 	if joinedNow {
 		close(n.joined)
 	}
@@ -961,8 +1053,12 @@ func (n *Node) recoverMembers(applied uint64) error {
 		if _, _, m, err := decodeMember(cc.GetContext()); err == nil {
 			if cc.GetType() == raftpb.ConfChangeRemoveNode {
 				delete(n.members, m.ID)
+				if m.ID != n.id {
+					n.removed[m.ID] = true
+				}
 			} else {
 				n.members[m.ID] = m
+				delete(n.removed, m.ID)
 			}
 		}
 	}
@@ -990,6 +1086,6 @@ func compareStrings(a, b string) int {
 // Alive reports whether the node named name is this one or was heard from
 // lately.
 func (n *Node) Alive(name string) bool {
-	id := NodeID(name)
-	return id == n.id || n.tr.alive(id)
+	m, ok := n.memberNamed(name)
+	return ok && (m.ID == n.id || n.tr.alive(m.ID))
 }

@@ -50,6 +50,13 @@ import (
 // its own goroutine; when the queue is full or the peer cannot be reached
 // the message is dropped and Raft is told (ReportUnreachable), which it
 // copes with by retrying.
+//
+// Ids are per incarnation (identity.go), and a new incarnation of a node
+// listens where the one it replaces did: a Raft message whose To is not
+// this node's id was meant for that one, and is dropped, for a leader
+// that counts it would hand this one a log it does not have. Nothing
+// from an incarnation the cluster removed (forbid) is taken, as etcd
+// refuses its removed members.
 
 const (
 	magic          = "WRNC"
@@ -104,6 +111,7 @@ type Transport struct {
 	mu      sync.Mutex
 	peers   map[uint64]*peer
 	blocked map[uint64]bool      // tests: links cut by Block
+	removed map[uint64]bool      // incarnations the cluster removed (forbid)
 	heard   map[uint64]time.Time // when each peer last sent us a frame
 	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
 	rtt     map[uint64]time.Duration
@@ -155,7 +163,7 @@ func newTransport(id uint64, addr string, secret []byte, serverTLS *tls.Config, 
 		ln = tls.NewListener(ln, serverTLS)
 	}
 	return &Transport{id: id, secret: secret, tls: serverTLS, log: log, ln: ln,
-		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, heard: map[uint64]time.Time{},
+		peers: map[uint64]*peer{}, blocked: map[uint64]bool{}, removed: map[uint64]bool{}, heard: map[uint64]time.Time{},
 		echo: map[uint64]pingEcho{}, rtt: map[uint64]time.Duration{}, links: map[uint64]*callLink{}, dialing: map[uint64]chan struct{}{},
 		conns: map[net.Conn]struct{}{}}, nil
 }
@@ -216,8 +224,14 @@ func (t *Transport) receive(c net.Conn) {
 		return
 	}
 	c.SetDeadline(time.Time{})
+	if t.isRemoved(from) {
+		t.log.Warn().Str("peer", idString(from)).Str("remote", c.RemoteAddr().String()).
+			Msg("a node the cluster removed (forgotten, or replaced by a new incarnation of its name) is still running; its messages are dropped: wipe its data directory, or reset it with join_cluster, to bring it back")
+		return
+	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	var wmu sync.Mutex // answers to calls, written from their goroutines
+	misaddressed := false
 	slots := make(chan struct{}, maxCallsInFlight)
 	for {
 		typ, body, err := readFrame(r)
@@ -259,6 +273,16 @@ func (t *Transport) receive(c net.Conn) {
 			if err := proto.Unmarshal(body, m); err != nil {
 				t.log.Warn().Err(err).Uint64("from", from).Msg("dropping a malformed Raft message")
 				return
+			}
+			if m.GetTo() != t.id {
+				// For the incarnation of this node that this one
+				// replaces: see the transport's doc.
+				if !misaddressed {
+					misaddressed = true
+					t.log.Info().Str("peer", idString(from)).Str("to", idString(m.GetTo())).Uint64("group", group).
+						Msg("dropping Raft messages meant for another incarnation of this node until the cluster replaces it")
+				}
+				continue
 			}
 			t.deliver(group, m)
 		case frameJoin, frameLeave:
@@ -750,6 +774,25 @@ func (t *Transport) block(id uint64, cut bool) {
 	if cut && l != nil {
 		t.breakLink(id, l, errors.New("link cut"))
 	}
+}
+
+// forbid refuses (or takes again) the connections of an incarnation the
+// cluster removed; one has none already, as the cluster removes a node
+// only once it is down (Node.Forget, handleJoin).
+func (t *Transport) forbid(id uint64, removed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !removed {
+		delete(t.removed, id)
+		return
+	}
+	t.removed[id] = true
+}
+
+func (t *Transport) isRemoved(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.removed[id]
 }
 
 func (t *Transport) isBlocked(id uint64) bool {

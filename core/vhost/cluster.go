@@ -66,6 +66,13 @@ type Cluster interface {
 	Up(node string) bool
 	// Nodes names the cluster's nodes.
 	Nodes() []string
+	// NodeID is the Raft id of node's current incarnation, from the
+	// member table (0: the cluster has no such node). Ids are per
+	// incarnation: a node whose data was lost comes back under a new one.
+	NodeID(node string) uint64
+	// Removed says whether id is an incarnation the cluster removed: its
+	// node was forgotten, or came back as a new incarnation.
+	Removed(id uint64) bool
 	// Sync returns once this node has applied every change committed
 	// before the call: a lookup that missed looks again after it, so that
 	// what a client made through another node a moment ago is found.
@@ -209,6 +216,12 @@ func queueDefOf(cmd protocol.Table) QueueDef {
 	def := QueueDef{Name: str(cmd, "name"), Durable: b("durable"), AutoDelete: b("auto_delete"), Exclusive: b("exclusive"),
 		Args: a, Home: str(cmd, "home"), ID: id(cmd, "id")}
 	def.Members = Names(cmd["members"])
+	if ids, ok := cmd["member_ids"].([]any); ok {
+		for _, x := range ids {
+			n, _ := x.(int64)
+			def.MemberIDs = append(def.MemberIDs, uint64(n))
+		}
+	}
 	return def
 }
 
@@ -1055,6 +1068,12 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		name := h.name
 		if def, ok := wantQ[name]; ok && def.ID == h.incarnation {
 			delete(wantQ, name)
+			if r := v.replicatedQueue(name); r != nil && def.Members != nil && !slices.Equal(r.MemberNodes(), def.Members) {
+				// A change of members this node missed, the log behind
+				// it compacted: without it, a member removed meanwhile
+				// would run on, and ask to be added back (CheckMembers).
+				keep(v.applyQuorumMembers(name, h.incarnation, def.Members))
+			}
 			continue
 		}
 		v.applyDeleteQueue(name, h.incarnation)

@@ -37,6 +37,9 @@ type QueueDef struct {
 	ID   uint64
 	// Members are a quorum queue's nodes in a cluster (quorum_cluster.go).
 	Members []string
+	// MemberIDs are the Raft ids of their incarnations when the queue was
+	// declared, which make its group's first configuration (bootIDs).
+	MemberIDs []uint64
 	// restored: the declaration comes from a snapshot of the metadata,
 	// not a declare (a quorum queue's member then joins its group).
 	restored bool

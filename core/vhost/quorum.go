@@ -60,8 +60,9 @@ type QuorumQueue struct {
 	// Counters are the queue's message statistics.
 	Counters stats.Meter
 
-	active atomic.Bool // this node's member runs
-	group  atomic.Pointer[cluster.Group]
+	active    atomic.Bool // this node's member runs
+	group     atomic.Pointer[cluster.Group]
+	rejoining rejoining // a new incarnation's member asking to be added (CheckMembers)
 }
 
 // checkQuorum refuses a new quorum queue's flags the way RabbitMQ 3.10
@@ -218,7 +219,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
 		return nil, false, stored(err)
 	}
-	if err := v.startQuorum(qq, false, false); err != nil {
+	if err := v.startQuorum(qq, false, false, nil); err != nil {
 		_ = v.store.DeleteMeta(storage.KindQueue, v.Name, def.Name)
 		return nil, false, reply.Internal("could not start the quorum queue '%s': %v", def.Name, err)
 	}
@@ -247,9 +248,10 @@ func (v *VHost) newQuorum(name string, args protocol.Table, id uint64, members [
 // startQuorum starts this node's member of qq's group, from its log if it
 // has one, and waits until it has replayed it; campaign makes it stand
 // for leader at once (the member a new queue's leader locator chose), join
-// makes it a member the group is adding (see cluster.Group.AddMember).
-func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
-	g, err := v.startMember(qq.ID, qq.MemberNodes(), campaign, join, func(g *cluster.Group) { qq.SetLog(g) }, qq.Queue)
+// makes it a member the group is adding (see cluster.Group.AddMember);
+// boot is a new group's first configuration (startMember).
+func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool, boot []uint64) error {
+	g, err := v.startMember(qq.ID, boot, campaign, join, func(g *cluster.Group) { qq.SetLog(g) }, qq.Queue)
 	if err != nil {
 		qq.SetLog(nil)
 		return err
@@ -273,10 +275,10 @@ func (v *VHost) startQuorum(qq *QuorumQueue, campaign, join bool) error {
 const restartTidyTimeout = 10 * time.Second
 
 // startMember starts this node's member of a replicated queue's Raft
-// group: id is the group's (and its log's), members its nodes by name
-// (nil: a group of this node alone); bind hands the machine its group
-// before it runs.
-func (v *VHost) startMember(id uint64, members []string, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
+// group: id is the group's (and its log's), boot the Raft ids of a new
+// group's first members (bootIDs; nil: a group of this node alone, or
+// one it joins); bind hands the machine its group before it runs.
+func (v *VHost) startMember(id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
 	rs, ok := v.store.(raftLogs)
 	if !ok || v.groups == nil {
 		return nil, fmt.Errorf("this node keeps no Raft groups")
@@ -285,12 +287,9 @@ func (v *VHost) startMember(id uint64, members []string, campaign, join bool, bi
 	if err != nil {
 		return nil, err
 	}
-	ids := []uint64{v.groups.Self()}
-	if members != nil {
-		ids = ids[:0]
-		for _, name := range members {
-			ids = append(ids, cluster.NodeID(name))
-		}
+	ids := boot
+	if ids == nil {
+		ids = []uint64{v.groups.Self()}
 	}
 	return v.groups.Start(cluster.GroupConfig{ID: id, Members: ids, Campaign: campaign && !join, Join: join,
 		Bind: bind, Log: log, Machine: m})
@@ -391,7 +390,7 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 		// In a cluster a member whose log is empty (it crashed before
 		// writing any) gets the group's from the leader: only a new
 		// queue's declare makes its first configuration.
-		if err := v.startQuorum(qq, false, qq.MemberNodes() != nil); err != nil {
+		if err := v.startQuorum(qq, false, qq.MemberNodes() != nil, nil); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package vhost
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
@@ -29,6 +31,17 @@ import (
 //
 // A delete is a command too, naming the incarnation: each member stops its
 // member and deletes its log.
+//
+// Members are named by node, and a node's Raft id is per incarnation
+// (core/cluster's doc): the declaration also carries the ids of the
+// members' incarnations (member_ids), and only a node whose current
+// incarnation is among them makes the group's first configuration; any
+// other member it names (a node that came back under a new incarnation,
+// replaying the log) starts its member empty and waits to be added. Such
+// a member asks a member of the group to replace the incarnation it was
+// (CheckMembers): a change of members first removes from the group the
+// incarnations the cluster no longer has, then adds the new one, so that
+// what counts toward the group's majority is the nodes there are.
 
 // placeQuorum chooses a new quorum queue's members among the nodes that
 // are up: x-quorum-initial-group-size of them (default three, at most
@@ -92,7 +105,34 @@ func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (protocol.Table,
 	}
 	cmd := v.queueCommand(def, members[0], newIncarnation())
 	cmd["members"] = nameList(members)
+	ids := make([]any, len(members))
+	for i, m := range members {
+		ids[i] = int64(v.cluster.NodeID(m))
+	}
+	cmd["member_ids"] = ids
 	return cmd, v.cluster.Propose(cmd)
+}
+
+// bootIDs are the Raft ids of a new replicated queue's first members:
+// those its declaration names, or, in one written before ids were per
+// incarnation, the ids its members had then.
+func bootIDs(def QueueDef) []uint64 {
+	if len(def.MemberIDs) == len(def.Members) {
+		return def.MemberIDs
+	}
+	ids := make([]uint64, len(def.Members))
+	for i, m := range def.Members {
+		ids[i] = cluster.LegacyID(m)
+	}
+	return ids
+}
+
+// firstMember says whether this node's current incarnation is among a
+// new replicated queue's first members, and makes its group's first
+// configuration; otherwise its member joins the group as it is. A
+// declaration from a metadata snapshot always joins.
+func (v *VHost) firstMember(def QueueDef) bool {
+	return !def.restored && v.groups != nil && slices.Contains(bootIDs(def), v.groups.Self())
 }
 
 // nameList is a list of node names as a table field.
@@ -145,8 +185,13 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 	}
 	if slices.Contains(def.Members, v.self()) {
 		// A new queue's members make its first configuration; one
-		// learned from a snapshot joins the group as it is.
-		if err := v.startQuorum(qq, def.Home == v.self(), def.restored); err != nil {
+		// learned from a snapshot, or a new incarnation of a member,
+		// joins the group as it is.
+		var boot []uint64
+		if v.firstMember(def) {
+			boot = bootIDs(def)
+		}
+		if err := v.startQuorum(qq, def.Home == v.self(), boot == nil, boot); err != nil {
 			// Kept as a queue this node reaches through the other
 			// members, so every node has the same topology.
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's member of the quorum queue")
@@ -284,12 +329,37 @@ func (v *VHost) leaderName(qq *QuorumQueue) string {
 		}
 		return ""
 	}
-	for _, m := range qq.MemberNodes() {
-		if cluster.NodeID(m) == leader {
+	return v.nodeNamed(qq.MemberNodes(), leader)
+}
+
+// nodeNamed is the node of names whose current incarnation is id; "" when
+// none is.
+func (v *VHost) nodeNamed(names []string, id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	for _, m := range names {
+		if v.cluster.NodeID(m) == id {
 			return m
 		}
 	}
 	return ""
+}
+
+// voterNames names a group's voters by node, sorted; an incarnation the
+// cluster no longer has is written as its id, in hexadecimal.
+func (v *VHost) voterNames(ids []uint64) []string {
+	nodes := v.cluster.Nodes()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := v.nodeNamed(nodes, id)
+		if name == "" {
+			name = strconv.FormatUint(id, 16)
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // QuorumView is a quorum queue's group as this node sees it.
@@ -300,9 +370,11 @@ type QuorumView struct {
 	Members, Online []string
 	// Raft is this node's member's view (Role "" on a node that is not
 	// a member); Match is, on the leader, each member's log position by
-	// node name.
-	Raft  cluster.GroupStatus
-	Match map[string]uint64
+	// node name; Voters are its configuration's voters by node name (an
+	// incarnation the cluster no longer has by its id, in hexadecimal).
+	Raft   cluster.GroupStatus
+	Match  map[string]uint64
+	Voters []string
 }
 
 // QuorumStatus is a quorum queue's group as this node sees it: leader,
@@ -333,15 +405,27 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 		view.Raft = g.Status()
 	}
 	view.Leader = e.v.leaderName(qq)
+	e.v.matchByName(&view, qq.MemberNodes())
+	return view, true
+}
+
+// matchByName fills a view's Match and Voters by node name from its
+// member's Raft view.
+func (v *VHost) matchByName(view *QuorumView, members []string) {
+	if v.cluster == nil {
+		return // a group of this node alone
+	}
+	if view.Raft.Role != "" {
+		view.Voters = v.voterNames(view.Raft.Members)
+	}
 	if len(view.Raft.Match) > 0 {
 		view.Match = map[string]uint64{}
-		for _, m := range qq.MemberNodes() {
-			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
+		for _, m := range members {
+			if at, ok := view.Raft.Match[v.cluster.NodeID(m)]; ok {
 				view.Match[m] = at
 			}
 		}
 	}
-	return view, true
 }
 
 // tidyQuorums has each quorum queue this node leads end the consumers of
@@ -358,31 +442,97 @@ func (v *VHost) tidyQuorums() {
 			continue
 		}
 		alive := func(node uint64) bool {
-			for _, m := range qq.MemberNodes() {
-				if cluster.NodeID(m) == node {
-					return v.cluster.Up(m)
-				}
+			if m := v.nodeNamed(qq.MemberNodes(), node); m != "" {
+				return v.cluster.Up(m)
 			}
-			return true
+			// An incarnation the cluster removed is gone; one this
+			// node does not know of (yet) is taken to be up.
+			return !v.cluster.Removed(node)
 		}
 		go qq.Tidy(alive)
 	}
 }
 
-// ---- changing a quorum queue's members
+// ---- changing the members of a quorum queue or a stream
 
 // OpQuorumMembers is the topology command that records a quorum queue's
-// new members, once its group has the change.
+// (or a stream's) new members, once its group has the change.
 const OpQuorumMembers = "quorum_members"
 
 // callQuorumMember asks a member to change the members.
 const callQuorumMember = "quorum.member"
 
-// ChangeQuorumMember adds node to a quorum queue's members, or removes it
-// (rabbitmq-queues add_member and delete_member). The group changes
-// first, through a member; then every node records the new members, and
-// the node added starts its member (which gets the group's log from the
-// leader) or the node removed stops its own and deletes its log.
+// replicated is a quorum queue or a stream of a cluster, as a change of
+// its members sees it.
+type replicated interface {
+	queueName() string
+	kind() string // "quorum queue" or "stream", for the replies
+	incarnation() uint64
+	MemberNodes() []string
+	member() bool
+	memberGroup() *cluster.Group
+	rejoin() *rejoining
+	// via is the member this node reaches the group through when it runs
+	// none of its own: another member up; nil when none is.
+	via(v *VHost) *RemoteQueue
+	// recordMembers records new members, in memory and in the store; defMu
+	// is held.
+	recordMembers(v *VHost, members []string) error
+	// join starts this node's member, one the group is adding; leave
+	// stops it. defMu is held.
+	join(v *VHost) error
+	leave(v *VHost)
+}
+
+func (qq *QuorumQueue) queueName() string           { return qq.Name }
+func (qq *QuorumQueue) kind() string                { return "quorum queue" }
+func (qq *QuorumQueue) incarnation() uint64         { return qq.ID }
+func (qq *QuorumQueue) memberGroup() *cluster.Group { return qq.group.Load() }
+func (qq *QuorumQueue) rejoin() *rejoining          { return &qq.rejoining }
+func (qq *QuorumQueue) via(v *VHost) *RemoteQueue   { return v.via(qq) }
+func (qq *QuorumQueue) join(v *VHost) error         { return v.startQuorum(qq, false, true, nil) }
+func (qq *QuorumQueue) leave(v *VHost)              { v.stopMember(qq) }
+func (qq *QuorumQueue) recordMembers(v *VHost, members []string) error {
+	qq.setMembers(members)
+	return v.store.PutMeta(storage.KindQueue, v.Name, qq.Name, quorumRecord(qq))
+}
+
+func (s *StreamQueue) queueName() string           { return s.Name }
+func (s *StreamQueue) kind() string                { return "stream" }
+func (s *StreamQueue) incarnation() uint64         { return s.ID() }
+func (s *StreamQueue) memberGroup() *cluster.Group { return s.group.Load() }
+func (s *StreamQueue) rejoin() *rejoining          { return &s.rejoining }
+func (s *StreamQueue) via(v *VHost) *RemoteQueue   { return v.streamVia(s) }
+func (s *StreamQueue) join(v *VHost) error         { return v.startStream(s, false, true, nil) }
+
+// leave stops the replica; its messages stay until the stream is
+// deleted, and a replica added back goes on from them.
+func (s *StreamQueue) leave(v *VHost) { v.stopStreamReplica(s) }
+func (s *StreamQueue) recordMembers(v *VHost, members []string) error {
+	s.members.Store(&members)
+	return v.store.PutMeta(storage.KindQueue, v.Name, s.Name, streamRecord(s))
+}
+
+// replicatedQueue is the quorum queue or replicated stream named name;
+// nil when there is none.
+func (v *VHost) replicatedQueue(name string) replicated {
+	if qq := v.quorumQueue(name); qq != nil {
+		return qq
+	}
+	if s := v.streamQueue(name); s != nil && s.MemberNodes() != nil {
+		return s
+	}
+	return nil
+}
+
+// ChangeQuorumMember adds node to a quorum queue's or a stream's members,
+// or removes it (rabbitmq-queues add_member and delete_member, and grow
+// and shrink). The group changes first, through a member; then every
+// node records the new members, and the node added starts its member
+// (which gets the group's log from the leader) or the node removed stops
+// its own and deletes its log. A node the members name whose current
+// incarnation the group lacks (it came back on an empty data directory)
+// is added again.
 func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	if v.cluster == nil {
 		return reply.PreconditionFailed("this node is not clustered: a quorum queue's only member is this node")
@@ -390,8 +540,8 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	// What other nodes changed a moment ago counts (a member added
 	// through another node).
 	_ = v.cluster.Sync()
-	qq := v.quorumQueue(name)
-	if qq == nil {
+	r := v.replicatedQueue(name)
+	if r == nil {
 		if v.HasQueue(name) {
 			return reply.PreconditionFailed("queue '%s' in vhost '%s' is not a quorum queue", name, v.Name)
 		}
@@ -400,21 +550,21 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	if !slices.Contains(v.cluster.Nodes(), node) {
 		return reply.NotFound("no node '%s' in the cluster", node)
 	}
-	members := qq.MemberNodes()
+	members := r.MemberNodes()
 	switch {
-	case add && slices.Contains(members, node):
-		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, name, v.Name)
 	case !add && !slices.Contains(members, node):
-		return reply.PreconditionFailed("node '%s' is not a member of quorum queue '%s' in vhost '%s'", node, name, v.Name)
+		return reply.PreconditionFailed("node '%s' is not a member of %s '%s' in vhost '%s'", node, r.kind(), name, v.Name)
 	case !add && len(members) == 1:
-		return reply.PreconditionFailed("node '%s' is the last member of quorum queue '%s' in vhost '%s'; delete the queue instead", node, name, v.Name)
+		return reply.PreconditionFailed("node '%s' is the last member of %s '%s' in vhost '%s'; delete the queue instead", node, r.kind(), name, v.Name)
 	}
-	if qq.member() {
-		return v.changeMember(qq, node, add)
+	// An add of a node the members name goes on: the group's
+	// configuration decides (changeMember).
+	if r.member() {
+		return v.changeMember(r, node, add)
 	}
-	rq := v.via(qq)
+	rq := r.via(v)
 	if rq == nil {
-		return v.membersDown(qq)
+		return reply.NotFound("no member of %s '%s' in vhost '%s' is up (members %v)", r.kind(), name, v.Name, members)
 	}
 	_, err := v.callHome(rq, callQuorumMember, protocol.Table{"node": node, "add": add})
 	return err
@@ -424,43 +574,71 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 // node's member, just added, to learn the group's configuration.
 const memberCatchUp = 5 * time.Second
 
-// changeMember changes qq's group, this node being a member, then has
-// every node record its new members.
-func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
-	g := qq.group.Load()
+// changeMember changes r's group, this node being a member, then has
+// every node record its new members. The incarnations the cluster no
+// longer has (nodes forgotten, or come back under a new incarnation)
+// leave the group first: they count toward its majority and never answer.
+func (v *VHost) changeMember(r replicated, node string, add bool) error {
+	g := r.memberGroup()
 	if g == nil {
 		return ErrNoMember
 	}
+	name, kind := r.queueName(), r.kind()
+	// The member table as the cluster has it: an incarnation this node
+	// has not heard of yet is not taken for one removed.
+	synced := v.cluster.Sync() == nil
 	// The group's configuration decides: the members recorded here may
 	// lag a change made through another node. A member that has just
 	// joined has no configuration until the leader's log or snapshot
 	// reaches it: it waits for that, briefly.
-	self := cluster.NodeID(v.cluster.Node())
+	self := v.groups.Self()
 	voters := g.Status().Members
 	for deadline := time.Now().Add(memberCatchUp); !slices.Contains(voters, self); voters = g.Status().Members {
 		if time.Now().After(deadline) {
-			return reply.Internal("this node's member of quorum queue '%s' in vhost '%s' is still catching up with the group; try again", qq.Name, v.Name)
+			return reply.Internal("this node's member of %s '%s' in vhost '%s' is still catching up with the group; try again", kind, name, v.Name)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	switch in := slices.Contains(voters, cluster.NodeID(node)); {
+	confChange := func(add bool, id uint64) error {
+		ch := make(chan error, 1)
+		if add {
+			g.AddMember(id, func(err error) { ch <- err })
+		} else {
+			g.RemoveMember(id, func(err error) { ch <- err })
+		}
+		if err := <-ch; err != nil {
+			return reply.Internal("%s '%s' in vhost '%s': the change of members was not committed: %v", kind, name, v.Name, err)
+		}
+		return nil
+	}
+	if synced {
+		for _, id := range slices.Clone(voters) {
+			if id == self || v.isCurrent(id) {
+				continue
+			}
+			v.log.Warn().Str("queue", name).Str("incarnation", strconv.FormatUint(id, 16)).
+				Msg("removing from the group an incarnation of a node the cluster no longer has")
+			if err := confChange(false, id); err != nil {
+				return err
+			}
+			voters = slices.DeleteFunc(voters, func(x uint64) bool { return x == id })
+		}
+	}
+	target := v.cluster.NodeID(node)
+	switch in := slices.Contains(voters, target); {
+	case target == 0:
+		return reply.NotFound("no node '%s' in the cluster", node)
 	case add && in:
-		return reply.PreconditionFailed("node '%s' is already a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
+		return reply.PreconditionFailed("node '%s' is already a member of %s '%s' in vhost '%s'", node, kind, name, v.Name)
 	case !add && !in:
-		return reply.PreconditionFailed("node '%s' is not a member of quorum queue '%s' in vhost '%s'", node, qq.Name, v.Name)
+		return reply.PreconditionFailed("node '%s' is not a member of %s '%s' in vhost '%s'", node, kind, name, v.Name)
 	case !add && len(voters) == 1:
-		return reply.PreconditionFailed("node '%s' is the last member of quorum queue '%s' in vhost '%s'; delete the queue instead", node, qq.Name, v.Name)
+		return reply.PreconditionFailed("node '%s' is the last member of %s '%s' in vhost '%s'; delete the queue instead", node, kind, name, v.Name)
 	}
-	ch := make(chan error, 1)
-	if add {
-		g.AddMember(cluster.NodeID(node), func(err error) { ch <- err })
-	} else {
-		g.RemoveMember(cluster.NodeID(node), func(err error) { ch <- err })
+	if err := confChange(add, target); err != nil {
+		return err
 	}
-	if err := <-ch; err != nil {
-		return reply.Internal("quorum queue '%s' in vhost '%s': the change of members was not committed: %v", qq.Name, v.Name, err)
-	}
-	members := slices.Clone(qq.MemberNodes())
+	members := slices.Clone(r.MemberNodes())
 	if add {
 		if !slices.Contains(members, node) {
 			members = append(members, node)
@@ -468,16 +646,25 @@ func (v *VHost) changeMember(qq *QuorumQueue, node string, add bool) error {
 	} else {
 		members = slices.DeleteFunc(members, func(m string) bool { return m == node })
 	}
+	if slices.Equal(members, r.MemberNodes()) {
+		return nil // a new incarnation of a node the members name
+	}
 	cmd := v.command(OpQuorumMembers)
-	cmd["name"], cmd["id"], cmd["members"] = qq.Name, int64(qq.ID), nameList(members)
+	cmd["name"], cmd["id"], cmd["members"] = name, int64(r.incarnation()), nameList(members)
 	return v.cluster.Propose(cmd)
 }
 
-// applyQuorumMembers records a quorum queue's new members, starting or
-// stopping this node's member; defMu is held.
+// isCurrent says whether id is the current incarnation of a node of the
+// cluster.
+func (v *VHost) isCurrent(id uint64) bool {
+	return v.nodeNamed(v.cluster.Nodes(), id) != ""
+}
+
+// applyQuorumMembers records a quorum queue's or a stream's new members,
+// starting or stopping this node's member; defMu is held.
 func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []string) error {
-	qq := v.quorumQueue(name)
-	if qq == nil || qq.ID != incarnation || len(members) == 0 {
+	r := v.replicatedQueue(name)
+	if r == nil || r.incarnation() != incarnation || len(members) == 0 {
 		return nil // deleted (and perhaps declared again) meanwhile
 	}
 	var uniq []string
@@ -487,28 +674,109 @@ func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []st
 		}
 	}
 	members = uniq
-	qq.setMembers(members)
-	if err := v.store.PutMeta(storage.KindQueue, v.Name, name, quorumRecord(qq)); err != nil {
+	if err := r.recordMembers(v, members); err != nil {
 		return stored(err)
 	}
-	in := slices.Contains(members, v.self())
-	switch {
-	case in && !qq.member():
-		if err := v.startQuorum(qq, false, true); err != nil {
-			v.log.Error().Err(err).Str("queue", name).Msg("could not start this node's new member of the quorum queue")
+	switch in := slices.Contains(members, v.self()); {
+	case in && !r.member():
+		if err := r.join(v); err != nil {
+			v.log.Error().Err(err).Str("queue", name).Msgf("could not start this node's new member of the %s", r.kind())
 		}
-	case !in && qq.member():
-		v.stopMember(qq)
+	case !in && r.member():
+		r.leave(v)
 	}
 	return nil
 }
 
-// QuorumMembers lists the vhost's quorum queues with their members, by
-// name.
+// QuorumMembers lists the vhost's quorum queues and replicated streams
+// with their members, by name.
 func (v *VHost) QuorumMembers() map[string][]string {
 	out := map[string][]string{}
 	for _, qq := range v.quorumList() {
 		out[qq.Name] = qq.MemberNodes()
 	}
+	for _, s := range v.streamList() {
+		if s.MemberNodes() != nil {
+			out[s.Name] = s.MemberNodes()
+		}
+	}
 	return out
+}
+
+// ---- a new incarnation of a member
+
+// rejoining is a member's state as CheckMembers sees it.
+type rejoining struct {
+	since  atomic.Int64 // unix ms it was first seen outside its group's configuration; 0: inside
+	asking atomic.Bool  // an ask is under way
+	warned atomic.Bool  // told the log it has nobody to ask
+}
+
+// rejoinAfter is how long a member this node runs may be outside its
+// group's configuration before it asks to be added, and then between
+// asks: a member the group is adding learns the configuration from the
+// leader well within it.
+const rejoinAfter = 2 * time.Second
+
+// CheckMembers has each member of a quorum queue or stream this node runs
+// whose group does not count this node's incarnation (a member that is a
+// new incarnation of its node: its data directory was lost, or reset)
+// ask a member up to add it; the change of members that does it first
+// removes the incarnation it replaces (changeMember). The broker calls
+// it every second.
+func (v *VHost) CheckMembers() {
+	if v.cluster == nil {
+		return
+	}
+	now := time.Now().UnixMilli()
+	var rs []replicated
+	for _, qq := range v.quorumList() {
+		rs = append(rs, qq)
+	}
+	for _, s := range v.streamList() {
+		rs = append(rs, s)
+	}
+	for _, r := range rs {
+		g, st := r.memberGroup(), r.rejoin()
+		if g == nil || g.Voter() {
+			st.since.Store(0)
+			continue
+		}
+		since := st.since.Load()
+		if since == 0 {
+			st.since.Store(now)
+			continue
+		}
+		if now-since < rejoinAfter.Milliseconds() || !st.asking.CompareAndSwap(false, true) {
+			continue
+		}
+		go func() {
+			defer st.asking.Store(false)
+			v.askToRejoin(r)
+			st.since.Store(time.Now().UnixMilli())
+		}()
+	}
+}
+
+// askToRejoin asks a member of r's group to add this node's incarnation.
+func (v *VHost) askToRejoin(r replicated) {
+	rq := r.via(v)
+	if rq == nil {
+		if !r.rejoin().warned.Swap(true) {
+			v.log.Warn().Str("queue", r.queueName()).Strs("members", r.MemberNodes()).
+				Msg("this node's member is not in its group's configuration and no other member is up to add it; if this node was the only member, what the queue held was lost with its data: delete the queue and declare it again")
+		}
+		return
+	}
+	_, err := v.callHome(rq, callQuorumMember, protocol.Table{"node": v.self(), "add": true})
+	switch {
+	case err == nil:
+		v.log.Info().Str("queue", r.queueName()).Str("via", rq.Home).
+			Msg("this node's new incarnation was added to the group, in place of the one it was")
+	case code(err) == protocol.PreconditionFailed:
+		// Added already: the leader's log or snapshot is on its way.
+	default:
+		v.log.Info().Err(err).Str("queue", r.queueName()).Str("via", rq.Home).
+			Msg("could not have this node's member added to its group yet; trying again")
+	}
 }

@@ -37,9 +37,10 @@ type StreamQueue struct {
 	// In a cluster: members are the nodes of its group, by name, the
 	// first stood first for leader (nil on a node of its own); active
 	// says this node's replica runs, in group.
-	members atomic.Pointer[[]string]
-	active  atomic.Bool
-	group   atomic.Pointer[cluster.Group]
+	members   atomic.Pointer[[]string]
+	active    atomic.Bool
+	group     atomic.Pointer[cluster.Group]
+	rejoining rejoining // a new incarnation's replica asking to be added (CheckMembers)
 }
 
 // streamArgsCompared are the arguments a stream's redeclare must repeat.
@@ -168,7 +169,7 @@ func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
 		// A replica whose log is empty gets the group's from the
 		// leader: only a new stream's declare makes its first
 		// configuration.
-		if err := v.startStream(sq, false, true); err != nil {
+		if err := v.startStream(sq, false, true, nil); err != nil {
 			sq.Close()
 			return err
 		}

@@ -27,6 +27,14 @@ import (
 // replica. A node that is not a member forwards what is published to a
 // member, as to a quorum queue's, and its consumers read through one (a
 // remote consumer there, with the same x-stream-offset).
+//
+// Its members change as a quorum queue's do (ChangeQuorumMember: warrenctl
+// add_member, delete_member, grow and shrink, and forget_cluster_node),
+// and a new incarnation of a member's node replaces the one it was in the
+// same way (CheckMembers). A replica removed stops; its messages stay
+// until the stream is deleted, and if it is added back it goes on from
+// them (entries it applied before are the same entries), copying what it
+// lacks. A consumer reading that replica on its node is not told.
 
 // callStreamCopy asks a member for a run of its replica's messages.
 const callStreamCopy = "stream.copy"
@@ -83,7 +91,12 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 		return err
 	}
 	if slices.Contains(def.Members, v.self()) {
-		if err := v.startStream(s, def.Home == v.self() && !def.restored, def.restored); err != nil {
+		// As a quorum queue's member (applyDeclareQuorum).
+		var boot []uint64
+		if v.firstMember(def) {
+			boot = bootIDs(def)
+		}
+		if err := v.startStream(s, def.Home == v.self() && boot != nil, boot == nil, boot); err != nil {
 			// Kept as a stream this node reaches through the other
 			// members, so every node has the same topology.
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's replica of the stream")
@@ -94,10 +107,10 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 }
 
 // startStream starts this node's replica of s's group and waits until it
-// has replayed its log; campaign and join as startQuorum's.
-func (v *VHost) startStream(s *StreamQueue, campaign, join bool) error {
+// has replayed its log; campaign, join and boot as startQuorum's.
+func (v *VHost) startStream(s *StreamQueue, campaign, join bool, boot []uint64) error {
 	bind := func(g *cluster.Group) { s.SetReplica(g, v.copyFor(s)) }
-	g, err := v.startMember(s.ID(), s.MemberNodes(), campaign, join, bind, s.Stream)
+	g, err := v.startMember(s.ID(), boot, campaign, join, bind, s.Stream)
 	if err != nil {
 		return err
 	}
@@ -108,7 +121,7 @@ func (v *VHost) startStream(s *StreamQueue, campaign, join bool) error {
 }
 
 // stopStreamReplica stops this node's replica's group and deletes its
-// log (the stream is being deleted).
+// log (the stream is being deleted, or the replica removed).
 func (v *VHost) stopStreamReplica(s *StreamQueue) {
 	s.active.Store(false)
 	g := s.group.Swap(nil)
@@ -157,7 +170,7 @@ func (v *VHost) streamVias(s *StreamQueue) []*RemoteQueue {
 			continue
 		}
 		rq := &RemoteQueue{Name: s.Name, Home: m, Durable: true, Args: s.Args, ID: s.ID()}
-		if cluster.NodeID(m) == leader {
+		if leader != 0 && v.cluster.NodeID(m) == leader {
 			out = append([]*RemoteQueue{rq}, out...)
 		} else {
 			out = append(out, rq)
@@ -220,6 +233,8 @@ func (v *VHost) handleStreamCall(op string, s *StreamQueue, req protocol.Table) 
 		return protocol.Table{"messages": int64(n)}, err
 	case callQueuePurge:
 		return nil, v.StreamRefuses("queue.purge", s.Name)
+	case callQuorumMember:
+		return protocol.Table{}, v.changeMember(s, str(req, "node"), b("add"))
 	case callConsume, callCancel, callSettle:
 		return v.handleConsumerCall(op, streamSource{v: v, s: s}, req)
 	case callGet:
@@ -252,14 +267,7 @@ func (v *VHost) streamStatus(s *StreamQueue) QuorumView {
 	}
 	view.Raft = g.Status()
 	view.Leader = v.streamLeader(s)
-	if len(view.Raft.Match) > 0 {
-		view.Match = map[string]uint64{}
-		for _, m := range s.MemberNodes() {
-			if at, ok := view.Raft.Match[cluster.NodeID(m)]; ok {
-				view.Match[m] = at
-			}
-		}
-	}
+	v.matchByName(&view, s.MemberNodes())
 	return view
 }
 
@@ -270,13 +278,7 @@ func (v *VHost) streamLeader(s *StreamQueue) string {
 	if g == nil {
 		return ""
 	}
-	leader := g.Status().Leader
-	for _, m := range s.MemberNodes() {
-		if cluster.NodeID(m) == leader {
-			return m
-		}
-	}
-	return ""
+	return v.nodeNamed(s.MemberNodes(), g.Status().Leader)
 }
 
 // remoteStream is a stream this node has no replica of, as a channel of
