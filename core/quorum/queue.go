@@ -1133,11 +1133,10 @@ func (q *Queue) handOverHeld() {
 	slices.Sort(ids)
 	for _, id := range ids {
 		l := q.consumers[id]
-		if !l.ready {
-			continue // its checkout is not applied yet
-		}
 		held, known, suspected := q.m.heldBy(id)
 		switch {
+		case !known && !l.ready:
+			continue // its checkout is not applied yet
 		case !known:
 			delete(q.consumers, id)
 			delete(q.byClient, l.c)

@@ -630,3 +630,43 @@ func TestCatchingUpMemberHandsOverOnlyWhatIsCurrent(t *testing.T) {
 		t.Fatalf("after resuming: %v", got)
 	}
 }
+
+// A consumer whose checkout is applied while its member catches up, and
+// whose consume-ok has not gone out yet when the member becomes current,
+// still gets what the machine checked out to it.
+func TestConsumerAddedWhileCatchingUpGetsItsMessages(t *testing.T) {
+	l := &handLog{auto: true}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: DefaultConfig(), Node: 0xa})
+	l.q = q
+	for _, body := range []string{"m1", "m2"} {
+		if _, err := l.apply(enqueued(t, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.AppliedBatch(true)
+	l.mu.Lock()
+	l.auto = false
+	l.mu.Unlock()
+	q.AppliedBatch(false) // catching up
+	s := &sink{room: 10}
+	added := make(chan error, 1)
+	go func() { added <- q.Consume(s, nil) }()
+	poll.Until(t, 10*time.Second, "the checkout to be proposed", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.proposed) == 1
+	})
+	l.mu.Lock()
+	checkout := l.proposed[0]
+	l.proposed = nil
+	l.mu.Unlock()
+	index, err := l.apply(checkout.entry) // m1 and m2 checked out to it
+	q.AppliedBatch(true)                  // current before consume-ok went out
+	checkout.done(index, err)
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.deliveries(); len(got) != 2 || string(got[0].Entry.Msg.Body) != "m1" || string(got[1].Entry.Msg.Body) != "m2" {
+		t.Fatalf("got %d deliveries", len(got))
+	}
+}
