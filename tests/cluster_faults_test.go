@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/tests/losscheck"
 )
 
@@ -34,6 +35,12 @@ type proxiedNode struct {
 // proxy to the others; it skips when the loopback addresses are missing.
 func proxiedCluster(t *testing.T, n int) []*proxiedNode {
 	t.Helper()
+	return proxiedClusterOf(t, "", n)
+}
+
+// proxiedClusterOf is proxiedCluster running bin ("": the usual build).
+func proxiedClusterOf(t *testing.T, bin string, n int) []*proxiedNode {
+	t.Helper()
 	var nodes []*proxiedNode
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
@@ -49,10 +56,10 @@ func proxiedCluster(t *testing.T, n int) []*proxiedNode {
 		if i > 0 {
 			seeds = fmt.Sprintf("%q", nodes[0].proxy.addr())
 		}
-		cn := &clusterNode{name: name, listen: listen}
+		cn := &clusterNode{name: name, listen: listen, bin: bin}
 		cn.config = fmt.Sprintf("[cluster]\nnode_name = %q\nlisten = %q\nadvertise = %q\nseeds = [%s]\nsecret = %q\nchange_timeout = \"3s\"\n",
 			name, listen, pn.proxy.addr(), seeds, clusterSecret)
-		cn.process = startProcessWith(t, t.TempDir(), cn.config)
+		cn.process = cn.startProcess(t, t.TempDir())
 		pn.clusterNode = cn
 		nodes = append(nodes, pn)
 	}
@@ -230,4 +237,56 @@ func TestClusterFaults(t *testing.T) {
 		}
 		t.Fatal(r)
 	}
+}
+
+// TestClusterFaultsSeeEarlyConfirms checks the checker with a build that
+// confirms a publish before a majority has it (the tag
+// warren_unsafe_confirm): a leader cut off from the others goes on
+// confirming what its own clients publish, and losscheck must report
+// those confirms from a minority. (A kill is no such check: what a
+// follower forwarded is sent again to the next leader, so a kill loses
+// only what the leader's own clients sent in the last moment.)
+func TestClusterFaultsSeeEarlyConfirms(t *testing.T) {
+	skipReference(t)
+	bin, err := buildWarren("warren_unsafe_confirm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &faultCluster{nodes: proxiedClusterOf(t, bin, 3)}
+	const queue = "qq-early"
+	_, ch := c.nodes[0].dial(t)
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, quorumArgs); err != nil {
+		t.Fatal(err)
+	}
+	check := losscheck.New()
+	check.NameNodes(c.nameOf)
+	// Confirmed at once, publishers are held back by nothing else.
+	check.Pace(500 * time.Microsecond)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	for _, n := range c.nodes {
+		wg.Add(2)
+		go func() { defer wg.Done(); check.Publish("p"+n.name, queue, 20, c.url(n.name), stop) }()
+		go func() { defer wg.Done(); check.Consume("c"+n.name, queue, 20, c.url(n.name), stop) }()
+	}
+	var leader *proxiedNode
+	poll.Until(t, 20*time.Second, "a leader of "+queue, func() bool {
+		leader = c.byName(leaderOf(c.nodes[0].clusterNode, queue))
+		return leader != nil
+	})
+	confirmed := check.Confirms("p" + leader.name)
+	poll.Until(t, 20*time.Second, "confirms through the leader", func() bool { return check.Confirms("p"+leader.name) > confirmed+100 })
+	isolate(c.nodes, leader, true)
+	fault := check.AddFault(losscheck.Fault{Node: leader.name, Kind: "partition", From: time.Now()})
+	confirmed = check.Confirms("p" + leader.name)
+	poll.Until(t, 20*time.Second, "confirms through the cut-off leader", func() bool { return check.Confirms("p"+leader.name) > confirmed+100 })
+	isolate(c.nodes, leader, false)
+	check.EndFault(fault, time.Now())
+	r := check.Report()
+	if r.Count["minority confirm"] == 0 {
+		t.Fatalf("replication broken on purpose, and no confirm from the cut-off minority reported: %s", r)
+	}
+	t.Logf("as it should, the checker reports %d confirms from a cut-off minority: %s", r.Count["minority confirm"], r)
 }

@@ -118,7 +118,7 @@ func TestClusterQuorumKillLeader(t *testing.T) {
 		rounds, _ = strconv.Atoi(s)
 	}
 	c := newLiveCluster(t, threeProcesses(t))
-	r, failovers := killLeaderRounds(t, c, rounds, true)
+	r, failovers := killLeaderRounds(t, c, rounds)
 	t.Logf("%s; failovers %v", r, failovers)
 	if len(r.Lost) > 0 || len(r.Problems) > 0 {
 		t.Fatal(r)
@@ -135,47 +135,13 @@ func TestClusterQuorumKillLeader(t *testing.T) {
 	}
 }
 
-// TestLossCheckSeesEarlyConfirms checks the checker: a build that
-// confirms a publish before a majority has it (the tag
-// warren_unsafe_confirm) loses confirmed messages when the leader's node
-// is killed, and losscheck must say so.
-func TestLossCheckSeesEarlyConfirms(t *testing.T) {
-	bin, err := buildWarren("warren_unsafe_confirm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newLiveCluster(t, threeProcessesOf(t, bin))
-	r, _ := killLeaderRounds(t, c, 2, false)
-	// Publishers that are never held back put far more in the queue than
-	// consumers take in a test's time: what is neither delivered nor
-	// ready in the queue (as a member counts it) is lost.
-	var depth int
-	waitUntil(t, "the queue's depth", func() bool {
-		code, body := adminGet(t, "http://"+c.live()[0].admin+"/api/queues/%2F/qq-kills", "guest", "guest")
-		var q struct {
-			Ready *int `json:"messages_ready"`
-		}
-		if code != 200 || json.Unmarshal([]byte(body), &q) != nil || q.Ready == nil {
-			return false
-		}
-		depth = *q.Ready
-		return true
-	})
-	lost := r.Confirmed - r.Delivered - depth
-	if lost <= 0 {
-		t.Fatalf("replication broken on purpose, and no loss seen: %s, %d in the queue", r, depth)
-	}
-	t.Logf("as it should, %d confirmed messages are lost: %d confirmed, %d delivered, %d in the queue", lost, r.Confirmed, r.Delivered, depth)
-}
-
 // killLeaderRounds runs two publishers with confirms and two consumers
 // acking on a quorum queue, through whichever nodes are up, and kills the
 // leader's node with SIGKILL rounds times, restarting it each time once a
-// new leader took over and confirms resumed. With drain, it returns the
-// checker's report once every confirmed message was delivered (or 20 s
-// passed), else as soon as the clients stopped; and how long each
-// failover took (the kill to a new leader listed).
-func killLeaderRounds(t *testing.T, c *liveCluster, rounds int, drain bool) (losscheck.Report, []time.Duration) {
+// new leader took over and confirms resumed. It returns the checker's
+// report once every confirmed message was delivered (or 20 s passed), and
+// how long each failover took (the kill to a new leader listed).
+func killLeaderRounds(t *testing.T, c *liveCluster, rounds int) (losscheck.Report, []time.Duration) {
 	t.Helper()
 	_, ch := c.nodes[0].dial(t)
 	if _, err := ch.QueueDeclare("qq-kills", true, false, false, false, quorumArgs); err != nil {
@@ -216,7 +182,7 @@ func killLeaderRounds(t *testing.T, c *liveCluster, rounds int, drain bool) (los
 		check.EndFault(fault, time.Now())
 	}
 	close(stop)
-	for deadline := time.Now().Add(20 * time.Second); drain && !check.Drained() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(20 * time.Second); !check.Drained() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // time for a wrong redelivery to show, or the last acks to land

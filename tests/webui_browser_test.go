@@ -182,7 +182,7 @@ func (b *browser) goTo(t *testing.T, segments ...string) {
 			if (old) old.dataset.left = "true";
 			location.hash = hash;
 		})()`, js)),
-		poll(`document.querySelector("#page:not([data-left])") !== null`),
+		pollJS(`document.querySelector("#page:not([data-left])") !== null`),
 	)
 }
 
@@ -214,7 +214,7 @@ func setValue(css, v string) chromedp.Action[chromedp.Void] {
 func sendKeys(css, v string) chromedp.Action[chromedp.Void] {
 	return chromedp.SendKeys(chromedp.CSS(css), v)
 }
-func poll(js string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](js) }
+func pollJS(js string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](js) }
 
 // screenshot saves the whole page as a PNG and returns its path.
 func (b *browser) screenshot(t *testing.T, name string) string {

@@ -182,9 +182,9 @@ func (f *uiFixture) vhostSelector(t *testing.T) {
 	f.br.goTo(t, "queues")
 	f.br.do(t, "choose the vhost",
 		waitVisible(`#queues[data-state="loaded"]`),
-		poll(`[...document.querySelectorAll("#vhost-select option")].some((o) => o.value === "team a/b")`),
+		pollJS(`[...document.querySelectorAll("#vhost-select option")].some((o) => o.value === "team a/b")`),
 		setValue(`#vhost-select`, "team a/b"),
-		poll(`document.querySelector("#queues-info") && document.querySelector("#queues-info").textContent.includes("· 1 items")`),
+		pollJS(`document.querySelector("#queues-info") && document.querySelector("#queues-info").textContent.includes("· 1 items")`),
 	)
 	if q := f.br.text(t, `#queues tbody`); !strings.Contains(q, "team-queue") || strings.Contains(q, "ui-events") {
 		t.Errorf("queues of vhost team a/b: %q", q)
@@ -198,7 +198,7 @@ func (f *uiFixture) vhostSelector(t *testing.T) {
 	}
 	f.br.do(t, "all vhosts again",
 		setValue(`#vhost-select`, ""),
-		poll(`!sessionStorage.getItem("warren.vhost")`),
+		pollJS(`!sessionStorage.getItem("warren.vhost")`),
 		waitVisible(`#page[data-page="queue"][data-loaded="true"]`),
 	)
 }
@@ -238,7 +238,7 @@ func (f *uiFixture) queuePagePublishGetPurge(t *testing.T) {
 		setValue(`#queue-get-ackmode`, "ack_requeue_true"),
 		setValue(`#queue-get-count`, "1"),
 		click(`#queue-get-submit`),
-		poll(`document.querySelector("#queue-get-msg").textContent === "Got 1 message(s)."`),
+		pollJS(`document.querySelector("#queue-get-msg").textContent === "Got 1 message(s)."`),
 	)
 	if n := queueDepth(t, f.ch, "ui-events"); n != 3 {
 		t.Fatalf("a get that requeues left %d in ui-events, want 3", n)
@@ -283,7 +283,7 @@ func (f *uiFixture) addQueue(t *testing.T) {
 		setValue(`#add-queue-arguments`, `{"x-max-length": 3}`),
 		click(`#add-queue-submit`),
 		waitVisible(`#add-queue-msg[data-kind="ok"]`),
-		poll(`document.querySelector("#queues tbody").textContent.includes("ui-added")`),
+		pollJS(`document.querySelector("#queues tbody").textContent.includes("ui-added")`),
 	)
 	var q struct {
 		Durable   bool           `json:"durable"`
@@ -323,7 +323,7 @@ func (f *uiFixture) exchangePageBindAndPublish(t *testing.T) {
 		sendKeys(`#exchange-bind-routing_key`, "ui.key"),
 		click(`#exchange-bind-submit`),
 		waitVisible(`#exchange-bind-msg[data-kind="ok"]`),
-		poll(`document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
+		pollJS(`document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
 	)
 	f.br.do(t, "publish routed",
 		setValue(`#exchange-publish-routing_key`, "ui.key"),
@@ -344,7 +344,7 @@ func (f *uiFixture) exchangePageBindAndPublish(t *testing.T) {
 	}
 	f.br.do(t, "unbind",
 		click(`#exchange-source-table tbody button.danger`),
-		poll(`!document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
+		pollJS(`!document.querySelector("#exchange-source-table tbody").textContent.includes("ui.key")`),
 	)
 	if _, err := f.ch.QueuePurge("ui-events", false); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func (f *uiFixture) usersVhostsPermissions(t *testing.T) {
 		sendKeys(`#add-vhost-name`, "ui-vhost"),
 		click(`#add-vhost-submit`),
 		waitVisible(`#add-vhost-msg[data-kind="ok"]`),
-		poll(`document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
+		pollJS(`document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
 	)
 	f.br.goTo(t, "users")
 	f.br.do(t, "add a user",
@@ -368,7 +368,7 @@ func (f *uiFixture) usersVhostsPermissions(t *testing.T) {
 		sendKeys(`#add-user-tags`, "monitoring, management"),
 		click(`#add-user-submit`),
 		waitVisible(`#add-user-msg[data-kind="ok"]`),
-		poll(`document.querySelector("#users tbody").textContent.includes("ui-user")`),
+		pollJS(`document.querySelector("#users tbody").textContent.includes("ui-user")`),
 	)
 	if status, _ := adminGet(t, f.base+"/api/whoami", "ui-user", "s3cret"); status != http.StatusOK {
 		t.Errorf("the user made in the UI cannot log in to the API: %d", status)
@@ -393,14 +393,14 @@ func (f *uiFixture) usersVhostsPermissions(t *testing.T) {
 		click(`#delete-user-ui-user`),
 		click(`#delete-user-ui-user`),
 		waitVisible(`#users-msg[data-kind="ok"]`),
-		poll(`!document.querySelector("#users tbody").textContent.includes("ui-user")`),
+		pollJS(`!document.querySelector("#users tbody").textContent.includes("ui-user")`),
 	)
 	f.br.goTo(t, "vhosts")
 	f.br.do(t, "delete the vhost",
 		waitVisible(`#vhosts[data-state="loaded"]`),
 		click(`#delete-vhost-ui-vhost`),
 		click(`#delete-vhost-ui-vhost`),
-		poll(`!document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
+		pollJS(`!document.querySelector("#vhosts tbody").textContent.includes("ui-vhost")`),
 	)
 }
 
@@ -415,7 +415,7 @@ func (f *uiFixture) closeConnection(t *testing.T) {
 	f.br.do(t, "close",
 		waitVisible(`#connections[data-state="loaded"]`),
 		sendKeys(`#connections-filter`, victim.LocalAddr().String()),
-		poll(`document.querySelector("#connections-info").textContent.includes("· 1 of 2")`),
+		pollJS(`document.querySelector("#connections-info").textContent.includes("· 1 of 2")`),
 		click(`#connections tbody button.danger`),
 		click(`#connections tbody button.danger`),
 		waitVisible(`#connections-msg[data-kind="ok"]`),
@@ -448,7 +448,7 @@ func (f *uiFixture) policy(t *testing.T) {
 		setValue(`#add-policy-definition`, `{"max-length": 10}`),
 		click(`#add-policy-submit`),
 		waitVisible(`#add-policy-msg[data-kind="ok"]`),
-		poll(`document.querySelector("#policies tbody").textContent.includes("ui-limit")`),
+		pollJS(`document.querySelector("#policies tbody").textContent.includes("ui-limit")`),
 	)
 	var p struct {
 		Pattern    string         `json:"pattern"`
@@ -484,7 +484,7 @@ func (f *uiFixture) plugin(t *testing.T) {
 	f.br.goTo(t, "exchanges")
 	f.br.do(t, "add an x-consistent-hash exchange",
 		waitVisible(`#exchanges[data-state="loaded"]`),
-		poll(`[...document.querySelectorAll("#add-exchange-type option")].some((o) => o.value === "x-consistent-hash")`),
+		pollJS(`[...document.querySelectorAll("#add-exchange-type option")].some((o) => o.value === "x-consistent-hash")`),
 		sendKeys(`#add-exchange-name`, "ui-ring"),
 		setValue(`#add-exchange-type`, "x-consistent-hash"),
 		click(`#add-exchange-submit`),
@@ -518,7 +518,7 @@ func (f *uiFixture) namesAreText(t *testing.T) {
 	f.br.do(t, "queues filtered",
 		waitVisible(`#queues[data-state="loaded"]`),
 		sendKeys(`#queues-filter`, "onerror"),
-		poll(`document.querySelector("#queues-info").textContent.includes("· 1 of")`),
+		pollJS(`document.querySelector("#queues-info").textContent.includes("· 1 of")`),
 	)
 	linkText := f.br.text(t, `#queues tbody a`)
 	f.br.do(t, "the queue's page", click(`#queues tbody a`), waitVisible(`#page[data-page="queue"][data-loaded="true"]`))
@@ -708,7 +708,7 @@ func (f *uiFixture) refusedUser(t *testing.T) {
 func (f *uiFixture) overviewScreenshot(t *testing.T) {
 	f.br.do(t, "overview", click("#nav-overview"), waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
 		setValue("#chart-range", "60"),
-		poll(`Number(document.querySelector("#chart-rates").dataset.drawn) >= 2`))
+		pollJS(`Number(document.querySelector("#chart-rates").dataset.drawn) >= 2`))
 	t.Logf("overview screenshot: %s", f.br.screenshot(t, "webui-overview.png"))
 }
 
@@ -737,18 +737,18 @@ func TestWebUIManyQueues(t *testing.T) {
 	}
 	br.do(t, "next page",
 		click(`#queues-next`),
-		poll(`document.querySelector("#queues-info").textContent.startsWith("Page 2 ")`),
+		pollJS(`document.querySelector("#queues-info").textContent.startsWith("Page 2 ")`),
 	)
 	if first := br.text(t, `#queues tbody tr:first-child a`); first != "bulk-00020" {
 		t.Errorf("page 2 starts with %q, want bulk-00020", first)
 	}
 	br.do(t, "sort by name, then reverse it",
 		click(`#queues th[data-sort="name"]`),
-		poll(`document.querySelector("#queues tbody tr:first-child a").textContent === "bulk-09999"`),
+		pollJS(`document.querySelector("#queues tbody tr:first-child a").textContent === "bulk-09999"`),
 	)
 	br.do(t, "filter",
 		sendKeys(`#queues-filter`, "bulk-0777"),
-		poll(`document.querySelector("#queues-info").textContent.includes("· 10 of 10000 items")`),
+		pollJS(`document.querySelector("#queues-info").textContent.includes("· 10 of 10000 items")`),
 	)
 	if errs := br.pageErrors(); len(errs) > 0 {
 		t.Errorf("the page reported errors:\n%s", strings.Join(errs, "\n"))

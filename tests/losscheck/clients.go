@@ -22,6 +22,15 @@ func NodeOf(url string) string {
 	return strings.TrimSuffix(url, "/")
 }
 
+// Pace makes publishers wait d after each publish: a broker broken on
+// purpose that confirms at once (a self-check) holds no publisher back,
+// and unpaced they would bury it.
+func (c *Checker) Pace(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pace = d
+}
+
 // NameNodes makes the report and faults name the node behind a URL by
 // name(url) rather than by its host and port (which a restarted process
 // may not keep).
@@ -118,6 +127,12 @@ func (c *Checker) publishOn(conn *amqp.Connection, node, name string, epoch int,
 		cancel()
 		if err != nil {
 			return
+		}
+		c.mu.Lock()
+		pace := c.pace
+		c.mu.Unlock()
+		if pace > 0 {
+			time.Sleep(pace)
 		}
 	}
 }

@@ -60,6 +60,7 @@ type Checker struct {
 	faults     []Fault
 	arrivals   int // deliveries so far: their order of arrival
 	nodeName   func(url string) string
+	pace       time.Duration // Pace
 	// problems are what is seen as it happens (NeverPublished).
 	neverPublished []string
 }
