@@ -526,6 +526,26 @@ func BenchmarkQueueDeclare(b *testing.B) {
 	})
 }
 
+// BenchmarkQueueBind times one binding of a durable queue to a durable
+// exchange, as BenchmarkQueueDeclare times a declare.
+func BenchmarkQueueBind(b *testing.B) {
+	var n atomic.Int64
+	benchEachRole(b, func(b *testing.B, br *Broker) {
+		v, _ := br.VHost("/")
+		if _, err := v.DeclareExchange(exchange.Definition{Name: "bench-x", Type: "direct", Durable: true}, false); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := v.Declare(vhost.QueueDef{Name: "bench-q", Durable: true}, false); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if err := v.Bind("bench-x", exchange.Destination{Kind: exchange.ToQueue, Name: "bench-q"}, fmt.Sprint("k-", n.Add(1)), nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // benchEachRole runs run on a node of its own, then on the leader and on
 // a follower of a cluster of three.
 func benchEachRole(b *testing.B, run func(*testing.B, *Broker)) {
