@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // The cluster's topology and messages, end to end: three Warren processes
@@ -576,4 +579,73 @@ func catchUp(t *testing.T, n *clusterNode) {
 	defer conn.Close()
 	_, err := ch.QueueDeclarePassive("catch-up-"+uniq(t, ""), false, false, false, false, nil)
 	expectCode(t, err, amqp.NotFound)
+}
+
+// TestClusterMandatoryToQueueOfDownNode: a queue whose home node is down
+// is left out of routing, as in RabbitMQ: a mandatory message that reached
+// only it comes back 312 NO_ROUTE, then is confirmed, so the publisher
+// can tell unroutable from failed; one that also reached a queue up is
+// delivered there. Without mandatory the publisher is nacked: the queue
+// exists, and a retry may find its node back.
+func TestClusterMandatoryToQueueOfDownNode(t *testing.T) {
+	nodes := threeProcesses(t)
+	_, ch3 := nodes[2].dial(t)
+	if _, err := ch3.QueueDeclare("on-n3", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, ch1 := nodes[0].dial(t)
+	if _, err := ch1.QueueDeclare("on-n1", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch1.ExchangeDeclare("both", "fanout", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"on-n1", "on-n3"} {
+		if err := ch1.QueueBind(q, "", "both", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes[2].stop(syscall.SIGKILL)
+	poll.Until(t, 20*time.Second, "n1 seeing n3 down", func() bool {
+		return !slices.Contains(nodes[0].running(t), "n3")
+	})
+	if err := ch1.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	returns := ch1.NotifyReturn(make(chan amqp.Return, 1))
+	publish := func(exchange, key string, mandatory bool) bool {
+		t.Helper()
+		c, err := ch1.PublishWithDeferredConfirmWithContext(context.Background(), exchange, key, mandatory, false,
+			amqp.Publishing{Body: []byte(key), DeliveryMode: amqp.Persistent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Wait()
+	}
+	// The return comes before the confirm.
+	if !publish("", "on-n3", true) {
+		t.Fatal("a mandatory publish to a queue whose node is down was nacked; RabbitMQ returns it and confirms")
+	}
+	select {
+	case r := <-returns:
+		if r.ReplyCode != amqp.NoRoute || r.RoutingKey != "on-n3" {
+			t.Fatalf("returned with %d %q for %q", r.ReplyCode, r.ReplyText, r.RoutingKey)
+		}
+	default:
+		t.Fatal("a mandatory publish to a queue whose node is down was confirmed and not returned")
+	}
+	if publish("", "on-n3", false) {
+		t.Fatal("a publish to a queue whose node is down was confirmed: it went nowhere")
+	}
+	if !publish("both", "", true) {
+		t.Fatal("a publish that reached a queue up was nacked")
+	}
+	select {
+	case r := <-returns:
+		t.Fatalf("a publish that reached a queue up was returned: %d %q", r.ReplyCode, r.ReplyText)
+	default:
+	}
+	if q, err := ch1.QueueDeclarePassive("on-n1", true, false, false, false, nil); err != nil || q.Messages != 1 {
+		t.Fatalf("on-n1 after the fan-out: %+v, %v", q, err)
+	}
 }

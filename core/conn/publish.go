@@ -234,6 +234,10 @@ func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandato
 		switch {
 		case out.Rejected:
 			ch.confirm.settle(seq, false)
+		case !out.Routed() && out.HomesDown > 0 && !mandatory:
+			// Its queues exist, on nodes that are down: a failure the
+			// publisher can retry, not an unroutable message to drop.
+			ch.confirm.settle(seq, false)
 		case out.Forwarded != nil && out.Stored:
 			out.Forwarded.Then(func(err error) {
 				if err != nil {

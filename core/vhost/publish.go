@@ -46,6 +46,10 @@ type Outcome struct {
 	// Forwarded, when the message went to queues homed on other nodes,
 	// says when they have it (and stored it, if it is persistent).
 	Forwarded *Forwarding
+	// HomesDown counts the queues routing reached whose home node is
+	// down: as in RabbitMQ they are left out, so a message that reached
+	// only such queues is unroutable (returned if mandatory).
+	HomesDown int
 }
 
 // Routed reports whether the message reached a queue or is held for later.
@@ -83,15 +87,32 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 		m.Pin()
 	}
 	heldStored := v.holdPending(m, r)
+	homesDown := v.leaveOutHomesDown(r)
 	out := v.enqueue(m, r)
 	out.Forwarded = v.forward(m, r, true)
 	out.Held = held
+	out.HomesDown = homesDown
 	out.Stored = out.Stored || heldStored
 	x.Counters.Inc(stats.PublishIn)
 	if out.Routed() {
 		x.Counters.Inc(stats.PublishOut)
 	}
 	return out, nil
+}
+
+// leaveOutHomesDown drops from r.remote the queues whose home node is
+// down, and counts them. RabbitMQ routes past such a queue (a mandatory
+// message that reached nothing else comes back NO_ROUTE, then its
+// confirm), where forwarding would hold the message until the node's
+// backlog failed.
+func (v *VHost) leaveOutHomesDown(r *Router) int {
+	if len(r.remote) == 0 {
+		return 0
+	}
+	before := len(r.remote)
+	r.remote = slices.DeleteFunc(r.remote, func(rq *RemoteQueue) bool { return !v.cluster.Up(rq.Home) })
+	clear(r.remote[len(r.remote):before])
+	return before - len(r.remote)
 }
 
 // route fills r.queues with every queue m reaches from x. via, when set,
