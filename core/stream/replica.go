@@ -291,6 +291,8 @@ func (s *Stream) fill() {
 		s.mu.Unlock()
 		got, err := fetch(from, fetchBytes)
 		if err != nil || len(got) == 0 {
+			s.cfg.Log.Debug().Err(err).Str("queue", s.Name).Uint64("from", from).
+				Msg("stream replica could not copy from another; trying again")
 			select {
 			case <-s.stop:
 				s.mu.Lock()

@@ -140,7 +140,8 @@ func (v *VHost) copyFor(s *StreamQueue) stream.Fetch {
 	return func(from uint64, maxBytes int) ([]stream.Fetched, error) {
 		var lastErr error
 		for _, rq := range v.streamVias(s) {
-			ans, err := v.callHome(rq, callStreamCopy, protocol.Table{"from": int64(from), "max": int64(maxBytes)})
+			// "offset", not "from": callHome names the calling node "from".
+			ans, err := v.callHome(rq, callStreamCopy, protocol.Table{"offset": int64(from), "max": int64(maxBytes)})
 			if err != nil {
 				lastErr = err
 				continue
@@ -223,7 +224,7 @@ func (v *VHost) handleStreamCall(op string, s *StreamQueue, req protocol.Table) 
 	b := func(k string) bool { x, _ := req[k].(bool); return x }
 	switch op {
 	case callStreamCopy:
-		got, err := s.Copy(uint64(id(req, "from")), int(id(req, "max")))
+		got, err := s.Copy(id(req, "offset"), int(id(req, "max")))
 		if err != nil {
 			return nil, reply.Internal("stream '%s' in vhost '%s': %v", s.Name, v.Name, err)
 		}
