@@ -235,6 +235,7 @@ type Group struct {
 	snapIndex uint64
 	conf      *raftpb.ConfState
 	lead      uint64
+	term      uint64 // the term of the last Ready's HardState
 	waiters   map[uint64]*proposal
 	held      []*proposal // waiting for a leader
 	again     []*proposal // to propose again after this Ready (proposals.go)
@@ -267,8 +268,7 @@ type proposal struct {
 	conf     *raftpb.ConfChange // a change of members, rather than cmd
 	done     func(index uint64, err error)
 	deadline time.Time
-	via      uint64 // the leader it was handed to
-	renumber bool   // overtaken: proposed again under a new number
+	renumber bool // overtaken: proposed again under a new number
 }
 
 // groupInput is what other goroutines hand the loop.
@@ -406,7 +406,7 @@ func (g *Group) init() error {
 	if err != nil {
 		return fmt.Errorf("cluster: group %d: %w", g.id, err)
 	}
-	g.rn = rn
+	g.rn, g.term = rn, hs.GetTerm()
 	fresh := raft.IsEmptyHardState(hs) && last == 0 && raft.IsEmptySnap(snap)
 	if fresh && cfg.Join {
 		g.checked = true
@@ -836,6 +836,7 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 			continue
 		}
 		lagging := g.rn.BasicStatus().GetCommit() > g.applied
+		resendFrom := uint64(0) // the lowest number sent again
 		for seq, p := range g.waiters {
 			if !now.After(p.deadline) {
 				continue
@@ -859,6 +860,20 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 				delete(g.waiters, seq)
 				p.deadline = now.Add(proposeTimeout)
 				g.again = append(g.again, p)
+				if resendFrom == 0 || seq < resendFrom {
+					resendFrom = seq
+				}
+			}
+		}
+		if resendFrom > 0 {
+			// What was sent after it goes again with it, behind it: were
+			// it to go later, at its own deadline, what the proposer
+			// sends once the first is answered would overtake it.
+			for seq, p := range g.waiters {
+				if seq > resendFrom {
+					delete(g.waiters, seq)
+					g.again = append(g.again, p)
+				}
 			}
 		}
 		h.guard(g, 0, g.proposeAgain)
@@ -990,7 +1005,6 @@ func (g *Group) proposeAll(ps []*proposal) {
 			g.held = append(g.held, p)
 			continue
 		}
-		p.via = g.lead
 		g.waiters[p.seq] = p
 	}
 }
@@ -1021,7 +1035,6 @@ func (g *Group) propose(p *proposal) {
 		g.held = append(g.held, p)
 		return
 	}
-	p.via = g.lead
 	g.waiters[p.seq] = p
 }
 
@@ -1266,7 +1279,14 @@ func (g *Group) ready(rd raft.Ready) error {
 		g.apply(e)
 		g.applied = e.GetIndex()
 	}
-	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
+	lead, term := g.lead, g.term
+	if ss := rd.SoftState; ss != nil {
+		lead = ss.Lead
+	}
+	if hs := rd.HardState; !raft.IsEmptyHardState(hs) {
+		term = hs.GetTerm()
+	}
+	if lead != g.lead || term != g.term {
 		g.startResync()
 	}
 	g.readStates(rd.ReadStates)
@@ -1287,30 +1307,31 @@ func (g *Group) ready(rd raft.Ready) error {
 			g.campaign = true
 		}
 	}
-	if ss := rd.SoftState; ss != nil && ss.Lead != g.lead {
-		g.lead = ss.Lead
-		if ss.Lead != raft.None {
-			// What was handed to another leader may be lost with it
-			// (Raft drops a proposal a leader did not append, and a new
-			// leader may overwrite what an old one did not commit), or
-			// committed yet: it goes to the new leader again, under the
-			// same number, and is applied once (proposals.go). Its
-			// deadline stands.
+	if lead != g.lead || term != g.term {
+		changed := lead != g.lead
+		g.lead, g.term = lead, term
+		if lead != raft.None {
+			// What was handed over before may be lost: with another
+			// leader (Raft drops a proposal a leader did not append,
+			// and a new leader may overwrite what an old one did not
+			// commit), with this one in an earlier term (its node
+			// restarted and was elected again), or on the way to it
+			// while this member had lost it (cut off, it forgets its
+			// leader). Or it is committed yet. It all goes to the
+			// leader again, under the same numbers, and is applied
+			// once (proposals.go); deadlines stand. What was held for
+			// want of a leader goes with it, all in the order of their
+			// numbers (proposeAgain), so that a publisher's messages
+			// keep their order.
 			for seq, p := range g.waiters {
-				if p.via != ss.Lead {
-					delete(g.waiters, seq)
-					g.again = append(g.again, p)
-				}
+				delete(g.waiters, seq)
+				g.again = append(g.again, p)
 			}
-		}
-		st := g.rn.BasicStatus()
-		m.LeaderChanged(ss.Lead, st.GetTerm(), ss.Lead == g.host.self)
-		if g.lead != raft.None {
-			held := g.held
+			g.again = append(g.again, g.held...)
 			g.held = nil
-			for _, p := range held {
-				g.propose(p)
-			}
+		}
+		if changed {
+			m.LeaderChanged(lead, g.rn.BasicStatus().GetTerm(), lead == g.host.self)
 		}
 	}
 	if g.applied > g.snapIndex && m.SnapshotDue(g.applied-g.snapIndex) {

@@ -230,6 +230,89 @@ func TestProposalDeadline(t *testing.T) {
 	}
 }
 
+// resendFixture is a member of a group of three whose Raft knows no
+// leader (so what it proposes again waits in held, in the order it was
+// sent), with waiters numbered 1 to 3 and one held proposal numbered 4.
+func resendFixture(t *testing.T) (*Groups, *Group) {
+	t.Helper()
+	st := raft.NewMemoryStorage()
+	if err := st.ApplySnapshot(&raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1),
+		ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	rn, err := raft.NewRawNode(&raft.Config{ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: memLog{st}, Applied: 1,
+		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 8, Logger: raftLogger{zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newGroups(1, zerolog.Nop())
+	g := &Group{id: 5, host: h, rn: rn, applied: 1, lead: 2, term: 1, waiters: map[uint64]*proposal{},
+		cfg: GroupConfig{Machine: &groupJournal{}}}
+	for seq := uint64(1); seq <= 3; seq++ {
+		g.waiters[seq] = &proposal{seq: seq, cmd: []byte("x"), deadline: time.Now().Add(time.Minute), done: func(uint64, error) {}}
+	}
+	g.held = []*proposal{{seq: 4, cmd: []byte("x"), deadline: time.Now().Add(time.Minute), done: func(uint64, error) {}}}
+	return h, g
+}
+
+func heldSeqs(g *Group) []uint64 {
+	var out []uint64
+	for _, p := range g.held {
+		out = append(out, p.seq)
+	}
+	return out
+}
+
+// Whatever was handed over before a change of leader, or of term with
+// the same leader (its node restarted and was elected again, or this
+// member was cut off and forgot it), is sent again, and what was held
+// for want of a leader after it: in the order of their numbers, so a
+// publisher's messages keep their order.
+func TestLeaderChangeSendsEverythingAgainInOrder(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		lead, term uint64
+	}{
+		{"another leader", 3, 2},
+		{"the same leader in a new term", 2, 2},
+		{"the same leader, found again", 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, g := resendFixture(t)
+			if c.lead == g.lead && c.term == g.term {
+				g.lead = raft.None // it had lost its leader meanwhile
+			}
+			rd := raft.Ready{SoftState: &raft.SoftState{Lead: c.lead}, HardState: &raftpb.HardState{Term: proto.Uint64(c.term), Commit: proto.Uint64(1)}}
+			if err := g.ready(rd); err != nil {
+				t.Fatal(err)
+			}
+			g.proposeAgain()
+			if len(g.waiters) != 0 {
+				t.Fatalf("%d proposals still waiting on the old leader", len(g.waiters))
+			}
+			if got := heldSeqs(g); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+				t.Fatalf("sent again in the order %v", got)
+			}
+		})
+	}
+}
+
+// At the deadline of one proposal, those sent after it go again with it,
+// behind it: at their own deadlines, what the proposer sent once the
+// first was answered would overtake them.
+func TestProposalDeadlineSendsTheLaterOnesAgainToo(t *testing.T) {
+	h, g := resendFixture(t)
+	g.held = nil
+	g.waiters[2].deadline = time.Now().Add(-time.Second)
+	h.tick(map[uint64]*Group{5: g}, map[*Group]bool{})
+	if got := heldSeqs(g); !slices.Equal(got, []uint64{2, 3}) {
+		t.Fatalf("sent again %v, want [2 3]", got)
+	}
+	if _, ok := g.waiters[1]; !ok {
+		t.Fatal("the one sent before, not due, was sent again")
+	}
+}
+
 // A proposal on its way to a new leader (after a leader change) whose
 // first copy the old leader had committed is answered when that copy is
 // applied, and its second copy, skipped, makes nothing more of it.
