@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/tests/losscheck"
@@ -125,13 +128,7 @@ func (c *faultCluster) byName(name string) *proxiedNode {
 // long a pause or a partition lasts (10s by default).
 func TestClusterFaults(t *testing.T) {
 	skipReference(t)
-	rounds, hold := 1, 10*time.Second
-	if s := os.Getenv("WARREN_FAULT_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
-	if s := os.Getenv("WARREN_FAULT_HOLD"); s != "" {
-		hold, _ = time.ParseDuration(s)
-	}
+	rounds, hold := faultSettings()
 	c := &faultCluster{nodes: proxiedCluster(t, 3)}
 	const queue = "qq-faults"
 	_, ch := c.nodes[0].dial(t)
@@ -147,6 +144,121 @@ func TestClusterFaults(t *testing.T) {
 		go func() { defer wg.Done(); check.Publish("p"+n.name, queue, 20, c.url(n.name), stop) }()
 		go func() { defer wg.Done(); check.Consume("c"+n.name, queue, 20, c.url(n.name), stopConsumers) }()
 	}
+	faultRounds(t, c, check, queue, rounds, hold)
+	close(stop)
+	waitUntil(t, "every confirmed message delivered", check.Drained)
+	time.Sleep(losscheck.Settle) // time for a wrong redelivery to show
+	close(stopConsumers)
+	wg.Wait()
+	failOnProblems(t, check)
+}
+
+// failOnProblems logs the checker's report and fails on any problem, with
+// the whole story of the messages the first problems name.
+func failOnProblems(t *testing.T, check *losscheck.Checker) {
+	t.Helper()
+	r := check.Report()
+	t.Logf("%s", r)
+	if r.OK() {
+		return
+	}
+	for _, p := range r.Problems[:min(3, len(r.Problems))] {
+		for _, w := range strings.Fields(p) {
+			if strings.HasPrefix(w, "pn") && strings.Count(w, "-") == 2 {
+				t.Log(check.History(strings.TrimRight(w, ",;")))
+			}
+		}
+	}
+	t.Fatal(r)
+}
+
+// TestClusterStreamFaults runs the fault rounds on a stream, with
+// publishers through every node: afterwards every node holds the same
+// log at dense offsets, with every confirmed message once and each
+// publisher's messages in the order it sent them.
+func TestClusterStreamFaults(t *testing.T) {
+	skipReference(t)
+	rounds, hold := faultSettings()
+	c := &faultCluster{nodes: proxiedCluster(t, 3)}
+	const stream = "stream-faults"
+	args := amqp.Table{"x-queue-type": "stream"}
+	_, ch := c.nodes[0].dial(t)
+	if _, err := ch.QueueDeclare(stream, true, false, false, false, args); err != nil {
+		t.Fatal(err)
+	}
+	check := losscheck.New()
+	check.NameNodes(c.nameOf)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); check.Publish("p"+n.name, stream, 20, c.url(n.name), stop) }()
+	}
+	faultRounds(t, c, check, stream, rounds, hold)
+	close(stop)
+	wg.Wait()
+	// Every member has applied the same log once they agree on its length.
+	var length int
+	counts := map[string]int{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("messages by node: %v", counts)
+		}
+	}()
+	poll.Until(t, 30*time.Second, "every node counting the same messages", func() bool {
+		clear(counts)
+		lengths := map[int]bool{}
+		for _, n := range c.nodes {
+			code, body := adminGet(t, "http://"+n.admin+"/api/queues/%2F/"+stream, "guest", "guest")
+			var q struct {
+				Messages *int `json:"messages"`
+			}
+			if code != 200 || json.Unmarshal([]byte(body), &q) != nil || q.Messages == nil {
+				return false
+			}
+			counts[n.name] = *q.Messages
+			lengths[*q.Messages] = true
+			length = *q.Messages
+		}
+		return len(lengths) == 1
+	})
+	var first []string
+	for _, n := range c.nodes {
+		_, ch := n.dial(t)
+		log := readStreamOn(t, ch, n.name+": "+stream, stream, length) // offsets dense
+		if first == nil {
+			first = log
+			for _, body := range log {
+				check.Read("reader", n.name, body)
+			}
+			continue
+		}
+		sameLog(t, c.nodes[0].name+" and "+n.name, first, log)
+	}
+	t.Logf("%d messages in the stream, the same on every node", length)
+	failOnProblems(t, check)
+}
+
+// faultSettings reads WARREN_FAULT_ROUNDS (1 by default) and
+// WARREN_FAULT_HOLD (10s by default).
+func faultSettings() (rounds int, hold time.Duration) {
+	rounds, hold = 1, 10*time.Second
+	if s := os.Getenv("WARREN_FAULT_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	if s := os.Getenv("WARREN_FAULT_HOLD"); s != "" {
+		hold, _ = time.ParseDuration(s)
+	}
+	return rounds, hold
+}
+
+// faultRounds runs the fault rounds on queue, whose publishers are named
+// "p" and their node's name: each round kills its leader (2 s), pauses it,
+// cuts it off, and cuts off a follower (hold each), recording every fault
+// in check; before each and after the last, every node's publisher must
+// have 100 more confirms.
+func faultRounds(t *testing.T, c *faultCluster, check *losscheck.Checker, queue string, rounds int, hold time.Duration) {
+	t.Helper()
 	leader := func() *proxiedNode {
 		var name string
 		waitUntil(t, "a leader of "+queue, func() bool {
@@ -219,24 +331,6 @@ func TestClusterFaults(t *testing.T) {
 		fault(follower, "partition", func() { isolate(c.nodes, follower, true) }, hold, func() { isolate(c.nodes, follower, false) })
 	}
 	progress("after the faults")
-	close(stop)
-	waitUntil(t, "every confirmed message delivered", check.Drained)
-	time.Sleep(losscheck.Settle) // time for a wrong redelivery to show
-	close(stopConsumers)
-	wg.Wait()
-	r := check.Report()
-	t.Logf("%s", r)
-	if len(r.Lost) > 0 || len(r.Problems) > 0 {
-		// The messages the first problems name, whole.
-		for _, p := range r.Problems[:min(3, len(r.Problems))] {
-			for _, w := range strings.Fields(p) {
-				if strings.HasPrefix(w, "pn") && strings.Count(w, "-") == 2 {
-					t.Log(check.History(strings.TrimRight(w, ",;")))
-				}
-			}
-		}
-		t.Fatal(r)
-	}
 }
 
 // TestClusterFaultsSeeEarlyConfirms checks the checker with a build that

@@ -186,6 +186,11 @@ func (c *Checker) delivered(consumer, node, body string, redelivered bool) {
 	c.deliveries[body] = append(c.deliveries[body], delivery{consumer, node, redelivered, time.Now(), c.arrivals})
 }
 
+// Read records a message read from a log (a stream) by reader through
+// node: a delivery, not flagged redelivered, so a message read twice is
+// reported as delivered as new again.
+func (c *Checker) Read(reader, node, body string) { c.delivered(reader, node, body, false) }
+
 func (c *Checker) acked(consumer, node, body string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
