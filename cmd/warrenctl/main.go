@@ -91,6 +91,23 @@ type opts struct {
 	args                                []string
 }
 
+// boolFlag is the switch a flag name sets; nil when it is not one.
+func (o *opts) boolFlag(name string) *bool {
+	switch name {
+	case "force":
+		return &o.force
+	case "if-empty":
+		return &o.ifEmpty
+	case "if-unused":
+		return &o.ifUnused
+	case "q", "quiet":
+		return &o.quiet
+	case "s", "silent":
+		return &o.silent
+	}
+	return nil
+}
+
 func parse(argv []string) (*opts, error) {
 	o := &opts{
 		url: envOr("WARRENCTL_URL", "http://127.0.0.1:15672"), user: envOr("WARRENCTL_USER", "guest"),
@@ -107,21 +124,16 @@ func parse(argv []string) (*opts, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "force":
-			o.force = true
-			continue
-		case "if-empty":
-			o.ifEmpty = true
-			continue
-		case "if-unused":
-			o.ifUnused = true
-			continue
-		case "q", "quiet":
-			o.quiet = true
-			continue
-		case "s", "silent":
-			o.silent = true
+		if b := o.boolFlag(name); b != nil {
+			// A switch: on alone, or as its value says (--force=false).
+			*b = true
+			if hasValue {
+				v, err := strconv.ParseBool(value)
+				if err != nil {
+					return nil, fmt.Errorf("flag %s: %q is not true or false", a, value)
+				}
+				*b = v
+			}
 			continue
 		}
 		if name == "h" || name == "help" {

@@ -582,3 +582,30 @@ func TestRefusesNamesThatLie(t *testing.T) {
 		t.Fatal("the queue was declared")
 	}
 }
+
+// A switch is on alone, and as its value says: --force=false is off, as
+// rabbitmqctl reads it; a value that is not a boolean is refused.
+func TestSwitchesTakeAValue(t *testing.T) {
+	type switches struct{ force, ifEmpty, ifUnused, quiet, silent bool }
+	for _, c := range []struct {
+		argv []string
+		want switches
+	}{
+		{[]string{"--force", "x"}, switches{force: true}},
+		{[]string{"--force=false", "x"}, switches{}},
+		{[]string{"--if-empty=false", "--if-unused=true", "x"}, switches{ifUnused: true}},
+		{[]string{"-q=false", "-s", "x"}, switches{silent: true}},
+		{[]string{"--quiet=1", "x"}, switches{quiet: true}},
+	} {
+		o, err := parse(c.argv)
+		if err != nil {
+			t.Fatalf("%v: %v", c.argv, err)
+		}
+		if got := (switches{o.force, o.ifEmpty, o.ifUnused, o.quiet, o.silent}); got != c.want {
+			t.Fatalf("%v: %+v, want %+v", c.argv, got, c.want)
+		}
+	}
+	if _, err := parse([]string{"--force=maybe", "x"}); err == nil || !strings.Contains(err.Error(), "--force=maybe") {
+		t.Fatalf("--force=maybe: %v", err)
+	}
+}
