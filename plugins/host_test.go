@@ -15,6 +15,8 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 func TestLoadDescribes(t *testing.T) {
@@ -400,9 +402,7 @@ func TestLoopDoesNotStopTheWorld(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the call runs, then collect garbage under it.
-	for callsRunning(h) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, "the call running", func() bool { return callsRunning(h) > 0 })
 	runtime.GC()
 	select {
 	case err := <-done:

@@ -23,6 +23,8 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 func newBroker(t *testing.T, tweak ...func(*config.Config)) (*broker.Broker, string) {
@@ -408,11 +410,7 @@ func TestObjectVerbs(t *testing.T) {
 	if _, err := ctl(t, url, "close_connection", "nobody", "x"); err == nil {
 		t.Fatal("closing a connection that does not exist succeeded")
 	}
-	start := time.Now()
-	for len(b.Server().Connections()) > 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Logf("connection gone after %v", time.Since(start))
+	poll.Until(t, 10*time.Second, "the connection gone", func() bool { return len(b.Server().Connections()) == 0 })
 }
 
 // list_queues shows a quorum queue's type, leader, members and online

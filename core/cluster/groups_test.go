@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/warrenmq/warren/storage"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // groupJournal is a journal that is a GroupMachine: it snapshots every
@@ -319,9 +321,7 @@ func TestGroupLeaderDiesFast(t *testing.T) {
 		}
 		members[ni] = g
 	}
-	for !machines[0].leads() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, "the first member leading", machines[0].leads)
 	if _, err := proposeTo(members[1], "before"); err != nil {
 		t.Fatal(err)
 	}
