@@ -15,10 +15,22 @@
 // a member that is heard from but does not apply a change within
 // Config.SeenWithin (5 s) is waited for no longer, and is logged and
 // counted (Member.Unseen). A member whose process is known gone (its
-// address refuses connections) is not waited for at all. Reads are served locally, from what the node has applied;
-// Barrier (Raft's read index, which writes nothing) first brings the node
+// address refuses connections) is not waited for at all. Reads are
+// served locally, from what the node has applied; Barrier (Raft's read index, which writes nothing) first brings the node
 // up to what the leader had committed, for a read that must see a change
 // made through another node a moment ago.
+//
+// # Small groups
+//
+// Beside the metadata group, every quorum queue and every replicated
+// stream is a Raft group of its own, of the nodes that hold it (Groups,
+// groups.go): thousands of RawNodes on one loop per node, whose messages
+// share the metadata group's connections. Their proposals are tagged
+// with their proposer and applied once however often a leader change
+// makes it send them (proposals.go); a member that restarted, restored a
+// snapshot or saw a new leader tells its machine it is not current until
+// it has applied what the leader had committed (resync.go), so a queue
+// hands its consumers only what is current.
 //
 // # Forming a cluster
 //
@@ -117,9 +129,11 @@
 // Beside Raft, nodes call each other (Node.Call, SetCallHandler;
 // calls.go): a request and its answer, many at once on one connection per
 // pair of nodes, kept apart from Raft's so that neither waits behind the
-// other. They are the data plane the broker's forwarding between nodes is
-// to be built on; a call broken by a failed link may or may not have been
-// acted on (ErrCallBroken), which the caller must allow for.
+// other. They carry the broker's data plane between nodes: publishes
+// forwarded to a queue's home, a remote consumer's credit and
+// deliveries, a stream replica's copies. A call broken by a failed link
+// may or may not have been acted on (ErrCallBroken), which the caller
+// must allow for.
 //
 // # Invariants
 //

@@ -54,10 +54,12 @@ import (
 // PreVote and CheckQuorum, as the metadata group: the minority side of a
 // partition knows it cannot commit.
 //
-// A proposal is answered when it is applied on this node. One handed to
-// a leader that another replaced is handed to the new one, and applied
-// once whichever copy is committed (proposals.go): a leader change costs
-// a publisher a delay, not a nack. One with no answer after
+// A proposal is answered when it is applied on this node. When the
+// leader or its term changes, every proposal still waiting is handed to
+// the leader again, with those held for want of one, in the order they
+// were made, and applied once whichever copy is committed (proposals.go):
+// a leader change costs a publisher a delay, not a nack, and keeps its
+// messages in order. One with no answer after
 // proposeTimeout is answered ErrNoQuorum, and a publisher gets a nack,
 // if the member then knows no leader (it is cut off from a majority, and
 // has been for an election timeout); with a leader it waits on, or goes
