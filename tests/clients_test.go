@@ -25,11 +25,11 @@ func TestPikaSeedScenario(t *testing.T) {
 func TestAmqplib(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		skipFor(t, "amqplib", "node is not installed")
 	}
 	modules, _ := filepath.Abs("clients/node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "amqplib")); err != nil {
-		t.Skip("amqplib is not installed (npm install --prefix tests/clients amqplib@0.10)")
+		skipFor(t, "amqplib", "amqplib is not installed (npm install --prefix tests/clients amqplib@0.10)")
 	}
 	s := start(t)
 	cmd := exec.Command(node, "clients/amqplib_check.js", port(s))
@@ -52,7 +52,7 @@ func findPython(t *testing.T) string {
 			return path
 		}
 	}
-	t.Skip("no python3 with pika (apt-get install python3-pika)")
+	skipFor(t, "pika", "no python3 with pika (apt-get install python3-pika)")
 	return ""
 }
 

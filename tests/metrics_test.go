@@ -95,6 +95,9 @@ func TestPrometheusMetrics(t *testing.T) {
 		promtool, err = p, nil
 	}
 	if err != nil {
+		if required("promtool") {
+			t.Fatal("promtool not found, and WARREN_REQUIRE names it")
+		}
 		t.Log("promtool not installed (Debian's prometheus package, or PROMTOOL=path): the scrape was checked by client_golang's parser only")
 		return
 	}

@@ -26,7 +26,7 @@ func rabbitmqadminPath(t *testing.T) string {
 	if p, err := exec.LookPath("rabbitmqadmin"); err == nil {
 		return p
 	}
-	t.Skip("rabbitmqadmin not found (RABBITMQADMIN=path, or Debian's rabbitmq-server package; .ci/run fetches it)")
+	skipFor(t, "rabbitmqadmin", "rabbitmqadmin not found (RABBITMQADMIN=path, or Debian's rabbitmq-server package; .ci/run fetches it)")
 	return ""
 }
 
@@ -40,7 +40,7 @@ func TestRabbitmqadmin(t *testing.T) {
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		if python, err = exec.LookPath("python3"); err != nil {
-			t.Skip("python3 not found: rabbitmqadmin is a Python script")
+			skipFor(t, "rabbitmqadmin", "python3 not found: rabbitmqadmin is a Python script")
 		}
 	}
 	s := startWarren(t, func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" })

@@ -92,7 +92,7 @@ func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a %s tmpfs to fill (needs root): %v %s", size, err, bytes.TrimSpace(out))
+		skipFor(t, "tmpfs", "cannot mount a %s tmpfs to fill (needs root): %v %s", size, err, bytes.TrimSpace(out))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

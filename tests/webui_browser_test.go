@@ -54,7 +54,7 @@ func startBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe, why := findChrome()
 	if exe == "" {
-		t.Skip(why)
+		skipFor(t, "chromium", "%s", why)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -96,7 +96,7 @@ func startBrowser(t *testing.T) *browser {
 		cancelAlloc()
 	})
 	if err := chromedp.Do(ctx); err != nil {
-		t.Skipf("chromium at %s does not start: %v", exe, err)
+		skipFor(t, "chromium", "chromium at %s does not start: %v", exe, err)
 	}
 	b.ctx = ctx
 	return b
