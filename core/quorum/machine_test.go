@@ -6,93 +6,93 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warrenmq/warren/internal/datadriven"
+	"github.com/cockroachdb/datadriven"
 )
 
-// TestMachine runs the data-driven cases in testdata: each file is one
-// queue's life, a command per entry, and the effects it asked for.
+// TestMachine runs the data-driven cases in testdata
+// (github.com/cockroachdb/datadriven; -rewrite rewrites their expected
+// output): each file is one queue's life, a command per entry, and the
+// effects it asked for.
 //
 //	config maxlen=N maxbytes=N overflow=reject-publish limit=N dlx sac at-least-once [live]
-//	dead-lettered ids=1,2
+//	dead-lettered ids=(1, 2)
 //	enqueue id=N [size=N] [expires=MS]
-//	checkout C [credit=N] [noack]
+//	checkout C [credit=N] [noack] [priority=N]
 //	get C [noack]
-//	settle C ack|requeue|discard ids=1,2
+//	settle C ack|requeue|discard ids=(1, 2)
 //	cancel C | down C | expire now=MS | purge | state
 //	suspect node=HEX | resume C...
 func TestMachine(t *testing.T) {
-	for _, path := range []string{"testdata/fifo.dd", "testdata/limits.dd", "testdata/priority.dd", "testdata/suspect.dd"} {
-		t.Run(path, func(t *testing.T) {
-			m := New(DefaultConfig())
-			datadriven.Run(t, path, func(c *datadriven.Case) string {
-				var effects []Effect
-				name := ""
-				if len(c.Fields) > 0 {
-					name = c.Fields[0]
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		m := New(DefaultConfig())
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			var effects []Effect
+			name := ""
+			if len(d.CmdArgs) > 0 {
+				name = d.CmdArgs[0].Key
+			}
+			switch d.Cmd {
+			case "config":
+				cfg := DefaultConfig()
+				cfg.MaxLength = argOr(t, d, "maxlen", int64(Unlimited))
+				cfg.MaxBytes = argOr(t, d, "maxbytes", int64(Unlimited))
+				cfg.DeliveryLimit = argOr(t, d, "limit", int64(Unlimited))
+				if argOr(t, d, "overflow", "") == "reject-publish" {
+					cfg.Overflow = RejectPublish
 				}
-				switch c.Cmd {
-				case "config":
-					cfg := DefaultConfig()
-					cfg.MaxLength = c.Args.I64(t, "maxlen", Unlimited)
-					cfg.MaxBytes = c.Args.I64(t, "maxbytes", Unlimited)
-					cfg.DeliveryLimit = c.Args.I64(t, "limit", Unlimited)
-					if c.Args.Str("overflow", "") == "reject-publish" {
-						cfg.Overflow = RejectPublish
-					}
-					cfg.DeadLetter, cfg.SingleActive, cfg.AtLeastOnce = c.Args.Has("dlx"), c.Args.Has("sac"), c.Args.Has("at-least-once")
-					if c.Args.Has("live") {
-						effects = m.Configure(cfg) // a policy changed: the state stays
-						break
-					}
-					m = New(cfg)
-					return "ok"
-				case "enqueue":
-					effects = m.Enqueue(Msg{ID: c.Args.U64(t, "id", 0), Size: c.Args.I64(t, "size", 1), ExpiresAt: c.Args.I64(t, "expires", 0)})
-				case "checkout":
-					effects = m.Checkout(ConsumerID(name), int(c.Args.I64(t, "credit", 0)), c.Args.Has("noack"), int(c.Args.I64(t, "priority", 0)))
-				case "get":
-					effects = m.Get(ConsumerID(name), c.Args.Has("noack"))
-				case "settle":
-					how := map[string]How{"ack": Ack, "requeue": Requeue, "discard": Discard}[c.Fields[1]]
-					effects = m.Settle(ConsumerID(name), how, idsOf(t, c))
-				case "dead-lettered":
-					effects = m.DeadLettered(idsOf(t, c))
-				case "cancel":
-					effects = m.Cancel(ConsumerID(name))
-				case "down":
-					effects = m.Down(ConsumerID(name))
-				case "suspect":
-					node, err := strconv.ParseUint(c.Args.Str("node", ""), 16, 64)
-					if err != nil {
-						t.Fatalf("line %d: node: %v", c.Line, err)
-					}
-					effects = m.Suspect(node)
-				case "resume":
-					ids := make([]ConsumerID, len(c.Fields))
-					for i, f := range c.Fields {
-						ids[i] = ConsumerID(f)
-					}
-					effects = m.Resume(ids)
-				case "expire":
-					effects = m.Expire(c.Args.I64(t, "now", 0))
-				case "purge":
-					return strconv.Itoa(m.Purge())
-				case "state":
-					return m.String()
-				default:
-					t.Fatalf("line %d: unknown command %q", c.Line, c.Cmd)
+				cfg.DeadLetter, cfg.SingleActive, cfg.AtLeastOnce = d.HasArg("dlx"), d.HasArg("sac"), d.HasArg("at-least-once")
+				if d.HasArg("live") {
+					effects = m.Configure(cfg) // a policy changed: the state stays
+					break
 				}
-				if len(effects) == 0 {
-					return "(nothing)"
+				m = New(cfg)
+				return "ok"
+			case "enqueue":
+				effects = m.Enqueue(Msg{ID: argOr(t, d, "id", uint64(0)), Size: argOr(t, d, "size", int64(1)), ExpiresAt: argOr(t, d, "expires", int64(0))})
+			case "checkout":
+				effects = m.Checkout(ConsumerID(name), argOr(t, d, "credit", 0), d.HasArg("noack"), argOr(t, d, "priority", 0))
+			case "get":
+				effects = m.Get(ConsumerID(name), d.HasArg("noack"))
+			case "settle":
+				how := map[string]How{"ack": Ack, "requeue": Requeue, "discard": Discard}[d.CmdArgs[1].Key]
+				effects = m.Settle(ConsumerID(name), how, idsOf(t, d))
+			case "dead-lettered":
+				effects = m.DeadLettered(idsOf(t, d))
+			case "cancel":
+				effects = m.Cancel(ConsumerID(name))
+			case "down":
+				effects = m.Down(ConsumerID(name))
+			case "suspect":
+				node, err := strconv.ParseUint(argOr(t, d, "node", ""), 16, 64)
+				if err != nil {
+					d.Fatalf(t, "node: %v", err)
 				}
-				lines := make([]string, len(effects))
-				for i, e := range effects {
-					lines[i] = e.String()
+				effects = m.Suspect(node)
+			case "resume":
+				ids := make([]ConsumerID, len(d.CmdArgs))
+				for i, a := range d.CmdArgs {
+					ids[i] = ConsumerID(a.Key)
 				}
-				return strings.Join(lines, "\n")
-			})
+				effects = m.Resume(ids)
+			case "expire":
+				effects = m.Expire(argOr(t, d, "now", int64(0)))
+			case "purge":
+				return strconv.Itoa(m.Purge())
+			case "state":
+				return m.String()
+			default:
+				d.Fatalf(t, "unknown command %q", d.Cmd)
+			}
+			if len(effects) == 0 {
+				return "(nothing)"
+			}
+			lines := make([]string, len(effects))
+			for i, e := range effects {
+				lines[i] = e.String()
+			}
+			return strings.Join(lines, "\n")
 		})
-	}
+	})
 }
 
 // TestMachineKeepsEveryMessageOnce applies random entries and checks the
@@ -190,15 +190,18 @@ func TestMachineKeepsEveryMessageOnce(t *testing.T) {
 	}
 }
 
-// idsOf reads a command's ids=1,2,3.
-func idsOf(t *testing.T, c *datadriven.Case) []uint64 {
+// idsOf reads a command's ids=(1, 2, 3).
+func idsOf(t *testing.T, d *datadriven.TestData) []uint64 {
+	t.Helper()
 	var ids []uint64
-	for _, s := range strings.Split(c.Args.Str("ids", ""), ",") {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("line %d: bad id %q", c.Line, s)
-		}
-		ids = append(ids, n)
-	}
+	d.ScanArgs(t, "ids", &ids)
 	return ids
+}
+
+// argOr returns the value of d's argument key scanned into a T, or def
+// when d has no such argument.
+func argOr[T any](t testing.TB, d *datadriven.TestData, key string, def T) T {
+	t.Helper()
+	d.MaybeScanArgs(t, key, &def)
+	return def
 }
