@@ -2,23 +2,24 @@ package vhost
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
-	"github.com/warrenmq/warren/internal/datadriven"
 	"github.com/warrenmq/warren/protocol"
 )
 
 // TestDataDriven runs the topologies in testdata/*.dd against a vhost,
-// with and without a store. The commands:
+// with and without a store (github.com/cockroachdb/datadriven; -rewrite
+// rewrites their expected output). The commands:
 //
 //	exchange NAME TYPE [ae=X] [autodelete] [internal]
 //	queue NAME [ttl=MS] [maxlen=N] [overflow=O] [dlx=X] [dlk=KEY]
@@ -26,7 +27,7 @@ import (
 //	bind SRC QUEUE [key=K] [h.NAME=VALUE ...]   (h.* are binding arguments)
 //	bind-x SRC DEST [key=K]                     (exchange to exchange)
 //	unbind SRC QUEUE [key=K]
-//	publish X [key=K] [body=B] [cc=K,K] [bcc=K,K] [h.NAME=VALUE ...]
+//	publish X [key=K] [body=B] [cc=(K, K)] [bcc=(K, K)] [h.NAME=VALUE ...]
 //	        [expiration=MS] [priority=N]
 //	                                            ("" names the default exchange)
 //	ready                                       ready messages per queue
@@ -36,33 +37,30 @@ import (
 //	delete-exchange X / delete-queue Q
 //	policy NAME PATTERN APPLY-TO KEY=VALUE...   / clear-policy NAME
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.dd")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata: %v", err)
-	}
-	for _, f := range files {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		for _, durable := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/durable=%v", filepath.Base(f), durable), func(t *testing.T) {
+			t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
 				v := newTestVHost(t, durable)
-				datadriven.Run(t, f, func(c *datadriven.Case) string {
+				datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 					var out string
-					within(t, c.Raw, func() { out = runCommand(t, v, c) })
+					within(t, d.Pos+": "+d.FullCmd(), func() { out = runCommand(t, v, d) })
 					return out
 				})
 			})
 		}
-	}
+	})
 }
 
-func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
+func runCommand(t *testing.T, v *VHost, d *datadriven.TestData) string {
+	// name returns the command's i-th argument, a bare word.
 	name := func(i int) string {
-		if i >= len(c.Fields) || strings.Contains(c.Fields[i], "=") {
-			t.Fatalf("line %d: %s needs %d names", c.Line, c.Cmd, i+1)
+		if i >= len(d.CmdArgs) || d.CmdArgs[i].Vals != nil {
+			d.Fatalf(t, "%s needs %d names", d.Cmd, i+1)
 		}
-		if c.Fields[i] == `""` {
+		if d.CmdArgs[i].Key == `""` {
 			return "" // the default exchange
 		}
-		return c.Fields[i]
+		return d.CmdArgs[i].Key
 	}
 	answer := func(err error) string {
 		if err != nil {
@@ -70,40 +68,43 @@ func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
 		}
 		return "ok"
 	}
-	switch c.Cmd {
+	switch d.Cmd {
 	case "exchange":
 		args := protocol.Table{}
-		if c.Args.Has("ae") {
-			args["alternate-exchange"] = c.Args["ae"]
+		var ae string
+		if d.MaybeScanArgs(t, "ae", &ae) {
+			args["alternate-exchange"] = ae
 		}
 		_, err := v.DeclareExchange(exchange.Definition{Name: name(0), Type: name(1), Durable: true,
-			AutoDelete: c.Args.Has("autodelete"), Internal: c.Args.Has("internal"), Args: args}, false)
+			AutoDelete: d.HasArg("autodelete"), Internal: d.HasArg("internal"), Args: args}, false)
 		return answer(err)
 	case "queue":
 		args := protocol.Table{}
 		for key, arg := range map[string]string{"ttl": "x-message-ttl", "maxlen": "x-max-length", "limit": "x-delivery-limit", "prio": "x-max-priority"} {
-			if c.Args.Has(key) {
-				args[arg] = int32(c.Args.I64(t, key, 0))
+			var n int64
+			if d.MaybeScanArgs(t, key, &n) {
+				args[arg] = int32(n)
 			}
 		}
 		for key, arg := range map[string]string{"overflow": "x-overflow", "dlx": "x-dead-letter-exchange", "dlk": "x-dead-letter-routing-key"} {
-			if c.Args.Has(key) {
-				args[arg] = strings.Trim(c.Args[key], `"`) // dlx="" is the default exchange
+			var s string
+			if d.MaybeScanArgs(t, key, &s) {
+				args[arg] = strings.Trim(s, `"`) // dlx="" is the default exchange
 			}
 		}
 		_, _, err := v.DeclareQueue(QueueDef{Name: name(0), Durable: true, Args: args}, false)
 		return answer(err)
 	case "bind", "bind-x", "unbind":
 		dest := exchange.Destination{Kind: exchange.ToQueue, Name: name(1)}
-		if c.Cmd == "bind-x" {
+		if d.Cmd == "bind-x" {
 			dest.Kind = exchange.ToExchange
 		}
-		if c.Cmd == "unbind" {
-			return answer(v.Unbind(name(0), dest, c.Args["key"], headerArgs(c.Args), nil))
+		if d.Cmd == "unbind" {
+			return answer(v.Unbind(name(0), dest, argOr(t, d, "key", ""), headerArgs(t, d), nil))
 		}
-		return answer(v.Bind(name(0), dest, c.Args["key"], headerArgs(c.Args), nil))
+		return answer(v.Bind(name(0), dest, argOr(t, d, "key", ""), headerArgs(t, d), nil))
 	case "publish":
-		return publishCommand(t, v, c, name(0))
+		return publishCommand(t, v, d, name(0))
 	case "ready":
 		var lines []string
 		for _, q := range v.Queues() {
@@ -123,11 +124,11 @@ func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
 		}
 		var lines []string
 		for {
-			d, _, ok := q.Get(true)
+			got, _, ok := q.Get(true)
 			if !ok {
 				break
 			}
-			lines = append(lines, describeMessage(d.Entry.Msg))
+			lines = append(lines, describeMessage(got.Entry.Msg))
 		}
 		if len(lines) == 0 {
 			return "empty"
@@ -138,16 +139,16 @@ func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
 		if err != nil {
 			return err.Error()
 		}
-		d, _, ok := q.Get(false)
+		got, _, ok := q.Get(false)
 		if !ok {
 			return "empty"
 		}
-		if c.Args.Has("requeue") {
-			q.Requeue([]queue.Entry{d.Entry})
+		if d.HasArg("requeue") {
+			q.Requeue([]queue.Entry{got.Entry})
 		} else {
-			q.Reject([]queue.Entry{d.Entry})
+			q.Reject([]queue.Entry{got.Entry})
 		}
-		return describeMessage(d.Entry.Msg)
+		return describeMessage(got.Entry.Msg)
 	case "delete-exchange":
 		return answer(v.DeleteExchange(name(0), false))
 	case "delete-queue":
@@ -158,12 +159,12 @@ func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
 		return fmt.Sprintf("deleted with %d ready", n)
 	case "policy":
 		def := protocol.Table{}
-		for _, f := range c.Fields[3:] {
-			k, val, _ := strings.Cut(f, "=")
+		for _, a := range d.CmdArgs[min(3, len(d.CmdArgs)):] {
+			val := a.SingleVal(t)
 			if n, err := strconv.ParseInt(val, 10, 64); err == nil {
-				def[k] = float64(n) // as JSON brings it
+				def[a.Key] = float64(n) // as JSON brings it
 			} else {
-				def[k] = val
+				def[a.Key] = val
 			}
 		}
 		p, err := policy.New(name(0), name(1), policy.ApplyTo(name(2)), 0, def)
@@ -174,63 +175,71 @@ func runCommand(t *testing.T, v *VHost, c *datadriven.Case) string {
 	case "clear-policy":
 		return answer(v.DeletePolicy(name(0)))
 	}
-	t.Fatalf("line %d: unknown command %q", c.Line, c.Cmd)
+	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
 }
 
-// headerArgs collects h.NAME=VALUE arguments into a table.
-func headerArgs(a datadriven.Args) protocol.Table {
-	var t protocol.Table
-	for k, v := range a {
-		if name, ok := strings.CutPrefix(k, "h."); ok {
-			if t == nil {
-				t = protocol.Table{}
+// headerArgs collects d's h.NAME=VALUE arguments into a table.
+func headerArgs(t *testing.T, d *datadriven.TestData) protocol.Table {
+	var h protocol.Table
+	for _, a := range d.CmdArgs {
+		if name, ok := strings.CutPrefix(a.Key, "h."); ok {
+			if h == nil {
+				h = protocol.Table{}
 			}
-			t[name] = v
+			h[name] = a.SingleVal(t)
 		}
 	}
-	return t
+	return h
 }
 
-func publishCommand(t *testing.T, v *VHost, c *datadriven.Case, exchangeName string) string {
+// argOr returns the value of d's argument key scanned into a T, or def
+// when d has no such argument.
+func argOr[T any](t testing.TB, d *datadriven.TestData, key string, def T) T {
+	t.Helper()
+	d.MaybeScanArgs(t, key, &def)
+	return def
+}
+
+func publishCommand(t *testing.T, v *VHost, d *datadriven.TestData, exchangeName string) string {
 	x, err := v.Exchange(exchangeName)
 	if err != nil {
 		return err.Error()
 	}
-	p := protocol.Properties{Headers: headerArgs(c.Args)}
-	split := func(s string) []any {
-		var out []any
-		for _, k := range strings.Split(s, ",") {
-			out = append(out, k)
+	p := protocol.Properties{Headers: headerArgs(t, d)}
+	// keys puts the routing keys of arg, cc=(a, b), in header as an array.
+	keys := func(arg, header string) {
+		var ks []string
+		if !d.MaybeScanArgs(t, arg, &ks) {
+			return
 		}
-		return out
-	}
-	if c.Args.Has("cc") || c.Args.Has("bcc") {
 		if p.Headers == nil {
 			p.Headers = protocol.Table{}
 		}
-		if c.Args.Has("cc") {
-			p.Headers["CC"] = split(c.Args["cc"])
+		out := make([]any, len(ks))
+		for i, k := range ks {
+			out[i] = k
 		}
-		if c.Args.Has("bcc") {
-			p.Headers["BCC"] = split(c.Args["bcc"])
-		}
+		p.Headers[header] = out
 	}
+	keys("cc", "CC")
+	keys("bcc", "BCC")
 	if p.Headers != nil {
 		p.Flags |= protocol.FlagHeaders
 	}
-	if c.Args.Has("expiration") {
-		p.Expiration, p.Flags = c.Args["expiration"], p.Flags|protocol.FlagExpiration
+	if d.MaybeScanArgs(t, "expiration", &p.Expiration) {
+		p.Flags |= protocol.FlagExpiration
 	}
-	if c.Args.Has("priority") {
-		p.Priority, p.Flags = uint8(c.Args.U64(t, "priority", 0)), p.Flags|protocol.FlagPriority
+	var prio uint64
+	if d.MaybeScanArgs(t, "priority", &prio) {
+		p.Priority, p.Flags = uint8(prio), p.Flags|protocol.FlagPriority
 	}
 	p.DeliveryMode, p.Flags = 2, p.Flags|protocol.FlagDeliveryMode
 	props, err := p.Append(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := message.New(exchangeName, c.Args["key"], p.Flags, props, []byte(c.Args.Str("body", "m")))
+	m, err := message.New(exchangeName, argOr(t, d, "key", ""), p.Flags, props, []byte(argOr(t, d, "body", "m")))
 	if err != nil {
 		return err.Error()
 	}
