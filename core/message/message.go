@@ -1,13 +1,20 @@
 // Package message holds the message as the broker carries it from the
 // publishing channel through exchanges and queues to consumers.
 //
-// A Message is immutable once published: one value is shared by every queue
-// it was routed to and by every consumer it is delivered to, so nothing may
-// write to its fields after New returns. The property list is kept exactly as
-// the publisher sent it (Flags and Props) and written back verbatim on
-// delivery; only the few properties the broker acts on are decoded up front.
-// Headers are decoded on first use, at most once, for the exchange types and
-// dead-lettering that need them.
+// One Message value is shared by every queue it was routed to and by every
+// consumer it is delivered to, so its content (exchange, routing key, flags,
+// properties, body and what New decodes of them) is never written after New
+// or NewFromClient returns; a message with other properties or another key is
+// a new value (WithHeaders, WithRoutingKey). Two things are set later, each
+// before the message is shared: ID, its storage id, which the vhost sets on a
+// persistent message it stores once for several durable queues (vhost's
+// enqueue) and a queue sets on one it rebuilds from the store (queue's
+// entryFromStore); and a pooled body's lender (Lend, body.go), whose holder
+// count then changes atomically (Hold, Release, Pin). The property list is
+// kept exactly as the publisher sent it (Flags and Props) and written back
+// verbatim on delivery; only the few properties the broker acts on are decoded
+// up front. Headers are decoded on first use, at most once, for the exchange
+// types and dead-lettering that need them.
 package message
 
 import (
