@@ -5,12 +5,14 @@
 // of the queue's Raft group applies the same entries in the same order
 // and so holds the same state.
 //
-// A Queue is the machine of its Raft group's member (cluster.Group, a
-// GroupMachine): the group's log, in Pebble, holds its entries, and its
-// snapshots (snapshot.go) the machine and the bodies it still holds, so
-// the log before them can go. Bodies are kept in memory, as RabbitMQ
-// 3.8's quorum queues kept them; a snapshot costs what the queue holds,
-// so one is taken only once the log since the last is as long.
+// A Queue is the machine of its Raft group's member (cluster.Group; a
+// GroupMachine, BatchApplier and LogKeeper): the group's log, in Pebble,
+// holds its entries. A body stays in the log entry that enqueued it, as in
+// RabbitMQ's quorum queues: the group compacts the log only up to the
+// oldest message the queue holds, and a snapshot (snapshot.go) holds the
+// machine and only the bodies the log no longer has, so it costs the
+// queue's bookkeeping, not what its messages weigh. Bodies are kept in
+// memory too, as RabbitMQ 3.8's quorum queues kept them.
 //
 // # Who acts on what
 //
@@ -138,7 +140,8 @@ type Msg struct {
 	Delivered     bool   // delivered at least once
 }
 
-// ConsumerID names a consumer (the leader's choice; unique in the queue).
+// ConsumerID names a consumer: the choice of the member on the consumer's
+// node, which begins it with that node and its run; unique in the queue.
 type ConsumerID string
 
 // Reason says why a message was dead-lettered, in x-death's words.
@@ -151,7 +154,7 @@ const (
 	DeliveryLimit Reason = "delivery_limit"
 )
 
-// EffectKind is what an effect asks of the leader.
+// EffectKind is what an effect asks of a member.
 type EffectKind uint8
 
 const (
@@ -162,7 +165,9 @@ const (
 	Acked                        // Msg was settled for good: its body may go
 )
 
-// Effect is one thing applying an entry asks the leader to do.
+// Effect is one thing applying an entry asks a member to do: every
+// member delivers to its own node's consumers; only the leader routes dead
+// letters (Queue.act).
 type Effect struct {
 	Kind        EffectKind
 	Consumer    ConsumerID

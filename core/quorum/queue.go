@@ -172,7 +172,7 @@ type QueueConfig struct {
 	Retry func(err error) bool
 }
 
-// NewQueue makes a queue's leader over its log.
+// NewQueue makes this node's member of a quorum queue, over its log.
 func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
