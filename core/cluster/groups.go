@@ -17,8 +17,9 @@ import (
 )
 
 // Groups hosts this node's members of small Raft groups: one per quorum
-// queue whose replica lives here. The metadata group has a goroutine of
-// its own (Node); small groups are many, so one loop drives them all:
+// queue or replicated stream with a member here. The metadata group has a
+// goroutine of its own (Node); small groups are many, so one loop drives
+// them all:
 //
 //   - one ticker ticks every group;
 //   - the groups that have something to persist in the same pass save it

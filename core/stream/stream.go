@@ -5,8 +5,10 @@
 // their own pace; retention drops whole segments from the front.
 //
 // Invariants:
-//   - Offsets are dense: the messages retained are exactly first..stable-1,
-//     each stored under its offset (storage/stream.go).
+//   - Offsets are dense: the messages readable are exactly first..stable-1,
+//     each stored under its offset (storage/stream.go). A replica filling
+//     a hole (replica.go) also holds the offsets after the hole; stable
+//     stops at the hole until its copies are committed.
 //   - A message is confirmed to its publisher, and readable by consumers,
 //     only once the batch holding it is synced (stable moved past it): no
 //     consumer ever sees an offset that a crash could take back. A
