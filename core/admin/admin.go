@@ -6,9 +6,12 @@
 //
 // # Files
 //
-// One file per family of endpoints (overview.go, nodes.go, vhosts.go,
-// users.go, queues.go, exchanges.go, bindings.go, connections.go,
-// policies.go, plugins.go, health.go), and the machinery they share:
+// One file per family of endpoints (overview.go, with /api/nodes;
+// vhosts.go, users.go, queues.go, exchanges.go, bindings.go,
+// connections.go, policies.go, plugins.go, definitions.go, health.go;
+// Warren's own under /api/warren/: cluster.go, quorum.go for queues'
+// members, limits.go for the alarms' limits; metrics.go for /metrics),
+// and the machinery they share:
 // access.go (who may do what), paging.go (RabbitMQ's pagination, filter
 // and sort), stats.go (message_stats and the *_details objects), tables.go
 // (field tables to and from JSON), router.go and crosssite.go.
