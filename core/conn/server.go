@@ -7,11 +7,13 @@
 // frames and runs every method to completion in arrival order, which is
 // what AMQP's ordering guarantees need; publishing routes and enqueues on
 // the reader, so a fast publisher is slowed by its own work, not by a
-// queue. The writer owns the socket's write side (see outbound): anything
-// may append frames, the writer batches them out and sends heartbeats.
-// Queues deliver to consumers from whatever goroutine enqueued (often
-// another connection's reader), writing straight into the consumer's
-// outbound buffer.
+// queue. Anything may append frames to a connection's outbound buffer;
+// the writer batches them out and sends heartbeats, and after a short run
+// of quick frames a reader writes what its run held back itself, to the
+// sockets whose writers are idle (run.go). One goroutine at a time writes
+// a socket (outbound). Queues deliver to consumers from whatever goroutine
+// enqueued (often another connection's reader), writing straight into the
+// consumer's outbound buffer.
 //
 // # Locks
 //
