@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -47,6 +49,8 @@ type Queue struct {
 	// deadLetterConfirmed routes an at-least-once dead letter (QueueConfig).
 	deadLetterConfirmed func(m *message.Message, why Reason, done func(ok bool))
 	retry               func(error) bool
+
+	logger zerolog.Logger
 
 	mu     sync.Mutex
 	m      *Machine
@@ -170,13 +174,16 @@ type QueueConfig struct {
 	// Retry says whether a proposal that failed with err may be proposed
 	// again (the group had no leader for a while); nil: never.
 	Retry func(err error) bool
+	// Logger hears what the queue decides on its own: a node's consumers
+	// suspected, or resumed.
+	Logger zerolog.Logger
 }
 
 // NewQueue makes this node's member of a quorum queue, over its log.
 func NewQueue(c QueueConfig) *Queue {
 	q := &Queue{node: c.Node, run: rand.Uint32(), Name: c.Name, VHost: c.VHost, deadLetter: c.DeadLetter, deadLetterConfirmed: c.DeadLetterConfirmed, m: New(c.Machine),
 		bodies: map[uint64]*message.Message{}, consumers: map[ConsumerID]*local{}, byClient: map[queue.Consumer]ConsumerID{},
-		retry: c.Retry, holder: map[uint64]ConsumerID{}, handed: map[uint64]handedTo{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
+		retry: c.Retry, logger: c.Logger, holder: map[uint64]ConsumerID{}, handed: map[uint64]handedTo{}, purged: map[uint64]int{}, gets: map[ConsumerID]chan getResult{}}
 	q.runPrefix = fmt.Sprintf("%x.%x.", q.node, q.run)
 	q.ttlMillis.Store(c.TTL.Milliseconds())
 	if c.Log != nil {
@@ -446,6 +453,7 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 		if err := q.append(resumeEntry(resume)); err != nil {
 			return err
 		}
+		q.logger.Info().Str("queue", q.Name).Int("consumers", len(resume)).Msg("quorum queue: this node's suspected consumers resume")
 	}
 	for _, node := range down {
 		// Decided again just before each proposal, as below.
@@ -458,6 +466,10 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 		if err := q.append(suspectEntry(node)); err != nil {
 			return err
 		}
+		// A suspicion gives back what the node's consumers hold, and
+		// their acks until they resume are lost: worth a line, once it
+		// is committed (a cut-off leader's are not).
+		q.logger.Info().Str("queue", q.Name).Str("node", fmt.Sprintf("%x", node)).Msg("quorum queue leader: a member's node is not heard from; its consumers are suspected")
 	}
 	for _, id := range gone {
 		// Decided again just before each proposal: a leader cut off from

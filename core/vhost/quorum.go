@@ -241,7 +241,8 @@ func (v *VHost) newQuorum(name string, args protocol.Table, id uint64, members [
 	qq.Queue = quorum.NewQueue(quorum.QueueConfig{Name: qq.Name, VHost: v.Name, Machine: cfg, TTL: ttlOf(s),
 		Node: self, DeadLetter: func(m *message.Message, why quorum.Reason) { v.quorumDeadLetter(qq, m, why, nil) },
 		DeadLetterConfirmed: func(m *message.Message, why quorum.Reason, done func(bool)) { v.quorumDeadLetter(qq, m, why, done) },
-		Retry:               func(err error) bool { return errors.Is(err, cluster.ErrNoQuorum) }})
+		Retry:               func(err error) bool { return errors.Is(err, cluster.ErrNoQuorum) },
+		Logger:              v.log.With().Str("vhost", v.Name).Logger()})
 	return qq
 }
 
