@@ -127,6 +127,11 @@ const (
 // hosts (the queue was deleted, this member removed, the node stopping).
 var ErrGroupStopped = errors.New("cluster: the group is not running on this node")
 
+// ErrNotLeader answers a proposal made as the leader (ProposeAsLeader)
+// once this member is not the leader it was made by: it is not sent to
+// another.
+var ErrNotLeader = errors.New("cluster: this member no longer leads the group; a leader's proposal is not sent to another")
+
 // GroupMachine is one small group's replicated state machine.
 type GroupMachine interface {
 	// Apply applies the command committed at index: on every member, in
@@ -272,6 +277,9 @@ type proposal struct {
 	done     func(index uint64, err error)
 	deadline time.Time
 	renumber bool // overtaken: proposed again under a new number
+	// asLeader: made on the strength of this member leading, in the term
+	// it leads (ProposeAsLeader); never sent to another leader.
+	asLeader bool
 }
 
 // groupInput is what other goroutines hand the loop.
@@ -549,6 +557,18 @@ func (g *Group) Recovered() <-chan struct{} { return g.recovered }
 // node and the machine's answer, or why it could not be committed.
 func (g *Group) Propose(cmd []byte, done func(index uint64, err error)) {
 	g.host.propose(g, &proposal{cmd: cmd, done: done})
+}
+
+// ProposeAsLeader is Propose for a decision the leader makes from its own
+// view (that a member's node is down, say): a member that is not the
+// leader, or stops being the leader it was in that term before the
+// entry is applied here, answers ErrNotLeader instead of sending it to
+// another leader. A leader cut off from the others, and deposed while it
+// was, would otherwise have its stale view carried out by the next one.
+// (Such an entry may yet be committed, if a majority had it: the answer
+// says only that it was not sent on.)
+func (g *Group) ProposeAsLeader(cmd []byte, done func(index uint64, err error)) {
+	g.host.propose(g, &proposal{cmd: cmd, done: done, asLeader: true})
 }
 
 // AddMember makes node a voting member of the group; done hears once the
@@ -856,6 +876,11 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 				// applied here: a member catching up must not answer
 				// "not committed" for what is.
 				p.deadline = now.Add(proposeTimeout)
+			case p.asLeader:
+				// Not sent to a leader again, this one included: it
+				// decides afresh.
+				delete(g.waiters, seq)
+				p.done(0, ErrNotLeader)
 			default:
 				// A leader, and nothing committed left to apply: it was
 				// lost on its way, or waits in the leader's log. It goes
@@ -873,7 +898,7 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 			// it to go later, at its own deadline, what the proposer
 			// sends once the first is answered would overtake it.
 			for seq, p := range g.waiters {
-				if seq > resendFrom {
+				if seq > resendFrom && !p.asLeader {
 					delete(g.waiters, seq)
 					g.again = append(g.again, p)
 				}
@@ -1018,6 +1043,10 @@ func (g *Group) proposeAll(ps []*proposal) {
 func (g *Group) propose(p *proposal) {
 	if g.failed {
 		p.done(0, ErrGroupStopped)
+		return
+	}
+	if p.asLeader && g.lead != g.host.self {
+		p.done(0, ErrNotLeader)
 		return
 	}
 	if g.lead == raft.None {
@@ -1332,6 +1361,13 @@ func (g *Group) ready(rd raft.Ready) error {
 			}
 			g.again = append(g.again, g.held...)
 			g.held = nil
+			g.again = slices.DeleteFunc(g.again, func(p *proposal) bool {
+				if p.asLeader {
+					p.done(0, ErrNotLeader)
+					return true
+				}
+				return false
+			})
 		}
 		if changed {
 			m.LeaderChanged(lead, g.rn.BasicStatus().GetTerm(), lead == g.host.self)

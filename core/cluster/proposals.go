@@ -197,6 +197,11 @@ func (g *Group) proposeAgain() {
 	g.again = nil
 	slices.SortFunc(again, func(a, b *proposal) int { return cmp.Compare(a.seq, b.seq) })
 	for _, p := range again {
+		if p.renumber && p.asLeader {
+			// Overtaken, so lost: a leader's decision is made afresh.
+			p.done(0, ErrNotLeader)
+			continue
+		}
 		if p.renumber {
 			p.renumber = false
 			g.host.mu.Lock()

@@ -369,3 +369,60 @@ func TestSnapshotAnswersTheProposalsItCovers(t *testing.T) {
 		t.Fatalf("answered %v, still waiting %d", answered, len(b.waiters))
 	}
 }
+
+// A leader's own decision (ProposeAsLeader) is never sent to another
+// leader: at a change of leader or term, at its deadline, or overtaken,
+// it is answered ErrNotLeader, while the proposals around it go again;
+// and a member that does not lead refuses one at once.
+func TestLeadersProposalIsNotSentToAnother(t *testing.T) {
+	answered := func(g *Group, seq uint64) *error {
+		var got error
+		p := g.waiters[seq]
+		p.asLeader = true
+		p.done = func(_ uint64, err error) { got = err }
+		return &got
+	}
+	t.Run("leader change", func(t *testing.T) {
+		_, g := resendFixture(t)
+		got := answered(g, 2)
+		rd := raft.Ready{SoftState: &raft.SoftState{Lead: 3}, HardState: &raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(1)}}
+		if err := g.ready(rd); err != nil {
+			t.Fatal(err)
+		}
+		g.proposeAgain()
+		if !errors.Is(*got, ErrNotLeader) {
+			t.Fatalf("answered %v", *got)
+		}
+		if seqs := heldSeqs(g); !slices.Equal(seqs, []uint64{1, 3, 4}) {
+			t.Fatalf("sent again %v, want [1 3 4]", seqs)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		h, g := resendFixture(t)
+		g.held = nil
+		got := answered(g, 2)
+		g.waiters[2].deadline = time.Now().Add(-time.Second)
+		h.tick(map[uint64]*Group{5: g}, map[*Group]bool{})
+		if !errors.Is(*got, ErrNotLeader) || len(g.held) != 0 {
+			t.Fatalf("answered %v, sent again %v", *got, heldSeqs(g))
+		}
+	})
+	t.Run("overtaken", func(t *testing.T) {
+		_, g := resendFixture(t)
+		g.host.runID = 9
+		got := answered(g, 2)
+		g.admit(tag{g.host.self, 3, 9}, 10)
+		g.proposeAgain()
+		if !errors.Is(*got, ErrNotLeader) {
+			t.Fatalf("answered %v", *got)
+		}
+	})
+	t.Run("not leading", func(t *testing.T) {
+		_, g := resendFixture(t)
+		var got error
+		g.propose(&proposal{seq: 9, asLeader: true, done: func(_ uint64, err error) { got = err }})
+		if !errors.Is(got, ErrNotLeader) || g.waiters[9] != nil {
+			t.Fatalf("answered %v", got)
+		}
+	})
+}

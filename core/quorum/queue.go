@@ -277,6 +277,30 @@ func (q *Queue) append(entry []byte) error {
 	return <-ch
 }
 
+// leaderLog is a Log that takes a leader's own decisions for the leader
+// alone (cluster.Group.ProposeAsLeader).
+type leaderLog interface {
+	ProposeAsLeader(entry []byte, done func(index uint64, err error))
+}
+
+// appendAsLeader is append for what the leader decides from its own view
+// (a node's consumers suspected): should it stop leading before the entry
+// is applied, the entry is not sent to the next leader, whose view may
+// differ (it fails, and the next Tidy decides again).
+func (q *Queue) appendAsLeader(entry []byte) error {
+	b := q.log.Load()
+	if b == nil {
+		return ErrNoLog
+	}
+	l, ok := b.Log.(leaderLog)
+	if !ok {
+		return q.append(entry)
+	}
+	ch := make(chan error, 1)
+	l.ProposeAsLeader(entry, func(_ uint64, err error) { ch <- err })
+	return <-ch
+}
+
 // propose hands an entry to the log after whatever the outbox holds, so
 // that what a channel does reaches the log in the order it did it: a
 // basic.get right after a nack with requeue finds the message back, as
@@ -463,7 +487,7 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 		if !still {
 			continue
 		}
-		if err := q.append(suspectEntry(node)); err != nil {
+		if err := q.appendAsLeader(suspectEntry(node)); err != nil {
 			return err
 		}
 		// A suspicion gives back what the node's consumers hold, and
