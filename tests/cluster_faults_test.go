@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,16 +154,21 @@ func TestClusterFaults(t *testing.T) {
 	failOnProblems(t, check)
 }
 
-// failOnProblems logs the checker's report and fails on any problem, with
-// the whole story of the messages the first problems name.
-func failOnProblems(t *testing.T, check *losscheck.Checker) {
+// failOnProblems logs the checker's report and fails on any problem but
+// those of the kinds named in unknowable, with the whole story of the
+// messages the first problems name.
+func failOnProblems(t *testing.T, check *losscheck.Checker, unknowable ...string) {
 	t.Helper()
 	r := check.Report()
 	t.Logf("%s", r)
-	if r.OK() {
+	problems := slices.DeleteFunc(slices.Clone(r.Problems), func(p string) bool {
+		kind, _, _ := strings.Cut(p, ":")
+		return slices.Contains(unknowable, kind)
+	})
+	if len(r.Lost) == 0 && len(problems) == 0 {
 		return
 	}
-	for _, p := range r.Problems[:min(3, len(r.Problems))] {
+	for _, p := range problems[:min(3, len(problems))] {
 		for _, w := range strings.Fields(p) {
 			if strings.HasPrefix(w, "pn") && strings.Count(w, "-") == 2 {
 				t.Log(check.History(strings.TrimRight(w, ",;")))
@@ -236,7 +242,12 @@ func TestClusterStreamFaults(t *testing.T) {
 		sameLog(t, c.nodes[0].name+" and "+n.name, first, log)
 	}
 	t.Logf("%d messages in the stream, the same on every node", length)
-	failOnProblems(t, check)
+	// Read once the faults are over, the stream cannot tell a message
+	// appended after its publisher's nack from one a majority had before
+	// its publisher's node was cut off (and could not learn so): "nacked,
+	// delivered" is left to the quorum queue's test, whose consumers read
+	// as the messages come.
+	failOnProblems(t, check, "nacked, delivered")
 }
 
 // faultSettings reads WARREN_FAULT_ROUNDS (1 by default) and
