@@ -147,16 +147,14 @@ func TestClusterFaults(t *testing.T) {
 	}
 	faultRounds(t, c, check, queue, rounds, hold)
 	close(stop)
-	for deadline := time.Now().Add(30 * time.Second); !check.Drained(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			// What is missing, and each one's story, rather than a
-			// bare timeout.
-			r := check.Report()
-			for _, body := range r.Lost[:min(3, len(r.Lost))] {
-				t.Log(check.History(body))
-			}
-			t.Fatalf("confirmed messages not delivered 30 s after the publishers stopped: %s", r)
+	if !poll.Within(30*time.Second, check.Drained) {
+		// What is missing, and each one's story, rather than a bare
+		// timeout.
+		r := check.Report()
+		for _, body := range r.Lost[:min(3, len(r.Lost))] {
+			t.Log(check.History(body))
 		}
+		t.Fatalf("confirmed messages not delivered 30 s after the publishers stopped: %s", r)
 	}
 	time.Sleep(losscheck.Settle) // time for a wrong redelivery to show
 	close(stopConsumers)

@@ -17,11 +17,21 @@ const Every = 5 * time.Millisecond
 // does not after within, naming what it waited for.
 func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(within, cond) {
+		t.Fatalf("waited %v for %s; it did not come", within, what)
+	}
+}
+
+// Within asks cond every Every until it holds, for up to within, and
+// says whether it came: for a test that, when it does not, has more to
+// report than Until's line.
+func Within(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s; it did not come", within, what)
+			return false
 		}
 		time.Sleep(Every)
 	}
+	return true
 }
