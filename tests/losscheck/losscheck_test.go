@@ -91,3 +91,34 @@ func TestCheckerSeesEachRuleBroken(t *testing.T) {
 		})
 	}
 }
+
+// Drained, kept as events come, agrees with the report's count of lost
+// messages at every step: confirmed before or after a delivery, nacked,
+// delivered twice.
+func TestDrainedAgreesWithTheReport(t *testing.T) {
+	c := New()
+	agree := func(step string) {
+		t.Helper()
+		if got, want := c.Drained(), c.Report().Count["lost"] == 0; got != want {
+			t.Fatalf("after %s: Drained %v, the report says %v", step, got, want)
+		}
+	}
+	c.sent("a", "p", 1, 1, "n1")
+	c.sent("b", "p", 1, 2, "n1")
+	c.sent("c", "p", 1, 3, "n1")
+	agree("sending")
+	c.answered("a", true)
+	agree("a confirmed")
+	c.delivered("c1", "n1", "b", false) // delivered before its confirm
+	c.answered("b", true)
+	agree("b confirmed after its delivery")
+	c.answered("c", false)
+	agree("c nacked")
+	c.delivered("c1", "n1", "a", false)
+	agree("a delivered")
+	c.delivered("c2", "n2", "a", true)
+	agree("a delivered again")
+	if !c.Drained() {
+		t.Fatal("every confirmed message was delivered, and Drained says not")
+	}
+}
