@@ -1,0 +1,261 @@
+package lockorder
+
+// rankID is a lock's place in the order: a goroutine takes locks in
+// increasing rankID. The constants follow LOCKS.md's tree, outermost first;
+// a lock LOCKS.md names under several others comes after all of them.
+type rankID int
+
+const (
+	brokerJoin rankID = iota
+	brokerApply
+	brokerPlugins
+	brokerVHosts
+	vhostDef
+	vhostExchange
+	vhostExchangeVia
+	exchangeTopicCache
+	pluginRef
+	pluginMutations
+	pluginState
+	pluginPool
+	pluginFailures
+	pluginLog
+	pluginVia
+	pluginMemory
+	vhostMaps
+	exchangeRegistry
+	authStore
+	queueQueue
+	quorumQueue
+	streamStream
+	vhostRemoteSource
+	connChannel
+	connConfirms
+	connOutbound
+	vhostRemoteConsumer
+	clusterConf
+	storageRaftLogs
+	storageRaftLogWriters
+	storageRaftLog
+	vhostHold
+	storageClose
+	storageCommitter
+	storageIDs
+	messageBodies
+	connServer
+	connConsumers
+	connLive
+	connIOCounts
+	statsMeter
+	statsHistory
+	connAlarm
+	pluginHost
+	pluginInstances
+	clusterNode
+	clusterTransport
+	clusterCallWrites
+	clusterCalls
+	clusterServeWrites
+	clusterGroups
+	quorumSettle
+	brokerForwarders
+	brokerForwarder
+	vhostForwarding
+	vhostConsumers
+	vhostReplies
+	storageCallbacks
+	numRanks
+)
+
+// rank is what the checker knows of a lock: its name in LOCKS.md, and
+// whether one goroutine may hold two locks of it at once.
+type rank struct {
+	name  string
+	nests bool
+}
+
+var ranks = [numRanks]rank{
+	brokerJoin:            {name: "broker.Broker.joinMu"},
+	brokerApply:           {name: "broker.Broker.applyMu"},
+	brokerPlugins:         {name: "broker.pluginManager.mu"},
+	brokerVHosts:          {name: "broker.Broker.mu"},
+	vhostDef:              {name: "vhost.VHost.defMu"},
+	vhostExchange:         {name: "vhost.Exchange.mu"},
+	vhostExchangeVia:      {name: "vhost.Exchange.viaMu"},
+	exchangeTopicCache:    {name: "exchange.topicRouter.mu"},
+	pluginRef:             {name: "plugins.pluginRef.mu"},
+	pluginMutations:       {name: "plugins.Plugin.mutMu"},
+	pluginState:           {name: "plugins.Plugin.stateMu"},
+	pluginPool:            {name: "plugins.pool.mu"},
+	pluginFailures:        {name: "plugins.Plugin.failMu"},
+	pluginLog:             {name: "plugins.Plugin.logMu"},
+	pluginVia:             {name: "plugins.Plugin.viaMu"},
+	pluginMemory:          {name: "plugins.mmapMemory.mu"},
+	vhostMaps:             {name: "vhost.VHost.mu"},
+	exchangeRegistry:      {name: "exchange.Registry.mu"},
+	authStore:             {name: "auth.Store.mu"},
+	queueQueue:            {name: "queue.Queue.mu", nests: true},
+	quorumQueue:           {name: "quorum.Queue.mu"},
+	streamStream:          {name: "stream.Stream.mu"},
+	vhostRemoteSource:     {name: "vhost.RemoteSource.mu"},
+	connChannel:           {name: "conn.channel.mu"},
+	connConfirms:          {name: "conn.confirms.mu"},
+	connOutbound:          {name: "conn.outbound.mu"},
+	vhostRemoteConsumer:   {name: "vhost.remoteConsumer.mu"},
+	clusterConf:           {name: "cluster.Node.confMu"},
+	storageRaftLogs:       {name: "storage.Store.raftLogs.mu"},
+	storageRaftLogWriters: {name: "storage.RaftLog.wmu"},
+	storageRaftLog:        {name: "storage.RaftLog.mu"},
+	vhostHold:             {name: "vhost.holdQueue.mu"},
+	storageCommitter:      {name: "storage.committer.mu"},
+	storageIDs:            {name: "storage.Store.ids.mu"},
+	storageClose:          {name: "storage.Store.closeMu"},
+	messageBodies:         {name: "message.Bodies.mu"},
+	connServer:            {name: "conn.Server.mu"},
+	connConsumers:         {name: "conn.Conn.consumersMu"},
+	connLive:              {name: "conn.Conn.liveMu"},
+	connIOCounts:          {name: "conn.ioCounts.mu"},
+	statsMeter:            {name: "stats.Meter.mu"},
+	statsHistory:          {name: "stats.History.mu"},
+	connAlarm:             {name: "conn.Alarm.mu"},
+	pluginHost:            {name: "plugins.Host.mu"},
+	pluginInstances:       {name: "plugins.Host.instMu"},
+	clusterNode:           {name: "cluster.Node.mu"},
+	clusterTransport:      {name: "cluster.Transport.mu"},
+	clusterCallWrites:     {name: "cluster.callLink.wmu"},
+	clusterCalls:          {name: "cluster.callLink.mu"},
+	clusterServeWrites:    {name: "cluster.serveCall.wmu"},
+	clusterGroups:         {name: "cluster.Groups.mu"},
+	quorumSettle:          {name: "quorum.Queue.setMu"},
+	brokerForwarders:      {name: "broker.Broker.forwardMu"},
+	brokerForwarder:       {name: "broker.forwarder.mu"},
+	vhostForwarding:       {name: "vhost.Forwarding.mu"},
+	vhostConsumers:        {name: "vhost.VHost.consMu"},
+	vhostReplies:          {name: "vhost.VHost.replyMu"},
+	storageCallbacks:      {name: "storage.committer.cb.mu"},
+}
+
+// Ranked is a lock's rank as a type: the type argument of Mutex and
+// RWMutex. Its types are the ones below, one per lock.
+type Ranked interface{ rankID() rankID }
+
+// The ranks, one type per lock of LOCKS.md, named for the lock.
+type (
+	BrokerJoin            struct{}
+	BrokerApply           struct{}
+	BrokerPlugins         struct{}
+	BrokerVHosts          struct{}
+	VHostDef              struct{}
+	VHostExchange         struct{}
+	VHostExchangeVia      struct{}
+	ExchangeTopicCache    struct{}
+	PluginRef             struct{}
+	PluginMutations       struct{}
+	PluginState           struct{}
+	PluginPool            struct{}
+	PluginFailures        struct{}
+	PluginLog             struct{}
+	PluginVia             struct{}
+	PluginMemory          struct{}
+	VHostMaps             struct{}
+	ExchangeRegistry      struct{}
+	AuthStore             struct{}
+	QueueQueue            struct{}
+	QuorumQueue           struct{}
+	StreamStream          struct{}
+	VHostRemoteSource     struct{}
+	ConnChannel           struct{}
+	ConnConfirms          struct{}
+	ConnOutbound          struct{}
+	VHostRemoteConsumer   struct{}
+	ClusterConf           struct{}
+	StorageRaftLogs       struct{}
+	StorageRaftLogWriters struct{}
+	StorageRaftLog        struct{}
+	VHostHold             struct{}
+	StorageCommitter      struct{}
+	StorageIDs            struct{}
+	StorageClose          struct{}
+	MessageBodies         struct{}
+	ConnServer            struct{}
+	ConnConsumers         struct{}
+	ConnLive              struct{}
+	ConnIOCounts          struct{}
+	StatsMeter            struct{}
+	StatsHistory          struct{}
+	ConnAlarm             struct{}
+	PluginHost            struct{}
+	PluginInstances       struct{}
+	ClusterNode           struct{}
+	ClusterTransport      struct{}
+	ClusterCallWrites     struct{}
+	ClusterCalls          struct{}
+	ClusterServeWrites    struct{}
+	ClusterGroups         struct{}
+	QuorumSettle          struct{}
+	BrokerForwarders      struct{}
+	BrokerForwarder       struct{}
+	VHostForwarding       struct{}
+	VHostConsumers        struct{}
+	VHostReplies          struct{}
+	StorageCallbacks      struct{}
+)
+
+func (BrokerJoin) rankID() rankID            { return brokerJoin }
+func (BrokerApply) rankID() rankID           { return brokerApply }
+func (BrokerPlugins) rankID() rankID         { return brokerPlugins }
+func (BrokerVHosts) rankID() rankID          { return brokerVHosts }
+func (VHostDef) rankID() rankID              { return vhostDef }
+func (VHostExchange) rankID() rankID         { return vhostExchange }
+func (VHostExchangeVia) rankID() rankID      { return vhostExchangeVia }
+func (ExchangeTopicCache) rankID() rankID    { return exchangeTopicCache }
+func (PluginRef) rankID() rankID             { return pluginRef }
+func (PluginMutations) rankID() rankID       { return pluginMutations }
+func (PluginState) rankID() rankID           { return pluginState }
+func (PluginPool) rankID() rankID            { return pluginPool }
+func (PluginFailures) rankID() rankID        { return pluginFailures }
+func (PluginLog) rankID() rankID             { return pluginLog }
+func (PluginVia) rankID() rankID             { return pluginVia }
+func (PluginMemory) rankID() rankID          { return pluginMemory }
+func (VHostMaps) rankID() rankID             { return vhostMaps }
+func (ExchangeRegistry) rankID() rankID      { return exchangeRegistry }
+func (AuthStore) rankID() rankID             { return authStore }
+func (QueueQueue) rankID() rankID            { return queueQueue }
+func (QuorumQueue) rankID() rankID           { return quorumQueue }
+func (StreamStream) rankID() rankID          { return streamStream }
+func (VHostRemoteSource) rankID() rankID     { return vhostRemoteSource }
+func (ConnChannel) rankID() rankID           { return connChannel }
+func (ConnConfirms) rankID() rankID          { return connConfirms }
+func (ConnOutbound) rankID() rankID          { return connOutbound }
+func (VHostRemoteConsumer) rankID() rankID   { return vhostRemoteConsumer }
+func (ClusterConf) rankID() rankID           { return clusterConf }
+func (StorageRaftLogs) rankID() rankID       { return storageRaftLogs }
+func (StorageRaftLogWriters) rankID() rankID { return storageRaftLogWriters }
+func (StorageRaftLog) rankID() rankID        { return storageRaftLog }
+func (VHostHold) rankID() rankID             { return vhostHold }
+func (StorageCommitter) rankID() rankID      { return storageCommitter }
+func (StorageIDs) rankID() rankID            { return storageIDs }
+func (StorageClose) rankID() rankID          { return storageClose }
+func (MessageBodies) rankID() rankID         { return messageBodies }
+func (ConnServer) rankID() rankID            { return connServer }
+func (ConnConsumers) rankID() rankID         { return connConsumers }
+func (ConnLive) rankID() rankID              { return connLive }
+func (ConnIOCounts) rankID() rankID          { return connIOCounts }
+func (StatsMeter) rankID() rankID            { return statsMeter }
+func (StatsHistory) rankID() rankID          { return statsHistory }
+func (ConnAlarm) rankID() rankID             { return connAlarm }
+func (PluginHost) rankID() rankID            { return pluginHost }
+func (PluginInstances) rankID() rankID       { return pluginInstances }
+func (ClusterNode) rankID() rankID           { return clusterNode }
+func (ClusterTransport) rankID() rankID      { return clusterTransport }
+func (ClusterCallWrites) rankID() rankID     { return clusterCallWrites }
+func (ClusterCalls) rankID() rankID          { return clusterCalls }
+func (ClusterServeWrites) rankID() rankID    { return clusterServeWrites }
+func (ClusterGroups) rankID() rankID         { return clusterGroups }
+func (QuorumSettle) rankID() rankID          { return quorumSettle }
+func (BrokerForwarders) rankID() rankID      { return brokerForwarders }
+func (BrokerForwarder) rankID() rankID       { return brokerForwarder }
+func (VHostForwarding) rankID() rankID       { return vhostForwarding }
+func (VHostConsumers) rankID() rankID        { return vhostConsumers }
+func (VHostReplies) rankID() rankID          { return vhostReplies }
+func (StorageCallbacks) rankID() rankID      { return storageCallbacks }
