@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -49,8 +50,8 @@ type RaftLog struct {
 	s     *Store
 	group uint64
 
-	wmu     sync.Mutex
-	mu      sync.RWMutex
+	wmu     lockorder.Mutex[lockorder.StorageRaftLogWriters]
+	mu      lockorder.RWMutex[lockorder.StorageRaftLog]
 	st      raftState
 	deleted bool // by DeleteRaftLog (set under wmu and mu)
 
@@ -80,7 +81,7 @@ type raftState struct {
 // raftLogs are the RaftLogs a store handed out: one per group, so that no
 // two in-memory states of a group can drift apart.
 type raftLogs struct {
-	mu sync.Mutex
+	mu lockorder.Mutex[lockorder.StorageRaftLogs]
 	m  map[uint64]*RaftLog
 }
 

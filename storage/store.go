@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
@@ -184,7 +186,7 @@ type Store struct {
 		next      atomic.Uint64 // the last id handed out
 		limit     atomic.Uint64 // ids below limit are reserved on disk
 		extending atomic.Bool
-		mu        sync.Mutex
+		mu        lockorder.Mutex[lockorder.StorageIDs]
 		cond      sync.Cond
 	}
 
@@ -204,7 +206,7 @@ type Store struct {
 	closeErr  error
 	// closeMu keeps Close from closing the DB under a reader: readers hold
 	// it shared; closed is set under it exclusively.
-	closeMu sync.RWMutex
+	closeMu lockorder.RWMutex[lockorder.StorageClose]
 	closed  bool
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -74,7 +76,7 @@ type refState struct {
 type committer struct {
 	s *Store
 
-	mu          sync.Mutex
+	mu          lockorder.Mutex[lockorder.StorageCommitter]
 	open        *commitBatch   // the batch Commit appends to
 	sealed      []*commitBatch // full batches waiting for the committer, oldest first
 	sealedBytes int            // their size
@@ -102,7 +104,7 @@ type committer struct {
 
 	// The callback goroutine's queue of applied batches.
 	cb struct {
-		mu      sync.Mutex
+		mu      lockorder.Mutex[lockorder.StorageCallbacks]
 		cond    sync.Cond
 		queue   []*commitBatch
 		closing bool

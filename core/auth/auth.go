@@ -24,7 +24,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // ErrBadCredentials is the one answer to a failed login: it does not say
@@ -106,7 +107,7 @@ func (p *Permission) CanRead(name string) bool      { return permits(p.read, nam
 
 // Store is the broker's users and permissions. It is safe for concurrent use.
 type Store struct {
-	mu       sync.RWMutex
+	mu       lockorder.RWMutex[lockorder.AuthStore]
 	users    map[string]*User
 	perms    map[string]map[string]*Permission // vhost -> user -> permission
 	loopback map[string]bool                   // users allowed only from loopback

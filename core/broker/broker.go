@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
@@ -57,7 +59,7 @@ type Broker struct {
 	store   *storage.Store
 	plugins *pluginManager
 
-	mu     sync.RWMutex
+	mu     lockorder.RWMutex[lockorder.BrokerVHosts]
 	vhosts map[string]*vhost.VHost
 
 	// defsMu serializes definitions imports, so one validates and applies
@@ -90,7 +92,7 @@ type Broker struct {
 	// cluster is this node's member of the metadata Raft group; nil on a
 	// node of its own (replicated.go).
 	cluster atomic.Pointer[cluster.Node]
-	joinMu  sync.Mutex // serializes JoinCluster
+	joinMu  lockorder.Mutex[lockorder.BrokerJoin] // serializes JoinCluster
 	// groups runs the Raft groups of quorum queues and streams: on a node
 	// without [cluster] each has this node as its only member; a cluster
 	// member's is made with the node's identity once the store is open,
@@ -98,13 +100,13 @@ type Broker struct {
 	groups atomic.Pointer[cluster.Groups]
 	// forwarders send messages to queues homed on other nodes, one per
 	// node (topology.go).
-	forwardMu  sync.Mutex
+	forwardMu  lockorder.Mutex[lockorder.BrokerForwarders]
 	forwarders map[string]*forwarder
 	// applyMu orders the metadata group's applies against the shutdown:
 	// once applyClosed is set (before the vhosts close), an apply does
 	// nothing and records nothing, so the change is applied again at the
 	// next start rather than refused by a closed vhost and lost.
-	applyMu     sync.Mutex
+	applyMu     lockorder.Mutex[lockorder.BrokerApply]
 	applyClosed bool
 	stopOnce    sync.Once
 	admin       *http.Server

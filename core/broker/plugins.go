@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/plugins"
 	"github.com/warrenmq/warren/protocol"
@@ -36,7 +38,7 @@ type pluginManager struct {
 	host    *plugins.Host
 	shipped map[string][]byte
 
-	mu        sync.Mutex // serializes enable and disable
+	mu        lockorder.Mutex[lockorder.BrokerPlugins] // serializes enable and disable
 	enabled   map[string]*plugins.Plugin
 	failed    map[string]string               // plugins the host disabled, and why
 	inspected map[[32]byte]plugins.PluginInfo // descriptions of modules not enabled, by content

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
@@ -183,7 +185,7 @@ type forwarder struct {
 	b    *Broker
 	node string
 
-	mu           sync.Mutex
+	mu           lockorder.Mutex[lockorder.BrokerForwarder]
 	pending      []forward
 	pendingBytes int
 	sending      bool

@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // Calls are the nodes' data plane beside Raft: a node asks another to do
@@ -40,9 +41,9 @@ type CallHandler func(from uint64, payload []byte) ([]byte, error)
 // callLink is a caller's connection to one peer.
 type callLink struct {
 	c       net.Conn
-	wmu     sync.Mutex // writes
+	wmu     lockorder.Mutex[lockorder.ClusterCallWrites] // writes
 	w       *bufio.Writer
-	mu      sync.Mutex // pending and err
+	mu      lockorder.Mutex[lockorder.ClusterCalls] // pending and err
 	pending map[uint64]chan callAnswer
 	next    uint64
 	err     error // set once the link broke
@@ -208,7 +209,7 @@ func (t *Transport) breakLink(peer uint64, l *callLink, err error) {
 
 // serveCall runs one call received on c and writes its answer; slots
 // bounds the calls in flight on the connection.
-func (t *Transport) serveCall(c net.Conn, wmu *sync.Mutex, slots chan struct{}, from uint64, body []byte) {
+func (t *Transport) serveCall(c net.Conn, wmu *lockorder.Mutex[lockorder.ClusterServeWrites], slots chan struct{}, from uint64, body []byte) {
 	if len(body) < 8 {
 		c.Close()
 		return

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -92,7 +94,7 @@ type Groups struct {
 	node atomic.Pointer[Node]
 	log  zerolog.Logger
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.ClusterGroups]
 	byID     map[uint64]*Group
 	inbox    []groupInput
 	running  bool

@@ -9,8 +9,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
@@ -131,9 +132,9 @@ type Node struct {
 	// member of, over the same transport.
 	groups *Groups
 
-	confMu sync.Mutex // serializes configuration changes proposed here
+	confMu lockorder.Mutex[lockorder.ClusterConf] // serializes configuration changes proposed here
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.ClusterNode]
 	members  map[uint64]Member
 	waiters  map[uint64]chan answer  // by proposal sequence
 	reads    map[uint64]*pendingRead // Barrier's read-index requests, by sequence

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -108,7 +110,7 @@ type Transport struct {
 	onApplied func(from, index uint64)
 	applied   atomic.Uint64
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.ClusterTransport]
 	peers   map[uint64]*peer
 	blocked map[uint64]bool      // tests: links cut by Block
 	removed map[uint64]bool      // incarnations the cluster removed (forbid)
@@ -230,7 +232,7 @@ func (t *Transport) receive(c net.Conn) {
 		return
 	}
 	r := bufio.NewReaderSize(c, 64<<10)
-	var wmu sync.Mutex // answers to calls, written from their goroutines
+	var wmu lockorder.Mutex[lockorder.ClusterServeWrites] // answers to calls, written from their goroutines
 	misaddressed := false
 	slots := make(chan struct{}, maxCallsInFlight)
 	for {

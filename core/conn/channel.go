@@ -1,8 +1,9 @@
 package conn
 
 import (
-	"sync"
 	"sync/atomic"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -35,7 +36,7 @@ type channel struct {
 	// readers other than the connection's reader.
 	confirmMode, txMode atomic.Bool
 
-	mu             sync.Mutex
+	mu             lockorder.Mutex[lockorder.ConnChannel]
 	closed         bool // torn down: no more deliveries
 	nextTag        uint64
 	unacked        unackedList

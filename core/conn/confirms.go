@@ -1,8 +1,9 @@
 package conn
 
 import (
-	"sync"
 	"sync/atomic"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
@@ -22,7 +23,7 @@ type confirms struct {
 	// enabled is written and read by the connection's reader alone.
 	enabled bool
 
-	mu     sync.Mutex
+	mu     lockorder.Mutex[lockorder.ConnConfirms]
 	closed bool    // the channel is gone: settle quietly, send nothing
 	next   uint64  // sequence number of the next publish
 	base   uint64  // sequence number of states[head]

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
@@ -83,13 +85,13 @@ type Conn struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 
-	consumersMu sync.Mutex
+	consumersMu lockorder.Mutex[lockorder.ConnConsumers]
 	consumers   map[*consumer]struct{} // kicked when the socket drains
 
 	// live mirrors channels for the admin API, which cannot read the
 	// reader's map; retired holds the statistics of closed channels, so
 	// the connection's totals outlive them.
-	liveMu  sync.Mutex
+	liveMu  lockorder.Mutex[lockorder.ConnLive]
 	live    map[uint16]*channel
 	retired stats.Meter
 	io      ioCounts // socket traffic, for the admin API

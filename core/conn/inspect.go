@@ -5,9 +5,10 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -233,7 +234,7 @@ func (s *Server) snapshot() []*Conn {
 type ioCounts struct {
 	n [4]atomic.Uint64 // recvOct, recvCnt, sendOct, sendCnt
 
-	mu      sync.Mutex // guards samples
+	mu      lockorder.Mutex[lockorder.ConnIOCounts] // guards samples
 	samples stats.Pair[[4]uint64]
 }
 

@@ -2,9 +2,10 @@ package conn
 
 import (
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -56,7 +57,7 @@ const (
 // will flush. writing is set while the writer or a flush writes; only one
 // writes at a time, and carry, the unwritten rest of a flush, goes first.
 type outbound struct {
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.ConnOutbound]
 	buf      []byte
 	vectored bool        // bodies of vectorMin and more are referenced, not copied
 	segs     net.Buffers // buf[:cut]'s parts and the referenced bodies

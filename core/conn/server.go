@@ -51,6 +51,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
@@ -94,7 +96,7 @@ type Server struct {
 	Bodies *message.Bodies
 
 	nextID atomic.Uint64
-	mu     sync.Mutex
+	mu     lockorder.Mutex[lockorder.ConnServer]
 	conns  map[*Conn]struct{} // every socket being served
 	// handshaking counts conns not yet done with the handshake, opened
 	// those past connection.open that still run.
@@ -252,7 +254,7 @@ func (s *Server) CloseAll(reason string, polite, hard time.Time) bool {
 // and clients that announced the capability get connection.blocked.
 type Alarm struct {
 	up      atomic.Bool // raised, readable without the lock on every publish
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.ConnAlarm]
 	raised  bool
 	reason  string
 	cleared chan struct{}

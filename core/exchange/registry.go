@@ -3,14 +3,15 @@ package exchange
 import (
 	"fmt"
 	"sort"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // Registry maps type names to types. The built-in types are always present;
 // plugins register and unregister theirs while the broker runs. It is the
 // only place types are looked up, so enabling a plugin is one Register call.
 type Registry struct {
-	mu       sync.RWMutex
+	mu       lockorder.RWMutex[lockorder.ExchangeRegistry]
 	types    map[string]Type
 	builtins map[string]bool
 }

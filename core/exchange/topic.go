@@ -3,6 +3,8 @@ package exchange
 import (
 	"sync"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/topic"
 	"github.com/warrenmq/warren/protocol"
@@ -29,7 +31,7 @@ type topicRouter struct {
 	trie     *topic.Trie[*Binding]
 	matchers sync.Pool // *topic.Matcher: scratch for concurrent Route calls
 
-	mu    sync.Mutex // guards cache; Route runs concurrently
+	mu    lockorder.Mutex[lockorder.ExchangeTopicCache] // guards cache; Route runs concurrently
 	cache map[string][]*Binding
 }
 

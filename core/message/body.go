@@ -2,7 +2,8 @@ package message
 
 import (
 	"math/bits"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // PooledMin is the smallest body read into a pooled buffer. Below it the
@@ -29,7 +30,7 @@ const PooledMin = 64 << 10
 // Free buffers are kept by size class, up to limit bytes in all; past it a
 // returned buffer is left to the GC.
 type Bodies struct {
-	mu    sync.Mutex
+	mu    lockorder.Mutex[lockorder.MessageBodies]
 	free  [bodyClasses][][]byte
 	bytes int // in free
 	limit int

@@ -32,8 +32,9 @@ package queue
 
 import (
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
@@ -123,7 +124,7 @@ type Queue struct {
 	events   Events
 	base     Settings // from the arguments alone
 
-	mu         sync.Mutex
+	mu         lockorder.Mutex[lockorder.QueueQueue]
 	settings   Settings // base with the policy applied
 	levels     []level  // by priority; one level unless x-max-priority
 	ready      int

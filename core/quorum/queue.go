@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/rs/zerolog"
 
@@ -52,7 +53,7 @@ type Queue struct {
 
 	logger zerolog.Logger
 
-	mu     sync.Mutex
+	mu     lockorder.Mutex[lockorder.QuorumQueue]
 	m      *Machine
 	bodies map[uint64]*message.Message // ready and checked-out messages, by id
 	// floor: the member's log holds the entries of the messages from this
@@ -107,7 +108,7 @@ type Queue struct {
 
 	// setMu guards the entries waiting to be proposed in order
 	// (settlements, cancels); a leaf, never held with mu.
-	setMu    sync.Mutex
+	setMu    lockorder.Mutex[lockorder.QuorumSettle]
 	settles  []pending
 	settling bool   // a flushSettles goroutine runs
 	inflight int    // entries proposed and not answered yet

@@ -1,8 +1,9 @@
 package stats
 
 import (
-	"sync"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // QueueTotals are the message counts of a set of queues at one moment,
@@ -24,7 +25,7 @@ type Point struct {
 // History is a fixed ring of the latest Points, for charts: how the
 // management API answers RabbitMQ's msg_rates_age/lengths_age queries.
 type History struct {
-	mu     sync.Mutex
+	mu     lockorder.Mutex[lockorder.StatsHistory]
 	points []Point // a ring of cap(points) once full
 	next   int     // where the next point goes, once full
 }

@@ -19,9 +19,10 @@
 package stats
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // Kind is one counter. The names are the keys of RabbitMQ's message_stats
@@ -146,7 +147,7 @@ func (r Rates) DeliverGet() float64 {
 type Meter struct {
 	n [NumKinds]atomic.Uint64
 
-	mu      sync.Mutex // guards samples
+	mu      lockorder.Mutex[lockorder.StatsMeter] // guards samples
 	samples *Pair[Values]
 }
 

@@ -25,8 +25,9 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/rs/zerolog"
 
@@ -68,7 +69,7 @@ type Stream struct {
 	stop        chan struct{}
 	done        chan struct{}
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.StreamStream]
 	segments  []storage.Segment // retained, oldest first; the last is being filled
 	next      uint64            // the offset the next append gets
 	stable    uint64            // offsets below it are synced, and readable

@@ -5,7 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -773,7 +774,7 @@ func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq
 // Forwarding is one message's forwards to other nodes, one a node however
 // many of its queues the message reached.
 type Forwarding struct {
-	mu   sync.Mutex
+	mu   lockorder.Mutex[lockorder.VHostForwarding]
 	n    int   // forwards not answered yet
 	err  error // the first failure
 	then func(error)

@@ -3,6 +3,8 @@ package vhost
 import (
 	"sync"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -98,7 +100,7 @@ type RemoteSource struct {
 	// x-stream-offset); nil for none.
 	args protocol.Table
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.VHostRemoteSource]
 	k       queue.Consumer   // the channel's consumer, once consuming
 	ready   bool             // basic.consume-ok is out: deliveries may go
 	waiting []queue.Delivery // arrived, not taken by the channel yet
@@ -354,7 +356,7 @@ type remoteConsumer struct {
 	credit    int
 	consuming bool // added to the queue (not only getting from it)
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.VHostRemoteConsumer]
 	inflight  int                    // delivered, not settled (noAck: not answered)
 	unacked   map[uint64]queue.Entry // by delivery id
 	nextID    uint64

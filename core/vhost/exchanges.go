@@ -2,7 +2,8 @@ package vhost
 
 import (
 	"strings"
-	"sync"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
@@ -22,7 +23,7 @@ type Exchange struct {
 
 	// mu guards the fields below. Route holds it shared; changes hold it
 	// exclusively, and defMu too (see the package doc).
-	mu       sync.RWMutex
+	mu       lockorder.RWMutex[lockorder.VHostExchange]
 	typ      exchange.Type
 	router   exchange.Router
 	bindings denseset.Set[*exchange.Binding] // in no order: bySeq sorts them
@@ -32,7 +33,7 @@ type Exchange struct {
 	alternate string
 	deleted   bool
 
-	viaMu sync.Mutex
+	viaMu lockorder.Mutex[lockorder.VHostExchangeVia]
 	via   map[string]exchange.Router // routers of other types over the same bindings
 
 	// Counters are the exchange's message statistics: publish_in (messages

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -69,7 +70,7 @@ type holdQueue struct {
 	batch     int           // messages read per span and load
 	lookahead time.Duration // the window reaches at least this far ahead
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.VHostHold]
 	items   holdHeap
 	byX     map[string]*heldExchange
 	total   int

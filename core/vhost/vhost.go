@@ -48,9 +48,10 @@
 package vhost
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/rs/zerolog"
 
@@ -82,10 +83,10 @@ type VHost struct {
 	Counters stats.Meter
 
 	// defMu serializes topology changes; see the package doc.
-	defMu sync.Mutex
+	defMu lockorder.Mutex[lockorder.VHostDef]
 
 	// mu guards the maps below and the policy set; a leaf lock.
-	mu        sync.RWMutex
+	mu        lockorder.RWMutex[lockorder.VHostMaps]
 	exchanges map[string]*Exchange
 	queues    map[string]*queue.Queue
 	defaults  map[string]*exchange.Binding // each queue's implicit binding from ""
@@ -102,14 +103,14 @@ type VHost struct {
 	expiry expiry
 
 	// Consuming across nodes (consumers.go): consMu guards the maps.
-	consMu     sync.Mutex
+	consMu     lockorder.Mutex[lockorder.VHostConsumers]
 	sources    map[uint64]*RemoteSource        // this node's, by id
 	consumers  map[consumerKey]*remoteConsumer // other nodes', on queues homed here
 	sourceSeq  atomic.Uint64
 	sourceBase uint64 // the first id of this run
 
 	// Direct reply-to (replyto.go): replyMu, a leaf, guards replies.
-	replyMu sync.Mutex
+	replyMu lockorder.Mutex[lockorder.VHostReplies]
 	replies map[string]ReplyTarget // by token
 }
 
