@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/plugins/internal/wasmpatch"
+	"github.com/warrenmq/warren/core/wasmhost/internal/wasmpatch"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/sdk/abi"
 )

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // a message of about 220 bytes (routing key, a property list with headers,
 // a JSON body) going to 4 bindings:
 //
-//	go test ./plugins -run XXX -bench Route -benchmem
+//	go test ./core/wasmhost -run XXX -bench Route -benchmem
 //
 // direct: core's built-in direct type against the direct test plugin (the
 // same semantics in Go through the SDK). content: the content-router's

@@ -1,4 +1,4 @@
-// Package plugins is Warren's WebAssembly exchange-type host: it loads
+// Package wasmhost is Warren's WebAssembly exchange-type host: it loads
 // plugin modules with wazero, checks them against the routing ABI
 // (sdk/ABI.md), and adapts each exchange type a plugin provides to
 // core/exchange's Type and Router, so the broker routes through a plugin
@@ -6,7 +6,7 @@
 //
 // # Using it from the broker
 //
-//	host, err := plugins.NewHost(plugins.Config{
+//	host, err := wasmhost.NewHost(wasmhost.Config{
 //		CacheDir:       filepath.Join(dataDir, "wasm-cache"),
 //		Logger:         log,
 //		PluginSettings: cfg.PluginSettings, // broker.toml: per-plugin settings
@@ -102,4 +102,4 @@
 // Lock order: Plugin.mutMu, then Plugin.stateMu, then pool.mu. The
 // broker calls a router's mutations with the exchange's lock held (see
 // LOCKS.md at the repository's root), never a vhost-wide one.
-package plugins
+package wasmhost
