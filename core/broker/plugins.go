@@ -59,7 +59,7 @@ func (b *Broker) startPlugins(shipped map[string][]byte) error {
 	if err := pm.loadSettingOverrides(); err != nil {
 		return err
 	}
-	host, err := wasmhost.NewHost(wasmhost.Config{
+	host, err := wasmhost.New(wasmhost.Config{
 		CacheDir:       b.cfg.PluginCacheDir(),
 		Logger:         b.log.With().Str("component", "plugins").Logger(),
 		PluginSettings: pm.allSettings(),

@@ -268,7 +268,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			if !cold {
-				h, _ := NewHost(Config{CacheDir: dir, Logger: zerolog.Nop()})
+				h, _ := New(Config{CacheDir: dir, Logger: zerolog.Nop()})
 				if _, err := h.Load(context.Background(), "content-router", wasm); err != nil {
 					b.Fatal(err)
 				}
@@ -279,7 +279,7 @@ func BenchmarkLoad(b *testing.B) {
 				if cold {
 					cfg.CacheDir = ""
 				}
-				h, err := NewHost(cfg)
+				h, err := New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -114,7 +114,7 @@ func testConfig(t testing.TB) Config {
 
 func newHost(t testing.TB, cfg Config) *Host {
 	t.Helper()
-	h, err := NewHost(cfg)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

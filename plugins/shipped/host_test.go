@@ -33,7 +33,7 @@ func loadShipped(t testing.TB) map[string]*wasmhost.Plugin {
 func loadModules(t testing.TB, modules map[string][]byte) map[string]*wasmhost.Plugin {
 	t.Helper()
 	types := exchange.NewRegistry()
-	h, err := wasmhost.NewHost(wasmhost.Config{
+	h, err := wasmhost.New(wasmhost.Config{
 		CacheDir:    t.TempDir(),
 		PoolSize:    2,
 		CallTimeout: 5 * time.Second, // a cold instance on a slow machine
