@@ -251,9 +251,9 @@ func TestBufferAndRouteAllocs(t *testing.T) {
 
 // TestMessageProperties reads a property list the broker's codec encoded:
 // testdata/properties.bin, which a test of the broker's module checks
-// against its encoder (plugins.TestSDKPropertiesFixture). Its flags are
-// content-type, headers, delivery-mode, priority, correlation-id,
-// message-id, timestamp and app-id.
+// against its encoder (core/wasmhost's TestSDKPropertiesFixture). Its
+// flags are content-type, headers, delivery-mode, priority,
+// correlation-id, message-id, timestamp and app-id.
 func TestMessageProperties(t *testing.T) {
 	const flags = 0xbcc8
 	raw, err := os.ReadFile("testdata/properties.bin")

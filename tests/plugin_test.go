@@ -31,7 +31,7 @@ var (
 
 var testPlugins = map[string]string{
 	"content-router": "./examples/content-router",
-	"misbehave":      "./plugins/testdata/misbehave",
+	"misbehave":      "./core/wasmhost/testdata/misbehave",
 }
 
 func builtPlugins(t testing.TB) string {
@@ -307,7 +307,7 @@ func TestPluginExchangeSurvivesRestart(t *testing.T) {
 // and the broker carries on.
 func TestPluginOfAnotherABIVersionIsRefused(t *testing.T) {
 	dir := t.TempDir()
-	wasm, err := os.ReadFile("../plugins/testdata/wat/abi2.wasm")
+	wasm, err := os.ReadFile("../core/wasmhost/testdata/wat/abi2.wasm")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 func buildDirectVersion(t *testing.T, dir, version string) {
 	t.Helper()
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-X main.version="+version,
-		"-o", filepath.Join(dir, "direct.wasm"), "./plugins/testdata/direct")
+		"-o", filepath.Join(dir, "direct.wasm"), "./core/wasmhost/testdata/direct")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/core/wasmhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -20,7 +20,7 @@ import (
 // stored, one global parameter per plugin, so they outlive a restart and a
 // reload of broker.toml; resetting a key drops its override and the file's
 // value (or none) applies again. Every change reaches the plugin at once
-// (plugins.Host.Configure), which may refuse it: then nothing changes.
+// (wasmhost.Host.Configure), which may refuse it: then nothing changes.
 
 // pluginSettingsParam is the name of the parameter holding a plugin's
 // overrides.
@@ -133,17 +133,17 @@ func settingsError(name string, err error) error {
 }
 
 // describe is the plugin's description, enabled or not; pm.mu is held.
-func (pm *pluginManager) describe(name string) (plugins.PluginInfo, error) {
+func (pm *pluginManager) describe(name string) (wasmhost.PluginInfo, error) {
 	if p, ok := pm.enabled[name]; ok {
 		return p.Info(), nil
 	}
 	wasm, _, err := pm.module(name)
 	if err != nil {
-		return plugins.PluginInfo{}, err
+		return wasmhost.PluginInfo{}, err
 	}
 	info, err := pm.inspect(name, wasm)
 	if err != nil {
-		return plugins.PluginInfo{}, reply.PreconditionFailed("plugin '%s': %v", name, err)
+		return wasmhost.PluginInfo{}, reply.PreconditionFailed("plugin '%s': %v", name, err)
 	}
 	return info, nil
 }
@@ -151,8 +151,8 @@ func (pm *pluginManager) describe(name string) (plugins.PluginInfo, error) {
 // settingValue checks a key against the plugin's declared settings and
 // converts value to its kind. Text (from the command line) is parsed:
 // numbers, true/false, JSON for arrays and tables.
-func settingValue(info plugins.PluginInfo, key string, value any) (any, error) {
-	var declared *plugins.SettingInfo
+func settingValue(info wasmhost.PluginInfo, key string, value any) (any, error) {
+	var declared *wasmhost.SettingInfo
 	var names []string
 	for i := range info.Settings {
 		names = append(names, info.Settings[i].Name)

@@ -15,7 +15,7 @@ import (
 	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/core/wasmhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -35,13 +35,13 @@ import (
 // exchanges needs force.
 type pluginManager struct {
 	b       *Broker
-	host    *plugins.Host
+	host    *wasmhost.Host
 	shipped map[string][]byte
 
 	mu        lockorder.Mutex[lockorder.BrokerPlugins] // serializes enable and disable
-	enabled   map[string]*plugins.Plugin
-	failed    map[string]string               // plugins the host disabled, and why
-	inspected map[[32]byte]plugins.PluginInfo // descriptions of modules not enabled, by content
+	enabled   map[string]*wasmhost.Plugin
+	failed    map[string]string                // plugins the host disabled, and why
+	inspected map[[32]byte]wasmhost.PluginInfo // descriptions of modules not enabled, by content
 
 	// Settings (plugin_settings.go): broker.toml's, and the overrides set
 	// in the running broker, by plugin.
@@ -55,13 +55,13 @@ type pluginManager struct {
 }
 
 func (b *Broker) startPlugins(shipped map[string][]byte) error {
-	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*plugins.Plugin),
-		failed: make(map[string]string), inspected: make(map[[32]byte]plugins.PluginInfo),
+	pm := &pluginManager{b: b, shipped: shipped, enabled: make(map[string]*wasmhost.Plugin),
+		failed: make(map[string]string), inspected: make(map[[32]byte]wasmhost.PluginInfo),
 		fileSettings: b.cfg.Plugins.Settings}
 	if err := pm.loadSettingOverrides(); err != nil {
 		return err
 	}
-	host, err := plugins.NewHost(plugins.Config{
+	host, err := wasmhost.New(wasmhost.Config{
 		CacheDir:       b.cfg.PluginCacheDir(),
 		Logger:         b.log.With().Str("component", "plugins").Logger(),
 		PluginSettings: pm.allSettings(),
@@ -163,7 +163,7 @@ func (pm *pluginManager) enable(name string, persist bool) error {
 // changed: the host switches every exchange over without a publish
 // failing; a module that cannot take over leaves the running one, and the
 // error says why. pm.mu is held.
-func (pm *pluginManager) upgrade(old *plugins.Plugin) error {
+func (pm *pluginManager) upgrade(old *wasmhost.Plugin) error {
 	name := old.Name()
 	wasm, source, err := pm.module(name)
 	if err != nil {
@@ -236,7 +236,7 @@ func (pm *pluginManager) Disable(name string, force bool) error {
 // mayDisable checks a disable: the plugin, nil when it is not enabled (a
 // disable that changes nothing), or why it may not be disabled; pm.mu is
 // held.
-func (pm *pluginManager) mayDisable(name string, force bool) (*plugins.Plugin, error) {
+func (pm *pluginManager) mayDisable(name string, force bool) (*wasmhost.Plugin, error) {
 	p, ok := pm.enabled[name]
 	if !ok {
 		_, _, err := pm.module(name)
@@ -250,7 +250,7 @@ func (pm *pluginManager) mayDisable(name string, force bool) (*plugins.Plugin, e
 
 // remove unregisters p's types and turns its exchanges' routers into
 // refusals; pm.mu is held.
-func (pm *pluginManager) remove(p *plugins.Plugin) {
+func (pm *pluginManager) remove(p *wasmhost.Plugin) {
 	p.Unregister(pm.b.types)
 	types := p.Info().Types
 	for _, vh := range pm.b.VHosts() {
@@ -294,7 +294,7 @@ type PluginStatus struct {
 	Hash     string   `json:"hash,omitempty"`
 	// Info is the module's own description (ABI version, features,
 	// settings, size, instances), when it could be read.
-	Info *plugins.PluginInfo `json:"info,omitempty"`
+	Info *wasmhost.PluginInfo `json:"info,omitempty"`
 }
 
 // List describes every available or enabled plugin, by name.
@@ -350,7 +350,7 @@ func (pm *pluginManager) List() []PluginStatus {
 // inspect describes a module that is not enabled, remembering the answer
 // by the module's content: a listing should not compile every module each
 // time. pm.mu is held.
-func (pm *pluginManager) inspect(name string, wasm []byte) (plugins.PluginInfo, error) {
+func (pm *pluginManager) inspect(name string, wasm []byte) (wasmhost.PluginInfo, error) {
 	sum := sha256.Sum256(wasm)
 	if info, ok := pm.inspected[sum]; ok && info.Name == name {
 		return info, nil

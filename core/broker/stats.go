@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/core/wasmhost"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -73,11 +73,11 @@ func (b *Broker) StoreFigures() (storage.Figures, bool) { return b.store.Figures
 func (b *Broker) Uptime() time.Duration { return time.Since(b.started) }
 
 // PluginRouteMetrics returns each enabled plugin's route figures, by name.
-func (b *Broker) PluginRouteMetrics() map[string]plugins.RouteMetrics {
+func (b *Broker) PluginRouteMetrics() map[string]wasmhost.RouteMetrics {
 	pm := b.plugins
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	out := make(map[string]plugins.RouteMetrics, len(pm.enabled))
+	out := make(map[string]wasmhost.RouteMetrics, len(pm.enabled))
 	for name, p := range pm.enabled {
 		out[name] = p.RouteMetrics()
 	}

@@ -19,7 +19,8 @@
 //     puts each lock before every lock LOCKS.md lets it be held around;
 //     TestRanksFollowLOCKS reads LOCKS.md and fails when the two differ.
 //   - A rank is taken twice by one goroutine only where LOCKS.md allows it
-//     (queue.Queue.mu, by increasing Queue.Order); the checker does not
+//     (queue.Queue.mu, by increasing Queue.Order; wasmhost.Plugin.stateMu,
+//     an upgrade's old version's then the new one's); the checker does not
 //     check that order, only that the rank may nest.
 //   - The checker's own bookkeeping uses sync's mutexes, outside the order.
 package lockorder

@@ -14,11 +14,11 @@ import (
 )
 
 // TestABI10ModulesStillWork loads the shipped plugins as they were built
-// for routing ABI 1.0 (plugins/testdata/abi10, gzipped, from before 1.1)
+// for routing ABI 1.0 (testdata/abi10, gzipped, from before 1.1)
 // into this broker's host: a minor version only adds, so each still
 // loads, says it speaks 1.0, and routes.
 func TestABI10ModulesStillWork(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "abi10")
+	dir := filepath.Join("testdata", "abi10")
 	modules := map[string][]byte{}
 	for _, name := range []string{"consistent-hash", "delayed-message", "jms"} {
 		f, err := os.Open(filepath.Join(dir, name+".wasm.gz"))

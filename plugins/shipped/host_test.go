@@ -13,7 +13,7 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
-	"github.com/warrenmq/warren/plugins"
+	"github.com/warrenmq/warren/core/wasmhost"
 	"github.com/warrenmq/warren/plugins/consistent-hash/chash"
 	"github.com/warrenmq/warren/plugins/shipped"
 	"github.com/warrenmq/warren/protocol"
@@ -23,17 +23,17 @@ import (
 // The shipped modules, loaded into the broker's plugin host: they load,
 // describe themselves, and route as their packages do natively.
 
-func loadShipped(t testing.TB) map[string]*plugins.Plugin {
+func loadShipped(t testing.TB) map[string]*wasmhost.Plugin {
 	t.Helper()
 	return loadModules(t, shipped.Modules())
 }
 
 // loadModules loads modules by plugin name into one host whose types,
 // and the built-in ones, are what type_exists and validate-as find.
-func loadModules(t testing.TB, modules map[string][]byte) map[string]*plugins.Plugin {
+func loadModules(t testing.TB, modules map[string][]byte) map[string]*wasmhost.Plugin {
 	t.Helper()
 	types := exchange.NewRegistry()
-	h, err := plugins.NewHost(plugins.Config{
+	h, err := wasmhost.New(wasmhost.Config{
 		CacheDir:    t.TempDir(),
 		PoolSize:    2,
 		CallTimeout: 5 * time.Second, // a cold instance on a slow machine
@@ -44,7 +44,7 @@ func loadModules(t testing.TB, modules map[string][]byte) map[string]*plugins.Pl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	out := map[string]*plugins.Plugin{}
+	out := map[string]*wasmhost.Plugin{}
 	for name, wasm := range modules {
 		p, err := h.Load(context.Background(), name, wasm)
 		if err != nil {
@@ -58,7 +58,7 @@ func loadModules(t testing.TB, modules map[string][]byte) map[string]*plugins.Pl
 	return out
 }
 
-func typeOf(t testing.TB, p *plugins.Plugin, name string) exchange.Type {
+func typeOf(t testing.TB, p *wasmhost.Plugin, name string) exchange.Type {
 	t.Helper()
 	for _, x := range p.Types() {
 		if x.Name() == name {

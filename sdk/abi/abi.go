@@ -1,5 +1,5 @@
 // Package abi holds the constants and the byte layouts of Warren's routing
-// ABI (version 1.1), shared by the host (plugins/) and the Go guest SDK (sdk/).
+// ABI (version 1.1), shared by the host (core/wasmhost) and the Go SDK (sdk/).
 // sdk/ABI.md is the normative description; this package is its executable
 // form and must agree with it byte for byte.
 //

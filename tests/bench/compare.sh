@@ -117,10 +117,10 @@ for s in $scenarios; do
 		fi
 		;;
 	plugin)
-		# plugins/testdata/direct is the built-in direct type's logic as a Go
-		# plugin (type x-direct): the difference is the plugin boundary.
+		# core/wasmhost/testdata/direct is the built-in direct type's logic as
+		# a Go plugin (type x-direct): the difference is the plugin boundary.
 		mkdir -p "$work/plugins"
-		(cd "$root" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$work/plugins/direct.wasm" ./plugins/testdata/direct)
+		(cd "$root" && GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "$work/plugins/direct.wasm" ./core/wasmhost/testdata/direct)
 		for producers in 1 2; do
 			start_warren -config "$(cfgfile "$(printf '[plugins]\ndir = "%s"\nenabled = ["direct"]\n' "$work/plugins")")"
 			run "built-in direct exchange, $producers producer(s), 16 B, auto-ack" "$warren_url" "$(cat "$work/pid")" -duration "$duration" -size 16 -autoack \

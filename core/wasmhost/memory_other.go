@@ -1,6 +1,6 @@
 //go:build !linux
 
-package plugins
+package wasmhost
 
 import "github.com/tetratelabs/wazero/experimental"
 

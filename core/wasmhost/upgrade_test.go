@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -75,10 +75,10 @@ func TestUpgradeWhileRouting(t *testing.T) {
 	if info := v2.Info(); info.Version != "2.0.0" || info.Exchanges != 1 {
 		t.Fatalf("after the upgrade: %+v", info)
 	}
-	if p, _ := h.Plugin("direct"); p != v2 {
+	if p, _ := h.plugin("direct"); p != v2 {
 		t.Fatal("the host still lists the old version")
 	}
-	if d, why := v1.Disabled(); !d || !strings.Contains(why, "upgraded to version 2.0.0") {
+	if d, why := v1.disabled(); !d || !strings.Contains(why, "upgraded to version 2.0.0") {
 		t.Fatalf("old version: disabled %v (%s)", d, why)
 	}
 	// The type core holds is the same object, now served by v2; bindings
@@ -100,18 +100,18 @@ func TestUpgradeWhileRouting(t *testing.T) {
 	// A version that refuses a binding the exchange has, or lacks a type
 	// an exchange uses, is not taken; v2 carries on.
 	_, err = h.Upgrade(context.Background(), v2, buildGoWith(t, "direct", "-X main.version=3.0.0 -X main.refuseKey=k2"))
-	if !errors.Is(err, ErrUpgrade) || !strings.Contains(err.Error(), "version 3.0.0 refuses key k2") ||
+	if !errors.Is(err, errUpgrade) || !strings.Contains(err.Error(), "version 3.0.0 refuses key k2") ||
 		!strings.Contains(err.Error(), "with key 'k2'") {
 		t.Fatalf("a version refusing a binding: %v", err)
 	}
 	_, err = h.Upgrade(context.Background(), v2, buildGoWith(t, "direct", "-X main.version=4.0.0 -X main.typeName=x-other"))
-	if !errors.Is(err, ErrUpgrade) || !strings.Contains(err.Error(), "has no exchange type 'x-direct', which exchange 'e'") {
+	if !errors.Is(err, errUpgrade) || !strings.Contains(err.Error(), "has no exchange type 'x-direct', which exchange 'e'") {
 		t.Fatalf("a version without the type: %v", err)
 	}
-	if p, _ := h.Plugin("direct"); p != v2 || v2.Info().Version != "2.0.0" {
+	if p, _ := h.plugin("direct"); p != v2 || v2.Info().Version != "2.0.0" {
 		t.Fatal("a refused upgrade replaced the running version")
 	}
-	if d, _ := v2.Disabled(); d {
+	if d, _ := v2.disabled(); d {
 		t.Fatal("a refused upgrade disabled the running version")
 	}
 	if got, _, err := route(r, msg(t, "k1", nil, "")); err != nil || !slices.Equal(got, []string{"q1"}) {

@@ -1,28 +1,38 @@
-// Package plugins is Warren's WebAssembly exchange-type host: it loads
+// Package wasmhost is Warren's WebAssembly exchange-type host: it loads
 // plugin modules with wazero, checks them against the routing ABI
 // (sdk/ABI.md), and adapts each exchange type a plugin provides to
 // core/exchange's Type and Router, so the broker routes through a plugin
 // exactly as through a built-in type.
 //
+// The host is part of the broker; core/broker drives it. It knows
+// nothing of the broker but core/exchange, core/message and core/reply,
+// and nothing of plugins/: the plugins Warren ships are guests, built for
+// wasip1 against sdk/ like any author's, and reach the broker as modules
+// (plugins/shipped embeds them). TestNoImportRunsBackUp checks both. The
+// module rewriter is internal/wasmpatch.
+//
 // # Using it from the broker
 //
-//	host, err := plugins.NewHost(plugins.Config{
-//		CacheDir:       filepath.Join(dataDir, "wasm-cache"),
+// The broker keeps the plugins it enabled and the exchange types they
+// registered (core/broker/plugins.go):
+//
+//	host, err := wasmhost.New(wasmhost.Config{
+//		CacheDir:       cfg.PluginCacheDir(),
 //		Logger:         log,
-//		PluginSettings: cfg.PluginSettings, // broker.toml: per-plugin settings
+//		PluginSettings: settings,        // broker.toml's and warrenctl's, by plugin
+//		LookupType:     registry.Lookup, // for type_exists and validate-as
 //		OnDisabled: func(name, reason string) {
-//			// the host gave up on a failing plugin: mark its exchanges
-//			if p, ok := host.Plugin(name); ok {
-//				p.Unregister(registry)
-//				for _, t := range p.Info().Types { vhosts.TypeGone(t) }
-//			}
+//			// the host gave up on a failing plugin: unregister it as below
 //		},
 //	})
 //
 //	// warrenctl plugins enable content-router
-//	p, err := host.LoadFile(ctx, filepath.Join(pluginDir, "content-router.wasm"))
-//	err = p.Register(registry)                        // all its types or none
+//	p, err := host.Load(ctx, "content-router", wasm)
+//	err = p.Register(registry)                              // all its types or none
 //	for _, t := range p.Info().Types { vhosts.TypeBack(t) } // rebuild existing exchanges
+//
+//	// the same, with another module: a live upgrade
+//	next, err := host.Upgrade(ctx, p, wasm) // refused: p runs on
 //
 //	// warrenctl plugins disable content-router
 //	if p.Exchanges() > 0 && !force { refuse }
@@ -30,9 +40,13 @@
 //	for _, t := range p.Info().Types { vhosts.TypeGone(t) } // routers deleted, bindings kept
 //	p.Close()
 //
-//	// warrenctl plugins list
-//	for _, p := range host.Plugins() { show(p.Info()) }   // enabled
-//	info, err := host.Inspect(ctx, name, wasm)            // available, not enabled
+//	// warrenctl plugins list, and plugins configure
+//	show(p.Info())                             // enabled
+//	info, err := host.Inspect(ctx, name, wasm) // available, not enabled
+//	err = host.Configure(name, values)         // the plugin may refuse them
+//
+//	// /metrics
+//	m := p.RouteMetrics()
 //
 // # Loading
 //
@@ -102,4 +116,4 @@
 // Lock order: Plugin.mutMu, then Plugin.stateMu, then pool.mu. The
 // broker calls a router's mutations with the exchange's lock held (see
 // LOCKS.md at the repository's root), never a vhost-wide one.
-package plugins
+package wasmhost

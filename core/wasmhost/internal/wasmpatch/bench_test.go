@@ -9,7 +9,7 @@ import (
 // BenchmarkSpin measures what the checks cost: a tight loop of a few
 // instructions per iteration, original and patched.
 //
-//	go test ./plugins/internal/wasmpatch -bench Spin
+//	go test ./core/wasmhost/internal/wasmpatch -bench Spin
 func BenchmarkSpin(b *testing.B) {
 	orig, err := os.ReadFile("testdata/loops.wasm")
 	if err != nil {

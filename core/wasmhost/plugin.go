@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"encoding/hex"
@@ -7,9 +7,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -46,11 +47,11 @@ type Plugin struct {
 
 	// mutMu serializes the mutations of exchanges (create, delete, bind,
 	// unbind, policy): each runs on one instance and then enters the log.
-	mutMu sync.Mutex
+	mutMu lockorder.Mutex[lockorder.PluginMutations]
 
 	// stateMu guards the op log, the exchanges' records and the id
 	// counter; epoch is written under it and read anywhere.
-	stateMu   sync.Mutex
+	stateMu   lockorder.Mutex[lockorder.PluginState]
 	ops       []op   // ops after logBase, in epoch order
 	logBase   uint64 // epoch of the op before ops[0]
 	epoch     atomic.Uint64
@@ -59,17 +60,17 @@ type Plugin struct {
 	nextID    uint32   // ids are small and reused, so guests can index a slice
 	freeIDs   []uint32 // ids of deleted exchanges, free once the delete is logged
 
-	disabled atomic.Pointer[string]
+	disabledWhy atomic.Pointer[string] // the reason, once disabled
 
-	failMu   sync.Mutex
+	failMu   lockorder.Mutex[lockorder.PluginFailures]
 	failures []time.Time
 
-	logMu     sync.Mutex
+	logMu     lockorder.Mutex[lockorder.PluginLog]
 	logTokens float64
 	logLast   time.Time
 	logDrop   int
 
-	viaMu    sync.RWMutex
+	viaMu    lockorder.RWMutex[lockorder.PluginVia]
 	viaNames map[string]string
 
 	// routeCalls counts route calls; routeLatency times a sample of them
@@ -89,7 +90,7 @@ type Plugin struct {
 // and validations take no lock: they read cur once and finish on that
 // version (the old one lives until its calls in flight are done).
 type pluginRef struct {
-	mu  sync.RWMutex
+	mu  lockorder.RWMutex[lockorder.PluginRef]
 	cur atomic.Pointer[Plugin]
 }
 
@@ -196,7 +197,7 @@ func (p *Plugin) Info() PluginInfo {
 		info.Settings = append(info.Settings, SettingInfo{Name: s.Name, Kind: kindName(s.Kind), Doc: s.Doc, Value: p.settingValues[s.Name]})
 	}
 	p.stateMu.Unlock()
-	if r := p.disabled.Load(); r != nil {
+	if r := p.disabledWhy.Load(); r != nil {
 		info.Disabled = *r
 	}
 	return info
@@ -241,21 +242,21 @@ func (p *Plugin) Exchanges() int {
 	return len(p.exchanges)
 }
 
-// Disabled reports whether the plugin is disabled, and why.
-func (p *Plugin) Disabled() (bool, string) {
-	if r := p.disabled.Load(); r != nil {
+// disabled reports whether the plugin is disabled, and why.
+func (p *Plugin) disabled() (bool, string) {
+	if r := p.disabledWhy.Load(); r != nil {
 		return true, *r
 	}
 	return false, ""
 }
 
-// Disable stops the plugin: its instances are released, its routers refuse
+// disable stops the plugin: its instances are released, its routers refuse
 // to route with 406 and its types refuse new exchanges. It does not call
 // OnDisabled (that reports the host's own decisions) and does not remove
 // the plugin from the host (Close does). Disabling twice keeps the first
 // reason.
-func (p *Plugin) Disable(reason string) {
-	if !p.disabled.CompareAndSwap(nil, &reason) {
+func (p *Plugin) disable(reason string) {
+	if !p.disabledWhy.CompareAndSwap(nil, &reason) {
 		return
 	}
 	p.pool.close()
@@ -265,14 +266,14 @@ func (p *Plugin) Disable(reason string) {
 // the call timeout) and forgets it: a later Load of the same name starts
 // afresh.
 func (p *Plugin) Close() {
-	p.Disable("unloaded")
+	p.disable("unloaded")
 	done := p.pool.waitClosed(time.Now().Add(2 * p.h.cfg.CallTimeout))
 	p.h.forget(p, done)
 }
 
 // disableForFailures is the host's own decision, reported to OnDisabled.
 func (p *Plugin) disableForFailures(reason string) {
-	if !p.disabled.CompareAndSwap(nil, &reason) {
+	if !p.disabledWhy.CompareAndSwap(nil, &reason) {
 		return
 	}
 	p.log.Error().Str("reason", reason).Msg("plugin disabled")
@@ -305,7 +306,7 @@ func (p *Plugin) recordFailure(err error) {
 
 // unavailable is the error of a disabled plugin's types and routers.
 func (p *Plugin) unavailable(typ string) error {
-	_, why := p.Disabled()
+	_, why := p.disabled()
 	return reply.PreconditionFailed("exchange type '%s' is not available: plugin '%s' is disabled (%s)", typ, p.name, why)
 }
 
@@ -522,7 +523,7 @@ func (p *Plugin) trimLog() {
 // is given back (or discarded after a failure) and err is what the caller
 // answers: the plugin's own reply, or the failure as 541.
 func (p *Plugin) runOnce(typ, what string, fn int, input []byte) (*instance, abi.Output, error) {
-	if d, _ := p.Disabled(); d {
+	if d, _ := p.disabled(); d {
 		return nil, abi.Output{}, p.unavailable(typ)
 	}
 	in, err := p.pool.get()

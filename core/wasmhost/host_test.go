@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -28,13 +28,13 @@ func TestLoadDescribes(t *testing.T) {
 		info.Instances != 1 || info.Disabled != "" {
 		t.Fatalf("info: %+v", info)
 	}
-	if got, ok := h.Plugin("content-router"); !ok || got != p {
+	if got, ok := h.plugin("content-router"); !ok || got != p {
 		t.Fatal("Plugin does not find the loaded plugin")
 	}
-	if _, err := h.Load(context.Background(), "content-router", buildGo(t, "content-router")); !errors.Is(err, ErrLoaded) {
+	if _, err := h.Load(context.Background(), "content-router", buildGo(t, "content-router")); !errors.Is(err, errLoaded) {
 		t.Fatalf("loading twice: %v", err)
 	}
-	if _, err := h.Load(context.Background(), "other-name", buildGo(t, "content-router")); !errors.Is(err, ErrDescription) ||
+	if _, err := h.Load(context.Background(), "other-name", buildGo(t, "content-router")); !errors.Is(err, errDescription) ||
 		!strings.Contains(err.Error(), `calls itself "content-router" but was loaded as "other-name"`) {
 		t.Fatalf("loading under another name: %v", err)
 	}
@@ -47,10 +47,10 @@ func TestInspect(t *testing.T) {
 		!slices.Equal(info.Features, []string{"headers"}) || info.Instances != 0 {
 		t.Fatalf("%+v %v", info, err)
 	}
-	if _, ok := h.Plugin("misbehave"); ok {
+	if _, ok := h.plugin("misbehave"); ok {
 		t.Fatal("Inspect kept the plugin")
 	}
-	if _, err := h.Inspect(context.Background(), "abi2", readFixture(t, "abi2.wasm")); !errors.Is(err, ErrABIVersion) {
+	if _, err := h.Inspect(context.Background(), "abi2", readFixture(t, "abi2.wasm")); !errors.Is(err, errABIVersion) {
 		t.Fatalf("inspecting a v2 module: %v", err)
 	}
 }
@@ -58,23 +58,23 @@ func TestInspect(t *testing.T) {
 func TestRefusesOtherABIVersions(t *testing.T) {
 	h := newHost(t, testConfig(t))
 	_, err := h.Load(context.Background(), "abi2", readFixture(t, "abi2.wasm"))
-	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "v2.0") || !strings.Contains(err.Error(), "this broker speaks v1.1") {
+	if !errors.Is(err, errABIVersion) || !strings.Contains(err.Error(), "v2.0") || !strings.Contains(err.Error(), "this broker speaks v1.1") {
 		t.Errorf("ABI v2 module: %v", err)
 	}
 	_, err = h.Load(context.Background(), "importv2", readFixture(t, "importv2.wasm"))
-	if !errors.Is(err, ErrABIVersion) || !strings.Contains(err.Error(), "warren_v2") || !strings.Contains(err.Error(), "warren_v1") {
+	if !errors.Is(err, errABIVersion) || !strings.Contains(err.Error(), "warren_v2") || !strings.Contains(err.Error(), "warren_v1") {
 		t.Errorf("module importing warren_v2: %v", err)
 	}
 	_, err = h.Load(context.Background(), "noabi", readFixture(t, "noabi.wasm"))
-	if !errors.Is(err, ErrNotPlugin) || !strings.Contains(err.Error(), "warren_abi_version") {
+	if !errors.Is(err, errNotPlugin) || !strings.Contains(err.Error(), "warren_abi_version") {
 		t.Errorf("module without a version: %v", err)
 	}
 	_, err = h.Load(context.Background(), "junk", []byte("\x00asm but not really"))
-	if !errors.Is(err, ErrNotPlugin) {
+	if !errors.Is(err, errNotPlugin) {
 		t.Errorf("junk: %v", err)
 	}
-	if len(h.Plugins()) != 0 {
-		t.Errorf("failed loads left plugins behind: %v", h.Plugins())
+	if len(h.loadedPlugins()) != 0 {
+		t.Errorf("failed loads left plugins behind: %v", h.loadedPlugins())
 	}
 }
 
@@ -147,7 +147,7 @@ func TestDeclareError(t *testing.T) {
 	if _, _, err := route(r, msg(t, "plain-error", nil, "")); reply.As(err).Text != "PRECONDITION_FAILED - a plain error" {
 		t.Errorf("plain route error: %v", err)
 	}
-	if d, _ := p.Disabled(); d || p.Info().Instances == 0 {
+	if d, _ := p.disabled(); d || p.Info().Instances == 0 {
 		t.Error("reply errors are not failures")
 	}
 }
@@ -183,7 +183,7 @@ func TestSettings(t *testing.T) {
 	for _, bad := range []map[string]any{{"greting": "typo"}, {"greeting": 7}} {
 		cfg.PluginSettings = map[string]map[string]any{"misbehave": bad}
 		h2 := newHost(t, cfg)
-		if _, err := h2.Load(context.Background(), "misbehave", buildGo(t, "misbehave")); !errors.Is(err, ErrSettings) {
+		if _, err := h2.Load(context.Background(), "misbehave", buildGo(t, "misbehave")); !errors.Is(err, errSettings) {
 			t.Errorf("settings %v: %v", bad, err)
 		}
 	}
@@ -285,7 +285,7 @@ func TestTrapFailsOneCall(t *testing.T) {
 			t.Errorf("after the panic, %s routes to %v (%v), want %s", c.key, got, err, c.want)
 		}
 	}
-	if d, _ := p.Disabled(); d {
+	if d, _ := p.disabled(); d {
 		t.Error("one failure disabled the plugin")
 	}
 }
@@ -347,7 +347,7 @@ func TestTooLarge(t *testing.T) {
 	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "no room") {
 		t.Fatalf("a message the plugin has no room for: %v", err)
 	}
-	if d, why := bad.Disabled(); d {
+	if d, why := bad.disabled(); d {
 		t.Fatal(why)
 	}
 }
@@ -461,8 +461,8 @@ func TestRepeatedFailuresDisable(t *testing.T) {
 	if e := reply.As(err); e == nil || e.Code != protocol.PreconditionFailed || !strings.Contains(e.Text, "plugin 'misbehave' is disabled") {
 		t.Fatalf("routing on a disabled plugin: %v", err)
 	}
-	if d, why := p.Disabled(); !d || why == "" || p.Info().Disabled == "" {
-		t.Fatal("Disabled() does not say so")
+	if d, why := p.disabled(); !d || why == "" || p.Info().Disabled == "" {
+		t.Fatal("disabled() does not say so")
 	}
 	if _, err := typ(t, p, "x-misbehave").Create(exchange.Definition{Name: "new"}); reply.As(err).Code != protocol.PreconditionFailed {
 		t.Fatalf("creating on a disabled plugin: %v", err)
@@ -522,7 +522,7 @@ func TestRegisterAllOrNothing(t *testing.T) {
 		t.Fatal("x-content still registered")
 	}
 	p.Close()
-	if _, ok := h.Plugin("content-router"); ok {
+	if _, ok := h.plugin("content-router"); ok {
 		t.Fatal("closed plugin still listed")
 	}
 	// A closed plugin's name can be loaded again.
@@ -541,7 +541,7 @@ func TestPluginLogs(t *testing.T) {
 }
 
 func TestHostClose(t *testing.T) {
-	h, err := NewHost(testConfig(t))
+	h, err := New(testConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestHostClose(t *testing.T) {
 	if _, _, err := route(r, msg(t, "k", nil, "")); reply.As(err).Code != protocol.PreconditionFailed {
 		t.Fatalf("routing after Close: %v", err)
 	}
-	if _, err := h.Load(context.Background(), "direct", buildGo(t, "direct")); !errors.Is(err, ErrHostClosed) {
+	if _, err := h.Load(context.Background(), "direct", buildGo(t, "direct")); !errors.Is(err, errHostClosed) {
 		t.Fatalf("Load after Close: %v", err)
 	}
 }

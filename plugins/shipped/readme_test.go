@@ -1,4 +1,4 @@
-package plugins
+package shipped_test
 
 import (
 	"bufio"
@@ -16,15 +16,15 @@ import (
 var readmeSections = []string{"Name", "Description", "Syntax", "Examples", "Differences from RabbitMQ"}
 
 // TestShippedReadmes checks that each plugin Warren ships has a folder
-// with a README.md titled with the plugin's name and holding the required
-// sections, in order.
+// (plugins/<name>) with a README.md titled with the plugin's name and
+// holding the required sections, in order.
 func TestShippedReadmes(t *testing.T) {
 	names := shipped.Names()
 	if len(names) == 0 {
 		t.Fatal("no shipped plugins")
 	}
 	for _, name := range names {
-		path := filepath.Join(name, "README.md")
+		path := filepath.Join("..", name, "README.md")
 		f, err := os.Open(path)
 		if err != nil {
 			t.Errorf("shipped plugin %s: %v", name, err)

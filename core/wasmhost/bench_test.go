@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // a message of about 220 bytes (routing key, a property list with headers,
 // a JSON body) going to 4 bindings:
 //
-//	go test ./plugins -run XXX -bench Route -benchmem
+//	go test ./core/wasmhost -run XXX -bench Route -benchmem
 //
 // direct: core's built-in direct type against the direct test plugin (the
 // same semantics in Go through the SDK). content: the content-router's
@@ -268,7 +268,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			if !cold {
-				h, _ := NewHost(Config{CacheDir: dir, Logger: zerolog.Nop()})
+				h, _ := New(Config{CacheDir: dir, Logger: zerolog.Nop()})
 				if _, err := h.Load(context.Background(), "content-router", wasm); err != nil {
 					b.Fatal(err)
 				}
@@ -279,7 +279,7 @@ func BenchmarkLoad(b *testing.B) {
 				if cold {
 					cfg.CacheDir = ""
 				}
-				h, err := NewHost(cfg)
+				h, err := New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestSDKPropertiesFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixture, err := os.ReadFile("../sdk/testdata/properties.bin")
+	fixture, err := os.ReadFile("../../sdk/testdata/properties.bin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 //go:build linux
 
-package plugins
+package wasmhost
 
 import (
-	"sync"
 	"syscall"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -22,7 +23,7 @@ import (
 // then the unmapping waits until the call has returned.
 type mmapMemory struct {
 	in  *instance
-	mu  sync.Mutex
+	mu  lockorder.Mutex[lockorder.PluginMemory]
 	buf []byte // the whole mapping; nil once unmapped
 	// pending records a Free that arrived during a call.
 	pending bool

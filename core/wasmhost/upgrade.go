@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/warrenmq/warren/sdk/abi"
 )
 
-// ErrUpgrade reports a new version of a plugin that could not take over
+// errUpgrade reports a new version of a plugin that could not take over
 // from the running one; the running one carries on.
-var ErrUpgrade = errors.New("plugin not upgraded")
+var errUpgrade = errors.New("plugin not upgraded")
 
 // Upgrade replaces a loaded plugin by another build of it while it runs:
 //
@@ -37,9 +37,9 @@ var ErrUpgrade = errors.New("plugin not upgraded")
 func (h *Host) Upgrade(ctx context.Context, old *Plugin, wasm []byte) (*Plugin, error) {
 	name := old.name
 	fail := func(err error) (*Plugin, error) {
-		return nil, fmt.Errorf("plugins: %w %s: %w", ErrUpgrade, name, err)
+		return nil, fmt.Errorf("plugins: %w %s: %w", errUpgrade, name, err)
 	}
-	if d, why := old.Disabled(); d {
+	if d, why := old.disabled(); d {
 		return fail(fmt.Errorf("the running version is disabled (%s)", why))
 	}
 	next, err := h.load(ctx, h.rt, name, wasm)
@@ -74,13 +74,16 @@ func (p *Plugin) switchFrom(old *Plugin) error {
 			t.ref = ref
 		}
 	}
+	// The records move before Host.mu is taken, a leaf: ref.mu keeps
+	// them still. Should old have been unloaded meanwhile, they are
+	// nobody's.
+	p.ref = ref
+	p.adopt(old)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.plugins[p.name] != old {
 		return errors.New("the running version was unloaded meanwhile")
 	}
-	p.ref = ref
-	p.adopt(old)
 	h.plugins[p.name] = p
 	ref.cur.Store(p)
 	return nil
@@ -150,14 +153,14 @@ func describeOp(o op) string {
 
 // discard drops a version that never served: its instances and code.
 func (p *Plugin) discard() {
-	p.Disable("discarded")
+	p.disable("discarded")
 	p.pool.waitClosed(time.Now().Add(2 * p.h.cfg.CallTimeout))
 	p.compiled.Close(context.Background())
 }
 
 // retire stops an upgraded version once the calls in it are done.
 func (p *Plugin) retire(successor string) {
-	p.Disable("upgraded to version " + successor)
+	p.disable("upgraded to version " + successor)
 	if !p.pool.waitClosed(time.Now().Add(2 * p.h.cfg.CallTimeout)) {
 		p.log.Warn().Msg("an upgraded version still had calls running; its code is kept until the host closes")
 		return

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 	testDir = dir
 	cacheDir = filepath.Join(dir, "cache")
 	wd, _ := os.Getwd()
-	goModRoot = filepath.Dir(wd)
+	goModRoot = filepath.Join(wd, "..", "..")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -54,8 +54,8 @@ func TestMain(m *testing.M) {
 // goPlugins maps a plugin name to its package, relative to the module root.
 var goPlugins = map[string]string{
 	"content-router": "./examples/content-router",
-	"direct":         "./plugins/testdata/direct",
-	"misbehave":      "./plugins/testdata/misbehave",
+	"direct":         "./core/wasmhost/testdata/direct",
+	"misbehave":      "./core/wasmhost/testdata/misbehave",
 }
 
 // buildGo builds a Go plugin (once per run) and returns its module.
@@ -114,7 +114,7 @@ func testConfig(t testing.TB) Config {
 
 func newHost(t testing.TB, cfg Config) *Host {
 	t.Helper()
-	h, err := NewHost(cfg)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

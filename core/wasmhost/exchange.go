@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"errors"
@@ -309,7 +309,7 @@ func (r *router) RemoveBindings(bs []*exchange.Binding) error {
 			}
 		}
 	}
-	if d, _ := p.Disabled(); d || r.deleted {
+	if d, _ := p.disabled(); d || r.deleted {
 		forget()
 		return nil
 	}
@@ -372,7 +372,7 @@ func (r *router) Delete() {
 		delete(p.exchanges, r.id)
 		p.freeIDs = append(p.freeIDs, r.id)
 	}
-	if d, _ := p.Disabled(); d {
+	if d, _ := p.disabled(); d {
 		p.stateMu.Lock()
 		forget()
 		p.stateMu.Unlock()

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/warrenmq/warren/plugins/internal/wasmpatch"
+	"github.com/warrenmq/warren/core/wasmhost/internal/wasmpatch"
 	"github.com/warrenmq/warren/sdk/abi"
 )
 

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -15,13 +14,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/warrenmq/warren/internal/lockorder"
+
 	"github.com/rs/zerolog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/plugins/internal/wasmpatch"
+	"github.com/warrenmq/warren/core/wasmhost/internal/wasmpatch"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/sdk/abi"
 )
@@ -102,20 +103,20 @@ type Host struct {
 	started   time.Time
 	log       zerolog.Logger
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.PluginHost]
 	plugins  map[string]*Plugin
 	closed   bool
 	settings map[string]map[string]any // Configure's, over cfg.PluginSettings
 
-	instMu    sync.RWMutex
+	instMu    lockorder.RWMutex[lockorder.PluginInstances]
 	instances map[*instance]struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-// NewHost starts a host.
-func NewHost(cfg Config) (*Host, error) {
+// New starts a host: its runtimes, its watchdog and its janitor.
+func New(cfg Config) (*Host, error) {
 	cfg.setDefaults()
 	ctx := context.Background()
 	h := &Host{
@@ -168,24 +169,15 @@ func (h *Host) newRuntime(ctx context.Context, rc wazero.RuntimeConfig) (wazero.
 	return rt, nil
 }
 
-// Errors of Load, to test with errors.Is.
+// Errors of Load and Inspect, wrapped with what went wrong.
 var (
-	ErrNotPlugin   = errors.New("not a Warren plugin")
-	ErrABIVersion  = errors.New("routing ABI version not supported")
-	ErrDescription = errors.New("invalid plugin description")
-	ErrSettings    = errors.New("invalid plugin settings")
-	ErrLoaded      = errors.New("plugin already loaded")
-	ErrHostClosed  = errors.New("plugin host closed")
+	errNotPlugin   = errors.New("not a Warren plugin")
+	errABIVersion  = errors.New("routing ABI version not supported")
+	errDescription = errors.New("invalid plugin description")
+	errSettings    = errors.New("invalid plugin settings")
+	errLoaded      = errors.New("plugin already loaded")
+	errHostClosed  = errors.New("plugin host closed")
 )
-
-// LoadFile loads the module at path under the file's name without .wasm.
-func (h *Host) LoadFile(ctx context.Context, path string) (*Plugin, error) {
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("plugins: %w", err)
-	}
-	return h.Load(ctx, strings.TrimSuffix(filepath.Base(path), ".wasm"), wasm)
-}
 
 // Load compiles a module (from the compilation cache when it is there),
 // checks its imports, ABI version, exports and description, instantiates
@@ -195,11 +187,11 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, ErrHostClosed
+		return nil, errHostClosed
 	}
 	if _, dup := h.plugins[name]; dup {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("plugins: %w: %s", ErrLoaded, name)
+		return nil, fmt.Errorf("plugins: %w: %s", errLoaded, name)
 	}
 	h.plugins[name] = nil // reserve the name while loading
 	h.mu.Unlock()
@@ -217,8 +209,8 @@ func (h *Host) Load(ctx context.Context, name string, wasm []byte) (*Plugin, err
 		return nil, fmt.Errorf("plugins: loading %s: %w", name, err)
 	}
 	if closed {
-		p.Disable("host closed")
-		return nil, ErrHostClosed
+		p.disable("host closed")
+		return nil, errHostClosed
 	}
 	h.log.Info().Str("plugin", name).Str("version", p.desc.Version).Strs("types", p.desc.Types).
 		Int("bytes", len(wasm)).Msg("plugin loaded")
@@ -235,7 +227,7 @@ func (h *Host) Inspect(ctx context.Context, name string, wasm []byte) (PluginInf
 		return PluginInfo{}, fmt.Errorf("plugins: inspecting %s: %w", name, err)
 	}
 	info := p.Info()
-	p.Disable("inspected only")
+	p.disable("inspected only")
 	p.pool.waitClosed(time.Now().Add(2 * h.cfg.CallTimeout))
 	p.compiled.Close(ctx)
 	info.Instances = 0
@@ -248,11 +240,11 @@ func (h *Host) Inspect(ctx context.Context, name string, wasm []byte) (PluginInf
 func (h *Host) load(ctx context.Context, rt wazero.Runtime, name string, wasm []byte) (*Plugin, error) {
 	patched, err := wasmpatch.Patch(wasm, interruptExport)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotPlugin, err)
+		return nil, fmt.Errorf("%w: %v", errNotPlugin, err)
 	}
 	compiled, err := rt.CompileModule(ctx, patched.Wasm)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotPlugin, err)
+		return nil, fmt.Errorf("%w: %v", errNotPlugin, err)
 	}
 	p := &Plugin{
 		h:            h,
@@ -301,14 +293,14 @@ func (h *Host) load(ctx context.Context, rt wazero.Runtime, name string, wasm []
 		if _, command := compiled.ExportedFunctions()["_start"]; command {
 			return fail(fmt.Errorf("%w: %v: the module is a WASI command (it exports _start), and a plugin must be a reactor, "+
 				"whose exports work without a main; build a Go plugin with "+
-				"`GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o %s.wasm .`, a Rust one as a cdylib", ErrNotPlugin, err, name))
+				"`GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o %s.wasm .`, a Rust one as a cdylib", errNotPlugin, err, name))
 		}
 		return fail(err)
 	}
 	major, minor := v>>16, v&0xffff
 	if major != abi.Major || minor > abi.Minor {
 		return fail(fmt.Errorf("%w: the module speaks routing ABI v%d.%d, this broker speaks v%d.%d",
-			ErrABIVersion, major, minor, abi.Major, abi.Minor))
+			errABIVersion, major, minor, abi.Major, abi.Minor))
 	}
 	p.abiMinor = minor
 	if err := checkExports(exports); err != nil {
@@ -319,10 +311,10 @@ func (h *Host) load(ctx context.Context, rt wazero.Runtime, name string, wasm []
 		return fail(err)
 	}
 	if o.Status != abi.StatusOK {
-		return fail(fmt.Errorf("%w: describe answered %d %s", ErrDescription, o.Code, o.Text))
+		return fail(fmt.Errorf("%w: describe answered %d %s", errDescription, o.Code, o.Text))
 	}
 	if p.desc, err = abi.ReadDescription(o.Payload); err != nil {
-		return fail(fmt.Errorf("%w: %v", ErrDescription, err))
+		return fail(fmt.Errorf("%w: %v", errDescription, err))
 	}
 	if err := p.checkDescription(); err != nil {
 		return fail(err)
@@ -349,14 +341,14 @@ func checkImports(cm wazero.CompiledModule) error {
 		case module == wasmpatch.ImportModule: // added by Patch, which refuses a module that had it
 		case strings.HasPrefix(module, "warren_v"):
 			return fmt.Errorf("%w: the module imports host functions %s.%s; this broker provides %s (routing ABI v%d.%d)",
-				ErrABIVersion, module, name, abi.ImportModule, abi.Major, abi.Minor)
+				errABIVersion, module, name, abi.ImportModule, abi.Major, abi.Minor)
 		default:
 			return fmt.Errorf("%w: the module imports %s.%s; a plugin may import only %s and %s",
-				ErrNotPlugin, module, name, abi.ImportModule, wasi_snapshot_preview1.ModuleName)
+				errNotPlugin, module, name, abi.ImportModule, wasi_snapshot_preview1.ModuleName)
 		}
 	}
 	if len(cm.ExportedMemories()) == 0 {
-		return fmt.Errorf("%w: the module exports no memory", ErrNotPlugin)
+		return fmt.Errorf("%w: the module exports no memory", errNotPlugin)
 	}
 	return nil
 }
@@ -364,11 +356,11 @@ func checkImports(cm wazero.CompiledModule) error {
 func checkSignature(exports map[string]api.FunctionDefinition, name string, params, results []api.ValueType) error {
 	f, ok := exports[name]
 	if !ok {
-		return fmt.Errorf("%w: the module does not export %s", ErrNotPlugin, name)
+		return fmt.Errorf("%w: the module does not export %s", errNotPlugin, name)
 	}
 	if !slices.Equal(f.ParamTypes(), params) || !slices.Equal(f.ResultTypes(), results) {
 		return fmt.Errorf("%w: export %s has signature %v -> %v, the ABI wants %v -> %v",
-			ErrNotPlugin, name, typeNames(f.ParamTypes()), typeNames(f.ResultTypes()), typeNames(params), typeNames(results))
+			errNotPlugin, name, typeNames(f.ParamTypes()), typeNames(f.ResultTypes()), typeNames(params), typeNames(results))
 	}
 	return nil
 }
@@ -388,7 +380,7 @@ func checkExports(exports map[string]api.FunctionDefinition) error {
 		}
 	}
 	if f, ok := exports[abi.ExportInitialize]; ok && (len(f.ParamTypes()) > 0 || len(f.ResultTypes()) > 0) {
-		return fmt.Errorf("%w: _initialize must take and return nothing", ErrNotPlugin)
+		return fmt.Errorf("%w: _initialize must take and return nothing", errNotPlugin)
 	}
 	return nil
 }
@@ -404,18 +396,18 @@ func typeNames(ts []api.ValueType) []string {
 func (p *Plugin) checkDescription() error {
 	d := &p.desc
 	if d.Name != p.name {
-		return fmt.Errorf("%w: the module calls itself %q but was loaded as %q", ErrDescription, d.Name, p.name)
+		return fmt.Errorf("%w: the module calls itself %q but was loaded as %q", errDescription, d.Name, p.name)
 	}
 	if d.Version == "" {
-		return fmt.Errorf("%w: no version", ErrDescription)
+		return fmt.Errorf("%w: no version", errDescription)
 	}
 	if len(d.Types) == 0 {
-		return fmt.Errorf("%w: no exchange types", ErrDescription)
+		return fmt.Errorf("%w: no exchange types", errDescription)
 	}
 	seen := map[string]bool{}
 	for _, t := range d.Types {
 		if t == "" || seen[t] {
-			return fmt.Errorf("%w: exchange type %q is empty or listed twice", ErrDescription, t)
+			return fmt.Errorf("%w: exchange type %q is empty or listed twice", errDescription, t)
 		}
 		seen[t] = true
 	}
@@ -441,12 +433,12 @@ func checkSettings(declared []abi.Setting, given map[string]any) error {
 		kind, ok := kinds[k]
 		if !ok {
 			if len(names) == 0 {
-				return fmt.Errorf("%w: unknown setting %q: the plugin takes no settings", ErrSettings, k)
+				return fmt.Errorf("%w: unknown setting %q: the plugin takes no settings", errSettings, k)
 			}
-			return fmt.Errorf("%w: unknown setting %q (the plugin knows %s)", ErrSettings, k, strings.Join(names, ", "))
+			return fmt.Errorf("%w: unknown setting %q (the plugin knows %s)", errSettings, k, strings.Join(names, ", "))
 		}
 		if !kindAccepts(kind, given[k]) {
-			return fmt.Errorf("%w: setting %q must be %s, not %T", ErrSettings, k, kindName(kind), given[k])
+			return fmt.Errorf("%w: setting %q must be %s, not %T", errSettings, k, kindName(kind), given[k])
 		}
 	}
 	return nil
@@ -488,11 +480,11 @@ func encodeSettings(s map[string]any) ([]byte, error) {
 	}
 	t, ok := toTableValue(s).(protocol.Table)
 	if !ok {
-		return nil, fmt.Errorf("%w: cannot encode settings", ErrSettings)
+		return nil, fmt.Errorf("%w: cannot encode settings", errSettings)
 	}
 	b, err := protocol.AppendTable(nil, t)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSettings, err)
+		return nil, fmt.Errorf("%w: %v", errSettings, err)
 	}
 	return b, nil
 }
@@ -546,7 +538,7 @@ func (h *Host) settingsOf(name string) map[string]any {
 // plugin keeps them when it is loaded again (enabled after a disable, or
 // upgraded).
 func (h *Host) Configure(name string, values map[string]any) error {
-	if p, ok := h.Plugin(name); ok {
+	if p, ok := h.plugin(name); ok {
 		if err := p.configure(values); err != nil {
 			return err
 		}
@@ -560,19 +552,16 @@ func (h *Host) Configure(name string, values map[string]any) error {
 	return nil
 }
 
-// Settings returns the settings a plugin has or would load with.
-func (h *Host) Settings(name string) map[string]any { return h.settingsOf(name) }
-
-// Plugin returns the loaded plugin called name.
-func (h *Host) Plugin(name string) (*Plugin, bool) {
+// plugin returns the loaded plugin called name.
+func (h *Host) plugin(name string) (*Plugin, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.plugins[name]
 	return p, p != nil
 }
 
-// Plugins lists the loaded plugins by name.
-func (h *Host) Plugins() []*Plugin {
+// loadedPlugins lists the loaded plugins by name.
+func (h *Host) loadedPlugins() []*Plugin {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ps := make([]*Plugin, 0, len(h.plugins))
@@ -617,7 +606,7 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	for _, p := range ps {
-		p.Disable("host closed")
+		p.disable("host closed")
 	}
 	deadline := time.Now().Add(2 * h.cfg.CallTimeout)
 	for _, p := range ps {
@@ -692,8 +681,8 @@ func (h *Host) janitor() {
 			return
 		case <-t.C:
 		}
-		for _, p := range h.Plugins() {
-			if d, _ := p.Disabled(); !d {
+		for _, p := range h.loadedPlugins() {
+			if d, _ := p.disabled(); !d {
 				p.pool.idle()
 			}
 		}

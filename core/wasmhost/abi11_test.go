@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"context"
@@ -112,7 +112,7 @@ func TestConfigure(t *testing.T) {
 		t.Fatalf("listed settings %+v", s)
 	}
 	expectReply(t, h.Configure("misbehave", map[string]any{"greeting": "refuse"}), 406, "greeting refused as asked")
-	if err := h.Configure("misbehave", map[string]any{"greting": "typo"}); !errors.Is(err, ErrSettings) || !strings.Contains(err.Error(), `unknown setting "greting"`) {
+	if err := h.Configure("misbehave", map[string]any{"greting": "typo"}); !errors.Is(err, errSettings) || !strings.Contains(err.Error(), `unknown setting "greting"`) {
 		t.Fatalf("unknown setting: %v", err)
 	}
 	if info := r.Info(); info["greeting"] != "bonjour" {
@@ -146,7 +146,7 @@ func TestCommandModuleIsExplained(t *testing.T) {
 	}
 	h := newHost(t, testConfig(t))
 	_, err = h.Load(context.Background(), "direct", wasm)
-	if !errors.Is(err, ErrNotPlugin) || !strings.Contains(err.Error(), "WASI command") ||
+	if !errors.Is(err, errNotPlugin) || !strings.Contains(err.Error(), "WASI command") ||
 		!strings.Contains(err.Error(), "go build -buildmode=c-shared -o direct.wasm") {
 		t.Fatalf("%v", err)
 	}

@@ -1,4 +1,4 @@
-package plugins
+package wasmhost
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
 )
 
 // pool holds a plugin's instances: at most size of them, created on demand
@@ -37,7 +39,7 @@ type pool struct {
 	wake    chan struct{}
 	done    chan struct{} // closed by close
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.PluginPool]
 	all     map[*instance]struct{} // live instances, checked out or not
 	growing int
 	closed  atomic.Bool
