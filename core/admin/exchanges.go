@@ -283,7 +283,7 @@ func (a *api) publish(c *call) (any, error) {
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
-	out, err := v.Publish(x, m, &vhost.Router{})
+	out, err := v.Publish(x, m, &vhost.RouteBuffers{})
 	if err != nil {
 		return nil, err
 	}

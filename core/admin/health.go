@@ -78,7 +78,7 @@ func (a *api) aliveness(c *call) (any, error) {
 	if err != nil {
 		return failed(err.Error(), health{}), nil
 	}
-	if out, err := v.Publish(x, m, &vhost.Router{}); err != nil || !out.Routed() {
+	if out, err := v.Publish(x, m, &vhost.RouteBuffers{}); err != nil || !out.Routed() {
 		return failed("aliveness-test: the test message was not routed", health{}), nil
 	}
 	if _, _, ok := q.Get(true); !ok {

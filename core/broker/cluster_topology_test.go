@@ -47,7 +47,7 @@ func publishVia(t *testing.T, b *Broker, x, key, body string, persistent bool) v
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := v.Publish(ex, m, &vhost.Router{})
+	out, err := v.Publish(ex, m, &vhost.RouteBuffers{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestClusterAlarmHoldsForwards(t *testing.T) {
 	v1 := root(t, n1.Broker)
 	ex, _ := v1.Exchange("")
 	m, _ := message.New("", "held", 0, nil, []byte("waits"))
-	out, err := v1.Publish(ex, m, &vhost.Router{})
+	out, err := v1.Publish(ex, m, &vhost.RouteBuffers{})
 	if err != nil || out.Forwarded == nil {
 		t.Fatalf("publish: %+v, %v", out, err)
 	}

@@ -22,7 +22,7 @@ type channel struct {
 	// arrives, every other frame on the channel is dropped.
 	closing   bool
 	pub       publishing
-	router    vhost.Router
+	router    vhost.RouteBuffers
 	confirm   confirms
 	flow      flowCount    // publishes logs have not answered yet (flow.go)
 	synced    []uint64     // this run's stored publishes, confirmed after a sync (confirms.go)

@@ -169,7 +169,7 @@ func (ch *channel) published() error {
 	}
 	if p.pooled {
 		// The channel holds the body until routing is done
-		// (deliverPublish); a message that fails before is the GC's.
+		// (routeAndConfirm); a message that fails before is the GC's.
 		m.Lend(ch.c.srv.Bodies)
 	}
 	if err := ch.checkUserID(m); err != nil {
@@ -182,7 +182,7 @@ func (ch *channel) published() error {
 		ch.tx.publish(p.x, m, p.mandatory)
 		return nil
 	}
-	_, err = ch.deliverPublish(p.x, m, p.mandatory, ch.confirm.enabled)
+	_, err = ch.routeAndConfirm(p.x, m, p.mandatory, ch.confirm.enabled)
 	return err
 }
 
@@ -200,12 +200,12 @@ func (ch *channel) checkUserID(m *message.Message) error {
 	return nil
 }
 
-// deliverPublish routes and enqueues a complete message, returns it if it
+// routeAndConfirm routes and enqueues a complete message, returns it if it
 // was mandatory and went nowhere, and records its confirm: at once, or,
 // for a persistent message a durable queue stored, once the store has
 // synced it, and for one forwarded to queues on other nodes, once they
 // have it. The outcome says which.
-func (ch *channel) deliverPublish(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) (vhost.Outcome, error) {
+func (ch *channel) routeAndConfirm(x *vhost.Exchange, m *message.Message, mandatory, confirm bool) (vhost.Outcome, error) {
 	if err := ch.waitForAlarm(); err != nil {
 		return vhost.Outcome{}, err
 	}
@@ -356,7 +356,7 @@ func (ch *channel) txCommit() error {
 	anyStored := false
 	var forwarded []*vhost.Forwarding
 	for _, p := range t.publishes {
-		out, err := ch.deliverPublish(p.x, p.m, p.mandatory, false)
+		out, err := ch.routeAndConfirm(p.x, p.m, p.mandatory, false)
 		if err != nil {
 			return err
 		}

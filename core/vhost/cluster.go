@@ -821,7 +821,7 @@ func (f *Forwarding) done(err error) {
 // nil when there were none. The Forwarding hears from each node and each
 // quorum queue. wait holds a client's publish back while a node's backlog
 // is full.
-func (v *VHost) forward(m *message.Message, r *Router, wait bool) *Forwarding {
+func (v *VHost) forward(m *message.Message, r *RouteBuffers, wait bool) *Forwarding {
 	if len(r.remote) == 0 && len(r.quorum) == 0 && len(r.streams) == 0 {
 		return nil
 	}
@@ -862,7 +862,7 @@ next:
 // throughMembers returns the replicated queues of list whose messages
 // are on this node, and adds the others to r.remote as the member up they
 // are reached through (via); unreachable counts those with none up.
-func throughMembers[Q any](r *Router, list []Q, here func(Q) bool, via func(Q) *RemoteQueue, unreachable *int) []Q {
+func throughMembers[Q any](r *RouteBuffers, list []Q, here func(Q) bool, via func(Q) *RemoteQueue, unreachable *int) []Q {
 	return slices.DeleteFunc(list, func(q Q) bool {
 		if here(q) {
 			return false
@@ -897,7 +897,7 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 		done(nil)
 		return
 	}
-	var r Router
+	var r RouteBuffers
 	v.mu.RLock()
 	for _, name := range queues {
 		if q := v.queues[name]; q != nil {

@@ -243,7 +243,7 @@ func publishCommand(t *testing.T, v *VHost, d *datadriven.TestData, exchangeName
 	if err != nil {
 		return err.Error()
 	}
-	var r Router
+	var r RouteBuffers
 	out, err := v.Publish(x, m, &r)
 	switch {
 	case err != nil:

@@ -125,7 +125,7 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 			Msg("dead-letter exchange missing; messages dropped")
 		return nil, nil
 	}
-	var r Router
+	var r RouteBuffers
 	var moves []move
 	var targets []*queue.Queue
 	seen := make(map[*queue.Queue]bool)
@@ -237,7 +237,7 @@ func recordDeath(deaths []any, entry protocol.Table) []any {
 // dropCycles removes from r.queues and r.quorum every queue the message
 // would reach again without a rejection on the way: an automatic
 // dead-letter cycle, which RabbitMQ breaks by dropping the message there.
-func dropCycles(r *Router, m *message.Message) {
+func dropCycles(r *RouteBuffers, m *message.Message) {
 	deaths, _ := m.Headers()["x-death"].([]any)
 	if len(deaths) == 0 {
 		return

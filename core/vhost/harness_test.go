@@ -140,7 +140,7 @@ func publish(t testing.TB, v *VHost, exchangeName, key, body string) Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Router
+	var r RouteBuffers
 	out, err := v.Publish(x, msg(t, exchangeName, key, body, true), &r)
 	if err != nil {
 		t.Fatalf("publish to %q: %v", exchangeName, err)

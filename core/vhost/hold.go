@@ -470,7 +470,7 @@ func (hq *holdQueue) release(due []*held) {
 	var txn *storage.Txn
 	var moves []move
 	var targets []*queue.Queue
-	var r Router
+	var r RouteBuffers
 	for _, h := range due {
 		if h.stored {
 			if txn == nil {

@@ -163,7 +163,7 @@ func TestHoldWindow(t *testing.T) {
 				body := fmt.Sprint(i)
 				m := heldMsg(t, "k", body, 20+d, durable)
 				notBefore[body] = time.Now().Add(time.Duration(20+d) * time.Millisecond)
-				var r Router
+				var r RouteBuffers
 				out, err := v.Publish(x, m, &r)
 				if err != nil || !out.Held {
 					t.Fatalf("publish: %v %+v", err, out)
@@ -222,7 +222,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	mustQueue(t, v, "q", nil)
 	mustBind(t, v, "later", "q", "k")
 	for i := range 5 {
-		var r Router
+		var r RouteBuffers
 		if _, err := v.Publish(x, heldMsg(t, "k", fmt.Sprint(i), 100, i%2 == 0), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestRefusedViaBinding(t *testing.T) {
 		mustBind(t, v, "later", "good", "good")
 		mustBind(t, v, "later", "bad", "bad")
 		for _, key := range []string{"good", "fail", "nobody"} {
-			var r Router
+			var r RouteBuffers
 			if _, err := v.Publish(x, heldMsg(t, key, key, 1, true), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -282,7 +282,7 @@ func TestPurgeAndListHeld(t *testing.T) {
 		v := newHoldVHost(t, durable)
 		x := mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
 		for i, d := range []int{5000, 3000, 4000} {
-			var r Router
+			var r RouteBuffers
 			if _, err := v.Publish(x, heldMsg(t, "k", fmt.Sprint(i), d, i != 1), &r); err != nil {
 				t.Fatal(err)
 			}

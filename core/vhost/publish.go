@@ -12,9 +12,10 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-// Router is the scratch space of one publisher: reusing it across messages
-// keeps routing free of allocation. It must not be shared between goroutines.
-type Router struct {
+// RouteBuffers are one publisher's scratch space for routing: reused
+// across its messages, they keep routing free of allocation. They must not
+// be shared between goroutines. (exchange.Router is what routes.)
+type RouteBuffers struct {
 	holds    []pendingHold // Via with Hold: to hold once routing is done
 	result   exchange.Result
 	variants []*message.Message // the message under each CC/BCC key
@@ -61,7 +62,7 @@ func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held || o.Forwarded !=
 // A message may name further routing keys in its CC and BCC headers
 // (sender-selected distribution, as in RabbitMQ): it is routed under all of
 // them, and the BCC header is removed before any queue sees it.
-func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, error) {
+func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outcome, error) {
 	if x.Name == "" && IsReplyToken(m.RoutingKey) {
 		// A direct reply-to reply: to its channel, no queue (replyto.go).
 		out := v.publishReply(m.RoutingKey, m)
@@ -105,7 +106,7 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *Router) (Outcome, er
 // message that reached nothing else comes back NO_ROUTE, then its
 // confirm), where forwarding would hold the message until the node's
 // backlog failed.
-func (v *VHost) leaveOutHomesDown(r *Router) int {
+func (v *VHost) leaveOutHomesDown(r *RouteBuffers) int {
 	if len(r.remote) == 0 {
 		return 0
 	}
@@ -122,7 +123,7 @@ func (v *VHost) leaveOutHomesDown(r *Router) int {
 // Each exchange is routed under its own lock, held shared, and released
 // before the next: a slow router (a plugin near its deadline) holds up
 // changes to its own exchange only, and no vhost lock is held meanwhile.
-func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (held bool, err error) {
+func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via string) (held bool, err error) {
 	r.queues = r.queues[:0]
 	clear(r.remote)
 	r.remote = r.remote[:0]
@@ -206,7 +207,7 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *Router, via string) (h
 // x's own. A Via answer without a hold is followed at once: x's bindings
 // are routed again by the type it names. It returns x's alternate exchange
 // and whether x was deleted.
-func (r *Router) routeExchange(v *VHost, x *Exchange, m *message.Message, viaType string) (alternate string, deleted bool, err error) {
+func (r *RouteBuffers) routeExchange(v *VHost, x *Exchange, m *message.Message, viaType string) (alternate string, deleted bool, err error) {
 	r.result.Reset()
 	if x.Name != "" {
 		// The default exchange never changes: its router reads the queue
@@ -241,7 +242,7 @@ func (r *Router) routeExchange(v *VHost, x *Exchange, m *message.Message, viaTyp
 
 // routeAll asks router for the bindings m matches under its routing key
 // and each CC/BCC key.
-func (r *Router) routeAll(router exchange.Router, m *message.Message) error {
+func (r *RouteBuffers) routeAll(router exchange.Router, m *message.Message) error {
 	if len(r.variants) == 0 {
 		if err := router.Route(m, &r.result); err != nil {
 			return reply.As(err)
@@ -258,7 +259,7 @@ func (r *Router) routeAll(router exchange.Router, m *message.Message) error {
 
 // holdPending puts m on hold for each exchange that asked for it during
 // routing. It reports whether any hold was written to the store.
-func (v *VHost) holdPending(m *message.Message, r *Router) (stored bool) {
+func (v *VHost) holdPending(m *message.Message, r *RouteBuffers) (stored bool) {
 	for _, h := range r.holds {
 		held := m
 		if len(h.headers) > 0 {
@@ -277,7 +278,7 @@ func (v *VHost) holdPending(m *message.Message, r *Router) (stored bool) {
 	return stored
 }
 
-func (r *Router) wasVisited(x *Exchange) bool {
+func (r *RouteBuffers) wasVisited(x *Exchange) bool {
 	for _, y := range r.visited {
 		if y == x {
 			return true
@@ -290,7 +291,7 @@ func (r *Router) wasVisited(x *Exchange) bool {
 // way to a set.
 const wideFanout = 16
 
-func (r *Router) addQueue(q *queue.Queue) {
+func (r *RouteBuffers) addQueue(q *queue.Queue) {
 	if len(r.queues) < wideFanout {
 		for _, x := range r.queues {
 			if x == q {
@@ -318,7 +319,7 @@ func (r *Router) addQueue(q *queue.Queue) {
 // enqueue hands m to the queues route collected. A persistent message bound
 // for several durable queues is stored once and shared: its id is set
 // before any queue sees it, and each queue's entry refers to it.
-func (v *VHost) enqueue(m *message.Message, r *Router) Outcome {
+func (v *VHost) enqueue(m *message.Message, r *RouteBuffers) Outcome {
 	var out Outcome
 	if m.Persistent && v.store != nil {
 		durable := 0

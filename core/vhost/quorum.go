@@ -402,7 +402,7 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 // enqueueQuorum hands m to the quorum queues routing reached and empties
 // r.quorum; f, when not nil, hears from each (a refused message is
 // ErrRejected, which nacks its publisher).
-func (v *VHost) enqueueQuorum(m *message.Message, r *Router, f *Forwarding) {
+func (v *VHost) enqueueQuorum(m *message.Message, r *RouteBuffers, f *Forwarding) {
 	for i, qq := range r.quorum {
 		qq.Counters.Inc(stats.PublishIn)
 		qq.Enqueue(m, func(err error) {
@@ -461,7 +461,7 @@ func (v *VHost) quorumDeadLetter(qq *QuorumQueue, m *message.Message, why quorum
 		failed()
 		return
 	}
-	var r Router
+	var r RouteBuffers
 	if _, err := v.route(x, dead, &r, ""); err != nil {
 		v.log.Warn().Err(err).Str("queue", qq.Name).Msg("dead-letter routing failed")
 		failed()

@@ -301,7 +301,7 @@ func (v *VHost) forgetStream(s *StreamQueue) {
 
 // enqueueStreams appends m to the streams routing reached; f hears when
 // each has it synced.
-func (v *VHost) enqueueStreams(m *message.Message, r *Router, f *Forwarding) {
+func (v *VHost) enqueueStreams(m *message.Message, r *RouteBuffers, f *Forwarding) {
 	for i, s := range r.streams {
 		s.Counters.Inc(stats.PublishIn)
 		s.Append(m, func(err error) {
