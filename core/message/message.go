@@ -6,10 +6,10 @@
 // properties, body and what New decodes of them) is never written after New
 // or NewFromClient returns; a message with other properties or another key is
 // a new value (WithHeaders, WithRoutingKey). Two things are set later, each
-// before the message is shared: ID, its storage id, which the vhost sets on a
-// persistent message it stores once for several durable queues (vhost's
-// enqueue) and a queue sets on one it rebuilds from the store (queue's
-// entryFromStore); and a pooled body's lender (Lend, body.go), whose holder
+// before the message is shared: ID, its storage id, which package queue
+// sets on a persistent message stored once for several durable queues
+// (queue.StoreShared, called by vhost's enqueue before any queue has it)
+// and on one it rebuilds from the store (entryFromStore); and a pooled body's lender (Lend, body.go), whose holder
 // count then changes atomically (Hold, Release, Pin). The property list is
 // kept exactly as the publisher sent it (Flags and Props) and written back
 // verbatim on delivery; only the few properties the broker acts on are decoded

@@ -58,6 +58,17 @@ func StoredMessage(m *message.Message) *storage.Message {
 	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
 }
 
+// StoreShared stores m once for the n durable queues about to take it and
+// sets the id their entries will refer to (storeEntry then writes only
+// the reference). It runs before any of them sees m, so the record is
+// written by this package alone, as every queue's own record is.
+func StoreShared(s Store, m *message.Message, n int) {
+	m.ID = s.NewID()
+	t := s.Begin()
+	t.PutMessage(m.ID, StoredMessage(m), n)
+	t.Commit(false, nil)
+}
+
 // storeEntry writes e to the queue's index (persistent says whether it is
 // to survive a restart); q.mu is held. The large body of an entry that is
 // not to survive goes to the queue's Spill instead, when it takes it.

@@ -329,10 +329,7 @@ func (v *VHost) enqueue(m *message.Message, r *RouteBuffers) Outcome {
 			}
 		}
 		if durable > 1 {
-			m.ID = v.store.NewID()
-			t := v.store.Begin()
-			t.PutMessage(m.ID, queue.StoredMessage(m), durable)
-			t.Commit(false, nil)
+			queue.StoreShared(v.store, m, durable)
 		}
 	}
 	for i, q := range r.queues {
