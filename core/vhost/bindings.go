@@ -291,11 +291,8 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 		}
 		return x, nil
 	}
-	if qq := v.quorums[dest.Name]; qq != nil {
-		return qq, nil
-	}
-	if s := v.streams[dest.Name]; s != nil {
-		return s, nil
+	if t := v.typed[dest.Name]; t != nil {
+		return t, nil
 	}
 	q := v.queues[dest.Name]
 	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {

@@ -57,8 +57,10 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	v.mu.RLock()
-	q, qq, s := v.queues[def.Name], v.quorums[def.Name], v.streams[def.Name]
-	known := q != nil || qq != nil || s != nil || v.remote[def.Name] != nil
+	q, t := v.queues[def.Name], v.typed[def.Name]
+	qq, _ := t.(*QuorumQueue)
+	s, _ := t.(*StreamQueue)
+	known := q != nil || t != nil || v.remote[def.Name] != nil
 	v.mu.RUnlock()
 	if !known {
 		if err := v.checkNewQueue(def); err != nil {

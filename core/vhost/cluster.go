@@ -382,14 +382,10 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 // held. A queue that is gone or another is no change.
 func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RLock()
-	q, rq, local, qq := v.queues[name], v.remote[name], v.homed[name], v.quorums[name]
+	q, rq, local, t := v.queues[name], v.remote[name], v.homed[name], v.typed[name]
 	v.mu.RUnlock()
-	if qq != nil && qq.ID == incarnation {
-		v.forgetQuorum(qq)
-		return
-	}
-	if s := v.streamQueue(name); s != nil && s.ID() == incarnation {
-		v.forgetStream(s)
+	if t != nil && t.incarnation() == incarnation {
+		v.forgetTyped(t)
 		return
 	}
 	if q != nil && local == incarnation {
@@ -533,7 +529,8 @@ func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
 // declareReplicated declares a non-exclusive queue for the cluster.
 func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	v.mu.RLock()
-	q, rq, qq := v.queues[def.Name], v.remote[def.Name], v.quorums[def.Name]
+	q, rq := v.queues[def.Name], v.remote[def.Name]
+	qq, _ := v.typed[def.Name].(*QuorumQueue)
 	v.mu.RUnlock()
 	if qq != nil {
 		if err := v.equivalentQueue(qq.shape(), def); err != nil {
@@ -654,14 +651,11 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	}
 	name, incarnation := str(req, "name"), id(req, "id")
 	v.mu.RLock()
-	q, qq := v.queues[name], v.quorums[name]
+	q, t := v.queues[name], v.typed[name]
 	ok := q != nil && v.homed[name] == incarnation
 	v.mu.RUnlock()
-	if qq != nil && qq.ID == incarnation && qq.member() {
-		return v.handleQuorumCall(str(req, "op"), qq, req)
-	}
-	if s := v.streamQueue(name); s != nil && s.ID() == incarnation && s.member() {
-		return v.handleStreamCall(str(req, "op"), s, req)
+	if t != nil && t.incarnation() == incarnation && t.member() {
+		return t.handleCall(v, str(req, "op"), req)
 	}
 	if !ok {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
@@ -902,10 +896,8 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	for _, name := range queues {
 		if q := v.queues[name]; q != nil {
 			r.addQueue(q)
-		} else if qq := v.quorums[name]; qq != nil && qq.member() {
-			r.quorum = append(r.quorum, qq)
-		} else if s := v.streams[name]; s != nil && s.member() {
-			r.streams = append(r.streams, s)
+		} else if t := v.typed[name]; t != nil && t.member() {
+			t.addTo(&r)
 		}
 	}
 	v.mu.RUnlock()
@@ -966,17 +958,10 @@ func (v *VHost) Topology() protocol.Table {
 		rec["name"] = rq.Name
 		queues = append(queues, rec)
 	}
-	for _, qq := range v.quorums {
-		if qq.MemberNodes() != nil {
-			rec := quorumRecord(qq)
-			rec["name"] = qq.Name
-			queues = append(queues, rec)
-		}
-	}
-	for _, s := range v.streams {
-		if s.MemberNodes() != nil {
-			rec := streamRecord(s)
-			rec["name"] = s.Name
+	for name, t := range v.typed {
+		if t.MemberNodes() != nil {
+			rec := t.record()
+			rec["name"] = name
 			queues = append(queues, rec)
 		}
 	}
@@ -1054,14 +1039,9 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	for _, rq := range v.remote {
 		haves = append(haves, have{name: rq.Name, incarnation: rq.ID})
 	}
-	for _, qq := range v.quorums {
-		if qq.MemberNodes() != nil {
-			haves = append(haves, have{name: qq.Name, incarnation: qq.ID})
-		}
-	}
-	for _, s := range v.streams {
-		if s.MemberNodes() != nil {
-			haves = append(haves, have{name: s.Name, incarnation: s.ID()})
+	for name, t := range v.typed {
+		if t.MemberNodes() != nil {
+			haves = append(haves, have{name: name, incarnation: t.incarnation()})
 		}
 	}
 	v.mu.RUnlock()

@@ -166,10 +166,8 @@ func (v *VHost) queueType(name string) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	switch {
-	case v.streams[name] != nil:
-		return queue.Stream
-	case v.quorums[name] != nil:
-		return queue.Quorum
+	case v.typed[name] != nil:
+		return v.typed[name].typeName()
 	case v.remote[name] != nil:
 		return queue.TypeOf(v.remote[name].Args)
 	}

@@ -189,11 +189,9 @@ func (v *VHost) QueueIDs() []uint64 {
 			ids = append(ids, id)
 		}
 	}
-	v.mu.RLock()
-	for _, s := range v.streams {
+	for _, s := range v.streamList() {
 		ids = append(ids, s.ID())
 	}
-	v.mu.RUnlock()
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids
 }

@@ -103,7 +103,7 @@ func (v *VHost) checkNewQueue(def QueueDef) error {
 // declared says whether a queue of that name is known, of any type or
 // node; defMu is held (the maps change only under it).
 func (v *VHost) declared(name string) bool {
-	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil || v.streams[name] != nil
+	return v.queues[name] != nil || v.remote[name] != nil || v.typed[name] != nil
 }
 
 // HasQueue reports whether a queue of that name exists, here or, in a
@@ -111,7 +111,7 @@ func (v *VHost) declared(name string) bool {
 func (v *VHost) HasQueue(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.queues[name] != nil || v.remote[name] != nil || v.quorums[name] != nil || v.streams[name] != nil
+	return v.queues[name] != nil || v.remote[name] != nil || v.typed[name] != nil
 }
 
 // elsewhere refuses what needs a queue on this node for one homed on
@@ -398,11 +398,8 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	if qq := v.quorums[name]; qq != nil {
-		return v.deleteQuorum(qq, ifUnused, ifEmpty)
-	}
-	if s := v.streams[name]; s != nil {
-		return v.deleteStream(s, ifUnused, ifEmpty)
+	if t := v.typed[name]; t != nil {
+		return v.deleteTyped(t, ifUnused, ifEmpty)
 	}
 	q := v.queues[name]
 	if err := v.checkQueue(q, name, owner); err != nil {
@@ -589,15 +586,12 @@ func (v *VHost) remoteEntry(rq *RemoteQueue) QueueEntry {
 func (v *VHost) QueueEntries() []QueueEntry {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote)+len(v.quorums))
+	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote)+len(v.typed))
 	for _, q := range v.queues {
 		out = append(out, v.entry(q))
 	}
-	for _, qq := range v.quorums {
-		out = append(out, v.quorumEntry(qq))
-	}
-	for _, s := range v.streams {
-		out = append(out, v.streamEntry(s))
+	for _, t := range v.typed {
+		out = append(out, t.entry(v))
 	}
 	for name, rq := range v.remote {
 		if v.queues[name] == nil {
@@ -613,15 +607,12 @@ func (v *VHost) QueueEntries() []QueueEntry {
 // vhost's lock while it waits for a queue's.
 func (v *VHost) Queues() []QueueInfo {
 	v.mu.RLock()
-	entries := make([]QueueEntry, 0, len(v.queues)+len(v.quorums))
+	entries := make([]QueueEntry, 0, len(v.queues)+len(v.typed))
 	for _, q := range v.queues {
 		entries = append(entries, v.entry(q))
 	}
-	for _, qq := range v.quorums {
-		entries = append(entries, v.quorumEntry(qq))
-	}
-	for _, s := range v.streams {
-		entries = append(entries, v.streamEntry(s))
+	for _, t := range v.typed {
+		entries = append(entries, t.entry(v))
 	}
 	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
@@ -639,10 +630,8 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	ok := true
 	if q := v.queues[name]; q != nil {
 		e = v.entry(q)
-	} else if qq := v.quorums[name]; qq != nil {
-		e = v.quorumEntry(qq)
-	} else if s := v.streams[name]; s != nil {
-		e = v.streamEntry(s)
+	} else if t := v.typed[name]; t != nil {
+		e = t.entry(v)
 	} else if rq := v.remote[name]; rq != nil {
 		e = v.remoteEntry(rq)
 	} else {
@@ -660,14 +649,11 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 func (v *VHost) QueueNames() []string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]string, 0, len(v.queues)+len(v.remote)+len(v.quorums))
+	out := make([]string, 0, len(v.queues)+len(v.remote)+len(v.typed))
 	for name := range v.queues {
 		out = append(out, name)
 	}
-	for name := range v.quorums {
-		out = append(out, name)
-	}
-	for name := range v.streams {
+	for name := range v.typed {
 		out = append(out, name)
 	}
 	for name := range v.remote {

@@ -3,14 +3,12 @@ package vhost
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
@@ -183,7 +181,7 @@ func (qq *QuorumQueue) member() bool { return qq.active.Load() }
 // and no classic queue has the name (whose redeclare then tells the
 // difference), or a quorum queue has it; defMu is held.
 func (v *VHost) isQuorum(def QueueDef) bool {
-	if v.quorums[def.Name] != nil {
+	if _, ok := v.typed[def.Name].(*QuorumQueue); ok {
 		return true
 	}
 	t, _ := def.Args["x-queue-type"].(string)
@@ -202,7 +200,7 @@ func (v *VHost) declareQuorumDef(def QueueDef) (*QuorumQueue, bool, error) {
 // declareQuorum makes a quorum queue, or checks the one there is; defMu
 // is held and the arguments parsed.
 func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQueue, bool, error) {
-	if qq := v.quorums[def.Name]; qq != nil {
+	if qq, _ := v.typed[def.Name].(*QuorumQueue); qq != nil {
 		if err := v.equivalentQueue(qq.shape(), def); err != nil {
 			return nil, false, err
 		}
@@ -223,7 +221,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 		_ = v.store.DeleteMeta(storage.KindQueue, v.Name, def.Name)
 		return nil, false, reply.Internal("could not start the quorum queue '%s': %v", def.Name, err)
 	}
-	v.registerQuorum(qq)
+	v.registerTyped(qq)
 	return qq, true, nil
 }
 
@@ -317,32 +315,24 @@ type raftLogs interface {
 	DeleteRaftLog(group uint64) error
 }
 
-// registerQuorum adds qq and its implicit binding from the default
-// exchange to the maps; defMu is held.
-func (v *VHost) registerQuorum(qq *QuorumQueue) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.quorums[qq.Name] = qq
-	v.defaults[qq.Name] = &exchange.Binding{
-		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: qq.Name},
-		Key:         qq.Name, Target: qq, Durable: true,
-	}
-}
-
 func (qq *QuorumQueue) shape() queueShape {
 	return queueShape{Durable: true, Args: qq.Args}
 }
 
 // quorumQueue returns the named quorum queue, nil when there is none.
-func (v *VHost) quorumQueue(name string) *QuorumQueue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.quorums[name]
+func (v *VHost) quorumQueue(name string) *QuorumQueue { return typedAs[*QuorumQueue](v, name) }
+
+// The quorum queue's adapter (adapters.go).
+
+func (qq *QuorumQueue) typeName() string          { return queue.Quorum }
+func (qq *QuorumQueue) entry(v *VHost) QueueEntry { return v.quorumEntry(qq) }
+func (qq *QuorumQueue) record() protocol.Table    { return quorumRecord(qq) }
+func (qq *QuorumQueue) addTo(r *RouteBuffers)     { r.quorum = append(r.quorum, qq) }
+func (qq *QuorumQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
+	return v.handleQuorumCall(op, qq, req)
 }
 
-// deleteQuorum deletes a quorum queue: its group stops, its log goes, and
-// its bindings and record with it; defMu is held.
-func (v *VHost) deleteQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) (int, error) {
+func (qq *QuorumQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, error) {
 	ready, _, unacked, consumers := qq.Stats()
 	if ifUnused && consumers > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", qq.Name, v.Name)
@@ -350,27 +340,11 @@ func (v *VHost) deleteQuorum(qq *QuorumQueue, ifUnused, ifEmpty bool) (int, erro
 	if ifEmpty && ready+unacked > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.Name, v.Name)
 	}
-	v.forgetQuorum(qq)
 	return ready, nil
 }
 
-// forgetQuorum removes qq from the maps with its bindings, stops its
-// group and deletes its log and record; defMu is held.
-func (v *VHost) forgetQuorum(qq *QuorumQueue) {
-	dest := exchange.Destination{Kind: exchange.ToQueue, Name: qq.Name}
-	v.mu.Lock()
-	if v.quorums[qq.Name] != qq {
-		v.mu.Unlock()
-		return
-	}
-	delete(v.quorums, qq.Name)
-	delete(v.defaults, qq.Name)
-	bound := v.boundTo(dest)
-	v.mu.Unlock()
-	v.removeBindings(bound)
-	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, qq.Name); err != nil {
-		v.log.Error().Err(err).Str("queue", qq.Name).Msg("could not delete the stored quorum queue; it will come back after a restart")
-	}
+// release ends the queue's consumers, stops its group and deletes its log.
+func (qq *QuorumQueue) release(v *VHost) {
 	qq.CancelAll()
 	v.stopMember(qq)
 }
@@ -395,7 +369,7 @@ func (v *VHost) RestoreQuorum(def QueueDef, id uint64) error {
 			return err
 		}
 	}
-	v.registerQuorum(qq)
+	v.registerTyped(qq)
 	return nil
 }
 
@@ -569,17 +543,13 @@ func (v *VHost) expireQuorum(qq *QuorumQueue) {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	if v.quorums[qq.Name] == qq && qq.unusedFor(time.Now().UnixMilli()) {
-		v.forgetQuorum(qq)
+	if v.quorumQueue(qq.Name) == qq && qq.unusedFor(time.Now().UnixMilli()) {
+		v.forgetTyped(qq)
 	}
 }
 
 // quorumList returns the quorum queues, for work done without mu.
-func (v *VHost) quorumList() []*QuorumQueue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return slices.Collect(maps.Values(v.quorums))
-}
+func (v *VHost) quorumList() []*QuorumQueue { return typedList[*QuorumQueue](v) }
 
 // quorumStats are qq's figures as a listing shows them.
 func (qq *QuorumQueue) stats() queue.Stats {

@@ -197,7 +197,7 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's member of the quorum queue")
 		}
 	}
-	v.registerQuorum(qq)
+	v.registerTyped(qq)
 	return nil
 }
 
@@ -207,8 +207,10 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 // node that has one of another incarnation keeps that one.
 func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
 	v.mu.RLock()
-	qq, s, q, rq := v.quorums[def.Name], v.streams[def.Name], v.queues[def.Name], v.remote[def.Name]
+	t, q, rq := v.typed[def.Name], v.queues[def.Name], v.remote[def.Name]
 	v.mu.RUnlock()
+	qq, _ := t.(*QuorumQueue)
+	s, _ := t.(*StreamQueue)
 	switch {
 	case qq != nil:
 		return true, v.equivalentQueue(qq.shape(), def)

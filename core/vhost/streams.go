@@ -1,7 +1,6 @@
 package vhost
 
 import (
-	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -55,10 +54,10 @@ func isStreamDef(def QueueDef) bool {
 // isStream says whether def declares a stream (or names one); mu or
 // defMu is held.
 func (v *VHost) isStream(def QueueDef) bool {
-	if v.streams[def.Name] != nil {
+	if _, ok := v.typed[def.Name].(*StreamQueue); ok {
 		return true
 	}
-	return isStreamDef(def) && v.queues[def.Name] == nil && v.quorums[def.Name] == nil
+	return isStreamDef(def) && v.queues[def.Name] == nil && v.typed[def.Name] == nil
 }
 
 // streamProperties refuses a new stream's flags the way RabbitMQ 3.10
@@ -102,7 +101,7 @@ func (v *VHost) streamConfig(def QueueDef) stream.Config {
 
 // declareStream is Declare's change for a stream; defMu is held.
 func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
-	if s := v.streams[def.Name]; s != nil {
+	if s, _ := v.typed[def.Name].(*StreamQueue); s != nil {
 		return s, false, v.equivalentStream(s, def)
 	}
 	if err := v.streamProperties(def); err != nil {
@@ -117,7 +116,7 @@ func (v *VHost) declareStream(def QueueDef) (*StreamQueue, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	v.registerStream(sq)
+	v.registerTyped(sq)
 	return sq, true, nil
 }
 
@@ -174,20 +173,8 @@ func (v *VHost) RestoreStream(def QueueDef, id uint64) error {
 			return err
 		}
 	}
-	v.registerStream(sq)
+	v.registerTyped(sq)
 	return nil
-}
-
-// registerStream adds a stream and its binding from the default exchange;
-// defMu is held.
-func (v *VHost) registerStream(s *StreamQueue) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.streams[s.Name] = s
-	v.defaults[s.Name] = &exchange.Binding{
-		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: s.Name},
-		Key:         s.Name, Target: s, Durable: true,
-	}
 }
 
 func (v *VHost) equivalentStream(s *StreamQueue, def QueueDef) error {
@@ -223,11 +210,7 @@ func (v *VHost) applyStreamPolicies() {
 }
 
 // streamList returns the streams, for work done without mu.
-func (v *VHost) streamList() []*StreamQueue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return slices.Collect(maps.Values(v.streams))
-}
+func (v *VHost) streamList() []*StreamQueue { return typedList[*StreamQueue](v) }
 
 // applyStreamPolicy sets a stream's retention from its arguments and its
 // policy's max-length-bytes, max-age and stream-max-segment-size-bytes:
@@ -256,15 +239,19 @@ func (v *VHost) applyStreamPolicy(s *StreamQueue) {
 }
 
 // streamQueue is the stream named name, or nil.
-func (v *VHost) streamQueue(name string) *StreamQueue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.streams[name]
+func (v *VHost) streamQueue(name string) *StreamQueue { return typedAs[*StreamQueue](v, name) }
+
+// The stream's adapter (adapters.go).
+
+func (s *StreamQueue) typeName() string          { return queue.Stream }
+func (s *StreamQueue) entry(v *VHost) QueueEntry { return v.streamEntry(s) }
+func (s *StreamQueue) record() protocol.Table    { return streamRecord(s) }
+func (s *StreamQueue) addTo(r *RouteBuffers)     { r.streams = append(r.streams, s) }
+func (s *StreamQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
+	return v.handleStreamCall(op, s, req)
 }
 
-// deleteStream deletes a stream, its bindings and its data; defMu is
-// held.
-func (v *VHost) deleteStream(s *StreamQueue, ifUnused, ifEmpty bool) (int, error) {
+func (s *StreamQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, error) {
 	st := s.Stats()
 	if ifUnused && st.Consumers > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", s.Name, v.Name)
@@ -272,28 +259,12 @@ func (v *VHost) deleteStream(s *StreamQueue, ifUnused, ifEmpty bool) (int, error
 	if ifEmpty && st.Ready > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.Name, v.Name)
 	}
-	v.forgetStream(s)
 	return st.Ready, nil
 }
 
-// forgetStream removes a stream with its bindings, stops this node's
-// replica and deletes its data and record; defMu is held.
-func (v *VHost) forgetStream(s *StreamQueue) {
-	dest := exchange.Destination{Kind: exchange.ToQueue, Name: s.Name}
-	v.mu.Lock()
-	if v.streams[s.Name] != s {
-		v.mu.Unlock()
-		return
-	}
-	delete(v.streams, s.Name)
-	delete(v.defaults, s.Name)
-	bound := v.boundTo(dest)
-	v.mu.Unlock()
-	v.removeBindings(bound)
+// release stops this node's replica and deletes the stream's data.
+func (s *StreamQueue) release(v *VHost) {
 	v.stopStreamReplica(s)
-	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, s.Name); err != nil {
-		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stored stream; it will come back after a restart")
-	}
 	if err := s.Delete(); err != nil {
 		v.log.Error().Err(err).Str("queue", s.Name).Msg("could not delete the stream's messages; the next start deletes them")
 	}

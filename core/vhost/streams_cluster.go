@@ -102,7 +102,7 @@ func (v *VHost) applyDeclareStream(def QueueDef) error {
 			v.log.Error().Err(err).Str("queue", def.Name).Msg("could not start this node's replica of the stream")
 		}
 	}
-	v.registerStream(s)
+	v.registerTyped(s)
 	return nil
 }
 

@@ -96,8 +96,7 @@ type VHost struct {
 	remote    map[string]*RemoteQueue // queues homed on other nodes
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
 	lost      []lostQueue             // for DropLost; under defMu
-	quorums   map[string]*QuorumQueue // quorum queues (quorum.go)
-	streams   map[string]*StreamQueue // stream queues (streams.go)
+	typed     map[string]queueAdapter // quorum queues and streams (adapters.go)
 
 	groups *cluster.Groups // runs quorum queues' groups; nil: none here
 	expiry expiry
@@ -148,8 +147,7 @@ func New(c Config) *VHost {
 		byDest:    make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
 		remote:    make(map[string]*RemoteQueue),
 		homed:     make(map[string]uint64),
-		quorums:   make(map[string]*QuorumQueue),
-		streams:   make(map[string]*StreamQueue),
+		typed:     make(map[string]queueAdapter),
 		groups:    c.Groups,
 		expiry:    expiry{stop: make(chan struct{})},
 		sources:   make(map[uint64]*RemoteSource),

@@ -1,0 +1,101 @@
+package vhost
+
+import (
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// queueAdapter is a queue of a type that keeps its messages outside
+// package queue, as the vhost asks it for what every such type answers in
+// its own way (RabbitMQ's rabbit_queue_type is the model): quorum queues
+// (quorum.go) and streams (streams.go). The vhost holds them in one map,
+// typed, and reaches them through this interface wherever it does not
+// need the type itself; a type is one adapter, and its registration is
+// registerTyped.
+type queueAdapter interface {
+	replicated
+	// typeName is its x-queue-type.
+	typeName() string
+	// entry is its listing entry; mu is held.
+	entry(v *VHost) QueueEntry
+	// record is its stored (and replicated) declaration.
+	record() protocol.Table
+	// deleteChecks refuses a delete whose conditions (if-unused,
+	// if-empty) do not hold, and says how many messages were ready.
+	deleteChecks(v *VHost, ifUnused, ifEmpty bool) (ready int, err error)
+	// release ends what runs for it on this node and deletes its data,
+	// once it has left the maps; defMu is held.
+	release(v *VHost)
+	// handleCall answers another node's call to this node's member.
+	handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error)
+	// addTo adds it to what a delivery from another node reaches.
+	addTo(r *RouteBuffers)
+}
+
+// typedAs is the queue of type T named name, or T's zero value.
+func typedAs[T queueAdapter](v *VHost, name string) T {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	t, _ := v.typed[name].(T)
+	return t
+}
+
+// typedList is every queue of type T, for work done without mu.
+func typedList[T queueAdapter](v *VHost) []T {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []T
+	for _, q := range v.typed {
+		if t, ok := q.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// registerTyped adds t and its implicit binding from the default exchange
+// to the maps; defMu is held.
+func (v *VHost) registerTyped(t queueAdapter) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	name := t.queueName()
+	v.typed[name] = t
+	v.defaults[name] = &exchange.Binding{
+		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: name},
+		Key:         name, Target: t, Durable: true,
+	}
+}
+
+// deleteTyped deletes t if its conditions hold, with its bindings and
+// data; defMu is held.
+func (v *VHost) deleteTyped(t queueAdapter, ifUnused, ifEmpty bool) (int, error) {
+	ready, err := t.deleteChecks(v, ifUnused, ifEmpty)
+	if err != nil {
+		return 0, err
+	}
+	v.forgetTyped(t)
+	return ready, nil
+}
+
+// forgetTyped removes t from the maps with its bindings and its record,
+// then releases what it runs here; defMu is held. A queue of that name
+// that is not t (another incarnation) stays.
+func (v *VHost) forgetTyped(t queueAdapter) {
+	name := t.queueName()
+	v.mu.Lock()
+	if v.typed[name] != t {
+		v.mu.Unlock()
+		return
+	}
+	delete(v.typed, name)
+	delete(v.defaults, name)
+	bound := v.boundTo(exchange.Destination{Kind: exchange.ToQueue, Name: name})
+	v.mu.Unlock()
+	v.removeBindings(bound)
+	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, name); err != nil {
+		v.log.Error().Err(err).Str("queue", name).Str("type", t.typeName()).
+			Msg("could not delete the stored queue; it will come back after a restart")
+	}
+	t.release(v)
+}
