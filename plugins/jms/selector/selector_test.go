@@ -1,164 +1,137 @@
 package selector
 
 import (
-	"bufio"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs in testdata/*.txt")
+	"github.com/cockroachdb/datadriven"
+)
 
 // mapEnv is an Env over a map: the headers of a test message.
 type mapEnv map[string]Value
 
 func (e mapEnv) Lookup(_ int, name string) Value { return e[name] }
 
-// TestData runs the data-driven cases of testdata/*.txt. A case is one or
-// more commands, a line "----", then one line of output per command:
+// TestDataDriven runs the cases in testdata/*.dd
+// (github.com/cockroachdb/datadriven; -rewrite rewrites their expected
+// output). Each file starts with a message without headers. The input of
+// eval and parse has a selector a line, "sql SELECTOR" or "erl TERM", and
+// their output a line for each. The commands:
 //
-//	headers name:type=value ...   set the message's headers; prints "ok"
-//	                              (types: str int float bool null; a value
-//	                              may be double-quoted, with Go escapes)
-//	sql SELECTOR                  evaluate: true, false or unknown, or
-//	erl TERM                      "error: ..." when it does not parse
-//	sql-print SELECTOR            print the parsed tree: "SQL | Erlang"
-//	erl-print TERM
+//	headers   set the message's headers, one a line as name:type=value
+//	          (types: str int float bool null, null without =value; a
+//	          value may be double-quoted, with Go escapes); prints "ok"
+//	eval      evaluate each selector on the message: true, false or
+//	          unknown, or "error: ..." when it does not parse
+//	parse     print each parsed selector back in both syntaxes,
+//	          "SQL | Erlang", or "error: ..." when it does not parse
 //
-// Blank lines and lines starting with '#' separate cases. With -rewrite
-// the outputs are replaced by what the code answers.
-func TestData(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no testdata")
+// A selector that parses must also read back from what it prints
+// (checkRoundTrip), and an evaluated one gives the same from its compiled
+// program as from its tree (checkProgram).
+func TestDataDriven(t *testing.T) {
+	// Not datadriven.Walk(t, "testdata", ...): testdata/fuzz holds the
+	// fuzz targets' seed corpus.
+	files, err := filepath.Glob("testdata/*.dd")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata/*.dd: %v", err)
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runDataFile(t, file) })
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".dd"), func(t *testing.T) {
+			env := mapEnv{}
+			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+				if len(d.CmdArgs) > 0 {
+					d.Fatalf(t, "%s takes no arguments, its input lines", d.Cmd)
+				}
+				lines := strings.Split(d.Input, "\n")
+				switch d.Cmd {
+				case "headers":
+					setHeaders(t, d, env, lines)
+					return "ok"
+				case "eval", "parse":
+					out := make([]string, len(lines))
+					for i, line := range lines {
+						out[i] = runSelector(t, d, env, line)
+					}
+					return strings.Join(out, "\n")
+				}
+				d.Fatalf(t, "unknown command %q", d.Cmd)
+				return ""
+			})
+		})
 	}
 }
 
-func runDataFile(t *testing.T, file string) {
-	f, err := os.Open(file)
+// setHeaders replaces env's headers with those on lines.
+func setHeaders(t *testing.T, d *datadriven.TestData, env mapEnv, lines []string) {
+	clear(env)
+	for _, line := range lines {
+		if line == "" {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, ":")
+		typ, val, ok2 := strings.Cut(rest, "=")
+		if !ok || (!ok2 && typ != "null") {
+			d.Fatalf(t, "bad header %q: name:type=value", line)
+		}
+		if strings.HasPrefix(val, `"`) {
+			s, err := strconv.Unquote(val)
+			if err != nil {
+				d.Fatalf(t, "bad quoted value %q", val)
+			}
+			val = s
+		}
+		switch typ {
+		case "str":
+			env[name] = StringValue(val)
+		case "int":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				d.Fatalf(t, "header %q: %v", line, err)
+			}
+			env[name] = IntValue(n)
+		case "float":
+			x, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				d.Fatalf(t, "header %q: %v", line, err)
+			}
+			env[name] = FloatValue(x)
+		case "bool":
+			env[name] = BoolValue(val == "true")
+		case "null":
+			env[name] = Value{}
+		default:
+			d.Fatalf(t, "bad header type %q", typ)
+		}
+	}
+}
+
+// runSelector parses one input line, "sql SELECTOR" or "erl TERM", and
+// answers for the command: d.Cmd eval or parse.
+func runSelector(t *testing.T, d *datadriven.TestData, env mapEnv, line string) string {
+	syntax, src, _ := strings.Cut(line, " ")
+	var s *Selector
+	var err error
+	switch syntax {
+	case "sql":
+		s, err = ParseSQL(src)
+	case "erl":
+		s, err = ParseErlang(src)
+	default:
+		d.Fatalf(t, "%q: a selector line starts with sql or erl", line)
+	}
 	if err != nil {
-		t.Fatal(err)
+		return "error: " + err.Error()
 	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	checkRoundTrip(t, s, syntax == "sql")
+	if d.Cmd == "parse" {
+		return s.SQL() + " | " + s.Erlang()
 	}
-	f.Close()
-
-	env := mapEnv{}
-	var out []string // the file, rewritten
-	for i := 0; i < len(lines); {
-		line := lines[i]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			out = append(out, line)
-			i++
-			continue
-		}
-		start := i
-		var cmds []string
-		for i < len(lines) && lines[i] != "----" {
-			cmds = append(cmds, lines[i])
-			i++
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: case without ----", file, start+1)
-		}
-		i++ // ----
-		var want []string
-		for i < len(lines) && strings.TrimSpace(lines[i]) != "" && !strings.HasPrefix(lines[i], "#") {
-			want = append(want, lines[i])
-			i++
-		}
-		var got []string
-		for _, c := range cmds {
-			got = append(got, runCommand(t, env, c))
-		}
-		out = append(out, cmds...)
-		out = append(out, "----")
-		out = append(out, got...)
-		if *rewrite {
-			continue
-		}
-		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s:%d:\n%s\ngot:\n%s\nwant:\n%s", file, start+1,
-				strings.Join(cmds, "\n"), strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func runCommand(t *testing.T, env mapEnv, line string) string {
-	cmd, arg, _ := strings.Cut(line, " ")
-	switch cmd {
-	case "headers":
-		clear(env)
-		for _, f := range splitFields(arg) {
-			name, rest, ok := strings.Cut(f, ":")
-			typ, val, ok2 := strings.Cut(rest, "=")
-			if !ok || (!ok2 && typ != "null") {
-				t.Fatalf("bad header %q", f)
-			}
-			if strings.HasPrefix(val, `"`) {
-				s, err := strconv.Unquote(val)
-				if err != nil {
-					t.Fatalf("bad quoted value %q", val)
-				}
-				val = s
-			}
-			switch typ {
-			case "str":
-				env[name] = StringValue(val)
-			case "int":
-				n, err := strconv.ParseInt(val, 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				env[name] = IntValue(n)
-			case "float":
-				x, err := strconv.ParseFloat(val, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				env[name] = FloatValue(x)
-			case "bool":
-				env[name] = BoolValue(val == "true")
-			case "null":
-				env[name] = Value{}
-			default:
-				t.Fatalf("bad header type %q", typ)
-			}
-		}
-		return "ok"
-	case "sql", "erl", "sql-print", "erl-print":
-		parse := ParseSQL
-		if strings.HasPrefix(cmd, "erl") {
-			parse = ParseErlang
-		}
-		s, err := parse(arg)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		checkRoundTrip(t, s, cmd[:3] == "sql")
-		if strings.HasSuffix(cmd, "-print") {
-			return s.SQL() + " | " + s.Erlang()
-		}
-		checkProgram(t, s, env)
-		return s.Eval(env).String()
-	}
-	t.Fatalf("unknown command %q", line)
-	return ""
+	checkProgram(t, s, env)
+	return s.Eval(env).String()
 }
 
 // checkProgram: the compiled program gives what the tree means.
@@ -169,36 +142,6 @@ func checkProgram(t testing.TB, s *Selector, env Env) {
 	if got.Kind != want.Kind || got.String() != want.String() {
 		t.Fatalf("%s: the program gives %v (%d), the tree %v (%d)", s.SQL(), got, got.Kind, want, want.Kind)
 	}
-}
-
-// splitFields splits on spaces outside double quotes.
-func splitFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && quoted && i+1 < len(s):
-			cur.WriteByte(c)
-			cur.WriteByte(s[i+1])
-			i++
-		case c == '"':
-			quoted = !quoted
-			cur.WriteByte(c)
-		case c == ' ' && !quoted:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // checkRoundTrip: what a selector prints parses back to a selector that
