@@ -2,6 +2,9 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -17,8 +20,14 @@ type queueAdapter interface {
 	replicated
 	// typeName is its x-queue-type.
 	typeName() string
-	// entry is its listing entry; mu is held.
-	entry(v *VHost) QueueEntry
+	// arguments are its declaration's.
+	arguments() protocol.Table
+	// figures are its depth and consumers, from its member here or one
+	// on another node, and its message statistics.
+	figures(v *VHost) (queue.Stats, *stats.Meter, error)
+	// status is its group as this node sees it (QueueEntry.QuorumStatus);
+	// false when it has none to show.
+	status(v *VHost) (QuorumView, bool)
 	// record is its stored (and replicated) declaration.
 	record() protocol.Table
 	// deleteChecks refuses a delete whose conditions (if-unused,
@@ -31,6 +40,27 @@ type queueAdapter interface {
 	handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error)
 	// addTo adds it to what a delivery from another node reaches.
 	addTo(r *RouteBuffers)
+	// source is what a client on this node consumes from it through
+	// (Source): its member here, or one on another node.
+	source(v *VHost) (Source, error)
+	// purge drops its ready messages (queue.purge) and says how many.
+	purge(v *VHost) (int, error)
+}
+
+// typedEntry is t's listing entry; mu is held.
+func (v *VHost) typedEntry(t queueAdapter) QueueEntry {
+	e := QueueEntry{Name: t.queueName(), Durable: true, Args: t.arguments(), Type: t.typeName(), t: t, v: v}
+	if p := v.policies.For(policy.Queues, e.Name); p != nil {
+		e.Policy = p.Name
+	}
+	return e
+}
+
+// typedQueue is the queue adapter named name, or nil.
+func (v *VHost) typedQueue(name string) queueAdapter {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.typed[name]
 }
 
 // typedAs is the queue of type T named name, or T's zero value.

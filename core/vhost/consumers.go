@@ -52,12 +52,8 @@ func (v *VHost) Source(name string, owner any) (Source, error) {
 	if !v.HasQueue(name) {
 		v.caughtUp() // declared through another node a moment ago
 	}
-	if s := v.streamQueue(name); s != nil {
-		return v.streamSourceFor(s)
-	}
-	if qq := v.quorumQueue(name); qq != nil {
-		qq.touch()
-		return v.quorumSource(qq)
+	if t := v.typedQueue(name); t != nil {
+		return t.source(v)
 	}
 	q, err := v.Queue(name, owner)
 	if err == nil {

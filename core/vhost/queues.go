@@ -451,26 +451,8 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
-	if s := v.streamQueue(name); s != nil {
-		return 0, v.StreamRefuses("queue.purge", name)
-	}
-	if qq := v.quorumQueue(name); qq != nil {
-		if !qq.member() {
-			rq := v.via(qq)
-			if rq == nil {
-				return 0, v.membersDown(qq)
-			}
-			ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
-			return int(id(ans, "messages")), err
-		}
-		n, err := qq.Purge()
-		if err != nil {
-			if _, ok := err.(*reply.Error); ok {
-				return 0, err // unavailable: no leader
-			}
-			return 0, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", name, v.Name, err)
-		}
-		return n, nil
+	if t := v.typedQueue(name); t != nil {
+		return t.purge(v)
 	}
 	if rq := v.remoteQueue(name); rq != nil {
 		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
@@ -526,8 +508,7 @@ type QueueEntry struct {
 	// a classic one.
 	Type string
 	q    *queue.Queue
-	qq   *QuorumQueue
-	sq   *StreamQueue
+	t    queueAdapter
 	v    *VHost // for a remote queue's figures
 	rq   *RemoteQueue
 }
@@ -550,13 +531,9 @@ func (e QueueEntry) Info() QueueInfo {
 		st, err := e.v.remoteStats(e.rq)
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
 	}
-	if e.sq != nil {
-		st, err := e.v.streamStats(e.sq)
-		return QueueInfo{QueueEntry: e, Stats: st, Counters: e.sq.Counters.Values(), Rates: e.sq.Counters.Rates(), Down: err != nil}
-	}
-	if e.qq != nil {
-		st, err := e.v.quorumStats(e.qq)
-		return QueueInfo{QueueEntry: e, Stats: st, Counters: e.qq.Counters.Values(), Rates: e.qq.Counters.Rates(), Down: err != nil}
+	if e.t != nil {
+		st, m, err := e.t.figures(e.v)
+		return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
 	}
 	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
 }
@@ -591,7 +568,7 @@ func (v *VHost) QueueEntries() []QueueEntry {
 		out = append(out, v.entry(q))
 	}
 	for _, t := range v.typed {
-		out = append(out, t.entry(v))
+		out = append(out, v.typedEntry(t))
 	}
 	for name, rq := range v.remote {
 		if v.queues[name] == nil {
@@ -612,7 +589,7 @@ func (v *VHost) Queues() []QueueInfo {
 		entries = append(entries, v.entry(q))
 	}
 	for _, t := range v.typed {
-		entries = append(entries, t.entry(v))
+		entries = append(entries, v.typedEntry(t))
 	}
 	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
@@ -631,7 +608,7 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	if q := v.queues[name]; q != nil {
 		e = v.entry(q)
 	} else if t := v.typed[name]; t != nil {
-		e = t.entry(v)
+		e = v.typedEntry(t)
 	} else if rq := v.remote[name]; rq != nil {
 		e = v.remoteEntry(rq)
 	} else {

@@ -325,7 +325,7 @@ func (v *VHost) quorumQueue(name string) *QuorumQueue { return typedAs[*QuorumQu
 // The quorum queue's adapter (adapters.go).
 
 func (qq *QuorumQueue) typeName() string          { return queue.Quorum }
-func (qq *QuorumQueue) entry(v *VHost) QueueEntry { return v.quorumEntry(qq) }
+func (qq *QuorumQueue) arguments() protocol.Table { return qq.Args }
 func (qq *QuorumQueue) record() protocol.Table    { return quorumRecord(qq) }
 func (qq *QuorumQueue) addTo(r *RouteBuffers)     { r.quorum = append(r.quorum, qq) }
 func (qq *QuorumQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
@@ -341,6 +341,36 @@ func (qq *QuorumQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, erro
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.Name, v.Name)
 	}
 	return ready, nil
+}
+
+func (qq *QuorumQueue) figures(v *VHost) (queue.Stats, *stats.Meter, error) {
+	st, err := v.quorumStats(qq)
+	return st, &qq.Counters, err
+}
+
+func (qq *QuorumQueue) source(v *VHost) (Source, error) {
+	qq.touch()
+	return v.quorumSource(qq)
+}
+
+// purge purges through this node's member, or asks a member elsewhere.
+func (qq *QuorumQueue) purge(v *VHost) (int, error) {
+	if !qq.member() {
+		rq := v.via(qq)
+		if rq == nil {
+			return 0, v.membersDown(qq)
+		}
+		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
+		return int(id(ans, "messages")), err
+	}
+	n, err := qq.Purge()
+	if err != nil {
+		if _, ok := err.(*reply.Error); ok {
+			return 0, err // unavailable: no leader
+		}
+		return 0, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", qq.Name, v.Name, err)
+	}
+	return n, nil
 }
 
 // release ends the queue's consumers, stops its group and deletes its log.
@@ -555,13 +585,4 @@ func (v *VHost) quorumList() []*QuorumQueue { return typedList[*QuorumQueue](v) 
 func (qq *QuorumQueue) stats() queue.Stats {
 	ready, bytes, unacked, consumers := qq.Stats()
 	return queue.Stats{Ready: ready, ReadyBytes: bytes, Unacked: unacked, Consumers: consumers}
-}
-
-// quorumEntry is qq's listing entry; the caller holds mu.
-func (v *VHost) quorumEntry(qq *QuorumQueue) QueueEntry {
-	e := QueueEntry{Name: qq.Name, Durable: true, Args: qq.Args, Type: "quorum", qq: qq, v: v}
-	if p := v.policies.For(policy.Queues, qq.Name); p != nil {
-		e.Policy = p.Name
-	}
-	return e
 }

@@ -382,22 +382,24 @@ type QuorumView struct {
 // QuorumStatus is a quorum queue's group as this node sees it: leader,
 // members and, on the leader, each member's log position.
 func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
-	if e.sq != nil && e.sq.MemberNodes() != nil {
-		return e.v.streamStatus(e.sq), true
-	}
-	qq := e.qq
-	if qq == nil {
+	if e.t == nil {
 		return QuorumView{}, false
 	}
+	return e.t.status(e.v)
+}
+
+// status is the quorum queue's group: leader, members, and on the leader
+// each member's log position.
+func (qq *QuorumQueue) status(v *VHost) (QuorumView, bool) {
 	view := QuorumView{Members: qq.MemberNodes()}
 	for _, m := range qq.MemberNodes() {
-		if e.v.cluster != nil && e.v.cluster.Up(m) {
+		if v.cluster != nil && v.cluster.Up(m) {
 			view.Online = append(view.Online, m)
 		}
 	}
 	if !qq.member() {
-		if rq := e.v.via(qq); rq != nil {
-			if ans, err := e.v.callHome(rq, callQueueCounts, protocol.Table{}); err == nil {
+		if rq := v.via(qq); rq != nil {
+			if ans, err := v.callHome(rq, callQueueCounts, protocol.Table{}); err == nil {
 				view.Leader = str(ans, "leader")
 			}
 		}
@@ -406,8 +408,8 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 	if g := qq.group.Load(); g != nil {
 		view.Raft = g.Status()
 	}
-	view.Leader = e.v.leaderName(qq)
-	e.v.matchByName(&view, qq.MemberNodes())
+	view.Leader = v.leaderName(qq)
+	v.matchByName(&view, qq.MemberNodes())
 	return view, true
 }
 

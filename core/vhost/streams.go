@@ -244,7 +244,7 @@ func (v *VHost) streamQueue(name string) *StreamQueue { return typedAs[*StreamQu
 // The stream's adapter (adapters.go).
 
 func (s *StreamQueue) typeName() string          { return queue.Stream }
-func (s *StreamQueue) entry(v *VHost) QueueEntry { return v.streamEntry(s) }
+func (s *StreamQueue) arguments() protocol.Table { return s.Args }
 func (s *StreamQueue) record() protocol.Table    { return streamRecord(s) }
 func (s *StreamQueue) addTo(r *RouteBuffers)     { r.streams = append(r.streams, s) }
 func (s *StreamQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
@@ -260,6 +260,27 @@ func (s *StreamQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, error
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.Name, v.Name)
 	}
 	return st.Ready, nil
+}
+
+func (s *StreamQueue) source(v *VHost) (Source, error) { return v.streamSourceFor(s) }
+
+func (s *StreamQueue) figures(v *VHost) (queue.Stats, *stats.Meter, error) {
+	st, err := v.streamStats(s)
+	return st, &s.Counters, err
+}
+
+// status is a replicated stream's group; a stream of a node of its own
+// has none.
+func (s *StreamQueue) status(v *VHost) (QuorumView, bool) {
+	if s.MemberNodes() == nil {
+		return QuorumView{}, false
+	}
+	return v.streamStatus(s), true
+}
+
+// purge is refused: a stream is not emptied, as RabbitMQ's is not.
+func (s *StreamQueue) purge(v *VHost) (int, error) {
+	return 0, v.StreamRefuses("queue.purge", s.Name)
 }
 
 // release stops this node's replica and deletes the stream's data.
@@ -284,15 +305,6 @@ func (v *VHost) enqueueStreams(m *message.Message, r *RouteBuffers, f *Forwardin
 		r.streams[i] = nil
 	}
 	r.streams = r.streams[:0]
-}
-
-// streamEntry is a stream's listing entry; the caller holds mu.
-func (v *VHost) streamEntry(s *StreamQueue) QueueEntry {
-	e := QueueEntry{Name: s.Name, Durable: true, Args: s.Args, Type: "stream", sq: s, v: v}
-	if p := v.policies.For(policy.Queues, s.Name); p != nil {
-		e.Policy = p.Name
-	}
-	return e
 }
 
 // closeStreams stops the streams' goroutines (the vhost closing).
