@@ -39,7 +39,7 @@ func TestFIFO(t *testing.T) {
 	if got := bodies(t, d, 100); !reflect.DeepEqual(got, seq(0, 100)) {
 		t.Fatalf("out of order: %q", got)
 	}
-	nothing(t, d)
+	fence(t, ch, "", q, d)
 }
 
 // Messages published while a consumer is attached arrive in order too.
@@ -67,8 +67,7 @@ func TestRoundRobin(t *testing.T) {
 	publishN(t, ch, q, 6)
 	got1 := bodies(t, d1, 3)
 	got2 := bodies(t, d2, 3)
-	nothing(t, d1)
-	nothing(t, d2)
+	fence(t, ch, "", q, d1, d2)
 	if !(reflect.DeepEqual(got1, []string{"0", "2", "4"}) && reflect.DeepEqual(got2, []string{"1", "3", "5"})) &&
 		!(reflect.DeepEqual(got1, []string{"1", "3", "5"}) && reflect.DeepEqual(got2, []string{"0", "2", "4"})) {
 		t.Fatalf("not round-robin: %q and %q", got1, got2)
@@ -353,7 +352,7 @@ func TestNackRequeue(t *testing.T) {
 	if err := ms[3].Ack(false); err != nil {
 		t.Fatal(err)
 	}
-	nothing(t, d)
+	fence(t, ch, "", q, d)
 }
 
 func TestNackDiscard(t *testing.T) {
@@ -371,7 +370,7 @@ func TestNackDiscard(t *testing.T) {
 		t.Fatalf("got %q", m.Body)
 	}
 	m.Ack(false)
-	nothing(t, d)
+	fence(t, ch, "", q, d)
 	if n := count(t, ch, q); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
@@ -398,7 +397,7 @@ func TestReject(t *testing.T) {
 	if err := m1.Reject(false); err != nil {
 		t.Fatal(err)
 	}
-	nothing(t, d)
+	fence(t, ch, "", q, d)
 	if n := count(t, ch, q); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
@@ -427,7 +426,7 @@ func TestRecover(t *testing.T) {
 	if !reflect.DeepEqual(first, again) {
 		t.Fatalf("recovered %q, first %q", again, first)
 	}
-	nothing(t, d)
+	fence(t, ch, "", q, d)
 }
 
 // Unacked messages go back in order, redelivered, when the channel closes.
@@ -452,7 +451,7 @@ func TestRequeueOnChannelClose(t *testing.T) {
 			t.Fatalf("got %q redelivered=%v, expected %q redelivered", m.Body, m.Redelivered, want)
 		}
 	}
-	nothing(t, d2)
+	fence(t, ch, "", q, d2)
 }
 
 // ... and when the connection closes.

@@ -449,7 +449,13 @@ func TestQuorumRoutingAndSingleActiveConsumer(t *testing.T) {
 			t.Fatalf("active consumer got %q", m.Body)
 		}
 	}
-	nothing(t, db)
+	// b has had nothing while a was active: once a leaves, b is the
+	// active consumer, and anything the queue had sent it would arrive
+	// before the fence.
+	if err := a.Cancel("a", false); err != nil {
+		t.Fatal(err)
+	}
+	fence(t, ch, x, "k", db)
 	select {
 	case r := <-returns:
 		t.Fatalf("a routed mandatory publish was returned: %+v", r)
