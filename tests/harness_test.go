@@ -217,16 +217,6 @@ func fence(t testing.TB, ch *amqp.Channel, exchange, key string, ds ...<-chan am
 	}
 }
 
-// nothing asserts that no delivery arrives for a short while.
-func nothing(t testing.TB, d <-chan amqp.Delivery) {
-	t.Helper()
-	select {
-	case m := <-d:
-		t.Fatalf("unexpected delivery: %q (key %q)", m.Body, m.RoutingKey)
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
 func publish(t testing.TB, ch *amqp.Channel, exchange, key string, msg amqp.Publishing) {
 	t.Helper()
 	if err := ch.PublishWithContext(context.Background(), exchange, key, false, false, msg); err != nil {
