@@ -16,6 +16,7 @@ import (
 
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // server is the broker under test: an in-process Warren, or, when
@@ -407,16 +408,10 @@ func count(t testing.TB, ch *amqp.Channel, queue string) int {
 	return q.Messages
 }
 
-// eventually polls cond until it holds, for at most 5 seconds.
+// eventually waits for cond for at most 5 seconds.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }
 
 // consume starts a consumer and fails the test on error.
