@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // randomBody is size random bytes, the same for the same seq and stream:
@@ -184,14 +186,12 @@ func TestIdleStoreRewritesBlobFiles(t *testing.T) {
 		t.Fatal("nudgeCompactions saw no garbage")
 	}
 	// The rewrites run in the background, one blob file after another.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		files, g, v := garbage()
-		if float64(g) <= blobGarbageRatio*float64(v) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a nudge: %d blob files, %d of %d bytes still garbage", files, g, v)
-		}
+	var filesLeft, garbageLeft, valuesLeft uint64
+	if !poll.Within(30*time.Second, func() bool {
+		filesLeft, garbageLeft, valuesLeft = garbage()
+		return float64(garbageLeft) <= blobGarbageRatio*float64(valuesLeft)
+	}) {
+		t.Fatalf("after a nudge: %d blob files, %d of %d bytes still garbage", filesLeft, garbageLeft, valuesLeft)
 	}
 	if s.nudgeCompactions() {
 		t.Error("nudgeCompactions still sees garbage worth a rewrite")
@@ -290,16 +290,19 @@ func TestIdleStoreCompactsDeletions(t *testing.T) {
 			// A trickle of small writes, one every few milliseconds, is
 			// quiet enough.
 			trickle := uint64(1000)
-			for deadline := time.Now().Add(30 * time.Second); s.db.Metrics().BlobFiles.LiveCount != 0; time.Sleep(5 * time.Millisecond) {
+			if !poll.Within(30*time.Second, func() bool {
+				if s.db.Metrics().BlobFiles.LiveCount == 0 {
+					return true
+				}
 				if tc.trickle {
 					trickle++
 					txn := s.Begin()
 					txn.PutEntry(q, 0, trickle, &Entry{Persistent: true, Msg: &Message{Body: []byte("trickle")}})
 					commit(t, txn)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the idle store kept %d blob files", s.db.Metrics().BlobFiles.LiveCount)
-				}
+				return false
+			}) {
+				t.Fatalf("the idle store kept %d blob files", s.db.Metrics().BlobFiles.LiveCount)
 			}
 		})
 	}
@@ -308,18 +311,13 @@ func TestIdleStoreCompactsDeletions(t *testing.T) {
 // waitForStats waits until Pebble has loaded every table's statistics.
 func waitForStats(t *testing.T, s *Store) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Until(t, 30*time.Second, "table statistics loaded", func() bool {
 		levels, err := s.db.SSTables()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if statsLoaded(levels) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("table statistics not loaded")
-		}
-	}
+		return statsLoaded(levels)
+	})
 }
 
 func TestMergeSpans(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // pooledBody is message i's body: large enough that Warren reads it into a
@@ -163,22 +165,27 @@ func TestPooledBodiesStayIntact(t *testing.T) {
 	go func() {
 		defer getter.Done()
 		_, gch := channel(t, s)
-		deadline := time.Now().Add(30 * time.Second)
 		n := 0
-		for n < perPath && time.Now().Before(deadline) {
-			d, ok, err := gch.Get(got, true)
-			if err != nil {
-				problem("get: %v", err)
-				return
+		var failed error
+		poll.Within(30*time.Second, func() bool {
+			for n < perPath {
+				d, ok, err := gch.Get(got, true)
+				if err != nil {
+					failed = err
+					return true
+				}
+				if !ok {
+					return false // none ready yet: ask again
+				}
+				check("get", d.Body)
+				n++
 			}
-			if !ok {
-				time.Sleep(time.Millisecond)
-				continue
-			}
-			check("get", d.Body)
-			n++
-		}
-		if n < perPath {
+			return true
+		})
+		switch {
+		case failed != nil:
+			problem("get: %v", failed)
+		case n < perPath:
 			problem("get: %d of %d messages", n, perPath)
 		}
 	}()

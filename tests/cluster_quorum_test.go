@@ -14,6 +14,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/tests/losscheck"
 )
 
@@ -182,10 +183,8 @@ func killLeaderRounds(t *testing.T, c *liveCluster, rounds int) (losscheck.Repor
 		check.EndFault(fault, time.Now())
 	}
 	close(stop)
-	for deadline := time.Now().Add(20 * time.Second); !check.Drained() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // time for a wrong redelivery to show, or the last acks to land
+	poll.Within(20*time.Second, check.Drained) // the report says what did not come
+	time.Sleep(time.Second)                    // time for a wrong redelivery to show, or the last acks to land
 	close(stopConsumers)
 	wg.Wait()
 	return check.Report(), failovers

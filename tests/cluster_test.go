@@ -14,6 +14,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // The cluster tests start Warren processes on loopback, each with its own
@@ -109,13 +111,11 @@ func (n *clusterNode) running(t *testing.T) []string {
 	return out
 }
 
+// waitUntil waits up to 20 s for cond: a cluster's changes take a few
+// rounds of its nodes' messages.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not so after 20 s", what)
-		}
-	}
+	poll.Until(t, 20*time.Second, what, cond)
 }
 
 // canLogIn reports whether user can open a connection to vhost on n.

@@ -24,8 +24,8 @@ func TestDefaultExchangeRoutesByQueueName(t *testing.T) {
 	if m := receive(t, db); string(m.Body) != "to b" {
 		t.Fatalf("b got %q", m.Body)
 	}
-	nothing(t, da)
-	nothing(t, db)
+	fence(t, ch, "", a, da)
+	fence(t, ch, "", b, db)
 }
 
 func TestDefaultExchangeRefusesChanges(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // server is the broker under test: an in-process Warren, or, when
@@ -178,13 +179,42 @@ func receive(t testing.TB, d <-chan amqp.Delivery) amqp.Delivery {
 	return amqp.Delivery{}
 }
 
-// nothing asserts that no delivery arrives for a short while.
-func nothing(t testing.TB, d <-chan amqp.Delivery) {
+// fence checks that nothing more is on its way to the consumers ds: it
+// publishes one marker per consumer through exchange and key, after all
+// the test did so far, and fails unless the next delivery on each of ds is
+// a marker, a different one each. A queue hands its messages to a consumer
+// in order, and a channel's deliveries reach the client in order, so
+// whatever was sent to a consumer before its marker arrives first; waiting
+// a while for nothing instead would pass whenever the broker is slow. Each
+// of ds must be able to take its marker: one at its prefetch limit leaves
+// the marker in the queue, and there the queue's ready count is the check.
+// Consumers of one queue get one marker each when they share it
+// round-robin.
+func fence(t testing.TB, ch *amqp.Channel, exchange, key string, ds ...<-chan amqp.Delivery) {
 	t.Helper()
-	select {
-	case m := <-d:
-		t.Fatalf("unexpected delivery: %q (key %q)", m.Body, m.RoutingKey)
-	case <-time.After(100 * time.Millisecond):
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	markers := map[string]bool{}
+	for i := range ds {
+		m := fmt.Sprintf("fence %d", i)
+		markers[m] = true
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, body(m))
+		if err != nil {
+			t.Fatalf("publishing the fence: %v", err)
+		}
+		if dc == nil {
+			continue // not in confirm mode: the channel keeps the order anyway
+		}
+		if ok, err := dc.WaitContext(ctx); !ok || err != nil {
+			t.Fatalf("the fence was not confirmed (%v)", err)
+		}
+	}
+	for i, d := range ds {
+		m := receive(t, d)
+		if !markers[string(m.Body)] {
+			t.Fatalf("consumer %d got %q (key %q, redelivered %v) before the fence", i, m.Body, m.RoutingKey, m.Redelivered)
+		}
+		delete(markers, string(m.Body))
 	}
 }
 
@@ -378,16 +408,10 @@ func count(t testing.TB, ch *amqp.Channel, queue string) int {
 	return q.Messages
 }
 
-// eventually polls cond until it holds, for at most 5 seconds.
+// eventually waits for cond for at most 5 seconds.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, what, cond)
 }
 
 // consume starts a consumer and fails the test on error.

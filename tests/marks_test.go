@@ -7,6 +7,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // TestDeliveryMarksAreSmall: consuming a persistent message writes a small
@@ -62,23 +64,19 @@ func TestDeliveryMarksAreSmall(t *testing.T) {
 	// Every message's mark put, mark delete and entry delete have keys of
 	// 18 or 19 bytes: wait until that much is committed and the figure
 	// holds still, then compare it with the body.
-	deadline := time.Now().Add(10 * time.Second)
-	last := uint64(0)
-	for {
+	var committed, last uint64
+	if !poll.WithinEvery(10*time.Second, 50*time.Millisecond, func() bool {
 		after, _ := s.b.StoreFigures()
-		committed := after.CommittedBytes - before.CommittedBytes
-		if committed >= n*3*18 && committed == last {
-			perMessage := float64(committed) / n
-			t.Logf("%.0f bytes committed per consumed %d-byte message", perMessage, size)
-			if perMessage > size/8 {
-				t.Fatalf("%.0f bytes committed per consumed %d-byte message, want under %d", perMessage, size, size/8)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes committed for %d consumed messages: the acks never all landed", committed, n)
-		}
+		committed = after.CommittedBytes - before.CommittedBytes
+		still := committed >= n*3*18 && committed == last
 		last = committed
-		time.Sleep(50 * time.Millisecond)
+		return still
+	}) {
+		t.Fatalf("%d bytes committed for %d consumed messages: the acks never all landed", committed, n)
+	}
+	perMessage := float64(committed) / n
+	t.Logf("%.0f bytes committed per consumed %d-byte message", perMessage, size)
+	if perMessage > size/8 {
+		t.Fatalf("%.0f bytes committed per consumed %d-byte message, want under %d", perMessage, size, size/8)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // The management API tests (mgmt_*_test.go) run against an in-process
@@ -203,13 +204,7 @@ func (m *mgmt) addUser(name, password, tags, vhost string) {
 // rounds).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, what, cond)
 }
 
 // waitReady waits until the queue shows n ready messages: a publish is

@@ -15,6 +15,7 @@ import (
 
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // buildDirectVersion builds the direct test plugin (x-direct) with the
@@ -88,17 +89,14 @@ func TestPluginUpgradeUnderConfirmedLoad(t *testing.T) {
 			}
 		}()
 	}
+	// waitConfirmed waits up to 30 s for n confirms, or for a failure;
+	// what follows judges what came.
 	waitConfirmed := func(n int) {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		poll.Within(30*time.Second, func() bool {
 			mu.Lock()
-			done := confirmed >= n || len(failed) > 0
-			mu.Unlock()
-			if done {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return confirmed >= n || len(failed) > 0
+		})
 	}
 	waitConfirmed(300)
 	before := listPlugins(t, api)["direct"]

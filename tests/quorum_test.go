@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -222,19 +223,16 @@ func TestQuorumPublishConsumeSettle(t *testing.T) {
 // waitReady waits until the queue has n messages ready.
 func waitReady(t testing.TB, ch *amqp.Channel, q string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	got := 0
+	if !poll.Within(5*time.Second, func() bool {
 		ok, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok.Messages == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d messages ready, want %d", q, ok.Messages, n)
-		}
-		time.Sleep(10 * time.Millisecond)
+		got = ok.Messages
+		return got == n
+	}) {
+		t.Fatalf("%s has %d messages ready, want %d", q, got, n)
 	}
 }
 
@@ -330,20 +328,16 @@ func TestQuorumDeliveryLimitValues(t *testing.T) {
 // getOne waits for a message to get.
 func getOne(t testing.TB, ch *amqp.Channel, q string) amqp.Delivery {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		d, ok, err := ch.Get(q, false)
-		if err != nil {
+	var d amqp.Delivery
+	poll.Until(t, 5*time.Second, "a message to get from "+q, func() bool {
+		var ok bool
+		var err error
+		if d, ok, err = ch.Get(q, false); err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing to get from %s within 5s", q)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ok
+	})
+	return d
 }
 
 // x-max-length with reject-publish nacks publishes once the queue is
@@ -449,7 +443,13 @@ func TestQuorumRoutingAndSingleActiveConsumer(t *testing.T) {
 			t.Fatalf("active consumer got %q", m.Body)
 		}
 	}
-	nothing(t, db)
+	// b has had nothing while a was active: once a leaves, b is the
+	// active consumer, and anything the queue had sent it would arrive
+	// before the fence.
+	if err := a.Cancel("a", false); err != nil {
+		t.Fatal(err)
+	}
+	fence(t, ch, x, "k", db)
 	select {
 	case r := <-returns:
 		t.Fatalf("a routed mandatory publish was returned: %+v", r)
@@ -566,17 +566,16 @@ func TestQuorumExpires(t *testing.T) {
 	if _, err := consumer.Consume(kept, "", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Asked every 400 ms, longer than x-expires: passive declares do not
+	// keep it.
+	if !poll.WithinEvery(5*time.Second, 400*time.Millisecond, func() bool {
 		_, err := ch.QueueDeclarePassive(gone, true, false, false, false, nil)
 		if err != nil {
 			expectCode(t, err, amqp.NotFound)
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("an unused quorum queue with x-expires 300 ms is still there after 5 s")
-		}
-		time.Sleep(400 * time.Millisecond) // longer than x-expires: passive declares do not keep it
+		return err != nil
+	}) {
+		t.Fatal("an unused quorum queue with x-expires 300 ms is still there after 5 s")
 	}
 	ch, _ = c.Channel()
 	if _, err := ch.QueueDeclarePassive(kept, true, false, false, false, nil); err != nil {
@@ -627,12 +626,8 @@ func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
 	}
 	settled := func() {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !accepted() {
-			if time.Now().After(deadline) {
-				t.Fatal("the dead letter was never settled in its source")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !poll.Within(5*time.Second, accepted) {
+			t.Fatal("the dead letter was never settled in its source")
 		}
 	}
 
@@ -654,12 +649,8 @@ func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
 	// The reject is asynchronous: wait until q no longer holds it as
 	// unacked (a checked-out message does not count toward max-length).
 	v, _ := s.b.VHost("/")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if info, _ := v.QueueInfo(q); info.Unacked == 0 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal("the reject was not applied within 5s")
-		}
+	if !poll.Within(5*time.Second, func() bool { info, _ := v.QueueInfo(q); return info.Unacked == 0 }) {
+		t.Fatal("the reject was not applied within 5s")
 	}
 	// The pending dead letter counts toward the limit: at it, one more
 	// publish gets in, over it (reject-publish decides after the fact),

@@ -110,13 +110,16 @@ func TestStreamConsume(t *testing.T) {
 		}
 	}
 	publish(0, 100)
-	time.Sleep(1500 * time.Millisecond) // timestamps are whole seconds
+	// A timestamp offset is in whole seconds, so the test waits for time
+	// itself here: until the clock is in a later second than the one the
+	// first batch was confirmed in, and so stamped in (or before).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	since := time.Now()
 	publish(100, 200)
 
-	// consume reads n deliveries from offset, acking each, and checks
-	// they follow one another from the first it gets.
-	consume := func(offset any, n int) (first int64) {
+	// subscribe starts a consumer from offset; basic.consume-ok has come
+	// back when it returns, so the stream has placed it.
+	subscribe := func(offset any) (*amqp.Connection, <-chan amqp.Delivery) {
 		t.Helper()
 		c := dial(t, s)
 		ch, err := c.Channel()
@@ -134,6 +137,13 @@ func TestStreamConsume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return c, ds
+	}
+	// read reads n deliveries from a consumer from offset, acking each,
+	// checks they follow one another from the first it gets, and closes
+	// the consumer's connection.
+	read := func(offset any, c *amqp.Connection, ds <-chan amqp.Delivery, n int) (first int64) {
+		t.Helper()
 		for i := range n {
 			select {
 			case d := <-ds:
@@ -153,6 +163,11 @@ func TestStreamConsume(t *testing.T) {
 		}
 		c.Close()
 		return first
+	}
+	consume := func(offset any, n int) int64 {
+		t.Helper()
+		c, ds := subscribe(offset)
+		return read(offset, c, ds, n)
 	}
 	if got := consume("first", 200); got != 0 {
 		t.Fatalf("first starts at %d", got)
@@ -177,17 +192,10 @@ func TestStreamConsume(t *testing.T) {
 		t.Fatalf("last starts at %d", got)
 	}
 	// next: only what comes after the consumer.
-	nextDone := make(chan int64, 1)
-	go func() { nextDone <- consume("next", 5) }()
-	time.Sleep(300 * time.Millisecond)
+	c, ds := subscribe("next")
 	publish(200, 205)
-	select {
-	case got := <-nextDone:
-		if got != 200 {
-			t.Fatalf("next starts at %d", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("next got nothing")
+	if got := read("next", c, ds, 5); got != 200 {
+		t.Fatalf("next starts at %d", got)
 	}
 
 	// A stream's declare-ok counts its messages, as RabbitMQ's does once

@@ -8,6 +8,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // Warren's own behaviour, configured in ways the reference broker cannot
@@ -26,6 +28,34 @@ func expectBlocking(t testing.TB, b <-chan amqp.Blocking, active bool) amqp.Bloc
 		t.Fatalf("no connection.blocked active=%v within 5s", active)
 	}
 	return amqp.Blocking{}
+}
+
+// heldByAlarm checks, in the broker's own state, that the one publish a
+// blocked connection sent has not reached queue q, whose consumers had
+// delivered messages before it. Warren's reader stops at that publish
+// before routing it, and marks its connection blocked while it waits
+// there: once the mark is seen, the message either reached q before (q's
+// ready count or its deliveries show it) or is still held. Waiting a while
+// for no delivery instead would pass whenever the broker is slow.
+func heldByAlarm(t testing.TB, s *server, q string, delivered uint64) {
+	t.Helper()
+	poll.Until(t, 5*time.Second, "the publisher's reader held by the alarm", func() bool {
+		for _, ci := range s.b.Server().Connections() {
+			if ci.Blocked {
+				return true
+			}
+		}
+		return false
+	})
+	v, _ := s.b.VHost("/")
+	qi, ok := v.QueueInfo(q)
+	if !ok {
+		t.Fatalf("no queue %s", q)
+	}
+	if got := qi.Counters[stats.Deliver] + qi.Counters[stats.DeliverNoAck]; qi.Ready != 0 || qi.Unacked != 0 || got != delivered {
+		t.Fatalf("%s: %d ready, %d unacked, %d delivered: want none ready and %d delivered, the held message not among them",
+			q, qi.Ready, qi.Unacked, got, delivered)
+	}
 }
 
 // With memory_high_watermark below what the process uses, the resource
@@ -49,7 +79,7 @@ func TestMemoryAlarmBlocksPublishers(t *testing.T) {
 	if b := expectBlocking(t, blocked, true); b.Reason == "" {
 		t.Fatal("connection.blocked without a reason")
 	}
-	nothing(t, d)
+	heldByAlarm(t, s, q, 0)
 
 	// Cleared (until the watcher's next sample raises it again), the
 	// publisher is unblocked and its message goes through.
@@ -85,7 +115,7 @@ func TestAlarmHoldsOnlyPublishers(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 	declareQueue(t, s, cch, "other", nil)
-	nothing(t, d)
+	heldByAlarm(t, s, q, 3)
 
 	s.b.Alarm().Set(false, "")
 	expectBlocking(t, blocked, false)

@@ -343,13 +343,9 @@ func TestObjectVerbs(t *testing.T) {
 	}
 	waitFor := func(what string, args []string, want string) {
 		t.Helper()
-		for range 200 {
-			if strings.Contains(ctlOK(args...), want) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // polling the broker's own state, not synchronising the test
+		if !poll.Within(10*time.Second, func() bool { return strings.Contains(ctlOK(args...), want) }) {
+			t.Fatalf("%s: %v never showed %q", what, args, want)
 		}
-		t.Fatalf("%s: %v never showed %q", what, args, want)
 	}
 
 	if out := ctlOK("-q", "list_connections"); !strings.Contains(out, "guest\t127.0.0.1\t") || !strings.Contains(out, "running") {
@@ -448,11 +444,7 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 		}
 		brokers, urls = append(brokers, b), append(urls, url)
 	}
-	for deadline := time.Now().Add(15 * time.Second); len(brokers[0].Cluster().Members()) < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no cluster of three")
-		}
-	}
+	poll.Until(t, 15*time.Second, "a cluster of three", func() bool { return len(brokers[0].Cluster().Members()) >= 3 })
 	v, _ := brokers[0].VHost("/")
 	for _, q := range []string{"q1", "q2"} {
 		def := vhost.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(1)}}
@@ -465,7 +457,7 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 	waitMembers := func(q, want string) {
 		t.Helper()
 		var out string
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !poll.Within(15*time.Second, func() bool {
 			var err error
 			out, err = ctl(t, urls[2], "--formatter", "json", "list_queues", "name", "members", "leader")
 			if err != nil {
@@ -481,11 +473,13 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 			}
 			for _, r := range rows {
 				if r.Name == q && r.Leader != "" && strings.Join(r.Members, ",") == want {
-					return
+					return true
 				}
 			}
+			return false
+		}) {
+			t.Fatalf("%s's members are not %s with a leader: %s", q, want, out)
 		}
-		t.Fatalf("%s's members are not %s with a leader: %s", q, want, out)
 	}
 	waitMembers("q1", "a")
 	if _, err := ctl(t, urls[1], "add_member", "q1", "b"); err != nil {

@@ -133,19 +133,21 @@ func TestClusterQuorumQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(15 * time.Second); len(got) < 4 && time.Now().Before(deadline); {
-		d, _, ok := src3.Get(false)
-		if !ok {
-			time.Sleep(50 * time.Millisecond)
-			continue
+	poll.Within(15*time.Second, func() bool {
+		for len(got) < 4 {
+			d, _, ok := src3.Get(false)
+			if !ok {
+				return false
+			}
+			body := string(d.Entry.Msg.Body)
+			if got[body] || body == "m0" != d.Redelivered {
+				t.Fatalf("%q redelivered %v (had %v)", body, d.Redelivered, got)
+			}
+			got[body] = true
+			src3.Ack([]queue.Entry{d.Entry})
 		}
-		body := string(d.Entry.Msg.Body)
-		if got[body] || body == "m0" != d.Redelivered {
-			t.Fatalf("%q redelivered %v (had %v)", body, d.Redelivered, got)
-		}
-		got[body] = true
-		src3.Ack([]queue.Entry{d.Entry})
-	}
+		return true
+	})
 	if want := map[string]bool{"m0": true, "m3": true, "m4": true, "after": true}; !maps.Equal(got, want) {
 		t.Fatalf("after failover: %v, want %v", got, want)
 	}
@@ -330,9 +332,7 @@ func TestClusterQuorumPartition(t *testing.T) {
 	cut(false)
 	check.EndFault(fault, time.Now())
 	close(stop)
-	for deadline := time.Now().Add(20 * time.Second); !check.Drained() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Within(20*time.Second, check.Drained) // the report says what did not come
 	time.Sleep(time.Second)
 	close(stopConsumers)
 	wg.Wait()
@@ -348,14 +348,11 @@ func TestClusterQuorumPartition(t *testing.T) {
 		return fmt.Sprintf("applied %d, %d ready, %d unacked", view.Raft.Applied, info.Ready, info.Unacked)
 	}
 	var want string
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	if !poll.Within(15*time.Second, func() bool {
 		want = state(n2.Broker)
-		if state(n1.Broker) == want && state(n3.Broker) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members differ: n1 %s, n2 %s, n3 %s", state(n1.Broker), want, state(n3.Broker))
-		}
+		return state(n1.Broker) == want && state(n3.Broker) == want
+	}) {
+		t.Fatalf("members differ: n1 %s, n2 %s, n3 %s", state(n1.Broker), want, state(n3.Broker))
 	}
 	t.Logf("every member: %s", want)
 }

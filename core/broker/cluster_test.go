@@ -30,6 +30,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -72,16 +73,13 @@ func threeBrokers(t *testing.T) []*clusterNode {
 	return nodes
 }
 
-// eventually waits for cond on every node.
+// eventually waits for cond on every node in turn, all within 15 s.
 func eventually(t *testing.T, nodes []*clusterNode, what string, cond func(*Broker) bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for _, n := range nodes {
-		for !cond(n.Broker) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not on %s", what, n.name)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !poll.Within(time.Until(deadline), func() bool { return cond(n.Broker) }) {
+			t.Fatalf("%s: not on %s", what, n.name)
 		}
 	}
 }
@@ -420,17 +418,13 @@ func TestClusterRandomFaults(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a, b, c := users(nodes[0].Broker), users(nodes[1].Broker), users(nodes[2].Broker)
-		if maps.Equal(a, b) && maps.Equal(b, c) && topologyOf(t, nodes[0].Broker) == topologyOf(t, nodes[1].Broker) &&
-			topologyOf(t, nodes[1].Broker) == topologyOf(t, nodes[2].Broker) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodes disagree: %d, %d and %d objects; only on some: %v", len(a), len(b), len(c), unshared(a, b, c))
-		}
-		time.Sleep(50 * time.Millisecond)
+	var a, b, c map[string]bool
+	if !poll.Within(20*time.Second, func() bool {
+		a, b, c = users(nodes[0].Broker), users(nodes[1].Broker), users(nodes[2].Broker)
+		return maps.Equal(a, b) && maps.Equal(b, c) && topologyOf(t, nodes[0].Broker) == topologyOf(t, nodes[1].Broker) &&
+			topologyOf(t, nodes[1].Broker) == topologyOf(t, nodes[2].Broker)
+	}) {
+		t.Fatalf("nodes disagree: %d, %d and %d objects; only on some: %v", len(a), len(b), len(c), unshared(a, b, c))
 	}
 	final := users(nodes[0].Broker)
 	done, unknown, landed := 0, 0, 0

@@ -162,11 +162,8 @@ func TestGroupsOnThreeNodes(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for gi := range groups {
 			for _, ni := range live {
-				for !slices.Equal(machines[ni][gi].commands(), wants[gi]) {
-					if time.Now().After(deadline) {
-						t.Fatalf("group %d on %s applied %q, want %q", gi, nodes[ni].cfg.Name, machines[ni][gi].commands(), wants[gi])
-					}
-					time.Sleep(10 * time.Millisecond)
+				if !poll.Within(time.Until(deadline), func() bool { return slices.Equal(machines[ni][gi].commands(), wants[gi]) }) {
+					t.Fatalf("group %d on %s applied %q, want %q", gi, nodes[ni].cfg.Name, machines[ni][gi].commands(), wants[gi])
 				}
 			}
 		}
@@ -256,11 +253,8 @@ func TestGroupMembership(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for _, ni := range live {
-			for !slices.Equal(machines[ni].commands(), want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s applied %d commands, want %d", nodes[ni].cfg.Name, len(machines[ni].commands()), len(want))
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !poll.Within(time.Until(deadline), func() bool { return slices.Equal(machines[ni].commands(), want) }) {
+				t.Fatalf("%s applied %d commands, want %d", nodes[ni].cfg.Name, len(machines[ni].commands()), len(want))
 			}
 		}
 	}
@@ -326,13 +320,7 @@ func TestGroupLeaderDiesFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes[0].Stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for !machines[1].leads() && !machines[2].leads() {
-		if time.Now().After(deadline) {
-			t.Fatal("no new leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, "a new leader", func() bool { return machines[1].leads() || machines[2].leads() })
 	if n := nodes[1].Groups().fastElections.Load() + nodes[2].Groups().fastElections.Load(); n == 0 {
 		t.Fatal("the new leader came from an election timeout, not from seeing the leader die")
 	}
@@ -396,10 +384,8 @@ func TestGroupBatchesProposals(t *testing.T) {
 		}
 	}
 	for ni := range nodes {
-		for deadline := time.Now().Add(10 * time.Second); !slices.Equal(machines[ni].commands(), want); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d applied %d commands, want %d in order", ni, len(machines[ni].commands()), len(want))
-			}
+		if !poll.Within(10*time.Second, func() bool { return slices.Equal(machines[ni].commands(), want) }) {
+			t.Fatalf("node %d applied %d commands, want %d in order", ni, len(machines[ni].commands()), len(want))
 		}
 	}
 }
@@ -722,11 +708,8 @@ func TestLogKeeperGroup(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for _, ni := range live {
-			for !slices.Equal(machines[ni].state(), want[len(want)-keep:]) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s holds %q, want %q", nodes[ni].cfg.Name, machines[ni].state(), want[len(want)-keep:])
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !poll.Within(time.Until(deadline), func() bool { return slices.Equal(machines[ni].state(), want[len(want)-keep:]) }) {
+				t.Fatalf("%s holds %q, want %q", nodes[ni].cfg.Name, machines[ni].state(), want[len(want)-keep:])
 			}
 		}
 	}

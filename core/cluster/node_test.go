@@ -172,21 +172,18 @@ func propose(t *testing.T, n *testNode, cmd string) error {
 // converge waits until every node has applied the same commands, want.
 func converge(t *testing.T, nodes []*testNode, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		same := true
+	var behind *testNode
+	var got []string
+	if !poll.Within(20*time.Second, func() bool {
 		for _, n := range nodes {
-			if got := n.state.commands(); !slices.Equal(got, want) {
-				same = false
-				if time.Now().After(deadline) {
-					t.Fatalf("%s applied %q, want %q", n.cfg.Name, got, want)
-				}
+			if got = n.state.commands(); !slices.Equal(got, want) {
+				behind = n
+				return false
 			}
 		}
-		if same {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		return true
+	}) {
+		t.Fatalf("%s applied %q, want %q", behind.cfg.Name, got, want)
 	}
 }
 
@@ -310,19 +307,11 @@ func TestClosedStateMachine(t *testing.T) {
 	if err := propose(t, nodes[0], "while-closed"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, 20*time.Second, "b offering the command to its closed state machine", func() bool {
 		b.state.mu.Lock()
-		refused := b.state.refused
-		b.state.mu.Unlock()
-		if refused > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("b never offered the command to its closed state machine")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer b.state.mu.Unlock()
+		return b.state.refused > 0
+	})
 	b.state.mu.Lock()
 	b.state.closed = false
 	b.state.mu.Unlock()
@@ -351,10 +340,8 @@ func TestForgetNode(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal(what)
-			}
+		if !poll.Within(10*time.Second, cond) {
+			t.Fatal(what)
 		}
 	}
 	// Followers hear from each other through pings, not only from the
@@ -380,12 +367,8 @@ func TestForgetNode(t *testing.T) {
 		t.Fatal("forgot a node that is not a member")
 	}
 	for _, n := range nodes[:2] {
-		deadline := time.Now().Add(10 * time.Second)
-		for len(n.Members()) != 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still sees %+v", n.cfg.Name, n.Members())
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !poll.Within(10*time.Second, func() bool { return len(n.Members()) == 2 }) {
+			t.Fatalf("%s still sees %+v", n.cfg.Name, n.Members())
 		}
 	}
 	if err := propose(t, nodes[1], "two of two"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -50,7 +51,7 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 	if err := q.Consume(drain, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return len(drain.deliveries()) == gone })
+	poll.Until(t, 10*time.Second, "the rest delivered", func() bool { return len(drain.deliveries()) == gone })
 	q.Cancel(drain)
 	for i := range n {
 		if err := publish(t, q, fmt.Sprint(i)); err != nil {
@@ -90,12 +91,12 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 	}
 	// The gets' holders went with the old run: the new leader gives back
 	// what they held, to the back of the queue, redelivered.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ready, unacked := q.Counts(); ready == n-10 && unacked == 0 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the old run's gets were not given back: %d ready, %d unacked", ready, unacked)
-		}
+	var ready, unacked int
+	if !poll.Within(10*time.Second, func() bool {
+		ready, unacked = q.Counts()
+		return ready == n-10 && unacked == 0
+	}) {
+		t.Fatalf("the old run's gets were not given back: %d ready, %d unacked", ready, unacked)
 	}
 	for i := 12; i < n+2; i++ {
 		want := i

@@ -129,12 +129,12 @@ func TestQueueDeliversWithinPrefetch(t *testing.T) {
 	// quorum queues put it. (settle is not waited for by a channel; the
 	// test waits for what it frees.)
 	q.Requeue([]queue.Entry{s.deliveries()[0].Entry})
-	waitFor(t, func() bool { return len(s.deliveries()) == 3 })
+	poll.Until(t, 10*time.Second, "the requeued one freeing a place", func() bool { return len(s.deliveries()) == 3 })
 	if d := s.deliveries()[2]; string(d.Entry.Msg.Body) != "2" || d.Redelivered {
 		t.Fatalf("after a requeue: %q redelivered=%v", d.Entry.Msg.Body, d.Redelivered)
 	}
 	q.Ack([]queue.Entry{s.deliveries()[1].Entry, s.deliveries()[2].Entry})
-	waitFor(t, func() bool { return len(s.deliveries()) == 5 })
+	poll.Until(t, 10*time.Second, "the acks freeing two places", func() bool { return len(s.deliveries()) == 5 })
 	d := s.deliveries()[4]
 	if string(s.deliveries()[3].Entry.Msg.Body) != "3" || string(d.Entry.Msg.Body) != "0" || !d.Redelivered || d.Entry.Msg.Headers()["x-delivery-count"] != int64(1) {
 		t.Fatalf("redelivery: %q redelivered=%v headers=%v", d.Entry.Msg.Body, d.Redelivered, d.Entry.Msg.Headers())
@@ -175,7 +175,7 @@ func TestQueueGetRefuseDeadLetter(t *testing.T) {
 	}
 	// Delivery limit 0: a give-back dead-letters it.
 	q.Requeue([]queue.Entry{d.Entry})
-	waitFor(t, func() bool { r, _ := q.Counts(); return r == 2 && len(deadLetters()) == 1 })
+	poll.Until(t, 10*time.Second, "the give-back dead-lettered", func() bool { r, _ := q.Counts(); return r == 2 && len(deadLetters()) == 1 })
 	if got := deadLetters(); got[0] != "0:delivery_limit" {
 		t.Fatalf("dead letters %v", got)
 	}
@@ -194,19 +194,6 @@ func TestQueueGetRefuseDeadLetter(t *testing.T) {
 		t.Fatalf("%d bodies kept after everything left", kept)
 	}
 }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		pause()
-	}
-	t.Fatal("condition never held")
-}
-
-func pause() { time.Sleep(time.Millisecond) }
 
 // TestQueueRestoreEndsEarlierRuns: a member that restarts and is brought
 // up to date by a snapshot learns of its node's earlier-run consumers
@@ -239,7 +226,7 @@ func TestQueueRestoreEndsEarlierRuns(t *testing.T) {
 	if err := after.Restore(4, snap); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
+	poll.Until(t, 10*time.Second, "the restored queue's counts", func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
 	var got []string
 	for range 3 {
 		d, _, ok := after.Get(true)
@@ -284,7 +271,7 @@ func TestQueueReplayEndsEarlierRunsLearnedLate(t *testing.T) {
 		}
 	}
 	afterLog.mu.Unlock()
-	waitFor(t, func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
+	poll.Until(t, 10*time.Second, "the restored queue's counts", func() bool { ready, out := after.Counts(); return ready == 3 && out == 0 })
 }
 
 // TestSnapshotLeavesBodiesInTheLog: a snapshot costs the queue's

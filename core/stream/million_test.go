@@ -10,6 +10,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // counter reads a stream and checks as it goes: offsets follow one
@@ -108,20 +109,19 @@ func TestStreamMillion(t *testing.T) {
 	publish(n, n+more)
 	for name, c := range readers {
 		want := n + more - int(wants[name].first)
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			first, got, err := c.state()
-			if err != nil {
+		var first uint64
+		var got int
+		if !poll.Within(2*time.Minute, func() bool {
+			var err error
+			if first, got, err = c.state(); err != nil {
 				t.Fatalf("reader %s: %v", name, err)
 			}
-			if got == want {
-				if first != wants[name].first {
-					t.Fatalf("reader %s started at %d, want %d", name, first, wants[name].first)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("reader %s: %d of %d", name, got, want)
-			}
+			return got == want
+		}) {
+			t.Fatalf("reader %s: %d of %d", name, got, want)
+		}
+		if first != wants[name].first {
+			t.Fatalf("reader %s started at %d, want %d", name, first, wants[name].first)
 		}
 	}
 	t.Logf("four readers read %d messages in %v", 4*(n+more)-n/4-n/2-1-n, time.Since(start))

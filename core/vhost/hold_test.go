@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -127,15 +128,10 @@ func (c *timedConsumer) count() int {
 	return len(c.got)
 }
 
+// waitFor waits for cond up to stallLimit.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(stallLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, stallLimit, what, cond)
 }
 
 // With a small window, held messages published in random order of delay
@@ -244,12 +240,19 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	if spans != 0 {
 		t.Errorf("the delay store still holds %d spans", spans)
 	}
-	mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
+	x = mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
 	mustBind(t, v, "later", "q", "k")
-	time.Sleep(200 * time.Millisecond)
+	// A fence: the new exchange holds a message of its own, due after
+	// every old one was. The hold releases in due order, so an old one
+	// still held anywhere would reach q before it.
+	var r Router
+	if _, err := v.Publish(x, heldMsg(t, "k", "fence", 100, false), &r); err != nil {
+		t.Fatal(err)
+	}
 	q, _ := v.Queue("q", nil)
-	if n := ready(t, q); n != 0 {
-		t.Errorf("the new exchange delivered %d of the old one's held messages", n)
+	waitFor(t, "the fence released", func() bool { return v.HeldCount() == 0 && ready(t, q) > 0 })
+	if got := bodies(t, q); !slices.Equal(got, []string{"fence"}) {
+		t.Errorf("the new exchange delivered %q, want only its own fence: the old one's held messages came too", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -210,12 +211,8 @@ func growPool(t testing.TB, p *Plugin, n int) {
 	for p.pool.count() < n {
 		before := p.pool.count()
 		p.pool.grow()
-		deadline := time.Now().Add(10 * time.Second)
-		for p.pool.count() == before || p.pool.free() < p.pool.count() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pool did not grow past %d", before)
-			}
-			time.Sleep(time.Millisecond)
+		if !poll.Within(10*time.Second, func() bool { return p.pool.count() != before && p.pool.free() >= p.pool.count() }) {
+			t.Fatalf("the pool did not grow past %d", before)
 		}
 	}
 }

@@ -492,15 +492,8 @@ func TestGarbageAndIdle(t *testing.T) {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if idles, _ := r.Info()["idles"].(int64); idles > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("warren_idle was never called")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Within(5*time.Second, func() bool { idles, _ := r.Info()["idles"].(int64); return idles > 0 }) {
+		t.Fatal("warren_idle was never called")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // TestUpgradeWhileRouting upgrades a plugin while publishers route through
@@ -51,13 +52,11 @@ func TestUpgradeWhileRouting(t *testing.T) {
 			}
 		}()
 	}
-	// waitRoutes waits for n more routes, or for one to fail.
+	// waitRoutes waits up to 30 s for n more routes, or for one to fail;
+	// what follows judges what came.
 	waitRoutes := func(n int64) {
 		target := routes.Load() + n
-		deadline := time.Now().Add(30 * time.Second)
-		for routes.Load() < target && len(errs) == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		poll.Within(30*time.Second, func() bool { return routes.Load() >= target || len(errs) > 0 })
 	}
 	waitRoutes(200)
 	v2, err := h.Upgrade(context.Background(), v1, buildGoWith(t, "direct", "-X main.version=2.0.0"))

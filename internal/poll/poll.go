@@ -26,12 +26,19 @@ func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
 // says whether it came: for a test that, when it does not, has more to
 // report than Until's line.
 func Within(within time.Duration, cond func() bool) bool {
+	return WithinEvery(within, Every, cond)
+}
+
+// WithinEvery is Within asking every every instead: for a condition that
+// must not be asked often (asking touches what it watches), or that
+// compares what it sees with what it saw the time before.
+func WithinEvery(within, every time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(Every)
+		time.Sleep(every)
 	}
 	return true
 }

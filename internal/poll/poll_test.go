@@ -15,4 +15,8 @@ func TestWithin(t *testing.T) {
 		t.Fatal("a condition that holds on the third ask did not come")
 	}
 	Until(t, 10*time.Second, "a condition that holds", func() bool { return true })
+	n = 0
+	if !WithinEvery(10*time.Second, time.Millisecond, func() bool { n++; return n == 3 }) {
+		t.Fatal("WithinEvery: a condition that holds on the third ask did not come")
+	}
 }
