@@ -245,7 +245,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	// A fence: the new exchange holds a message of its own, due after
 	// every old one was. The hold releases in due order, so an old one
 	// still held anywhere would reach q before it.
-	var r Router
+	var r RouteBuffers
 	if _, err := v.Publish(x, heldMsg(t, "k", "fence", 100, false), &r); err != nil {
 		t.Fatal(err)
 	}
