@@ -22,7 +22,8 @@ import (
 // command, a field table with an "op" (the Op constants), that
 // Cluster.Propose carries through the cluster's metadata group; every node
 // applies the commands in the same order (Apply) and the change is
-// answered once this node has applied it. Checks that need no shared state
+// answered once this node has applied it and every member heard from has
+// too, or SeenWithin passed (Cluster.Propose). Checks that need no shared state
 // (a reserved name, bad arguments) and answers that only read it (a
 // redeclare of what exists, a passive declare) are made here, without a
 // round of consensus.
