@@ -79,11 +79,11 @@ func TestClusterQuorumQueue(t *testing.T) {
 	v1, v2 := root(t, n1.Broker), root(t, n2.Broker)
 
 	d, err := v1.Declare(quorumDef("orders", nil), false)
-	if err != nil || d.Quorum == nil || !d.Created {
+	if err != nil || d.Type() != queue.Quorum || !d.Created {
 		t.Fatalf("declare: %+v, %v", d, err)
 	}
-	if !slices.Equal(d.Quorum.MemberNodes(), []string{"n1", "n2", "n3"}) {
-		t.Fatalf("members %v: want the declaring node first, then the others", d.Quorum.MemberNodes())
+	if !slices.Equal(d.MemberNodes(), []string{"n1", "n2", "n3"}) {
+		t.Fatalf("members %v: want the declaring node first, then the others", d.MemberNodes())
 	}
 	if leader := waitLeader(t, nodes, "orders", ""); leader != "n1" {
 		t.Fatalf("leader %s: client-local puts it on the declaring node", leader)
@@ -189,12 +189,16 @@ func TestClusterQuorumQueueNotAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.Quorum.MemberNodes(), []string{"n1"}) {
-		t.Fatalf("members %v", d.Quorum.MemberNodes())
+	if !slices.Equal(d.MemberNodes(), []string{"n1"}) {
+		t.Fatalf("members %v", d.MemberNodes())
 	}
 	waitLeader(t, nodes, "small", "")
 	publishVia(t, n2.Broker, "", "small", "via n2", true)
-	if ready, _, err := root(t, n2.Broker).Counts(vhost.Declared{Name: "small", Quorum: d.Quorum}); err != nil || ready != 1 {
+	d2, err := root(t, n2.Broker).Declare(vhost.QueueDef{Name: "small"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready, _, err := root(t, n2.Broker).Counts(d2); err != nil || ready != 1 {
 		t.Fatalf("counts through n2: %d, %v", ready, err)
 	}
 	if got := getVia(t, nodes[2].Broker, "small"); got != "via n2" {

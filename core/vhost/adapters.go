@@ -45,6 +45,11 @@ type queueAdapter interface {
 	source(v *VHost) (Source, error)
 	// purge drops its ready messages (queue.purge) and says how many.
 	purge(v *VHost) (int, error)
+	// touch records a client's use, for x-expires.
+	touch()
+	// declareCounts are the ready messages and consumers declare-ok
+	// reports.
+	declareCounts(v *VHost) (ready, consumers int, err error)
 }
 
 // typedEntry is t's listing entry; mu is held.

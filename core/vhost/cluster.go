@@ -538,13 +538,13 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 			return Declared{}, err
 		}
 		qq.touch()
-		return Declared{Name: qq.Name, Quorum: qq}, nil
+		return Declared{Name: qq.Name, t: qq}, nil
 	}
 	if s := v.streamQueue(def.Name); s != nil {
 		if err := v.equivalentStream(s, def); err != nil {
 			return Declared{}, err
 		}
-		return Declared{Name: s.Name, Stream: s}, nil
+		return Declared{Name: s.Name, t: s}, nil
 	}
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err
@@ -693,16 +693,8 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		st := d.Local.Stats()
 		return st.Ready, st.Consumers, nil
 	}
-	if d.Quorum != nil {
-		st, err := v.quorumStats(d.Quorum)
-		return st.Ready, st.Consumers, err
-	}
-	if d.Stream != nil {
-		// As RabbitMQ, a stream's declare-ok counts the messages in it (all
-		// of them, read or not). RabbitMQ's count lags by its statistics
-		// interval (5 s); this one does not.
-		st := d.Stream.Stats()
-		return st.Ready, st.Consumers, nil
+	if d.t != nil {
+		return d.t.declareCounts(v)
 	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {

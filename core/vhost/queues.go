@@ -51,9 +51,26 @@ type Declared struct {
 	Name    string
 	Local   *queue.Queue
 	Remote  *RemoteQueue
-	Quorum  *QuorumQueue
-	Stream  *StreamQueue
 	Created bool
+	t       queueAdapter // a quorum queue or a stream
+}
+
+// Type is the declared queue's x-queue-type (classic for a queue homed
+// on another node too).
+func (d Declared) Type() string {
+	if d.t != nil {
+		return d.t.typeName()
+	}
+	return queue.Classic
+}
+
+// MemberNodes are a quorum queue's or a replicated stream's nodes, the
+// one that stood first for leader first; nil for other queues.
+func (d Declared) MemberNodes() []string {
+	if d.t != nil {
+		return d.t.MemberNodes()
+	}
+	return nil
 }
 
 // ServerNamed returns a fresh name like RabbitMQ's: amq.gen- and 22
@@ -156,12 +173,9 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			// moment ago counts.
 			v.caughtUp()
 		}
-		if s := v.streamQueue(def.Name); s != nil {
-			return Declared{Name: s.Name, Stream: s}, nil
-		}
-		if qq := v.quorumQueue(def.Name); qq != nil {
-			qq.touch()
-			return Declared{Name: qq.Name, Quorum: qq}, nil
+		if t := v.typedQueue(def.Name); t != nil {
+			t.touch()
+			return Declared{Name: def.Name, t: t}, nil
 		}
 		q, err := v.Queue(def.Name, def.Owner)
 		if err == nil {
@@ -205,14 +219,14 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		if err != nil {
 			return Declared{}, err
 		}
-		return Declared{Name: s.Name, Stream: s, Created: created}, nil
+		return Declared{Name: s.Name, t: s, Created: created}, nil
 	}
 	if v.isQuorum(def) {
 		qq, created, err := v.declareQuorumDef(def)
 		if err != nil {
 			return Declared{}, err
 		}
-		return Declared{Name: qq.Name, Quorum: qq, Created: created}, nil
+		return Declared{Name: qq.Name, t: qq, Created: created}, nil
 	}
 	q, created, err := v.declareQueue(def)
 	if err != nil {
@@ -228,8 +242,8 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	if d.Quorum != nil {
-		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a quorum queue", d.Name, v.Name)
+	if d.t != nil {
+		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.kind())
 	}
 	if d.Local == nil {
 		return nil, false, v.elsewhere(d.Remote)

@@ -348,6 +348,11 @@ func (qq *QuorumQueue) figures(v *VHost) (queue.Stats, *stats.Meter, error) {
 	return st, &qq.Counters, err
 }
 
+func (qq *QuorumQueue) declareCounts(v *VHost) (int, int, error) {
+	st, err := v.quorumStats(qq)
+	return st.Ready, st.Consumers, err
+}
+
 func (qq *QuorumQueue) source(v *VHost) (Source, error) {
 	qq.touch()
 	return v.quorumSource(qq)

@@ -163,7 +163,7 @@ func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 	if err := v.equivalentQueue(qq.shape(), def); err != nil {
 		return Declared{}, err
 	}
-	return Declared{Name: qq.Name, Quorum: qq, Created: qq.ID == id(cmd, "id")}, nil
+	return Declared{Name: qq.Name, t: qq, Created: qq.ID == id(cmd, "id")}, nil
 }
 
 // applyDeclareQuorum declares a quorum queue for the cluster; defMu is

@@ -264,6 +264,17 @@ func (s *StreamQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, error
 
 func (s *StreamQueue) source(v *VHost) (Source, error) { return v.streamSourceFor(s) }
 
+// touch: a stream does not expire.
+func (s *StreamQueue) touch() {}
+
+// declareCounts, as RabbitMQ's, count the messages in the stream (all of
+// them, read or not). RabbitMQ's count lags by its statistics interval
+// (5 s); this one does not.
+func (s *StreamQueue) declareCounts(*VHost) (int, int, error) {
+	st := s.Stats()
+	return st.Ready, st.Consumers, nil
+}
+
 func (s *StreamQueue) figures(v *VHost) (queue.Stats, *stats.Meter, error) {
 	st, err := v.streamStats(s)
 	return st, &s.Counters, err

@@ -1,0 +1,50 @@
+package vhost
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// TestQueueAdaptersAnswerForTheirType: a stream and a quorum queue,
+// declared and then reached through the vhost's calls that take a queue
+// by name, each answer for its own type; DeclareQueue, which wants a
+// classic queue, refuses both by type (it once dereferenced a stream's
+// missing home).
+func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
+	st := memStore(t)
+	groups := cluster.NewGroups(zerolog.Nop())
+	t.Cleanup(groups.Stop)
+	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: st, Groups: groups})
+	t.Cleanup(v.Close)
+	for _, c := range []struct{ name, typ, kind string }{
+		{"s", "stream", "stream"},
+		{"qq", "quorum", "quorum queue"},
+	} {
+		def := QueueDef{Name: c.name, Durable: true, Args: protocol.Table{"x-queue-type": c.typ}}
+		if _, err := v.Declare(def, false); err != nil {
+			t.Fatalf("declare %s: %v", c.typ, err)
+		}
+		_, _, err := v.DeclareQueue(QueueDef{Name: c.name}, true)
+		var re *reply.Error
+		if !errors.As(err, &re) || re.Code != protocol.PreconditionFailed || !strings.Contains(err.Error(), "is a "+c.kind) {
+			t.Errorf("DeclareQueue of a %s: %v", c.kind, err)
+		}
+		info, ok := v.QueueInfo(c.name)
+		if !ok || info.Type != c.typ {
+			t.Errorf("QueueInfo of a %s: %+v, %v", c.kind, info.QueueEntry, ok)
+		}
+		if _, err := v.DeleteQueue(c.name, nil, false, false); err != nil {
+			t.Fatalf("delete %s: %v", c.typ, err)
+		}
+		if v.HasQueue(c.name) {
+			t.Errorf("the %s is still there after its delete", c.kind)
+		}
+	}
+}
