@@ -38,8 +38,15 @@ type queueAdapter interface {
 	release(v *VHost)
 	// handleCall answers another node's call to this node's member.
 	handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error)
-	// addTo adds it to what a delivery from another node reaches.
+	// addTo adds it, once, to the queues a message reaches.
 	addTo(r *RouteBuffers)
+	// checkArgs refuses a redeclare's arguments its type cannot take;
+	// equivalent refuses a redeclare that differs from it (406).
+	checkArgs(v *VHost, def QueueDef) error
+	equivalent(v *VHost, def QueueDef) error
+	// deleteReplicated proposes its delete to the cluster once the
+	// conditions hold.
+	deleteReplicated(v *VHost, ifUnused, ifEmpty bool) (int, error)
 	// source is what a client on this node consumes from it through
 	// (Source): its member here, or one on another node.
 	source(v *VHost) (Source, error)

@@ -276,8 +276,8 @@ func durableTarget(t any) bool {
 		return t.Durable
 	case *RemoteQueue:
 		return t.Durable && !t.Exclusive
-	case *QuorumQueue, *StreamQueue:
-		return true
+	case queueAdapter:
+		return true // quorum queues and streams are durable
 	}
 	return false
 }

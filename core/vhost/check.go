@@ -58,8 +58,6 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 	}
 	v.mu.RLock()
 	q, t := v.queues[def.Name], v.typed[def.Name]
-	qq, _ := t.(*QuorumQueue)
-	s, _ := t.(*StreamQueue)
 	known := q != nil || t != nil || v.remote[def.Name] != nil
 	v.mu.RUnlock()
 	if !known {
@@ -67,17 +65,17 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 			return err
 		}
 	}
-	if s != nil {
-		return v.equivalentStream(s, def)
+	if t != nil {
+		if err := t.checkArgs(v, def); err != nil {
+			return err
+		}
+		return t.equivalent(v, def)
 	}
-	if isStreamDef(def) && q == nil && qq == nil {
+	if isStreamDef(def) && q == nil {
 		return v.streamProperties(def)
 	}
 	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
 		return err
-	}
-	if qq != nil {
-		return v.equivalentQueue(qq.shape(), def)
 	}
 	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" && q == nil {
 		return v.checkQuorum(def)

@@ -530,21 +530,14 @@ func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
 // declareReplicated declares a non-exclusive queue for the cluster.
 func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	v.mu.RLock()
-	q, rq := v.queues[def.Name], v.remote[def.Name]
-	qq, _ := v.typed[def.Name].(*QuorumQueue)
+	q, rq, t := v.queues[def.Name], v.remote[def.Name], v.typed[def.Name]
 	v.mu.RUnlock()
-	if qq != nil {
-		if err := v.equivalentQueue(qq.shape(), def); err != nil {
+	if t != nil {
+		if err := t.equivalent(v, def); err != nil {
 			return Declared{}, err
 		}
-		qq.touch()
-		return Declared{Name: qq.Name, t: qq}, nil
-	}
-	if s := v.streamQueue(def.Name); s != nil {
-		if err := v.equivalentStream(s, def); err != nil {
-			return Declared{}, err
-		}
-		return Declared{Name: s.Name, t: s}, nil
+		t.touch()
+		return Declared{Name: def.Name, t: t}, nil
 	}
 	if d, done, err := v.redeclare(q, rq, def); done {
 		return d, err

@@ -186,16 +186,10 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 				if !slices.Contains(r.remote, t) {
 					r.remote = append(r.remote, t)
 				}
-			case *QuorumQueue:
-				if !slices.Contains(r.quorum, t) {
-					r.quorum = append(r.quorum, t)
-				}
-			case *StreamQueue:
-				if !slices.Contains(r.streams, t) {
-					r.streams = append(r.streams, t)
-				}
 			case *Exchange:
 				r.work = append(r.work, t)
+			case queueAdapter:
+				t.addTo(r)
 			}
 		}
 	}

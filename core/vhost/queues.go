@@ -387,11 +387,8 @@ func describe(v any, present bool) any {
 // bindings, and returns the number of ready messages it held.
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
 	if v.cluster != nil {
-		if qq := v.quorumQueue(name); qq != nil {
-			return v.deleteReplicatedQuorum(qq, ifUnused, ifEmpty)
-		}
-		if s := v.streamQueue(name); s != nil {
-			return v.deleteReplicatedStream(s, ifUnused, ifEmpty)
+		if t := v.typedQueue(name); t != nil {
+			return t.deleteReplicated(v, ifUnused, ifEmpty)
 		}
 		v.mu.RLock()
 		q, incarnation := v.queues[name], v.homed[name]

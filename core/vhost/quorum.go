@@ -327,7 +327,6 @@ func (v *VHost) quorumQueue(name string) *QuorumQueue { return typedAs[*QuorumQu
 func (qq *QuorumQueue) typeName() string          { return queue.Quorum }
 func (qq *QuorumQueue) arguments() protocol.Table { return qq.Args }
 func (qq *QuorumQueue) record() protocol.Table    { return quorumRecord(qq) }
-func (qq *QuorumQueue) addTo(r *RouteBuffers)     { r.quorum = append(r.quorum, qq) }
 func (qq *QuorumQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
 	return v.handleQuorumCall(op, qq, req)
 }
@@ -346,6 +345,25 @@ func (qq *QuorumQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, erro
 func (qq *QuorumQueue) figures(v *VHost) (queue.Stats, *stats.Meter, error) {
 	st, err := v.quorumStats(qq)
 	return st, &qq.Counters, err
+}
+
+func (qq *QuorumQueue) addTo(r *RouteBuffers) {
+	if !slices.Contains(r.quorum, qq) {
+		r.quorum = append(r.quorum, qq)
+	}
+}
+
+func (qq *QuorumQueue) checkArgs(v *VHost, def QueueDef) error {
+	_, err := queue.ParseArgs(def.Name, v.Name, def.Args)
+	return err
+}
+
+func (qq *QuorumQueue) equivalent(v *VHost, def QueueDef) error {
+	return v.equivalentQueue(qq.shape(), def)
+}
+
+func (qq *QuorumQueue) deleteReplicated(v *VHost, ifUnused, ifEmpty bool) (int, error) {
+	return v.deleteReplicatedQuorum(qq, ifUnused, ifEmpty)
 }
 
 func (qq *QuorumQueue) declareCounts(v *VHost) (int, int, error) {

@@ -209,13 +209,9 @@ func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
 	v.mu.RLock()
 	t, q, rq := v.typed[def.Name], v.queues[def.Name], v.remote[def.Name]
 	v.mu.RUnlock()
-	qq, _ := t.(*QuorumQueue)
-	s, _ := t.(*StreamQueue)
 	switch {
-	case qq != nil:
-		return true, v.equivalentQueue(qq.shape(), def)
-	case s != nil:
-		return true, v.equivalentStream(s, def)
+	case t != nil:
+		return true, t.equivalent(v, def)
 	case q != nil:
 		return true, v.equivalentQueue(shapeOf(q), def)
 	case rq != nil:

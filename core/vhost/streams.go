@@ -246,7 +246,6 @@ func (v *VHost) streamQueue(name string) *StreamQueue { return typedAs[*StreamQu
 func (s *StreamQueue) typeName() string          { return queue.Stream }
 func (s *StreamQueue) arguments() protocol.Table { return s.Args }
 func (s *StreamQueue) record() protocol.Table    { return streamRecord(s) }
-func (s *StreamQueue) addTo(r *RouteBuffers)     { r.streams = append(r.streams, s) }
 func (s *StreamQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
 	return v.handleStreamCall(op, s, req)
 }
@@ -263,6 +262,22 @@ func (s *StreamQueue) deleteChecks(v *VHost, ifUnused, ifEmpty bool) (int, error
 }
 
 func (s *StreamQueue) source(v *VHost) (Source, error) { return v.streamSourceFor(s) }
+
+func (s *StreamQueue) addTo(r *RouteBuffers) {
+	if !slices.Contains(r.streams, s) {
+		r.streams = append(r.streams, s)
+	}
+}
+
+// checkArgs: a stream's arguments are compared, not parsed as a
+// classic or quorum queue's are.
+func (s *StreamQueue) checkArgs(*VHost, QueueDef) error { return nil }
+
+func (s *StreamQueue) equivalent(v *VHost, def QueueDef) error { return v.equivalentStream(s, def) }
+
+func (s *StreamQueue) deleteReplicated(v *VHost, ifUnused, ifEmpty bool) (int, error) {
+	return v.deleteReplicatedStream(s, ifUnused, ifEmpty)
+}
 
 // touch: a stream does not expire.
 func (s *StreamQueue) touch() {}
