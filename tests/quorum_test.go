@@ -567,15 +567,16 @@ func TestQuorumExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Asked every 400 ms, longer than x-expires: passive declares do not
-	// keep it.
-	if !poll.WithinEvery(5*time.Second, 400*time.Millisecond, func() bool {
+	// keep it. 15 s: RabbitMQ expires a quorum queue on its 5 s tick, and
+	// took 5.3 s here.
+	if !poll.WithinEvery(15*time.Second, 400*time.Millisecond, func() bool {
 		_, err := ch.QueueDeclarePassive(gone, true, false, false, false, nil)
 		if err != nil {
 			expectCode(t, err, amqp.NotFound)
 		}
 		return err != nil
 	}) {
-		t.Fatal("an unused quorum queue with x-expires 300 ms is still there after 5 s")
+		t.Fatal("an unused quorum queue with x-expires 300 ms is still there after 15 s")
 	}
 	ch, _ = c.Channel()
 	if _, err := ch.QueueDeclarePassive(kept, true, false, false, false, nil); err != nil {
@@ -601,9 +602,17 @@ func TestQuorumDeadLetterAtLeastOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	confirms := confirmer.NotifyPublish(make(chan amqp.Confirmation, 1))
+	// accepted publishes one more and says whether it was confirmed; a
+	// confirm that never comes fails the test rather than hanging it.
 	accepted := func() bool {
 		publish(t, confirmer, "", q, body("more"))
-		return (<-confirms).Ack
+		select {
+		case c := <-confirms:
+			return c.Ack
+		case <-time.After(10 * time.Second):
+			t.Fatal("no confirm within 10 s")
+			return false
+		}
 	}
 	rejectOne := func(want string) {
 		t.Helper()
