@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,15 +35,34 @@ type clusterNode struct {
 	bin          string // the warren binary it runs; "" the usual build
 }
 
-// freeAddr is a loopback address nothing listens on (yet).
+// freeAddr is a loopback address nothing listens on (yet), with a port
+// below the kernel's ephemeral range: a node killed and started again
+// binds the same address, and a port from that range may meanwhile have
+// become the local end of some connection out of 127.0.0.1 (which made
+// a restart fail with "address already in use").
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	const from = 10000
+	if low <= from+1000 {
+		t.Fatalf("the ephemeral port range starts at %d; freeAddr needs ports below it", low)
+	}
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", from+rand.IntN(low-from))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatalf("no free port between %d and %d in 100 tries", from, low)
+	return ""
 }
 
 func startClusterNode(t *testing.T, name string, seeds []string) *clusterNode {
