@@ -161,11 +161,11 @@ func (v *VHost) ConsumerArgs(queueName string, args protocol.Table) (int, error)
 func (v *VHost) queueType(name string) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	switch {
-	case v.typed[name] != nil:
-		return v.typed[name].typeName()
-	case v.remote[name] != nil:
-		return queue.TypeOf(v.remote[name].Args)
+	if t := v.typed[name]; t != nil {
+		return t.typeName()
+	}
+	if rq := v.remote[name]; rq != nil {
+		return queue.TypeOf(rq.Args)
 	}
 	return queue.Classic
 }
