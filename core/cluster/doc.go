@@ -26,8 +26,9 @@
 // stream is a Raft group of its own, of the nodes that hold it (Groups,
 // groups.go): thousands of RawNodes on one loop per node, whose messages
 // share the metadata group's connections. Their proposals are tagged
-// with their proposer and applied once however often a leader change
-// makes it send them (proposals.go); a member that restarted, restored a
+// with their proposer and applied once, in the order their proposer made
+// them, however often a leader change or a loss makes it send them
+// (proposals.go); a member that restarted, restored a
 // snapshot or saw a new leader tells its machine it is not current until
 // it has applied what the leader had committed (resync.go), so a queue
 // hands its consumers only what is current.

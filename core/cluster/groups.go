@@ -60,16 +60,17 @@ import (
 // A proposal is answered when it is applied on this node. When the
 // leader or its term changes, every proposal still waiting is handed to
 // the leader again, with those held for want of one, in the order they
-// were made, and applied once whichever copy is committed (proposals.go):
-// a leader change costs a publisher a delay, not a nack, and keeps its
-// messages in order. One with no answer after
+// were made, and applied once whichever copy is committed, never ahead
+// of one made before it (proposals.go): a leader change costs a
+// publisher a delay, not a nack, and keeps its messages in order. One
+// with no answer after
 // proposeTimeout is answered ErrNoQuorum, and a publisher gets a nack,
 // if the member then knows no leader (it is cut off from a majority, and
 // has been for an election timeout); with a leader it waits on, or goes
 // to the leader again, since it may be committed and not yet applied
 // here, or lost on its way. Such a
 // proposal may still be committed later if a majority's member had
-// appended it before the cut: once the proposer has a later proposal
+// appended it before the cut: once a later proposal of its proposer's is
 // applied, it never can be.
 //
 // Callbacks (a GroupMachine's methods, a proposal's done) run on the
@@ -249,6 +250,10 @@ type Group struct {
 	waiters   map[uint64]*proposal
 	held      []*proposal // waiting for a leader
 	again     []*proposal // to propose again after this Ready (proposals.go)
+	// live is the ordered proposals waited for, by number; round is
+	// this run's current round of sending them again (proposals.go).
+	live      []*proposal
+	round     uint64
 	proposers map[proposer]appliedBy
 	checked   bool   // the sole-voter check after a restart is done
 	alone     bool   // leadsAlone, as of the last Ready
@@ -278,7 +283,7 @@ type proposal struct {
 	conf     *raftpb.ConfChange // a change of members, rather than cmd
 	done     func(index uint64, err error)
 	deadline time.Time
-	renumber bool // overtaken: proposed again under a new number
+	finished bool // answered: never sent again
 	// asLeader: made on the strength of this member leading, in the term
 	// it leads (ProposeAsLeader); never sent to another leader.
 	asLeader bool
@@ -861,7 +866,7 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 			continue
 		}
 		lagging := g.rn.BasicStatus().GetCommit() > g.applied
-		resendFrom := uint64(0) // the lowest number sent again
+		resend := false
 		for seq, p := range g.waiters {
 			if !now.After(p.deadline) {
 				continue
@@ -872,44 +877,37 @@ func (h *Groups) tick(live map[uint64]*Group, touched map[*Group]bool) {
 				// member cut off from a majority forget its leader):
 				// the caller hears.
 				delete(g.waiters, seq)
-				p.done(0, ErrNoQuorum)
+				g.finish(p, 0, ErrNoQuorum)
 			case lagging:
 				// It may be among the entries committed and not yet
 				// applied here: a member catching up must not answer
 				// "not committed" for what is.
 				p.deadline = now.Add(proposeTimeout)
 			case p.asLeader:
-				// Not sent to a leader again, this one included: it
-				// decides afresh.
+				// Not sent to a leader again: it decides afresh.
 				delete(g.waiters, seq)
-				p.done(0, ErrNotLeader)
-			default:
+				g.finish(p, 0, ErrNotLeader)
+			case p.ordered():
 				// A leader, and nothing committed left to apply: it was
 				// lost on its way, or waits in the leader's log. It goes
-				// again, under its number (applied once).
+				// again, under its number (applied once), in a round
+				// with what was sent after it, which must not overtake
+				// it.
+				p.deadline = now.Add(proposeTimeout)
+				resend = true
+			default:
 				delete(g.waiters, seq)
 				p.deadline = now.Add(proposeTimeout)
 				g.again = append(g.again, p)
-				if resendFrom == 0 || seq < resendFrom {
-					resendFrom = seq
-				}
 			}
 		}
-		if resendFrom > 0 {
-			// What was sent after it goes again with it, behind it: were
-			// it to go later, at its own deadline, what the proposer
-			// sends once the first is answered would overtake it.
-			for seq, p := range g.waiters {
-				if seq > resendFrom && !p.asLeader {
-					delete(g.waiters, seq)
-					g.again = append(g.again, p)
-				}
-			}
+		if resend {
+			g.resendAll()
 		}
 		h.guard(g, 0, g.proposeAgain)
 		g.held = slices.DeleteFunc(g.held, func(p *proposal) bool {
 			if now.After(p.deadline) {
-				p.done(0, ErrNoQuorum)
+				g.finish(p, 0, ErrNoQuorum)
 				return true
 			}
 			return false
@@ -1018,7 +1016,7 @@ func (h *Groups) guard(g *Group, peer uint64, fn func()) (ok bool) {
 
 // proposeAll hands Raft commands proposed together, as one message.
 func (g *Group) proposeAll(ps []*proposal) {
-	if len(ps) == 1 || g.failed || g.lead == raft.None {
+	if len(ps) == 1 || g.failed || g.lead == raft.None || slices.ContainsFunc(ps, func(p *proposal) bool { return p.finished || !p.ordered() }) {
 		for _, p := range ps {
 			g.propose(p)
 		}
@@ -1026,6 +1024,7 @@ func (g *Group) proposeAll(ps []*proposal) {
 	}
 	entries := make([]*raftpb.Entry, len(ps))
 	for i, p := range ps {
+		g.enlist(p)
 		entries[i] = &raftpb.Entry{Data: g.tagged(p, p.cmd)}
 	}
 	err := g.rn.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(g.host.self), Entries: entries})
@@ -1043,14 +1042,17 @@ func (g *Group) proposeAll(ps []*proposal) {
 // its proposal, for the answer.
 // propose hands a proposal to Raft, or holds it until a leader is known.
 func (g *Group) propose(p *proposal) {
-	if g.failed {
-		p.done(0, ErrGroupStopped)
+	switch {
+	case p.finished:
+		return // a copy handed in twice, answered meanwhile
+	case g.failed:
+		g.finish(p, 0, ErrGroupStopped)
+		return
+	case p.asLeader && g.lead != g.host.self:
+		g.finish(p, 0, ErrNotLeader)
 		return
 	}
-	if p.asLeader && g.lead != g.host.self {
-		p.done(0, ErrNotLeader)
-		return
-	}
+	g.enlist(p)
 	if g.lead == raft.None {
 		g.held = append(g.held, p)
 		return
@@ -1075,15 +1077,15 @@ func (g *Group) propose(p *proposal) {
 // fail answers every proposal waiting on the group.
 func (g *Group) fail(err error) {
 	for _, p := range g.again {
-		p.done(0, err)
+		g.finish(p, 0, err)
 	}
 	g.again = nil
 	for seq, p := range g.waiters {
 		delete(g.waiters, seq)
-		p.done(0, err)
+		g.finish(p, 0, err)
 	}
 	for _, p := range g.held {
-		p.done(0, err)
+		g.finish(p, 0, err)
 	}
 	g.held = nil
 }
@@ -1357,6 +1359,7 @@ func (g *Group) ready(rd raft.Ready) error {
 			// want of a leader goes with it, all in the order of their
 			// numbers (proposeAgain), so that a publisher's messages
 			// keep their order.
+			g.round++
 			for seq, p := range g.waiters {
 				delete(g.waiters, seq)
 				g.again = append(g.again, p)
@@ -1365,7 +1368,7 @@ func (g *Group) ready(rd raft.Ready) error {
 			g.held = nil
 			g.again = slices.DeleteFunc(g.again, func(p *proposal) bool {
 				if p.asLeader {
-					p.done(0, ErrNotLeader)
+					g.finish(p, 0, ErrNotLeader)
 					return true
 				}
 				return false
@@ -1420,7 +1423,7 @@ func (g *Group) answer(t tag, index uint64, err error) {
 	}
 	if p := g.waiters[t.seq]; p != nil {
 		delete(g.waiters, t.seq)
-		p.done(index, err)
+		g.finish(p, index, err)
 		return
 	}
 	// On its way to a new leader (a copy of it was committed by the
@@ -1430,7 +1433,7 @@ func (g *Group) answer(t tag, index uint64, err error) {
 		if i := slices.IndexFunc(*list, func(p *proposal) bool { return p.seq == t.seq }); i >= 0 {
 			p := (*list)[i]
 			*list = slices.Delete(*list, i, i+1)
-			p.done(index, err)
+			g.finish(p, index, err)
 			return
 		}
 	}

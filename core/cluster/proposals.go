@@ -5,74 +5,93 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
 )
 
 // A small group's proposals are tagged with who proposed them, so that
-// the proposer hears its answer and a proposal sent twice is applied
-// once. A proposal handed to a leader that then lost its place may or
-// may not be in the log: the proposer sends it again to the next leader
-// rather than answer "no quorum" while a majority is there (a publisher
-// would get a nack for a message that may yet be enqueued). Applying
-// both copies would enqueue the message twice, so the group skips the
-// second:
+// the proposer hears its answer, a proposal sent twice is applied once,
+// and what one proposer sends is applied in the order it sent it. A
+// proposal handed to a leader that then lost its place may or may not be
+// in the log: the proposer sends it again to the next leader rather than
+// answer "no quorum" while a majority is there (a publisher would get a
+// nack for a message that may yet be enqueued). Applying both copies
+// would enqueue the message twice, and applying a proposal made after a
+// lost one before it would reorder a publisher's messages, so every
+// member keeps, per proposer, where its sequence stands:
 //
 //   - A proposer is a node's run of its groups' host (Groups.runID, random
-//     at each start), and its proposals to a group are numbered 1, 2, 3
-//     ... in the order it hands them to Raft (Group.nextSeq); a proposal
-//     sent again keeps its number.
-//   - Every member keeps, per proposer, the highest number it applied and
-//     the numbers below it it skipped over (holes: proposals lost on
-//     their way, that a later one overtook), and skips an entry whose
-//     number is not above the highest: a copy of one applied, or one
-//     overtaken, which comes late.
-//   - The proposer, seeing an entry of its own applied, knows that those
-//     it proposed before and still waits for can no longer be: it
-//     proposes them again, under new numbers (they come after the later
-//     one: such a loss reorders, it never duplicates nor drops).
+//     at each start). Its proposals to a group are numbered 1, 2, 3 ...
+//     in the order they are made (Group.nextSeq); a proposal sent again
+//     keeps its number.
+//   - Proposals are ordered, but for a leader's own decisions and changes
+//     of members. Each copy of an ordered proposal names the one it
+//     follows (prev): the proposal before it that the proposer still
+//     waits for, or, with none, the last of the proposer's this member
+//     applied. Every member keeps the number of the proposer's last
+//     ordered proposal it applied, and applies an entry only if the entry
+//     follows it. One numbered at or below it is a copy of one applied;
+//     one that follows a proposal not applied yet came ahead of a copy
+//     lost on its way. Both are skipped.
+//   - The proposer, applying a copy of its own skipped for coming ahead,
+//     sends everything ordered it still waits for again, in order (a
+//     round), each naming what it follows then. Each copy carries its
+//     round, and only a copy of the current round skipped starts another:
+//     one loss costs one round, not one per proposal behind it.
+//   - A proposal the proposer gave up on (no leader until its deadline:
+//     ErrNoQuorum) leaves the chain: copies sent after that follow the
+//     one before it. It may yet be applied if a copy of it is committed
+//     before any that passes over it; after one has, it never can be.
+//   - A leader's own decision (ProposeAsLeader) is applied if its number
+//     is above the last such one of its proposer applied, and is never
+//     sent again: one overtaken is answered ErrNotLeader. A change of
+//     members carries its tag for its answer alone.
 //   - A member that restores a snapshot applies none of the entries the
 //     snapshot covers: its own proposals among them are answered from the
-//     table (applied: at or below the highest and not a hole), with no
-//     error; the machine's answer to them is not known.
+//     table (an ordered one at or below the last applied, a leader's
+//     decision at the last), with no error; the machine's answer to them
+//     is not known.
 //   - The table is part of the group's state: a snapshot carries it
 //     (snapshot envelope below), so a member restored from one skips
-//     exactly what the others skip. It keeps the maxProposers proposers
-//     applied last, and each the maxHoles holes found last; one evicted
-//     has not proposed for longer than any copy of its proposals can take
-//     to come back.
+//     exactly what the others skip. It keeps the maxProposers sequences
+//     applied last; one evicted has not proposed for longer than any copy
+//     of its proposals can take to come back.
 //
 // An entry tag is node(8) | number(8) | run(8), the number's top bit set
 // to tell it from the tags before runs (node(8) | number(8)), which are
-// applied as they come, as they were.
+// applied as they come, as they were. An ordered entry sets the next bit
+// too and adds prev(8) | round(8). Entries tagged before ordered ones
+// existed are read as a leader's decisions were, and so applied as they
+// were then: above the last applied, whatever came between. A member of
+// an earlier release would read an ordered entry's bit as part of its
+// number: every member of a group must run a release that knows it.
 
-// taggedFlag marks a tag that carries its proposer's run.
-const taggedFlag = 1 << 63
+// taggedFlag marks a tag that carries its proposer's run, orderedFlag one
+// that carries prev and round too.
+const (
+	taggedFlag  = 1 << 63
+	orderedFlag = 1 << 62
+)
 
-// maxProposers bounds the proposer table of a group, maxHoles a
-// proposer's holes.
+// maxProposers bounds the proposer table of a group; maxHoles is what
+// tables written before ordered entries held per proposer.
 const (
 	maxProposers = 64
 	maxHoles     = 256
 )
 
-// proposer names the run of a node's groups that proposed an entry.
-type proposer struct{ node, run uint64 }
-
-// appliedBy is a proposer's highest number applied, the index of that
-// entry (which decides evictions), and the numbers below it never
-// applied, in order.
-type appliedBy struct {
-	seq, index uint64
-	holes      []uint64
+// proposer names a sequence of proposals: a node's run of its groups, and
+// whether its ordered proposals or its leader's decisions.
+type proposer struct {
+	node, run uint64
+	ordered   bool
 }
 
-// applied says whether the proposal numbered seq was applied.
-func (a appliedBy) applied(seq uint64) bool {
-	_, hole := slices.BinarySearch(a.holes, seq)
-	return seq <= a.seq && !hole
-}
+// appliedBy is a sequence's highest number applied and the index of that
+// entry (which decides evictions).
+type appliedBy struct{ seq, index uint64 }
 
 // newRun is a random, non-zero id for this run of a node's groups.
 func newRun() uint64 {
@@ -88,6 +107,8 @@ func newRun() uint64 {
 // tag is what an entry says of its proposal.
 type tag struct {
 	node, seq, run uint64 // run 0: a tag from before runs
+	ordered        bool
+	prev, round    uint64 // an ordered one's
 }
 
 // entryTag parses a normal entry's tag and returns it with the machine's
@@ -112,83 +133,176 @@ func parseTag(data []byte) (t tag, rest []byte, ok bool) {
 	if len(data) < 24 {
 		return tag{}, nil, false
 	}
-	t.seq &^= taggedFlag
 	t.run = binary.BigEndian.Uint64(data[16:])
-	return t, data[24:], true
+	if t.seq&orderedFlag == 0 {
+		t.seq &^= taggedFlag
+		return t, data[24:], true
+	}
+	if len(data) < 40 {
+		return tag{}, nil, false
+	}
+	t.seq &^= taggedFlag | orderedFlag
+	t.ordered = true
+	t.prev, t.round = binary.BigEndian.Uint64(data[24:]), binary.BigEndian.Uint64(data[32:])
+	return t, data[40:], true
 }
 
-// tagged is cmd behind the tag that names its proposer and its proposal.
-func (g *Group) tagged(p *proposal, cmd []byte) []byte {
-	data := make([]byte, 24, 24+len(cmd))
-	binary.BigEndian.PutUint64(data, g.host.self)
-	binary.BigEndian.PutUint64(data[8:], p.seq|taggedFlag)
-	binary.BigEndian.PutUint64(data[16:], g.host.runID)
+// appendTag is t's encoding followed by cmd.
+func appendTag(t tag, cmd []byte) []byte {
+	n := 24
+	seq := t.seq | taggedFlag
+	if t.ordered {
+		n, seq = 40, seq|orderedFlag
+	}
+	data := make([]byte, n, n+len(cmd))
+	binary.BigEndian.PutUint64(data, t.node)
+	binary.BigEndian.PutUint64(data[8:], seq)
+	binary.BigEndian.PutUint64(data[16:], t.run)
+	if t.ordered {
+		binary.BigEndian.PutUint64(data[24:], t.prev)
+		binary.BigEndian.PutUint64(data[32:], t.round)
+	}
 	return append(data, cmd...)
 }
 
+// ordered says whether p is sent again until applied, in its place.
+func (p *proposal) ordered() bool { return !p.asLeader && p.conf == nil }
+
+// tagged is cmd behind the tag that names its proposer and its proposal,
+// and for an ordered one what it follows now.
+func (g *Group) tagged(p *proposal, cmd []byte) []byte {
+	t := tag{node: g.host.self, seq: p.seq, run: g.host.runID, ordered: p.ordered()}
+	if t.ordered {
+		t.prev, t.round = g.prevOf(p), g.round
+	}
+	return appendTag(t, cmd)
+}
+
+// mine is this run's sequence of ordered proposals, or of leader's
+// decisions.
+func (g *Group) mine(ordered bool) proposer {
+	return proposer{g.host.self, g.host.runID, ordered}
+}
+
+// prevOf is what an ordered copy of p follows: the proposal before it
+// still waited for, or the last of this run's applied here.
+func (g *Group) prevOf(p *proposal) uint64 {
+	if i, _ := g.liveAt(p.seq); i > 0 {
+		return g.live[i-1].seq
+	}
+	return g.proposers[g.mine(true)].seq
+}
+
+func (g *Group) liveAt(seq uint64) (int, bool) {
+	return slices.BinarySearchFunc(g.live, seq, func(q *proposal, seq uint64) int { return cmp.Compare(q.seq, seq) })
+}
+
+// enlist counts an ordered proposal among those waited for, once.
+func (g *Group) enlist(p *proposal) {
+	if !p.ordered() {
+		return
+	}
+	if i, found := g.liveAt(p.seq); !found {
+		g.live = slices.Insert(g.live, i, p)
+	}
+}
+
+// finish answers p and takes it out of the chain; every answer the loop
+// gives goes through it.
+func (g *Group) finish(p *proposal, index uint64, err error) {
+	p.finished = true
+	if i, found := g.liveAt(p.seq); found && g.live[i] == p {
+		if i == 0 {
+			g.live[0] = nil
+			g.live = g.live[1:]
+		} else {
+			g.live = slices.Delete(g.live, i, i+1)
+		}
+	}
+	p.done(index, err)
+}
+
 // admit says whether the entry at index, tagged t, is to be applied, and
-// records it as its proposer's highest if so. One skipped that this run
-// proposed and still waits for is proposed again under a new number;
-// one applied makes the earlier ones still waited for proposed again.
+// records it as its sequence's last if so. It decides from the log and
+// the table alone, as every member does; what it does besides, for this
+// run's own proposals, only this member does.
 func (g *Group) admit(t tag, index uint64) bool {
 	if t.run == 0 {
 		return true
 	}
-	k := proposer{t.node, t.run}
-	mine := k == proposer{g.host.self, g.host.runID}
+	k := proposer{t.node, t.run, t.ordered}
+	mine := t.node == g.host.self && t.run == g.host.runID
 	last := g.proposers[k]
 	if t.seq <= last.seq {
-		if mine {
+		// A copy of one applied, or a leader's decision overtaken.
+		if mine && !t.ordered {
 			g.overtaken(func(seq uint64) bool { return seq == t.seq })
 		}
 		return false
 	}
-	if g.proposers == nil {
-		g.proposers = map[proposer]appliedBy{}
-	}
-	holes := last.holes
-	for n := max(last.seq+1, t.seq-min(t.seq, maxHoles)); n < t.seq; n++ {
-		holes = append(holes, n)
-	}
-	if len(holes) > maxHoles {
-		holes = slices.Clone(holes[len(holes)-maxHoles:])
-	}
-	g.proposers[k] = appliedBy{t.seq, index, holes}
-	if len(g.proposers) > maxProposers {
-		var oldest proposer
-		first := true
-		for p, a := range g.proposers {
-			if first || a.index < g.proposers[oldest].index {
-				oldest, first = p, false
-			}
+	if t.ordered && t.prev != last.seq {
+		// It came ahead of one lost on its way (or of what it follows
+		// as this member had not applied it yet, when it was sent).
+		if mine && t.round == g.round {
+			g.resendAll()
 		}
-		delete(g.proposers, oldest)
+		return false
 	}
-	if mine {
+	g.record(k, appliedBy{t.seq, index})
+	if mine && !t.ordered {
 		g.overtaken(func(seq uint64) bool { return seq < t.seq })
 	}
 	return true
 }
 
-// overtaken takes the waiting proposals of this run that can no longer
-// be applied out of the waiters, to be proposed again under new numbers.
-func (g *Group) overtaken(lost func(seq uint64) bool) {
-	for seq, p := range g.waiters {
-		if lost(seq) {
-			delete(g.waiters, seq)
-			p.renumber = true
-			g.again = append(g.again, p)
+// record makes a the last of sequence k, evicting the sequence applied
+// longest ago past maxProposers.
+func (g *Group) record(k proposer, a appliedBy) {
+	if g.proposers == nil {
+		g.proposers = map[proposer]appliedBy{}
+	}
+	g.proposers[k] = a
+	if len(g.proposers) <= maxProposers {
+		return
+	}
+	var oldest proposer
+	first := true
+	for p, a := range g.proposers {
+		if first || a.index < g.proposers[oldest].index {
+			oldest, first = p, false
 		}
 	}
-	for _, p := range g.again {
-		if lost(p.seq) {
-			p.renumber = true
+	delete(g.proposers, oldest)
+}
+
+// overtaken answers this run's leader's decisions still waited for that
+// can no longer be applied.
+func (g *Group) overtaken(lost func(seq uint64) bool) {
+	for seq, p := range g.waiters {
+		if p.asLeader && lost(seq) {
+			delete(g.waiters, seq)
+			g.finish(p, 0, ErrNotLeader)
 		}
 	}
 }
 
-// proposeAgain proposes what a leader change or an overtaking left to
-// send again, in the order of their numbers; the loop's, after a Ready.
+// resendAll starts a round: every ordered proposal this run still waits
+// for goes again, in order, after this Ready (proposeAgain), with those
+// held for want of a leader.
+func (g *Group) resendAll() {
+	g.round++
+	for seq, p := range g.waiters {
+		if p.ordered() {
+			delete(g.waiters, seq)
+			g.again = append(g.again, p)
+		}
+	}
+	g.again = append(g.again, g.held...)
+	g.held = nil
+}
+
+// proposeAgain proposes what a round or a leader change left to send
+// again, in the order of their numbers; the loop's, after a Ready.
 func (g *Group) proposeAgain() {
 	if len(g.again) == 0 {
 		return
@@ -196,43 +310,38 @@ func (g *Group) proposeAgain() {
 	again := g.again
 	g.again = nil
 	slices.SortFunc(again, func(a, b *proposal) int { return cmp.Compare(a.seq, b.seq) })
-	for _, p := range again {
-		if p.renumber && p.asLeader {
-			// Overtaken, so lost: a leader's decision is made afresh.
-			p.done(0, ErrNotLeader)
-			continue
-		}
-		if p.renumber {
-			p.renumber = false
-			g.host.mu.Lock()
-			g.nextSeq++
-			p.seq = g.nextSeq
-			g.host.mu.Unlock()
-		}
-		g.propose(p)
-	}
+	again = slices.CompactFunc(again, func(a, b *proposal) bool { return a == b })
+	g.proposeAll(again)
 }
 
 // answerCovered answers this run's proposals a restored snapshot covers:
 // applied, by the table, at index (the snapshot's); the loop's.
 func (g *Group) answerCovered(index uint64) {
-	a, ok := g.proposers[proposer{g.host.self, g.host.runID}]
-	if !ok {
-		return
+	ordered, leaders := g.proposers[g.mine(true)], g.proposers[g.mine(false)]
+	covered := func(p *proposal) (bool, error) {
+		switch {
+		case p.ordered():
+			return p.seq <= ordered.seq, nil
+		case p.asLeader && p.seq == leaders.seq:
+			return true, nil
+		case p.asLeader && p.seq < leaders.seq:
+			return true, ErrNotLeader
+		}
+		return false, nil
 	}
 	for seq, p := range g.waiters {
-		if a.applied(seq) {
+		if ok, err := covered(p); ok {
 			delete(g.waiters, seq)
-			p.done(index, nil)
+			g.finish(p, index, err)
 		}
 	}
 	for _, list := range []*[]*proposal{&g.again, &g.held} {
 		*list = slices.DeleteFunc(*list, func(p *proposal) bool {
-			if a.applied(p.seq) {
-				p.done(index, nil)
-				return true
+			ok, err := covered(p)
+			if ok {
+				g.finish(p, index, err)
 			}
-			return false
+			return ok
 		})
 	}
 }
@@ -240,12 +349,16 @@ func (g *Group) answerCovered(index uint64) {
 // A group's snapshot is the machine's behind an envelope that carries the
 // proposer table:
 //
-//	0xF7 'W' 'G' 2 | uvarint n | n × (node(8) run(8) seq(8) index(8)
-//	                 uvarint holes | holes × uvarint (seq - hole)) | machine's snapshot
+//	0xF7 'W' 'G' 3 | uvarint n | n × (node(8) run(8) ordered(1) seq(8) index(8))
+//	               | machine's snapshot
 //
 // Machines' snapshots begin with a small version byte, never 0xF7; a
 // snapshot without the envelope (taken before it) has an empty table.
-var envelopeMagic = []byte{0xF7, 'W', 'G', 2}
+// The envelope before ordered entries (version 2) had no ordered byte and
+// a list of holes after each index (uvarint count | count × uvarint
+// (seq - hole)); its sequences are leaders' decisions, as their entries
+// are read.
+var envelopeMagic = []byte{0xF7, 'W', 'G', 3}
 
 // wrapSnapshot puts the proposer table in front of the machine's data.
 func (g *Group) wrapSnapshot(data []byte) []byte { return wrapTable(g.proposers, data) }
@@ -256,20 +369,26 @@ func wrapTable(table map[proposer]appliedBy, data []byte) []byte {
 	for k := range table {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b proposer) int { return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.run, b.run)) })
+	slices.SortFunc(keys, func(a, b proposer) int {
+		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.run, b.run), cmp.Compare(boolByte(a.ordered), boolByte(b.ordered)))
+	})
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
 		a := table[k]
 		b = binary.BigEndian.AppendUint64(b, k.node)
 		b = binary.BigEndian.AppendUint64(b, k.run)
+		b = append(b, boolByte(k.ordered))
 		b = binary.BigEndian.AppendUint64(b, a.seq)
 		b = binary.BigEndian.AppendUint64(b, a.index)
-		b = binary.AppendUvarint(b, uint64(len(a.holes)))
-		for _, h := range a.holes {
-			b = binary.AppendUvarint(b, a.seq-h)
-		}
 	}
 	return append(b, data...)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 var errBadEnvelope = errors.New("cluster: a group snapshot's proposer table is damaged")
@@ -277,10 +396,15 @@ var errBadEnvelope = errors.New("cluster: a group snapshot's proposer table is d
 // unwrapSnapshot splits a group's snapshot into its proposer table and
 // the machine's data.
 func unwrapSnapshot(b []byte) (map[proposer]appliedBy, []byte, error) {
-	if len(b) < len(envelopeMagic) || string(b[:len(envelopeMagic)]) != string(envelopeMagic) {
+	magic := len(envelopeMagic)
+	if len(b) < magic || string(b[:magic-1]) != string(envelopeMagic[:magic-1]) {
 		return nil, b, nil
 	}
-	b = b[len(envelopeMagic):]
+	version := b[magic-1]
+	if version != 2 && version != 3 {
+		return nil, nil, fmt.Errorf("cluster: a group snapshot's envelope of version %d, which this release does not know", version)
+	}
+	b = b[magic:]
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > uint64(len(b))/32 {
 		return nil, nil, errBadEnvelope
@@ -288,24 +412,33 @@ func unwrapSnapshot(b []byte) (map[proposer]appliedBy, []byte, error) {
 	b = b[w:]
 	table := make(map[proposer]appliedBy, n)
 	for range n {
-		if len(b) < 32 {
+		if len(b) < 32+int(version-2) {
 			return nil, nil, errBadEnvelope
 		}
-		k := proposer{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])}
-		a := appliedBy{seq: binary.BigEndian.Uint64(b[16:]), index: binary.BigEndian.Uint64(b[24:])}
-		b = b[32:]
-		holes, w := binary.Uvarint(b)
-		if w <= 0 || holes > maxHoles {
-			return nil, nil, errBadEnvelope
-		}
-		b = b[w:]
-		for range holes {
-			d, w := binary.Uvarint(b)
-			if w <= 0 || d == 0 || d > a.seq {
+		k := proposer{node: binary.BigEndian.Uint64(b), run: binary.BigEndian.Uint64(b[8:])}
+		b = b[16:]
+		if version == 3 {
+			if b[0] > 1 {
 				return nil, nil, errBadEnvelope
 			}
-			a.holes = append(a.holes, a.seq-d)
+			k.ordered = b[0] == 1
+			b = b[1:]
+		}
+		a := appliedBy{seq: binary.BigEndian.Uint64(b), index: binary.BigEndian.Uint64(b[8:])}
+		b = b[16:]
+		if version == 2 {
+			holes, w := binary.Uvarint(b)
+			if w <= 0 || holes > maxHoles {
+				return nil, nil, errBadEnvelope
+			}
 			b = b[w:]
+			for range holes {
+				d, w := binary.Uvarint(b)
+				if w <= 0 || d == 0 || d > a.seq {
+					return nil, nil, errBadEnvelope
+				}
+				b = b[w:]
+			}
 		}
 		table[k] = a
 	}

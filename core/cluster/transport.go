@@ -112,7 +112,9 @@ type Transport struct {
 
 	mu      lockorder.Mutex[lockorder.ClusterTransport]
 	peers   map[uint64]*peer
-	blocked map[uint64]bool      // tests: links cut by Block
+	blocked map[uint64]bool // tests: links cut by Block
+	// lose, in tests, loses a message on its way: it is not sent.
+	lose    func(group uint64, m *raftpb.Message) bool
 	removed map[uint64]bool      // incarnations the cluster removed (forbid)
 	heard   map[uint64]time.Time // when each peer last sent us a frame
 	echo    map[uint64]pingEcho  // the last ping each peer sent us, to echo back
@@ -510,7 +512,7 @@ func (t *Transport) send(group uint64, msgs []*raftpb.Message) {
 	t.mu.Lock()
 	for _, m := range msgs {
 		p, ok := t.peers[m.GetTo()]
-		if !ok || t.closed {
+		if !ok || t.closed || t.lose != nil && t.lose(group, m) {
 			continue
 		}
 		select {

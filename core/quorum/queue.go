@@ -307,9 +307,9 @@ func (q *Queue) appendAsLeader(entry []byte) error {
 // basic.get right after a nack with requeue finds the message back, as
 // in RabbitMQ, where a channel's commands to a queue go to its log in
 // turn. With the outbox empty the entry goes at once; else it joins the
-// outbox, which proposes in order. (A member that forwards proposals to
-// another leader keeps their order unless one is lost on the way, which
-// then fails, and its proposer hears.)
+// outbox, which proposes in order. (The group applies a member's
+// proposals in the order it made them, a lost one sent again before
+// those behind it: cluster's proposals.go.)
 func (q *Queue) propose(entry []byte, done func(index uint64, err error)) {
 	q.setMu.Lock()
 	if q.settling {
