@@ -7,9 +7,6 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/policy"
-	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -66,10 +63,19 @@ func (b *Broker) restore(start time.Time) error {
 	if err != nil {
 		return err
 	}
+	// Every queue record is read before recovery keeps the messages of
+	// those it names: one this release cannot read stops the start
+	// rather than have its messages dropped as a gone queue's.
+	queueRecs := make([]storedQueue, len(queues))
 	keep := make(map[uint64]bool, len(queues))
-	for _, q := range queues {
-		if id, ok := queue.Integer(q.Rec["id"]); ok {
-			keep[uint64(id)] = true
+	for i, q := range queues {
+		rec, err := vhost.ReadQueueRecord(q.Rec)
+		if err != nil {
+			return fmt.Errorf("queue '%s' in vhost '%s': %w", q.Name, q.VHost, err)
+		}
+		queueRecs[i] = storedQueue{vhost: q.VHost, name: q.Name, rec: rec}
+		if rec.StoreID != 0 {
+			keep[rec.StoreID] = true
 		}
 	}
 	stats, err := st.Recover(keep)
@@ -95,7 +101,7 @@ func (b *Broker) restore(start time.Time) error {
 		b.users.PutUser(userFromRecord(u.Name, u.Rec))
 	}
 	for _, vr := range vhosts {
-		if err := b.restoreVHost(vr.Name, queues, stats.Queues); err != nil {
+		if err := b.restoreVHost(vr.Name, queueRecs, stats.Queues); err != nil {
 			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
 		}
 	}
@@ -210,7 +216,13 @@ func (b *Broker) firstBoot() error {
 	return nil
 }
 
-func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels map[uint64][]storage.Level) error {
+// storedQueue is a queue's record, read, with the store's key.
+type storedQueue struct {
+	vhost, name string
+	rec         vhost.QueueRecord
+}
+
+func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint64][]storage.Level) error {
 	v := b.newVHost(name)
 	st := b.store
 	pols, err := st.Meta(storage.KindPolicy, name)
@@ -218,11 +230,11 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 		return err
 	}
 	for _, p := range pols {
-		pattern, _ := p.Rec["pattern"].(string)
-		applyTo, _ := p.Rec["apply-to"].(string)
-		prio, _ := queue.Integer(p.Rec["priority"])
-		def, _ := p.Rec["definition"].(protocol.Table)
-		pol, err := policy.Restore(p.Name, pattern, policy.ApplyTo(applyTo), int(prio), def)
+		rec, err := vhost.ReadPolicyRecord(p.Rec)
+		if err != nil {
+			return fmt.Errorf("policy '%s': %w", p.Name, err)
+		}
+		pol, err := rec.Policy(p.Name)
 		if err != nil {
 			b.log.Warn().Err(err).Str("vhost", name).Msg("stored policy ignored")
 			continue
@@ -234,27 +246,18 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 		return err
 	}
 	for _, x := range exchanges {
-		typ, _ := x.Rec["type"].(string)
-		durable, ok := x.Rec["durable"].(bool)
-		v.RestoreExchange(exchange.Definition{
-			Name: x.Name, Type: typ, Durable: durable || !ok,
-			AutoDelete: flag(x.Rec, "auto_delete"), Internal: flag(x.Rec, "internal"), Args: table(x.Rec, "arguments"),
-		})
+		rec, err := vhost.ReadExchangeRecord(x.Rec)
+		if err != nil {
+			return fmt.Errorf("exchange '%s': %w", x.Name, err)
+		}
+		v.RestoreExchange(rec.Definition(name, x.Name))
 	}
 	for _, q := range queues {
-		if q.VHost != name {
+		if q.vhost != name {
 			continue
 		}
-		id, _ := queue.Integer(q.Rec["id"])
-		incarnation, _ := queue.Integer(q.Rec["cluster_id"])
-		home, _ := q.Rec["home"].(string)
-		// Records from before clusters hold durable queues only.
-		durable, ok := q.Rec["durable"].(bool)
-		def := vhost.QueueDef{Name: q.Name, Durable: durable || !ok, AutoDelete: flag(q.Rec, "auto_delete"),
-			Exclusive: flag(q.Rec, "exclusive"), Args: table(q.Rec, "arguments"), Home: home, ID: uint64(incarnation),
-			Members: vhost.Names(q.Rec["members"])}
-		if err := v.RestoreQueue(def, uint64(id), levels[uint64(id)]); err != nil {
-			b.log.Error().Err(err).Str("vhost", name).Str("queue", q.Name).Msg("queue could not be restored")
+		if err := v.RestoreQueue(q.rec.Def(q.name), q.rec.StoreID, levels[q.rec.StoreID]); err != nil {
+			b.log.Error().Err(err).Str("vhost", name).Str("queue", q.name).Msg("queue could not be restored")
 		}
 	}
 	binds, err := st.Meta(storage.KindBinding, name)
@@ -263,16 +266,12 @@ func (b *Broker) restoreVHost(name string, queues []storage.MetaRecord, levels m
 	}
 	sort.Slice(binds, func(i, j int) bool { return binds[i].Seq < binds[j].Seq })
 	for _, bd := range binds {
-		source, _ := bd.Rec["source"].(string)
-		dest, _ := bd.Rec["destination"].(string)
-		kind, _ := bd.Rec["destination_type"].(string)
-		key, _ := bd.Rec["routing_key"].(string)
-		d := exchange.Destination{Kind: exchange.ToQueue, Name: dest}
-		if kind == "exchange" {
-			d.Kind = exchange.ToExchange
+		rec, err := vhost.ReadBindingRecord(bd.Rec)
+		if err != nil {
+			return fmt.Errorf("binding %d: %w", bd.Seq, err)
 		}
-		if err := v.RestoreBinding(bd.Seq, source, d, key, table(bd.Rec, "arguments")); err != nil {
-			b.log.Warn().Err(err).Str("vhost", name).Str("source", source).Str("destination", dest).Msg("stored binding could not be restored")
+		if err := v.RestoreBinding(bd.Seq, rec.Source, rec.Destination, rec.Key, rec.Args); err != nil {
+			b.log.Warn().Err(err).Str("vhost", name).Str("source", rec.Source).Str("destination", rec.Destination.Name).Msg("stored binding could not be restored")
 		}
 	}
 	return nil

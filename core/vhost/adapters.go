@@ -29,7 +29,7 @@ type queueAdapter interface {
 	// false when it has none to show.
 	status(v *VHost) (QuorumView, bool)
 	// record is its stored (and replicated) declaration.
-	record() protocol.Table
+	record() QueueRecord
 	// deleteChecks refuses a delete whose conditions (if-unused,
 	// if-empty) do not hold, and says how many messages were ready.
 	deleteChecks(v *VHost, ifUnused, ifEmpty bool) (ready int, err error)

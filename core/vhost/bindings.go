@@ -106,7 +106,7 @@ func (v *VHost) BindAll(bindings []Binding) (int, error) {
 	persisted := func(nb pendingBinding) bool { return nb.b != nil && v.keeps(nb.b.Durable) }
 	written := manyWrites(len(pending), func(i int) error {
 		if nb := pending[i]; persisted(nb) {
-			return v.store.PutBinding(v.Name, nb.b.Seq, bindingRecord(nb.b))
+			return v.store.PutBinding(v.Name, nb.b.Seq, bindingRecordOf(nb.b).Table())
 		}
 		return nil
 	})
@@ -168,7 +168,7 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	}
 	persisted := persist && v.keeps(nb.b.Durable)
 	if persisted {
-		if err := v.store.PutBinding(v.Name, nb.b.Seq, bindingRecord(nb.b)); err != nil {
+		if err := v.store.PutBinding(v.Name, nb.b.Seq, bindingRecordOf(nb.b).Table()); err != nil {
 			return stored(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/internal/tablerec"
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -167,19 +168,13 @@ func newIncarnation() uint64 {
 	}
 }
 
-// ---- commands
+// ---- commands (their records are records.go's)
 
-func (v *VHost) command(op string) protocol.Table {
-	return protocol.Table{"op": op, "vhost": v.Name}
-}
+// propose proposes c and waits for this node's result of applying it.
+func (v *VHost) propose(c Command) error { return v.cluster.Propose(CommandTable(v.Name, c)) }
 
-func code(err error) uint16 {
-	if e := reply.As(err); e != nil {
-		return e.Code
-	}
-	return 0
-}
-
+// str and id read a call's fields (calls between nodes are answered at
+// once, and never stored nor replayed).
 func str(t protocol.Table, k string) string { s, _ := t[k].(string); return s }
 
 func id(t protocol.Table, k string) uint64 {
@@ -187,44 +182,11 @@ func id(t protocol.Table, k string) uint64 {
 	return uint64(n)
 }
 
-func destinationCommand(cmd protocol.Table, dest exchange.Destination) {
-	cmd["destination"] = dest.Name
-	cmd["destination_type"] = dest.Kind.String()
-}
-
-func destinationOf(cmd protocol.Table) exchange.Destination {
-	d := exchange.Destination{Kind: exchange.ToQueue, Name: str(cmd, "destination")}
-	if str(cmd, "destination_type") == exchange.ToExchange.String() {
-		d.Kind = exchange.ToExchange
+func code(err error) uint16 {
+	if e := reply.As(err); e != nil {
+		return e.Code
 	}
-	return d
-}
-
-func (v *VHost) queueCommand(def QueueDef, home string, incarnation uint64) protocol.Table {
-	cmd := v.command(OpDeclareQueue)
-	cmd["name"] = def.Name
-	cmd["durable"], cmd["auto_delete"], cmd["exclusive"] = def.Durable, def.AutoDelete, def.Exclusive
-	cmd["arguments"] = args(def.Args)
-	cmd["home"], cmd["id"] = home, int64(incarnation)
-	return cmd
-}
-
-func queueDefOf(cmd protocol.Table) QueueDef {
-	b := func(k string) bool { x, _ := cmd[k].(bool); return x }
-	a, _ := cmd["arguments"].(protocol.Table)
-	if len(a) == 0 {
-		a = nil
-	}
-	def := QueueDef{Name: str(cmd, "name"), Durable: b("durable"), AutoDelete: b("auto_delete"), Exclusive: b("exclusive"),
-		Args: a, Home: str(cmd, "home"), ID: id(cmd, "id")}
-	def.Members = Names(cmd["members"])
-	if ids, ok := cmd["member_ids"].([]any); ok {
-		for _, x := range ids {
-			n, _ := x.(int64)
-			def.MemberIDs = append(def.MemberIDs, uint64(n))
-		}
-	}
-	return def
+	return 0
 }
 
 // Names reads a list of node names (a quorum queue's members); nil when
@@ -245,41 +207,35 @@ func Names(x any) []string {
 
 // Apply carries out a topology command on this node.
 func (v *VHost) Apply(cmd protocol.Table) error {
+	_, c, err := ReadCommand(cmd)
+	if err != nil {
+		return err
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	b := func(k string) bool { x, _ := cmd[k].(bool); return x }
-	a := func(k string) protocol.Table {
-		t, _ := cmd[k].(protocol.Table)
-		if len(t) == 0 {
-			return nil
+	switch c := c.(type) {
+	case DeclareExchange:
+		return v.applyExchange(c.Exchange.Definition(v.Name, ""))
+	case DeleteExchange:
+		return v.deleteExchangeNamed(c.Name, c.IfUnused)
+	case Bind:
+		b := c.Binding
+		if c.QueueHome != "" {
+			v.shareExclusive(b.Destination.Name, c.QueueHome, c.QueueID)
 		}
-		return t
-	}
-	switch op := str(cmd, "op"); op {
-	case OpDeclareExchange:
-		def := exchange.Definition{VHost: v.Name, Name: str(cmd, "name"), Type: str(cmd, "type"),
-			Durable: b("durable"), AutoDelete: b("auto_delete"), Internal: b("internal"), Args: a("arguments")}
-		return v.applyExchange(def)
-	case OpDeleteExchange:
-		return v.deleteExchangeNamed(str(cmd, "name"), b("if_unused"))
-	case OpBind:
-		dest := destinationOf(cmd)
-		if home := str(cmd, "queue_home"); home != "" {
-			v.shareExclusive(dest.Name, home, id(cmd, "queue_id"))
-		}
-		return v.addBinding(str(cmd, "source"), dest, str(cmd, "routing_key"), a("arguments"), anyOwner, 0, true)
-	case OpUnbind:
-		return v.unbind(str(cmd, "source"), destinationOf(cmd), str(cmd, "routing_key"), a("arguments"), anyOwner)
-	case OpDeclareQueue:
-		return v.applyDeclareQueue(queueDefOf(cmd))
-	case OpDeleteQueue:
-		v.applyDeleteQueue(str(cmd, "name"), id(cmd, "id"))
+		return v.addBinding(b.Source, b.Destination, b.Key, b.Args, anyOwner, 0, true)
+	case Unbind:
+		b := c.Binding
+		return v.unbind(b.Source, b.Destination, b.Key, b.Args, anyOwner)
+	case DeclareQueue:
+		return v.applyDeclareQueue(c.Def)
+	case DeleteQueue:
+		v.applyDeleteQueue(c.Name, c.Incarnation)
 		return nil
-	case OpQuorumMembers:
-		return v.applyQuorumMembers(str(cmd, "name"), id(cmd, "id"), Names(cmd["members"]))
-	default:
-		return reply.Internal("unknown topology change %q (a node of a newer version?)", op)
+	case QuorumMembers:
+		return v.applyQuorumMembers(c.Name, c.Incarnation, c.Members)
 	}
+	return reply.Internal("topology change %T not carried out", c)
 }
 
 // applyExchange declares an exchange for the cluster; defMu is held.
@@ -290,7 +246,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 		// refusing to route until the type comes, so that every node has
 		// the same exchanges.
 		if v.keeps(def.Durable) {
-			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
+			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecordOf(def).Table()); err != nil {
 				return stored(err)
 			}
 		}
@@ -335,7 +291,7 @@ func (v *VHost) applyDeclareQueue(def QueueDef) error {
 // set; defMu is held.
 func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
 	if persist && v.store != nil {
-		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, remoteRecord(rq)); err != nil {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, remoteRecordOf(rq).Table()); err != nil {
 			return stored(err)
 		}
 	}
@@ -365,7 +321,7 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 		v.mu.Unlock()
 		if ours && v.store != nil {
 			// Kept so that a restart, which ends it, proposes its delete.
-			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, queueRecord(q, home, incarnation)); err != nil {
+			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, queueRecordOf(q, home, incarnation).Table()); err != nil {
 				v.log.Error().Err(err).Str("queue", name).Msg("could not store the exclusive queue; a restart of this node will not delete it on the others")
 			}
 		}
@@ -436,9 +392,7 @@ func (v *VHost) queueGone(name string, incarnation uint64) {
 	if v.cluster == nil || incarnation == 0 {
 		return
 	}
-	cmd := v.command(OpDeleteQueue)
-	cmd["name"], cmd["id"] = name, int64(incarnation)
-	v.cluster.ProposeLater(cmd)
+	v.cluster.ProposeLater(CommandTable(v.Name, DeleteQueue{Name: name, Incarnation: incarnation}))
 }
 
 // ---- the changes clients ask for, proposed
@@ -453,11 +407,9 @@ func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 	if _, err := v.checkNewExchange(def); err != nil {
 		return nil, err
 	}
-	cmd := v.command(OpDeclareExchange)
-	cmd["name"], cmd["type"] = def.Name, def.Type
-	cmd["durable"], cmd["auto_delete"], cmd["internal"] = def.Durable, def.AutoDelete, def.Internal
-	cmd["arguments"] = args(def.Args)
-	if err := v.cluster.Propose(cmd); err != nil {
+	rec := exchangeRecordOf(def)
+	rec.Name = def.Name
+	if err := v.propose(DeclareExchange{Exchange: rec}); err != nil {
 		return nil, err
 	}
 	return v.Exchange(def.Name)
@@ -467,9 +419,7 @@ func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 // does not know: it may have been declared through another node a moment
 // ago, and a client that saw that -ok expects its delete to take.
 func (v *VHost) proposeExchangeDelete(name string, ifUnused bool) error {
-	cmd := v.command(OpDeleteExchange)
-	cmd["name"], cmd["if_unused"] = name, ifUnused
-	return v.cluster.Propose(cmd)
+	return v.propose(DeleteExchange{Name: name, IfUnused: ifUnused})
 }
 
 // proposeBinding proposes a bind or an unbind once the ends are found and
@@ -500,16 +450,15 @@ func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key
 	}
 	// An unbind is proposed even when this node has no such binding: it
 	// may have been made through another node a moment ago.
-	cmd := v.command(op)
-	cmd["source"], cmd["routing_key"], cmd["arguments"] = source, key, protocol.Table(args)
-	if args == nil {
-		cmd["arguments"] = protocol.Table{}
+	rec := BindingRecord{Source: source, Destination: dest, Key: key, Args: args}
+	if op == OpUnbind {
+		return v.propose(Unbind{Binding: rec})
 	}
-	destinationCommand(cmd, dest)
-	if q, ok := target.(*queue.Queue); ok && q.Exclusive && op == OpBind {
-		cmd["queue_home"], cmd["queue_id"] = v.self(), int64(v.incarnationOf(q))
+	c := Bind{Binding: rec}
+	if q, ok := target.(*queue.Queue); ok && q.Exclusive {
+		c.QueueHome, c.QueueID = v.self(), v.incarnationOf(q)
 	}
-	return v.cluster.Propose(cmd)
+	return v.propose(c)
 }
 
 // incarnationOf gives a local exclusive queue its incarnation the first
@@ -557,7 +506,8 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
 		return Declared{}, err
 	}
-	if err := v.cluster.Propose(v.queueCommand(def, v.self(), newIncarnation())); err != nil {
+	def.Home, def.ID = v.self(), newIncarnation()
+	if err := v.propose(DeclareQueue{Def: def}); err != nil {
 		return Declared{}, err
 	}
 	v.mu.RLock()
@@ -742,9 +692,9 @@ func (rq *RemoteQueue) shape() queueShape {
 	return queueShape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}
 }
 
-func remoteRecord(rq *RemoteQueue) protocol.Table {
-	return protocol.Table{"durable": rq.Durable, "auto_delete": rq.AutoDelete, "exclusive": rq.Exclusive,
-		"arguments": args(rq.Args), "home": rq.Home, "cluster_id": int64(rq.ID)}
+func remoteRecordOf(rq *RemoteQueue) QueueRecord {
+	return QueueRecord{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args,
+		Home: rq.Home, Incarnation: rq.ID}
 }
 
 func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
@@ -927,67 +877,74 @@ func (v *VHost) Topology() protocol.Table {
 		if x.Name == "" || ReservedName(x.Name) {
 			continue
 		}
-		rec := exchangeRecord(x.Definition)
-		rec["name"] = x.Name
-		exchanges = append(exchanges, rec)
+		rec := exchangeRecordOf(x.Definition)
+		rec.Name = x.Name
+		exchanges = append(exchanges, rec.Table())
 	}
 	v.mu.RLock()
 	for name, incarnation := range v.homed {
 		if q := v.queues[name]; q != nil {
-			rec := queueRecord(q, v.self(), incarnation)
-			rec["name"] = name
-			queues = append(queues, rec)
+			rec := queueRecordOf(q, v.self(), incarnation)
+			rec.Name = name
+			queues = append(queues, rec.Table())
 		}
 	}
 	for _, rq := range v.remote {
-		rec := remoteRecord(rq)
-		rec["name"] = rq.Name
-		queues = append(queues, rec)
+		rec := remoteRecordOf(rq)
+		rec.Name = rq.Name
+		queues = append(queues, rec.Table())
 	}
 	for name, t := range v.typed {
 		if t.MemberNodes() != nil {
 			rec := t.record()
-			rec["name"] = name
-			queues = append(queues, rec)
+			rec.Name = name
+			queues = append(queues, rec.Table())
 		}
 	}
 	v.mu.RUnlock()
 	for _, b := range v.Bindings() {
-		rec := protocol.Table{"source": b.Source, "routing_key": b.Key, "arguments": args(b.Args)}
-		destinationCommand(rec, b.Destination)
-		bindings = append(bindings, rec)
+		bindings = append(bindings, BindingRecord(b).Table())
 	}
 	return protocol.Table{"exchanges": exchanges, "queues": queues, "bindings": bindings}
 }
 
 // RestoreTopology makes the vhost's topology a snapshot's (Topology): what
 // it lacks is deleted (a queue homed here with its messages), what differs
-// is made again, what matches is left alone.
+// is made again, what matches is left alone. A record it cannot read
+// fails it, before it changes anything.
 func (v *VHost) RestoreTopology(t protocol.Table) error {
+	r := tablerec.Open("topology of vhost "+v.Name, t, recordVersion)
+	wantX := map[string]exchange.Definition{}
+	for _, x := range r.Tables("exchanges") {
+		rec, err := ReadExchangeRecord(x)
+		if err != nil {
+			return err
+		}
+		wantX[rec.Name] = rec.Definition(v.Name, "")
+	}
+	wantQ := map[string]QueueDef{}
+	for _, q := range r.Tables("queues") {
+		rec, err := ReadQueueRecord(q)
+		if err != nil {
+			return err
+		}
+		def := rec.Def("")
+		def.restored = true
+		wantQ[def.Name] = def
+	}
+	var wantB []BindingRecord
+	for _, b := range r.Tables("bindings") {
+		rec, err := ReadBindingRecord(b)
+		if err != nil {
+			return err
+		}
+		wantB = append(wantB, rec)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	list := func(k string) []protocol.Table {
-		var out []protocol.Table
-		items, _ := t[k].([]any)
-		for _, it := range items {
-			if rec, ok := it.(protocol.Table); ok {
-				out = append(out, rec)
-			}
-		}
-		return out
-	}
-	b := func(rec protocol.Table, k string) bool { x, _ := rec[k].(bool); return x }
-
-	wantX := map[string]exchange.Definition{}
-	for _, rec := range list("exchanges") {
-		a, _ := rec["arguments"].(protocol.Table)
-		if len(a) == 0 {
-			a = nil
-		}
-		def := exchange.Definition{VHost: v.Name, Name: str(rec, "name"), Type: str(rec, "type"), Durable: b(rec, "durable"),
-			AutoDelete: b(rec, "auto_delete"), Internal: b(rec, "internal"), Args: a}
-		wantX[def.Name] = def
-	}
 	for _, x := range v.exchangeList() {
 		if x.Name == "" || ReservedName(x.Name) {
 			continue
@@ -1006,13 +963,6 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		keep(v.applyExchange(def))
 	}
 
-	wantQ := map[string]QueueDef{}
-	for _, rec := range list("queues") {
-		def := queueDefOf(rec)
-		def.ID = id(rec, "cluster_id")
-		def.restored = true
-		wantQ[def.Name] = def
-	}
 	v.mu.RLock()
 	type have struct {
 		name        string
@@ -1049,35 +999,28 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		keep(v.applyDeclareQueue(def))
 	}
 
-	wantB := map[bindingKey]protocol.Table{}
+	byKey := map[bindingKey]BindingRecord{}
 	var order []bindingKey
-	for _, rec := range list("bindings") {
-		a, _ := rec["arguments"].(protocol.Table)
-		if len(a) == 0 {
-			a = nil
-		}
-		bk, err := keyOf(str(rec, "source"), destinationOf(rec), str(rec, "routing_key"), a)
+	for _, rec := range wantB {
+		bk, err := keyOf(rec.Source, rec.Destination, rec.Key, rec.Args)
 		if err != nil {
 			keep(err)
 			continue
 		}
-		rec["arguments"] = a
-		wantB[bk] = rec
+		byKey[bk] = rec
 		order = append(order, bk)
 	}
 	v.mu.RLock()
 	var extra []*exchange.Binding
 	for bk, bd := range v.bindings {
-		if _, ok := wantB[bk]; !ok {
+		if _, ok := byKey[bk]; !ok {
 			extra = append(extra, bd)
 		}
 	}
 	v.mu.RUnlock()
 	v.removeBindings(extra)
 	for _, bk := range order {
-		rec := wantB[bk]
-		a, _ := rec["arguments"].(protocol.Table)
-		keep(v.addBinding(bk.source, bk.dest, bk.key, a, anyOwner, 0, true))
+		keep(v.addBinding(bk.source, bk.dest, bk.key, byKey[bk].Args, anyOwner, 0, true))
 	}
 	return firstErr
 }

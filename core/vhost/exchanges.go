@@ -162,7 +162,7 @@ func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 		return nil, reply.As(err)
 	}
 	if v.keeps(def.Durable) {
-		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecord(def)); err != nil {
+		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecordOf(def).Table()); err != nil {
 			router.Delete()
 			return nil, stored(err)
 		}

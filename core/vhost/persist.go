@@ -25,19 +25,12 @@ type Store interface {
 	ScanHeldAt(sp storage.HeldSpan, from *storage.HeldAfter, limit int, fn func(due int64, seq uint64, rec []byte) bool) error
 }
 
-// The records below are AMQP tables, so arguments keep their exact types.
-
-func exchangeRecord(def exchange.Definition) protocol.Table {
-	return protocol.Table{"type": def.Type, "durable": def.Durable, "auto_delete": def.AutoDelete,
-		"internal": def.Internal, "arguments": args(def.Args)}
-}
-
-// queueRecord is a queue homed here; in a cluster it names its home and
+// queueRecordOf is a queue homed here; in a cluster it names its home and
 // incarnation too.
-func queueRecord(q *queue.Queue, home string, incarnation uint64) protocol.Table {
-	rec := protocol.Table{"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": args(q.Args), "id": int64(q.QID())}
+func queueRecordOf(q *queue.Queue, home string, incarnation uint64) QueueRecord {
+	rec := QueueRecord{Durable: q.Durable, AutoDelete: q.AutoDelete, Args: q.Args, StoreID: q.QID()}
 	if incarnation != 0 {
-		rec["exclusive"], rec["home"], rec["cluster_id"] = q.Exclusive, home, int64(incarnation)
+		rec.Exclusive, rec.Home, rec.Incarnation = q.Exclusive, home, incarnation
 	}
 	return rec
 }
@@ -47,15 +40,6 @@ func queueRecord(q *queue.Queue, home string, incarnation uint64) protocol.Table
 // cluster.go).
 func (v *VHost) keeps(durable bool) bool {
 	return v.store != nil && (durable || v.cluster != nil)
-}
-
-func bindingRecord(b *exchange.Binding) protocol.Table {
-	return protocol.Table{"source": b.Source, "destination": b.Destination.Name,
-		"destination_type": b.Destination.Kind.String(), "routing_key": b.Key, "arguments": args(b.Args)}
-}
-
-func policyRecord(p *policy.Policy) protocol.Table {
-	return protocol.Table{"pattern": p.Pattern, "apply-to": string(p.ApplyTo), "priority": int64(p.Priority), "definition": p.Definition}
 }
 
 func args(t protocol.Table) protocol.Table {

@@ -13,7 +13,7 @@ func (v *VHost) SetPolicy(p *policy.Policy) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	if v.store != nil {
-		if err := v.store.PutMeta(storage.KindPolicy, v.Name, p.Name, policyRecord(p)); err != nil {
+		if err := v.store.PutMeta(storage.KindPolicy, v.Name, p.Name, policyRecordOf(p).Table()); err != nil {
 			return stored(err)
 		}
 	}

@@ -293,7 +293,7 @@ func (v *VHost) declareQueue(def QueueDef) (*queue.Queue, bool, error) {
 	}
 	q := v.newQueue(def, settings, qid)
 	if q.Persists() || v.keeps(false) && def.ID != 0 {
-		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecord(q, def.Home, def.ID)); err != nil {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecordOf(q, def.Home, def.ID).Table()); err != nil {
 			_, _ = q.Delete(false, false)
 			return nil, false, stored(err)
 		}

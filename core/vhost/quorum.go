@@ -149,10 +149,10 @@ func (v *VHost) applyQuorumPolicies() {
 
 // quorumRecord is a quorum queue's stored declaration; in a cluster its
 // members and its incarnation (its group's id) too.
-func quorumRecord(qq *QuorumQueue) protocol.Table {
-	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(qq.Args), "id": int64(qq.ID)}
+func quorumRecordOf(qq *QuorumQueue) QueueRecord {
+	rec := QueueRecord{Durable: true, Args: qq.Args, StoreID: qq.ID}
 	if nodes := qq.MemberNodes(); nodes != nil {
-		rec["members"], rec["cluster_id"], rec["home"] = nameList(nodes), int64(qq.ID), nodes[0]
+		rec.Members, rec.Incarnation, rec.Home = nodes, qq.ID, nodes[0]
 	}
 	return rec
 }
@@ -214,7 +214,7 @@ func (v *VHost) declareQuorum(def QueueDef, settings queue.Settings) (*QuorumQue
 	// Recorded first: a crash before the group starts leaves a queue
 	// whose group starts empty at the restart, never a group nobody
 	// names.
-	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecordOf(qq).Table()); err != nil {
 		return nil, false, stored(err)
 	}
 	if err := v.startQuorum(qq, false, false, nil); err != nil {
@@ -326,7 +326,7 @@ func (v *VHost) quorumQueue(name string) *QuorumQueue { return typedAs[*QuorumQu
 
 func (qq *QuorumQueue) typeName() string          { return queue.Quorum }
 func (qq *QuorumQueue) arguments() protocol.Table { return qq.Args }
-func (qq *QuorumQueue) record() protocol.Table    { return quorumRecord(qq) }
+func (qq *QuorumQueue) record() QueueRecord       { return quorumRecordOf(qq) }
 func (qq *QuorumQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
 	return v.handleQuorumCall(op, qq, req)
 }

@@ -98,19 +98,18 @@ func (v *VHost) placeMembers(def QueueDef, sizeArg string) ([]string, error) {
 
 // proposeReplicated places a new replicated queue's members (sizeArg
 // sets how many) and proposes its declaration, which names them.
-func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (protocol.Table, error) {
+// It returns the incarnation proposed.
+func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (uint64, error) {
 	members, err := v.placeMembers(def, sizeArg)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	cmd := v.queueCommand(def, members[0], newIncarnation())
-	cmd["members"] = nameList(members)
-	ids := make([]any, len(members))
+	def.Home, def.ID, def.Members = members[0], newIncarnation(), members
+	def.MemberIDs = make([]uint64, len(members))
 	for i, m := range members {
-		ids[i] = int64(v.cluster.NodeID(m))
+		def.MemberIDs[i] = v.cluster.NodeID(m)
 	}
-	cmd["member_ids"] = ids
-	return cmd, v.cluster.Propose(cmd)
+	return def.ID, v.propose(DeclareQueue{Def: def})
 }
 
 // bootIDs are the Raft ids of a new replicated queue's first members:
@@ -152,7 +151,7 @@ func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 	if err := v.checkQuorum(def); err != nil {
 		return Declared{}, err
 	}
-	cmd, err := v.proposeReplicated(def, "x-quorum-initial-group-size")
+	incarnation, err := v.proposeReplicated(def, "x-quorum-initial-group-size")
 	if err != nil {
 		return Declared{}, err
 	}
@@ -163,7 +162,7 @@ func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 	if err := v.equivalentQueue(qq.shape(), def); err != nil {
 		return Declared{}, err
 	}
-	return Declared{Name: qq.Name, t: qq, Created: qq.ID == id(cmd, "id")}, nil
+	return Declared{Name: qq.Name, t: qq, Created: qq.ID == incarnation}, nil
 }
 
 // applyDeclareQuorum declares a quorum queue for the cluster; defMu is
@@ -180,7 +179,7 @@ func (v *VHost) applyDeclareQuorum(def QueueDef) error {
 		return err
 	}
 	qq := v.newQuorum(def.Name, def.Args, def.ID, def.Members, settings)
-	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecord(qq)); err != nil {
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, quorumRecordOf(qq).Table()); err != nil {
 		return stored(err)
 	}
 	if slices.Contains(def.Members, v.self()) {
@@ -240,9 +239,7 @@ func (v *VHost) proposeDelete(name string, incarnation uint64, consumers, held, 
 	if ifEmpty && held > 0 {
 		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", name, v.Name)
 	}
-	cmd := v.command(OpDeleteQueue)
-	cmd["name"], cmd["id"] = name, int64(incarnation)
-	if err := v.cluster.Propose(cmd); err != nil {
+	if err := v.propose(DeleteQueue{Name: name, Incarnation: incarnation}); err != nil {
 		return 0, err
 	}
 	return ready, nil
@@ -494,7 +491,7 @@ func (qq *QuorumQueue) join(v *VHost) error         { return v.startQuorum(qq, f
 func (qq *QuorumQueue) leave(v *VHost)              { v.stopMember(qq) }
 func (qq *QuorumQueue) recordMembers(v *VHost, members []string) error {
 	qq.setMembers(members)
-	return v.store.PutMeta(storage.KindQueue, v.Name, qq.Name, quorumRecord(qq))
+	return v.store.PutMeta(storage.KindQueue, v.Name, qq.Name, quorumRecordOf(qq).Table())
 }
 
 func (s *StreamQueue) queueName() string           { return s.Name }
@@ -510,7 +507,7 @@ func (s *StreamQueue) join(v *VHost) error         { return v.startStream(s, fal
 func (s *StreamQueue) leave(v *VHost) { v.stopStreamReplica(s) }
 func (s *StreamQueue) recordMembers(v *VHost, members []string) error {
 	s.members.Store(&members)
-	return v.store.PutMeta(storage.KindQueue, v.Name, s.Name, streamRecord(s))
+	return v.store.PutMeta(storage.KindQueue, v.Name, s.Name, streamRecordOf(s).Table())
 }
 
 // replicatedQueue is the quorum queue or replicated stream named name;
@@ -649,9 +646,7 @@ func (v *VHost) changeMember(r replicated, node string, add bool) error {
 	if slices.Equal(members, r.MemberNodes()) {
 		return nil // a new incarnation of a node the members name
 	}
-	cmd := v.command(OpQuorumMembers)
-	cmd["name"], cmd["id"], cmd["members"] = name, int64(r.incarnation()), nameList(members)
-	return v.cluster.Propose(cmd)
+	return v.propose(QuorumMembers{Name: name, Incarnation: r.incarnation(), Members: members})
 }
 
 // isCurrent says whether id is the current incarnation of a node of the

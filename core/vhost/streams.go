@@ -136,7 +136,7 @@ func (v *VHost) openStream(def QueueDef, cfg stream.Config, id uint64, members [
 	if members != nil {
 		sq.members.Store(&members)
 	}
-	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, streamRecord(sq)); err != nil {
+	if err := v.store.PutMeta(storage.KindQueue, v.Name, def.Name, streamRecordOf(sq).Table()); err != nil {
 		s.Close()
 		return nil, stored(err)
 	}
@@ -146,10 +146,10 @@ func (v *VHost) openStream(def QueueDef, cfg stream.Config, id uint64, members [
 
 // streamRecord is a stream's stored declaration; in a cluster its
 // members and its incarnation (its group's id, and its log's) too.
-func streamRecord(s *StreamQueue) protocol.Table {
-	rec := protocol.Table{"durable": true, "auto_delete": false, "arguments": args(s.Args), "id": int64(s.ID())}
+func streamRecordOf(s *StreamQueue) QueueRecord {
+	rec := QueueRecord{Durable: true, Args: s.Args, StoreID: s.ID()}
 	if nodes := s.MemberNodes(); nodes != nil {
-		rec["members"], rec["cluster_id"], rec["home"] = nameList(nodes), int64(s.ID()), nodes[0]
+		rec.Members, rec.Incarnation, rec.Home = nodes, s.ID(), nodes[0]
 	}
 	return rec
 }
@@ -245,7 +245,7 @@ func (v *VHost) streamQueue(name string) *StreamQueue { return typedAs[*StreamQu
 
 func (s *StreamQueue) typeName() string          { return queue.Stream }
 func (s *StreamQueue) arguments() protocol.Table { return s.Args }
-func (s *StreamQueue) record() protocol.Table    { return streamRecord(s) }
+func (s *StreamQueue) record() QueueRecord       { return streamRecordOf(s) }
 func (s *StreamQueue) handleCall(v *VHost, op string, req protocol.Table) (protocol.Table, error) {
 	return v.handleStreamCall(op, s, req)
 }

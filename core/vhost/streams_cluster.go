@@ -60,7 +60,7 @@ func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
 	if err := v.streamProperties(def); err != nil {
 		return Declared{}, err
 	}
-	cmd, err := v.proposeReplicated(def, "x-initial-cluster-size")
+	incarnation, err := v.proposeReplicated(def, "x-initial-cluster-size")
 	if err != nil {
 		return Declared{}, err
 	}
@@ -74,7 +74,7 @@ func (v *VHost) declareStreamReplicated(def QueueDef) (Declared, error) {
 	if err := v.equivalentStream(s, def); err != nil {
 		return Declared{}, err
 	}
-	return Declared{Name: s.Name, t: s, Created: s.ID() == id(cmd, "id")}, nil
+	return Declared{Name: s.Name, t: s, Created: s.ID() == incarnation}, nil
 }
 
 // applyDeclareStream declares a stream for the cluster: every node
