@@ -57,13 +57,11 @@ func (b *Broker) checkUserName(name string) error {
 
 // putUser installs a user as given, hash and all.
 func (b *Broker) putUser(u *auth.User) error {
-	cmd := userRecord(u)
-	cmd["op"], cmd["name"] = opPutUser, u.Name
-	return b.change(cmd)
+	return b.change(putUser{User: userRecordOf(u)})
 }
 
 func (b *Broker) applyPutUser(u *auth.User) error {
-	if err := b.store.PutMeta(storage.KindUser, "", u.Name, userRecord(u)); err != nil {
+	if err := b.store.PutMeta(storage.KindUser, "", u.Name, userRecordOf(u).Table()); err != nil {
 		return reply.Internal("could not store user '%s': %v", u.Name, err)
 	}
 	b.users.PutUser(u)
@@ -86,7 +84,7 @@ func (b *Broker) PutUserHash(name, hash string, alg auth.Hashing, tags []string)
 
 // DeleteUser removes a user and all their permissions.
 func (b *Broker) DeleteUser(name string) error {
-	return b.change(protocol.Table{"op": opDeleteUser, "name": name})
+	return b.change(deleteUser{Name: name})
 }
 
 func (b *Broker) applyDeleteUser(name string) error {
@@ -112,8 +110,7 @@ func (b *Broker) SetPermission(vhost, user, configure, write, read string) error
 	if _, err := auth.NewPermission(configure, write, read); err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
-	return b.change(protocol.Table{"op": opSetPermission, "vhost": vhost, "user": user,
-		"configure": configure, "write": write, "read": read})
+	return b.change(setPermission{Permission: permissionRecord{VHost: vhost, User: user, Configure: configure, Write: write, Read: read}})
 }
 
 func (b *Broker) applySetPermission(vhost, user, configure, write, read string) error {
@@ -127,7 +124,7 @@ func (b *Broker) applySetPermission(vhost, user, configure, write, read string) 
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
-	if err := b.store.PutMeta(storage.KindPermission, vhost, user, permissionRecord(p)); err != nil {
+	if err := b.store.PutMeta(storage.KindPermission, vhost, user, permissionRecord{Configure: p.Configure, Write: p.Write, Read: p.Read}.Table()); err != nil {
 		return reply.Internal("could not store permission: %v", err)
 	}
 	b.users.SetPermission(vhost, user, p)
@@ -136,7 +133,7 @@ func (b *Broker) applySetPermission(vhost, user, configure, write, read string) 
 
 // ClearPermission revokes a user's rights in a vhost.
 func (b *Broker) ClearPermission(vhost, user string) error {
-	return b.change(protocol.Table{"op": opClearPermission, "vhost": vhost, "user": user})
+	return b.change(clearPermission{VHost: vhost, User: user})
 }
 
 func (b *Broker) applyClearPermission(vhost, user string) error {
@@ -156,7 +153,7 @@ func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, 
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
-	return b.change(policyCommand(vhost, p))
+	return b.change(policyChange(vhost, p))
 }
 
 func (b *Broker) applySetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
@@ -175,7 +172,7 @@ func (b *Broker) applySetPolicy(vhost, name, pattern string, applyTo policy.Appl
 
 // ClearPolicy removes a policy from a vhost.
 func (b *Broker) ClearPolicy(vhost, name string) error {
-	return b.change(protocol.Table{"op": opClearPolicy, "vhost": vhost, "name": name})
+	return b.change(clearPolicy{VHost: vhost, Name: name})
 }
 
 func (b *Broker) applyClearPolicy(vhost, name string) error {

@@ -36,7 +36,6 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -244,7 +243,7 @@ func (b *Broker) AddVHost(name string) (*vhost.VHost, error) {
 	if err := names.Check("vhost", name); err != nil {
 		return nil, reply.PreconditionFailed("%v", err)
 	}
-	if err := b.change(protocol.Table{"op": opAddVHost, "name": name}); err != nil {
+	if err := b.change(addVHost{Name: name}); err != nil {
 		return nil, err
 	}
 	v, ok := b.VHost(name)
@@ -258,7 +257,7 @@ func (b *Broker) applyAddVHost(name string) (*vhost.VHost, error) {
 	if v, ok := b.VHost(name); ok {
 		return v, nil
 	}
-	if err := b.store.PutMeta(storage.KindVHost, "", name, protocol.Table{}); err != nil {
+	if err := b.store.PutMeta(storage.KindVHost, "", name, vhostRecord{}.Table()); err != nil {
 		return nil, reply.Internal("could not store vhost '%s': %v", name, err)
 	}
 	return b.newVHost(name), nil
@@ -284,7 +283,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 
 // DeleteVHost removes a vhost and everything in it, from memory and store.
 func (b *Broker) DeleteVHost(name string) error {
-	return b.change(protocol.Table{"op": opDeleteVHost, "name": name})
+	return b.change(deleteVHost{Name: name})
 }
 
 func (b *Broker) applyDeleteVHost(name string) error {

@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/warrenmq/warren/core/config"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -97,11 +96,11 @@ func (b *Broker) SetClusterName(name string) error {
 	if name == "" {
 		return errors.New("a cluster name must not be empty")
 	}
-	return b.change(protocol.Table{"op": opSetClusterName, "name": name})
+	return b.change(setClusterName{Name: name})
 }
 
 func (b *Broker) applySetClusterName(name string) error {
-	if err := b.store.PutMeta(storage.KindParameter, "", ParamClusterName, protocol.Table{"value": name}); err != nil {
+	if err := b.store.PutMeta(storage.KindParameter, "", ParamClusterName, clusterNameRecord{Value: name}.Table()); err != nil {
 		return err
 	}
 	b.clusterName.Store(&name)
@@ -115,8 +114,15 @@ func (b *Broker) restoreClusterName() error {
 		return err
 	}
 	for _, p := range params {
-		if name, ok := p.Rec["value"].(string); ok && p.Name == ParamClusterName && name != "" {
-			b.clusterName.Store(&name)
+		if p.Name != ParamClusterName {
+			continue
+		}
+		rec, err := readClusterNameRecord(p.Rec)
+		if err != nil {
+			return err
+		}
+		if rec.Value != "" {
+			b.clusterName.Store(&rec.Value)
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/vhost"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -98,9 +97,16 @@ func (b *Broker) restore(start time.Time) error {
 		return err
 	}
 	for _, u := range users {
-		b.users.PutUser(userFromRecord(u.Name, u.Rec))
+		rec, err := readUserRecord(u.Rec)
+		if err != nil {
+			return fmt.Errorf("user '%s': %w", u.Name, err)
+		}
+		b.users.PutUser(rec.user(u.Name))
 	}
 	for _, vr := range vhosts {
+		if err := readVHostRecord(vr.Rec); err != nil {
+			return fmt.Errorf("vhost '%s': %w", vr.Name, err)
+		}
 		if err := b.restoreVHost(vr.Name, queueRecs, stats.Queues); err != nil {
 			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
 		}
@@ -114,10 +120,11 @@ func (b *Broker) restore(start time.Time) error {
 		return err
 	}
 	for _, p := range perms {
-		c, _ := p.Rec["configure"].(string)
-		w, _ := p.Rec["write"].(string)
-		r, _ := p.Rec["read"].(string)
-		perm, err := auth.NewPermission(c, w, r)
+		rec, err := readPermissionRecord(p.Rec)
+		if err != nil {
+			return fmt.Errorf("permission of user '%s' in vhost '%s': %w", p.Name, p.VHost, err)
+		}
+		perm, err := auth.NewPermission(rec.Configure, rec.Write, rec.Read)
 		if err != nil {
 			b.log.Warn().Err(err).Str("vhost", p.VHost).Str("user", p.Name).Msg("stored permission ignored")
 			continue
@@ -275,29 +282,4 @@ func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint
 		}
 	}
 	return nil
-}
-
-func flag(t protocol.Table, key string) bool {
-	v, _ := t[key].(bool)
-	return v
-}
-
-func table(t protocol.Table, key string) protocol.Table {
-	v, _ := t[key].(protocol.Table)
-	if len(v) == 0 {
-		return nil
-	}
-	return v
-}
-
-func userRecord(u *auth.User) protocol.Table {
-	tags := make([]any, len(u.Tags))
-	for i, t := range u.Tags {
-		tags[i] = t
-	}
-	return protocol.Table{"password_hash": u.PasswordHash, "hashing_algorithm": u.Hashing.Name(), "tags": tags}
-}
-
-func permissionRecord(p *auth.Permission) protocol.Table {
-	return protocol.Table{"configure": p.Configure, "write": p.Write, "read": p.Read}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"reflect"
@@ -38,8 +39,12 @@ func (pm *pluginManager) loadSettingOverrides() error {
 		if !ok {
 			continue
 		}
-		if t, ok := p.Rec["settings"].(protocol.Table); ok {
-			pm.overrides[name] = map[string]any(t)
+		rec, err := readSettingsRecord(p.Rec)
+		if err != nil {
+			return fmt.Errorf("stored settings of plugin '%s': %w", name, err)
+		}
+		if rec.Settings != nil {
+			pm.overrides[name] = map[string]any(rec.Settings)
 		}
 	}
 	return nil
@@ -96,7 +101,7 @@ func (b *Broker) ConfigurePlugin(name, key string, value any) error {
 	if err != nil || b.cluster.Load() == nil {
 		return err
 	}
-	return b.propose(protocol.Table{"op": opConfigurePlugin, "name": name, "settings": protocol.Table(overrides)})
+	return b.propose(changeTable(configurePlugin{Name: name, Settings: protocol.Table(overrides)}))
 }
 
 // opConfigurePlugin replicates a plugin's overrides in a cluster.
@@ -115,7 +120,7 @@ func (pm *pluginManager) setOverrides(name string, overrides map[string]any) err
 	if len(overrides) == 0 {
 		err = pm.b.store.DeleteMeta(storage.KindParameter, "", pluginSettingsParam(name))
 	} else {
-		err = pm.b.store.PutMeta(storage.KindParameter, "", pluginSettingsParam(name), protocol.Table{"settings": protocol.Table(overrides)})
+		err = pm.b.store.PutMeta(storage.KindParameter, "", pluginSettingsParam(name), settingsRecord{Settings: protocol.Table(overrides)}.Table())
 	}
 	if err != nil {
 		return reply.Internal("the settings of plugin '%s' took effect but could not be stored: %v", name, err)

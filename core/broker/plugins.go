@@ -16,7 +16,6 @@ import (
 
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/wasmhost"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -80,6 +79,9 @@ func (b *Broker) startPlugins(shipped map[string][]byte) error {
 		return err
 	}
 	for _, r := range recs {
+		if _, err := readPluginRecord(r.Rec); err != nil {
+			return fmt.Errorf("enabled plugin '%s': %w", r.Name, err)
+		}
 		want[r.Name] = true
 	}
 	for _, name := range b.cfg.Plugins.Enabled {
@@ -143,7 +145,7 @@ func (pm *pluginManager) enable(name string, persist bool) error {
 		return reply.PreconditionFailed("plugin '%s': %v", name, err)
 	}
 	if persist {
-		if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, protocol.Table{"source": source}); err != nil {
+		if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, pluginRecord{Source: source}.Table()); err != nil {
 			p.Unregister(pm.b.types)
 			p.Close()
 			return reply.Internal("could not store the enabled plugin: %v", err)
@@ -196,7 +198,7 @@ func (pm *pluginManager) upgrade(old *wasmhost.Plugin) error {
 		}
 	}
 	pm.enabled[name] = next
-	if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, protocol.Table{"source": source}); err != nil {
+	if err := pm.b.store.PutMeta(storage.KindPlugin, "", name, pluginRecord{Source: source}.Table()); err != nil {
 		pm.b.log.Warn().Err(err).Str("plugin", name).Msg("could not store the upgraded plugin's source")
 	}
 	pm.b.log.Info().Str("plugin", name).Str("from", was.Version).Str("to", now.Version).Str("source", source).Msg("plugin upgraded")
@@ -386,7 +388,7 @@ func (b *Broker) EnablePlugin(name string) error {
 	if err := b.plugins.Enable(name); err != nil {
 		return err
 	}
-	if err := b.propose(protocol.Table{"op": opEnablePlugin, "name": name}); err != nil {
+	if err := b.propose(changeTable(enablePlugin{Name: name})); err != nil {
 		if !was {
 			_ = b.plugins.Disable(name, true)
 		}
@@ -406,7 +408,7 @@ func (b *Broker) DisablePlugin(name string, force bool) error {
 	if err != nil {
 		return err
 	}
-	if err := b.propose(protocol.Table{"op": opDisablePlugin, "name": name}); err != nil {
+	if err := b.propose(changeTable(disablePlugin{Name: name})); err != nil {
 		return err
 	}
 	return pm.Disable(name, true)

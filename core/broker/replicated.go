@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -20,9 +17,10 @@ import (
 // cluster name) change through change: on a node of its own a change is
 // applied at once, as it always was; in a cluster it is a command of the
 // metadata Raft group, applied on every node in the same order and
-// answered once this node has applied it. The command is an AMQP field
-// table with an "op"; applyChange is the one place that carries it out,
-// so a node of its own and a cluster member run the same code.
+// answered once this node has applied it. The command is a
+// definitionsChange (records.go, carried as a versioned field table with
+// an "op"); carryOut is the one place that carries it out, so a node of
+// its own and a cluster member run the same code.
 //
 // What a command does depends only on the command and the state before
 // it (the same on every node), so every node gives the same answer: a
@@ -62,11 +60,11 @@ func (e errNoQuorum) Unwrap() error { return cluster.ErrNoQuorum }
 
 // change makes a definitions change: at once on a node of its own,
 // through the metadata group in a cluster.
-func (b *Broker) change(cmd protocol.Table) error {
+func (b *Broker) change(c definitionsChange) error {
 	if b.cluster.Load() == nil {
-		return b.applyChange(cmd)
+		return b.carryOut(c)
 	}
-	return b.propose(cmd)
+	return b.propose(changeTable(c))
 }
 
 // propose makes a change through the metadata group and returns this
@@ -90,70 +88,57 @@ func (b *Broker) propose(cmd protocol.Table) error {
 	return err
 }
 
-// applyChange carries out one command.
+// applyChange carries out one command as the metadata group carries it.
 func (b *Broker) applyChange(cmd protocol.Table) error {
-	str := func(k string) string { s, _ := cmd[k].(string); return s }
-	switch op := str("op"); op {
-	case opPutUser:
-		return b.applyPutUser(userFromRecord(str("name"), cmd))
-	case opDeleteUser:
-		return b.applyDeleteUser(str("name"))
-	case opSetPermission:
-		return b.applySetPermission(str("vhost"), str("user"), str("configure"), str("write"), str("read"))
-	case opClearPermission:
-		return b.applyClearPermission(str("vhost"), str("user"))
-	case opAddVHost:
-		_, err := b.applyAddVHost(str("name"))
+	c, err := readChange(cmd)
+	if err != nil {
 		return err
-	case opDeleteVHost:
-		return b.applyDeleteVHost(str("name"))
-	case opSetPolicy:
-		prio, _ := cmd["priority"].(int64)
-		def, _ := cmd["definition"].(protocol.Table)
-		return b.applySetPolicy(str("vhost"), str("name"), str("pattern"), policy.ApplyTo(str("apply_to")), int(prio), def)
-	case opClearPolicy:
-		return b.applyClearPolicy(str("vhost"), str("name"))
-	case opSetClusterName:
-		return b.applySetClusterName(str("name"))
-	case opSync:
-		return nil
-	case opEnablePlugin, opDisablePlugin:
-		b.plugins.follow(pluginChange{name: str("name"), enable: op == opEnablePlugin})
-		return nil
-	case opConfigurePlugin:
-		settings, _ := cmd["settings"].(protocol.Table)
-		if settings == nil {
-			settings = protocol.Table{}
-		}
-		b.plugins.follow(pluginChange{name: str("name"), settings: map[string]any(settings)})
-		return nil
-	default:
-		if vhost.IsCommand(op) {
-			v, ok := b.VHost(str("vhost"))
-			if !ok {
-				return reply.NotFound("no vhost '%s'", str("vhost"))
-			}
-			return v.Apply(cmd)
-		}
-		return reply.Internal("unknown definitions change %q (a node of a newer version?)", op)
 	}
+	return b.carryOut(c)
 }
 
-// userFromRecord reads a user as userRecord writes it.
-func userFromRecord(name string, rec protocol.Table) *auth.User {
-	tags := []string{}
-	if list, ok := rec["tags"].([]any); ok {
-		for _, t := range list {
-			if s, ok := t.(string); ok {
-				tags = append(tags, s)
-			}
+// carryOut carries out one change.
+func (b *Broker) carryOut(c definitionsChange) error {
+	switch c := c.(type) {
+	case putUser:
+		return b.applyPutUser(c.User.user(""))
+	case deleteUser:
+		return b.applyDeleteUser(c.Name)
+	case setPermission:
+		p := c.Permission
+		return b.applySetPermission(p.VHost, p.User, p.Configure, p.Write, p.Read)
+	case clearPermission:
+		return b.applyClearPermission(c.VHost, c.User)
+	case addVHost:
+		_, err := b.applyAddVHost(c.Name)
+		return err
+	case deleteVHost:
+		return b.applyDeleteVHost(c.Name)
+	case setPolicy:
+		return b.applySetPolicy(c.VHost, c.Name, c.Pattern, c.ApplyTo, int(c.Priority), c.Definition)
+	case clearPolicy:
+		return b.applyClearPolicy(c.VHost, c.Name)
+	case setClusterName:
+		return b.applySetClusterName(c.Name)
+	case syncChange:
+		return nil
+	case enablePlugin:
+		b.plugins.follow(pluginChange{name: c.Name, enable: true})
+		return nil
+	case disablePlugin:
+		b.plugins.follow(pluginChange{name: c.Name})
+		return nil
+	case configurePlugin:
+		b.plugins.follow(pluginChange{name: c.Name, settings: map[string]any(nonNil(c.Settings))})
+		return nil
+	case topologyChange:
+		v, ok := b.VHost(c.VHost)
+		if !ok {
+			return reply.NotFound("no vhost '%s'", c.VHost)
 		}
+		return v.ApplyCommand(c.Command)
 	}
-	hash, _ := rec["password_hash"].(string)
-	// Stores written before Warren recorded the algorithm hold SHA-256
-	// hashes only: the zero Hashing means that.
-	alg, _ := rec["hashing_algorithm"].(string)
-	return &auth.User{Name: name, PasswordHash: hash, Hashing: auth.Hashing(alg), Tags: tags}
+	return reply.Internal("definitions change %T not carried out", c)
 }
 
 // metaState is the metadata group's state machine: the broker's
@@ -191,44 +176,36 @@ func (m metaState) Apply(index uint64, cmd []byte) error {
 
 func (m metaState) Applied() uint64 { return m.log.Applied() }
 
-// Snapshot is every broker-wide definition, as one field table.
+// Snapshot is every broker-wide definition, as one field table
+// (metaSnapshot).
 func (m metaState) Snapshot() ([]byte, error) {
 	b := m.b
-	var users, perms, vhosts, pols []any
-	topology := protocol.Table{}
+	snap := metaSnapshot{Topology: map[string]protocol.Table{}, Plugins: b.storedPlugins()}
 	for _, u := range b.users.Users() {
-		rec := userRecord(u)
-		rec["name"] = u.Name
-		users = append(users, rec)
+		snap.Users = append(snap.Users, userRecordOf(u))
 	}
 	for _, p := range b.users.Permissions() {
-		rec := permissionRecord(p.Permission)
-		rec["vhost"], rec["user"] = p.VHost, p.User
-		perms = append(perms, rec)
+		snap.Permissions = append(snap.Permissions, permissionRecord{VHost: p.VHost, User: p.User,
+			Configure: p.Permission.Configure, Write: p.Permission.Write, Read: p.Permission.Read})
 	}
 	for _, name := range b.VHosts() {
-		vhosts = append(vhosts, name)
+		snap.VHosts = append(snap.VHosts, name)
 		if v, ok := b.VHost(name); ok {
 			for _, p := range v.Policies() {
-				pols = append(pols, policyCommand(name, p))
+				snap.Policies = append(snap.Policies, policyChange(name, p))
 			}
-			topology[name] = v.Topology()
+			snap.Topology[name] = v.Topology()
 		}
 	}
-	var enabled []any
-	for _, name := range b.storedPlugins() {
-		enabled = append(enabled, name)
-	}
-	snap := protocol.Table{"users": users, "permissions": perms, "vhosts": vhosts, "policies": pols, "topology": topology,
-		"plugins": enabled}
 	if n := b.clusterName.Load(); n != nil {
-		snap["cluster_name"] = *n
+		snap.ClusterName = *n
 	}
-	return protocol.AppendTable(nil, snap)
+	return protocol.AppendTable(nil, snap.Table())
 }
 
 // Restore makes the broker's definitions a snapshot's: what the snapshot
-// has is put, what it lacks is deleted.
+// has is put, what it lacks is deleted. A snapshot it cannot read changes
+// nothing.
 func (m metaState) Restore(index uint64, data []byte) error {
 	b := m.b
 	b.applyMu.Lock()
@@ -236,29 +213,19 @@ func (m metaState) Restore(index uint64, data []byte) error {
 	if b.applyClosed {
 		return cluster.ErrStopped
 	}
-	snap, _, err := protocol.DecodeTable(data)
+	t, _, err := protocol.DecodeTable(data)
 	if err != nil {
 		return err
 	}
-	list := func(k string) []protocol.Table {
-		var out []protocol.Table
-		items, _ := snap[k].([]any)
-		for _, it := range items {
-			if t, ok := it.(protocol.Table); ok {
-				out = append(out, t)
-			}
-		}
-		return out
+	snap, err := readMetaSnapshot(t)
+	if err != nil {
+		return err
 	}
 	keepVHosts := map[string]bool{}
-	if names, ok := snap["vhosts"].([]any); ok {
-		for _, n := range names {
-			if s, ok := n.(string); ok {
-				keepVHosts[s] = true
-				if _, err := b.applyAddVHost(s); err != nil {
-					return err
-				}
-			}
+	for _, name := range snap.VHosts {
+		keepVHosts[name] = true
+		if _, err := b.applyAddVHost(name); err != nil {
+			return err
 		}
 	}
 	for _, name := range b.VHosts() {
@@ -269,10 +236,9 @@ func (m metaState) Restore(index uint64, data []byte) error {
 		}
 	}
 	keepUsers := map[string]bool{}
-	for _, u := range list("users") {
-		name, _ := u["name"].(string)
-		keepUsers[name] = true
-		if err := b.applyPutUser(userFromRecord(name, u)); err != nil {
+	for _, u := range snap.Users {
+		keepUsers[u.Name] = true
+		if err := b.applyPutUser(u.user("")); err != nil {
 			return err
 		}
 	}
@@ -284,10 +250,9 @@ func (m metaState) Restore(index uint64, data []byte) error {
 		}
 	}
 	keepPerms := map[[2]string]bool{}
-	for _, p := range list("permissions") {
-		str := func(k string) string { s, _ := p[k].(string); return s }
-		keepPerms[[2]string{str("vhost"), str("user")}] = true
-		if err := b.applySetPermission(str("vhost"), str("user"), str("configure"), str("write"), str("read")); err != nil {
+	for _, p := range snap.Permissions {
+		keepPerms[[2]string{p.VHost, p.User}] = true
+		if err := b.applySetPermission(p.VHost, p.User, p.Configure, p.Write, p.Read); err != nil {
 			return err
 		}
 	}
@@ -299,11 +264,9 @@ func (m metaState) Restore(index uint64, data []byte) error {
 		}
 	}
 	keepPols := map[[2]string]bool{}
-	for _, p := range list("policies") {
-		vh, _ := p["vhost"].(string)
-		name, _ := p["name"].(string)
-		keepPols[[2]string{vh, name}] = true
-		if err := b.applyChange(p); err != nil {
+	for _, p := range snap.Policies {
+		keepPols[[2]string{p.VHost, p.Name}] = true
+		if err := b.carryOut(p); err != nil {
 			return err
 		}
 	}
@@ -318,13 +281,11 @@ func (m metaState) Restore(index uint64, data []byte) error {
 			}
 		}
 	}
-	if names, ok := snap["plugins"].([]any); ok {
+	if snap.Plugins != nil {
 		keep := map[string]bool{}
-		for _, n := range names {
-			if s, ok := n.(string); ok {
-				keep[s] = true
-				b.plugins.follow(pluginChange{name: s, enable: true})
-			}
+		for _, name := range snap.Plugins {
+			keep[name] = true
+			b.plugins.follow(pluginChange{name: name, enable: true})
 		}
 		for _, name := range b.storedPlugins() {
 			if !keep[name] {
@@ -332,28 +293,20 @@ func (m metaState) Restore(index uint64, data []byte) error {
 			}
 		}
 	}
-	topology, _ := snap["topology"].(protocol.Table)
 	for _, vh := range b.VHosts() {
 		if v, ok := b.VHost(vh); ok {
-			t, _ := topology[vh].(protocol.Table)
-			if err := v.RestoreTopology(t); err != nil {
+			if err := v.RestoreTopology(snap.Topology[vh]); err != nil {
 				b.log.Warn().Err(err).Str("vhost", vh).Msg("part of a snapshot's topology could not be restored")
 			}
 		}
 	}
-	if name, ok := snap["cluster_name"].(string); ok && name != "" {
-		if err := b.applySetClusterName(name); err != nil {
+	if snap.ClusterName != "" {
+		if err := b.applySetClusterName(snap.ClusterName); err != nil {
 			return err
 		}
 	}
 	m.log.SetApplied(index)
 	return nil
-}
-
-// policyCommand is the set_policy command for p in vhost.
-func policyCommand(vhost string, p *policy.Policy) protocol.Table {
-	return protocol.Table{"op": opSetPolicy, "vhost": vhost, "name": p.Name, "pattern": p.Pattern,
-		"apply_to": string(p.ApplyTo), "priority": int64(p.Priority), "definition": p.Definition}
 }
 
 // startCluster joins the metadata group when broker.toml has a [cluster]

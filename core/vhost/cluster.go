@@ -20,14 +20,15 @@ import (
 // A vhost of a cluster member shares its topology with the other nodes.
 //
 // Every change to exchanges, bindings and non-exclusive queues is a
-// command, a field table with an "op" (the Op constants), that
-// Cluster.Propose carries through the cluster's metadata group; every node
-// applies the commands in the same order (Apply) and the change is
-// answered once this node has applied it and every member heard from has
-// too, or SeenWithin passed (Cluster.Propose). Checks that need no shared state
-// (a reserved name, bad arguments) and answers that only read it (a
-// redeclare of what exists, a passive declare) are made here, without a
-// round of consensus.
+// command (a Command of records.go, carried as a versioned field table
+// with an "op", the Op constants) that Cluster.Propose carries through
+// the cluster's metadata group; every node applies the commands in the
+// same order (Apply) and the change is answered once this node has
+// applied it and every member heard from has too, or SeenWithin passed
+// (Cluster.Propose). Checks that need no shared state (a reserved name,
+// bad arguments) and answers that only read it (a redeclare of what
+// exists, a passive declare) are made here, without a round of
+// consensus.
 //
 // A queue lives on one node, its home: the node whose client declared it.
 // There it is a queue.Queue with its messages; on the other nodes it is a
@@ -211,6 +212,11 @@ func (v *VHost) Apply(cmd protocol.Table) error {
 	if err != nil {
 		return err
 	}
+	return v.ApplyCommand(c)
+}
+
+// ApplyCommand carries out a topology command, read, on this node.
+func (v *VHost) ApplyCommand(c Command) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	switch c := c.(type) {

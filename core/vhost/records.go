@@ -150,9 +150,7 @@ func (r BindingRecord) put(t protocol.Table) {
 
 // ReadBindingRecord reads what BindingRecord.Table wrote.
 func ReadBindingRecord(t protocol.Table) (BindingRecord, error) {
-	r := tablerec.Open("binding record", t, recordVersion)
-	rec := readBinding(r)
-	return rec, r.Err()
+	return tablerec.Read("binding record", t, recordVersion, readBinding)
 }
 
 func readBinding(r *tablerec.Reader) BindingRecord {
@@ -256,6 +254,9 @@ func (Unbind) op() string          { return OpUnbind }
 func (DeclareQueue) op() string    { return OpDeclareQueue }
 func (DeleteQueue) op() string     { return OpDeleteQueue }
 func (QuorumMembers) op() string   { return OpQuorumMembers }
+
+// Op is the op c is carried under.
+func Op(c Command) string { return c.op() }
 
 // CommandTable encodes c as a command for the vhost named vhost.
 func CommandTable(vhost string, c Command) protocol.Table {

@@ -73,11 +73,7 @@ func readAs[R any](read func(protocol.Table) (R, error)) func(protocol.Table) (a
 // throughBytes is t as the store or the log gives it back.
 func throughBytes(t testing.TB, tab protocol.Table) protocol.Table {
 	t.Helper()
-	b, err := protocol.AppendTable(nil, tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := protocol.DecodeTable(b)
+	out, err := tablerec.Reencode(tab)
 	if err != nil {
 		t.Fatal(err)
 	}

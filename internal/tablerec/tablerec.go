@@ -36,11 +36,9 @@ type Reader struct {
 
 // Open reads t as a record of kind, of a version from 1 up to known.
 func Open(kind string, t protocol.Table, known int64) *Reader {
+	// A nil table is an empty one (an empty table may decode as nil):
+	// its required fields are missing.
 	r := &Reader{kind: kind, t: t, version: 1}
-	if t == nil {
-		r.err = fmt.Errorf("%s: no record", kind)
-		return r
-	}
 	if x, ok := t[VersionKey]; ok {
 		n, isInt := Integer(x)
 		if !isInt {
@@ -53,6 +51,23 @@ func Open(kind string, t protocol.Table, known int64) *Reader {
 		r.err = fmt.Errorf("%s of version %d: this node knows versions 1 to %d (written by a later release?)", kind, r.version, known)
 	}
 	return r
+}
+
+// Read opens t as a record of kind and reads it with read.
+func Read[T any](kind string, t protocol.Table, known int64, read func(*Reader) T) (T, error) {
+	r := Open(kind, t, known)
+	v := read(r)
+	return v, r.Err()
+}
+
+// Reencode is t as a store or a log gives it back: encoded, then decoded.
+func Reencode(t protocol.Table) (protocol.Table, error) {
+	b, err := protocol.AppendTable(nil, t)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := protocol.DecodeTable(b)
+	return out, err
 }
 
 // Version is the record's version (1 for one written before versions).

@@ -1,0 +1,379 @@
+package broker
+
+import (
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/tablerec"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Every record the broker stores, every definitions change the metadata
+// group carries (replicated.go) and the group's snapshot is one of the
+// types below, encoded (Table) and decoded (read...) here and nowhere else,
+// as a vhost's are in core/vhost's records.go: AMQP field tables with a
+// version (internal/tablerec), so that a node refuses, by name and
+// version, what it cannot read rather than misread it. Version 1 is what
+// releases before versions wrote, without a version field.
+const recordVersion = 1
+
+// userRecord is a stored user (storage.KindUser, keyed by name) and a user
+// of a snapshot or of a put_user change (which name it).
+type userRecord struct {
+	Name         string
+	PasswordHash string
+	Hashing      auth.Hashing // absent from a record from before Warren kept it: SHA-256
+	Tags         []string
+}
+
+func userRecordOf(u *auth.User) userRecord {
+	return userRecord{Name: u.Name, PasswordHash: u.PasswordHash, Hashing: auth.Hashing(u.Hashing.Name()), Tags: u.Tags}
+}
+
+func (r userRecord) user(name string) *auth.User {
+	if name == "" {
+		name = r.Name
+	}
+	tags := r.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return &auth.User{Name: name, PasswordHash: r.PasswordHash, Hashing: r.Hashing, Tags: tags}
+}
+
+func (r userRecord) Table() protocol.Table {
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+	r.put(t)
+	return t
+}
+
+func (r userRecord) put(t protocol.Table) {
+	t["password_hash"], t["hashing_algorithm"] = r.PasswordHash, r.Hashing.Name()
+	t["tags"] = tablerec.StringList(r.Tags)
+	if r.Tags == nil {
+		t["tags"] = []any{}
+	}
+	if r.Name != "" {
+		t["name"] = r.Name
+	}
+}
+
+func readUserRecord(t protocol.Table) (userRecord, error) {
+	return tablerec.Read("user record", t, recordVersion, readUser)
+}
+
+func readUser(r *tablerec.Reader) userRecord {
+	return userRecord{Name: r.StringOr("name", ""), PasswordHash: r.StringOr("password_hash", ""),
+		Hashing: auth.Hashing(auth.Hashing(r.StringOr("hashing_algorithm", "")).Name()), Tags: r.Strings("tags")}
+}
+
+// permissionRecord is a stored permission (storage.KindPermission, keyed
+// by vhost and user) and one of a snapshot or of a set_permission change
+// (which name them).
+type permissionRecord struct {
+	VHost, User            string
+	Configure, Write, Read string
+}
+
+func (r permissionRecord) Table() protocol.Table {
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+	r.put(t)
+	return t
+}
+
+func (r permissionRecord) put(t protocol.Table) {
+	t["configure"], t["write"], t["read"] = r.Configure, r.Write, r.Read
+	if r.VHost != "" || r.User != "" {
+		t["vhost"], t["user"] = r.VHost, r.User
+	}
+}
+
+func readPermissionRecord(t protocol.Table) (permissionRecord, error) {
+	return tablerec.Read("permission record", t, recordVersion, readPermission)
+}
+
+func readPermission(r *tablerec.Reader) permissionRecord {
+	return permissionRecord{VHost: r.StringOr("vhost", ""), User: r.StringOr("user", ""),
+		Configure: r.String("configure"), Write: r.String("write"), Read: r.String("read")}
+}
+
+// vhostRecord is a stored vhost (storage.KindVHost, keyed by name): its
+// name is all there is to it.
+type vhostRecord struct{}
+
+func (vhostRecord) Table() protocol.Table {
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+}
+
+func readVHostRecord(t protocol.Table) error {
+	return tablerec.Open("vhost record", t, recordVersion).Err()
+}
+
+// pluginRecord is an enabled plugin (storage.KindPlugin, keyed by name):
+// where its module came from.
+type pluginRecord struct{ Source string }
+
+func (r pluginRecord) Table() protocol.Table {
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "source": r.Source}
+}
+
+func readPluginRecord(t protocol.Table) (pluginRecord, error) {
+	r := tablerec.Open("plugin record", t, recordVersion)
+	rec := pluginRecord{Source: r.StringOr("source", "")}
+	return rec, r.Err()
+}
+
+// settingsRecord is a plugin's stored overrides (storage.KindParameter,
+// "plugin_settings:" and its name).
+type settingsRecord struct{ Settings protocol.Table }
+
+func (r settingsRecord) Table() protocol.Table {
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "settings": nonNil(r.Settings)}
+}
+
+func readSettingsRecord(t protocol.Table) (settingsRecord, error) {
+	r := tablerec.Open("plugin settings record", t, recordVersion)
+	rec := settingsRecord{Settings: r.Table("settings")}
+	return rec, r.Err()
+}
+
+// clusterNameRecord is the stored cluster name (storage.KindParameter,
+// ParamClusterName).
+type clusterNameRecord struct{ Value string }
+
+func (r clusterNameRecord) Table() protocol.Table {
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "value": r.Value}
+}
+
+func readClusterNameRecord(t protocol.Table) (clusterNameRecord, error) {
+	r := tablerec.Open("cluster name record", t, recordVersion)
+	rec := clusterNameRecord{Value: r.String("value")}
+	return rec, r.Err()
+}
+
+func nonNil(t protocol.Table) protocol.Table {
+	if t == nil {
+		return protocol.Table{}
+	}
+	return t
+}
+
+// ---- definitions changes (replicated.go)
+
+// A definitionsChange is one command of the metadata group: the broker's
+// own, or a vhost's topology command (topologyChange).
+type definitionsChange interface{ op() string }
+
+type (
+	putUser         struct{ User userRecord }
+	deleteUser      struct{ Name string }
+	setPermission   struct{ Permission permissionRecord }
+	clearPermission struct{ VHost, User string }
+	addVHost        struct{ Name string }
+	deleteVHost     struct{ Name string }
+	setPolicy       struct {
+		VHost, Name, Pattern string
+		ApplyTo              policy.ApplyTo
+		Priority             int64
+		Definition           protocol.Table
+	}
+	clearPolicy     struct{ VHost, Name string }
+	setClusterName  struct{ Name string }
+	syncChange      struct{} // changes nothing (proposed by earlier versions' Sync)
+	enablePlugin    struct{ Name string }
+	disablePlugin   struct{ Name string }
+	configurePlugin struct {
+		Name     string
+		Settings protocol.Table
+	}
+	// topologyChange is a vhost's command (core/vhost's records.go).
+	topologyChange struct {
+		VHost   string
+		Command vhost.Command
+	}
+)
+
+func (putUser) op() string          { return opPutUser }
+func (deleteUser) op() string       { return opDeleteUser }
+func (setPermission) op() string    { return opSetPermission }
+func (clearPermission) op() string  { return opClearPermission }
+func (addVHost) op() string         { return opAddVHost }
+func (deleteVHost) op() string      { return opDeleteVHost }
+func (setPolicy) op() string        { return opSetPolicy }
+func (clearPolicy) op() string      { return opClearPolicy }
+func (setClusterName) op() string   { return opSetClusterName }
+func (syncChange) op() string       { return opSync }
+func (enablePlugin) op() string     { return opEnablePlugin }
+func (disablePlugin) op() string    { return opDisablePlugin }
+func (configurePlugin) op() string  { return opConfigurePlugin }
+func (c topologyChange) op() string { return vhost.Op(c.Command) }
+
+func policyChange(vhost string, p *policy.Policy) setPolicy {
+	return setPolicy{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: int64(p.Priority), Definition: p.Definition}
+}
+
+// changeTable encodes a change as the metadata group carries it.
+func changeTable(c definitionsChange) protocol.Table {
+	if tc, ok := c.(topologyChange); ok {
+		return vhost.CommandTable(tc.VHost, tc.Command)
+	}
+	t := protocol.Table{"op": c.op(), tablerec.VersionKey: int64(recordVersion)}
+	switch c := c.(type) {
+	case putUser:
+		c.User.put(t)
+	case deleteUser:
+		t["name"] = c.Name
+	case setPermission:
+		c.Permission.put(t)
+	case clearPermission:
+		t["vhost"], t["user"] = c.VHost, c.User
+	case addVHost:
+		t["name"] = c.Name
+	case deleteVHost:
+		t["name"] = c.Name
+	case setPolicy:
+		t["vhost"], t["name"], t["pattern"], t["apply_to"] = c.VHost, c.Name, c.Pattern, string(c.ApplyTo)
+		t["priority"], t["definition"] = c.Priority, nonNil(c.Definition)
+	case clearPolicy:
+		t["vhost"], t["name"] = c.VHost, c.Name
+	case setClusterName:
+		t["name"] = c.Name
+	case enablePlugin:
+		t["name"] = c.Name
+	case disablePlugin:
+		t["name"] = c.Name
+	case configurePlugin:
+		t["name"], t["settings"] = c.Name, nonNil(c.Settings)
+	}
+	return t
+}
+
+// readChange reads what changeTable wrote. An op this node does not know,
+// or a version, is refused by name, as a field of the wrong type is.
+func readChange(t protocol.Table) (definitionsChange, error) {
+	op, _ := t["op"].(string)
+	if vhost.IsCommand(op) {
+		vh, c, err := vhost.ReadCommand(t)
+		return topologyChange{VHost: vh, Command: c}, err
+	}
+	r := tablerec.Open(op+" change", t, recordVersion)
+	var c definitionsChange
+	switch op {
+	case opPutUser:
+		u := readUser(r)
+		u.Name = r.String("name")
+		c = putUser{User: u}
+	case opDeleteUser:
+		c = deleteUser{Name: r.String("name")}
+	case opSetPermission:
+		p := readPermission(r)
+		p.VHost, p.User = r.String("vhost"), r.String("user")
+		c = setPermission{Permission: p}
+	case opClearPermission:
+		c = clearPermission{VHost: r.String("vhost"), User: r.String("user")}
+	case opAddVHost:
+		c = addVHost{Name: r.String("name")}
+	case opDeleteVHost:
+		c = deleteVHost{Name: r.String("name")}
+	case opSetPolicy:
+		c = setPolicy{VHost: r.String("vhost"), Name: r.String("name"), Pattern: r.String("pattern"),
+			ApplyTo: policy.ApplyTo(r.StringOr("apply_to", "")), Priority: r.IntOr("priority", 0), Definition: r.Table("definition")}
+	case opClearPolicy:
+		c = clearPolicy{VHost: r.String("vhost"), Name: r.String("name")}
+	case opSetClusterName:
+		c = setClusterName{Name: r.String("name")}
+	case opSync:
+		c = syncChange{}
+	case opEnablePlugin:
+		c = enablePlugin{Name: r.String("name")}
+	case opDisablePlugin:
+		c = disablePlugin{Name: r.String("name")}
+	case opConfigurePlugin:
+		c = configurePlugin{Name: r.String("name"), Settings: r.Table("settings")}
+	default:
+		return nil, reply.Internal("unknown definitions change %q (a node of a later release?)", op)
+	}
+	if err := r.Err(); err != nil {
+		return nil, reply.Internal("%v", err)
+	}
+	return c, nil
+}
+
+// metaSnapshot is the metadata group's snapshot: every broker-wide
+// definition, and each vhost's topology (vhost.Topology).
+type metaSnapshot struct {
+	Users       []userRecord
+	Permissions []permissionRecord
+	VHosts      []string
+	Policies    []setPolicy
+	Topology    map[string]protocol.Table
+	Plugins     []string
+	ClusterName string
+}
+
+func (s metaSnapshot) Table() protocol.Table {
+	var users, perms, pols []any
+	for _, u := range s.Users {
+		users = append(users, u.Table())
+	}
+	for _, p := range s.Permissions {
+		perms = append(perms, p.Table())
+	}
+	for _, p := range s.Policies {
+		pols = append(pols, changeTable(p))
+	}
+	topology := protocol.Table{}
+	for vh, t := range s.Topology {
+		topology[vh] = t
+	}
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion), "users": users, "permissions": perms,
+		"vhosts": tablerec.StringList(s.VHosts), "policies": pols, "topology": topology, "plugins": tablerec.StringList(s.Plugins)}
+	if s.ClusterName != "" {
+		t["cluster_name"] = s.ClusterName
+	}
+	return t
+}
+
+func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
+	r := tablerec.Open("metadata snapshot", t, recordVersion)
+	s := metaSnapshot{VHosts: r.Strings("vhosts"), Plugins: r.Strings("plugins"), ClusterName: r.StringOr("cluster_name", ""),
+		Topology: map[string]protocol.Table{}}
+	users, perms, pols, topology := r.Tables("users"), r.Tables("permissions"), r.Tables("policies"), r.Table("topology")
+	if err := r.Err(); err != nil {
+		return s, err
+	}
+	for _, u := range users {
+		rec, err := readUserRecord(u)
+		if err != nil {
+			return s, err
+		}
+		s.Users = append(s.Users, rec)
+	}
+	for _, p := range perms {
+		rec, err := readPermissionRecord(p)
+		if err != nil {
+			return s, err
+		}
+		s.Permissions = append(s.Permissions, rec)
+	}
+	for _, p := range pols {
+		c, err := readChange(p)
+		if err != nil {
+			return s, err
+		}
+		sp, ok := c.(setPolicy)
+		if !ok {
+			return s, reply.Internal("metadata snapshot: a policy that is a %s change", c.op())
+		}
+		s.Policies = append(s.Policies, sp)
+	}
+	for vh, x := range topology {
+		vt, ok := x.(protocol.Table)
+		if !ok {
+			return s, reply.Internal("metadata snapshot: the topology of vhost '%s' is %T, want a table", vh, x)
+		}
+		s.Topology[vh] = vt
+	}
+	return s, nil
+}
