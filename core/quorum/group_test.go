@@ -65,7 +65,7 @@ func TestQueueOnAGroupOfOne(t *testing.T) {
 			t.Fatalf("get %d: %v %q", i, ok, d.Entry.Msg.Body)
 		}
 		if i < 10 {
-			if err := q.append(settleEntry(Ack, []uint64{d.Entry.Seq})); err != nil {
+			if err := q.append(encode(settleAny{how: Ack, ids: []uint64{d.Entry.Seq}})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -253,7 +253,7 @@ func (q *Queue) Enqueue(m *message.Message, done func(error)) {
 		done = nil
 	}
 	// Applying the entry answers ErrRefused when the queue refused it.
-	q.propose(enqueueEntry(m, now, expiresAt), func(_ uint64, err error) {
+	q.propose(encode(enqueue{now: now, expiresAt: expiresAt, msg: m}), func(_ uint64, err error) {
 		if done != nil {
 			done(err)
 		}
@@ -340,14 +340,14 @@ func (q *Queue) Consume(c queue.Consumer, added func()) error {
 	if p, ok := c.(interface{ Prefetch() int }); ok {
 		credit = p.Prefetch()
 	}
-	if err := q.append(checkoutEntry(id, credit, c.NoAck(), queue.PriorityOf(c))); err != nil {
+	if err := q.append(encode(checkout{consumer: id, credit: credit, noAck: c.NoAck(), priority: queue.PriorityOf(c)})); err != nil {
 		q.mu.Lock()
 		delete(q.consumers, id)
 		delete(q.byClient, c)
 		q.mu.Unlock()
 		// Not answered is not refused: a checkout committed later is
 		// cancelled.
-		q.post(pending{entry: consumerEntry(opCancel, id)})
+		q.post(pending{entry: encode(cancelConsumer{id})})
 		return q.unavailable(err)
 	}
 	if added != nil {
@@ -380,7 +380,7 @@ func (q *Queue) Cancel(c queue.Consumer) {
 		return
 	}
 	done := make(chan struct{})
-	q.post(pending{entry: consumerEntry(opCancel, id), done: done})
+	q.post(pending{entry: encode(cancelConsumer{id}), done: done})
 	if len(back) > 0 {
 		// Committed to it but never handed to its channel: given back.
 		q.post(pending{how: Requeue, consumer: id, ids: back})
@@ -475,7 +475,7 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 	resume := q.localSuspected()
 	q.mu.Unlock()
 	if len(resume) > 0 {
-		if err := q.append(resumeEntry(resume)); err != nil {
+		if err := q.append(encode(resumeConsumers{consumers: resume})); err != nil {
 			return err
 		}
 		q.logger.Info().Str("queue", q.Name).Int("consumers", len(resume)).Msg("quorum queue: this node's suspected consumers resume")
@@ -488,7 +488,7 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 		if !still {
 			continue
 		}
-		if err := q.appendAsLeader(suspectEntry(node)); err != nil {
+		if err := q.appendAsLeader(encode(suspectNode{node: node})); err != nil {
 			return err
 		}
 		// A suspicion gives back what the node's consumers hold, and
@@ -506,7 +506,7 @@ func (q *Queue) tidyOnce(alive func(node uint64) bool) error {
 		if !still {
 			continue
 		}
-		if err := q.append(consumerEntry(opDown, id)); err != nil {
+		if err := q.append(encode(downConsumer{id})); err != nil {
 			return err
 		}
 	}
@@ -609,7 +609,7 @@ func (q *Queue) Get(noAck bool) (queue.Delivery, int, bool) {
 	q.mu.Lock()
 	q.gets[id] = ch
 	q.mu.Unlock()
-	err := q.append(getEntry(id, noAck))
+	err := q.append(encode(get{consumer: id, noAck: noAck}))
 	q.mu.Lock()
 	delete(q.gets, id)
 	q.mu.Unlock()
@@ -703,9 +703,9 @@ func (p pending) bytes() []byte {
 	case p.entry != nil:
 		return p.entry
 	case p.consumer == "":
-		return settleEntry(p.how, p.ids)
+		return encode(settleAny{how: p.how, ids: p.ids})
 	}
-	return settleByEntry(p.consumer, p.how, p.ids)
+	return encode(settleBy{consumer: p.consumer, how: p.how, ids: p.ids})
 }
 
 // retryEvery is how long the outbox waits before it proposes again what
@@ -770,7 +770,7 @@ func (q *Queue) Reject(entries []queue.Entry)  { q.settle(Discard, entries) }
 
 // Expire appends an expiry at the leader's time; the leader calls it when
 // the head's time may have come.
-func (q *Queue) Expire() error { return q.append(expireEntry(time.Now().UnixMilli())) }
+func (q *Queue) Expire() error { return q.append(encode(expire{now: time.Now().UnixMilli()})) }
 
 // Configure changes the queue's limits, dead-lettering and message TTL
 // (a policy changed): the limits through the log, so every member
@@ -778,7 +778,7 @@ func (q *Queue) Expire() error { return q.append(expireEntry(time.Now().UnixMill
 // messages.
 func (q *Queue) Configure(cfg Config, ttl time.Duration) error {
 	q.ttlMillis.Store(ttl.Milliseconds())
-	return q.append(configEntry(cfg))
+	return q.append(encode(configure{cfg: cfg}))
 }
 
 // SetTTL changes the message TTL this member stamps on new messages.
@@ -792,7 +792,7 @@ func (q *Queue) Purge() (int, error) {
 	q.nextID++
 	nonce := q.nextID
 	q.mu.Unlock()
-	q.propose(purgeEntry(q.node, nonce), func(_ uint64, err error) {
+	q.propose(encode(purge{node: q.node, nonce: nonce, named: true}), func(_ uint64, err error) {
 		q.mu.Lock()
 		n = q.purged[nonce]
 		delete(q.purged, nonce)
@@ -843,7 +843,7 @@ func (q *Queue) Apply(index uint64, entry []byte) error {
 		q.post(orphans...)
 	}
 	if len(resume) > 0 {
-		q.post(pending{entry: resumeEntry(resume)})
+		q.post(pending{entry: encode(resumeConsumers{consumers: resume})})
 	}
 	if tidy {
 		// Off the log's loop, which calls this: Tidy's proposals wait
@@ -871,7 +871,7 @@ func (q *Queue) routeDead(dead []deadMsg) {
 		}
 		q.deadLetterConfirmed(d.m, d.why, func(ok bool) {
 			if ok {
-				q.commit(deadLetteredEntry([]uint64{d.id}), func(uint64, error) {})
+				q.commit(encode(deadLettered{ids: []uint64{d.id}}), func(uint64, error) {})
 				return
 			}
 			time.AfterFunc(retryDeadLetter, func() { q.retryDead(d) })
@@ -904,129 +904,77 @@ func (q *Queue) retryDead(d deadMsg) {
 
 // apply is Apply's change; q.mu is held.
 func (q *Queue) apply(index uint64, entry []byte) error {
-	r := &reader{b: entry}
-	op := r.u8()
+	c, err := decode(entry)
+	if err != nil {
+		return fmt.Errorf("quorum: the entry at %d: %w", index, err)
+	}
 	var effects []Effect
-	switch op {
-	case opEnqueue:
-		now := int64(r.u64())
-		expiresAt := int64(r.u64())
-		m, err := r.message()
-		if err != nil {
-			return err
-		}
-		q.bodies[index] = m
+	switch c := c.(type) {
+	case enqueue:
+		q.bodies[index] = c.msg
 		// What expired at the head by the entry's time goes first, so a
 		// full queue makes room with it (RabbitMQ expires on every
 		// command, with the command's time).
-		effects = q.m.Expire(now)
-		effects = append(effects, q.m.Enqueue(Msg{ID: index, Size: int64(len(m.Body)), ExpiresAt: expiresAt})...)
+		effects = q.m.Expire(c.now)
+		effects = append(effects, q.m.Enqueue(Msg{ID: index, Size: int64(len(c.msg.Body)), ExpiresAt: c.expiresAt})...)
 		for _, e := range effects {
 			if e.Kind == Refuse && e.Msg.ID == index {
 				q.act(effects)
 				return ErrRefused // the answer to its publisher
 			}
 		}
-	case opCheckout:
-		id := ConsumerID(r.short())
-		credit := int(r.u32())
-		noAck := r.u8() == 1
-		priority := r.priority()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Checkout(id, credit, noAck, priority)
+	case checkout:
+		effects = q.m.Checkout(c.consumer, c.credit, c.noAck, c.priority)
 		// A restarted member may learn of its node's earlier-run
 		// consumers from entries it replays after the leader is known,
 		// and so after the Tidy that leader's arrival started: nobody
 		// serves them, and what they take would be held for ever.
-		q.tidyDue = q.tidyDue || q.earlierRun(id)
-	case opGet:
-		id := ConsumerID(r.short())
-		noAck := r.u8() == 1
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Get(id, noAck)
-		if ch := q.gets[id]; ch != nil && len(effects) == 0 {
+		q.tidyDue = q.tidyDue || q.earlierRun(c.consumer)
+	case get:
+		effects = q.m.Get(c.consumer, c.noAck)
+		if ch := q.gets[c.consumer]; ch != nil && len(effects) == 0 {
 			ch <- getResult{}
 		}
-	case opSettle:
-		how := How(r.u8())
-		ids := r.ids()
-		if r.err != nil {
-			return r.err
+	case settleAny:
+		effects = q.m.SettleAny(c.how, c.ids)
+	case settleBy:
+		effects = q.m.Settle(c.consumer, c.how, c.ids)
+	case deadLettered:
+		effects = q.m.DeadLettered(c.ids)
+	case cancelConsumer:
+		effects = q.m.Cancel(c.consumer)
+	case downConsumer:
+		effects = q.m.Down(c.consumer)
+		if l := q.consumers[c.consumer]; l != nil {
+			// Ended by the leader while this node was cut off from it:
+			// the client hears (basic.cancel) and may consume again.
+			delete(q.consumers, c.consumer)
+			delete(q.byClient, l.c)
+			q.ended = append(q.ended, l.c)
 		}
-		effects = q.m.SettleAny(how, ids)
-	case opSettleBy:
-		id := ConsumerID(r.short())
-		how := How(r.u8())
-		ids := r.ids()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Settle(id, how, ids)
-	case opDeadLettered:
-		ids := r.ids()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.DeadLettered(ids)
-	case opCancel, opDown:
-		id := ConsumerID(r.short())
-		if r.err != nil {
-			return r.err
-		}
-		if op == opCancel {
-			effects = q.m.Cancel(id)
-		} else {
-			effects = q.m.Down(id)
-			if l := q.consumers[id]; l != nil {
-				// Ended by the leader while this node was cut off from
-				// it: the client hears (basic.cancel) and may consume
-				// again.
-				delete(q.consumers, id)
-				delete(q.byClient, l.c)
-				q.ended = append(q.ended, l.c)
-			}
-		}
-	case opSuspect:
-		node := r.u64()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Suspect(node)
-		if node == q.node {
+	case suspectNode:
+		effects = q.m.Suspect(c.node)
+		if c.node == q.node {
 			// This node was cut off from the leader, and is back: its
 			// consumers say so (RabbitMQ's quorum queues resume a
 			// consumer when its node comes back).
 			q.resume = append(q.resume, q.localSuspected()...)
 		}
-	case opResume:
-		ids := r.consumerIDs()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Resume(ids)
-	case opExpire:
-		effects = q.m.Expire(int64(r.u64()))
-	case opConfig:
-		cfg := r.config()
-		if r.err != nil {
-			return r.err
-		}
-		effects = q.m.Configure(cfg)
-	case opPurge:
+	case resumeConsumers:
+		effects = q.m.Resume(c.consumers)
+	case expire:
+		effects = q.m.Expire(c.now)
+	case configure:
+		effects = q.m.Configure(c.cfg)
+	case purge:
 		before := bodyIDs(q.bodies)
 		n := q.m.Purge()
 		q.forgetReady(before)
-		// For Purge, on the node that proposed it (entries of one byte
-		// are from before purges named their proposer: nobody waits).
-		if node, nonce, ok := r.purger(); ok && node == q.node {
-			q.purged[nonce] = n
+		// For Purge, on the node that proposed it (a purge of before
+		// named nobody: nobody waits).
+		if c.named && c.node == q.node {
+			q.purged[c.nonce] = n
 		}
-	default:
-		return fmt.Errorf("quorum: unknown entry %d at %d", op, index)
 	}
 	q.act(effects)
 	return nil
@@ -1142,7 +1090,7 @@ func (q *Queue) AppliedBatch(current bool) {
 		q.post(orphans...)
 	}
 	if len(resume) > 0 {
-		q.post(pending{entry: resumeEntry(resume)})
+		q.post(pending{entry: encode(resumeConsumers{consumers: resume})})
 	}
 	for _, c := range ended {
 		c.Cancelled()

@@ -398,7 +398,7 @@ func TestPrioritiesBeyond32Bits(t *testing.T) {
 	}
 
 	// An entry of before, with a priority of 32 bits alone, still reads.
-	old := checkoutEntry("c", 1, false, -7)
+	old := encode(checkout{consumer: "c", credit: 1, priority: -7})
 	old = old[:len(old)-8]
 	r := &reader{b: old[1:]}
 	r.short()
@@ -553,7 +553,7 @@ func enqueued(t *testing.T, body string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return enqueueEntry(m, 0, 0)
+	return encode(enqueue{msg: m})
 }
 
 // A member cut off from its leader catches up on entries that checked
@@ -578,8 +578,8 @@ func TestCatchingUpMemberHandsOverOnlyWhatIsCurrent(t *testing.T) {
 	q.AppliedBatch(false) // cut off: what follows comes while catching up
 	for _, e := range [][]byte{
 		enqueued(t, "m1"), enqueued(t, "m2"), // checked out to s's consumer
-		checkoutEntry("b.1.c1", 10, false, 0), // another node's
-		suspectEntry(0xa),                     // m1, m2 to b.1.c1
+		encode(checkout{consumer: "b.1.c1", credit: 10}), // another node's
+		encode(suspectNode{node: 0xa}),                   // m1, m2 to b.1.c1
 	} {
 		if _, err := l.apply(e); err != nil {
 			t.Fatal(err)
@@ -592,7 +592,7 @@ func TestCatchingUpMemberHandsOverOnlyWhatIsCurrent(t *testing.T) {
 	for i, m := range held {
 		ids[i] = m.ID
 	}
-	if _, err := l.apply(settleByEntry("b.1.c1", Ack, ids)); err != nil {
+	if _, err := l.apply(encode(settleBy{consumer: "b.1.c1", how: Ack, ids: ids})); err != nil {
 		t.Fatal(err)
 	}
 	q.AppliedBatch(false)
