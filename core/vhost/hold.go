@@ -595,32 +595,6 @@ func (hq *holdQueue) stop() {
 	}
 }
 
-// encodeHeld is a held message's record in the delay store; its vhost,
-// exchange, due time and kind are in the key.
-func encodeHeld(h *held) ([]byte, error) {
-	return protocol.AppendTable(nil, protocol.Table{
-		"via": h.via, "message_exchange": h.m.Exchange, "routing_key": h.m.RoutingKey,
-		"flags": int32(h.m.Flags), "properties": h.m.Props, "body": h.m.Body,
-	})
-}
-
-// decodeHeld reads a record encodeHeld wrote (or the first format's, which
-// also names the vhost and exchange).
-func decodeHeld(rec []byte) (*held, error) {
-	t, _, err := protocol.DecodeTable(rec)
-	if err != nil {
-		return nil, err
-	}
-	str := func(k string) string { s, _ := t[k].(string); return s }
-	raw := func(k string) []byte { b, _ := t[k].([]byte); return b }
-	flags, _ := queue.Integer(t["flags"])
-	m, err := message.New(str("message_exchange"), str("routing_key"), uint16(flags), raw("properties"), raw("body"))
-	if err != nil {
-		return nil, err
-	}
-	return &held{m: m, via: str("via")}, nil
-}
-
 // LegacyHeldNames reads which vhost and exchange a record of the delay
 // store's first format (storage.ScanHeld) belongs to; the record itself
 // is read as it is in the new format.

@@ -181,6 +181,19 @@ func value[T any](r *Reader, key, want string, required bool) T {
 	return v
 }
 
+// BytesOr reads a byte array that may be absent or void (nil).
+func (r *Reader) BytesOr(key string) []byte {
+	x, ok := r.field(key)
+	if !ok || x == nil {
+		return nil
+	}
+	b, isBytes := x.([]byte)
+	if !isBytes {
+		r.fail(key, "a byte array", x)
+	}
+	return b
+}
+
 // Table reads a table that may be absent; absent or empty, it is nil.
 func (r *Reader) Table(key string) protocol.Table {
 	x, ok := r.field(key)
