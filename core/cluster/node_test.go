@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/big"
@@ -580,5 +581,21 @@ func TestBarrier(t *testing.T) {
 	defer cancelCut()
 	if err := c.Barrier(cut); !errors.Is(err, ErrNoQuorum) {
 		t.Fatalf("barrier on the minority: %v", err)
+	}
+}
+
+// A peer of another cluster protocol version is refused, naming both.
+func TestTransportRefusesAnotherVersion(t *testing.T) {
+	server, client := net.Pipe()
+	defer server.Close()
+	defer client.Close()
+	go func() {
+		hello := append([]byte(magic), version-1)
+		hello = binary.BigEndian.AppendUint64(hello, 7)
+		_, _ = client.Write(append(hello, make([]byte, nonceLen)...))
+	}()
+	_, err := (&Transport{}).accept(server)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version %d, this node's is %d", version-1, version)) {
+		t.Fatalf("a peer of version %d: %v", version-1, err)
 	}
 }

@@ -66,7 +66,7 @@ import (
 // existed are read as a leader's decisions were, and so applied as they
 // were then: above the last applied, whatever came between. A member of
 // an earlier release would read an ordered entry's bit as part of its
-// number: every member of a group must run a release that knows it.
+// number: the transport's protocol version (2) keeps such a node out.
 
 // taggedFlag marks a tag that carries its proposer's run, orderedFlag one
 // that carries prev and round too.

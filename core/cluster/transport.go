@@ -60,9 +60,14 @@ import (
 // from an incarnation the cluster removed (forbid) is taken, as etcd
 // refuses its removed members.
 
+// version is the cluster protocol's: a node refuses a peer of another,
+// rather than have either misread the other's messages. Version 2 came
+// with ordered proposals (proposals.go), whose tags a node of version 1
+// would read as other numbers: the nodes of a cluster run releases of
+// one version, and a change of it takes every node down and up again.
 const (
 	magic          = "WRNC"
-	version        = 1
+	version        = 2
 	nonceLen       = 32
 	macLen         = sha256.Size
 	frameRaft      = 1
@@ -374,8 +379,11 @@ func (t *Transport) accept(c net.Conn) (uint64, error) {
 	if _, err := io.ReadFull(c, hello); err != nil {
 		return 0, err
 	}
-	if string(hello[:len(magic)]) != magic || hello[len(magic)] != version {
-		return 0, errors.New("not a Warren cluster peer, or another version")
+	if string(hello[:len(magic)]) != magic {
+		return 0, errors.New("not a Warren cluster peer")
+	}
+	if v := hello[len(magic)]; v != version {
+		return 0, fmt.Errorf("a peer of cluster protocol version %d, this node's is %d: every node of a cluster must run a release of the same version", v, version)
 	}
 	from := binary.BigEndian.Uint64(hello[len(magic)+1:])
 	nonceA := hello[len(magic)+9:]
