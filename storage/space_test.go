@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // A disk short of space holds the writes, in order, until there is room:
@@ -167,9 +168,17 @@ func TestLargeTxnsWaitForTheStore(t *testing.T) {
 	_, err = s.Recover(nil)
 	must(t, err)
 
+	c := &s.c
+	pending := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.open.b.Len() + c.sealedBytes
+	}
+	limit := c.maxPending + 2*(handOverBytes+64)
 	gate.Lock()
 	const n = 40
 	var returned atomic.Int32
+	var overshoot atomic.Int64 // the first queue past the limit a Commit returned to
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -178,24 +187,19 @@ func TestLargeTxnsWaitForTheStore(t *testing.T) {
 			txn := s.Begin()
 			txn.PutEntry(1, 0, uint64(i), &Entry{Msg: &Message{Body: body}})
 			txn.Commit(false, nil)
+			if p := pending(); p > limit {
+				overshoot.CompareAndSwap(0, int64(p))
+			}
 			returned.Add(1)
 		}
 	}()
-	// Wait until the commits stop returning.
-	for last := int32(-1); ; {
-		time.Sleep(100 * time.Millisecond)
-		now := returned.Load()
-		if now == last || now == n {
-			break
-		}
-		last = now
-	}
-	c := &s.c
-	c.mu.Lock()
-	pending := c.open.b.Len() + c.sealedBytes
-	c.mu.Unlock()
-	if limit := c.maxPending + 2*(handOverBytes+64); pending > limit {
-		t.Errorf("%d bytes queued for a store that cannot write, want at most %d", pending, limit)
+	// The queue fills until the next Commit must wait: the store cannot
+	// write, so from then on no Commit may return.
+	poll.Until(t, 10*time.Second, "the queue to fill to its bound", func() bool {
+		return pending()+handOverBytes+1 > c.maxPending || overshoot.Load() != 0
+	})
+	if p := overshoot.Load(); p != 0 {
+		t.Errorf("%d bytes queued for a store that cannot write, want at most %d", p, limit)
 	}
 	if got := returned.Load(); got == n {
 		t.Errorf("all %d commits returned while the store could not write", n)

@@ -830,6 +830,13 @@ func (m *Message) bodyOr(def []byte) []byte {
 func TestBlockedCallback(t *testing.T) {
 	s, _ := openRecovered(t, nil)
 	defer s.Close()
+	var mu sync.Mutex
+	var order []string
+	happened := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, what)
+	}
 	release := make(chan struct{})
 	first := make(chan struct{})
 	txn := s.Begin()
@@ -837,6 +844,7 @@ func TestBlockedCallback(t *testing.T) {
 	txn.Commit(true, func(err error) {
 		close(first)
 		<-release
+		happened("the first callback returned")
 	})
 	<-first
 	// The callback goroutine is stuck; the committer is not.
@@ -850,20 +858,27 @@ func TestBlockedCallback(t *testing.T) {
 	txn = s.Begin()
 	txn.PutEntry(1, 0, 2, &Entry{Persistent: true, Msg: &Message{Body: []byte("b")}})
 	txn.Commit(true, func(err error) {
+		happened("the second callback ran")
 		// A callback may read (and write) the store.
 		n := 0
 		must(t, s.ScanQueue(1, 0, 0, 0, func(uint64, *Entry) bool { n++; return true }))
 		must(t, s.PutMeta(KindUser, "", "v", nil))
 		got <- n
 	})
-	select {
-	case <-got:
-		t.Fatal("a callback ran before the blocked one returned")
-	case <-time.After(50 * time.Millisecond):
-	}
+	// A metadata write returns once synced, and the committer syncs in
+	// order: the second commit is on disk, its callback due, and it must
+	// wait behind the first.
+	must(t, s.PutMeta(KindUser, "", "w", nil))
+	happened("the second commit was synced")
 	close(release)
 	if n := <-got; n != 2 {
 		t.Errorf("callback scan saw %d entries", n)
+	}
+	want := []string{"the second commit was synced", "the first callback returned", "the second callback ran"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, want) {
+		t.Fatalf("in the order %q, want %q", order, want)
 	}
 }
 
