@@ -18,6 +18,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // TestDamagedWALIsNeverSilent damages the middle of the newest write-ahead
@@ -147,6 +148,27 @@ func launchProcess(t *testing.T, dataDir, extraConfig string) (p *process, ready
 	return p, ready
 }
 
+// waitingForSpace waits until a broker started on a full disk says it
+// waits for space, and fails the test if it started or exited first.
+func waitingForSpace(t *testing.T, p *process, ready chan struct{}) {
+	t.Helper()
+	poll.Until(t, 30*time.Second, "the broker to say it waits for disk space", func() bool {
+		select {
+		case <-ready:
+			t.Fatal("started on a full disk")
+		case <-p.exited:
+			t.Fatalf("exited on a full disk:\n%s", p.logText())
+		default:
+		}
+		return strings.Contains(p.logText(), "not enough disk space to start: waiting for space")
+	})
+	select {
+	case <-ready:
+		t.Fatal("started on a full disk")
+	default:
+	}
+}
+
 // cpuTime is the CPU time a process has used so far.
 func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
@@ -227,8 +249,10 @@ func TestFullDisk(t *testing.T) {
 	// Fill the disk to the last byte and start again.
 	fillDisk(t, mnt)
 	p, ready := launchProcess(t, data, "")
-	// Let it try for a while: it must neither start nor spin nor flood
-	// the log.
+	// It says it waits for space, and has not started: waitingForSpace.
+	waitingForSpace(t, p, ready)
+	// Then it must neither spin nor flood the log while it waits: its
+	// CPU over a few of its rechecks is a rate, measured over a span.
 	cpu0 := cpuTime(t, p.cmd.Process.Pid)
 	select {
 	case <-ready:
@@ -326,13 +350,7 @@ func TestFullDiskQuorumQueueAndStream(t *testing.T) {
 			// tmpfs is enlarged, the store opens.
 			fillDisk(t, mnt)
 			p, ready := launchProcess(t, data, limit)
-			select {
-			case <-ready:
-				t.Fatal("started on a full disk")
-			case <-p.exited:
-				t.Fatalf("exited on a full disk:\n%s", p.logText())
-			case <-time.After(3 * time.Second):
-			}
+			waitingForSpace(t, p, ready)
 			if out, err := exec.Command("mount", "-o", "remount,size=400m", mnt).CombinedOutput(); err != nil {
 				t.Fatalf("enlarging the tmpfs: %v %s", err, out)
 			}
