@@ -3,6 +3,7 @@ package stream
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
@@ -79,7 +80,10 @@ func (s *Stream) propose(m *message.Message, done func(error)) {
 	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
 }
 
-// The version bytes of an append entry and of a snapshot.
+// The version bytes of an append entry and of a snapshot: a later one is
+// refused by name, not misread. encodeAppend and decodeAppend, Snapshot
+// (encodeSnapshot) and decodeSnapshot are the only places they are
+// written and read.
 const (
 	entryAppend     = 1
 	snapshotVersion = 1
@@ -99,7 +103,10 @@ var errBadEntry = errors.New("stream: malformed log entry")
 // decodeAppend reads an append entry: the message as it is stored, its
 // fields aliasing b.
 func decodeAppend(b []byte) (int64, *storage.Message, error) {
-	if len(b) < 9 || b[0] != entryAppend {
+	if len(b) > 0 && b[0] != entryAppend {
+		return 0, nil, fmt.Errorf("stream: a log entry of version %d, this release knows %d (written by a later one?)", b[0], entryAppend)
+	}
+	if len(b) < 9 {
 		return 0, nil, errBadEntry
 	}
 	m, err := storage.DecodeMessage(b[9:])
@@ -179,22 +186,31 @@ func (s *Stream) failIf(err error) {
 func (s *Stream) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := make([]byte, 0, 1+8+binary.MaxVarintLen64+len(s.segments)*40)
+	return encodeSnapshot(s.next, s.segments), nil
+}
+
+// encodeSnapshot is a snapshot of next and the segments: version, next
+// offset, a count, then each segment's five numbers.
+func encodeSnapshot(next uint64, segments []storage.Segment) []byte {
+	b := make([]byte, 0, 1+8+binary.MaxVarintLen64+len(segments)*40)
 	b = append(b, snapshotVersion)
-	b = binary.BigEndian.AppendUint64(b, s.next)
-	b = binary.AppendUvarint(b, uint64(len(s.segments)))
-	for _, seg := range s.segments {
+	b = binary.BigEndian.AppendUint64(b, next)
+	b = binary.AppendUvarint(b, uint64(len(segments)))
+	for _, seg := range segments {
 		b = binary.BigEndian.AppendUint64(b, seg.First)
 		b = binary.BigEndian.AppendUint64(b, seg.Last)
 		b = binary.BigEndian.AppendUint64(b, uint64(seg.Timestamp))
 		b = binary.BigEndian.AppendUint64(b, uint64(seg.Bytes))
 		b = binary.BigEndian.AppendUint64(b, uint64(seg.Count))
 	}
-	return b, nil
+	return b
 }
 
 func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, err error) {
-	if len(b) < 9 || b[0] != snapshotVersion {
+	if len(b) > 0 && b[0] != snapshotVersion {
+		return 0, nil, fmt.Errorf("stream: a snapshot of version %d, this release knows %d (written by a later one?)", b[0], snapshotVersion)
+	}
+	if len(b) < 9 {
 		return 0, nil, errBadEntry
 	}
 	next = binary.BigEndian.Uint64(b[1:])
