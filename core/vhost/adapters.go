@@ -14,8 +14,8 @@ import (
 // its own way (RabbitMQ's rabbit_queue_type is the model): quorum queues
 // (quorum.go) and streams (streams.go). The vhost holds them in one map,
 // typed, and reaches them through this interface wherever it does not
-// need the type itself; a type is one adapter, and its registration is
-// registerTyped.
+// need the type itself; a type is one adapter and one entry in
+// queueTypes, and a queue of it joins the map through registerTyped.
 type queueAdapter interface {
 	replicated
 	// typeName is its x-queue-type.
@@ -140,4 +140,72 @@ func (v *VHost) forgetTyped(t queueAdapter) {
 			Msg("could not delete the stored queue; it will come back after a restart")
 	}
 	t.release(v)
+}
+
+// A queueType is what the vhost asks of a type before it has a queue of
+// it: the checks of a new declare, the declare on a node of its own and
+// in a cluster, a declare the cluster committed, and a restore at start.
+type queueType struct {
+	// check refuses a new declare's arguments (checkNewQueue), all of
+	// them: a stream takes arguments a classic queue refuses.
+	check func(v *VHost, def QueueDef) error
+	// declare makes one on a node of its own, or checks the one there
+	// is; defMu is held.
+	declare func(v *VHost, def QueueDef) (queueAdapter, bool, error)
+	// declareReplicated proposes one to the cluster.
+	declareReplicated func(v *VHost, def QueueDef) (Declared, error)
+	// applyDeclare carries out a declare the cluster committed; defMu is
+	// held.
+	applyDeclare func(v *VHost, def QueueDef) error
+	// restore reopens a stored one at start.
+	restore func(v *VHost, def QueueDef, id uint64) error
+}
+
+// queueTypes are the types beside classic queues, by x-queue-type.
+var queueTypes = map[string]queueType{
+	queue.Quorum: {
+		check: func(v *VHost, def QueueDef) error {
+			if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
+				return err
+			}
+			return v.checkQuorum(def)
+		},
+		declare: func(v *VHost, def QueueDef) (queueAdapter, bool, error) {
+			qq, created, err := v.declareQuorumDef(def)
+			return qq, created, err
+		},
+		declareReplicated: (*VHost).declareQuorumReplicated,
+		applyDeclare:      (*VHost).applyDeclareQuorum,
+		restore:           (*VHost).RestoreQuorum,
+	},
+	queue.Stream: {
+		check: (*VHost).streamProperties,
+		declare: func(v *VHost, def QueueDef) (queueAdapter, bool, error) {
+			s, created, err := v.declareStream(def)
+			return s, created, err
+		},
+		declareReplicated: (*VHost).declareStreamReplicated,
+		applyDeclare:      (*VHost).applyDeclareStream,
+		restore:           (*VHost).RestoreStream,
+	},
+}
+
+// typeAsked is the type def's arguments ask for beside classic, if any.
+func typeAsked(def QueueDef) (queueType, bool) {
+	name, _ := def.Args["x-queue-type"].(string)
+	qt, ok := queueTypes[name]
+	return qt, ok
+}
+
+// typeOf is the type a declare of def is: that of the queue of the name
+// there is, or, with no classic queue of the name, the one it asks for;
+// mu or defMu is held.
+func (v *VHost) typeOf(def QueueDef) (queueType, bool) {
+	if t := v.typed[def.Name]; t != nil {
+		return queueTypes[t.typeName()], true
+	}
+	if v.queues[def.Name] != nil {
+		return queueType{}, false
+	}
+	return typeAsked(def)
 }

@@ -71,14 +71,11 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 		}
 		return t.equivalent(v, def)
 	}
-	if isStreamDef(def) && q == nil {
-		return v.streamProperties(def)
+	if qt, typed := typeAsked(def); typed && q == nil {
+		return qt.check(v, def)
 	}
 	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
 		return err
-	}
-	if t, _ := def.Args["x-queue-type"].(string); t == "quorum" && q == nil {
-		return v.checkQuorum(def)
 	}
 	if q == nil {
 		return nil

@@ -266,11 +266,14 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 // applyDeclareQueue declares a queue for the cluster: the queue itself on
 // its home, a RemoteQueue elsewhere; defMu is held.
 func (v *VHost) applyDeclareQueue(def QueueDef) error {
-	if def.Members != nil && isStreamDef(def) {
-		return v.applyDeclareStream(def)
-	}
 	if def.Members != nil {
-		return v.applyDeclareQuorum(def)
+		// Members name a replicated type's; declarations from before
+		// streams were quorum queues'.
+		qt, ok := typeAsked(def)
+		if !ok {
+			qt = queueTypes[queue.Quorum]
+		}
+		return qt.applyDeclare(v, def)
 	}
 	def.Owner = anyOwner
 	self := v.self()
@@ -500,11 +503,8 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	if err := v.checkNewQueue(def); err != nil {
 		return Declared{}, err
 	}
-	switch t, _ := def.Args["x-queue-type"].(string); t {
-	case "quorum":
-		return v.declareQuorumReplicated(def)
-	case "stream":
-		return v.declareStreamReplicated(def)
+	if qt, ok := typeAsked(def); ok {
+		return qt.declareReplicated(v, def)
 	}
 	if !def.ServerNamed && ReservedName(def.Name) {
 		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)

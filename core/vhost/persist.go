@@ -106,11 +106,8 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 // not survive the restart: it is restored empty, unusable by clients, and
 // DropLost proposes its delete.
 func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
-	switch t, _ := def.Args["x-queue-type"].(string); t {
-	case "quorum":
-		return v.RestoreQuorum(def, qid)
-	case "stream":
-		return v.RestoreStream(def, qid)
+	if qt, ok := typeAsked(def); ok {
+		return qt.restore(v, def, qid)
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()

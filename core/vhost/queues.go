@@ -191,7 +191,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		def.Name = ServerNamed()
 		def.ServerNamed = true
 	}
-	if t, _ := def.Args["x-queue-type"].(string); def.Exclusive && t != "quorum" && t != "stream" {
+	if _, typed := typeAsked(def); def.Exclusive && !typed {
 		// An exclusive classic queue ends with its connection, so
 		// RabbitMQ declares it non-durable whatever the flag says: it is
 		// listed so, and a redeclare with either value matches. (A
@@ -214,19 +214,12 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			return Declared{}, err
 		}
 	}
-	if v.isStream(def) {
-		s, created, err := v.declareStream(def)
+	if qt, ok := v.typeOf(def); ok {
+		t, created, err := qt.declare(v, def)
 		if err != nil {
 			return Declared{}, err
 		}
-		return Declared{Name: s.Name, t: s, Created: created}, nil
-	}
-	if v.isQuorum(def) {
-		qq, created, err := v.declareQuorumDef(def)
-		if err != nil {
-			return Declared{}, err
-		}
-		return Declared{Name: qq.Name, t: qq, Created: created}, nil
+		return Declared{Name: def.Name, t: t, Created: created}, nil
 	}
 	q, created, err := v.declareQueue(def)
 	if err != nil {

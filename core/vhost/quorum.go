@@ -177,17 +177,6 @@ func (qq *QuorumQueue) setMembers(members []string) {
 // member says whether this node runs a member of the queue's group.
 func (qq *QuorumQueue) member() bool { return qq.active.Load() }
 
-// isQuorum says whether a declare is a quorum queue's: it asks for one,
-// and no classic queue has the name (whose redeclare then tells the
-// difference), or a quorum queue has it; defMu is held.
-func (v *VHost) isQuorum(def QueueDef) bool {
-	if _, ok := v.typed[def.Name].(*QuorumQueue); ok {
-		return true
-	}
-	t, _ := def.Args["x-queue-type"].(string)
-	return t == "quorum" && v.queues[def.Name] == nil
-}
-
 // declareQuorumDef is Declare's change for a quorum queue; defMu is held.
 func (v *VHost) declareQuorumDef(def QueueDef) (*QuorumQueue, bool, error) {
 	settings, err := v.parseDeclare(def)

@@ -45,21 +45,6 @@ type StreamQueue struct {
 // streamArgsCompared are the arguments a stream's redeclare must repeat.
 var streamArgsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size"}
 
-// isStreamDef says whether def's arguments ask for a stream.
-func isStreamDef(def QueueDef) bool {
-	t, _ := def.Args["x-queue-type"].(string)
-	return t == "stream"
-}
-
-// isStream says whether def declares a stream (or names one); mu or
-// defMu is held.
-func (v *VHost) isStream(def QueueDef) bool {
-	if _, ok := v.typed[def.Name].(*StreamQueue); ok {
-		return true
-	}
-	return isStreamDef(def) && v.queues[def.Name] == nil && v.typed[def.Name] == nil
-}
-
 // streamProperties refuses a new stream's flags the way RabbitMQ 3.10
 // does; its arguments were checked with queue.CheckDeclareArgs.
 func (v *VHost) streamProperties(def QueueDef) error {
