@@ -428,8 +428,13 @@ func (v *VHost) Exchanges() []ExchangeInfo {
 	out := make([]ExchangeInfo, 0, len(list))
 	for _, x := range list {
 		x.mu.RLock()
-		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: x.bindings.Len(), Info: x.router.Info(),
+		info := ExchangeInfo{Definition: x.Definition, Policy: x.policyName(), Bindings: x.bindings.Len(),
 			Held: held[x.Name], MayHold: !builtInType(x.Type)}
+		if !x.deleted {
+			// Deleted meanwhile (it was listed before): its router is
+			// released without the lock (deleteExchange), so not asked.
+			info.Info = x.router.Info()
+		}
 		x.mu.RUnlock()
 		info.Counters, info.Rates = x.Counters.Values(), x.Counters.Rates()
 		out = append(out, info)

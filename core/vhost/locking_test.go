@@ -2,6 +2,7 @@ package vhost
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -198,5 +199,59 @@ func TestSyncedDeclareStallsNoPublisher(t *testing.T) {
 	within(t, "the synced declare", func() { <-declared })
 	if _, err := v.Queue("slow", nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// infoType's routers count the Info calls they get after Delete.
+type infoType struct{ late *atomic.Int32 }
+
+func (infoType) Name() string                              { return "x-info" }
+func (infoType) ValidateDeclare(exchange.Definition) error { return nil }
+func (t infoType) Create(exchange.Definition) (exchange.Router, error) {
+	return &infoRouter{late: t.late}, nil
+}
+
+type infoRouter struct {
+	slowRouter
+	late    *atomic.Int32
+	deleted atomic.Bool
+}
+
+func (r *infoRouter) Delete() { r.deleted.Store(true) }
+func (r *infoRouter) Info() map[string]any {
+	if r.deleted.Load() {
+		r.late.Add(1)
+	}
+	return map[string]any{"k": 1}
+}
+
+// A listing that found an exchange before its delete marked it does not
+// ask its router for figures: the router is released without the
+// exchange's lock (deleteExchange), so the plugin's state would be read
+// while it is torn down (a race the topology stress test found).
+func TestListingSkipsADeletedExchangesRouter(t *testing.T) {
+	v := newTestVHost(t, true)
+	var late atomic.Int32
+	if err := v.types.Register(infoType{&late}); err != nil {
+		t.Fatal(err)
+	}
+	mustExchange(t, v, "gone", "x-info", nil)
+	x, err := v.Exchange("gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state between deleteExchange marking it and the listing that
+	// found it before: marked, router released, still in the list.
+	x.mu.Lock()
+	x.deleted = true
+	x.mu.Unlock()
+	x.router.Delete()
+	for _, info := range v.Exchanges() {
+		if info.Name == "gone" && info.Info != nil {
+			t.Fatalf("a deleted exchange's figures were asked for: %v", info.Info)
+		}
+	}
+	if n := late.Load(); n != 0 {
+		t.Fatalf("Info called %d times after Delete", n)
 	}
 }
