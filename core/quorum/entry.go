@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/warrenmq/warren/core/message"
 )
@@ -127,10 +126,13 @@ func (resumeConsumers) op() byte { return opResume }
 
 // encode is c as the log holds it.
 func encode(c command) []byte {
-	b := []byte{entryVersion<<opBits | c.op()}
+	size := 64
+	if e, ok := c.(enqueue); ok {
+		size += len(e.msg.Exchange) + len(e.msg.RoutingKey) + len(e.msg.Props) + len(e.msg.Body)
+	}
+	b := append(make([]byte, 0, size), entryVersion<<opBits|c.op()) // one allocation, a body's too
 	switch c := c.(type) {
 	case enqueue:
-		b = slices.Grow(b, 32+len(c.msg.Exchange)+len(c.msg.RoutingKey)+len(c.msg.Props)+len(c.msg.Body))
 		b = binary.BigEndian.AppendUint64(b, uint64(c.now))
 		b = binary.BigEndian.AppendUint64(b, uint64(c.expiresAt))
 		b = appendMessage(b, c.msg)

@@ -190,22 +190,6 @@ func code(err error) uint16 {
 	return 0
 }
 
-// Names reads a list of node names (a quorum queue's members); nil when
-// there is none.
-func Names(x any) []string {
-	items, ok := x.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		if s, ok := it.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // Apply carries out a topology command on this node.
 func (v *VHost) Apply(cmd protocol.Table) error {
 	_, c, err := ReadCommand(cmd)

@@ -134,15 +134,6 @@ func (v *VHost) firstMember(def QueueDef) bool {
 	return !def.restored && v.groups != nil && slices.Contains(bootIDs(def), v.groups.Self())
 }
 
-// nameList is a list of node names as a table field.
-func nameList(names []string) []any {
-	out := make([]any, len(names))
-	for i, n := range names {
-		out[i] = n
-	}
-	return out
-}
-
 // declareQuorumReplicated declares a new quorum queue for the cluster.
 func (v *VHost) declareQuorumReplicated(def QueueDef) (Declared, error) {
 	if _, err := v.parseDeclare(def); err != nil {

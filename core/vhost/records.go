@@ -57,10 +57,12 @@ func (r ExchangeRecord) Table() protocol.Table {
 // ReadExchangeRecord reads what ExchangeRecord.Table wrote. A record
 // without "durable" is from before transient exchanges were kept: durable.
 func ReadExchangeRecord(t protocol.Table) (ExchangeRecord, error) {
-	r := tablerec.Open("exchange record", t, recordVersion)
-	rec := ExchangeRecord{Name: r.StringOr("name", ""), Type: r.String("type"), Durable: r.BoolOr("durable", true),
+	return tablerec.Read("exchange record", t, recordVersion, readExchange)
+}
+
+func readExchange(r *tablerec.Reader) ExchangeRecord {
+	return ExchangeRecord{Name: r.StringOr("name", ""), Type: r.String("type"), Durable: r.BoolOr("durable", true),
 		AutoDelete: r.BoolOr("auto_delete", false), Internal: r.BoolOr("internal", false), Args: r.Table("arguments")}
-	return rec, r.Err()
 }
 
 // QueueRecord is a stored queue (storage.KindQueue, keyed by its name) and
@@ -304,7 +306,6 @@ func CommandTable(vhost string, c Command) protocol.Table {
 		for k, x := range c.Exchange.Table() {
 			t[k] = x
 		}
-		t[tablerec.VersionKey] = int64(recordVersion)
 	case DeleteExchange:
 		t["name"], t["if_unused"] = c.Name, c.IfUnused
 	case Bind:
@@ -342,8 +343,9 @@ func ReadCommand(t protocol.Table) (string, Command, error) {
 	var c Command
 	switch op {
 	case OpDeclareExchange:
-		c = DeclareExchange{Exchange: ExchangeRecord{Name: r.String("name"), Type: r.String("type"), Durable: r.Bool("durable"),
-			AutoDelete: r.BoolOr("auto_delete", false), Internal: r.BoolOr("internal", false), Args: r.Table("arguments")}}
+		x := readExchange(r)
+		x.Name = r.String("name")
+		c = DeclareExchange{Exchange: x}
 	case OpDeleteExchange:
 		c = DeleteExchange{Name: r.String("name"), IfUnused: r.BoolOr("if_unused", false)}
 	case OpBind:
