@@ -33,8 +33,10 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/streamqueue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/storage"
 )
@@ -49,14 +51,17 @@ const pooledBodies = 64 << 20
 
 // Broker is a running Warren.
 type Broker struct {
-	cfg     config.Config
-	log     zerolog.Logger
-	types   *exchange.Registry
-	users   *auth.Store
-	alarm   conn.Alarm
-	srv     *conn.Server
-	store   *storage.Store
-	plugins *pluginManager
+	cfg   config.Config
+	log   zerolog.Logger
+	types *exchange.Registry
+	// queueTypes are the queue types beside classic: quorum queues and
+	// streams.
+	queueTypes *vhost.QueueTypes
+	users      *auth.Store
+	alarm      conn.Alarm
+	srv        *conn.Server
+	store      *storage.Store
+	plugins    *pluginManager
 
 	mu     lockorder.RWMutex[lockorder.BrokerVHosts]
 	vhosts map[string]*vhost.VHost
@@ -132,16 +137,17 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b := &Broker{
-		cfg:      cfg,
-		log:      log,
-		types:    exchange.NewRegistry(),
-		users:    auth.NewStore(cfg.Defaults.LoopbackUsers),
-		vhosts:   make(map[string]*vhost.VHost),
-		stop:     make(chan struct{}),
-		defsMu:   make(chan struct{}, 1),
-		resample: make(chan chan struct{}),
-		history:  stats.NewHistory(historyLength),
-		started:  time.Now(),
+		cfg:        cfg,
+		log:        log,
+		types:      exchange.NewRegistry(),
+		queueTypes: vhost.NewQueueTypes(queue.Quorum, quorumqueue.Type{}, streamqueue.Type{}),
+		users:      auth.NewStore(cfg.Defaults.LoopbackUsers),
+		vhosts:     make(map[string]*vhost.VHost),
+		stop:       make(chan struct{}),
+		defsMu:     make(chan struct{}, 1),
+		resample:   make(chan chan struct{}),
+		history:    stats.NewHistory(historyLength),
+		started:    time.Now(),
 	}
 	if !cfg.Cluster.Enabled() {
 		b.groups.Store(cluster.NewGroups(log))
@@ -270,7 +276,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 	if v, ok := b.vhosts[name]; ok {
 		return v
 	}
-	c := vhost.Config{Name: name, Types: b.types, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
+	c := vhost.Config{Name: name, Types: b.types, QueueTypes: b.queueTypes, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}

@@ -281,7 +281,7 @@ func (pl *planner) vhost(o *object) {
 			o.bad("name", "%v", err)
 			return
 		}
-		v = vhost.New(vhost.Config{Name: name, Types: pl.b.types, Logger: pl.b.log})
+		v = vhost.New(vhost.Config{Name: name, Types: pl.b.types, QueueTypes: pl.b.queueTypes, Logger: pl.b.log})
 	}
 	pl.vhosts[name] = v
 	pl.plan.vhosts = append(pl.plan.vhosts, name)

@@ -327,7 +327,7 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	if !ack {
 		for _, u := range done {
-			if err := ch.c.vh.StreamSettleRefused(u.q); err != nil {
+			if err := vhost.Refused(u.q, vhost.AskSettleRefused); err != nil {
 				// The connection closes: what the nack took goes back to
 				// its queues, as everything else it holds will.
 				ch.mu.Unlock()
@@ -460,9 +460,12 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 	if err != nil {
 		return err
 	}
-	if _, quorum := q.(*vhost.QuorumQueue); quorum && ch.globalPrefetch > 0 {
-		// RabbitMQ 3.10.8 closes the connection (checked against it).
-		return reply.NotImplemented("queue '%s' in vhost '%s' does not support global qos", name, ch.c.vh.Name)
+	if ch.globalPrefetch > 0 {
+		// A quorum queue refuses: RabbitMQ 3.10.8 closes the connection
+		// (checked against it).
+		if err := vhost.Refused(q, vhost.AskGlobalPrefetch); err != nil {
+			return err
+		}
 	}
 	priority, err := ch.c.vh.ConsumerArgs(name, m.Arguments)
 	if err != nil {
@@ -529,12 +532,12 @@ func (ch *channel) cancel(m *protocol.BasicCancel) error {
 }
 
 func (ch *channel) get(m *protocol.BasicGet) error {
-	q, name, err := ch.readableQueue(m.Queue)
+	q, _, err := ch.readableQueue(m.Queue)
 	if err != nil {
 		return err
 	}
-	if vhost.IsStream(q) {
-		return ch.c.vh.StreamRefuses("basic.get", name)
+	if err := vhost.Refused(q, vhost.AskGet); err != nil {
+		return err
 	}
 	d, remaining, ok := q.Get(m.NoAck)
 	if !ok {

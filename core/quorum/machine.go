@@ -38,7 +38,7 @@
 //
 // The broker's side (declare rules, routing, confirms, dead-lettering out
 // of the group, policies, x-expires, placement and members) is
-// core/vhost's quorum.go and quorum_cluster.go.
+// core/quorumqueue.
 //
 // The machine follows RabbitMQ 3.10's quorum queues (rabbit_fifo) where
 // clients can see it:

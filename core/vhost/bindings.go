@@ -276,8 +276,8 @@ func durableTarget(t any) bool {
 		return t.Durable
 	case *RemoteQueue:
 		return t.Durable && !t.Exclusive
-	case queueAdapter:
-		return true // quorum queues and streams are durable
+	case Queue:
+		return true // typed queues are durable
 	}
 	return false
 }

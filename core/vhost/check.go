@@ -66,13 +66,13 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 		}
 	}
 	if t != nil {
-		if err := t.checkArgs(v, def); err != nil {
+		if err := t.CheckArgs(def); err != nil {
 			return err
 		}
-		return t.equivalent(v, def)
+		return t.Equivalent(def)
 	}
-	if qt, typed := typeAsked(def); typed && q == nil {
-		return qt.check(v, def)
+	if qt, typed := v.queueTypes.asked(def); typed && q == nil {
+		return qt.Check(v.Host(), def)
 	}
 	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
 		return err

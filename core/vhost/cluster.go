@@ -120,16 +120,6 @@ func IsCommand(op string) bool {
 	return false
 }
 
-// IsCall reports whether op is a call a vhost answers.
-func IsCall(op string) bool {
-	switch op {
-	case callQueueDelete, callQueuePurge, callQueueCounts, callQuorumMember,
-		callConsume, callCancel, callSettle, callGet, callDeliver, callCancelled, callForget:
-		return true
-	}
-	return false
-}
-
 // anyOwner passes every exclusivity check: commands were checked against
 // the declaring connection on the node that proposed them.
 var anyOwner = new(struct{ anyOwner bool })
@@ -253,11 +243,11 @@ func (v *VHost) applyDeclareQueue(def QueueDef) error {
 	if def.Members != nil {
 		// Members name a replicated type's; declarations from before
 		// streams were quorum queues'.
-		qt, ok := typeAsked(def)
+		qt, ok := v.queueTypes.replicated(def)
 		if !ok {
-			qt = queueTypes[queue.Quorum]
+			return reply.Internal("queue '%s' in vhost '%s': this node serves no type of replicated queue", def.Name, v.Name)
 		}
-		return qt.applyDeclare(v, def)
+		return qt.ApplyDeclare(v.Host(), def)
 	}
 	def.Owner = anyOwner
 	self := v.self()
@@ -334,7 +324,7 @@ func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RLock()
 	q, rq, local, t := v.queues[name], v.remote[name], v.homed[name], v.typed[name]
 	v.mu.RUnlock()
-	if t != nil && t.incarnation() == incarnation {
+	if t != nil && t.Incarnation() == incarnation {
 		v.forgetTyped(t)
 		return
 	}
@@ -475,10 +465,10 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	q, rq, t := v.queues[def.Name], v.remote[def.Name], v.typed[def.Name]
 	v.mu.RUnlock()
 	if t != nil {
-		if err := t.equivalent(v, def); err != nil {
+		if err := t.Equivalent(def); err != nil {
 			return Declared{}, err
 		}
-		t.touch()
+		t.Touch()
 		return Declared{Name: def.Name, t: t}, nil
 	}
 	if d, done, err := v.redeclare(q, rq, def); done {
@@ -487,8 +477,12 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	if err := v.checkNewQueue(def); err != nil {
 		return Declared{}, err
 	}
-	if qt, ok := typeAsked(def); ok {
-		return qt.declareReplicated(v, def)
+	if qt, ok := v.queueTypes.asked(def); ok {
+		t, created, err := qt.DeclareReplicated(v.Host(), def)
+		if err != nil {
+			return Declared{}, err
+		}
+		return Declared{Name: t.Name(), t: t, Created: created}, nil
 	}
 	if !def.ServerNamed && ReservedName(def.Name) {
 		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
@@ -588,8 +582,8 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	q, t := v.queues[name], v.typed[name]
 	ok := q != nil && v.homed[name] == incarnation
 	v.mu.RUnlock()
-	if t != nil && t.incarnation() == incarnation && t.member() {
-		return t.handleCall(v, str(req, "op"), req)
+	if t != nil && t.Incarnation() == incarnation && t.Member() {
+		return t.HandleCall(str(req, "op"), req)
 	}
 	if !ok {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
@@ -627,7 +621,7 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 		return st.Ready, st.Consumers, nil
 	}
 	if d.t != nil {
-		return d.t.declareCounts(v)
+		return d.t.DeclareCounts()
 	}
 	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
 	if err != nil {
@@ -737,12 +731,12 @@ func (f *Forwarding) done(err error) {
 }
 
 // forward sends m to the RemoteQueues routing reached, once a home node,
-// and to the quorum queues it reached, and empties r.remote and r.quorum;
+// and to the typed queues it reached, and empties r.remote and r.typed;
 // nil when there were none. The Forwarding hears from each node and each
-// quorum queue. wait holds a client's publish back while a node's backlog
+// typed queue. wait holds a client's publish back while a node's backlog
 // is full.
 func (v *VHost) forward(m *message.Message, r *RouteBuffers, wait bool) *Forwarding {
-	if len(r.remote) == 0 && len(r.quorum) == 0 && len(r.streams) == 0 {
+	if len(r.remote) == 0 && len(r.typed) == 0 {
 		return nil
 	}
 	type batch struct {
@@ -750,11 +744,10 @@ func (v *VHost) forward(m *message.Message, r *RouteBuffers, wait bool) *Forward
 		queues []string
 	}
 	var batches []batch
-	// A quorum queue or stream this node has no member of is reached
-	// through one.
+	// A typed queue whose messages are not taken here is reached through
+	// a member.
 	var unreachable int
-	r.quorum = throughMembers(r, r.quorum, (*QuorumQueue).member, v.via, &unreachable)
-	r.streams = throughMembers(r, r.streams, (*StreamQueue).here, v.streamVia, &unreachable)
+	r.typed = throughMembers(r, r.typed, &unreachable)
 next:
 	for _, rq := range r.remote {
 		for i := range batches {
@@ -767,27 +760,26 @@ next:
 	}
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	f := &Forwarding{n: len(batches) + len(r.quorum) + len(r.streams) + unreachable}
+	f := &Forwarding{n: len(batches) + len(r.typed) + unreachable}
 	for range unreachable {
 		f.done(ErrNoMember)
 	}
-	v.enqueueStreams(m, r, f)
-	v.enqueueQuorum(m, r, f)
+	enqueueTyped(m, r, f)
 	for _, b := range batches {
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
 	}
 	return f
 }
 
-// throughMembers returns the replicated queues of list whose messages
-// are on this node, and adds the others to r.remote as the member up they
-// are reached through (via); unreachable counts those with none up.
-func throughMembers[Q any](r *RouteBuffers, list []Q, here func(Q) bool, via func(Q) *RemoteQueue, unreachable *int) []Q {
-	return slices.DeleteFunc(list, func(q Q) bool {
-		if here(q) {
+// throughMembers returns the typed queues of list whose messages are
+// taken on this node, and adds the others to r.remote as the member up
+// they are reached through; unreachable counts those with none up.
+func throughMembers(r *RouteBuffers, list []Queue, unreachable *int) []Queue {
+	return slices.DeleteFunc(list, func(q Queue) bool {
+		if q.Here() {
 			return false
 		}
-		if rq := via(q); rq != nil {
+		if rq := q.Via(); rq != nil {
 			r.remote = append(r.remote, rq)
 		} else {
 			*unreachable++
@@ -822,8 +814,8 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	for _, name := range queues {
 		if q := v.queues[name]; q != nil {
 			r.addQueue(q)
-		} else if t := v.typed[name]; t != nil && t.member() {
-			t.addTo(&r)
+		} else if t := v.typed[name]; t != nil && t.Here() && !slices.Contains(r.typed, t) {
+			r.typed = append(r.typed, t)
 		}
 	}
 	v.mu.RUnlock()
@@ -838,13 +830,12 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 			done(nil)
 		}
 	}
-	if len(r.quorum) == 0 && len(r.streams) == 0 {
+	if len(r.typed) == 0 {
 		classic()
 		return
 	}
-	f := &Forwarding{n: len(r.quorum) + len(r.streams)}
-	v.enqueueStreams(m, &r, f)
-	v.enqueueQuorum(m, &r, f)
+	f := &Forwarding{n: len(r.typed)}
+	enqueueTyped(m, &r, f)
 	f.Then(func(err error) {
 		if err != nil {
 			done(err)
@@ -886,7 +877,7 @@ func (v *VHost) Topology() protocol.Table {
 	}
 	for name, t := range v.typed {
 		if t.MemberNodes() != nil {
-			rec := t.record()
+			rec := t.Record()
 			rec.Name = name
 			queues = append(queues, rec.Table())
 		}
@@ -967,7 +958,7 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	}
 	for name, t := range v.typed {
 		if t.MemberNodes() != nil {
-			haves = append(haves, have{name: name, incarnation: t.incarnation()})
+			haves = append(haves, have{name: name, incarnation: t.Incarnation()})
 		}
 	}
 	v.mu.RUnlock()

@@ -45,6 +45,30 @@ type Source interface {
 	Reject(entries []queue.Entry)
 }
 
+// Asked is what a channel may ask of a Source that some types refuse.
+type Asked int
+
+const (
+	AskGet            Asked = iota // basic.get
+	AskSettleRefused               // basic.nack or basic.reject of its delivery
+	AskGlobalPrefetch              // a consumer under the channel's global prefetch
+)
+
+// A Refuser is a Source that refuses some of what a channel may ask (a
+// stream refuses basic.get and a nack or reject; a quorum queue, a global
+// prefetch), with RabbitMQ's reply.
+type Refuser interface {
+	Refuses(what Asked) error
+}
+
+// Refused is src's reply to what: nil when it takes it.
+func Refused(src Source, what Asked) error {
+	if r, ok := src.(Refuser); ok {
+		return r.Refuses(what)
+	}
+	return nil
+}
+
 // Source returns what a client on this node reads the named queue
 // through: the queue itself, or a RemoteSource for one homed on another
 // node. The checks are Queue's.
@@ -53,7 +77,7 @@ func (v *VHost) Source(name string, owner any) (Source, error) {
 		v.caughtUp() // declared through another node a moment ago
 	}
 	if t := v.typedQueue(name); t != nil {
-		return t.source(v)
+		return t.Source()
 	}
 	q, err := v.Queue(name, owner)
 	if err == nil {
@@ -109,6 +133,13 @@ func (s *RemoteSource) call(op string, req protocol.Table) (protocol.Table, erro
 	return s.v.callHome(s.rq, op, req)
 }
 
+// ConsumeWith is Consume with consumer arguments the home's queue reads
+// (a stream's x-stream-offset).
+func (s *RemoteSource) ConsumeWith(k queue.Consumer, added func(), args protocol.Table) error {
+	s.args = args
+	return s.Consume(k, added)
+}
+
 // Consume asks the home to add a consumer for k.
 func (s *RemoteSource) Consume(k queue.Consumer, added func()) error {
 	s.mu.Lock()
@@ -162,7 +193,7 @@ func (v *VHost) queueType(name string) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if t := v.typed[name]; t != nil {
-		return t.typeName()
+		return t.Type()
 	}
 	if rq := v.remote[name]; rq != nil {
 		return queue.TypeOf(rq.Args)
@@ -550,7 +581,9 @@ func (v *VHost) CheckConsumers() {
 	for _, s := range orphans {
 		s.cancelled()
 	}
-	v.tidyQuorums()
+	for _, t := range v.typedList() {
+		t.Tidy()
+	}
 }
 
 // SourceBase is the first RemoteSource id of this run: the homes of

@@ -234,7 +234,7 @@ func recordDeath(deaths []any, entry protocol.Table) []any {
 	return append([]any{entry}, out...)
 }
 
-// dropCycles removes from r.queues and r.quorum every queue the message
+// dropCycles removes from r.queues and r.typed every queue the message
 // would reach again without a rejection on the way: an automatic
 // dead-letter cycle, which RabbitMQ breaks by dropping the message there.
 func dropCycles(r *RouteBuffers, m *message.Message) {
@@ -243,7 +243,7 @@ func dropCycles(r *RouteBuffers, m *message.Message) {
 		return
 	}
 	r.queues = withoutCycles(r.queues, deaths, func(q *queue.Queue) string { return q.Name })
-	r.quorum = withoutCycles(r.quorum, deaths, func(q *QuorumQueue) string { return q.Name })
+	r.typed = withoutCycles(r.typed, deaths, Queue.Name)
 }
 
 // withoutCycles keeps the queues of qs that are not a cycle, in place.
@@ -269,4 +269,86 @@ func isCycle(queueName string, deaths []any) bool {
 		}
 	}
 	return false
+}
+
+// deadLetterOne republishes a message that left queue from as a dead
+// letter (a typed queue's: Host.DeadLetter) to its dead-letter exchange's
+// queues, with x-death. With done nil it is at most once: what cannot be
+// routed is dropped. With done (at least once) it says whether every
+// queue reached took the message (and synced it, when it is persistent);
+// false (no exchange, no route, a refusal) leaves the message where it
+// was for another try.
+func (v *VHost) deadLetterOne(from string, s queue.Settings, m *message.Message, why queue.Reason, counters *stats.Meter, done func(ok bool)) {
+	// Counted once: at most once as it leaves, at least once when its
+	// targets have it.
+	count := func() {
+		if k, ok := stats.DeadLetterKind(string(why)); ok {
+			counters.Inc(k)
+			v.Counters.Inc(k)
+		}
+	}
+	if done == nil {
+		count()
+	} else {
+		answer := done
+		done = func(ok bool) {
+			if ok {
+				count()
+			}
+			answer(ok)
+		}
+	}
+	failed := func() {
+		if done != nil {
+			done(false)
+		}
+	}
+	x, err := v.Exchange(s.DeadLetterExchange)
+	if err != nil {
+		failed() // at most once, a missing dead-letter exchange drops the message, as RabbitMQ
+		return
+	}
+	dead, err := deadLettered(queue.Dead{Entry: queue.Entry{Msg: m}, Reason: why}, from, s, time.Now())
+	if err != nil {
+		v.log.Warn().Err(err).Str("queue", from).Msg("cannot dead-letter message")
+		failed()
+		return
+	}
+	var r RouteBuffers
+	if _, err := v.route(x, dead, &r, ""); err != nil {
+		v.log.Warn().Err(err).Str("queue", from).Msg("dead-letter routing failed")
+		failed()
+		return
+	}
+	held := v.holdPending(dead, &r)
+	if why != queue.Rejected {
+		dropCycles(&r, dead)
+	}
+	out := v.enqueue(dead, &r)
+	f := v.forward(dead, &r, false)
+	if done == nil {
+		return
+	}
+	if out.Rejected || out.Queues == 0 && f == nil && !held {
+		done(false)
+		return
+	}
+	synced := func() {
+		if out.Stored || held {
+			v.AfterSync(func(err error) { done(err == nil) })
+			return
+		}
+		done(true)
+	}
+	if f == nil {
+		synced()
+		return
+	}
+	f.Then(func(err error) {
+		if err != nil {
+			done(false)
+			return
+		}
+		synced()
+	})
 }

@@ -106,11 +106,11 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 // not survive the restart: it is restored empty, unusable by clients, and
 // DropLost proposes its delete.
 func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
-	if qt, ok := typeAsked(def); ok {
-		return qt.restore(v, def, qid)
-	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	if qt, ok := v.queueTypes.asked(def); ok {
+		return qt.Restore(v.Host(), def, qid)
+	}
 	if v.cluster != nil && def.Home != "" && def.Home != v.cluster.Node() {
 		return v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
 			Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, false)
@@ -170,8 +170,8 @@ func (v *VHost) QueueIDs() []uint64 {
 			ids = append(ids, id)
 		}
 	}
-	for _, s := range v.streamList() {
-		ids = append(ids, s.ID())
+	for _, t := range v.typedList() {
+		ids = append(ids, t.Record().StoreID)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids

@@ -66,8 +66,9 @@ func (v *VHost) applyPolicies() {
 		}
 		q.ApplyPolicy(def)
 	}
-	v.applyQuorumPolicies()
-	v.applyStreamPolicies()
+	for _, t := range v.typedList() {
+		t.PolicyChanged()
+	}
 }
 
 // applyExchangePolicy sets x's policy and the alternate exchange in force:

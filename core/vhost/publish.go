@@ -24,8 +24,7 @@ type RouteBuffers struct {
 	queues   []*queue.Queue
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
 	remote   []*RemoteQueue            // queues homed on other nodes
-	quorum   []*QuorumQueue            // quorum queues (quorum.go)
-	streams  []*StreamQueue            // streams (streams.go)
+	typed    []Queue                   // queues of registered types (queuetype.go)
 	// Writes, when set, is the publishing goroutine's run: deliveries to
 	// local queues' consumers leave their socket writes to it.
 	Writes *queue.Writes
@@ -81,8 +80,8 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outco
 			return Outcome{}, err
 		}
 	}
-	if len(r.holds)+len(r.remote)+len(r.quorum)+len(r.streams) > 0 {
-		// A hold, another node, a quorum queue or a stream keeps the
+	if len(r.holds)+len(r.remote)+len(r.typed) > 0 {
+		// A hold, another node or a typed queue keeps the
 		// message beyond this call without counting as its holder: a
 		// pooled body must not be reused (message.Bodies).
 		m.Pin()
@@ -127,10 +126,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 	r.queues = r.queues[:0]
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	clear(r.quorum)
-	r.quorum = r.quorum[:0]
-	clear(r.streams)
-	r.streams = r.streams[:0]
+	clear(r.typed)
+	r.typed = r.typed[:0]
 	r.visited = r.visited[:0]
 	clear(r.holds)
 	r.holds = r.holds[:0]
@@ -188,8 +185,10 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 				}
 			case *Exchange:
 				r.work = append(r.work, t)
-			case queueAdapter:
-				t.addTo(r)
+			case Queue:
+				if !slices.Contains(r.typed, t) {
+					r.typed = append(r.typed, t)
+				}
 			}
 		}
 	}

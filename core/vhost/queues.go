@@ -35,7 +35,7 @@ type QueueDef struct {
 	// cluster.go); both are empty on a node of its own.
 	Home string
 	ID   uint64
-	// Members are a quorum queue's nodes in a cluster (quorum_cluster.go).
+	// Members are a replicated queue's nodes in a cluster (replicated.go).
 	Members []string
 	// MemberIDs are the Raft ids of their incarnations when the queue was
 	// declared, which make its group's first configuration (bootIDs).
@@ -52,14 +52,14 @@ type Declared struct {
 	Local   *queue.Queue
 	Remote  *RemoteQueue
 	Created bool
-	t       queueAdapter // a quorum queue or a stream
+	t       Queue // a queue of a registered type
 }
 
 // Type is the declared queue's x-queue-type (classic for a queue homed
 // on another node too).
 func (d Declared) Type() string {
 	if d.t != nil {
-		return d.t.typeName()
+		return d.t.Type()
 	}
 	return queue.Classic
 }
@@ -174,7 +174,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			v.caughtUp()
 		}
 		if t := v.typedQueue(def.Name); t != nil {
-			t.touch()
+			t.Touch()
 			return Declared{Name: def.Name, t: t}, nil
 		}
 		q, err := v.Queue(def.Name, def.Owner)
@@ -191,7 +191,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		def.Name = ServerNamed()
 		def.ServerNamed = true
 	}
-	if _, typed := typeAsked(def); def.Exclusive && !typed {
+	if _, typed := v.queueTypes.asked(def); def.Exclusive && !typed {
 		// An exclusive classic queue ends with its connection, so
 		// RabbitMQ declares it non-durable whatever the flag says: it is
 		// listed so, and a redeclare with either value matches. (A
@@ -215,7 +215,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		}
 	}
 	if qt, ok := v.typeOf(def); ok {
-		t, created, err := qt.declare(v, def)
+		t, created, err := qt.Declare(v.Host(), def)
 		if err != nil {
 			return Declared{}, err
 		}
@@ -236,7 +236,7 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 		return nil, false, err
 	}
 	if d.t != nil {
-		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.kind())
+		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.Kind())
 	}
 	if d.Local == nil {
 		return nil, false, v.elsewhere(d.Remote)
@@ -344,7 +344,12 @@ var queueArgsCompared = []string{
 	"x-single-active-consumer", "x-delivery-limit", "x-queue-type",
 }
 
-func (v *VHost) equivalentQueue(q queueShape, def QueueDef) error {
+// equivalentQueue refuses a redeclare def of q that differs from it in
+// its flags or in the arguments of compared (queueArgsCompared when nil).
+func (v *VHost) equivalentQueue(q queueShape, def QueueDef, compared ...string) error {
+	if compared == nil {
+		compared = queueArgsCompared
+	}
 	diff := func(field string, got, cur any) error {
 		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
 			field, def.Name, v.Name, got, cur)
@@ -359,7 +364,7 @@ func (v *VHost) equivalentQueue(q queueShape, def QueueDef) error {
 	case q.AutoDelete != def.AutoDelete:
 		return diff("auto_delete", def.AutoDelete, q.AutoDelete)
 	}
-	for _, k := range queueArgsCompared {
+	for _, k := range compared {
 		got, hasGot := def.Args[k]
 		cur, hasCur := q.Args[k]
 		if hasGot != hasCur || !exchange.ValuesEqual(got, cur) {
@@ -381,7 +386,7 @@ func describe(v any, present bool) any {
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
 	if v.cluster != nil {
 		if t := v.typedQueue(name); t != nil {
-			return t.deleteReplicated(v, ifUnused, ifEmpty)
+			return t.DeleteReplicated(ifUnused, ifEmpty)
 		}
 		v.mu.RLock()
 		q, incarnation := v.queues[name], v.homed[name]
@@ -456,7 +461,7 @@ func (v *VHost) dropQueue(q *queue.Queue) {
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 	if t := v.typedQueue(name); t != nil {
-		return t.purge(v)
+		return t.Purge()
 	}
 	if rq := v.remoteQueue(name); rq != nil {
 		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
@@ -512,7 +517,7 @@ type QueueEntry struct {
 	// a classic one.
 	Type string
 	q    *queue.Queue
-	t    queueAdapter
+	t    Queue
 	v    *VHost // for a remote queue's figures
 	rq   *RemoteQueue
 }
@@ -536,7 +541,7 @@ func (e QueueEntry) Info() QueueInfo {
 		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
 	}
 	if e.t != nil {
-		st, m, err := e.t.figures(e.v)
+		st, m, err := e.t.Figures()
 		return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
 	}
 	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}

@@ -280,7 +280,7 @@ type DeleteQueue struct {
 }
 
 // QuorumMembers records the members of the incarnation of a quorum queue
-// or a replicated stream (quorum_cluster.go).
+// or a replicated stream (replicated.go).
 type QuorumMembers struct {
 	Name        string
 	Incarnation uint64

@@ -48,6 +48,7 @@
 package vhost
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,10 +97,12 @@ type VHost struct {
 	remote    map[string]*RemoteQueue // queues homed on other nodes
 	homed     map[string]uint64       // replicated queues homed here: their incarnations
 	lost      []lostQueue             // for DropLost; under defMu
-	typed     map[string]queueAdapter // quorum queues and streams (adapters.go)
+	typed     map[string]Queue        // queues of registered types (queuetype.go)
 
-	groups *cluster.Groups // runs quorum queues' groups; nil: none here
-	expiry expiry
+	queueTypes *QueueTypes
+	groups     *cluster.Groups // runs replicated queues' groups; nil: none here
+	closing    chan struct{}   // closed by Close: ends the loops of Host.Every
+	loops      sync.Map        // Host.Every's loops by name
 
 	// Consuming across nodes (consumers.go): consMu guards the maps.
 	consMu     lockorder.Mutex[lockorder.VHostConsumers]
@@ -126,32 +129,35 @@ type Config struct {
 	// Cluster, on a cluster member, shares the topology with the other
 	// nodes; nil on a node of its own.
 	Cluster Cluster
-	// Groups runs quorum queues' Raft groups; nil refuses quorum queues.
+	// Groups runs replicated queues' Raft groups; nil refuses them.
 	Groups *cluster.Groups
+	// QueueTypes are the queue types beside classic it serves; nil: none.
+	QueueTypes *QueueTypes
 }
 
 // New creates a vhost with the default and predeclared exchanges.
 func New(c Config) *VHost {
 	v := &VHost{
-		Name:      c.Name,
-		types:     c.Types,
-		store:     c.Store,
-		memory:    c.Memory,
-		bodies:    c.Bodies,
-		cluster:   c.Cluster,
-		log:       c.Logger.With().Str("vhost", c.Name).Logger(),
-		exchanges: make(map[string]*Exchange),
-		queues:    make(map[string]*queue.Queue),
-		defaults:  make(map[string]*exchange.Binding),
-		bindings:  make(map[bindingKey]*exchange.Binding),
-		byDest:    make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
-		remote:    make(map[string]*RemoteQueue),
-		homed:     make(map[string]uint64),
-		typed:     make(map[string]queueAdapter),
-		groups:    c.Groups,
-		expiry:    expiry{stop: make(chan struct{})},
-		sources:   make(map[uint64]*RemoteSource),
-		consumers: make(map[consumerKey]*remoteConsumer),
+		Name:       c.Name,
+		types:      c.Types,
+		store:      c.Store,
+		memory:     c.Memory,
+		bodies:     c.Bodies,
+		cluster:    c.Cluster,
+		log:        c.Logger.With().Str("vhost", c.Name).Logger(),
+		exchanges:  make(map[string]*Exchange),
+		queues:     make(map[string]*queue.Queue),
+		defaults:   make(map[string]*exchange.Binding),
+		bindings:   make(map[bindingKey]*exchange.Binding),
+		byDest:     make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
+		remote:     make(map[string]*RemoteQueue),
+		homed:      make(map[string]uint64),
+		typed:      make(map[string]Queue),
+		queueTypes: c.QueueTypes,
+		groups:     c.Groups,
+		closing:    make(chan struct{}),
+		sources:    make(map[uint64]*RemoteSource),
+		consumers:  make(map[consumerKey]*remoteConsumer),
 	}
 	v.holds = newHoldQueue(v)
 	// RemoteSource ids grow across restarts, so that the homes of queues
@@ -175,16 +181,13 @@ func New(c Config) *VHost {
 // exchanges stay as they are, for a store to have recorded.
 func (v *VHost) Close() {
 	if !v.closed.Swap(true) {
-		close(v.expiry.stop)
+		close(v.closing)
 	}
 	v.holds.stop()
-	v.closeStreams()
-	// Acks the quorum queues took just before are committed, within a
-	// second for all of them.
+	// What the typed queues took just before (acks) is committed, within
+	// a second for all of them.
 	deadline := time.Now().Add(time.Second)
-	for _, qq := range v.quorumList() {
-		if qq.member() {
-			qq.FlushSettles(time.Until(deadline))
-		}
+	for _, t := range v.typedList() {
+		t.Close(deadline)
 	}
 }

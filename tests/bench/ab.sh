@@ -13,7 +13,9 @@
 # the consumed rate, the broker's CPU per message (from /proc) and the
 # median and p99 latency from publish to delivery. Scenarios: transient,
 # persistent, persistent1k, fanout (10 queues), topic10k, headers1k,
-# latency (1,000 msg/s, manual acks). At the end it prints each
+# latency (1,000 msg/s, manual acks), quorum (a quorum queue, 100
+# confirms in flight) and stream (10 consumers from first; consumed
+# counts every consumer's deliveries). At the end it prints each
 # scenario's medians over the rounds, and the median of the rounds' own
 # new/old rates.
 set -euo pipefail
@@ -60,6 +62,8 @@ run_one() { # label scenario
 	topic10k) args="-size 16 -autoack -exchange ab.t10k -exchange-type topic -key stock.ibm.nyse -extra-bindings 10000 -queue ab.t10k" ;;
 	headers1k) args="-size 16 -autoack -exchange ab.h1k -exchange-type headers -key ibm -extra-bindings 1000 -queue ab.h1k" ;;
 	latency) args="-size 16 -rate 1000 -qos 100 -queue ab.l" ;;
+	quorum) args="-size 16 -persistent -confirm 100 -qos 1000 -queue ab.qq -queue-type quorum" ;;
+	stream) args="-size 16 -persistent -confirm 100 -qos 1000 -consumers 10 -queue ab.s -queue-type stream -stream-offset first" ;;
 	*) echo "unknown scenario $scenario" >&2; exit 2 ;;
 	esac
 	# shellcheck disable=SC2086

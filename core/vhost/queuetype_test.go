@@ -1,15 +1,21 @@
-package vhost
+package vhost_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/streamqueue"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // TestQueueAdaptersAnswerForTheirType: a stream and a quorum queue,
@@ -18,20 +24,28 @@ import (
 // classic queue, refuses both by type (it once dereferenced a stream's
 // missing home).
 func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
-	st := memStore(t)
+	st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Recover(nil); err != nil {
+		t.Fatal(err)
+	}
 	groups := cluster.NewGroups(zerolog.Nop())
 	t.Cleanup(groups.Stop)
-	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: st, Groups: groups})
+	types := vhost.NewQueueTypes(queue.Quorum, quorumqueue.Type{}, streamqueue.Type{})
+	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), QueueTypes: types, Logger: zerolog.Nop(), Store: st, Groups: groups})
 	t.Cleanup(v.Close)
 	for _, c := range []struct{ name, typ, kind string }{
 		{"s", "stream", "stream"},
 		{"qq", "quorum", "quorum queue"},
 	} {
-		def := QueueDef{Name: c.name, Durable: true, Args: protocol.Table{"x-queue-type": c.typ}}
+		def := vhost.QueueDef{Name: c.name, Durable: true, Args: protocol.Table{"x-queue-type": c.typ}}
 		if _, err := v.Declare(def, false); err != nil {
 			t.Fatalf("declare %s: %v", c.typ, err)
 		}
-		_, _, err := v.DeclareQueue(QueueDef{Name: c.name}, true)
+		_, _, err := v.DeclareQueue(vhost.QueueDef{Name: c.name}, true)
 		var re *reply.Error
 		if !errors.As(err, &re) || re.Code != protocol.PreconditionFailed || !strings.Contains(err.Error(), "is a "+c.kind) {
 			t.Errorf("DeclareQueue of a %s: %v", c.kind, err)

@@ -1,0 +1,377 @@
+// Package streamqueue is the stream (x-queue-type stream) as a vhost holds
+// it over AMQP 0-9-1, as RabbitMQ 3.10 serves it: a vhost.QueueType and
+// its vhost.Queue.
+//
+// A stream is declared like a quorum queue (durable, not exclusive or
+// auto-delete), published to like any queue (confirmed once synced),
+// consumed from an offset with a prefetch and manual acks, never emptied
+// by consuming; core/stream holds the log. In a cluster a stream is
+// replicated (cluster.go).
+//
+// Invariants:
+//
+//   - A stream's record is stored when its log opens; deleting it deletes
+//     both, the data last (a start after a crash deletes what is left).
+//   - Its retention in force is the lower of its argument and its
+//     policy's, for each of max-length-bytes, max-age and the segment
+//     size.
+package streamqueue
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Type is the stream type, for vhost.NewQueueTypes.
+type Type struct{}
+
+// Name is its x-queue-type.
+func (Type) Name() string { return queue.Stream }
+
+// Check refuses a new stream's flags the way RabbitMQ 3.10 does; its
+// arguments were checked with queue.CheckDeclareArgs.
+func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
+	return h.RefuseFlags(def, "rabbit_stream_queue")
+}
+
+// Declare makes a stream on a node of its own, or checks the one there
+// is; defMu is held.
+func (t Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+	if s, _ := h.Lookup(def.Name).(*Queue); s != nil {
+		return s, false, s.Equivalent(def)
+	}
+	if err := t.Check(h, def); err != nil {
+		return nil, false, err
+	}
+	st, ok := h.Store().(*storage.Store)
+	if !ok {
+		return nil, false, reply.PreconditionFailed("stream queues need the message store; queue '%s' in vhost '%s'", def.Name, h.Name())
+	}
+	s, err := open(h, def, st.NewID(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	h.Register(s)
+	return s, true, nil
+}
+
+// Restore reopens a stored stream at start-up; in a cluster this node's
+// replica rejoins its group. defMu is held.
+func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64) error {
+	s, err := open(h, def, id, def.Members)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(def.Members, h.Self()) {
+		// A replica whose log is empty gets the group's from the
+		// leader: only a new stream's declare makes its first
+		// configuration.
+		if err := s.start(false, true, nil); err != nil {
+			s.s.Close()
+			return err
+		}
+	}
+	h.Register(s)
+	return nil
+}
+
+// argsCompared are the arguments a stream's redeclare must repeat.
+var argsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "x-stream-max-segment-size-bytes", "x-initial-cluster-size"}
+
+// config reads a stream's retention arguments. It checks nothing: a new
+// stream's were checked at its declare, and a stored one keeps what an
+// older Warren accepted (a value it cannot read, such as an x-max-age of
+// "0s", is no limit).
+func config(h vhost.Host, def vhost.QueueDef) stream.Config {
+	cfg := stream.Config{Name: def.Name, VHost: h.Name()}
+	if n, ok := queue.Integer(def.Args["x-max-length-bytes"]); ok && n > 0 {
+		cfg.MaxBytes = n
+	}
+	if n, ok := queue.Integer(def.Args["x-stream-max-segment-size-bytes"]); ok && n > 0 {
+		cfg.SegmentBytes = n
+	}
+	if s, ok := def.Args["x-max-age"].(string); ok {
+		if age, ok := queue.ParseInterval(s); ok {
+			cfg.MaxAge = age
+		}
+	}
+	return cfg
+}
+
+// open opens a stream's log under id and records its declaration; defMu
+// is held.
+func open(h vhost.Host, def vhost.QueueDef, id uint64, members []string) (*Queue, error) {
+	st, ok := h.Store().(*storage.Store)
+	if !ok {
+		return nil, reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, h.Name())
+	}
+	cfg := config(h, def)
+	cfg.ID, cfg.Store, cfg.Log = id, st, *h.Logger()
+	log, err := stream.Open(cfg)
+	if err != nil {
+		return nil, reply.Internal("%v", err)
+	}
+	s := &Queue{h: h, s: log, name: def.Name, args: def.Args}
+	if members != nil {
+		s.members.Store(&members)
+	}
+	if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, s.Record().Table()); err != nil {
+		log.Close()
+		return nil, vhost.Stored(err)
+	}
+	s.PolicyChanged()
+	return s, nil
+}
+
+// Queue is a stream as a vhost holds it. In a cluster it is replicated
+// (cluster.go): this node's log is its replica when the node is a member,
+// and unused otherwise.
+type Queue struct {
+	h        vhost.Host
+	s        *stream.Stream
+	name     string
+	args     protocol.Table
+	counters stats.Meter
+
+	// In a cluster: members are the nodes of its group, by name, the
+	// first stood first for leader (nil on a node of its own); active
+	// says this node's replica runs, in group.
+	members   atomic.Pointer[[]string]
+	active    atomic.Bool
+	group     atomic.Pointer[cluster.Group]
+	rejoining vhost.Rejoining
+}
+
+func (s *Queue) Name() string                { return s.name }
+func (s *Queue) Type() string                { return queue.Stream }
+func (s *Queue) Kind() string                { return "stream" }
+func (s *Queue) Arguments() protocol.Table   { return s.args }
+func (s *Queue) Incarnation() uint64         { return s.s.ID() }
+func (s *Queue) Group() *cluster.Group       { return s.group.Load() }
+func (s *Queue) Rejoining() *vhost.Rejoining { return &s.rejoining }
+
+// Record is its stored declaration; in a cluster its members and its
+// incarnation (its group's id, and its log's) too.
+func (s *Queue) Record() vhost.QueueRecord {
+	rec := vhost.QueueRecord{Durable: true, Args: s.args, StoreID: s.s.ID()}
+	if nodes := s.MemberNodes(); nodes != nil {
+		rec.Members, rec.Incarnation, rec.Home = nodes, s.s.ID(), nodes[0]
+	}
+	return rec
+}
+
+// Equivalent refuses a redeclare that differs from the stream (406).
+func (s *Queue) Equivalent(def vhost.QueueDef) error {
+	return s.h.EquivalentDurable(s.args, def, argsCompared...)
+}
+
+// CheckArgs: a stream's arguments are compared, not parsed as a classic
+// or quorum queue's are.
+func (s *Queue) CheckArgs(vhost.QueueDef) error { return nil }
+
+// PolicyChanged sets the stream's retention from its arguments and its
+// policy's max-length-bytes, max-age and stream-max-segment-size-bytes:
+// where both set one, the lower value is in force, as RabbitMQ's stream
+// queues take it (and its classic queues their limits); defMu is held.
+func (s *Queue) PolicyChanged() {
+	cfg := config(s.h, vhost.QueueDef{Name: s.name, Durable: true, Args: s.args})
+	lower := func(cur *int64, set bool, x any) {
+		if n, ok := queue.Integer(x); ok && (!set || n < *cur) {
+			*cur = n
+		}
+	}
+	if p := s.h.Policy(s.name); p != nil {
+		d := p.Definition
+		_, set := s.args["x-max-length-bytes"]
+		lower(&cfg.MaxBytes, set, d["max-length-bytes"])
+		_, set = s.args["x-stream-max-segment-size-bytes"]
+		lower(&cfg.SegmentBytes, set, d["stream-max-segment-size-bytes"])
+		if a, ok := d["max-age"].(string); ok {
+			if age, ok := queue.ParseInterval(a); ok && age > 0 && (cfg.MaxAge == 0 || age < cfg.MaxAge) {
+				cfg.MaxAge = age
+			}
+		}
+	}
+	s.s.SetRetention(cfg.MaxBytes, cfg.MaxAge, cfg.SegmentBytes)
+}
+
+// DeleteChecks refuses a delete whose conditions do not hold.
+func (s *Queue) DeleteChecks(ifUnused, ifEmpty bool) (int, error) {
+	st := s.s.Stats()
+	if ifUnused && st.Consumers > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", s.name, s.h.Name())
+	}
+	if ifEmpty && st.Ready > 0 {
+		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.name, s.h.Name())
+	}
+	return st.Ready, nil
+}
+
+// Touch: a stream does not expire.
+func (s *Queue) Touch() {}
+
+// DeclareCounts, as RabbitMQ's, count the messages in the stream (all of
+// them, read or not). RabbitMQ's count lags by its statistics interval
+// (5 s); this one does not.
+func (s *Queue) DeclareCounts() (int, int, error) {
+	st := s.s.Stats()
+	return st.Ready, st.Consumers, nil
+}
+
+// Figures are its depth from its replica here or a member, and its
+// message statistics.
+func (s *Queue) Figures() (queue.Stats, *stats.Meter, error) {
+	st, err := s.stats()
+	return st, &s.counters, err
+}
+
+// Status is a replicated stream's group; a stream of a node of its own
+// has none.
+func (s *Queue) Status() (vhost.QuorumView, bool) {
+	if s.MemberNodes() == nil {
+		return vhost.QuorumView{}, false
+	}
+	return s.status(), true
+}
+
+// Purge is refused: a stream is not emptied, as RabbitMQ's is not.
+func (s *Queue) Purge() (int, error) { return 0, s.refuses("queue.purge") }
+
+// Release stops this node's replica and deletes the stream's data.
+func (s *Queue) Release() {
+	s.stop()
+	if err := s.s.Delete(); err != nil {
+		s.h.Logger().Error().Err(err).Str("queue", s.name).Msg("could not delete the stream's messages; the next start deletes them")
+	}
+}
+
+// Close stops the stream's goroutines (the vhost closing).
+func (s *Queue) Close(time.Time) { s.s.Close() }
+
+// Enqueue appends m; done hears once it is synced.
+func (s *Queue) Enqueue(m *message.Message, done func(error)) {
+	s.counters.Inc(stats.PublishIn)
+	s.s.Append(m, func(err error) {
+		if err != nil {
+			err = reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
+		}
+		done(err)
+	})
+}
+
+// refuses is RabbitMQ's answer (540) to what a stream does not do.
+func (s *Queue) refuses(what string) error {
+	return reply.NotImplemented("%s not supported by stream queues queue '%s' in vhost '%s'", what, s.name, s.h.Name())
+}
+
+// ---- consuming
+
+// Source is its replica here, or a member on another node.
+func (s *Queue) Source() (vhost.Source, error) {
+	if s.Here() {
+		return local{s}, nil
+	}
+	rq := s.Via()
+	if rq == nil {
+		return nil, s.h.MembersDown(s)
+	}
+	return remote{RemoteSource: s.h.RemoteSource(rq), s: s}, nil
+}
+
+// local is what a channel reads a stream's log on this node through.
+type local struct{ s *Queue }
+
+// Consume attaches a consumer at its x-stream-offset. As RabbitMQ, a
+// stream's consumer must acknowledge (540 otherwise) and set a prefetch
+// (406 otherwise); an offset that does not parse is 406 (RabbitMQ 3.10
+// answers some with 541).
+func (src local) Consume(c queue.Consumer, added func()) error {
+	from, err := src.s.checkConsumer(c)
+	if err != nil {
+		return err
+	}
+	return src.s.s.Consume(c, from, added)
+}
+
+func (src local) Cancel(c queue.Consumer)     { src.s.s.Cancel(c) }
+func (src local) Kick()                       { src.s.s.Kick() }
+func (src local) Ack(e []queue.Entry)         { src.s.s.Ack(e) }
+func (src local) Requeue(e []queue.Entry)     { src.s.s.Requeue(e) }
+func (src local) Reject(e []queue.Entry)      { src.s.s.Reject(e) }
+func (src local) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
+
+// Get is refused: a stream is read from an offset, not taken from.
+func (src local) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
+
+// remote is a stream this node has no replica of, as a channel of this
+// node reads it: through a member, the stream's checks made here.
+type remote struct {
+	*vhost.RemoteSource
+	s *Queue
+}
+
+// Consume checks what a stream's consumer must set, then consumes through
+// the member with the consumer's x-stream-offset.
+func (src remote) Consume(c queue.Consumer, added func()) error {
+	if _, err := src.s.checkConsumer(c); err != nil {
+		return err
+	}
+	args := protocol.Table{}
+	if x := offsetArg(c); x != nil {
+		args["x-stream-offset"] = x
+	}
+	return src.RemoteSource.ConsumeWith(c, added, args)
+}
+
+// Get is refused, as on a member.
+func (src remote) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
+
+func (src remote) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
+
+// refusesAsked is what a stream refuses of a channel: basic.get, and a
+// nack or reject (540, which closes the connection).
+func (s *Queue) refusesAsked(a vhost.Asked) error {
+	switch a {
+	case vhost.AskGet:
+		return s.refuses("basic.get")
+	case vhost.AskSettleRefused:
+		return s.refuses("basic.nack and basic.reject")
+	}
+	return nil
+}
+
+// checkConsumer refuses a consumer a stream does not serve, and reads the
+// offset it starts from.
+func (s *Queue) checkConsumer(c queue.Consumer) (stream.Offset, error) {
+	if c.NoAck() {
+		return stream.Offset{}, reply.NotImplemented("automatic acknowledgement not supported by stream queues queue '%s' in vhost '%s'", s.name, s.h.Name())
+	}
+	if p, ok := c.(interface{ Prefetch() int }); !ok || p.Prefetch() == 0 {
+		return stream.Offset{}, reply.PreconditionFailed("consumer prefetch count is not set for 'queue '%s' in vhost '%s''", s.name, s.h.Name())
+	}
+	from, err := stream.ParseOffset(offsetArg(c), time.Now())
+	if err != nil {
+		return stream.Offset{}, reply.PreconditionFailed("invalid arg 'x-stream-offset' for queue '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
+	}
+	return from, nil
+}
+
+// offsetArg is the consumer's x-stream-offset argument, nil when it has
+// none.
+func offsetArg(c queue.Consumer) any {
+	if a, ok := c.(interface{ Arguments() protocol.Table }); ok {
+		return a.Arguments()["x-stream-offset"]
+	}
+	return nil
+}

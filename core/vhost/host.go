@@ -1,0 +1,319 @@
+package vhost
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
+)
+
+// Host is what a queue type's queues may ask of their vhost (see Queue):
+// its store, its cluster and Raft groups, routing a dead letter, calls to
+// another node's member and consuming through one. It is a handle, copied
+// freely; its methods say which locks their caller holds.
+type Host struct{ v *VHost }
+
+// Host is the vhost's handle for queue types.
+func (v *VHost) Host() Host { return Host{v} }
+
+// Name is the vhost's name.
+func (h Host) Name() string { return h.v.Name }
+
+// Self is this node's name, "" on a node of its own.
+func (h Host) Self() string { return h.v.self() }
+
+// Logger is the vhost's logger.
+func (h Host) Logger() *zerolog.Logger { return &h.v.log }
+
+// Store is the vhost's store; nil when nothing persists.
+func (h Host) Store() Store { return h.v.store }
+
+// Groups runs this node's Raft groups; nil when it runs none.
+func (h Host) Groups() *cluster.Groups { return h.v.groups }
+
+// Clustered says this node is a member of a cluster.
+func (h Host) Clustered() bool { return h.v.cluster != nil }
+
+// Up says node can be reached; on a node of its own, false.
+func (h Host) Up(node string) bool { return h.v.cluster != nil && h.v.cluster.Up(node) }
+
+// NodeID is the Raft id of node's current incarnation (0: none).
+func (h Host) NodeID(node string) uint64 { return h.v.cluster.NodeID(node) }
+
+// Removed says whether id is an incarnation the cluster removed.
+func (h Host) Removed(id uint64) bool { return h.v.cluster.Removed(id) }
+
+// Policy is the policy in force on the queue name; nil when none is.
+func (h Host) Policy(name string) *policy.Policy {
+	h.v.mu.RLock()
+	defer h.v.mu.RUnlock()
+	return h.v.policies.For(policy.Queues, name)
+}
+
+// Lookup is the typed queue named name; nil when there is none.
+func (h Host) Lookup(name string) Queue { return h.v.typedQueue(name) }
+
+// List is every typed queue of the vhost, for work done without its locks.
+func (h Host) List() []Queue { return h.v.typedList() }
+
+// Register adds q to the vhost's queues, reached by routing and by name;
+// defMu is held.
+func (h Host) Register(q Queue) { h.v.registerTyped(q) }
+
+// ParseDeclare checks a declare's arguments and reads its settings.
+func (h Host) ParseDeclare(def QueueDef) (queue.Settings, error) { return h.v.parseDeclare(def) }
+
+// EquivalentDurable refuses (406, or 405 for an exclusive one) a
+// redeclare def of a durable queue declared with args that differs from
+// it in its flags or in the arguments of compared (without any, those a
+// classic or quorum queue compares), as RabbitMQ words it.
+func (h Host) EquivalentDurable(args protocol.Table, def QueueDef, compared ...string) error {
+	return h.v.equivalentQueue(queueShape{Durable: true, Args: args}, def, compared...)
+}
+
+// RefuseFlags refuses a declare's flags that a type of durable queues
+// shared by every connection cannot take, as RabbitMQ 3.10 words it;
+// module is the type's there (rabbit_quorum_queue, rabbit_stream_queue).
+func (h Host) RefuseFlags(def QueueDef, module string) error {
+	invalidProperty := func(p string) error {
+		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, h.v.Name)
+	}
+	switch {
+	case def.ServerNamed:
+		return reply.PreconditionFailed("Cannot declare a server-named queue for type %s", module)
+	case !def.Durable:
+		return invalidProperty("non-durable")
+	case def.AutoDelete:
+		return invalidProperty("auto-delete")
+	case def.Exclusive:
+		return invalidProperty("exclusive-owner")
+	}
+	return nil
+}
+
+// Locked is RabbitMQ's answer to a queue another connection holds.
+func (h Host) Locked(name string) error { return h.v.locked(name) }
+
+// DeclaredAlready says whether a queue named as def is there already,
+// and if so what a declare of def gets (nil, or 406).
+func (h Host) DeclaredAlready(def QueueDef) (bool, error) { return h.v.declaredAlready(def) }
+
+// ---- groups
+
+// ProposeReplicated places a new replicated queue's members (sizeArg is
+// the argument that sets how many, default three), proposes its
+// declaration and returns the incarnation proposed.
+func (h Host) ProposeReplicated(def QueueDef, sizeArg string) (uint64, error) {
+	return h.v.proposeReplicated(def, sizeArg)
+}
+
+// ProposeDelete proposes a replicated queue's delete once its conditions
+// hold, and returns the count delete-ok reports.
+func (h Host) ProposeDelete(name string, incarnation uint64, consumers, held, ready int, ifUnused, ifEmpty bool) (int, error) {
+	return h.v.proposeDelete(name, incarnation, consumers, held, ready, ifUnused, ifEmpty)
+}
+
+// FirstMember says whether this node's incarnation makes a new
+// replicated queue's first configuration (BootIDs); otherwise its member
+// joins the group as it is. A declaration from a metadata snapshot always
+// joins.
+func (h Host) FirstMember(def QueueDef) bool {
+	return !def.restored && h.v.groups != nil && slices.Contains(BootIDs(def), h.v.groups.Self())
+}
+
+// BootIDs are the Raft ids of a new replicated queue's first members:
+// those its declaration names, or, in one written before ids were per
+// incarnation, the ids its members had then.
+func BootIDs(def QueueDef) []uint64 {
+	if len(def.MemberIDs) == len(def.Members) {
+		return def.MemberIDs
+	}
+	ids := make([]uint64, len(def.Members))
+	for i, m := range def.Members {
+		ids[i] = cluster.LegacyID(m)
+	}
+	return ids
+}
+
+// RaftLogs is the part of *storage.Store replicated queues need.
+type RaftLogs interface {
+	RaftLog(group uint64) (*storage.RaftLog, error)
+	DeleteRaftLog(group uint64) error
+}
+
+// StartMember starts this node's member of a replicated queue's Raft
+// group: id is the group's (and its log's), boot the Raft ids of a new
+// group's first members (BootIDs; nil: a group of this node alone, or
+// one it joins); bind hands the machine its group before it runs.
+func (h Host) StartMember(id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
+	rs, ok := h.v.store.(RaftLogs)
+	if !ok || h.v.groups == nil {
+		return nil, fmt.Errorf("this node keeps no Raft groups")
+	}
+	log, err := rs.RaftLog(id)
+	if err != nil {
+		return nil, err
+	}
+	ids := boot
+	if ids == nil {
+		ids = []uint64{h.v.groups.Self()}
+	}
+	return h.v.groups.Start(cluster.GroupConfig{ID: id, Members: ids, Campaign: campaign && !join, Join: join,
+		Bind: bind, Log: log, Machine: m})
+}
+
+// DeleteRaftLog deletes a stopped member's log.
+func (h Host) DeleteRaftLog(id uint64) error {
+	rs, ok := h.v.store.(RaftLogs)
+	if !ok {
+		return nil
+	}
+	return rs.DeleteRaftLog(id)
+}
+
+// ChangeMember changes q's group, this node being a member, then has
+// every node record its new members (ChangeQuorumMember).
+func (h Host) ChangeMember(q Queue, node string, add bool) error {
+	return h.v.changeMember(q, node, add)
+}
+
+// NodeNamed is the node of names whose current incarnation is id; ""
+// when none is.
+func (h Host) NodeNamed(names []string, id uint64) string { return h.v.nodeNamed(names, id) }
+
+// MatchByName fills a view's Match and Voters by node name from its
+// member's Raft view.
+func (h Host) MatchByName(view *QuorumView, members []string) { h.v.matchByName(view, members) }
+
+// ---- messages and time
+
+// DeadLetter republishes m, which left queue from as reason, to its
+// dead-letter exchange's queues (s says which), with x-death, counting it
+// in counters and the vhost's. With done nil it is at most once: what
+// cannot be routed is dropped. With done (at least once) it says whether
+// every queue reached took the message (and synced it, when it is
+// persistent); false leaves the message with the caller for another try.
+func (h Host) DeadLetter(from string, s queue.Settings, m *message.Message, reason queue.Reason, counters *stats.Meter, done func(ok bool)) {
+	h.v.deadLetterOne(from, s, m, reason, counters, done)
+}
+
+// AfterSync calls done once everything written so far is on disk.
+func (h Host) AfterSync(done func(error)) { h.v.AfterSync(done) }
+
+// Expired deletes q, which x-expires found unused: in a cluster by a
+// proposal, on a node of its own if it is still the queue of its name and
+// still unused once defMu is held.
+func (h Host) Expired(q Queue, unused func() bool) {
+	v := h.v
+	if v.cluster != nil {
+		if unused() {
+			v.queueGone(q.Name(), q.Incarnation()) // deleted on every node when it is applied
+		}
+		return
+	}
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	if v.typedQueue(q.Name()) == q && unused() {
+		v.forgetTyped(q)
+	}
+}
+
+// Every calls f every d, from a goroutine started at the first call of
+// that name, until the vhost closes.
+func (h Host) Every(name string, d time.Duration, f func()) {
+	v := h.v
+	if _, started := v.loops.LoadOrStore(name, true); started {
+		return
+	}
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-v.closing:
+				return
+			case <-t.C:
+			}
+			f()
+		}
+	}()
+}
+
+// ---- other nodes
+
+// The calls another node's member answers (Queue.HandleCall) beside its
+// type's own.
+const (
+	CallQueueDelete = callQueueDelete
+	CallQueuePurge  = callQueuePurge
+	CallQueueCounts = callQueueCounts
+	CallMember      = callQuorumMember
+	CallConsume     = callConsume
+	CallCancel      = callCancel
+	CallSettle      = callSettle
+	CallGet         = callGet
+)
+
+// CallHome asks rq's node to carry out op on it.
+func (h Host) CallHome(rq *RemoteQueue, op string, req protocol.Table) (protocol.Table, error) {
+	return h.v.callHome(rq, op, req)
+}
+
+// RemoteStats asks rq's node for its figures.
+func (h Host) RemoteStats(rq *RemoteQueue) (queue.Stats, error) { return h.v.remoteStats(rq) }
+
+// RemoteSource consumes rq through its node.
+func (h Host) RemoteSource(rq *RemoteQueue) *RemoteSource {
+	return &RemoteSource{v: h.v, rq: rq, id: h.v.sourceSeq.Add(1)}
+}
+
+// HandleConsumerCall answers a consuming node's call (CallConsume,
+// CallCancel, CallSettle, CallGet) about src, a member here.
+func (h Host) HandleConsumerCall(op string, src Source, req protocol.Table) (protocol.Table, error) {
+	return h.v.handleConsumerCall(op, src, req)
+}
+
+// CallString and CallInt read a call's fields.
+func CallString(t protocol.Table, k string) string { return str(t, k) }
+func CallInt(t protocol.Table, k string) uint64    { return id(t, k) }
+
+// CallBool reads a call's boolean field.
+func CallBool(t protocol.Table, k string) bool { b, _ := t[k].(bool); return b }
+
+// Stored wraps a failed metadata write as the error its client sees.
+func Stored(err error) error { return stored(err) }
+
+// ---- groups as this node names them
+
+// voterNames names a group's voters by node, sorted; an incarnation the
+// cluster no longer has is written as its id, in hexadecimal.
+func (v *VHost) voterNames(ids []uint64) []string {
+	nodes := v.cluster.Nodes()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := v.nodeNamed(nodes, id)
+		if name == "" {
+			name = strconv.FormatUint(id, 16)
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MembersDown is the answer for a replicated queue none of whose members
+// can be reached from here.
+func (h Host) MembersDown(q Queue) error {
+	return reply.NotFound("no member of %s '%s' in vhost '%s' is up (members %v)", q.Kind(), q.Name(), h.v.Name, q.MemberNodes())
+}
