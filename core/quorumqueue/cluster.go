@@ -22,7 +22,7 @@ import (
 // A member serves its own node's clients: publishes, consumers, gets and
 // settlements are entries its group orders, whoever leads. A node that is
 // not a member forwards what is published to a member (Via) and consumes
-// through one (a vhost.RemoteSource). A delete is a command too, naming
+// through one (a remote.Source). A delete is a command too, naming
 // the incarnation: each member stops its member and deletes its log.
 
 // DeclareReplicated declares a new quorum queue for the cluster.

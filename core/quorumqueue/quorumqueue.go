@@ -37,6 +37,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/quorum"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
@@ -366,7 +367,7 @@ func (qq *Queue) Source() (vhost.Source, error) {
 	if rq == nil {
 		return nil, qq.h.MembersDown(qq)
 	}
-	return remote{qq.h.RemoteSource(rq), qq}, nil
+	return elsewhere{qq.h.RemoteSource(rq), qq}, nil
 }
 
 // Purge purges through this node's member, or asks a member elsewhere.
@@ -446,15 +447,15 @@ type member struct {
 	qq *Queue
 }
 
-// remote is a member on another node as a channel consumes from it.
-type remote struct {
-	*vhost.RemoteSource
+// elsewhere is a member on another node as a channel consumes from it.
+type elsewhere struct {
+	*remote.Source
 	qq *Queue
 }
 
 // Refuses a consumer under a global prefetch, as RabbitMQ 3.10.8 does.
-func (s member) Refuses(what vhost.Asked) error { return s.qq.refuses(what) }
-func (s remote) Refuses(what vhost.Asked) error { return s.qq.refuses(what) }
+func (s member) Refuses(what vhost.Asked) error    { return s.qq.refuses(what) }
+func (s elsewhere) Refuses(what vhost.Asked) error { return s.qq.refuses(what) }
 
 func (qq *Queue) refuses(what vhost.Asked) error {
 	if what == vhost.AskGlobalPrefetch {

@@ -74,7 +74,7 @@ func TestGlobalQosRefused(t *testing.T) {
 	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
 	t.Cleanup(v.Close)
 	qq := &Queue{h: v.Host(), name: "q"}
-	for _, src := range []vhost.Source{member{qq: qq}, remote{qq: qq}} {
+	for _, src := range []vhost.Source{member{qq: qq}, elsewhere{qq: qq}} {
 		err := vhost.Refused(src, vhost.AskGlobalPrefetch)
 		if e := reply.As(err); e == nil || e.Code != protocol.NotImplemented || e.Text != "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not support global qos" {
 			t.Errorf("%T: global prefetch: %v", src, err)

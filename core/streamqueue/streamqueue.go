@@ -25,6 +25,7 @@ import (
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/stream"
@@ -286,7 +287,7 @@ func (s *Queue) Source() (vhost.Source, error) {
 	if rq == nil {
 		return nil, s.h.MembersDown(s)
 	}
-	return remote{RemoteSource: s.h.RemoteSource(rq), s: s}, nil
+	return elsewhere{Source: s.h.RemoteSource(rq), s: s}, nil
 }
 
 // local is what a channel reads a stream's log on this node through.
@@ -314,16 +315,16 @@ func (src local) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
 // Get is refused: a stream is read from an offset, not taken from.
 func (src local) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
 
-// remote is a stream this node has no replica of, as a channel of this
+// elsewhere is a stream this node has no replica of, as a channel of this
 // node reads it: through a member, the stream's checks made here.
-type remote struct {
-	*vhost.RemoteSource
+type elsewhere struct {
+	*remote.Source
 	s *Queue
 }
 
 // Consume checks what a stream's consumer must set, then consumes through
 // the member with the consumer's x-stream-offset.
-func (src remote) Consume(c queue.Consumer, added func()) error {
+func (src elsewhere) Consume(c queue.Consumer, added func()) error {
 	if _, err := src.s.checkConsumer(c); err != nil {
 		return err
 	}
@@ -331,13 +332,13 @@ func (src remote) Consume(c queue.Consumer, added func()) error {
 	if x := offsetArg(c); x != nil {
 		args["x-stream-offset"] = x
 	}
-	return src.RemoteSource.ConsumeWith(c, added, args)
+	return src.Source.ConsumeWith(c, added, args)
 }
 
 // Get is refused, as on a member.
-func (src remote) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
+func (src elsewhere) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
 
-func (src remote) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
+func (src elsewhere) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
 
 // refusesAsked is what a stream refuses of a channel: basic.get, and a
 // nack or reject (540, which closes the connection).

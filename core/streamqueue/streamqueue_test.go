@@ -40,7 +40,7 @@ func TestRefusals(t *testing.T) {
 	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
 	t.Cleanup(v.Close)
 	s := &Queue{h: v.Host(), name: "s"}
-	for _, src := range []vhost.Source{local{s}, remote{s: s}} {
+	for _, src := range []vhost.Source{local{s}, elsewhere{s: s}} {
 		for a, want := range map[vhost.Asked]string{
 			vhost.AskGet:            "basic.get not supported by stream queues queue 's' in vhost '/'",
 			vhost.AskSettleRefused:  "basic.nack and basic.reject not supported by stream queues queue 's' in vhost '/'",

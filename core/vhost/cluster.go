@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -571,9 +572,9 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 // about a consumer of this node on a queue homed there.
 func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	switch op := str(req, "op"); op {
-	case callDeliver, callCancelled:
-		return v.handleSourceCall(op, req)
-	case callForget:
+	case remote.CallDeliver, remote.CallCancelled:
+		return v.consuming.HandleSourceCall(op, req)
+	case remote.CallForget:
 		v.ForgetConsumersOf(str(req, "from"), id(req, "before"))
 		return protocol.Table{}, nil
 	}
@@ -595,8 +596,8 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 		return protocol.Table{"messages": int64(n)}, err
 	case callQueuePurge:
 		return protocol.Table{"messages": int64(q.Purge())}, nil
-	case callConsume, callCancel, callSettle, callGet:
-		return v.handleConsumerCall(op, q, req)
+	case remote.CallConsume, remote.CallCancel, remote.CallSettle, remote.CallGet:
+		return v.consuming.HandleConsumerCall(op, q, req)
 	case callQueueCounts:
 		st := q.Stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,

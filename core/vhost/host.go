@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
@@ -259,10 +260,10 @@ const (
 	CallQueuePurge  = callQueuePurge
 	CallQueueCounts = callQueueCounts
 	CallMember      = callQuorumMember
-	CallConsume     = callConsume
-	CallCancel      = callCancel
-	CallSettle      = callSettle
-	CallGet         = callGet
+	CallConsume     = remote.CallConsume
+	CallCancel      = remote.CallCancel
+	CallSettle      = remote.CallSettle
+	CallGet         = remote.CallGet
 )
 
 // CallHome asks rq's node to carry out op on it.
@@ -274,14 +275,16 @@ func (h Host) CallHome(rq *RemoteQueue, op string, req protocol.Table) (protocol
 func (h Host) RemoteStats(rq *RemoteQueue) (queue.Stats, error) { return h.v.remoteStats(rq) }
 
 // RemoteSource consumes rq through its node.
-func (h Host) RemoteSource(rq *RemoteQueue) *RemoteSource {
-	return &RemoteSource{v: h.v, rq: rq, id: h.v.sourceSeq.Add(1)}
+func (h Host) RemoteSource(rq *RemoteQueue) *remote.Source {
+	v := h.v
+	return v.consuming.Source(remote.Home{Node: rq.Home, Queue: rq.Name,
+		Call: func(op string, req protocol.Table) (protocol.Table, error) { return v.callHome(rq, op, req) }})
 }
 
 // HandleConsumerCall answers a consuming node's call (CallConsume,
 // CallCancel, CallSettle, CallGet) about src, a member here.
 func (h Host) HandleConsumerCall(op string, src Source, req protocol.Table) (protocol.Table, error) {
-	return h.v.handleConsumerCall(op, src, req)
+	return h.v.consuming.HandleConsumerCall(op, src, req)
 }
 
 // CallString and CallInt read a call's fields.

@@ -27,7 +27,7 @@ import (
 // settlements are entries its group orders, whoever leads (Raft hands a
 // follower's proposals to the leader). A node that is not a member
 // forwards what is published to a member (as messages for a classic queue
-// go to its home) and consumes through one (a RemoteSource).
+// go to its home) and consumes through one (a remote.Source).
 //
 // A delete is a command too, naming the incarnation: each member stops its
 // member and deletes its log.

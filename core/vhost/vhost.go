@@ -62,6 +62,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/stats"
 )
 
@@ -104,12 +105,9 @@ type VHost struct {
 	closing    chan struct{}   // closed by Close: ends the loops of Host.Every
 	loops      sync.Map        // Host.Every's loops by name
 
-	// Consuming across nodes (consumers.go): consMu guards the maps.
-	consMu     lockorder.Mutex[lockorder.VHostConsumers]
-	sources    map[uint64]*RemoteSource        // this node's, by id
-	consumers  map[consumerKey]*remoteConsumer // other nodes', on queues homed here
-	sourceSeq  atomic.Uint64
-	sourceBase uint64 // the first id of this run
+	// consuming is consuming across nodes (core/remote); idle on a node
+	// of its own.
+	consuming *remote.Consuming
 
 	// Direct reply-to (replyto.go): replyMu, a leaf, guards replies.
 	replyMu lockorder.Mutex[lockorder.VHostReplies]
@@ -156,14 +154,9 @@ func New(c Config) *VHost {
 		queueTypes: c.QueueTypes,
 		groups:     c.Groups,
 		closing:    make(chan struct{}),
-		sources:    make(map[uint64]*RemoteSource),
-		consumers:  make(map[consumerKey]*remoteConsumer),
 	}
 	v.holds = newHoldQueue(v)
-	// RemoteSource ids grow across restarts, so that the homes of queues
-	// can tell this run's consumers from a previous run's (ForgetConsumersOf).
-	v.sourceBase = uint64(time.Now().UnixNano())
-	v.sourceSeq.Store(v.sourceBase)
+	v.consuming = remote.New(c.Name, c.Cluster, v.log)
 	v.exchanges[""] = &Exchange{Definition: exchange.Definition{VHost: c.Name, Type: "direct", Durable: true}, router: &defaultRouter{v: v}}
 	for name, typ := range map[string]string{
 		"amq.direct": "direct", "amq.fanout": "fanout", "amq.topic": "topic",

@@ -28,11 +28,11 @@ const (
 	queueQueue
 	quorumQueue
 	streamStream
-	vhostRemoteSource
+	remoteSource
 	connChannel
 	connConfirms
 	connOutbound
-	vhostRemoteConsumer
+	remoteConsumer
 	clusterConf
 	storageRaftLogs
 	storageRaftLogWriters
@@ -61,7 +61,7 @@ const (
 	brokerForwarders
 	brokerForwarder
 	vhostForwarding
-	vhostConsumers
+	remoteConsuming
 	vhostReplies
 	storageCallbacks
 	numRanks
@@ -97,11 +97,11 @@ var ranks = [numRanks]rank{
 	queueQueue:            {name: "queue.Queue.mu", nests: true},
 	quorumQueue:           {name: "quorum.Queue.mu"},
 	streamStream:          {name: "stream.Stream.mu"},
-	vhostRemoteSource:     {name: "vhost.RemoteSource.mu"},
+	remoteSource:          {name: "remote.Source.mu"},
 	connChannel:           {name: "conn.channel.mu"},
 	connConfirms:          {name: "conn.confirms.mu"},
 	connOutbound:          {name: "conn.outbound.mu"},
-	vhostRemoteConsumer:   {name: "vhost.remoteConsumer.mu"},
+	remoteConsumer:        {name: "remote.consumer.mu"},
 	clusterConf:           {name: "cluster.Node.confMu"},
 	storageRaftLogs:       {name: "storage.Store.raftLogs.mu"},
 	storageRaftLogWriters: {name: "storage.RaftLog.wmu"},
@@ -130,7 +130,7 @@ var ranks = [numRanks]rank{
 	brokerForwarders:      {name: "broker.Broker.forwardMu"},
 	brokerForwarder:       {name: "broker.forwarder.mu"},
 	vhostForwarding:       {name: "vhost.Forwarding.mu"},
-	vhostConsumers:        {name: "vhost.VHost.consMu"},
+	remoteConsuming:       {name: "remote.Consuming.mu"},
 	vhostReplies:          {name: "vhost.VHost.replyMu"},
 	storageCallbacks:      {name: "storage.committer.cb.mu"},
 }
@@ -163,11 +163,11 @@ type (
 	QueueQueue            struct{}
 	QuorumQueue           struct{}
 	StreamStream          struct{}
-	VHostRemoteSource     struct{}
+	RemoteSource          struct{}
 	ConnChannel           struct{}
 	ConnConfirms          struct{}
 	ConnOutbound          struct{}
-	VHostRemoteConsumer   struct{}
+	RemoteConsumer        struct{}
 	ClusterConf           struct{}
 	StorageRaftLogs       struct{}
 	StorageRaftLogWriters struct{}
@@ -196,7 +196,7 @@ type (
 	BrokerForwarders      struct{}
 	BrokerForwarder       struct{}
 	VHostForwarding       struct{}
-	VHostConsumers        struct{}
+	RemoteConsuming       struct{}
 	VHostReplies          struct{}
 	StorageCallbacks      struct{}
 )
@@ -223,11 +223,11 @@ func (AuthStore) rankID() rankID             { return authStore }
 func (QueueQueue) rankID() rankID            { return queueQueue }
 func (QuorumQueue) rankID() rankID           { return quorumQueue }
 func (StreamStream) rankID() rankID          { return streamStream }
-func (VHostRemoteSource) rankID() rankID     { return vhostRemoteSource }
+func (RemoteSource) rankID() rankID          { return remoteSource }
 func (ConnChannel) rankID() rankID           { return connChannel }
 func (ConnConfirms) rankID() rankID          { return connConfirms }
 func (ConnOutbound) rankID() rankID          { return connOutbound }
-func (VHostRemoteConsumer) rankID() rankID   { return vhostRemoteConsumer }
+func (RemoteConsumer) rankID() rankID        { return remoteConsumer }
 func (ClusterConf) rankID() rankID           { return clusterConf }
 func (StorageRaftLogs) rankID() rankID       { return storageRaftLogs }
 func (StorageRaftLogWriters) rankID() rankID { return storageRaftLogWriters }
@@ -256,6 +256,6 @@ func (QuorumSettle) rankID() rankID          { return quorumSettle }
 func (BrokerForwarders) rankID() rankID      { return brokerForwarders }
 func (BrokerForwarder) rankID() rankID       { return brokerForwarder }
 func (VHostForwarding) rankID() rankID       { return vhostForwarding }
-func (VHostConsumers) rankID() rankID        { return vhostConsumers }
+func (RemoteConsuming) rankID() rankID       { return remoteConsuming }
 func (VHostReplies) rankID() rankID          { return vhostReplies }
 func (StorageCallbacks) rankID() rankID      { return storageCallbacks }
