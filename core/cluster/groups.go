@@ -110,6 +110,10 @@ type Groups struct {
 	done          chan struct{}
 
 	batches map[*Group][]*proposal // the loop's, empty between steps
+	// passStart is when the loop's current pass began (the loop's);
+	// skew moves the loop's clock forward in tests, as a stop would.
+	passStart time.Time
+	skew      atomic.Int64
 }
 
 // Small groups' settings; the Groups doc says why.
@@ -124,6 +128,15 @@ const (
 	// quite does, under a load it applies more slowly than it gets,
 	// hands them over anyway.
 	resyncLimit = 10 * time.Second
+	// stallAfter is how long the loop may go between passes, or take
+	// over one, before it takes itself for stalled: its process was
+	// stopped (SIGSTOP) or starved. A group's member may then have
+	// applied entries that later ones, committed elsewhere meanwhile,
+	// take back, while it still takes itself for current (a paused
+	// leader does until it hears of the next term): it resyncs before its
+	// machine acts for clients again. Longer than a pass takes, shorter
+	// than an election timeout.
+	stallAfter = 2 * time.Second
 )
 
 // ErrGroupStopped answers what is proposed to a group this node no longer
@@ -796,9 +809,37 @@ func (h *Groups) run() {
 			h.tick(live, touched)
 		case <-wake:
 		}
+		h.startPass(live, touched)
 		h.step(live, touched)
 	}
 }
+
+// startPass marks a pass of the loop, and resyncs every group that has
+// other members when the loop stood still since the last one (stallAfter).
+// The wait between passes is a tick at most when idle.
+func (h *Groups) startPass(live map[uint64]*Group, touched map[*Group]bool) {
+	now := h.now()
+	stalled := !h.passStart.IsZero() && now.Sub(h.passStart) > stallAfter+groupTickInterval
+	h.passStart = now
+	if !stalled {
+		return
+	}
+	for _, g := range live {
+		if !g.failed && !g.alone && !g.resync.on {
+			g.startResync()
+			touched[g] = true
+		}
+	}
+}
+
+// stalledInPass says whether the loop has stood still within the current
+// pass (stallAfter): its process stopped between taking entries and
+// handing them to its machines.
+func (h *Groups) stalledInPass() bool {
+	return !h.passStart.IsZero() && h.now().Sub(h.passStart) > stallAfter
+}
+
+func (h *Groups) now() time.Time { return time.Now().Add(time.Duration(h.skew.Load())) }
 
 // step hands the groups what arrived and handles their Readies; it says
 // how many inputs there were.
@@ -1323,6 +1364,9 @@ func (g *Group) ready(rd raft.Ready) error {
 		term = hs.GetTerm()
 	}
 	if lead != g.lead || term != g.term {
+		g.startResync()
+	}
+	if !g.alone && !g.resync.on && g.host.stalledInPass() {
 		g.startResync()
 	}
 	g.readStates(rd.ReadStates)

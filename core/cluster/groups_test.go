@@ -747,3 +747,70 @@ func TestLogKeeperGroup(t *testing.T) {
 	}
 	converge(0, 1, 2)
 }
+
+// batchJournal is a groupJournal that records what AppliedBatch was told.
+type batchJournal struct {
+	groupJournal
+	bmu     sync.Mutex
+	current []bool
+}
+
+func (j *batchJournal) AppliedBatch(current bool) {
+	j.bmu.Lock()
+	defer j.bmu.Unlock()
+	j.current = append(j.current, current)
+}
+
+func (j *batchJournal) batches() []bool {
+	j.bmu.Lock()
+	defer j.bmu.Unlock()
+	return slices.Clone(j.current)
+}
+
+// A member whose node stood still (its process stopped, as by SIGSTOP)
+// takes itself for behind: the entries it applies next may have been
+// taken back by later ones committed elsewhere meanwhile, even when it
+// still takes itself for the leader. Its machine is told it is not
+// current until the member has asked the leader how far the log is
+// committed and applied that far.
+func TestGroupResyncsAfterAStall(t *testing.T) {
+	nodes := threeNodes(t, nil)
+	ids := []uint64{nodes[0].ID(), nodes[1].ID(), nodes[2].ID()}
+	machines := make([]*batchJournal, len(nodes))
+	members := make([]*Group, len(nodes))
+	for ni := range nodes {
+		machines[ni] = &batchJournal{}
+		g, err := nodes[ni].Groups().Start(GroupConfig{ID: 300, Members: ids, Campaign: ni == 0,
+			Log: memLog{raft.NewMemoryStorage()}, Machine: machines[ni]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		members[ni] = g
+	}
+	if _, err := proposeTo(members[0], "before"); err != nil {
+		t.Fatal(err)
+	}
+	a := machines[0]
+	poll.Until(t, 10*time.Second, "a current, before the stall", func() bool {
+		b := a.batches()
+		return len(b) > 0 && b[len(b)-1]
+	})
+	seen := len(a.batches())
+	// The loop's clock jumps past stallAfter, as after a stop.
+	nodes[0].Groups().skew.Add(int64(stallAfter + 2*groupTickInterval))
+	if _, err := proposeTo(members[0], "after"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, "a not current, then current again", func() bool {
+		b := a.batches()[seen:]
+		first := slices.Index(b, false)
+		return first >= 0 && slices.Contains(b[first:], true)
+	})
+	if got := a.commands(); !slices.Equal(got, []string{"before", "after"}) {
+		t.Fatalf("a applied %q", got)
+	}
+	// A node that did not stand still is not held back.
+	if b := machines[1].batches(); slices.Contains(b[len(b)-1:], false) {
+		t.Fatalf("b's last batches %v: held back without a stall", b)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"go.etcd.io/raft/v3"
 )
 
-// A member that lost or changed its leader, started, or restored a
-// snapshot is resyncing: the entries it applies may be old, taken back
+// A member that lost or changed its leader, started, restored a
+// snapshot, or whose node's loop stood still (stallAfter: a stopped or
+// starved process, which a paused leader cannot otherwise tell) is
+// resyncing: the entries it applies may be old, taken back
 // by later ones it has yet to receive, so a machine that acts on them
 // for clients (a quorum queue's deliveries) holds back until the member
 // is current (BatchApplier). It is current once it has applied what the
