@@ -327,7 +327,7 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	if !ack {
 		for _, u := range done {
-			if err := vhost.Refused(u.q, vhost.AskSettleRefused); err != nil {
+			if err := vhost.Refused(u.q, vhost.AskNackOrReject); err != nil {
 				// The connection closes: what the nack took goes back to
 				// its queues, as everything else it holds will.
 				ch.mu.Unlock()

@@ -873,21 +873,17 @@ func (q *Queue) forgetPaged() {
 
 // Delete removes the queue: consumers are cancelled, ready messages
 // dropped (never dead-lettered). ifUnused and ifEmpty make it conditional
-// (406 when the condition fails). It returns the number of ready messages
-// dropped.
+// (406 when the condition fails: DeleteConditions). It returns the number
+// of ready messages dropped.
 func (q *Queue) Delete(ifUnused, ifEmpty bool) (int, error) {
 	q.mu.Lock()
 	if q.deleted {
 		q.mu.Unlock()
 		return 0, nil
 	}
-	if ifUnused && len(q.consumers) > 0 {
+	if err := DeleteConditions(q.Name, q.VHost, len(q.consumers), q.ready, ifUnused, ifEmpty); err != nil {
 		q.mu.Unlock()
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", q.Name, q.VHost)
-	}
-	if ifEmpty && q.ready > 0 {
-		q.mu.Unlock()
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", q.Name, q.VHost)
+		return 0, err
 	}
 	n := q.ready
 	q.dropReady(false)
@@ -1003,4 +999,18 @@ func (q *Queue) onIdleTimer() {
 	if q.events != nil {
 		q.events.Unused(q)
 	}
+}
+
+// DeleteConditions refuses (406, in RabbitMQ's words) a conditional delete
+// of a queue of every type: with ifUnused one that has consumers, with
+// ifEmpty one that holds messages (held counts those a type takes into
+// account: ready ones, or ready and unacked ones).
+func DeleteConditions(name, vhost string, consumers, held int, ifUnused, ifEmpty bool) error {
+	if ifUnused && consumers > 0 {
+		return reply.PreconditionFailed("queue '%s' in vhost '%s' in use", name, vhost)
+	}
+	if ifEmpty && held > 0 {
+		return reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", name, vhost)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -107,7 +108,7 @@ func (qq *Queue) Via() *vhost.RemoteQueue {
 func (qq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error) {
 	switch op {
 	case vhost.CallQueueDelete:
-		n, err := qq.DeleteReplicated(vhost.CallBool(req, "if_unused"), vhost.CallBool(req, "if_empty"))
+		n, err := qq.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
 	case vhost.CallQueuePurge:
 		n, err := qq.q.Purge()
@@ -118,7 +119,7 @@ func (qq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle, vhost.CallGet:
 		return qq.h.HandleConsumerCall(op, qq.q, req)
 	case vhost.CallMember:
-		return protocol.Table{}, qq.h.ChangeMember(qq, vhost.CallString(req, "node"), vhost.CallBool(req, "add"))
+		return protocol.Table{}, qq.h.ChangeMember(qq, remote.String(req, "node"), remote.Bool(req, "add"))
 	case vhost.CallQueueCounts:
 		st := qq.localStats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
@@ -142,28 +143,7 @@ func (qq *Queue) leaderName() string {
 
 // Status is the queue's group: leader, members, and on the leader each
 // member's log position.
-func (qq *Queue) Status() (vhost.QuorumView, bool) {
-	view := vhost.QuorumView{Members: qq.MemberNodes()}
-	for _, m := range qq.MemberNodes() {
-		if qq.h.Up(m) {
-			view.Online = append(view.Online, m)
-		}
-	}
-	if !qq.Member() {
-		if rq := qq.Via(); rq != nil {
-			if ans, err := qq.h.CallHome(rq, vhost.CallQueueCounts, protocol.Table{}); err == nil {
-				view.Leader = vhost.CallString(ans, "leader")
-			}
-		}
-		return view, true
-	}
-	if g := qq.group.Load(); g != nil {
-		view.Raft = g.Status()
-	}
-	view.Leader = qq.leaderName()
-	qq.h.MatchByName(&view, qq.MemberNodes())
-	return view, true
-}
+func (qq *Queue) Status() (vhost.QuorumView, bool) { return qq.h.GroupView(qq, qq.leaderName), true }
 
 // Tidy has the group, when this node leads it, end the consumers of
 // members that are down, and each member the consumers of this node's
@@ -192,7 +172,7 @@ func (qq *Queue) Tidy() {
 // RecordMembers records new members, in memory and in the store; defMu is
 // held.
 func (qq *Queue) RecordMembers(members []string) error {
-	qq.setMembers(members)
+	qq.members.Set(members)
 	return qq.h.Store().PutMeta(storage.KindQueue, qq.h.Name(), qq.name, qq.Record().Table())
 }
 

@@ -134,10 +134,8 @@ type Queue struct {
 	name string
 	args protocol.Table
 	id   uint64 // its group's id, and its stored record's
-	// members are the nodes its group has, by name, the one that stood
-	// first for leader first; nil on a node of its own. Replaced whole
-	// when they change (MemberNodes).
-	members atomic.Pointer[[]string]
+	// members are the nodes its group has (MemberNodes).
+	members vhost.Members
 	// base is what the arguments set; settings what is in force, with
 	// the policy (read on the group's loop when a message dies).
 	base     queue.Settings
@@ -158,7 +156,7 @@ type Queue struct {
 // node's member of its group starts (start); defMu is held.
 func newQueue(h vhost.Host, name string, args protocol.Table, id uint64, members []string, settings queue.Settings) *Queue {
 	qq := &Queue{h: h, name: name, args: args, id: id, base: settings}
-	qq.setMembers(members)
+	qq.members.Set(members)
 	s, cfg := qq.inForce(h.Policy(name))
 	qq.config = cfg
 	self := uint64(1)
@@ -295,29 +293,12 @@ func (qq *Queue) Rejoining() *vhost.Rejoining {
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id) too.
 func (qq *Queue) Record() vhost.QueueRecord {
-	rec := vhost.QueueRecord{Durable: true, Args: qq.args, StoreID: qq.id}
-	if nodes := qq.MemberNodes(); nodes != nil {
-		rec.Members, rec.Incarnation, rec.Home = nodes, qq.id, nodes[0]
-	}
-	return rec
+	return vhost.ReplicatedRecord(qq.args, qq.id, qq.MemberNodes())
 }
 
 // MemberNodes are the nodes the queue's group has, by name; nil on a node
 // of its own. The slice is not to be changed.
-func (qq *Queue) MemberNodes() []string {
-	if m := qq.members.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
-
-func (qq *Queue) setMembers(members []string) {
-	if members == nil {
-		qq.members.Store(nil)
-		return
-	}
-	qq.members.Store(&members)
-}
+func (qq *Queue) MemberNodes() []string { return qq.members.Nodes() }
 
 // Member says whether this node runs a member of the queue's group;
 // Here, that its messages are taken here (the same for a quorum queue).
@@ -327,13 +308,7 @@ func (qq *Queue) Here() bool   { return qq.active.Load() }
 // DeleteChecks refuses a delete whose conditions do not hold.
 func (qq *Queue) DeleteChecks(ifUnused, ifEmpty bool) (int, error) {
 	ready, _, unacked, consumers := qq.q.Stats()
-	if ifUnused && consumers > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", qq.name, qq.h.Name())
-	}
-	if ifEmpty && ready+unacked > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", qq.name, qq.h.Name())
-	}
-	return ready, nil
+	return ready, queue.DeleteConditions(qq.name, qq.h.Name(), consumers, ready+unacked, ifUnused, ifEmpty)
 }
 
 // Figures are its depth from a member, and its message statistics.
@@ -378,7 +353,7 @@ func (qq *Queue) Purge() (int, error) {
 			return 0, qq.h.MembersDown(qq)
 		}
 		ans, err := qq.h.CallHome(rq, vhost.CallQueuePurge, protocol.Table{})
-		return int(vhost.CallInt(ans, "messages")), err
+		return int(remote.Int(ans, "messages")), err
 	}
 	n, err := qq.q.Purge()
 	if err != nil {
@@ -423,16 +398,7 @@ func (qq *Queue) deadLetter(m *message.Message, why quorum.Reason, done func(ok 
 
 // stats are the queue's figures: its member's here, or a member's through
 // a call.
-func (qq *Queue) stats() (queue.Stats, error) {
-	if qq.Member() {
-		return qq.localStats(), nil
-	}
-	rq := qq.Via()
-	if rq == nil {
-		return queue.Stats{}, qq.h.MembersDown(qq)
-	}
-	return qq.h.RemoteStats(rq)
-}
+func (qq *Queue) stats() (queue.Stats, error) { return qq.h.StatsOf(qq, qq.localStats) }
 
 func (qq *Queue) localStats() queue.Stats {
 	ready, bytes, unacked, consumers := qq.q.Stats()

@@ -79,7 +79,7 @@ func TestGlobalQosRefused(t *testing.T) {
 		if e := reply.As(err); e == nil || e.Code != protocol.NotImplemented || e.Text != "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not support global qos" {
 			t.Errorf("%T: global prefetch: %v", src, err)
 		}
-		for _, a := range []vhost.Asked{vhost.AskGet, vhost.AskSettleRefused} {
+		for _, a := range []vhost.Asked{vhost.AskGet, vhost.AskNackOrReject} {
 			if err := vhost.Refused(src, a); err != nil {
 				t.Errorf("%T refuses %v: %v", src, a, err)
 			}

@@ -104,12 +104,7 @@ func (k *consumer) send() {
 			// which ForgetConsumersOf hears of): this batch never
 			// reached its client and goes back; what the client took
 			// stays until it settles it, which it may after a cancel.
-			k.mu.Lock()
-			k.cancelled = true
-			ids := append(recordIDs(batch), recordIDs(k.outbox)...)
-			k.outbox = nil
-			k.mu.Unlock()
-			requeueInOrder(k.q, k.take(ids))
+			k.giveBack(recordIDs(batch))
 			k.c.forgetIfDone(k)
 			continue
 		default:
@@ -146,6 +141,18 @@ func (k *consumer) Cancelled() {
 	go func() {
 		_, _ = k.c.caller.Call(k.key.node, protocol.Table{"op": CallCancelled, "vhost": k.c.vhost, "source": int64(k.key.id)})
 	}()
+}
+
+// giveBack stops the consumer's sending and requeues what its node's
+// client never got: ids (on that node, not taken by the channel) and the
+// outbox, never sent.
+func (k *consumer) giveBack(ids []any) {
+	k.mu.Lock()
+	k.cancelled = true
+	ids = append(ids, recordIDs(k.outbox)...)
+	k.outbox = nil
+	k.mu.Unlock()
+	requeueInOrder(k.q, k.take(ids))
 }
 
 // isConsuming says the consumer is added to the queue (not only getting
@@ -299,14 +306,9 @@ func (c *Consuming) HandleConsumerCall(op string, q Queue, req protocol.Table) (
 		// What the consuming node never got goes back: what waited
 		// there for its channel (the call names it) and what was never
 		// sent. What its client took stays until it settles it.
-		k.mu.Lock()
-		k.cancelled = true
-		ids, _ := req["requeue"].([]any)
-		ids = append(ids, recordIDs(k.outbox)...)
-		k.outbox = nil
-		k.mu.Unlock()
 		q.Cancel(k)
-		requeueInOrder(q, k.take(ids))
+		ids, _ := req["requeue"].([]any)
+		k.giveBack(ids)
 		k.mu.Lock()
 		k.consuming = false
 		k.mu.Unlock()

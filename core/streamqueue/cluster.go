@@ -5,6 +5,7 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stream"
 	"github.com/warrenmq/warren/core/vhost"
@@ -43,12 +44,7 @@ const callCopy = "stream.copy"
 
 // MemberNodes are the nodes of the stream's group, by name; nil on a node
 // of its own. The slice is not to be changed.
-func (s *Queue) MemberNodes() []string {
-	if m := s.members.Load(); m != nil {
-		return *m
-	}
-	return nil
-}
+func (s *Queue) MemberNodes() []string { return s.members.Nodes() }
 
 // Replicated says the stream has a group: it was declared in a cluster.
 func (s *Queue) Replicated() bool { return s.MemberNodes() != nil }
@@ -149,7 +145,7 @@ func (s *Queue) Leave()      { s.stop() }
 // RecordMembers records new members, in memory and in the store; defMu is
 // held.
 func (s *Queue) RecordMembers(members []string) error {
-	s.members.Store(&members)
+	s.members.Set(members)
 	return s.h.Store().PutMeta(storage.KindQueue, s.h.Name(), s.name, s.Record().Table())
 }
 
@@ -223,34 +219,25 @@ func (s *Queue) DeleteReplicated(ifUnused, ifEmpty bool) (int, error) {
 
 // stats are the stream's figures: its replica's here, or a member's
 // through a call.
-func (s *Queue) stats() (queue.Stats, error) {
-	if s.Here() {
-		return s.s.Stats(), nil
-	}
-	rq := s.Via()
-	if rq == nil {
-		return queue.Stats{}, s.h.MembersDown(s)
-	}
-	return s.h.RemoteStats(rq)
-}
+func (s *Queue) stats() (queue.Stats, error) { return s.h.StatsOf(s, s.s.Stats) }
 
 // HandleCall answers another node's call about the stream, this node
 // having a replica.
 func (s *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error) {
 	switch op {
 	case callCopy:
-		got, err := s.s.Copy(vhost.CallInt(req, "offset"), int(vhost.CallInt(req, "max")))
+		got, err := s.s.Copy(remote.Int(req, "offset"), int(remote.Int(req, "max")))
 		if err != nil {
 			return nil, reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
 		}
 		return protocol.Table{"data": stream.EncodeFetched(got)}, nil
 	case vhost.CallQueueDelete:
-		n, err := s.DeleteReplicated(vhost.CallBool(req, "if_unused"), vhost.CallBool(req, "if_empty"))
+		n, err := s.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
 	case vhost.CallQueuePurge:
 		return nil, s.refuses("queue.purge")
 	case vhost.CallMember:
-		return protocol.Table{}, s.h.ChangeMember(s, vhost.CallString(req, "node"), vhost.CallBool(req, "add"))
+		return protocol.Table{}, s.h.ChangeMember(s, remote.String(req, "node"), remote.Bool(req, "add"))
 	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle:
 		return s.h.HandleConsumerCall(op, local{s}, req)
 	case vhost.CallGet:
@@ -261,30 +248,6 @@ func (s *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error
 			"leader": s.leader()}, nil
 	}
 	return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
-}
-
-// status is a replicated stream's group as this node sees it, as a quorum
-// queue's Status gives its own.
-func (s *Queue) status() vhost.QuorumView {
-	view := vhost.QuorumView{Members: s.MemberNodes()}
-	for _, m := range s.MemberNodes() {
-		if s.h.Up(m) {
-			view.Online = append(view.Online, m)
-		}
-	}
-	g := s.group.Load()
-	if g == nil {
-		if rq := s.Via(); rq != nil {
-			if ans, err := s.h.CallHome(rq, vhost.CallQueueCounts, protocol.Table{}); err == nil {
-				view.Leader = vhost.CallString(ans, "leader")
-			}
-		}
-		return view
-	}
-	view.Raft = g.Status()
-	view.Leader = s.leader()
-	s.h.MatchByName(&view, s.MemberNodes())
-	return view
 }
 
 // leader names the member that leads the stream's group as this node's

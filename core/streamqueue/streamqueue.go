@@ -124,9 +124,7 @@ func open(h vhost.Host, def vhost.QueueDef, id uint64, members []string) (*Queue
 		return nil, reply.Internal("%v", err)
 	}
 	s := &Queue{h: h, s: log, name: def.Name, args: def.Args}
-	if members != nil {
-		s.members.Store(&members)
-	}
+	s.members.Set(members)
 	if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, s.Record().Table()); err != nil {
 		log.Close()
 		return nil, vhost.Stored(err)
@@ -148,7 +146,7 @@ type Queue struct {
 	// In a cluster: members are the nodes of its group, by name, the
 	// first stood first for leader (nil on a node of its own); active
 	// says this node's replica runs, in group.
-	members   atomic.Pointer[[]string]
+	members   vhost.Members
 	active    atomic.Bool
 	group     atomic.Pointer[cluster.Group]
 	rejoining vhost.Rejoining
@@ -165,11 +163,7 @@ func (s *Queue) Rejoining() *vhost.Rejoining { return &s.rejoining }
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id, and its log's) too.
 func (s *Queue) Record() vhost.QueueRecord {
-	rec := vhost.QueueRecord{Durable: true, Args: s.args, StoreID: s.s.ID()}
-	if nodes := s.MemberNodes(); nodes != nil {
-		rec.Members, rec.Incarnation, rec.Home = nodes, s.s.ID(), nodes[0]
-	}
-	return rec
+	return vhost.ReplicatedRecord(s.args, s.s.ID(), s.MemberNodes())
 }
 
 // Equivalent refuses a redeclare that differs from the stream (406).
@@ -210,13 +204,7 @@ func (s *Queue) PolicyChanged() {
 // DeleteChecks refuses a delete whose conditions do not hold.
 func (s *Queue) DeleteChecks(ifUnused, ifEmpty bool) (int, error) {
 	st := s.s.Stats()
-	if ifUnused && st.Consumers > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", s.name, s.h.Name())
-	}
-	if ifEmpty && st.Ready > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", s.name, s.h.Name())
-	}
-	return st.Ready, nil
+	return st.Ready, queue.DeleteConditions(s.name, s.h.Name(), st.Consumers, st.Ready, ifUnused, ifEmpty)
 }
 
 // Touch: a stream does not expire.
@@ -243,7 +231,7 @@ func (s *Queue) Status() (vhost.QuorumView, bool) {
 	if s.MemberNodes() == nil {
 		return vhost.QuorumView{}, false
 	}
-	return s.status(), true
+	return s.h.GroupView(s, s.leader), true
 }
 
 // Purge is refused: a stream is not emptied, as RabbitMQ's is not.
@@ -346,7 +334,7 @@ func (s *Queue) refusesAsked(a vhost.Asked) error {
 	switch a {
 	case vhost.AskGet:
 		return s.refuses("basic.get")
-	case vhost.AskSettleRefused:
+	case vhost.AskNackOrReject:
 		return s.refuses("basic.nack and basic.reject")
 	}
 	return nil

@@ -43,7 +43,7 @@ func TestRefusals(t *testing.T) {
 	for _, src := range []vhost.Source{local{s}, elsewhere{s: s}} {
 		for a, want := range map[vhost.Asked]string{
 			vhost.AskGet:            "basic.get not supported by stream queues queue 's' in vhost '/'",
-			vhost.AskSettleRefused:  "basic.nack and basic.reject not supported by stream queues queue 's' in vhost '/'",
+			vhost.AskNackOrReject:   "basic.nack and basic.reject not supported by stream queues queue 's' in vhost '/'",
 			vhost.AskGlobalPrefetch: "",
 		} {
 			err := vhost.Refused(src, a)

@@ -165,15 +165,6 @@ func newIncarnation() uint64 {
 // propose proposes c and waits for this node's result of applying it.
 func (v *VHost) propose(c Command) error { return v.cluster.Propose(CommandTable(v.Name, c)) }
 
-// str and id read a call's fields (calls between nodes are answered at
-// once, and never stored nor replayed).
-func str(t protocol.Table, k string) string { s, _ := t[k].(string); return s }
-
-func id(t protocol.Table, k string) uint64 {
-	n, _ := queue.Integer(t[k])
-	return uint64(n)
-}
-
 func code(err error) uint16 {
 	if e := reply.As(err); e != nil {
 		return e.Code
@@ -571,28 +562,27 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 // HandleCall answers another node's call: about a queue homed here, or
 // about a consumer of this node on a queue homed there.
 func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
-	switch op := str(req, "op"); op {
+	switch op := remote.String(req, "op"); op {
 	case remote.CallDeliver, remote.CallCancelled:
 		return v.consuming.HandleSourceCall(op, req)
 	case remote.CallForget:
-		v.ForgetConsumersOf(str(req, "from"), id(req, "before"))
+		v.ForgetConsumersOf(remote.String(req, "from"), remote.Int(req, "before"))
 		return protocol.Table{}, nil
 	}
-	name, incarnation := str(req, "name"), id(req, "id")
+	name, incarnation := remote.String(req, "name"), remote.Int(req, "id")
 	v.mu.RLock()
 	q, t := v.queues[name], v.typed[name]
 	ok := q != nil && v.homed[name] == incarnation
 	v.mu.RUnlock()
 	if t != nil && t.Incarnation() == incarnation && t.Member() {
-		return t.HandleCall(str(req, "op"), req)
+		return t.HandleCall(remote.String(req, "op"), req)
 	}
 	if !ok {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	b := func(k string) bool { x, _ := req[k].(bool); return x }
-	switch op := str(req, "op"); op {
+	switch op := remote.String(req, "op"); op {
 	case callQueueDelete:
-		n, err := v.deleteHomed(q, incarnation, b("if_unused"), b("if_empty"))
+		n, err := v.deleteHomed(q, incarnation, remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
 	case callQueuePurge:
 		return protocol.Table{"messages": int64(q.Purge())}, nil
@@ -628,7 +618,7 @@ func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	return int(id(ans, "messages")), int(id(ans, "consumers")), nil
+	return int(remote.Int(ans, "messages")), int(remote.Int(ans, "consumers")), nil
 }
 
 // remoteStats asks a remote queue's home for its depth.
@@ -641,8 +631,8 @@ func (v *VHost) remoteStats(rq *RemoteQueue) (queue.Stats, error) {
 		return queue.Stats{}, err
 	}
 	f := func(k string) float64 { x, _ := ans[k].(float64); return x }
-	return queue.Stats{Ready: int(id(ans, "messages")), ReadyBytes: int64(id(ans, "bytes")), Unacked: int(id(ans, "unacked")),
-		Consumers: int(id(ans, "consumers")), ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
+	return queue.Stats{Ready: int(remote.Int(ans, "messages")), ReadyBytes: int64(remote.Int(ans, "bytes")), Unacked: int(remote.Int(ans, "unacked")),
+		Consumers: int(remote.Int(ans, "consumers")), ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
 }
 
 // DropLost proposes the delete of the replicated queues homed here that a

@@ -20,7 +20,7 @@ type Asked int
 
 const (
 	AskGet            Asked = iota // basic.get
-	AskSettleRefused               // basic.nack or basic.reject of its delivery
+	AskNackOrReject                // basic.nack or basic.reject of its delivery
 	AskGlobalPrefetch              // a consumer under the channel's global prefetch
 )
 

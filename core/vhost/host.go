@@ -3,7 +3,6 @@ package vhost
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,9 +41,6 @@ func (h Host) Store() Store { return h.v.store }
 
 // Groups runs this node's Raft groups; nil when it runs none.
 func (h Host) Groups() *cluster.Groups { return h.v.groups }
-
-// Clustered says this node is a member of a cluster.
-func (h Host) Clustered() bool { return h.v.cluster != nil }
 
 // Up says node can be reached; on a node of its own, false.
 func (h Host) Up(node string) bool { return h.v.cluster != nil && h.v.cluster.Up(node) }
@@ -103,9 +99,6 @@ func (h Host) RefuseFlags(def QueueDef, module string) error {
 	return nil
 }
 
-// Locked is RabbitMQ's answer to a queue another connection holds.
-func (h Host) Locked(name string) error { return h.v.locked(name) }
-
 // DeclaredAlready says whether a queue named as def is there already,
 // and if so what a declare of def gets (nil, or 406).
 func (h Host) DeclaredAlready(def QueueDef) (bool, error) { return h.v.declaredAlready(def) }
@@ -147,8 +140,8 @@ func BootIDs(def QueueDef) []uint64 {
 	return ids
 }
 
-// RaftLogs is the part of *storage.Store replicated queues need.
-type RaftLogs interface {
+// raftLogs is the part of *storage.Store replicated queues need.
+type raftLogs interface {
 	RaftLog(group uint64) (*storage.RaftLog, error)
 	DeleteRaftLog(group uint64) error
 }
@@ -158,7 +151,7 @@ type RaftLogs interface {
 // group's first members (BootIDs; nil: a group of this node alone, or
 // one it joins); bind hands the machine its group before it runs.
 func (h Host) StartMember(id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
-	rs, ok := h.v.store.(RaftLogs)
+	rs, ok := h.v.store.(raftLogs)
 	if !ok || h.v.groups == nil {
 		return nil, fmt.Errorf("this node keeps no Raft groups")
 	}
@@ -176,7 +169,7 @@ func (h Host) StartMember(id uint64, boot []uint64, campaign, join bool, bind fu
 
 // DeleteRaftLog deletes a stopped member's log.
 func (h Host) DeleteRaftLog(id uint64) error {
-	rs, ok := h.v.store.(RaftLogs)
+	rs, ok := h.v.store.(raftLogs)
 	if !ok {
 		return nil
 	}
@@ -193,10 +186,6 @@ func (h Host) ChangeMember(q Queue, node string, add bool) error {
 // when none is.
 func (h Host) NodeNamed(names []string, id uint64) string { return h.v.nodeNamed(names, id) }
 
-// MatchByName fills a view's Match and Voters by node name from its
-// member's Raft view.
-func (h Host) MatchByName(view *QuorumView, members []string) { h.v.matchByName(view, members) }
-
 // ---- messages and time
 
 // DeadLetter republishes m, which left queue from as reason, to its
@@ -208,9 +197,6 @@ func (h Host) MatchByName(view *QuorumView, members []string) { h.v.matchByName(
 func (h Host) DeadLetter(from string, s queue.Settings, m *message.Message, reason queue.Reason, counters *stats.Meter, done func(ok bool)) {
 	h.v.deadLetterOne(from, s, m, reason, counters, done)
 }
-
-// AfterSync calls done once everything written so far is on disk.
-func (h Host) AfterSync(done func(error)) { h.v.AfterSync(done) }
 
 // Expired deletes q, which x-expires found unused: in a cluster by a
 // proposal, on a node of its own if it is still the queue of its name and
@@ -287,32 +273,46 @@ func (h Host) HandleConsumerCall(op string, src Source, req protocol.Table) (pro
 	return h.v.consuming.HandleConsumerCall(op, src, req)
 }
 
-// CallString and CallInt read a call's fields.
-func CallString(t protocol.Table, k string) string { return str(t, k) }
-func CallInt(t protocol.Table, k string) uint64    { return id(t, k) }
-
-// CallBool reads a call's boolean field.
-func CallBool(t protocol.Table, k string) bool { b, _ := t[k].(bool); return b }
-
 // Stored wraps a failed metadata write as the error its client sees.
 func Stored(err error) error { return stored(err) }
 
-// ---- groups as this node names them
-
-// voterNames names a group's voters by node, sorted; an incarnation the
-// cluster no longer has is written as its id, in hexadecimal.
-func (v *VHost) voterNames(ids []uint64) []string {
-	nodes := v.cluster.Nodes()
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		name := v.nodeNamed(nodes, id)
-		if name == "" {
-			name = strconv.FormatUint(id, 16)
-		}
-		out = append(out, name)
+// StatsOf are q's figures: local's when its messages are here, otherwise
+// a member's through a call (MembersDown when none can be reached).
+func (h Host) StatsOf(q Queue, local func() queue.Stats) (queue.Stats, error) {
+	if q.Here() {
+		return local(), nil
 	}
-	slices.Sort(out)
-	return out
+	rq := q.Via()
+	if rq == nil {
+		return queue.Stats{}, h.MembersDown(q)
+	}
+	return h.RemoteStats(rq)
+}
+
+// GroupView is q's group as this node sees it: its members and those up;
+// with a member here its Raft view and leader (leader names it); without,
+// the leader a member elsewhere names.
+func (h Host) GroupView(q Queue, leader func() string) QuorumView {
+	members := q.MemberNodes()
+	view := QuorumView{Members: members}
+	for _, m := range members {
+		if h.Up(m) {
+			view.Online = append(view.Online, m)
+		}
+	}
+	g := q.Group()
+	if g == nil {
+		if rq := q.Via(); rq != nil {
+			if ans, err := h.CallHome(rq, CallQueueCounts, protocol.Table{}); err == nil {
+				view.Leader = remote.String(ans, "leader")
+			}
+		}
+		return view
+	}
+	view.Raft = g.Status()
+	view.Leader = leader()
+	h.v.matchByName(&view, members)
+	return view
 }
 
 // MembersDown is the answer for a replicated queue none of whose members

@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
@@ -399,7 +400,7 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 		}
 		if rq := v.remoteQueue(name); rq != nil {
 			ans, err := v.callHome(rq, callQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
-			return int(id(ans, "messages")), err
+			return int(remote.Int(ans, "messages")), err
 		}
 		if q == nil && v.caughtUp() && v.HasQueue(name) {
 			return v.DeleteQueue(name, owner, ifUnused, ifEmpty)
@@ -465,7 +466,7 @@ func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 	}
 	if rq := v.remoteQueue(name); rq != nil {
 		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
-		return int(id(ans, "messages")), err
+		return int(remote.Int(ans, "messages")), err
 	}
 	q, err := v.Queue(name, owner)
 	if err != nil {

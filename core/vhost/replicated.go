@@ -43,6 +43,39 @@ import (
 // incarnations the cluster no longer has, then adds the new one, so that
 // what counts toward the group's majority is the nodes there are.
 
+// Members are a replicated queue's nodes, by name, the one placed to lead
+// first; none on a node of its own. The list is replaced whole when it
+// changes, so it is read without a lock.
+type Members struct{ p atomic.Pointer[[]string] }
+
+// Nodes are the members; nil for none. The slice is not to be changed.
+func (m *Members) Nodes() []string {
+	if p := m.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Set replaces the members (nil: none).
+func (m *Members) Set(nodes []string) {
+	if nodes == nil {
+		m.p.Store(nil)
+		return
+	}
+	m.p.Store(&nodes)
+}
+
+// ReplicatedRecord is a replicated queue's stored declaration: durable,
+// with its arguments and store id, and in a cluster its members, its
+// incarnation (the same id: its group's) and its first member as home.
+func ReplicatedRecord(args protocol.Table, id uint64, members []string) QueueRecord {
+	rec := QueueRecord{Durable: true, Args: args, StoreID: id}
+	if members != nil {
+		rec.Members, rec.Incarnation, rec.Home = members, id, members[0]
+	}
+	return rec
+}
+
 // placeMembers chooses a new replicated queue's members among the nodes
 // that are up: as many as its argument sizeArg says (default three, at
 // most all; x-quorum-initial-group-size, x-initial-cluster-size), the
@@ -125,11 +158,8 @@ func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
 // hold (no consumers with ifUnused, no messages held with ifEmpty), and
 // returns the count delete-ok reports.
 func (v *VHost) proposeDelete(name string, incarnation uint64, consumers, held, ready int, ifUnused, ifEmpty bool) (int, error) {
-	if ifUnused && consumers > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' in use", name, v.Name)
-	}
-	if ifEmpty && held > 0 {
-		return 0, reply.PreconditionFailed("queue '%s' in vhost '%s' is not empty", name, v.Name)
+	if err := queue.DeleteConditions(name, v.Name, consumers, held, ifUnused, ifEmpty); err != nil {
+		return 0, err
 	}
 	if err := v.propose(DeleteQueue{Name: name, Incarnation: incarnation}); err != nil {
 		return 0, err
@@ -149,6 +179,22 @@ func (v *VHost) nodeNamed(names []string, id uint64) string {
 		}
 	}
 	return ""
+}
+
+// voterNames names a group's voters by node, sorted; an incarnation the
+// cluster no longer has is written as its id, in hexadecimal.
+func (v *VHost) voterNames(ids []uint64) []string {
+	nodes := v.cluster.Nodes()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := v.nodeNamed(nodes, id)
+		if name == "" {
+			name = strconv.FormatUint(id, 16)
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // QuorumView is a replicated queue's group as this node sees it.
