@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/core/vhost"
 )
 
 // metricsHandler serves /metrics: Prometheus's exposition, written by
@@ -221,12 +221,12 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(exchangeIn, x.Counters[stats.PublishIn], name, x.Name)
 			counter(exchangeOut, x.Counters[stats.PublishOut], name, x.Name)
 		}
-		gauge(heldTotal, float64(v.HeldCount()), name)
-		gauge(heldInMemory, float64(v.HeldInMemory()), name)
-		for reason, n := range v.HeldDropped() {
-			counter(heldDropped, n, name, vhost.DropReasonNames[reason])
+		gauge(heldTotal, float64(v.Held().Len()), name)
+		gauge(heldInMemory, float64(v.Held().InMemory()), name)
+		for reason, n := range v.Held().Dropped() {
+			counter(heldDropped, n, name, hold.DropReasonNames[reason])
 		}
-		for x, n := range v.HeldCounts() {
+		for x, n := range v.Held().Counts() {
 			gauge(exchangeHeld, float64(n), name, x)
 		}
 	}

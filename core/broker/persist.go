@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/storage"
 )
@@ -162,7 +163,7 @@ func (b *Broker) restoreHeld() (heldFigures, error) {
 	err := st.ScanHeld(func(due int64, seq uint64, rec []byte) bool {
 		txn := st.Begin()
 		txn.DeleteHeld(due, seq)
-		if vh, x, ok := vhost.LegacyHeldNames(rec); ok {
+		if vh, x, ok := hold.LegacyNames(rec); ok {
 			txn.PutHeldAt(storage.HeldSpan{VHost: vh, Exchange: x}, due, seq, rec)
 			moved++
 		} else {
@@ -195,7 +196,7 @@ func (b *Broker) restoreHeld() (heldFigures, error) {
 			f.transient += n
 			drop.DeleteHeldSpan(sp)
 		default:
-			v.RestoreHeld(sp.Exchange, int(n))
+			v.Held().Restore(sp.Exchange, int(n))
 			f.kept += n
 		}
 	})

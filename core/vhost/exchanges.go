@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
@@ -269,7 +270,7 @@ func (v *VHost) deleteExchange(x *Exchange) {
 	// Its held messages go with it, as with RabbitMQ's plugin: before the
 	// stored exchange, so that a crash in between leaves no held message
 	// of an exchange that is gone.
-	if n := v.holds.dropExchange(x.Name, DropExchangeDeleted); n > 0 {
+	if n := v.holds.DropExchange(x.Name, hold.DropExchangeDeleted); n > 0 {
 		v.log.Info().Str("exchange", x.Name).Int("messages", n).Msg("deleted exchange's held messages dropped")
 	}
 	if v.keeps(x.Durable) {
@@ -424,7 +425,7 @@ type ExchangeInfo struct {
 // figures (Info) are asked for under the exchange's own lock only.
 func (v *VHost) Exchanges() []ExchangeInfo {
 	list := v.exchangeList()
-	held := v.holds.counts()
+	held := v.holds.Counts()
 	out := make([]ExchangeInfo, 0, len(list))
 	for _, x := range list {
 		x.mu.RLock()

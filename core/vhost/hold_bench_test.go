@@ -77,7 +77,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 				due := t0.Add(time.Duration(i) * gap)
 				binary.BigEndian.PutUint64(body, uint64(due.UnixNano()))
 				m, _ := message.New("later", "k", protocol.FlagDeliveryMode, props, slices.Clone(body))
-				v.holds.add(x, m, "direct", time.Until(due))
+				v.holds.Add(x.Name, x.Durable, m, "direct", time.Until(due))
 			}
 		}()
 	}
@@ -89,7 +89,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.Logf("held %d in %v (%.0f/s); resident %.0f MB, Go heap %.0f MB, %d in memory; due from %v after the fill",
 		n, fillEnd.Sub(start).Round(time.Millisecond), float64(n)/fillEnd.Sub(start).Seconds(), rssHeld,
-		float64(ms.HeapInuse)/1e6, v.HeldInMemory(), t0.Sub(fillEnd).Round(time.Millisecond))
+		float64(ms.HeapInuse)/1e6, v.Held().InMemory(), t0.Sub(fillEnd).Round(time.Millisecond))
 
 	from := fillEnd.Add(time.Second)
 	if from.Before(t0) {

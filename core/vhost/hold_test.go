@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/internal/poll"
@@ -141,9 +142,8 @@ func TestHoldWindow(t *testing.T) {
 	for _, durable := range []bool{true, false} {
 		t.Run(fmt.Sprintf("persistent=%v", durable), func(t *testing.T) {
 			v := newHoldVHost(t, true)
-			v.holds.mu.Lock()
-			v.holds.capacity, v.holds.batch, v.holds.lookahead = 20, 4, 20*time.Millisecond
-			v.holds.mu.Unlock()
+			v.holds = hold.New(hold.Config{VHost: v.Name, Store: v.store, Log: &v.log, Release: v.releaseHeld,
+				Capacity: 20, Batch: 4, Lookahead: 20 * time.Millisecond})
 			x := mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
 			q := mustQueue(t, v, "q", nil)
 			mustBind(t, v, "later", "q", "k")
@@ -164,12 +164,12 @@ func TestHoldWindow(t *testing.T) {
 				if err != nil || !out.Held {
 					t.Fatalf("publish: %v %+v", err, out)
 				}
-				maxMem = max(maxMem, v.HeldInMemory())
+				maxMem = max(maxMem, v.Held().InMemory())
 			}
 			if maxMem > 30+4 {
 				t.Errorf("up to %d held messages in memory, want at most 1.5 times the window's 20 and a batch", maxMem)
 			}
-			if got := v.HeldCounts()["later"]; got > n || got < 1 {
+			if got := v.Held().Counts()["later"]; got > n || got < 1 {
 				t.Errorf("held count %d", got)
 			}
 			waitFor(t, "every held message", func() bool { return c.count() == n })
@@ -183,8 +183,8 @@ func TestHoldWindow(t *testing.T) {
 					t.Errorf("message %s delivered %v before its due time", body, notBefore[body].Sub(at))
 				}
 			}
-			if v.HeldCount() != 0 || len(v.HeldCounts()) != 0 {
-				t.Errorf("still held: %d %v", v.HeldCount(), v.HeldCounts())
+			if v.Held().Len() != 0 || len(v.Held().Counts()) != 0 {
+				t.Errorf("still held: %d %v", v.Held().Len(), v.Held().Counts())
 			}
 			spans := 0
 			_ = v.store.(*storage.Store).HeldSpans(func(storage.HeldSpan, int64) { spans++ })
@@ -192,20 +192,6 @@ func TestHoldWindow(t *testing.T) {
 				t.Errorf("the delay store still holds %d spans", spans)
 			}
 		})
-	}
-}
-
-// A due time is never before now plus the delay, whatever the clock's
-// sub-millisecond part.
-func TestDueAtRoundsUp(t *testing.T) {
-	base := time.UnixMilli(1_700_000_000_000)
-	for _, off := range []time.Duration{0, 1, 30 * time.Microsecond, 999 * time.Microsecond} {
-		for _, d := range []time.Duration{time.Millisecond, 1500 * time.Microsecond, time.Second} {
-			now := base.Add(off)
-			if due := time.UnixMilli(dueAt(now, d)); due.Before(now.Add(d)) {
-				t.Errorf("now %v + %v: due %v is early", now, d, due)
-			}
-		}
 	}
 }
 
@@ -223,16 +209,16 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := v.HeldCounts()["later"]; got != 5 {
+	if got := v.Held().Counts()["later"]; got != 5 {
 		t.Fatalf("held %d, want 5", got)
 	}
 	if err := v.DeleteExchange("later", false); err != nil {
 		t.Fatal(err)
 	}
-	if v.HeldCount() != 0 || v.HeldInMemory() != 0 || len(v.HeldCounts()) != 0 {
-		t.Fatalf("after the delete: %d held, %d in memory, %v", v.HeldCount(), v.HeldInMemory(), v.HeldCounts())
+	if v.Held().Len() != 0 || v.Held().InMemory() != 0 || len(v.Held().Counts()) != 0 {
+		t.Fatalf("after the delete: %d held, %d in memory, %v", v.Held().Len(), v.Held().InMemory(), v.Held().Counts())
 	}
-	if got := v.HeldDropped()[DropExchangeDeleted]; got != 5 {
+	if got := v.Held().Dropped()[hold.DropExchangeDeleted]; got != 5 {
 		t.Errorf("dropped with the exchange: %d, want 5", got)
 	}
 	spans := 0
@@ -250,7 +236,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := v.Queue("q", nil)
-	waitFor(t, "the fence released", func() bool { return v.HeldCount() == 0 && ready(t, q) > 0 })
+	waitFor(t, "the fence released", func() bool { return v.Held().Len() == 0 && ready(t, q) > 0 })
 	if got := bodies(t, q); !slices.Equal(got, []string{"fence"}) {
 		t.Errorf("the new exchange delivered %q, want only its own fence: the old one's held messages came too", got)
 	}
@@ -273,8 +259,8 @@ func TestRefusedViaBinding(t *testing.T) {
 			}
 		}
 		waitFor(t, "the due message", func() bool { return ready(t, good) == 1 })
-		waitFor(t, "the failed one", func() bool { return v.HeldDropped()[DropRouteFailed] == 1 })
-		waitFor(t, "the unroutable one", func() bool { return v.HeldDropped()[DropUnroutable] == 1 })
+		waitFor(t, "the failed one", func() bool { return v.Held().Dropped()[hold.DropRouteFailed] == 1 })
+		waitFor(t, "the unroutable one", func() bool { return v.Held().Dropped()[hold.DropUnroutable] == 1 })
 	}
 }
 
@@ -309,21 +295,5 @@ func TestPurgeAndListHeld(t *testing.T) {
 		if _, err := v.PurgeHeld("nosuch"); err == nil {
 			t.Error("purged a missing exchange")
 		}
-	}
-}
-
-func TestHeldRecordRoundTrip(t *testing.T) {
-	m := heldMsg(t, "rk", "body", 10, true)
-	rec, err := encodeHeld(&held{m: m, via: "topic"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := decodeHeld(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.via != "topic" || h.m.RoutingKey != "rk" || string(h.m.Body) != "body" || h.m.Exchange != "later" ||
-		h.m.Flags != m.Flags || string(h.m.Props) != string(m.Props) || !h.m.Persistent {
-		t.Fatalf("round trip: %+v %+v", h, h.m)
 	}
 }

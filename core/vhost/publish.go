@@ -264,7 +264,7 @@ func (v *VHost) holdPending(m *message.Message, r *RouteBuffers) (stored bool) {
 				held = m
 			}
 		}
-		stored = v.holds.add(h.x, held, h.via, h.hold) || stored
+		stored = v.holds.Add(h.x.Name, h.x.Durable, held, h.via, h.hold) || stored
 	}
 	clear(r.holds)
 	r.holds = r.holds[:0]

@@ -2,7 +2,6 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/internal/tablerec"
@@ -198,43 +197,6 @@ func ReadPolicyRecord(t protocol.Table) (PolicyRecord, error) {
 // Policy is the policy the record stands for, named name.
 func (r PolicyRecord) Policy(name string) (*policy.Policy, error) {
 	return policy.Restore(name, r.Pattern, r.ApplyTo, int(r.Priority), r.Definition)
-}
-
-// heldRecord is a held message (the delay store; hold.go): its vhost,
-// exchange, due time and kind are in the key.
-type heldRecord struct {
-	Via string // the exchange type that held it
-	Msg *message.Message
-}
-
-func (r heldRecord) Table() protocol.Table {
-	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "via": r.Via, "message_exchange": r.Msg.Exchange,
-		"routing_key": r.Msg.RoutingKey, "flags": int32(r.Msg.Flags), "properties": r.Msg.Props, "body": r.Msg.Body}
-}
-
-// encodeHeld is h's record.
-func encodeHeld(h *held) ([]byte, error) {
-	return protocol.AppendTable(nil, heldRecord{Via: h.via, Msg: h.m}.Table())
-}
-
-// decodeHeld reads a record encodeHeld wrote (or the first format's, which
-// also names the vhost and exchange).
-func decodeHeld(rec []byte) (*held, error) {
-	t, _, err := protocol.DecodeTable(rec)
-	if err != nil {
-		return nil, err
-	}
-	r := tablerec.Open("held message record", t, recordVersion)
-	via, exchange, key, flags := r.StringOr("via", ""), r.String("message_exchange"), r.String("routing_key"), r.Int("flags")
-	props, body := r.BytesOr("properties"), r.BytesOr("body")
-	if err := r.Err(); err != nil {
-		return nil, err
-	}
-	m, err := message.New(exchange, key, uint16(flags), props, body)
-	if err != nil {
-		return nil, err
-	}
-	return &held{m: m, via: via}, nil
 }
 
 func putName(t protocol.Table, name string) {

@@ -168,22 +168,6 @@ func TestRecordsRefuseWhatTheyCannotRead(t *testing.T) {
 	if _, _, err := ReadCommand(protocol.Table{"op": "declare_stream_v9", "vhost": "/"}); err == nil || !strings.Contains(err.Error(), "declare_stream_v9") {
 		t.Fatalf("an unknown op: %v", err)
 	}
-	heldLater, err := protocol.AppendTable(nil, protocol.Table{tablerec.VersionKey: int64(2), "message_exchange": "x", "routing_key": "k", "flags": int32(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := decodeHeld(heldLater); err == nil || !strings.Contains(err.Error(), "held message record of version 2") {
-		t.Fatalf("a held message of a later version: %v", err)
-	}
-	// The delay store's first format named the vhost and exchange too.
-	first, err := protocol.AppendTable(nil, protocol.Table{"vhost": "/", "exchange": "later", "via": "x-delayed-message",
-		"message_exchange": "later", "routing_key": "k", "flags": int32(0), "properties": []byte{}, "body": []byte("b")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h, err := decodeHeld(first); err != nil || h.via != "x-delayed-message" || string(h.m.Body) != "b" || h.m.RoutingKey != "k" {
-		t.Fatalf("a held message of the first format: %+v, %v", h, err)
-	}
 	badKind := BindingRecord{Source: "x", Destination: exchange.Destination{Name: "q"}}.Table()
 	badKind["destination_type"] = "topic"
 	if _, err := ReadBindingRecord(badKind); err == nil || !strings.Contains(err.Error(), "destination_type") {

@@ -59,6 +59,7 @@ import (
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
@@ -71,7 +72,7 @@ type VHost struct {
 	Name     string
 	types    *exchange.Registry
 	log      zerolog.Logger
-	holds    *holdQueue
+	holds    *hold.Queue
 	bindSeq  atomic.Uint64
 	queueSeq atomic.Uint64 // numbers queues for their lock order
 	store    Store         // nil: nothing persists
@@ -155,7 +156,7 @@ func New(c Config) *VHost {
 		groups:     c.Groups,
 		closing:    make(chan struct{}),
 	}
-	v.holds = newHoldQueue(v)
+	v.holds = v.newHold()
 	v.consuming = remote.New(c.Name, c.Cluster, v.log)
 	v.exchanges[""] = &Exchange{Definition: exchange.Definition{VHost: c.Name, Type: "direct", Durable: true}, router: &defaultRouter{v: v}}
 	for name, typ := range map[string]string{
@@ -176,7 +177,7 @@ func (v *VHost) Close() {
 	if !v.closed.Swap(true) {
 		close(v.closing)
 	}
-	v.holds.stop()
+	v.holds.Stop()
 	// What the typed queues took just before (acks) is committed, within
 	// a second for all of them.
 	deadline := time.Now().Add(time.Second)

@@ -37,7 +37,7 @@ const (
 	storageRaftLogs
 	storageRaftLogWriters
 	storageRaftLog
-	vhostHold
+	holdQueue
 	storageClose
 	storageCommitter
 	storageIDs
@@ -106,7 +106,7 @@ var ranks = [numRanks]rank{
 	storageRaftLogs:       {name: "storage.Store.raftLogs.mu"},
 	storageRaftLogWriters: {name: "storage.RaftLog.wmu"},
 	storageRaftLog:        {name: "storage.RaftLog.mu"},
-	vhostHold:             {name: "vhost.holdQueue.mu"},
+	holdQueue:             {name: "hold.Queue.mu"},
 	storageCommitter:      {name: "storage.committer.mu"},
 	storageIDs:            {name: "storage.Store.ids.mu"},
 	storageClose:          {name: "storage.Store.closeMu"},
@@ -172,7 +172,7 @@ type (
 	StorageRaftLogs       struct{}
 	StorageRaftLogWriters struct{}
 	StorageRaftLog        struct{}
-	VHostHold             struct{}
+	HoldQueue             struct{}
 	StorageCommitter      struct{}
 	StorageIDs            struct{}
 	StorageClose          struct{}
@@ -232,7 +232,7 @@ func (ClusterConf) rankID() rankID           { return clusterConf }
 func (StorageRaftLogs) rankID() rankID       { return storageRaftLogs }
 func (StorageRaftLogWriters) rankID() rankID { return storageRaftLogWriters }
 func (StorageRaftLog) rankID() rankID        { return storageRaftLog }
-func (VHostHold) rankID() rankID             { return vhostHold }
+func (HoldQueue) rankID() rankID             { return holdQueue }
 func (StorageCommitter) rankID() rankID      { return storageCommitter }
 func (StorageIDs) rankID() rankID            { return storageIDs }
 func (StorageClose) rankID() rankID          { return storageClose }
