@@ -281,8 +281,8 @@ func (a *api) putQueue(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Remote != nil {
-		return nil, badRequest("queue '%s' in vhost '%s' is on node '%s'", name, v.Name, d.Remote.Home)
+	if home := d.Home(); home != "" {
+		return nil, badRequest("queue '%s' in vhost '%s' is on node '%s'", name, v.Name, home)
 	}
 	return createdOrUpdated(d.Created)
 }

@@ -113,7 +113,7 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatalf("inequivalent redeclare through n1: %v", err)
 	}
 	d, err = v1.Declare(vhost.QueueDef{Name: "on-n2", Durable: true}, true)
-	if err != nil || d.Remote == nil || d.Remote.Home != "n2" {
+	if err != nil || d.Home() != "n2" {
 		t.Fatalf("passive declare through n1: %+v, %v", d, err)
 	}
 

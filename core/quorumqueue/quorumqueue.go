@@ -305,6 +305,9 @@ func (qq *Queue) MemberNodes() []string { return qq.members.Nodes() }
 func (qq *Queue) Member() bool { return qq.active.Load() }
 func (qq *Queue) Here() bool   { return qq.active.Load() }
 
+// Elsewhere is "": a quorum queue is its group's, not one node's.
+func (qq *Queue) Elsewhere() string { return "" }
+
 // DeleteChecks refuses a delete whose conditions do not hold.
 func (qq *Queue) DeleteChecks(ifUnused, ifEmpty bool) (int, error) {
 	ready, _, unacked, consumers := qq.q.Stats()

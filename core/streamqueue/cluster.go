@@ -56,6 +56,9 @@ func (s *Queue) Member() bool { return s.active.Load() }
 // a node of its own, or this node's replica.
 func (s *Queue) Here() bool { return s.MemberNodes() == nil || s.Member() }
 
+// Elsewhere is "": a stream is its group's, not one node's.
+func (s *Queue) Elsewhere() string { return "" }
+
 // DeclareReplicated declares a new stream for the cluster.
 func (t Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
 	if err := t.Check(h, def); err != nil {

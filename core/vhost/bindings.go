@@ -291,18 +291,15 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 		}
 		return x, nil
 	}
-	if t := v.typed[dest.Name]; t != nil {
-		return t, nil
-	}
 	q := v.queues[dest.Name]
 	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {
 		// A command's queue is the cluster's: a local exclusive queue
-		// nobody bound yet shadows it for clients only.
-		if rq := v.remote[dest.Name]; rq != nil {
-			if rq.Exclusive && owner != anyOwner {
+		// nobody bound yet shadows one homed elsewhere for clients only.
+		if t := v.typed[dest.Name]; t != nil {
+			if t.Elsewhere() != "" && t.Via().Exclusive && owner != anyOwner {
 				return nil, v.locked(dest.Name)
 			}
-			return rq, nil
+			return t, nil
 		}
 	}
 	if err := v.checkQueue(q, dest.Name, owner); err != nil {

@@ -58,14 +58,14 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 	}
 	v.mu.RLock()
 	q, t := v.queues[def.Name], v.typed[def.Name]
-	known := q != nil || t != nil || v.remote[def.Name] != nil
+	known := q != nil || t != nil
 	v.mu.RUnlock()
 	if !known {
 		if err := v.checkNewQueue(def); err != nil {
 			return err
 		}
 	}
-	if t != nil {
+	if t != nil && q == nil {
 		if err := t.CheckArgs(def); err != nil {
 			return err
 		}

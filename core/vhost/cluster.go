@@ -3,7 +3,6 @@ package vhost
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"fmt"
 	"slices"
 
 	"github.com/warrenmq/warren/internal/lockorder"
@@ -33,11 +32,14 @@ import (
 //
 // A queue lives on one node, its home: the node whose client declared it.
 // There it is a queue.Queue with its messages; on the other nodes it is a
-// RemoteQueue, which routing reaches like a queue and whose messages are
-// forwarded home. Operations that need the queue's state (a conditional
-// delete, a purge, the counts of a passive declare) are calls to the home
-// node, which answers 404 "home node ... is down or inaccessible" as
-// RabbitMQ does when that node cannot be reached.
+// Queue that holds nothing (remotequeue.go), which routing reaches like
+// any and whose messages are forwarded home. Operations that need the
+// queue's state (a conditional delete, a purge, the counts of a passive
+// declare) are calls to the home node, which answers 404 "home node ...
+// is down or inaccessible" as RabbitMQ does when that node cannot be
+// reached. A local exclusive queue nobody bound yet may have the name of
+// one homed elsewhere: for this node's clients it shadows that one
+// (typedQueue).
 //
 // Each replicated queue has an incarnation id, chosen by its declarer. A
 // delete names it, so a delete proposed late (an auto-delete queue's home
@@ -90,14 +92,6 @@ type Cluster interface {
 	Forward(home, vhost string, queues []string, m *message.Message, wait bool, done func(error))
 }
 
-// RemoteQueue is a queue whose home is another node.
-type RemoteQueue struct {
-	Name, Home                     string
-	Durable, Exclusive, AutoDelete bool
-	Args                           protocol.Table
-	ID                             uint64 // incarnation
-}
-
 // The ops of topology commands and of calls to a queue's home.
 const (
 	OpDeclareExchange = "declare_exchange"
@@ -138,15 +132,6 @@ func (v *VHost) self() string {
 // again.
 func (v *VHost) caughtUp() bool {
 	return v.cluster != nil && v.cluster.Sync() == nil
-}
-
-// homeDown is RabbitMQ's answer for a queue whose node is unreachable.
-func (v *VHost) homeDown(rq *RemoteQueue) error {
-	kind := "queue"
-	if rq.Durable {
-		kind = "durable queue"
-	}
-	return reply.NotFound("home node '%s' of %s '%s' in vhost '%s' is down or inaccessible", rq.Home, kind, rq.Name, v.Name)
 }
 
 // newIncarnation returns a fresh nonzero queue incarnation id.
@@ -230,7 +215,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 }
 
 // applyDeclareQueue declares a queue for the cluster: the queue itself on
-// its home, a RemoteQueue elsewhere; defMu is held.
+// its home, a queue homed elsewhere on the others; defMu is held.
 func (v *VHost) applyDeclareQueue(def QueueDef) error {
 	if def.Members != nil {
 		// Members name a replicated type's; declarations from before
@@ -244,38 +229,38 @@ func (v *VHost) applyDeclareQueue(def QueueDef) error {
 	def.Owner = anyOwner
 	self := v.self()
 	v.mu.RLock()
-	q, rq, local := v.queues[def.Name], v.remote[def.Name], v.homed[def.Name]
+	q, t, local := v.queues[def.Name], v.typed[def.Name], v.homed[def.Name]
 	v.mu.RUnlock()
 	switch {
 	case q != nil && (local != 0 || def.Home == self):
 		// A local exclusive queue of the same name shadows a queue homed
 		// elsewhere, but a declare for this node meets it.
 		return v.equivalentQueue(shapeOf(q), def)
-	case rq != nil:
-		return v.equivalentQueue(rq.shape(), def)
+	case t != nil:
+		return t.Equivalent(def)
 	case def.Home == self:
 		_, _, err := v.declareQueue(def)
 		return err
 	}
-	rq = &RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
-		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}
-	return v.addRemote(rq, true)
+	return v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
+		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, true)
 }
 
 // addRemote registers a queue homed elsewhere, storing it when persist is
 // set; defMu is held.
 func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
+	r := &remoteQueue{rq: rq, v: v}
 	if persist && v.store != nil {
-		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, remoteRecordOf(rq).Table()); err != nil {
+		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, r.Record().Table()); err != nil {
 			return stored(err)
 		}
 	}
 	v.mu.Lock()
-	v.remote[rq.Name] = rq
+	v.typed[rq.Name] = r
 	if v.queues[rq.Name] == nil {
 		v.defaults[rq.Name] = &exchange.Binding{
 			Destination: exchange.Destination{Kind: exchange.ToQueue, Name: rq.Name},
-			Key:         rq.Name, Target: rq, Durable: rq.Durable,
+			Key:         rq.Name, Target: r, Durable: rq.Durable,
 		}
 	}
 	v.mu.Unlock()
@@ -284,7 +269,8 @@ func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
 
 // shareExclusive records that the exclusive queue name, homed on home, is
 // known to the cluster: on its home it gets its incarnation (so closing its
-// connection proposes its delete), elsewhere a RemoteQueue; defMu is held.
+// connection proposes its delete), elsewhere a queue homed there; defMu
+// is held.
 func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 	if home == v.self() {
 		v.mu.Lock()
@@ -303,7 +289,7 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 		return
 	}
 	v.mu.RLock()
-	known := v.remote[name] != nil
+	known := v.typed[name] != nil
 	v.mu.RUnlock()
 	if !known {
 		_ = v.addRemote(&RemoteQueue{Name: name, Home: home, Exclusive: true, AutoDelete: true, ID: incarnation}, true)
@@ -314,7 +300,7 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 // held. A queue that is gone or another is no change.
 func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RLock()
-	q, rq, local, t := v.queues[name], v.remote[name], v.homed[name], v.typed[name]
+	q, local, t := v.queues[name], v.homed[name], v.typed[name]
 	v.mu.RUnlock()
 	if t != nil && t.Incarnation() == incarnation {
 		v.forgetTyped(t)
@@ -330,33 +316,6 @@ func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 		if v.store != nil && !q.Persists() {
 			// forgetQueue keeps the record of a queue it thinks local.
 			_ = v.store.DeleteMeta(storage.KindQueue, v.Name, name)
-		}
-		return
-	}
-	if rq != nil && rq.ID == incarnation {
-		v.forgetRemote(rq)
-	}
-}
-
-// forgetRemote removes a RemoteQueue, its bindings and its record; defMu
-// is held.
-func (v *VHost) forgetRemote(rq *RemoteQueue) {
-	dest := exchange.Destination{Kind: exchange.ToQueue, Name: rq.Name}
-	v.mu.Lock()
-	if v.remote[rq.Name] != rq {
-		v.mu.Unlock()
-		return
-	}
-	delete(v.remote, rq.Name)
-	if b := v.defaults[rq.Name]; b != nil && b.Target == rq {
-		delete(v.defaults, rq.Name)
-	}
-	bound := v.boundTo(dest)
-	v.mu.Unlock()
-	v.removeBindings(bound)
-	if v.store != nil {
-		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, rq.Name); err != nil {
-			v.log.Error().Err(err).Str("queue", rq.Name).Msg("could not delete the stored queue; it will come back after a restart")
 		}
 	}
 }
@@ -454,16 +413,9 @@ func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
 // declareReplicated declares a non-exclusive queue for the cluster.
 func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 	v.mu.RLock()
-	q, rq, t := v.queues[def.Name], v.remote[def.Name], v.typed[def.Name]
+	q, t := v.queues[def.Name], v.typed[def.Name]
 	v.mu.RUnlock()
-	if t != nil {
-		if err := t.Equivalent(def); err != nil {
-			return Declared{}, err
-		}
-		t.Touch()
-		return Declared{Name: def.Name, t: t}, nil
-	}
-	if d, done, err := v.redeclare(q, rq, def); done {
+	if d, done, err := v.redeclare(q, t, def); done {
 		return d, err
 	}
 	if err := v.checkNewQueue(def); err != nil {
@@ -487,9 +439,9 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 		return Declared{}, err
 	}
 	v.mu.RLock()
-	q, rq = v.queues[def.Name], v.remote[def.Name]
+	q, t = v.queues[def.Name], v.typed[def.Name]
 	v.mu.RUnlock()
-	d, found, err := v.redeclare(q, rq, def)
+	d, found, err := v.redeclare(q, t, def)
 	if !found {
 		// Deleted again before this lookup.
 		return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name)
@@ -499,8 +451,8 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 }
 
 // redeclare answers a declare of a queue that exists, from what this node
-// knows; done is false when there is none.
-func (v *VHost) redeclare(q *queue.Queue, rq *RemoteQueue, def QueueDef) (d Declared, done bool, err error) {
+// knows: q, a classic queue here, or t; done is false when there is none.
+func (v *VHost) redeclare(q *queue.Queue, t Queue, def QueueDef) (d Declared, done bool, err error) {
 	switch {
 	case q != nil:
 		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
@@ -511,52 +463,37 @@ func (v *VHost) redeclare(q *queue.Queue, rq *RemoteQueue, def QueueDef) (d Decl
 		}
 		q.Touch()
 		return Declared{Name: q.Name, Local: q}, true, nil
-	case rq != nil:
-		if rq.Exclusive {
+	case t == nil:
+		return Declared{}, false, nil
+	}
+	if home := t.Elsewhere(); home != "" {
+		if t.Via().Exclusive {
 			return Declared{}, true, v.locked(def.Name)
 		}
 		// RabbitMQ answers for the unreachable queue before it compares.
-		if !v.cluster.Up(rq.Home) {
-			return Declared{}, true, v.homeDown(rq)
+		if !v.cluster.Up(home) {
+			return Declared{}, true, v.homeDown(t.Via())
 		}
-		if err := v.equivalentQueue(rq.shape(), def); err != nil {
-			return Declared{}, true, err
-		}
-		return Declared{Name: rq.Name, Remote: rq}, true, nil
 	}
-	return Declared{}, false, nil
+	if err := t.Equivalent(def); err != nil {
+		return Declared{}, true, err
+	}
+	t.Touch()
+	return Declared{Name: def.Name, t: t}, true, nil
 }
 
-// remoteQueue returns the queue name if its home is another node.
+// remoteQueue returns the queue name if its home is another node (and no
+// local exclusive queue shadows it).
 func (v *VHost) remoteQueue(name string) *RemoteQueue {
 	if v.cluster == nil {
 		return nil
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if v.queues[name] != nil {
-		return nil
+	if t := v.typed[name]; t != nil && t.Elsewhere() != "" && v.queues[name] == nil {
+		return t.Via()
 	}
-	return v.remote[name]
-}
-
-// callHome asks a RemoteQueue's home node to carry out op on it.
-func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protocol.Table, error) {
-	if rq.Exclusive {
-		return nil, v.locked(rq.Name)
-	}
-	if !v.cluster.Up(rq.Home) {
-		return nil, v.homeDown(rq)
-	}
-	req["op"], req["vhost"], req["name"], req["id"], req["from"] = op, v.Name, rq.Name, int64(rq.ID), v.self()
-	ans, err := v.cluster.Call(rq.Home, req)
-	if err != nil {
-		if reply.As(err).Code == protocol.InternalError {
-			return nil, v.homeDown(rq)
-		}
-		return nil, err
-	}
-	return ans, nil
+	return nil
 }
 
 // HandleCall answers another node's call: about a queue homed here, or
@@ -604,35 +541,13 @@ func (v *VHost) deleteHomed(q *queue.Queue, incarnation uint64, ifUnused, ifEmpt
 	return v.proposeDelete(q.Name, incarnation, st.Consumers, st.Ready, st.Ready, ifUnused, ifEmpty)
 }
 
-// counts returns a declared queue's ready messages and consumers, asking
-// the home of a remote one.
+// counts returns a declared queue's ready messages and consumers.
 func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
-	if d.Local != nil {
-		st := d.Local.Stats()
-		return st.Ready, st.Consumers, nil
-	}
 	if d.t != nil {
 		return d.t.DeclareCounts()
 	}
-	ans, err := v.callHome(d.Remote, callQueueCounts, protocol.Table{})
-	if err != nil {
-		return 0, 0, err
-	}
-	return int(remote.Int(ans, "messages")), int(remote.Int(ans, "consumers")), nil
-}
-
-// remoteStats asks a remote queue's home for its depth.
-func (v *VHost) remoteStats(rq *RemoteQueue) (queue.Stats, error) {
-	if rq.Exclusive {
-		return queue.Stats{}, nil // its connection's business
-	}
-	ans, err := v.callHome(rq, callQueueCounts, protocol.Table{})
-	if err != nil {
-		return queue.Stats{}, err
-	}
-	f := func(k string) float64 { x, _ := ans[k].(float64); return x }
-	return queue.Stats{Ready: int(remote.Int(ans, "messages")), ReadyBytes: int64(remote.Int(ans, "bytes")), Unacked: int(remote.Int(ans, "unacked")),
-		Consumers: int(remote.Int(ans, "consumers")), ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
+	st := d.Local.Stats()
+	return st.Ready, st.Consumers, nil
 }
 
 // DropLost proposes the delete of the replicated queues homed here that a
@@ -662,17 +577,6 @@ type queueShape struct {
 func shapeOf(q *queue.Queue) queueShape {
 	return queueShape{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args}
 }
-
-func (rq *RemoteQueue) shape() queueShape {
-	return queueShape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}
-}
-
-func remoteRecordOf(rq *RemoteQueue) QueueRecord {
-	return QueueRecord{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args,
-		Home: rq.Home, Incarnation: rq.ID}
-}
-
-func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
 
 // ---- messages for queues homed on other nodes
 
@@ -861,13 +765,8 @@ func (v *VHost) Topology() protocol.Table {
 			queues = append(queues, rec.Table())
 		}
 	}
-	for _, rq := range v.remote {
-		rec := remoteRecordOf(rq)
-		rec.Name = rq.Name
-		queues = append(queues, rec.Table())
-	}
 	for name, t := range v.typed {
-		if t.MemberNodes() != nil {
+		if t.MemberNodes() != nil || t.Elsewhere() != "" {
 			rec := t.Record()
 			rec.Name = name
 			queues = append(queues, rec.Table())
@@ -944,11 +843,8 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 	for name, incarnation := range v.homed {
 		haves = append(haves, have{name: name, incarnation: incarnation})
 	}
-	for _, rq := range v.remote {
-		haves = append(haves, have{name: rq.Name, incarnation: rq.ID})
-	}
 	for name, t := range v.typed {
-		if t.MemberNodes() != nil {
+		if t.MemberNodes() != nil || t.Elsewhere() != "" {
 			haves = append(haves, have{name: name, incarnation: t.Incarnation()})
 		}
 	}

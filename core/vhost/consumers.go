@@ -50,13 +50,10 @@ func (v *VHost) Source(name string, owner any) (Source, error) {
 		return t.Source()
 	}
 	q, err := v.Queue(name, owner)
-	if err == nil {
-		return q, nil
+	if err != nil {
+		return nil, err
 	}
-	if rq := v.remoteQueue(name); rq != nil && !rq.Exclusive && v.cluster.Up(rq.Home) {
-		return v.Host().RemoteSource(rq), nil
-	}
-	return nil, err
+	return q, nil
 }
 
 // ConsumerArgs checks basic.consume's arguments for the named queue as
@@ -80,9 +77,6 @@ func (v *VHost) queueType(name string) string {
 	defer v.mu.RUnlock()
 	if t := v.typed[name]; t != nil {
 		return t.Type()
-	}
-	if rq := v.remote[name]; rq != nil {
-		return queue.TypeOf(rq.Args)
 	}
 	return queue.Classic
 }

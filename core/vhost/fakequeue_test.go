@@ -65,6 +65,7 @@ func (q *fakeQueue) PolicyChanged()                                            {
 func (q *fakeQueue) Close(time.Time)                                           {}
 func (q *fakeQueue) Source() (vhost.Source, error)                             { return nil, nil }
 func (q *fakeQueue) Here() bool                                                { return true }
+func (q *fakeQueue) Elsewhere() string                                         { return "" }
 func (q *fakeQueue) Via() *vhost.RemoteQueue                                   { return nil }
 func (q *fakeQueue) HandleCall(string, protocol.Table) (protocol.Table, error) { return nil, nil }
 func (q *fakeQueue) Replicated() bool                                          { return false }

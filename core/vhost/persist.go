@@ -171,7 +171,9 @@ func (v *VHost) QueueIDs() []uint64 {
 		}
 	}
 	for _, t := range v.typedList() {
-		ids = append(ids, t.Record().StoreID)
+		if id := t.Record().StoreID; id != 0 { // 0: none here (homed elsewhere)
+			ids = append(ids, id)
+		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids

@@ -23,8 +23,8 @@ type RouteBuffers struct {
 	visited  []*Exchange
 	queues   []*queue.Queue
 	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
-	remote   []*RemoteQueue            // queues homed on other nodes
-	typed    []Queue                   // queues of registered types (queuetype.go)
+	typed    []Queue                   // every other queue (queuetype.go)
+	remote   []*RemoteQueue            // forward's: where typed's not Here go
 	// Writes, when set, is the publishing goroutine's run: deliveries to
 	// local queues' consumers leave their socket writes to it.
 	Writes *queue.Writes
@@ -100,19 +100,22 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outco
 	return out, nil
 }
 
-// leaveOutHomesDown drops from r.remote the queues whose home node is
-// down, and counts them. RabbitMQ routes past such a queue (a mandatory
-// message that reached nothing else comes back NO_ROUTE, then its
-// confirm), where forwarding would hold the message until the node's
+// leaveOutHomesDown drops from r.typed the queues homed on another node
+// that is down, and counts them. RabbitMQ routes past such a queue (a
+// mandatory message that reached nothing else comes back NO_ROUTE, then
+// its confirm), where forwarding would hold the message until the node's
 // backlog failed.
 func (v *VHost) leaveOutHomesDown(r *RouteBuffers) int {
-	if len(r.remote) == 0 {
+	if len(r.typed) == 0 {
 		return 0
 	}
-	before := len(r.remote)
-	r.remote = slices.DeleteFunc(r.remote, func(rq *RemoteQueue) bool { return !v.cluster.Up(rq.Home) })
-	clear(r.remote[len(r.remote):before])
-	return before - len(r.remote)
+	before := len(r.typed)
+	r.typed = slices.DeleteFunc(r.typed, func(t Queue) bool {
+		home := t.Elsewhere()
+		return home != "" && !v.cluster.Up(home)
+	})
+	clear(r.typed[len(r.typed):before])
+	return before - len(r.typed)
 }
 
 // route fills r.queues with every queue m reaches from x. via, when set,
@@ -179,10 +182,6 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 			switch t := b.Target.(type) {
 			case *queue.Queue:
 				r.addQueue(t)
-			case *RemoteQueue:
-				if !slices.Contains(r.remote, t) {
-					r.remote = append(r.remote, t)
-				}
 			case *Exchange:
 				r.work = append(r.work, t)
 			case Queue:

@@ -9,7 +9,6 @@ import (
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
-	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
@@ -46,14 +45,22 @@ type QueueDef struct {
 	restored bool
 }
 
-// Declared is the queue a declare found or made: Local when it is on this
-// node, Remote when its home is another.
+// Declared is the queue a declare found or made: Local when it is a
+// classic queue on this node.
 type Declared struct {
 	Name    string
 	Local   *queue.Queue
-	Remote  *RemoteQueue
 	Created bool
-	t       Queue // a queue of a registered type
+	t       Queue // any other: of a registered type, or homed elsewhere
+}
+
+// Home is the node a classic queue homed on another node is on; "" for
+// every other queue.
+func (d Declared) Home() string {
+	if d.t != nil {
+		return d.t.Elsewhere()
+	}
+	return ""
 }
 
 // Type is the declared queue's x-queue-type (classic for a queue homed
@@ -121,7 +128,7 @@ func (v *VHost) checkNewQueue(def QueueDef) error {
 // declared says whether a queue of that name is known, of any type or
 // node; defMu is held (the maps change only under it).
 func (v *VHost) declared(name string) bool {
-	return v.queues[name] != nil || v.remote[name] != nil || v.typed[name] != nil
+	return v.queues[name] != nil || v.typed[name] != nil
 }
 
 // HasQueue reports whether a queue of that name exists, here or, in a
@@ -129,19 +136,7 @@ func (v *VHost) declared(name string) bool {
 func (v *VHost) HasQueue(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.queues[name] != nil || v.remote[name] != nil || v.typed[name] != nil
-}
-
-// elsewhere refuses what needs a queue on this node for one homed on
-// another.
-func (v *VHost) elsewhere(rq *RemoteQueue) error {
-	if rq.Exclusive {
-		return v.locked(rq.Name)
-	}
-	if !v.cluster.Up(rq.Home) {
-		return v.homeDown(rq)
-	}
-	return reply.NotFound("queue '%s' in vhost '%s' is on node '%s': consume from it and get from it through that node", rq.Name, v.Name, rq.Home)
+	return v.queues[name] != nil || v.typed[name] != nil
 }
 
 func (v *VHost) checkQueue(q *queue.Queue, name string, owner any) error {
@@ -175,18 +170,18 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			v.caughtUp()
 		}
 		if t := v.typedQueue(def.Name); t != nil {
+			if t.Elsewhere() != "" && (t.Via().Exclusive || !v.cluster.Up(t.Elsewhere())) {
+				return Declared{}, v.elsewhere(t.Via())
+			}
 			t.Touch()
 			return Declared{Name: def.Name, t: t}, nil
 		}
 		q, err := v.Queue(def.Name, def.Owner)
-		if err == nil {
-			q.Touch()
-			return Declared{Name: q.Name, Local: q}, nil
+		if err != nil {
+			return Declared{}, err
 		}
-		if rq := v.remoteQueue(def.Name); rq != nil && !rq.Exclusive && v.cluster.Up(rq.Home) {
-			return Declared{Name: rq.Name, Remote: rq}, nil
-		}
-		return Declared{}, err
+		q.Touch()
+		return Declared{Name: q.Name, Local: q}, nil
 	}
 	if def.Name == "" {
 		def.Name = ServerNamed()
@@ -236,11 +231,11 @@ func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, er
 	if err != nil {
 		return nil, false, err
 	}
-	if d.t != nil {
+	switch {
+	case d.Home() != "":
+		return nil, false, v.elsewhere(d.t.Via())
+	case d.t != nil:
 		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.Kind())
-	}
-	if d.Local == nil {
-		return nil, false, v.elsewhere(d.Remote)
 	}
 	return d.Local, d.Created, nil
 }
@@ -398,20 +393,16 @@ func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int
 			}
 			return v.deleteHomed(q, incarnation, ifUnused, ifEmpty)
 		}
-		if rq := v.remoteQueue(name); rq != nil {
-			ans, err := v.callHome(rq, callQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
-			return int(remote.Int(ans, "messages")), err
-		}
 		if q == nil && v.caughtUp() && v.HasQueue(name) {
 			return v.DeleteQueue(name, owner, ifUnused, ifEmpty)
 		}
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	if t := v.typed[name]; t != nil {
+	q := v.queues[name]
+	if t := v.typed[name]; t != nil && q == nil {
 		return v.deleteTyped(t, ifUnused, ifEmpty)
 	}
-	q := v.queues[name]
 	if err := v.checkQueue(q, name, owner); err != nil {
 		return 0, err
 	}
@@ -464,10 +455,6 @@ func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
 	if t := v.typedQueue(name); t != nil {
 		return t.Purge()
 	}
-	if rq := v.remoteQueue(name); rq != nil {
-		ans, err := v.callHome(rq, callQueuePurge, protocol.Table{})
-		return int(remote.Int(ans, "messages")), err
-	}
 	q, err := v.Queue(name, owner)
 	if err != nil {
 		return 0, err
@@ -519,8 +506,6 @@ type QueueEntry struct {
 	Type string
 	q    *queue.Queue
 	t    Queue
-	v    *VHost // for a remote queue's figures
-	rq   *RemoteQueue
 }
 
 // QueueInfo is a snapshot of a queue for listings.
@@ -537,10 +522,6 @@ type QueueInfo struct {
 // Info reads the queue's depth and message statistics, under the queue's
 // lock; a remote queue's depth comes from its home, in a call.
 func (e QueueEntry) Info() QueueInfo {
-	if e.rq != nil {
-		st, err := e.v.remoteStats(e.rq)
-		return QueueInfo{QueueEntry: e, Stats: st, Down: err != nil}
-	}
 	if e.t != nil {
 		st, m, err := e.t.Figures()
 		return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
@@ -557,32 +538,19 @@ func (v *VHost) entry(q *queue.Queue) QueueEntry {
 	return e
 }
 
-// remoteEntry is rq's listing entry; the caller holds mu.
-func (v *VHost) remoteEntry(rq *RemoteQueue) QueueEntry {
-	e := QueueEntry{Name: rq.Name, Durable: rq.Durable, Exclusive: rq.Exclusive, AutoDelete: rq.AutoDelete, Args: rq.Args,
-		Home: rq.Home, v: v, rq: rq}
-	if p := v.policies.For(policy.Queues, rq.Name); p != nil {
-		e.Policy = p.Name
-	}
-	return e
-}
-
 // QueueEntries lists the queues, those homed on other nodes of a cluster
 // too, without their figures, taking only the vhost's lock: a listing
 // that pages by name reads the figures of the page's queues only.
 func (v *VHost) QueueEntries() []QueueEntry {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]QueueEntry, 0, len(v.queues)+len(v.remote)+len(v.typed))
+	out := make([]QueueEntry, 0, len(v.queues)+len(v.typed))
 	for _, q := range v.queues {
 		out = append(out, v.entry(q))
 	}
-	for _, t := range v.typed {
-		out = append(out, v.typedEntry(t))
-	}
-	for name, rq := range v.remote {
-		if v.queues[name] == nil {
-			out = append(out, v.remoteEntry(rq))
+	for name, t := range v.typed {
+		if v.queues[name] == nil { // not shadowed (cluster.go)
+			out = append(out, v.typedEntry(t))
 		}
 	}
 	return out
@@ -599,7 +567,9 @@ func (v *VHost) Queues() []QueueInfo {
 		entries = append(entries, v.entry(q))
 	}
 	for _, t := range v.typed {
-		entries = append(entries, v.typedEntry(t))
+		if t.Elsewhere() == "" {
+			entries = append(entries, v.typedEntry(t))
+		}
 	}
 	v.mu.RUnlock()
 	out := make([]QueueInfo, len(entries))
@@ -619,8 +589,6 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 		e = v.entry(q)
 	} else if t := v.typed[name]; t != nil {
 		e = v.typedEntry(t)
-	} else if rq := v.remote[name]; rq != nil {
-		e = v.remoteEntry(rq)
 	} else {
 		ok = false
 	}
@@ -636,15 +604,12 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 func (v *VHost) QueueNames() []string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]string, 0, len(v.queues)+len(v.remote)+len(v.typed))
+	out := make([]string, 0, len(v.queues)+len(v.typed))
 	for name := range v.queues {
 		out = append(out, name)
 	}
 	for name := range v.typed {
-		out = append(out, name)
-	}
-	for name := range v.remote {
-		if v.queues[name] == nil {
+		if v.queues[name] == nil { // not shadowed (cluster.go)
 			out = append(out, name)
 		}
 	}

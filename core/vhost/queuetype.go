@@ -16,7 +16,8 @@ import (
 // Queue types beside classic queues.
 //
 // A queue of a type that keeps its messages outside package queue (a
-// quorum queue in core/quorumqueue, a stream in core/streamqueue) is a
+// quorum queue in core/quorumqueue, a stream in core/streamqueue), and a
+// classic queue homed on another node of a cluster (remotequeue.go), is a
 // Queue: the vhost holds it in one map and asks it, through this
 // interface, for what every type answers in its own way. RabbitMQ's
 // rabbit_queue_type is the model. A type is a QueueType, registered with
@@ -25,7 +26,8 @@ import (
 // cluster, routing a dead letter, calls to other nodes) without its
 // internals. No file of this package names a type.
 
-// Queue is a queue of a registered type, as the vhost holds it.
+// Queue is a queue of a registered type, or one homed on another node, as
+// the vhost holds it.
 type Queue interface {
 	// Name is the queue's name; Type its x-queue-type; Kind what the
 	// replies call it ("quorum queue", "stream").
@@ -77,6 +79,10 @@ type Queue interface {
 	// nil when none can be reached.
 	Here() bool
 	Via() *RemoteQueue
+	// Elsewhere is the node a queue of one node is homed on when that
+	// is another (a classic queue declared through it; remotequeue.go),
+	// "" for every other queue: a client here reaches it through Via.
+	Elsewhere() string
 	// Enqueue takes m and calls done once it is safe (ErrRejected for a
 	// refusal its publisher is nacked for).
 	Enqueue(m *message.Message, done func(error))
@@ -180,17 +186,24 @@ func (v *VHost) typeOf(def QueueDef) (QueueType, bool) {
 
 // typedEntry is t's listing entry; mu is held.
 func (v *VHost) typedEntry(t Queue) QueueEntry {
-	e := QueueEntry{Name: t.Name(), Durable: true, Args: t.Arguments(), Type: t.Type(), t: t, v: v}
+	rec := t.Record()
+	e := QueueEntry{Name: t.Name(), Durable: rec.Durable, Exclusive: rec.Exclusive, AutoDelete: rec.AutoDelete,
+		Args: t.Arguments(), Type: t.Type(), Home: t.Elsewhere(), t: t}
 	if p := v.policies.For(policy.Queues, e.Name); p != nil {
 		e.Policy = p.Name
 	}
 	return e
 }
 
-// typedQueue is the typed queue named name, or nil.
+// typedQueue is the typed queue named name, or nil; nil too when a
+// classic queue here has the name (a local exclusive queue shadows one
+// homed elsewhere; see cluster.go).
 func (v *VHost) typedQueue(name string) Queue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	if v.queues[name] != nil {
+		return nil
+	}
 	return v.typed[name]
 }
 
@@ -240,7 +253,11 @@ func (v *VHost) forgetTyped(t Queue) {
 		return
 	}
 	delete(v.typed, name)
-	delete(v.defaults, name)
+	if b := v.defaults[name]; b != nil && b.Target == t {
+		// (A local exclusive queue that shadows a queue homed elsewhere
+		// keeps its own.)
+		delete(v.defaults, name)
+	}
 	bound := v.boundTo(exchange.Destination{Kind: exchange.ToQueue, Name: name})
 	v.mu.Unlock()
 	v.removeBindings(bound)

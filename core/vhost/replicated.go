@@ -141,15 +141,13 @@ func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (uint64, error) 
 // node that has one of another incarnation keeps that one.
 func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
 	v.mu.RLock()
-	t, q, rq := v.typed[def.Name], v.queues[def.Name], v.remote[def.Name]
+	q, t := v.queues[def.Name], v.typed[def.Name]
 	v.mu.RUnlock()
 	switch {
-	case t != nil:
-		return true, t.Equivalent(def)
 	case q != nil:
 		return true, v.equivalentQueue(shapeOf(q), def)
-	case rq != nil:
-		return true, v.equivalentQueue(rq.shape(), def)
+	case t != nil:
+		return true, t.Equivalent(def)
 	}
 	return false, nil
 }

@@ -96,10 +96,9 @@ type VHost struct {
 	bindings  map[bindingKey]*exchange.Binding
 	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
 	policies  policy.Set
-	remote    map[string]*RemoteQueue // queues homed on other nodes
-	homed     map[string]uint64       // replicated queues homed here: their incarnations
-	lost      []lostQueue             // for DropLost; under defMu
-	typed     map[string]Queue        // queues of registered types (queuetype.go)
+	homed     map[string]uint64 // replicated queues homed here: their incarnations
+	lost      []lostQueue       // for DropLost; under defMu
+	typed     map[string]Queue  // queues of registered types (queuetype.go)
 
 	queueTypes *QueueTypes
 	groups     *cluster.Groups // runs replicated queues' groups; nil: none here
@@ -149,7 +148,6 @@ func New(c Config) *VHost {
 		defaults:   make(map[string]*exchange.Binding),
 		bindings:   make(map[bindingKey]*exchange.Binding),
 		byDest:     make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
-		remote:     make(map[string]*RemoteQueue),
 		homed:      make(map[string]uint64),
 		typed:      make(map[string]Queue),
 		queueTypes: c.QueueTypes,
