@@ -41,12 +41,15 @@ const (
 	KindPolicy     Kind = 7
 	KindPlugin     Kind = 8
 	KindParameter  Kind = 9 // global parameters, such as cluster_name
+	// KindTopicPermission is per vhost, keyed by user name: all of the
+	// user's topic permissions in the vhost, one record.
+	KindTopicPermission Kind = 10
 )
 
 var kindNames = [...]string{
 	KindVHost: "vhost", KindUser: "user", KindPermission: "permission", KindExchange: "exchange",
 	KindQueue: "queue", KindBinding: "binding", KindPolicy: "policy", KindPlugin: "plugin",
-	KindParameter: "parameter",
+	KindParameter: "parameter", KindTopicPermission: "topic permission",
 }
 
 func (k Kind) String() string {
@@ -56,7 +59,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= KindVHost && k <= KindParameter }
+func (k Kind) valid() bool { return k >= KindVHost && k <= KindTopicPermission }
 
 // global reports whether records of kind k are keyed by name alone.
 func (k Kind) global() bool {
@@ -64,7 +67,7 @@ func (k Kind) global() bool {
 }
 
 // perVHostKinds are the kinds DeleteVHost removes.
-var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy}
+var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission}
 
 // Name components in metadata keys are escaped so that no name can collide
 // with another and key order is the names' byte order: a 0x00 byte becomes

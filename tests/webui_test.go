@@ -387,6 +387,26 @@ func (f *uiFixture) usersVhostsPermissions(t *testing.T) {
 	if perm.Configure != ".*" || perm.Write != "^ui-" || perm.Read != ".*" {
 		t.Errorf("permissions set in the UI: %+v", perm)
 	}
+	f.br.do(t, "set a topic permission",
+		waitVisible(`#topic-permissions[data-state="loaded"]`),
+		setValue(`#set-topic-permission-user`, "ui-user"),
+		setValue(`#set-topic-permission-vhost`, "ui-vhost"),
+		setValue(`#set-topic-permission-write`, `^{username}\.`),
+		click(`#set-topic-permission-submit`),
+		waitVisible(`#set-topic-permission-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#topic-permissions tbody").textContent.includes("ui-user")`),
+	)
+	var topics []struct{ Exchange, Write, Read string }
+	apiGet(t, f.base+"/api/topic-permissions/ui-vhost/ui-user", &topics)
+	if len(topics) != 1 || topics[0].Exchange != "amq.topic" || topics[0].Write != `^{username}\.` || topics[0].Read != ".*" {
+		t.Errorf("topic permission set in the UI: %+v", topics)
+	}
+	f.br.do(t, "delete the topic permission",
+		click(`#delete-topic-permission-ui-user-ui-vhost-amq\.topic`),
+		click(`#delete-topic-permission-ui-user-ui-vhost-amq\.topic`),
+		waitVisible(`#topic-permissions-msg[data-kind="ok"]`),
+		pollJS(`!document.querySelector("#topic-permissions tbody").textContent.includes("ui-user")`),
+	)
 	f.br.goTo(t, "users")
 	f.br.do(t, "delete the user",
 		waitVisible(`#users[data-state="loaded"]`),

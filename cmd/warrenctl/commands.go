@@ -188,6 +188,26 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/permissions/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
+	"list_topic_permissions": {form: "list_topic_permissions [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return table("/api/vhosts/"+vhostPath(o)+"/topic-permissions", "user", "exchange", "write", "read")(c, o, out, args)
+	}},
+	"list_user_topic_permissions": {form: "list_user_topic_permissions USER", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return table("/api/users/"+url.PathEscape(args[0])+"/topic-permissions", "vhost", "exchange", "write", "read")(c, o, out, args)
+		}},
+	"set_topic_permissions": {form: "set_topic_permissions [-p VHOST] USER EXCHANGE WRITE READ", min: 4, max: 4,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("PUT", "/api/topic-permissions/"+vhostPath(o)+"/"+url.PathEscape(args[0]),
+				map[string]string{"exchange": args[1], "write": args[2], "read": args[3]})
+		}},
+	"clear_topic_permissions": {form: "clear_topic_permissions [-p VHOST] USER [EXCHANGE]", min: 1, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			path := "/api/topic-permissions/" + vhostPath(o) + "/" + url.PathEscape(args[0])
+			if len(args) == 2 {
+				path += "/" + url.PathEscape(args[1])
+			}
+			return c.do("DELETE", path, nil)
+		}},
 	"list_policies": {form: "list_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},

@@ -52,6 +52,9 @@ Access:
   list_permissions
   set_permissions [-p VHOST] USER CONFIGURE WRITE READ
   clear_permissions [-p VHOST] USER
+  list_topic_permissions [-p VHOST] | list_user_topic_permissions USER
+  set_topic_permissions [-p VHOST] USER EXCHANGE WRITE READ
+  clear_topic_permissions [-p VHOST] USER [EXCHANGE]
 Policies:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION

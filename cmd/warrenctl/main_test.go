@@ -601,3 +601,49 @@ func TestSwitchesTakeAValue(t *testing.T) {
 		t.Fatalf("--force=maybe: %v", err)
 	}
 }
+
+// The topic permission verbs, as rabbitmqctl's: set, list per vhost and
+// per user, clear one exchange's or all.
+func TestTopicPermissionVerbs(t *testing.T) {
+	b, url := newBroker(t)
+	for _, s := range [][]string{
+		{"add_vhost", "orders"},
+		{"add_user", "alice", "s3cret"},
+		{"set_topic_permissions", "-p", "orders", "alice", "amq.topic", "^{username}\\.", "^eu\\."},
+		{"set_topic_permissions", "-p", "orders", "alice", "events", ".*", ".*"},
+	} {
+		if _, err := ctl(t, url, s...); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+	}
+	g, _ := b.Users().Grant("orders", "alice")
+	if g.PublishTopic("amq.topic", "alice.x") != nil || g.PublishTopic("amq.topic", "bob.x") == nil {
+		t.Fatal("the topic permission is not applied")
+	}
+	out, err := ctl(t, url, "list_topic_permissions", "-p", "orders")
+	if err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, `^eu\.`) || !strings.Contains(out, "events") {
+		t.Fatalf("list_topic_permissions: %v\n%s", err, out)
+	}
+	out, err = ctl(t, url, "list_user_topic_permissions", "alice")
+	if err != nil || !strings.Contains(out, "orders") || !strings.Contains(out, "amq.topic") {
+		t.Fatalf("list_user_topic_permissions: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "set_topic_permissions", "-p", "orders", "alice", "amq.topic", "(", ".*"); err == nil || !strings.Contains(err.Error(), "bad write topic permission") {
+		t.Fatalf("a bad expression: %v", err)
+	}
+	if _, err := ctl(t, url, "clear_topic_permissions", "-p", "orders", "alice", "amq.topic"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Users().TopicPermission("orders", "alice", "amq.topic"); ok {
+		t.Fatal("cleared, still there")
+	}
+	if _, err := ctl(t, url, "clear_topic_permissions", "-p", "orders", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Users().TopicPermissions()) != 0 {
+		t.Fatalf("left %v", b.Users().TopicPermissions())
+	}
+	if _, err := ctl(t, url, "clear_topic_permissions", "-p", "orders", "alice"); err == nil || !strings.Contains(err.Error(), "Not Found") {
+		t.Fatalf("clearing what is not there: %v", err)
+	}
+}

@@ -248,6 +248,23 @@ func badRequest(format string, args ...any) error {
 	return &reasonError{kind: errBadRequest, reason: fmt.Sprintf(format, args...)}
 }
 
+// field is one field a request body must have, and whether it has it.
+type field struct {
+	name    string
+	present bool
+}
+
+// keysPresent is RabbitMQ's 400 for the first field of fields a body
+// lacks.
+func keysPresent(fields ...field) error {
+	for _, f := range fields {
+		if !f.present {
+			return badRequest("[{key_missing,%s}]", f.name)
+		}
+	}
+	return nil
+}
+
 func notAuthorised(reason string) error {
 	return &reasonError{kind: errNotAuthorised, reason: reason}
 }

@@ -235,13 +235,9 @@ func (a *api) publish(c *call) (any, error) {
 	if err := decode(c.r, &body); err != nil {
 		return nil, err
 	}
-	for _, k := range []struct {
-		name string
-		set  bool
-	}{{"routing_key", body.RoutingKey != nil}, {"payload", body.Payload != nil}, {"payload_encoding", body.PayloadEncoding != nil}} {
-		if !k.set {
-			return nil, badRequest("[{key_missing,%s}]", k.name)
-		}
+	if err := keysPresent(field{"routing_key", body.RoutingKey != nil}, field{"payload", body.Payload != nil},
+		field{"payload_encoding", body.PayloadEncoding != nil}); err != nil {
+		return nil, err
 	}
 	var payload []byte
 	switch *body.PayloadEncoding {
@@ -278,6 +274,11 @@ func (a *api) publish(c *call) (any, error) {
 	}
 	if x.Internal {
 		return nil, reply.AccessRefused("cannot publish to internal exchange '%s' in vhost '%s'", name, v.Name)
+	}
+	if x.Type == exchange.TypeTopic {
+		if err := allow(g, g.PublishTopic(name, *body.RoutingKey), refusedPublish); err != nil {
+			return nil, err
+		}
 	}
 	m, err := message.NewFromClient(name, *body.RoutingKey, props.Flags, raw, payload)
 	if err != nil {

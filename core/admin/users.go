@@ -20,6 +20,7 @@ func (a *api) routeUsers(mux *router) {
 	a.handle(mux, "GET /api/permissions/{vhost}/{user}", administrator, a.permission)
 	a.handle(mux, "PUT /api/permissions/{vhost}/{user}", administrator, a.putPermission)
 	a.handle(mux, "DELETE /api/permissions/{vhost}/{user}", administrator, a.deletePermission)
+	a.routeTopicPermissions(mux)
 }
 
 // userJSON is a user as RabbitMQ 3.10.8 shows it: tags as a list (3.10
@@ -186,13 +187,8 @@ func (a *api) putPermission(c *call) (any, error) {
 	if err := decode(c.r, &body); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"configure", body.Configure}, {"write", body.Write}, {"read", body.Read}} {
-		if f.v == nil {
-			return nil, badRequest("[{key_missing,%s}]", f.name)
-		}
+	if err := keysPresent(field{"configure", body.Configure != nil}, field{"write", body.Write != nil}, field{"read", body.Read != nil}); err != nil {
+		return nil, err
 	}
 	vhostName, user := c.path("vhost"), c.path("user")
 	_, vok := a.findVHost(vhostName)

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"sync/atomic"
 
 	"github.com/warrenmq/warren/internal/lockorder"
 )
@@ -111,6 +112,9 @@ type Store struct {
 	users    map[string]*User
 	perms    map[string]map[string]*Permission // vhost -> user -> permission
 	loopback map[string]bool                   // users allowed only from loopback
+	// topics are the topic permissions (topic.go), swapped whole under
+	// mu and read without it.
+	topics atomic.Pointer[topicSet]
 }
 
 // NewStore returns an empty store. loopbackOnly names users who may only
@@ -141,6 +145,13 @@ func (s *Store) DeleteUser(name string) bool {
 	for _, m := range s.perms {
 		delete(m, name)
 	}
+	s.changeTopics(func(t topicSet) {
+		for k := range t {
+			if k.user == name {
+				delete(t, k)
+			}
+		}
+	})
 	return true
 }
 
@@ -186,6 +197,13 @@ func (s *Store) ClearVHost(vhost string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.perms, vhost)
+	s.changeTopics(func(t topicSet) {
+		for k := range t {
+			if k.vhost == vhost {
+				delete(t, k)
+			}
+		}
+	})
 }
 
 // Permission returns a user's rights in a vhost.

@@ -24,6 +24,11 @@ import (
 //	publish to X                     write X
 //	list or drop X's held messages   read X
 //
+// and, where the user has a topic permission on a topic exchange (topic.go):
+//
+//	publish to X with key K          K matches the write expression
+//	bind or unbind from S with key K K matches the read expression
+//
 // A passive declare needs nothing: it only asks whether the resource
 // exists. The default exchange is matched as "amq.default". Each check
 // allocates nothing unless it refuses, which matters on the publish path.
@@ -34,13 +39,14 @@ import (
 type Grant struct {
 	User, VHost string
 	perm        *Permission // nil: no permission in the vhost
+	store       *Store      // for topic permissions, read as they are now
 }
 
 // Grant returns a user's rights in a vhost; ok is false when they have
 // none there.
 func (s *Store) Grant(vhost, user string) (g Grant, ok bool) {
 	p, ok := s.Permission(vhost, user)
-	return Grant{User: user, VHost: vhost, perm: p}, ok
+	return Grant{User: user, VHost: vhost, perm: p, store: s}, ok
 }
 
 // Permitted reports whether the grant holds a permission in its vhost at
@@ -151,6 +157,38 @@ func (g Grant) ReadQueue(name string) error { return g.read(KindQueue, name) }
 
 // Publish checks a publish to exchange name.
 func (g Grant) Publish(name string) error { return g.write(KindExchange, name) }
+
+// PublishTopic checks the routing key of a publish to exchange name, an
+// exchange of type topic, against the user's topic permission on it (the
+// write expression); without one it is allowed.
+func (g Grant) PublishTopic(name, routingKey string) error {
+	return g.topic("write", name, routingKey)
+}
+
+// BindTopic checks the routing key of a binding (or unbinding) from
+// exchange name, of type topic, against the read expression of the
+// user's topic permission on it.
+func (g Grant) BindTopic(name, routingKey string) error {
+	return g.topic("read", name, routingKey)
+}
+
+func (g Grant) topic(perm, name, routingKey string) error {
+	if g.store == nil {
+		return nil
+	}
+	p, ok := g.store.TopicPermission(g.VHost, g.User, name)
+	if !ok {
+		return nil
+	}
+	re := p.write
+	if perm == "read" {
+		re = p.read
+	}
+	if re.MatchString(routingKey) {
+		return nil
+	}
+	return &TopicRefusal{User: g.User, VHost: g.VHost, Exchange: name, Perm: perm, RoutingKey: routingKey}
+}
 
 // ReadHeld checks a listing or purge of the messages exchange name holds
 // (a delayed-message exchange's): they are messages on their way through

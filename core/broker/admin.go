@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,6 +99,13 @@ func (b *Broker) applyDeleteUser(name string) error {
 			}
 		}
 	}
+	for _, p := range b.users.TopicPermissions() {
+		if p.User == name {
+			if err := b.store.DeleteMeta(storage.KindTopicPermission, p.VHost, name); err != nil {
+				return reply.Internal("could not delete topic permissions: %v", err)
+			}
+		}
+	}
 	if err := b.store.DeleteMeta(storage.KindUser, "", name); err != nil {
 		return reply.Internal("could not delete user '%s': %v", name, err)
 	}
@@ -145,6 +153,81 @@ func (b *Broker) applyClearPermission(vhost, user string) error {
 	}
 	b.users.ClearPermission(vhost, user)
 	return nil
+}
+
+// SetTopicPermission sets a user's rights on the routing keys of exchange
+// in a vhost (auth's topic.go), replacing what they had on it.
+func (b *Broker) SetTopicPermission(vhost, user, exchange, write, read string) error {
+	if exchange == "" {
+		return reply.PreconditionFailed("a topic permission names an exchange")
+	}
+	if _, err := auth.NewTopicPermission(vhost, user, exchange, write, read); err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	return b.change(setTopicPermission{Permission: topicPermissionRecord{VHost: vhost, User: user, Exchange: exchange, Write: write, Read: read}})
+}
+
+func (b *Broker) applySetTopicPermission(vhost, user, exchange, write, read string) error {
+	if _, ok := b.VHost(vhost); !ok {
+		return reply.NotFound("no vhost '%s'", vhost)
+	}
+	if _, ok := b.users.User(user); !ok {
+		return reply.NotFound("no user '%s'", user)
+	}
+	p, err := auth.NewTopicPermission(vhost, user, exchange, write, read)
+	if err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	rec := b.topicPermissionsOf(vhost, user)
+	rec.Exchanges = slices.DeleteFunc(rec.Exchanges, func(e topicPermissionRecord) bool { return e.Exchange == exchange })
+	rec.Exchanges = append(rec.Exchanges, topicPermissionRecord{Exchange: exchange, Write: write, Read: read})
+	if err := b.store.PutMeta(storage.KindTopicPermission, vhost, user, rec.Table()); err != nil {
+		return reply.Internal("could not store topic permission: %v", err)
+	}
+	b.users.SetTopicPermission(vhost, user, p)
+	return nil
+}
+
+// ClearTopicPermission drops a user's topic permission on exchange in a
+// vhost, or with exchange "" all of theirs there.
+func (b *Broker) ClearTopicPermission(vhost, user, exchange string) error {
+	return b.change(clearTopicPermission{VHost: vhost, User: user, Exchange: exchange})
+}
+
+func (b *Broker) applyClearTopicPermission(vhost, user, exchange string) error {
+	rec := b.topicPermissionsOf(vhost, user)
+	n := len(rec.Exchanges)
+	rec.Exchanges = slices.DeleteFunc(rec.Exchanges, func(e topicPermissionRecord) bool { return exchange == "" || e.Exchange == exchange })
+	if len(rec.Exchanges) == n {
+		return reply.NotFound("user '%s' has no topic permissions in vhost '%s'", user, vhost)
+	}
+	var err error
+	if len(rec.Exchanges) == 0 {
+		err = b.store.DeleteMeta(storage.KindTopicPermission, vhost, user)
+	} else {
+		err = b.store.PutMeta(storage.KindTopicPermission, vhost, user, rec.Table())
+	}
+	if err != nil {
+		return reply.Internal("could not store topic permissions: %v", err)
+	}
+	b.users.ClearTopicPermission(vhost, user, exchange)
+	return nil
+}
+
+// topicPermissionsOf is the stored record of a user's topic permissions
+// in a vhost, as the auth store holds them.
+func (b *Broker) topicPermissionsOf(vhost, user string) topicPermissionsRecord {
+	var rec topicPermissionsRecord
+	for _, p := range b.users.TopicPermissions() {
+		if p.VHost == vhost && p.User == user {
+			rec.Exchanges = append(rec.Exchanges, topicPermissionRecord{Exchange: p.Exchange, Write: p.Write, Read: p.Read})
+		}
+	}
+	return rec
+}
+
+func topicPermissionRecordOf(p auth.TopicPermissionEntry) topicPermissionRecord {
+	return topicPermissionRecord{VHost: p.VHost, User: p.User, Exchange: p.Exchange, Write: p.Write, Read: p.Read}
 }
 
 // SetPolicy adds or replaces a policy in a vhost.

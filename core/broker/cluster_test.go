@@ -123,6 +123,13 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 		p, ok := b.Users().Permission("orders", "alice")
 		return ok && p.CanConfigure("abc") && !p.CanConfigure("xyz")
 	})
+	if err := n3.SetTopicPermission("orders", "alice", "amq.topic", `^{username}\.`, ".*"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "alice's topic permission", func(b *Broker) bool {
+		g, _ := b.Users().Grant("orders", "alice")
+		return g.PublishTopic("amq.topic", "alice.x") == nil && g.PublishTopic("amq.topic", "bob.x") != nil
+	})
 	if err := n2.SetPolicy("orders", "cap", "^q", policy.Queues, 1, protocol.Table{"max-length": int64(5)}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +227,13 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		src.PutUser("kept", &pw, []string{"monitoring"}),
 		func() error { _, err := src.AddVHost("v"); return err }(),
 		src.SetPermission("v", "kept", ".*", "^w", ".*"),
+		src.SetTopicPermission("v", "kept", "amq.topic", "^w", ""),
 		src.SetPolicy("v", "p", ".*", policy.All, 3, protocol.Table{"message-ttl": int64(1000)}),
 		src.SetClusterName("snap"),
 		dst.PutUser("dropped", &pw, nil),
 		func() error { _, err := dst.AddVHost("gone"); return err }(),
+		dst.PutUser("kept", &pw, nil),
+		dst.SetTopicPermission("/", "kept", "amq.topic", "^dropped", ""),
 	} {
 		if err != nil {
 			t.Fatal(err)

@@ -18,8 +18,9 @@ package broker
 // "3.10.8", the format's version, so that RabbitMQ reads the file as its
 // own; product_name and product_version say Warren. global_parameters
 // holds cluster_name once an operator has set it (and it is the one global
-// parameter an import applies). What Warren has no concept of is exported
-// empty: topic_permissions, parameters, and users' limits. Left out, as RabbitMQ leaves them
+// parameter an import applies); topic_permissions each user's topic
+// permissions. What Warren has no concept of is exported empty:
+// parameters, and users' limits. Left out, as RabbitMQ leaves them
 // out: the default exchange, the amq.* exchanges, exclusive queues (they
 // cannot outlive their connection) and, unlike RabbitMQ, bindings to
 // exclusive queues, which could not be imported without them. Lists are
@@ -144,8 +145,8 @@ type PermissionDefinition struct {
 	Read      string `json:"read"`
 }
 
-// TopicPermission is RabbitMQ's per-exchange routing-key restriction.
-// Warren has none to export; the type gives the section its shape.
+// TopicPermission is a user's restriction of the routing keys of one
+// topic exchange in a vhost (auth's topic.go).
 type TopicPermission struct {
 	User     string `json:"user"`
 	VHost    string `json:"vhost"`

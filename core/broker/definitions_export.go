@@ -33,6 +33,10 @@ func (b *Broker) ExportDefinitions() *Definitions {
 		d.Permissions = append(d.Permissions, PermissionDefinition{User: p.User, VHost: p.VHost,
 			Configure: p.Configure, Write: p.Write, Read: p.Read})
 	}
+	for _, p := range b.users.TopicPermissions() {
+		d.TopicPermissions = append(d.TopicPermissions, TopicPermission{User: p.User, VHost: p.VHost,
+			Exchange: p.Exchange, Write: p.Write, Read: p.Read})
+	}
 	for _, name := range b.VHosts() {
 		v, ok := b.VHost(name)
 		if !ok {

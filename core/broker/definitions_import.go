@@ -78,6 +78,7 @@ type importPlan struct {
 	vhosts      []string
 	users       []*auth.User
 	permissions []permissionPlan
+	topicPerms  []topicPermissionRecord
 	policies    []policyPlan
 	exchanges   []exchange.Definition
 	queues      []queuePlan
@@ -182,10 +183,7 @@ func (b *Broker) planImport(ctx context.Context, doc []byte, scope string) (*imp
 		each("vhosts", pl.vhost)
 		each("users", pl.user)
 		each("permissions", pl.permission)
-		each("topic_permissions", func(o *object) {
-			pl.skip("topic permission of user '%s' in vhost '%s' on exchange '%s' (Warren has no topic permissions)",
-				o.str("user", false), o.str("vhost", false), o.str("exchange", false))
-		})
+		each("topic_permissions", pl.topicPermission)
 		each("global_parameters", pl.globalParameter)
 	} else {
 		for _, s := range brokerSections {
@@ -365,6 +363,33 @@ func (pl *planner) permission(o *object) {
 		}
 	}
 	pl.plan.permissions = append(pl.plan.permissions, permissionPlan{vhost: vh, user: user, configure: c, write: w, read: r})
+}
+
+func (pl *planner) topicPermission(o *object) {
+	if u, ok := o.m["user"].(string); ok {
+		v, _ := o.m["vhost"].(string)
+		x, _ := o.m["exchange"].(string)
+		o.entity = fmt.Sprintf("topic permission of user '%s' in vhost '%s' on exchange '%s'", u, v, x)
+	}
+	user, vh, x := o.str("user", true), o.str("vhost", true), o.str("exchange", true)
+	w, r := o.str("write", true), o.str("read", true)
+	if user != "" && !pl.users[user] {
+		if _, ok := pl.b.users.User(user); !ok {
+			o.bad("user", "no user '%s' in the broker or the document", user)
+		}
+	}
+	if vh != "" && pl.target(vh) == nil {
+		o.bad("vhost", "no vhost '%s' in the broker or the document", vh)
+	}
+	if o.has("exchange") && x == "" {
+		o.bad("exchange", "must name an exchange")
+	}
+	for field, expr := range map[string]string{"write": w, "read": r} {
+		if _, err := regexp.Compile(expr); err != nil {
+			o.bad(field, "bad regular expression %q: %v", expr, err)
+		}
+	}
+	pl.plan.topicPerms = append(pl.plan.topicPerms, topicPermissionRecord{VHost: vh, User: user, Exchange: x, Write: w, Read: r})
 }
 
 func (pl *planner) policy(o *object) {
@@ -637,6 +662,11 @@ func (b *Broker) apply(plan *importPlan) error {
 	for _, p := range plan.permissions {
 		if err := b.SetPermission(p.vhost, p.user, p.configure, p.write, p.read); err != nil {
 			return failed(fmt.Sprintf("permission of user '%s' in vhost '%s'", p.user, p.vhost), err)
+		}
+	}
+	for _, p := range plan.topicPerms {
+		if err := b.SetTopicPermission(p.VHost, p.User, p.Exchange, p.Write, p.Read); err != nil {
+			return failed(fmt.Sprintf("topic permission of user '%s' in vhost '%s' on exchange '%s'", p.User, p.VHost, p.Exchange), err)
 		}
 	}
 	vhostOf := func(name string) (*vhost.VHost, error) {

@@ -132,6 +132,24 @@ func (b *Broker) restore(start time.Time) error {
 		}
 		b.users.SetPermission(p.VHost, p.Name, perm)
 	}
+	topicPerms, err := st.Meta(storage.KindTopicPermission, "")
+	if err != nil {
+		return err
+	}
+	for _, p := range topicPerms {
+		rec, err := readTopicPermissionsRecord(p.Rec)
+		if err != nil {
+			return fmt.Errorf("topic permissions of user '%s' in vhost '%s': %w", p.Name, p.VHost, err)
+		}
+		for _, e := range rec.Exchanges {
+			perm, err := auth.NewTopicPermission(p.VHost, p.Name, e.Exchange, e.Write, e.Read)
+			if err != nil {
+				b.log.Warn().Err(err).Str("vhost", p.VHost).Str("user", p.Name).Str("exchange", e.Exchange).Msg("stored topic permission ignored")
+				continue
+			}
+			b.users.SetTopicPermission(p.VHost, p.Name, perm)
+		}
+	}
 	ev := b.log.Info()
 	if time.Since(start) > time.Second {
 		ev = b.log.Info().Dur("elapsed", time.Since(start))

@@ -98,6 +98,68 @@ func readPermission(r *tablerec.Reader) permissionRecord {
 		Configure: r.String("configure"), Write: r.String("write"), Read: r.String("read")}
 }
 
+// topicPermissionRecord is one topic permission: a user's on one exchange
+// in one vhost, as a snapshot or a set_topic_permission change carries it
+// (naming all three), and as one entry of topicPermissionsRecord (naming
+// the exchange only).
+type topicPermissionRecord struct {
+	VHost, User, Exchange string
+	Write, Read           string
+}
+
+func (r topicPermissionRecord) Table() protocol.Table {
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+	r.put(t)
+	return t
+}
+
+func (r topicPermissionRecord) put(t protocol.Table) {
+	t["exchange"], t["write"], t["read"] = r.Exchange, r.Write, r.Read
+	if r.VHost != "" || r.User != "" {
+		t["vhost"], t["user"] = r.VHost, r.User
+	}
+}
+
+func readTopicPermissionRecord(t protocol.Table) (topicPermissionRecord, error) {
+	return tablerec.Read("topic permission record", t, recordVersion, readTopicPermission)
+}
+
+func readTopicPermission(r *tablerec.Reader) topicPermissionRecord {
+	return topicPermissionRecord{VHost: r.StringOr("vhost", ""), User: r.StringOr("user", ""),
+		Exchange: r.String("exchange"), Write: r.String("write"), Read: r.String("read")}
+}
+
+// topicPermissionsRecord is the stored form (storage.KindTopicPermission,
+// keyed by vhost and user): all of a user's topic permissions in a vhost.
+type topicPermissionsRecord struct {
+	Exchanges []topicPermissionRecord // naming the exchange only
+}
+
+func (r topicPermissionsRecord) Table() protocol.Table {
+	list := make([]any, 0, len(r.Exchanges))
+	for _, p := range r.Exchanges {
+		list = append(list, p.Table())
+	}
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "exchanges": list}
+}
+
+func readTopicPermissionsRecord(t protocol.Table) (topicPermissionsRecord, error) {
+	r := tablerec.Open("topic permissions record", t, recordVersion)
+	list := r.Tables("exchanges")
+	if err := r.Err(); err != nil {
+		return topicPermissionsRecord{}, err
+	}
+	var out topicPermissionsRecord
+	for _, e := range list {
+		p, err := readTopicPermissionRecord(e)
+		if err != nil {
+			return out, err
+		}
+		out.Exchanges = append(out.Exchanges, p)
+	}
+	return out, nil
+}
+
 // vhostRecord is a stored vhost (storage.KindVHost, keyed by name): its
 // name is all there is to it.
 type vhostRecord struct{}
@@ -170,9 +232,13 @@ type (
 	deleteUser      struct{ Name string }
 	setPermission   struct{ Permission permissionRecord }
 	clearPermission struct{ VHost, User string }
-	addVHost        struct{ Name string }
-	deleteVHost     struct{ Name string }
-	setPolicy       struct {
+	// setTopicPermission sets one; clearTopicPermission clears one, or
+	// with Exchange "" all of the user's in the vhost.
+	setTopicPermission   struct{ Permission topicPermissionRecord }
+	clearTopicPermission struct{ VHost, User, Exchange string }
+	addVHost             struct{ Name string }
+	deleteVHost          struct{ Name string }
+	setPolicy            struct {
 		VHost, Name, Pattern string
 		ApplyTo              policy.ApplyTo
 		Priority             int64
@@ -194,20 +260,22 @@ type (
 	}
 )
 
-func (putUser) op() string          { return opPutUser }
-func (deleteUser) op() string       { return opDeleteUser }
-func (setPermission) op() string    { return opSetPermission }
-func (clearPermission) op() string  { return opClearPermission }
-func (addVHost) op() string         { return opAddVHost }
-func (deleteVHost) op() string      { return opDeleteVHost }
-func (setPolicy) op() string        { return opSetPolicy }
-func (clearPolicy) op() string      { return opClearPolicy }
-func (setClusterName) op() string   { return opSetClusterName }
-func (syncChange) op() string       { return opSync }
-func (enablePlugin) op() string     { return opEnablePlugin }
-func (disablePlugin) op() string    { return opDisablePlugin }
-func (configurePlugin) op() string  { return opConfigurePlugin }
-func (c topologyChange) op() string { return vhost.Op(c.Command) }
+func (putUser) op() string              { return opPutUser }
+func (deleteUser) op() string           { return opDeleteUser }
+func (setPermission) op() string        { return opSetPermission }
+func (clearPermission) op() string      { return opClearPermission }
+func (setTopicPermission) op() string   { return opSetTopicPermission }
+func (clearTopicPermission) op() string { return opClearTopicPermission }
+func (addVHost) op() string             { return opAddVHost }
+func (deleteVHost) op() string          { return opDeleteVHost }
+func (setPolicy) op() string            { return opSetPolicy }
+func (clearPolicy) op() string          { return opClearPolicy }
+func (setClusterName) op() string       { return opSetClusterName }
+func (syncChange) op() string           { return opSync }
+func (enablePlugin) op() string         { return opEnablePlugin }
+func (disablePlugin) op() string        { return opDisablePlugin }
+func (configurePlugin) op() string      { return opConfigurePlugin }
+func (c topologyChange) op() string     { return vhost.Op(c.Command) }
 
 func policyChange(vhost string, p *policy.Policy) setPolicy {
 	return setPolicy{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: int64(p.Priority), Definition: p.Definition}
@@ -228,6 +296,10 @@ func changeTable(c definitionsChange) protocol.Table {
 		c.Permission.put(t)
 	case clearPermission:
 		t["vhost"], t["user"] = c.VHost, c.User
+	case setTopicPermission:
+		c.Permission.put(t)
+	case clearTopicPermission:
+		t["vhost"], t["user"], t["exchange"] = c.VHost, c.User, c.Exchange
 	case addVHost:
 		t["name"] = c.Name
 	case deleteVHost:
@@ -272,6 +344,12 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = setPermission{Permission: p}
 	case opClearPermission:
 		c = clearPermission{VHost: r.String("vhost"), User: r.String("user")}
+	case opSetTopicPermission:
+		p := readTopicPermission(r)
+		p.VHost, p.User = r.String("vhost"), r.String("user")
+		c = setTopicPermission{Permission: p}
+	case opClearTopicPermission:
+		c = clearTopicPermission{VHost: r.String("vhost"), User: r.String("user"), Exchange: r.String("exchange")}
 	case opAddVHost:
 		c = addVHost{Name: r.String("name")}
 	case opDeleteVHost:
@@ -305,11 +383,14 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 type metaSnapshot struct {
 	Users       []userRecord
 	Permissions []permissionRecord
-	VHosts      []string
-	Policies    []setPolicy
-	Topology    map[string]protocol.Table
-	Plugins     []string
-	ClusterName string
+	// TopicPermissions ("topic_permissions") are absent from snapshots
+	// of releases before them: none.
+	TopicPermissions []topicPermissionRecord
+	VHosts           []string
+	Policies         []setPolicy
+	Topology         map[string]protocol.Table
+	Plugins          []string
+	ClusterName      string
 }
 
 func (s metaSnapshot) Table() protocol.Table {
@@ -320,6 +401,10 @@ func (s metaSnapshot) Table() protocol.Table {
 	for _, p := range s.Permissions {
 		perms = append(perms, p.Table())
 	}
+	topicPerms := make([]any, 0, len(s.TopicPermissions))
+	for _, p := range s.TopicPermissions {
+		topicPerms = append(topicPerms, p.Table())
+	}
 	for _, p := range s.Policies {
 		pols = append(pols, changeTable(p))
 	}
@@ -328,7 +413,8 @@ func (s metaSnapshot) Table() protocol.Table {
 		topology[vh] = t
 	}
 	t := protocol.Table{tablerec.VersionKey: int64(recordVersion), "users": users, "permissions": perms,
-		"vhosts": tablerec.StringList(s.VHosts), "policies": pols, "topology": topology, "plugins": tablerec.StringList(s.Plugins)}
+		"vhosts": tablerec.StringList(s.VHosts), "policies": pols, "topology": topology, "plugins": tablerec.StringList(s.Plugins),
+		"topic_permissions": topicPerms}
 	if s.ClusterName != "" {
 		t["cluster_name"] = s.ClusterName
 	}
@@ -340,8 +426,19 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 	s := metaSnapshot{VHosts: r.Strings("vhosts"), Plugins: r.Strings("plugins"), ClusterName: r.StringOr("cluster_name", ""),
 		Topology: map[string]protocol.Table{}}
 	users, perms, pols, topology := r.Tables("users"), r.Tables("permissions"), r.Tables("policies"), r.Table("topology")
+	var topicPerms []protocol.Table
+	if _, ok := t["topic_permissions"]; ok {
+		topicPerms = r.Tables("topic_permissions")
+	}
 	if err := r.Err(); err != nil {
 		return s, err
+	}
+	for _, p := range topicPerms {
+		rec, err := readTopicPermissionRecord(p)
+		if err != nil {
+			return s, err
+		}
+		s.TopicPermissions = append(s.TopicPermissions, rec)
 	}
 	for _, u := range users {
 		rec, err := readUserRecord(u)

@@ -30,6 +30,9 @@ func someChanges() []definitionsChange {
 		deleteUser{Name: "u"},
 		setPermission{Permission: permissionRecord{VHost: "/", User: "u", Configure: ".*", Write: "^a", Read: ""}},
 		clearPermission{VHost: "/", User: "u"},
+		setTopicPermission{Permission: topicPermissionRecord{VHost: "/", User: "u", Exchange: "amq.topic", Write: "^{username}\\.", Read: ""}},
+		clearTopicPermission{VHost: "/", User: "u", Exchange: "amq.topic"},
+		clearTopicPermission{VHost: "/", User: "u"},
 		addVHost{Name: "v"},
 		deleteVHost{Name: "v"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Priority: 7, Definition: protocol.Table{"max-length": int64(9)}},
@@ -64,6 +67,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got, err := readPermissionRecord(throughBytes(t, p.Table())); err != nil || got != p {
 		t.Fatalf("permission %#v (%v)", got, err)
 	}
+	tp := topicPermissionsRecord{Exchanges: []topicPermissionRecord{{Exchange: "amq.topic", Write: "w", Read: "r"}, {Exchange: "x", Write: "", Read: ".*"}}}
+	if got, err := readTopicPermissionsRecord(throughBytes(t, tp.Table())); err != nil || !reflect.DeepEqual(got, tp) {
+		t.Fatalf("topic permissions %#v (%v)", got, err)
+	}
 	if got, err := readPluginRecord(throughBytes(t, pluginRecord{Source: "shipped"}.Table())); err != nil || got.Source != "shipped" {
 		t.Fatalf("plugin %#v (%v)", got, err)
 	}
@@ -75,13 +82,14 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("cluster name %#v (%v)", got, err)
 	}
 	snap := metaSnapshot{
-		Users:       []userRecord{{Name: "guest", PasswordHash: "x", Hashing: auth.SHA256, Tags: []string{"administrator"}}},
-		Permissions: []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
-		VHosts:      []string{"/", "v"},
-		Policies:    []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}}},
-		Topology:    map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
-		Plugins:     []string{"delayed_message"},
-		ClusterName: "c",
+		Users:            []userRecord{{Name: "guest", PasswordHash: "x", Hashing: auth.SHA256, Tags: []string{"administrator"}}},
+		Permissions:      []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
+		TopicPermissions: []topicPermissionRecord{{VHost: "/", User: "guest", Exchange: "amq.topic", Write: "^a", Read: ".*"}},
+		VHosts:           []string{"/", "v"},
+		Policies:         []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}}},
+		Topology:         map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
+		Plugins:          []string{"delayed_message"},
+		ClusterName:      "c",
 	}
 	got, err := readMetaSnapshot(throughBytes(t, snap.Table()))
 	if err != nil || !reflect.DeepEqual(got, snap) {
@@ -126,6 +134,7 @@ func TestRecordsOfBeforeVersions(t *testing.T) {
 		"vhosts":      []any{"/"}, "policies": []any{}, "topology": protocol.Table{"/": protocol.Table{}}, "plugins": []any{}, "cluster_name": "c"}
 	snap, err := readMetaSnapshot(throughBytes(t, old))
 	if err != nil || len(snap.Users) != 1 || snap.Users[0].Name != "g" || len(snap.Permissions) != 1 || snap.ClusterName != "c" ||
+		snap.TopicPermissions != nil ||
 		len(snap.VHosts) != 1 || len(snap.Topology) != 1 {
 		t.Fatalf("an old snapshot read as %#v (%v)", snap, err)
 	}
@@ -171,6 +180,11 @@ func FuzzReadChanges(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
+	b, err = protocol.AppendTable(nil, topicPermissionsRecord{Exchanges: []topicPermissionRecord{{Exchange: "x", Write: "w", Read: "r"}}}.Table())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tab, _, err := protocol.DecodeTable(b)
 		if err != nil {
@@ -186,6 +200,12 @@ func FuzzReadChanges(f *testing.F) {
 			again, err := readMetaSnapshot(throughBytes(t, s.Table()))
 			if err != nil || !reflect.DeepEqual(again, s) {
 				t.Fatalf("snapshot %#v read back as %#v (%v)", s, again, err)
+			}
+		}
+		if r, err := readTopicPermissionsRecord(tab); err == nil {
+			again, err := readTopicPermissionsRecord(throughBytes(t, r.Table()))
+			if err != nil || !reflect.DeepEqual(again, r) {
+				t.Fatalf("topic permissions %#v read back as %#v (%v)", r, again, err)
 			}
 		}
 		if u, err := readUserRecord(tab); err == nil {

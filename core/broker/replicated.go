@@ -41,12 +41,16 @@ const (
 	opDeleteUser      = "delete_user"
 	opSetPermission   = "set_permission"
 	opClearPermission = "clear_permission"
-	opAddVHost        = "add_vhost"
-	opDeleteVHost     = "delete_vhost"
-	opSetPolicy       = "set_policy"
-	opClearPolicy     = "clear_policy"
-	opSetClusterName  = "set_cluster_name"
-	opSync            = "sync" // changes nothing (proposed by earlier versions' Sync)
+	// set_topic_permission and clear_topic_permission: a node of an
+	// earlier release refuses them by name (readChange).
+	opSetTopicPermission   = "set_topic_permission"
+	opClearTopicPermission = "clear_topic_permission"
+	opAddVHost             = "add_vhost"
+	opDeleteVHost          = "delete_vhost"
+	opSetPolicy            = "set_policy"
+	opClearPolicy          = "clear_policy"
+	opSetClusterName       = "set_cluster_name"
+	opSync                 = "sync" // changes nothing (proposed by earlier versions' Sync)
 )
 
 // errNoQuorum is what a change the cluster could not commit answers.
@@ -109,6 +113,11 @@ func (b *Broker) carryOut(c definitionsChange) error {
 		return b.applySetPermission(p.VHost, p.User, p.Configure, p.Write, p.Read)
 	case clearPermission:
 		return b.applyClearPermission(c.VHost, c.User)
+	case setTopicPermission:
+		p := c.Permission
+		return b.applySetTopicPermission(p.VHost, p.User, p.Exchange, p.Write, p.Read)
+	case clearTopicPermission:
+		return b.applyClearTopicPermission(c.VHost, c.User, c.Exchange)
 	case addVHost:
 		_, err := b.applyAddVHost(c.Name)
 		return err
@@ -188,6 +197,9 @@ func (m metaState) Snapshot() ([]byte, error) {
 		snap.Permissions = append(snap.Permissions, permissionRecord{VHost: p.VHost, User: p.User,
 			Configure: p.Permission.Configure, Write: p.Permission.Write, Read: p.Permission.Read})
 	}
+	for _, p := range b.users.TopicPermissions() {
+		snap.TopicPermissions = append(snap.TopicPermissions, topicPermissionRecordOf(p))
+	}
 	for _, name := range b.VHosts() {
 		snap.VHosts = append(snap.VHosts, name)
 		if v, ok := b.VHost(name); ok {
@@ -259,6 +271,20 @@ func (m metaState) Restore(index uint64, data []byte) error {
 	for _, p := range b.users.Permissions() {
 		if !keepPerms[[2]string{p.VHost, p.User}] {
 			if err := b.applyClearPermission(p.VHost, p.User); err != nil {
+				return err
+			}
+		}
+	}
+	keepTopics := map[[3]string]bool{}
+	for _, p := range snap.TopicPermissions {
+		keepTopics[[3]string{p.VHost, p.User, p.Exchange}] = true
+		if err := b.applySetTopicPermission(p.VHost, p.User, p.Exchange, p.Write, p.Read); err != nil {
+			return err
+		}
+	}
+	for _, p := range b.users.TopicPermissions() {
+		if !keepTopics[[3]string{p.VHost, p.User, p.Exchange}] {
+			if err := b.applyClearTopicPermission(p.VHost, p.User, p.Exchange); err != nil {
 				return err
 			}
 		}

@@ -47,9 +47,23 @@ func (ch *channel) exchangeDelete(m *protocol.ExchangeDelete) error {
 	return ch.ok(m.NoWait, &protocol.ExchangeDeleteOk{})
 }
 
+// bindAllowed checks a bind or unbind from source to dest with key: the
+// user's permissions on both, then, when source is a topic exchange, the
+// key against their topic permission on it (a source that does not exist
+// is the bind's own 404).
+func (ch *channel) bindAllowed(source, destKind, dest, key string) error {
+	if err := refused(ch.c.grant.Bind(source, destKind, dest)); err != nil {
+		return err
+	}
+	if x, err := ch.c.vh.Exchange(source); err == nil && x.Type == exchange.TypeTopic {
+		return refused(ch.c.grant.BindTopic(source, key))
+	}
+	return nil
+}
+
 // exchangeBind handles exchange.bind and exchange.unbind.
 func (ch *channel) exchangeBind(source, dest, key string, args protocol.Table, noWait, bind bool) error {
-	if err := refused(ch.c.grant.Bind(source, auth.KindExchange, dest)); err != nil {
+	if err := ch.bindAllowed(source, auth.KindExchange, dest, key); err != nil {
 		return err
 	}
 	d := exchange.Destination{Kind: exchange.ToExchange, Name: dest}
@@ -118,7 +132,7 @@ func (ch *channel) queueBind(queueName, source, key string, args protocol.Table,
 			key = queueName
 		}
 	}
-	if err := refused(ch.c.grant.Bind(source, auth.KindQueue, queueName)); err != nil {
+	if err := ch.bindAllowed(source, auth.KindQueue, queueName, key); err != nil {
 		return err
 	}
 	d := exchange.Destination{Kind: exchange.ToQueue, Name: queueName}

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -85,6 +86,11 @@ func (ch *channel) publish(m *protocol.BasicPublish) error {
 	}
 	if x.Internal {
 		return reply.AccessRefused("cannot publish to internal exchange '%s' in vhost '%s'", m.Exchange, ch.c.vh.Name)
+	}
+	if x.Type == exchange.TypeTopic {
+		if err := refused(ch.c.grant.PublishTopic(m.Exchange, m.RoutingKey)); err != nil {
+			return err
+		}
 	}
 	ch.pub = publishing{state: wantHeader, x: x, routingKey: m.RoutingKey, mandatory: m.Mandatory}
 	return nil

@@ -14,7 +14,11 @@ import (
 // matches one word and "#" zero or more (see package topic).
 type Topic struct{}
 
-func (Topic) Name() string                     { return "topic" }
+// TypeTopic is the topic type's name: topic permissions narrow the
+// routing keys of exchanges of this type only.
+const TypeTopic = "topic"
+
+func (Topic) Name() string                     { return TypeTopic }
 func (Topic) ValidateDeclare(Definition) error { return nil }
 func (Topic) Create(Definition) (Router, error) {
 	r := &topicRouter{trie: topic.New[*Binding](), cache: make(map[string][]*Binding)}

@@ -110,7 +110,44 @@ export async function permissions(ctx) {
       return `Permissions of ${v.user} in ${v.vhost} set.`;
     },
   });
-  return page(ctx, "Permissions", t, form, status);
+  await page(ctx, "Permissions", t, form, status);
+  return topicPermissions(ctx, users, vhosts);
+}
+
+// topicPermissions narrow the routing keys a user may publish with
+// (write) and bind with (read) on one topic exchange.
+function topicPermissions(ctx, users, vhosts) {
+  const status = h("div", { hidden: true, id: "topic-permissions-msg" });
+  const t = new Table({
+    id: "topic-permissions", sort: "user", nameOf: (p) => p.user + " " + p.vhost + " " + p.exchange,
+    fetchAll: () => api.get("/api/topic-permissions"),
+    columns: [
+      { label: "User", key: "user", render: (p) => p.user },
+      { label: "Virtual host", key: "vhost", render: (p) => p.vhost },
+      { label: "Exchange", key: "exchange", render: (p) => p.exchange },
+      { label: "Write", render: (p) => p.write },
+      { label: "Read", render: (p) => p.read },
+      { label: "", render: (p) => deleteButton("delete-topic-permission-" + p.user + "-" + p.vhost + "-" + p.exchange, status,
+        () => api.del(api.path("topic-permissions", p.vhost, p.user, p.exchange)), t) },
+    ],
+  });
+  const form = actionForm({
+    id: "set-topic-permission", title: "Set a topic permission", submit: "Set topic permission",
+    fields: [
+      { name: "user", label: "User", type: "select", options: users.map((u) => u.name) },
+      { name: "vhost", label: "Virtual host", type: "select", options: vhosts.map((v) => v.name) },
+      { name: "exchange", label: "Exchange", value: "amq.topic", required: true },
+      { name: "write", label: "Write regexp", value: ".*" },
+      { name: "read", label: "Read regexp", value: ".*" },
+    ],
+    onSubmit: async (v) => {
+      await api.put(api.path("topic-permissions", v.vhost, v.user), { exchange: v.exchange, write: v.write, read: v.read });
+      t.reload();
+      return `Topic permission of ${v.user} in ${v.vhost} on ${v.exchange} set.`;
+    },
+  });
+  ctx.main.append(h("h2", {}, "Topic permissions"), status, t.el, form);
+  return t.reload();
 }
 
 export async function policies(ctx) {

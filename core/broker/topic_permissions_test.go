@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"context"
+	"testing"
+)
+
+// Topic permissions survive a restart, each user's in each vhost one
+// stored record; deleting a user or a vhost deletes theirs, in the store
+// too.
+func TestTopicPermissionsAreStored(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir)
+	pw := "pw"
+	for _, err := range []error{
+		b.PutUser("ann", &pw, nil),
+		b.PutUser("bob", &pw, nil),
+		func() error { _, err := b.AddVHost("v"); return err }(),
+		b.SetTopicPermission("/", "ann", "amq.topic", `^{username}\.`, ".*"),
+		b.SetTopicPermission("/", "ann", "events", "", "^eu"),
+		b.SetTopicPermission("/", "ann", "events", "^e", "^eu"), // replaces the one before
+		b.SetTopicPermission("/", "bob", "amq.topic", ".*", ".*"),
+		b.SetTopicPermission("v", "ann", "amq.topic", ".*", ".*"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SetTopicPermission("nowhere", "ann", "amq.topic", ".*", ".*"); err == nil {
+		t.Fatal("a topic permission in a vhost that does not exist")
+	}
+	if err := b.SetTopicPermission("/", "ann", "", ".*", ".*"); err == nil {
+		t.Fatal("a topic permission on no exchange")
+	}
+	if err := b.DeleteUser("bob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteVHost("v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	b = testBroker(t, dir)
+	got := b.Users().TopicPermissions()
+	if len(got) != 2 {
+		t.Fatalf("after a restart: %v", got)
+	}
+	g, _ := b.Users().Grant("/", "ann")
+	if g.PublishTopic("amq.topic", "ann.x") != nil || g.PublishTopic("amq.topic", "bob.x") == nil ||
+		g.PublishTopic("events", "e1") != nil || g.BindTopic("events", "us") == nil {
+		t.Fatal("the stored topic permissions are not those set")
+	}
+	if err := b.PutUser("bob", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Users().TopicPermission("/", "bob", "amq.topic"); ok {
+		t.Fatal("a deleted user's topic permission came back with the user")
+	}
+	if err := b.ClearTopicPermission("/", "ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ClearTopicPermission("/", "ann", ""); err == nil {
+		t.Fatal("cleared what was not there")
+	}
+}
