@@ -56,7 +56,9 @@ func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
 	if _, err := queue.ParseArgs(def.Name, h.Name(), def.Args); err != nil {
 		return err
 	}
-	return check(h, def)
+	// Not whether this vhost keeps a store: a definitions import checks
+	// a vhost it is about to create against a scratch one that has none.
+	return h.RefuseFlags(def, "rabbit_quorum_queue")
 }
 
 // Declare makes a quorum queue on a node of its own, or checks the one
