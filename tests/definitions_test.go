@@ -40,7 +40,7 @@ import (
 // erin and frank were imported into RabbitMQ with hashes computed from
 // the algorithms' definition, and RabbitMQ accepted their passwords
 // (rabbitmqctl authenticate_user). Vhosts: "/", orders, staging (with
-// vhost limits, a parameter Warren skips); carol has a topic permission.
+// vhost limits); carol has a topic permission.
 const rabbitFixture = "testdata/rabbitmq-3.10.8-definitions.json"
 
 // adminServer is an in-process Warren with its admin API.
@@ -165,7 +165,7 @@ func TestDefinitionsFromRabbitMQ(t *testing.T) {
 	}
 	got := normalized(s.exportDefs(t))
 	want = normalized(want)
-	for _, section := range []string{"users", "vhosts", "permissions", "topic_permissions", "policies", "queues", "exchanges", "bindings"} {
+	for _, section := range []string{"users", "vhosts", "permissions", "topic_permissions", "parameters", "policies", "queues", "exchanges", "bindings"} {
 		w := want[section]
 		if section == "users" {
 			// Warren keeps no per-user limits: they export empty.
@@ -187,7 +187,7 @@ func TestDefinitionsFromRabbitMQ(t *testing.T) {
 			t.Errorf("%s after the import:\n%s\nwant:\n%s", section, g, ww)
 		}
 	}
-	for _, section := range []string{"parameters", "global_parameters"} {
+	for _, section := range []string{"global_parameters"} {
 		if list, ok := got[section].([]any); !ok || len(list) != 0 {
 			t.Errorf("%s: %v, want [] (Warren skips them)", section, got[section])
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,6 +210,13 @@ var commands = map[string]command{
 			}
 			return c.do("DELETE", path, nil)
 		}},
+	"list_vhost_limits": {form: "list_vhost_limits [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return table("/api/vhost-limits/"+vhostPath(o), "vhost", "value")(c, o, out, args)
+	}},
+	"set_vhost_limits": {form: "set_vhost_limits [-p VHOST] JSON", min: 1, max: 1, run: setVHostLimits},
+	"clear_vhost_limits": {form: "clear_vhost_limits [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return setVHostLimits(c, o, out, []string{"{}"})
+	}},
 	"list_policies": {form: "list_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},
@@ -275,6 +284,40 @@ func table(path string, cols ...string) func(*client, *opts, io.Writer, []string
 		sort.SliceStable(rows, func(i, j int) bool { return cell(rows[i][0]) < cell(rows[j][0]) })
 		return output(out, o, "", cols, rows)
 	}
+}
+
+// setVHostLimits makes the vhost's limits the JSON object's, as
+// rabbitmqctl's set_vhost_limits does: limits it leaves out are cleared.
+func setVHostLimits(c *client, o *opts, out io.Writer, args []string) error {
+	var want map[string]json.Number
+	dec := json.NewDecoder(strings.NewReader(args[0]))
+	dec.UseNumber()
+	if err := dec.Decode(&want); err != nil {
+		return fmt.Errorf("set_vhost_limits: %q is not a JSON object of numbers: %v", args[0], err)
+	}
+	var now []struct {
+		Value map[string]any `json:"value"`
+	}
+	base := "/api/vhost-limits/" + vhostPath(o)
+	if err := c.get(base, &now); err != nil {
+		return err
+	}
+	// Set first: a limit the broker refuses leaves the others as they were.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if err := c.do("PUT", base+"/"+url.PathEscape(name), map[string]any{"value": want[name]}); err != nil {
+			return err
+		}
+	}
+	for _, l := range now {
+		for name := range l.Value {
+			if _, kept := want[name]; !kept {
+				if err := c.do("DELETE", base+"/"+url.PathEscape(name), nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func setPolicy(c *client, o *opts, out io.Writer, args []string) error {

@@ -55,6 +55,10 @@ Access:
   list_topic_permissions [-p VHOST] | list_user_topic_permissions USER
   set_topic_permissions [-p VHOST] USER EXCHANGE WRITE READ
   clear_topic_permissions [-p VHOST] USER [EXCHANGE]
+Limits:
+  list_vhost_limits [-p VHOST]
+  set_vhost_limits [-p VHOST] JSON (e.g. '{"max-connections": 64, "max-queues": 1000}')
+  clear_vhost_limits [-p VHOST]
 Policies:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION

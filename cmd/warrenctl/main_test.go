@@ -647,3 +647,35 @@ func TestTopicPermissionVerbs(t *testing.T) {
 		t.Fatalf("clearing what is not there: %v", err)
 	}
 }
+
+// set_vhost_limits makes the limits the JSON's, leaving out what it
+// leaves out; clear_vhost_limits clears them all.
+func TestVHostLimitVerbs(t *testing.T) {
+	b, url := newBroker(t)
+	if _, err := ctl(t, url, "set_vhost_limits", `{"max-connections": 64, "max-queues": 10}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl(t, url, "set_vhost_limits", `{"max-queues": 20}`); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := b.VHost("/")
+	if l := v.Limits(); len(l) != 1 || l["max-queues"] != 20 {
+		t.Fatalf("limits %v, want max-queues 20 alone", l)
+	}
+	out, err := ctl(t, url, "list_vhost_limits")
+	if err != nil || !strings.Contains(out, "max-queues") {
+		t.Fatalf("list_vhost_limits: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "set_vhost_limits", `{"max-channels": 1}`); err == nil || !strings.Contains(err.Error(), "Unrecognised terms") {
+		t.Fatalf("an unknown limit: %v", err)
+	}
+	if l := v.Limits(); l["max-queues"] != 20 {
+		t.Fatalf("a refused set_vhost_limits changed the limits: %v", l)
+	}
+	if _, err := ctl(t, url, "clear_vhost_limits"); err != nil {
+		t.Fatal(err)
+	}
+	if l := v.Limits(); len(l) != 0 {
+		t.Fatalf("limits %v after clear_vhost_limits", l)
+	}
+}

@@ -21,6 +21,7 @@ func (a *api) routeUsers(mux *router) {
 	a.handle(mux, "PUT /api/permissions/{vhost}/{user}", administrator, a.putPermission)
 	a.handle(mux, "DELETE /api/permissions/{vhost}/{user}", administrator, a.deletePermission)
 	a.routeTopicPermissions(mux)
+	a.routeVHostLimits(mux)
 }
 
 // userJSON is a user as RabbitMQ 3.10.8 shows it: tags as a list (3.10

@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -152,6 +153,30 @@ func (b *Broker) applyClearPermission(vhost, user string) error {
 		return reply.Internal("could not delete permission: %v", err)
 	}
 	b.users.ClearPermission(vhost, user)
+	return nil
+}
+
+// SetVHostLimits replaces a vhost's limits (vhost.Limits; none clears
+// them).
+func (b *Broker) SetVHostLimits(name string, l vhost.Limits) error {
+	if err := vhost.CheckLimits(l); err != nil {
+		return err
+	}
+	if _, ok := b.VHost(name); !ok {
+		return reply.NotFound("no vhost '%s'", name)
+	}
+	return b.change(setVHostLimits{VHost: name, Limits: l})
+}
+
+func (b *Broker) applySetVHostLimits(name string, l vhost.Limits) error {
+	v, ok := b.VHost(name)
+	if !ok {
+		return reply.NotFound("no vhost '%s'", name)
+	}
+	if err := b.store.PutMeta(storage.KindVHost, "", name, vhostRecord{Limits: l}.Table()); err != nil {
+		return reply.Internal("could not store the limits of vhost '%s': %v", name, err)
+	}
+	v.SetLimits(l)
 	return nil
 }
 

@@ -130,6 +130,14 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 		g, _ := b.Users().Grant("orders", "alice")
 		return g.PublishTopic("amq.topic", "alice.x") == nil && g.PublishTopic("amq.topic", "bob.x") != nil
 	})
+	if err := n1.SetVHostLimits("orders", vhost.Limits{"max-queues": 100}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "orders' limits", func(b *Broker) bool {
+		v, ok := b.VHost("orders")
+		n, set := v.Limit(vhost.LimitMaxQueues)
+		return ok && set && n == 100
+	})
 	if err := n2.SetPolicy("orders", "cap", "^q", policy.Queues, 1, protocol.Table{"max-length": int64(5)}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +236,7 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		func() error { _, err := src.AddVHost("v"); return err }(),
 		src.SetPermission("v", "kept", ".*", "^w", ".*"),
 		src.SetTopicPermission("v", "kept", "amq.topic", "^w", ""),
+		src.SetVHostLimits("v", vhost.Limits{"max-connections": 9}),
 		src.SetPolicy("v", "p", ".*", policy.All, 3, protocol.Table{"message-ttl": int64(1000)}),
 		src.SetClusterName("snap"),
 		dst.PutUser("dropped", &pw, nil),

@@ -19,8 +19,9 @@ package broker
 // own; product_name and product_version say Warren. global_parameters
 // holds cluster_name once an operator has set it (and it is the one global
 // parameter an import applies); topic_permissions each user's topic
-// permissions. What Warren has no concept of is exported empty:
-// parameters, and users' limits. Left out, as RabbitMQ leaves them
+// permissions; parameters each vhost's limits (component vhost-limits).
+// What Warren has no concept of is exported empty: users' limits. Left
+// out, as RabbitMQ leaves them
 // out: the default exchange, the amq.* exchanges, exclusive queues (they
 // cannot outlive their connection) and, unlike RabbitMQ, bindings to
 // exclusive queues, which could not be imported without them. Lists are
@@ -155,11 +156,12 @@ type TopicPermission struct {
 	Read     string `json:"read"`
 }
 
-// ParameterDefinition is a RabbitMQ runtime parameter (vhost limits, a
-// shovel, a federation upstream). Warren has none to export.
+// ParameterDefinition is a RabbitMQ runtime parameter: of Warren's, a
+// vhost's limits (component vhost-limits, named limits); shovels and
+// federation upstreams are not Warren's yet.
 type ParameterDefinition struct {
 	Value     any    `json:"value"`
-	VHost     string `json:"vhost"`
+	VHost     string `json:"vhost,omitempty"`
 	Component string `json:"component"`
 	Name      string `json:"name"`
 }

@@ -44,6 +44,7 @@ func (b *Broker) ExportDefinitions() *Definitions {
 		}
 		d.VHosts = append(d.VHosts, VHostDefinition{Name: name})
 		part := exportVHost(v, true)
+		d.Parameters = append(d.Parameters, part.Parameters...)
 		d.Policies = append(d.Policies, part.Policies...)
 		d.Queues = append(d.Queues, part.Queues...)
 		d.Exchanges = append(d.Exchanges, part.Exchanges...)
@@ -72,6 +73,9 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	name := ""
 	if withVHost {
 		name = v.Name
+	}
+	if l := v.Limits(); len(l) > 0 {
+		d.Parameters = append(d.Parameters, ParameterDefinition{Value: l, VHost: name, Component: "vhost-limits", Name: "limits"})
 	}
 	pols := v.Policies()
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })

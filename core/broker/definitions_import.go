@@ -79,12 +79,18 @@ type importPlan struct {
 	users       []*auth.User
 	permissions []permissionPlan
 	topicPerms  []topicPermissionRecord
+	vhostLimits []vhostLimitsPlan
 	policies    []policyPlan
 	exchanges   []exchange.Definition
 	queues      []queuePlan
 	bindings    []bindingPlan
 	clusterName string   // the cluster_name global parameter, if given
 	skipped     []string // entities Warren cannot apply, for the log
+}
+
+type vhostLimitsPlan struct {
+	vhost  string
+	limits vhost.Limits
 }
 
 type permissionPlan struct {
@@ -193,9 +199,7 @@ func (b *Broker) planImport(ctx context.Context, doc []byte, scope string) (*imp
 		}
 		pl.vhosts[scope], _ = b.VHost(scope)
 	}
-	each("parameters", func(o *object) {
-		pl.skip("parameter '%s' of component '%s' in vhost '%s'", o.str("name", false), o.str("component", false), pl.vhostOf(o, false))
-	})
+	each("parameters", pl.parameter)
 	each("policies", pl.policy)
 	each("exchanges", pl.exchange)
 	each("queues", pl.queue)
@@ -390,6 +394,38 @@ func (pl *planner) topicPermission(o *object) {
 		}
 	}
 	pl.plan.topicPerms = append(pl.plan.topicPerms, topicPermissionRecord{VHost: vh, User: user, Exchange: x, Write: w, Read: r})
+}
+
+// parameter takes a vhost's limits (component vhost-limits); the other
+// components (shovels, federation upstreams) Warren does not have are
+// skipped, by name.
+func (pl *planner) parameter(o *object) {
+	component, name := o.str("component", false), o.str("name", false)
+	if component != "vhost-limits" {
+		pl.skip("parameter '%s' of component '%s' in vhost '%s'", name, component, pl.vhostOf(o, false))
+		return
+	}
+	o.entity = fmt.Sprintf("limits of vhost '%s'", pl.vhostOf(o, false))
+	vh := pl.vhostOf(o, true)
+	value, ok := o.m["value"].(map[string]any)
+	if !ok {
+		o.bad("value", "must be an object of limits, not %s", jsonKind(o.m["value"]))
+		return
+	}
+	l := vhost.Limits{}
+	for k, x := range value {
+		num, isNum := x.(json.Number)
+		n, err := num.Int64()
+		if !isNum || err != nil {
+			o.bad("value", "%s must be an integer, not %v", k, x)
+			continue
+		}
+		l[k] = n
+	}
+	if err := vhost.CheckLimits(l); err != nil {
+		o.bad("value", "%s", reason(err))
+	}
+	pl.plan.vhostLimits = append(pl.plan.vhostLimits, vhostLimitsPlan{vhost: vh, limits: l})
 }
 
 func (pl *planner) policy(o *object) {
@@ -725,6 +761,13 @@ func (b *Broker) apply(plan *importPlan) error {
 			return failed(fmt.Sprintf("binding from exchange '%s' to %s '%s' in vhost '%s'", bd.source, bd.dest.Kind, bd.dest.Name, bd.vhost), err)
 		}
 		rest = rest[run:]
+	}
+	// Limits last: the document's own queues and connections are not
+	// refused by the limits it sets, so what was checked is what applies.
+	for _, l := range plan.vhostLimits {
+		if err := b.SetVHostLimits(l.vhost, l.limits); err != nil {
+			return failed(fmt.Sprintf("limits of vhost '%s'", l.vhost), err)
+		}
 	}
 	return nil
 }

@@ -105,11 +105,15 @@ func (b *Broker) restore(start time.Time) error {
 		b.users.PutUser(rec.user(u.Name))
 	}
 	for _, vr := range vhosts {
-		if err := readVHostRecord(vr.Rec); err != nil {
+		rec, err := readVHostRecord(vr.Rec)
+		if err != nil {
 			return fmt.Errorf("vhost '%s': %w", vr.Name, err)
 		}
 		if err := b.restoreVHost(vr.Name, queueRecs, stats.Queues); err != nil {
 			return fmt.Errorf("restoring vhost %q: %w", vr.Name, err)
+		}
+		if v, ok := b.VHost(vr.Name); ok {
+			v.SetLimits(rec.Limits)
 		}
 	}
 	held, err := b.restoreHeld()

@@ -161,15 +161,52 @@ func readTopicPermissionsRecord(t protocol.Table) (topicPermissionsRecord, error
 }
 
 // vhostRecord is a stored vhost (storage.KindVHost, keyed by name): its
-// name is all there is to it.
-type vhostRecord struct{}
-
-func (vhostRecord) Table() protocol.Table {
-	return protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+// limits ("limits", absent from records of releases before them and of
+// vhosts without any).
+type vhostRecord struct {
+	Limits vhost.Limits
 }
 
-func readVHostRecord(t protocol.Table) error {
-	return tablerec.Open("vhost record", t, recordVersion).Err()
+func (r vhostRecord) Table() protocol.Table {
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+	if len(r.Limits) > 0 {
+		t["limits"] = limitsTable(r.Limits)
+	}
+	return t
+}
+
+func readVHostRecord(t protocol.Table) (vhostRecord, error) {
+	return tablerec.Read("vhost record", t, recordVersion, readVHost)
+}
+
+func readVHost(r *tablerec.Reader) vhostRecord {
+	var rec vhostRecord
+	if lt := r.Table("limits"); lt != nil {
+		rec.Limits = readLimits(r, "limits", lt)
+	}
+	return rec
+}
+
+func limitsTable(l vhost.Limits) protocol.Table {
+	t := make(protocol.Table, len(l))
+	for k, n := range l {
+		t[k] = n
+	}
+	return t
+}
+
+// readLimits reads a limits table, each value an integer.
+func readLimits(r *tablerec.Reader, key string, t protocol.Table) vhost.Limits {
+	l := make(vhost.Limits, len(t))
+	for k, x := range t {
+		n, ok := x.(int64)
+		if !ok {
+			r.Fail(key+"."+k, "an integer", x)
+			return nil
+		}
+		l[k] = n
+	}
+	return l
 }
 
 // pluginRecord is an enabled plugin (storage.KindPlugin, keyed by name):
@@ -237,8 +274,13 @@ type (
 	setTopicPermission   struct{ Permission topicPermissionRecord }
 	clearTopicPermission struct{ VHost, User, Exchange string }
 	addVHost             struct{ Name string }
-	deleteVHost          struct{ Name string }
-	setPolicy            struct {
+	// setVHostLimits replaces a vhost's limits (none: cleared).
+	setVHostLimits struct {
+		VHost  string
+		Limits vhost.Limits
+	}
+	deleteVHost struct{ Name string }
+	setPolicy   struct {
 		VHost, Name, Pattern string
 		ApplyTo              policy.ApplyTo
 		Priority             int64
@@ -267,6 +309,7 @@ func (clearPermission) op() string      { return opClearPermission }
 func (setTopicPermission) op() string   { return opSetTopicPermission }
 func (clearTopicPermission) op() string { return opClearTopicPermission }
 func (addVHost) op() string             { return opAddVHost }
+func (setVHostLimits) op() string       { return opSetVHostLimits }
 func (deleteVHost) op() string          { return opDeleteVHost }
 func (setPolicy) op() string            { return opSetPolicy }
 func (clearPolicy) op() string          { return opClearPolicy }
@@ -302,6 +345,8 @@ func changeTable(c definitionsChange) protocol.Table {
 		t["vhost"], t["user"], t["exchange"] = c.VHost, c.User, c.Exchange
 	case addVHost:
 		t["name"] = c.Name
+	case setVHostLimits:
+		t["vhost"], t["limits"] = c.VHost, limitsTable(c.Limits)
 	case deleteVHost:
 		t["name"] = c.Name
 	case setPolicy:
@@ -352,6 +397,8 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = clearTopicPermission{VHost: r.String("vhost"), User: r.String("user"), Exchange: r.String("exchange")}
 	case opAddVHost:
 		c = addVHost{Name: r.String("name")}
+	case opSetVHostLimits:
+		c = setVHostLimits{VHost: r.String("vhost"), Limits: readLimits(r, "limits", r.Table("limits"))}
 	case opDeleteVHost:
 		c = deleteVHost{Name: r.String("name")}
 	case opSetPolicy:
@@ -386,11 +433,13 @@ type metaSnapshot struct {
 	// TopicPermissions ("topic_permissions") are absent from snapshots
 	// of releases before them: none.
 	TopicPermissions []topicPermissionRecord
-	VHosts           []string
-	Policies         []setPolicy
-	Topology         map[string]protocol.Table
-	Plugins          []string
-	ClusterName      string
+	// VHostLimits ("vhost_limits") are those of the vhosts that have any.
+	VHostLimits map[string]vhost.Limits
+	VHosts      []string
+	Policies    []setPolicy
+	Topology    map[string]protocol.Table
+	Plugins     []string
+	ClusterName string
 }
 
 func (s metaSnapshot) Table() protocol.Table {
@@ -418,6 +467,13 @@ func (s metaSnapshot) Table() protocol.Table {
 	if s.ClusterName != "" {
 		t["cluster_name"] = s.ClusterName
 	}
+	if len(s.VHostLimits) > 0 {
+		lt := protocol.Table{}
+		for vh, l := range s.VHostLimits {
+			lt[vh] = limitsTable(l)
+		}
+		t["vhost_limits"] = lt
+	}
 	return t
 }
 
@@ -429,6 +485,19 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 	var topicPerms []protocol.Table
 	if _, ok := t["topic_permissions"]; ok {
 		topicPerms = r.Tables("topic_permissions")
+	}
+	for vh, x := range r.Table("vhost_limits") {
+		lt, ok := x.(protocol.Table)
+		if !ok {
+			r.Fail("vhost_limits."+vh, "a table", x)
+			break
+		}
+		if l := readLimits(r, "vhost_limits."+vh, lt); len(l) > 0 {
+			if s.VHostLimits == nil {
+				s.VHostLimits = map[string]vhost.Limits{}
+			}
+			s.VHostLimits[vh] = l
+		}
 	}
 	if err := r.Err(); err != nil {
 		return s, err

@@ -34,6 +34,8 @@ func someChanges() []definitionsChange {
 		clearTopicPermission{VHost: "/", User: "u", Exchange: "amq.topic"},
 		clearTopicPermission{VHost: "/", User: "u"},
 		addVHost{Name: "v"},
+		setVHostLimits{VHost: "v", Limits: vhost.Limits{"max-queues": 10, "max-connections": -1}},
+		setVHostLimits{VHost: "v", Limits: vhost.Limits{}},
 		deleteVHost{Name: "v"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Priority: 7, Definition: protocol.Table{"max-length": int64(9)}},
 		clearPolicy{VHost: "/", Name: "p"},
@@ -67,6 +69,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got, err := readPermissionRecord(throughBytes(t, p.Table())); err != nil || got != p {
 		t.Fatalf("permission %#v (%v)", got, err)
 	}
+	vr := vhostRecord{Limits: vhost.Limits{"max-connections": 3}}
+	if got, err := readVHostRecord(throughBytes(t, vr.Table())); err != nil || !reflect.DeepEqual(got, vr) {
+		t.Fatalf("vhost %#v (%v)", got, err)
+	}
 	tp := topicPermissionsRecord{Exchanges: []topicPermissionRecord{{Exchange: "amq.topic", Write: "w", Read: "r"}, {Exchange: "x", Write: "", Read: ".*"}}}
 	if got, err := readTopicPermissionsRecord(throughBytes(t, tp.Table())); err != nil || !reflect.DeepEqual(got, tp) {
 		t.Fatalf("topic permissions %#v (%v)", got, err)
@@ -85,6 +91,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		Users:            []userRecord{{Name: "guest", PasswordHash: "x", Hashing: auth.SHA256, Tags: []string{"administrator"}}},
 		Permissions:      []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
 		TopicPermissions: []topicPermissionRecord{{VHost: "/", User: "guest", Exchange: "amq.topic", Write: "^a", Read: ".*"}},
+		VHostLimits:      map[string]vhost.Limits{"v": {"max-queues": 7}},
 		VHosts:           []string{"/", "v"},
 		Policies:         []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}}},
 		Topology:         map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
@@ -126,8 +133,8 @@ func TestRecordsOfBeforeVersions(t *testing.T) {
 		t.Fatalf("an old user: %#v (%v)", u, err)
 	}
 	// A vhost record was an empty table; a snapshot had no version.
-	if err := readVHostRecord(protocol.Table{}); err != nil {
-		t.Fatal(err)
+	if rec, err := readVHostRecord(protocol.Table{}); err != nil || rec.Limits != nil {
+		t.Fatal(rec, err)
 	}
 	old := protocol.Table{"users": []any{protocol.Table{"name": "g", "password_hash": "p", "hashing_algorithm": "rabbit_password_hashing_sha256", "tags": []any{}}},
 		"permissions": []any{protocol.Table{"vhost": "/", "user": "g", "configure": ".*", "write": ".*", "read": ".*"}},

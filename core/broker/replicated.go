@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -46,6 +48,7 @@ const (
 	opSetTopicPermission   = "set_topic_permission"
 	opClearTopicPermission = "clear_topic_permission"
 	opAddVHost             = "add_vhost"
+	opSetVHostLimits       = "set_vhost_limits"
 	opDeleteVHost          = "delete_vhost"
 	opSetPolicy            = "set_policy"
 	opClearPolicy          = "clear_policy"
@@ -121,6 +124,8 @@ func (b *Broker) carryOut(c definitionsChange) error {
 	case addVHost:
 		_, err := b.applyAddVHost(c.Name)
 		return err
+	case setVHostLimits:
+		return b.applySetVHostLimits(c.VHost, c.Limits)
 	case deleteVHost:
 		return b.applyDeleteVHost(c.Name)
 	case setPolicy:
@@ -212,6 +217,16 @@ func (m metaState) Snapshot() ([]byte, error) {
 	if n := b.clusterName.Load(); n != nil {
 		snap.ClusterName = *n
 	}
+	for _, name := range snap.VHosts {
+		if v, ok := b.VHost(name); ok {
+			if l := v.Limits(); len(l) > 0 {
+				if snap.VHostLimits == nil {
+					snap.VHostLimits = map[string]vhost.Limits{}
+				}
+				snap.VHostLimits[name] = l
+			}
+		}
+	}
 	return protocol.AppendTable(nil, snap.Table())
 }
 
@@ -243,6 +258,13 @@ func (m metaState) Restore(index uint64, data []byte) error {
 	for _, name := range b.VHosts() {
 		if !keepVHosts[name] {
 			if err := b.applyDeleteVHost(name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range snap.VHosts {
+		if v, ok := b.VHost(name); ok && !maps.Equal(v.Limits(), snap.VHostLimits[name]) {
+			if err := b.applySetVHostLimits(name, snap.VHostLimits[name]); err != nil {
 				return err
 			}
 		}

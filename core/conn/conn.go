@@ -53,6 +53,7 @@ type Conn struct {
 
 	// Under srv.mu: counted in the server's handshaking or opened total.
 	handshaking, counted bool
+	countedIn            string // the vhost it is counted in, once counted
 
 	opened   atomic.Pointer[openedInfo] // set once connection.open succeeds
 	channels map[uint16]*channel        // the reader's

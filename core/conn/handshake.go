@@ -8,6 +8,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -256,10 +257,14 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
-	if !c.srv.admit(c) {
-		// RabbitMQ's words for a connection over a vhost's or user's limit.
+	vhostLimit, ok := vh.Limit(vhost.LimitMaxConnections)
+	if !ok {
+		vhostLimit = -1
+	}
+	if limit := c.srv.admit(c, name, vhostLimit); limit >= 0 {
+		// RabbitMQ's words for a connection over a vhost's limit.
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
-			name, c.user.Name, c.srv.Limits.MaxConnections))
+			name, c.user.Name, limit))
 	}
 	c.vh, c.grant = vh, grant
 	c.opened.Store(&openedInfo{

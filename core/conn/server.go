@@ -101,6 +101,8 @@ type Server struct {
 	// handshaking counts conns not yet done with the handshake, opened
 	// those past connection.open that still run.
 	handshaking, opened int
+	// openedIn counts opened per vhost, for the vhosts' max-connections.
+	openedIn map[string]int
 	// refusing is set while sockets are being refused for MaxHandshakes,
 	// so the log says so once, not once a socket.
 	refusing bool
@@ -181,20 +183,31 @@ func (s *Server) handshakeOver(c *Conn) {
 
 // admit moves c from the handshake count to the opened count, unless
 // MaxConnections are open already.
-func (s *Server) admit(c *Conn) bool {
+// admit counts c as opened to vh unless that is one over the broker's
+// MaxConnections or vh's max-connections (vhostLimit, -1: none); it
+// reports the limit that refused it, or -1.
+func (s *Server) admit(c *Conn, vh string, vhostLimit int64) (refusedBy int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections {
-		return false
+		return int64(s.Limits.MaxConnections)
+	}
+	if vhostLimit >= 0 && int64(s.openedIn[vh]) >= vhostLimit {
+		return vhostLimit
 	}
 	if c.handshaking {
 		c.handshaking = false
 		s.handshaking--
 	}
 	c.counted = true
+	c.countedIn = vh
 	s.opened++
+	if s.openedIn == nil {
+		s.openedIn = make(map[string]int)
+	}
+	s.openedIn[vh]++
 	s.churn.connectionsOpened.Add(1)
-	return true
+	return -1
 }
 
 func (s *Server) forget(c *Conn) {
@@ -203,6 +216,9 @@ func (s *Server) forget(c *Conn) {
 	delete(s.conns, c)
 	if c.counted {
 		s.opened--
+		if s.openedIn[c.countedIn]--; s.openedIn[c.countedIn] == 0 {
+			delete(s.openedIn, c.countedIn)
+		}
 		s.churn.connectionsClosed.Add(1)
 	}
 	s.mu.Unlock()

@@ -109,8 +109,8 @@ func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
 }
 
 // checkNewQueue makes the checks only a new queue's declare makes: its
-// name (names.Check; a server-made one passes) and its arguments
-// (queue.CheckDeclareArgs).
+// name (names.Check; a server-made one passes), its arguments
+// (queue.CheckDeclareArgs) and the vhost's max-queues (limits.go).
 func (v *VHost) checkNewQueue(def QueueDef) error {
 	if !def.ServerNamed {
 		switch err := names.Check("queue", def.Name); {
@@ -122,7 +122,10 @@ func (v *VHost) checkNewQueue(def QueueDef) error {
 			return reply.PreconditionFailed("in vhost '%s', %v", v.Name, err)
 		}
 	}
-	return queue.CheckDeclareArgs(def.Name, v.Name, def.Args)
+	if err := queue.CheckDeclareArgs(def.Name, v.Name, def.Args); err != nil {
+		return err
+	}
+	return v.checkQueueLimit(def.Name)
 }
 
 // declared says whether a queue of that name is known, of any type or

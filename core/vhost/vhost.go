@@ -79,7 +79,8 @@ type VHost struct {
 	memory   queue.MemoryLimit
 	bodies   *message.Bodies
 	closed   atomic.Bool
-	cluster  Cluster // nil on a node of its own; see cluster.go
+	cluster  Cluster                // nil on a node of its own; see cluster.go
+	limits   atomic.Pointer[Limits] // limits.go; nil: none
 
 	// Counters are the vhost's message statistics: what its channels count
 	// (the connection layer adds to both) and its queues' dead letters.

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"testing"
+
+	"github.com/warrenmq/warren/core/vhost"
 )
 
 // Topic permissions survive a restart, each user's in each vhost one
@@ -63,5 +65,41 @@ func TestTopicPermissionsAreStored(t *testing.T) {
 	}
 	if err := b.ClearTopicPermission("/", "ann", ""); err == nil {
 		t.Fatal("cleared what was not there")
+	}
+}
+
+// A vhost's limits survive a restart; cleared, they stay cleared.
+func TestVHostLimitsAreStored(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir)
+	if _, err := b.AddVHost("v"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetVHostLimits("v", vhost.Limits{"max-queues": 3, "max-connections": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetVHostLimits("v", vhost.Limits{"max-channels": 3}); err == nil {
+		t.Fatal("an unknown limit was taken")
+	}
+	if err := b.SetVHostLimits("nowhere", vhost.Limits{"max-queues": 3}); err == nil {
+		t.Fatal("limits of a vhost that does not exist")
+	}
+	if err := b.SetVHostLimits("/", vhost.Limits{"max-queues": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetVHostLimits("/", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b = testBroker(t, dir)
+	v, _ := b.VHost("v")
+	if l := v.Limits(); len(l) != 2 || l["max-queues"] != 3 || l["max-connections"] != 0 {
+		t.Fatalf("after a restart: %v", l)
+	}
+	root, _ := b.VHost("/")
+	if l := root.Limits(); l != nil {
+		t.Fatalf("cleared limits came back: %v", l)
 	}
 }
