@@ -138,6 +138,7 @@ func (f *uiFixture) everyPageRenders(t *testing.T) {
 		{"#nav-users", `#users[data-state="loaded"]`},
 		{"#subnav-vhosts", `#vhosts[data-state="loaded"]`},
 		{"#subnav-permissions", `#permissions[data-state="loaded"]`},
+		{"#subnav-limits", `#user-limits[data-state="loaded"]`},
 		{"#subnav-policies", `#policies[data-state="loaded"]`},
 		{"#nav-plugins", `#plugins[data-state="loaded"]`},
 		{"#nav-definitions", `#page[data-page="definitions"][data-loaded="true"]`},
@@ -406,6 +407,36 @@ func (f *uiFixture) usersVhostsPermissions(t *testing.T) {
 		click(`#delete-topic-permission-ui-user-ui-vhost-amq\.topic`),
 		waitVisible(`#topic-permissions-msg[data-kind="ok"]`),
 		pollJS(`!document.querySelector("#topic-permissions tbody").textContent.includes("ui-user")`),
+	)
+	f.br.goTo(t, "limits")
+	f.br.do(t, "set a vhost limit and a user limit",
+		waitVisible(`#vhost-limits[data-state="loaded"]`),
+		setValue(`#set-vhost-limit-owner`, "ui-vhost"),
+		setValue(`#set-vhost-limit-name`, "max-queues"),
+		setValue(`#set-vhost-limit-value`, "7"),
+		click(`#set-vhost-limit-submit`),
+		waitVisible(`#set-vhost-limit-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#vhost-limits tbody").textContent.includes("ui-vhost")`),
+		waitVisible(`#user-limits[data-state="loaded"]`),
+		setValue(`#set-user-limit-owner`, "ui-user"),
+		setValue(`#set-user-limit-name`, "max-channels"),
+		setValue(`#set-user-limit-value`, "3"),
+		click(`#set-user-limit-submit`),
+		waitVisible(`#set-user-limit-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#user-limits tbody").textContent.includes("ui-user")`),
+	)
+	var vl []struct{ Value map[string]int64 }
+	apiGet(t, f.base+"/api/vhost-limits/ui-vhost", &vl)
+	var ul []struct{ Value map[string]int64 }
+	apiGet(t, f.base+"/api/user-limits/ui-user", &ul)
+	if len(vl) != 1 || vl[0].Value["max-queues"] != 7 || len(ul) != 1 || ul[0].Value["max-channels"] != 3 {
+		t.Errorf("limits set in the UI: vhost %+v, user %+v", vl, ul)
+	}
+	f.br.do(t, "delete the vhost limit",
+		click(`#delete-vhost-limit-ui-vhost-max-queues`),
+		click(`#delete-vhost-limit-ui-vhost-max-queues`),
+		waitVisible(`#vhost-limits-msg[data-kind="ok"]`),
+		pollJS(`!document.querySelector("#vhost-limits tbody").textContent.includes("ui-vhost")`),
 	)
 	f.br.goTo(t, "users")
 	f.br.do(t, "delete the user",

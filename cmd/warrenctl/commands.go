@@ -213,9 +213,28 @@ var commands = map[string]command{
 	"list_vhost_limits": {form: "list_vhost_limits [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/vhost-limits/"+vhostPath(o), "vhost", "value")(c, o, out, args)
 	}},
-	"set_vhost_limits": {form: "set_vhost_limits [-p VHOST] JSON", min: 1, max: 1, run: setVHostLimits},
+	"set_vhost_limits": {form: "set_vhost_limits [-p VHOST] JSON", min: 1, max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return setLimits(c, "/api/vhost-limits/"+vhostPath(o), args[0], true)
+	}},
 	"clear_vhost_limits": {form: "clear_vhost_limits [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
-		return setVHostLimits(c, o, out, []string{"{}"})
+		return setLimits(c, "/api/vhost-limits/"+vhostPath(o), "{}", true)
+	}},
+	"list_user_limits": {form: "list_user_limits [USER]", max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		path := "/api/user-limits"
+		if len(args) == 1 {
+			path += "/" + url.PathEscape(args[0])
+		}
+		return table(path, "user", "value")(c, o, out, args)
+	}},
+	"set_user_limits": {form: "set_user_limits USER JSON", min: 2, max: 2, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return setLimits(c, "/api/user-limits/"+url.PathEscape(args[0]), args[1], false)
+	}},
+	"clear_user_limits": {form: "clear_user_limits USER NAME|all", min: 2, max: 2, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		base := "/api/user-limits/" + url.PathEscape(args[0])
+		if args[1] != "all" {
+			return c.do("DELETE", base+"/"+url.PathEscape(args[1]), nil)
+		}
+		return setLimits(c, base, "{}", true)
 	}},
 	"list_policies": {form: "list_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
@@ -286,21 +305,23 @@ func table(path string, cols ...string) func(*client, *opts, io.Writer, []string
 	}
 }
 
-// setVHostLimits makes the vhost's limits the JSON object's, as
-// rabbitmqctl's set_vhost_limits does: limits it leaves out are cleared.
-func setVHostLimits(c *client, o *opts, out io.Writer, args []string) error {
+// setLimits sets the limits of the JSON object at base (a vhost's or a
+// user's, one PUT each); with replace, as rabbitmqctl's set_vhost_limits,
+// the limits it leaves out are cleared (set_user_limits adds to them).
+func setLimits(c *client, base, jsonLimits string, replace bool) error {
 	var want map[string]json.Number
-	dec := json.NewDecoder(strings.NewReader(args[0]))
+	dec := json.NewDecoder(strings.NewReader(jsonLimits))
 	dec.UseNumber()
 	if err := dec.Decode(&want); err != nil {
-		return fmt.Errorf("set_vhost_limits: %q is not a JSON object of numbers: %v", args[0], err)
+		return fmt.Errorf("%q is not a JSON object of numbers: %v", jsonLimits, err)
 	}
 	var now []struct {
 		Value map[string]any `json:"value"`
 	}
-	base := "/api/vhost-limits/" + vhostPath(o)
-	if err := c.get(base, &now); err != nil {
-		return err
+	if replace {
+		if err := c.get(base, &now); err != nil {
+			return err
+		}
 	}
 	// Set first: a limit the broker refuses leaves the others as they were.
 	for _, name := range slices.Sorted(maps.Keys(want)) {

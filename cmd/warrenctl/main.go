@@ -59,6 +59,8 @@ Limits:
   list_vhost_limits [-p VHOST]
   set_vhost_limits [-p VHOST] JSON (e.g. '{"max-connections": 64, "max-queues": 1000}')
   clear_vhost_limits [-p VHOST]
+  list_user_limits [USER] | set_user_limits USER JSON (e.g. '{"max-channels": 100}')
+  clear_user_limits USER NAME|all
 Policies:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION

@@ -679,3 +679,35 @@ func TestVHostLimitVerbs(t *testing.T) {
 		t.Fatalf("limits %v after clear_vhost_limits", l)
 	}
 }
+
+// set_user_limits adds to a user's limits, clear_user_limits clears one
+// or all, list_user_limits shows them.
+func TestUserLimitVerbs(t *testing.T) {
+	b, url := newBroker(t)
+	if _, err := ctl(t, url, "set_user_limits", "guest", `{"max-connections": 5}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl(t, url, "set_user_limits", "guest", `{"max-channels": 7}`); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := b.Users().User("guest")
+	if len(u.Limits) != 2 || u.Limits["max-connections"] != 5 || u.Limits["max-channels"] != 7 {
+		t.Fatalf("limits %v", u.Limits)
+	}
+	out, err := ctl(t, url, "list_user_limits", "guest")
+	if err != nil || !strings.Contains(out, "max-channels") {
+		t.Fatalf("list_user_limits: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "clear_user_limits", "guest", "max-channels"); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := b.Users().User("guest"); len(u.Limits) != 1 {
+		t.Fatalf("limits %v after clearing one", u.Limits)
+	}
+	if _, err := ctl(t, url, "clear_user_limits", "guest", "all"); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := b.Users().User("guest"); len(u.Limits) != 0 {
+		t.Fatalf("limits %v after clearing all", u.Limits)
+	}
+}

@@ -39,7 +39,11 @@ func userView(u *auth.User) userJSON {
 	if tags == nil {
 		tags = []string{}
 	}
-	return userJSON{Name: u.Name, PasswordHash: u.PasswordHash, HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: map[string]any{}}
+	limits := map[string]any{}
+	for k, n := range u.Limits {
+		limits[k] = n
+	}
+	return userJSON{Name: u.Name, PasswordHash: u.PasswordHash, HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: limits}
 }
 
 func (a *api) whoami(c *call) (any, error) {

@@ -22,7 +22,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -39,6 +41,32 @@ type User struct {
 	PasswordHash string  // base64(salt ++ H(salt ++ password)); "" allows no password login
 	Hashing      Hashing // H; "" means SHA256
 	Tags         []string
+	// Limits are the user's (UserMaxConnections, UserMaxChannels), by
+	// name; one not set, or negative, is none.
+	Limits map[string]int64
+}
+
+// The limits a user takes, as RabbitMQ's user limits.
+const (
+	UserMaxConnections = "max-connections"
+	UserMaxChannels    = "max-channels"
+)
+
+// Limit is the named limit when it is set and not negative.
+func (u *User) Limit(name string) (int64, bool) {
+	n, ok := u.Limits[name]
+	return n, ok && n >= 0
+}
+
+// CheckUserLimits refuses a name a user has no limit of, in RabbitMQ
+// 3.10.8's words.
+func CheckUserLimits(l map[string]int64) error {
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		if name != UserMaxConnections && name != UserMaxChannels {
+			return fmt.Errorf("Unrecognised terms [{<<%q>>,%d}] in user-limits", name, l[name])
+		}
+	}
+	return nil
 }
 
 // HasTag reports whether the user carries a tag such as "administrator".

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -58,8 +59,33 @@ func (b *Broker) checkUserName(name string) error {
 }
 
 // putUser installs a user as given, hash and all.
+// putUser proposes u; one that says nothing of limits keeps those the
+// user has (RabbitMQ's PUT of a user keeps them too).
 func (b *Broker) putUser(u *auth.User) error {
+	if u.Limits == nil {
+		if old, ok := b.users.User(u.Name); ok {
+			u.Limits = old.Limits
+		}
+	}
 	return b.change(putUser{User: userRecordOf(u)})
+}
+
+// SetUserLimits replaces a user's limits (auth.UserMaxConnections,
+// auth.UserMaxChannels; none clears them).
+func (b *Broker) SetUserLimits(name string, limits map[string]int64) error {
+	if err := auth.CheckUserLimits(limits); err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	old, ok := b.users.User(name)
+	if !ok {
+		return reply.NotFound("no user '%s'", name)
+	}
+	u := *old
+	u.Limits = maps.Clone(limits)
+	if u.Limits == nil {
+		u.Limits = map[string]int64{} // said: none (nil would keep the old ones)
+	}
+	return b.change(putUser{User: userRecordOf(&u)})
 }
 
 func (b *Broker) applyPutUser(u *auth.User) error {

@@ -20,8 +20,7 @@ package broker
 // holds cluster_name once an operator has set it (and it is the one global
 // parameter an import applies); topic_permissions each user's topic
 // permissions; parameters each vhost's limits (component vhost-limits).
-// What Warren has no concept of is exported empty: users' limits. Left
-// out, as RabbitMQ leaves them
+// Users carry their limits. Left out, as RabbitMQ leaves them
 // out: the default exchange, the amq.* exchanges, exclusive queues (they
 // cannot outlive their connection) and, unlike RabbitMQ, bindings to
 // exclusive queues, which could not be imported without them. Lists are

@@ -162,6 +162,32 @@ func (o *object) tags(field string) []string {
 	return out
 }
 
+// limits reads an object of integer limits (a user's, a vhost's); absent
+// or empty, none: an empty map, which says so (nil would keep a user's).
+func (o *object) limits(field string) map[string]int64 {
+	out := map[string]int64{}
+	switch v := o.m[field].(type) {
+	case nil:
+	case map[string]any:
+		for k, x := range v {
+			num, isNum := x.(json.Number)
+			n, err := num.Int64()
+			if !isNum || err != nil {
+				o.bad(field, "%s must be an integer, not %v", k, x)
+				continue
+			}
+			out[k] = n
+		}
+	case []any:
+		if len(v) > 0 { // Erlang's empty proplist is an empty list
+			o.bad(field, "must be an object, not a non-empty list")
+		}
+	default:
+		o.bad(field, "must be an object, not %s", jsonKind(v))
+	}
+	return out
+}
+
 // ignoredObject says whether a field holds a non-empty object (or list) that
 // Warren will not apply, such as a user's limits; anything else there
 // is a problem.

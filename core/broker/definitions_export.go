@@ -27,7 +27,7 @@ func (b *Broker) ExportDefinitions() *Definitions {
 	for _, u := range b.users.Users() {
 		tags := append([]string{}, u.Tags...)
 		d.Users = append(d.Users, UserDefinition{Name: u.Name, PasswordHash: u.PasswordHash,
-			HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: map[string]any{}})
+			HashingAlgorithm: u.Hashing.Name(), Tags: tags, Limits: limitsJSON(u.Limits)})
 	}
 	for _, p := range b.users.Permissions() {
 		d.Permissions = append(d.Permissions, PermissionDefinition{User: p.User, VHost: p.VHost,
@@ -120,4 +120,13 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 func PolicyDefinitionOf(vhost string, p *policy.Policy) PolicyDefinition {
 	return PolicyDefinition{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: string(p.ApplyTo),
 		Definition: tablejson.Render(p.Definition), Priority: p.Priority}
+}
+
+// limitsJSON is a user's limits as the export shows them: {} for none.
+func limitsJSON(l map[string]int64) map[string]any {
+	out := make(map[string]any, len(l))
+	for k, n := range l {
+		out[k] = n
+	}
+	return out
 }

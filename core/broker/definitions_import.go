@@ -339,8 +339,11 @@ func (pl *planner) user(o *object) {
 	default:
 		o.bad("password_hash", "missing (and no password)")
 	}
-	if o.ignoredObject("limits") {
-		pl.skip("limits of user '%s' (Warren has no user limits)", name)
+	if o.has("limits") { // absent: an existing user keeps theirs
+		u.Limits = o.limits("limits")
+		if err := auth.CheckUserLimits(u.Limits); err != nil {
+			o.bad("limits", "%v", err)
+		}
 	}
 	pl.users[name] = true
 	pl.plan.users = append(pl.plan.users, u)
@@ -407,21 +410,11 @@ func (pl *planner) parameter(o *object) {
 	}
 	o.entity = fmt.Sprintf("limits of vhost '%s'", pl.vhostOf(o, false))
 	vh := pl.vhostOf(o, true)
-	value, ok := o.m["value"].(map[string]any)
-	if !ok {
+	if _, ok := o.m["value"].(map[string]any); !ok {
 		o.bad("value", "must be an object of limits, not %s", jsonKind(o.m["value"]))
 		return
 	}
-	l := vhost.Limits{}
-	for k, x := range value {
-		num, isNum := x.(json.Number)
-		n, err := num.Int64()
-		if !isNum || err != nil {
-			o.bad("value", "%s must be an integer, not %v", k, x)
-			continue
-		}
-		l[k] = n
-	}
+	l := vhost.Limits(o.limits("value"))
 	if err := vhost.CheckLimits(l); err != nil {
 		o.bad("value", "%s", reason(err))
 	}

@@ -25,10 +25,13 @@ type userRecord struct {
 	PasswordHash string
 	Hashing      auth.Hashing // absent from a record from before Warren kept it: SHA-256
 	Tags         []string
+	// Limits ("limits") are absent when there are none, and from records
+	// of releases before user limits.
+	Limits map[string]int64
 }
 
 func userRecordOf(u *auth.User) userRecord {
-	return userRecord{Name: u.Name, PasswordHash: u.PasswordHash, Hashing: auth.Hashing(u.Hashing.Name()), Tags: u.Tags}
+	return userRecord{Name: u.Name, PasswordHash: u.PasswordHash, Hashing: auth.Hashing(u.Hashing.Name()), Tags: u.Tags, Limits: u.Limits}
 }
 
 func (r userRecord) user(name string) *auth.User {
@@ -39,7 +42,7 @@ func (r userRecord) user(name string) *auth.User {
 	if tags == nil {
 		tags = []string{}
 	}
-	return &auth.User{Name: name, PasswordHash: r.PasswordHash, Hashing: r.Hashing, Tags: tags}
+	return &auth.User{Name: name, PasswordHash: r.PasswordHash, Hashing: r.Hashing, Tags: tags, Limits: r.Limits}
 }
 
 func (r userRecord) Table() protocol.Table {
@@ -57,6 +60,9 @@ func (r userRecord) put(t protocol.Table) {
 	if r.Name != "" {
 		t["name"] = r.Name
 	}
+	if len(r.Limits) > 0 {
+		t["limits"] = limitsTable(r.Limits)
+	}
 }
 
 func readUserRecord(t protocol.Table) (userRecord, error) {
@@ -64,8 +70,12 @@ func readUserRecord(t protocol.Table) (userRecord, error) {
 }
 
 func readUser(r *tablerec.Reader) userRecord {
-	return userRecord{Name: r.StringOr("name", ""), PasswordHash: r.StringOr("password_hash", ""),
+	u := userRecord{Name: r.StringOr("name", ""), PasswordHash: r.StringOr("password_hash", ""),
 		Hashing: auth.Hashing(auth.Hashing(r.StringOr("hashing_algorithm", "")).Name()), Tags: r.Strings("tags")}
+	if lt := r.Table("limits"); lt != nil {
+		u.Limits = readLimits(r, "limits", lt)
+	}
+	return u
 }
 
 // permissionRecord is a stored permission (storage.KindPermission, keyed
@@ -187,7 +197,8 @@ func readVHost(r *tablerec.Reader) vhostRecord {
 	return rec
 }
 
-func limitsTable(l vhost.Limits) protocol.Table {
+// limitsTable is a vhost's or a user's limits as a record holds them.
+func limitsTable(l map[string]int64) protocol.Table {
 	t := make(protocol.Table, len(l))
 	for k, n := range l {
 		t[k] = n
@@ -196,8 +207,8 @@ func limitsTable(l vhost.Limits) protocol.Table {
 }
 
 // readLimits reads a limits table, each value an integer.
-func readLimits(r *tablerec.Reader, key string, t protocol.Table) vhost.Limits {
-	l := make(vhost.Limits, len(t))
+func readLimits(r *tablerec.Reader, key string, t protocol.Table) map[string]int64 {
+	l := make(map[string]int64, len(t))
 	for k, x := range t {
 		n, ok := x.(int64)
 		if !ok {

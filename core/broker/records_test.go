@@ -27,6 +27,7 @@ func someChanges() []definitionsChange {
 	return []definitionsChange{
 		putUser{User: userRecord{Name: "u", PasswordHash: "aGFzaA==", Hashing: auth.SHA512, Tags: []string{"administrator", "x"}}},
 		putUser{User: userRecord{Name: "nobody", Hashing: auth.SHA256}},
+		putUser{User: userRecord{Name: "capped", Hashing: auth.SHA256, Limits: map[string]int64{"max-channels": 4}}},
 		deleteUser{Name: "u"},
 		setPermission{Permission: permissionRecord{VHost: "/", User: "u", Configure: ".*", Write: "^a", Read: ""}},
 		clearPermission{VHost: "/", User: "u"},

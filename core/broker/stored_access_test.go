@@ -103,3 +103,40 @@ func TestVHostLimitsAreStored(t *testing.T) {
 		t.Fatalf("cleared limits came back: %v", l)
 	}
 }
+
+// A user's limits survive a restart and a change of their password.
+func TestUserLimitsAreStored(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir)
+	pw := "pw"
+	if err := b.PutUser("ann", &pw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetUserLimits("ann", map[string]int64{"max-connections": 2, "max-channels": 9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetUserLimits("ann", map[string]int64{"max-queues": 2}); err == nil {
+		t.Fatal("a limit users do not have was taken")
+	}
+	pw2 := "pw2"
+	if err := b.PutUser("ann", &pw2, []string{"management"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b = testBroker(t, dir)
+	u, ok := b.Users().User("ann")
+	if !ok || len(u.Limits) != 2 || u.Limits["max-connections"] != 2 || u.Limits["max-channels"] != 9 {
+		t.Fatalf("after a restart: %+v", u)
+	}
+	if _, err := b.Users().Login("ann", "pw2", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetUserLimits("ann", nil); err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := b.Users().User("ann"); len(u.Limits) != 0 {
+		t.Fatalf("cleared: %v", u.Limits)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/warrenmq/warren/internal/lockorder"
 
+	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -62,6 +63,13 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 		// whatever their numbers.
 		if c.channelMax != 0 && len(c.channels) >= int(c.channelMax) {
 			return reply.New(protocol.NotAllowed, "number of channels opened (%d) has reached the negotiated channel_max (%d)", len(c.channels), c.channelMax)
+		}
+		limit, ok := c.userLimit(auth.UserMaxChannels)
+		if !ok {
+			limit = -1
+		}
+		if e := c.srv.openChannel(c.user.Name, limit); e != nil {
+			return e
 		}
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}
 		ch.router.Writes = &c.writes

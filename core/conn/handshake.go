@@ -248,6 +248,16 @@ func (c *Conn) tune(m *protocol.ConnectionTuneOk) error {
 	return nil
 }
 
+// userLimit is the connection's user's named limit as it is now (an
+// operator may set it while the connection runs).
+func (c *Conn) userLimit(name string) (int64, bool) {
+	u, ok := c.srv.Users.User(c.user.Name)
+	if !ok {
+		return 0, false
+	}
+	return u.Limit(name)
+}
+
 func (c *Conn) open(name string) error {
 	vh, ok := c.srv.VHosts.VHost(name)
 	if !ok {
@@ -261,10 +271,12 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		vhostLimit = -1
 	}
-	if limit := c.srv.admit(c, name, vhostLimit); limit >= 0 {
-		// RabbitMQ's words for a connection over a vhost's limit.
-		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
-			name, c.user.Name, limit))
+	userLimit, ok := c.userLimit(auth.UserMaxConnections)
+	if !ok {
+		userLimit = -1
+	}
+	if e := c.srv.admit(c, name, c.user.Name, vhostLimit, userLimit); e != nil {
+		return c.refuse(e)
 	}
 	c.vh, c.grant = vh, grant
 	c.opened.Store(&openedInfo{

@@ -87,6 +87,7 @@ func (c *Conn) retire(ch *channel) {
 	}
 	c.liveMu.Unlock()
 	if live {
+		c.srv.closeChannel(c.user.Name)
 		c.srv.churn.channelsClosed.Add(1)
 		c.retired.AddValues(ch.stats.Values())
 	}

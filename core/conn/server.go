@@ -52,11 +52,13 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/protocol"
 
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -101,8 +103,10 @@ type Server struct {
 	// handshaking counts conns not yet done with the handshake, opened
 	// those past connection.open that still run.
 	handshaking, opened int
-	// openedIn counts opened per vhost, for the vhosts' max-connections.
-	openedIn map[string]int
+	// openedIn counts opened per vhost, for the vhosts' max-connections;
+	// openedBy per user and channelsOf their channels, for the users'
+	// max-connections and max-channels.
+	openedIn, openedBy, channelsOf map[string]int
 	// refusing is set while sockets are being refused for MaxHandshakes,
 	// so the log says so once, not once a socket.
 	refusing bool
@@ -183,17 +187,22 @@ func (s *Server) handshakeOver(c *Conn) {
 
 // admit moves c from the handshake count to the opened count, unless
 // MaxConnections are open already.
-// admit counts c as opened to vh unless that is one over the broker's
-// MaxConnections or vh's max-connections (vhostLimit, -1: none); it
-// reports the limit that refused it, or -1.
-func (s *Server) admit(c *Conn, vh string, vhostLimit int64) (refusedBy int64) {
+// admit counts c as opened to vh by user unless that is one over the
+// broker's MaxConnections, vh's max-connections (vhostLimit) or the
+// user's (userLimit; -1: none); it says which refused it.
+func (s *Server) admit(c *Conn, vh, user string, vhostLimit, userLimit int64) (refused *reply.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections {
-		return int64(s.Limits.MaxConnections)
-	}
-	if vhostLimit >= 0 && int64(s.openedIn[vh]) >= vhostLimit {
-		return vhostLimit
+	switch {
+	case s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections:
+		vhostLimit = int64(s.Limits.MaxConnections)
+		fallthrough
+	case vhostLimit >= 0 && int64(s.openedIn[vh]) >= vhostLimit:
+		// RabbitMQ's words for a connection over a vhost's limit.
+		return reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
+			vh, user, vhostLimit)
+	case userLimit >= 0 && int64(s.openedBy[user]) >= userLimit:
+		return reply.New(protocol.NotAllowed, "connection refused for user '%s': user connection limit (%d) is reached", user, userLimit)
 	}
 	if c.handshaking {
 		c.handshaking = false
@@ -203,11 +212,36 @@ func (s *Server) admit(c *Conn, vh string, vhostLimit int64) (refusedBy int64) {
 	c.countedIn = vh
 	s.opened++
 	if s.openedIn == nil {
-		s.openedIn = make(map[string]int)
+		s.openedIn, s.openedBy = make(map[string]int), make(map[string]int)
 	}
 	s.openedIn[vh]++
+	s.openedBy[user]++
 	s.churn.connectionsOpened.Add(1)
-	return -1
+	return nil
+}
+
+// openChannel counts a channel of user unless that is one over their
+// max-channels (limit, -1: none), which it reports.
+func (s *Server) openChannel(user string, limit int64) *reply.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit >= 0 && int64(s.channelsOf[user]) >= limit {
+		return reply.New(protocol.NotAllowed, "number of channels opened for user '%s' has reached the maximum allowed user limit of (%d)", user, limit)
+	}
+	if s.channelsOf == nil {
+		s.channelsOf = make(map[string]int)
+	}
+	s.channelsOf[user]++
+	return nil
+}
+
+// closeChannel uncounts a channel of user.
+func (s *Server) closeChannel(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.channelsOf[user]--; s.channelsOf[user] <= 0 {
+		delete(s.channelsOf, user)
+	}
 }
 
 func (s *Server) forget(c *Conn) {
@@ -218,6 +252,9 @@ func (s *Server) forget(c *Conn) {
 		s.opened--
 		if s.openedIn[c.countedIn]--; s.openedIn[c.countedIn] == 0 {
 			delete(s.openedIn, c.countedIn)
+		}
+		if s.openedBy[c.user.Name]--; s.openedBy[c.user.Name] == 0 {
+			delete(s.openedBy, c.user.Name)
 		}
 		s.churn.connectionsClosed.Add(1)
 	}

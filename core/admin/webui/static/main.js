@@ -27,6 +27,7 @@ const pages = {
   users: admin.users,
   vhosts: admin.vhosts,
   permissions: admin.permissions,
+  limits: admin.limits,
   policies: admin.policies,
   plugins: plugins.render,
   definitions: definitions.render,
@@ -37,7 +38,7 @@ const nav = [
   ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
   ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
 ];
-const adminPages = new Set(["users", "vhosts", "permissions", "policies"]);
+const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies"]);
 
 const root = document.getElementById("app");
 let timers = [];
@@ -132,7 +133,7 @@ function header(page) {
     vsel.value = currentVHost();
   }).catch(() => {});
   const sub = adminPages.has(page) && api.can().admin
-    ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["policies", "Policies"]]
+    ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["limits", "Limits"], ["policies", "Policies"]]
       .map(([p, label]) => h("a", { href: route(p), className: p === page ? "active" : "", id: "subnav-" + p }, label)))
     : null;
   return h("header", {},

@@ -1,4 +1,5 @@
-// Users, virtual hosts, permissions and policies: list, create, delete.
+// Users, virtual hosts, permissions, limits and policies: list, create,
+// delete.
 // These lists are small and the API answers them whole, so they are
 // filtered and paged in the tab and refreshed after each change rather
 // than on a timer (a timer would disarm a half-clicked Delete).
@@ -185,4 +186,42 @@ export async function policies(ctx) {
     },
   });
   return page(ctx, "Policies", t, form, status);
+}
+
+// limits: vhosts' (max-connections, max-queues) and users'
+// (max-connections, max-channels); each row one limit, deleted alone.
+export async function limits(ctx) {
+  const [users, vhosts] = await Promise.all([api.get("/api/users").catch(() => []), api.get("/api/vhosts").catch(() => [])]);
+  const section = (kind, title, path, ownerKey, names, owners) => {
+    const status = h("div", { hidden: true, id: kind + "-limits-msg" });
+    const t = new Table({
+      id: kind + "-limits", sort: ownerKey, nameOf: (l) => l[ownerKey] + " " + l.name,
+      fetchAll: async () => (await api.get(path)).flatMap((e) =>
+        Object.entries(e.value || {}).map(([name, value]) => ({ [ownerKey]: e[ownerKey], name, value }))),
+      columns: [
+        { label: kind === "vhost" ? "Virtual host" : "User", key: ownerKey, render: (l) => l[ownerKey] },
+        { label: "Limit", key: "name", render: (l) => l.name },
+        { label: "Value", key: "value", className: "num", render: (l) => num(l.value) },
+        { label: "", render: (l) => deleteButton("delete-" + kind + "-limit-" + l[ownerKey] + "-" + l.name, status,
+          () => api.del(api.path(kind + "-limits", l[ownerKey], l.name)), t) },
+      ],
+    });
+    const form = actionForm({
+      id: "set-" + kind + "-limit", title: "Set a " + (kind === "vhost" ? "virtual host" : "user") + " limit", submit: "Set limit",
+      fields: [
+        { name: "owner", label: kind === "vhost" ? "Virtual host" : "User", type: "select", options: owners },
+        { name: "name", label: "Limit", type: "select", options: names },
+        { name: "value", label: "Value", type: "number", value: "100", help: "A negative value is no limit; 0 allows none." },
+      ],
+      onSubmit: async (v) => {
+        await api.put(api.path(kind + "-limits", v.owner, v.name), { value: Number(v.value) });
+        t.reload();
+        return `Limit ${v.name} of ${v.owner} set.`;
+      },
+    });
+    ctx.main.append(h("h2", {}, title), status, t.el, form);
+    return t.reload();
+  };
+  await section("vhost", "Virtual host limits", "/api/vhost-limits", "vhost", ["max-connections", "max-queues"], vhosts.map((v) => v.name));
+  return section("user", "User limits", "/api/user-limits", "user", ["max-connections", "max-channels"], users.map((u) => u.name));
 }
