@@ -93,3 +93,25 @@ func TestMgmtBindings(t *testing.T) {
 	// RabbitMQ lists nothing, rather than a 404, between missing ends.
 	m.expect("GET", "/api/bindings/"+m.v()+"/e/nox/q/q1", "", 200)
 }
+
+// A binding is found by its properties key or by its plain routing key,
+// escaped once or not at all, as RabbitMQ 3.10.8 finds it (rabbit-hole's
+// DeleteBinding sends the routing key).
+func TestMgmtBindingByPlainRoutingKey(t *testing.T) {
+	m := startMgmt(t)
+	q := uniq(t, "pk")
+	m.expect("PUT", "/api/queues/"+m.v()+"/"+esc(q), `{}`, 201)
+	base := "/api/bindings/" + m.v() + "/e/amq.topic/q/" + esc(q)
+	m.expect("POST", base, `{"routing_key":"a.*"}`, 201)
+	m.expect("POST", base, `{"routing_key":"k.#"}`, 201)
+	for _, p := range []string{"a.*", "a.%2A", "k.%23", "k.%2523"} {
+		m.expect("GET", base+"/"+p, "", 200)
+	}
+	m.expect("DELETE", base+"/a.*", "", 204)
+	m.expect("DELETE", base+"/k.%2523", "", 204)
+	var left []any
+	m.expect("GET", base, "", 200).json(t, &left)
+	if len(left) != 0 {
+		t.Fatalf("left %v", left)
+	}
+}

@@ -152,3 +152,33 @@ func containsName(t testing.TB, r response, name string) bool {
 	}
 	return false
 }
+
+// /api/users/without-permissions lists the users with no permission in
+// any vhost; POST /api/users/bulk-delete deletes the users it names.
+func TestUsersWithoutPermissionsAndBulkDelete(t *testing.T) {
+	m := startMgmt(t)
+	bare, other := uniq(t, "bare"), uniq(t, "other")
+	m.addUser(bare, "pw", "", "")
+	m.addUser(other, "pw", "", m.vhost)
+	var users []struct{ Name string }
+	m.expect("GET", "/api/users/without-permissions", "", 200).json(t, &users)
+	names := map[string]bool{}
+	for _, u := range users {
+		names[u.Name] = true
+	}
+	if !names[bare] || names[other] || names["guest"] {
+		t.Fatalf("without permissions: %v", users)
+	}
+	m.expectError(m.call("POST", "/api/users/bulk-delete", `{}`), 400, "bad_request", "[{key_missing,users}]")
+	if m.isWarren() {
+		// Warren checks every name before it deletes any.
+		r := m.call("POST", "/api/users/bulk-delete", `{"users":["`+bare+`","`+uniq(t, "nobody")+`"]}`)
+		if r.status != 400 {
+			t.Fatalf("a bulk delete naming a user that does not exist: %d %s", r.status, r.body)
+		}
+		m.expect("GET", "/api/users/"+esc(bare), "", 200)
+	}
+	m.expect("POST", "/api/users/bulk-delete", `{"users":["`+bare+`","`+other+`"]}`, 204)
+	m.expectNotFound("GET", "/api/users/"+esc(bare))
+	m.expectNotFound("GET", "/api/users/"+esc(other))
+}

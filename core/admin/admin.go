@@ -133,6 +133,11 @@ func routes(a *api) *router {
 	a.routeCluster(mux)
 	a.routeQuorum(mux)
 	a.routeDefinitions(mux)
+	a.handle(mux, "GET /api/extensions", management, func(*call) (any, error) { return []any{}, nil }) // no UI extensions
+	// The login page asks it before anyone has logged in: no OAuth here.
+	mux.Handle("GET /api/auth", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"enable_uaa": false, "uaa_client_id": "", "uaa_location": ""})
+	}))
 	mux.Handle("GET /metrics", metricsHandler(a.b))
 	mux.Handle("GET /", webui.Handler())                            // the web UI's page
 	mux.Handle("GET "+webui.AssetPrefix+"{asset}", webui.Handler()) // and its files

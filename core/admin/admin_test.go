@@ -227,11 +227,12 @@ func TestForgeableRequestsAreRefused(t *testing.T) {
 			header: map[string]string{"Origin": "null"}}, http.StatusForbidden},
 		{"form POST, no Origin (old browser)", request{method: "POST", path: "/api/plugins/" + plugin + "/enable",
 			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusUnsupportedMediaType},
-		{"text/plain body", request{method: "PUT", path: "/api/users/mallory", body: user,
-			header: map[string]string{"Content-Type": "text/plain"}}, http.StatusUnsupportedMediaType},
-		{"multipart body", request{method: "PUT", path: "/api/users/mallory", body: user,
-			header: map[string]string{"Content-Type": "multipart/form-data; boundary=x"}}, http.StatusUnsupportedMediaType},
-		{"body without Content-Type", request{method: "PUT", path: "/api/users/mallory", body: user}, http.StatusUnsupportedMediaType},
+		{"text/plain body, same-origin page", request{method: "PUT", path: "/api/users/mallory", body: user,
+			header: map[string]string{"Content-Type": "text/plain", "Sec-Fetch-Site": "same-origin"}}, http.StatusUnsupportedMediaType},
+		{"multipart body with a cookie", request{method: "PUT", path: "/api/users/mallory", body: user,
+			header: map[string]string{"Content-Type": "multipart/form-data; boundary=x", "Cookie": "s=1"}}, http.StatusUnsupportedMediaType},
+		{"form body that is not JSON, no Origin", request{method: "PUT", path: "/api/users/mallory", body: "password=x&tags=administrator",
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, http.StatusUnsupportedMediaType},
 	}
 	for _, f := range forged {
 		f.rq.user, f.rq.password = "guest", "guest"
@@ -262,6 +263,9 @@ func TestForgeableRequestsAreRefused(t *testing.T) {
 		{"JSON body with charset", request{method: "PUT", path: "/api/users/bob", body: user,
 			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}}},
 		{"no body, no Content-Type", request{method: "PUT", path: "/api/vhosts/orders"}},
+		{"curl -d: JSON declared a form, no Origin", request{method: "PUT", path: "/api/users/carol", body: user,
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}},
+		{"JSON body without Content-Type", request{method: "PUT", path: "/api/users/dave", body: user}},
 		{"same origin", request{method: "DELETE", path: "/api/vhosts/orders",
 			header: map[string]string{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}}},
 		{"Origin matching Host", request{method: "PUT", path: "/api/vhosts/orders",

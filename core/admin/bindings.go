@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -171,19 +172,29 @@ func bindAllowed(c *call, v *vhost.VHost, source string, dest exchange.Destinati
 func ownerOf(*vhost.VHost, exchange.Destination) any { return nil }
 
 // findBinding is the binding between the path's ends with the path's
-// properties key.
+// properties key. The key is compared unquoted, as RabbitMQ 3.10.8
+// compares it, so a client may send the properties key ("a.%2A") or the
+// plain routing key ("a.*"; rabbit-hole's DeleteBinding does).
 func findBinding(c *call, kind exchange.DestKind) (*vhost.VHost, bindingJSON, error) {
 	v, err := c.vhost()
 	if err != nil {
 		return nil, bindingJSON{}, err
 	}
-	props := c.path("props")
+	props := unquoteProps(c.path("props"))
 	for _, b := range between(c, v, kind) {
-		if b.PropertiesKey == props {
+		if unquoteProps(b.PropertiesKey) == props {
 			return v, b, nil
 		}
 	}
 	return nil, bindingJSON{}, errNotFound
+}
+
+// unquoteProps undoes quotePlus; what does not unquote stays as it is.
+func unquoteProps(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
 }
 
 func (a *api) binding(c *call, kind exchange.DestKind) (any, error) {

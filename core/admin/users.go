@@ -11,6 +11,8 @@ import (
 func (a *api) routeUsers(mux *router) {
 	a.handle(mux, "GET /api/whoami", management, a.whoami)
 	a.handle(mux, "GET /api/users", administrator, a.users)
+	a.handle(mux, "GET /api/users/without-permissions", administrator, a.usersWithoutPermissions)
+	a.handle(mux, "POST /api/users/bulk-delete", administrator, a.bulkDeleteUsers)
 	a.handle(mux, "GET /api/users/{user}", administrator, a.user)
 	a.handle(mux, "PUT /api/users/{user}", administrator, a.putUser)
 	a.handle(mux, "DELETE /api/users/{user}", administrator, a.deleteUser)
@@ -66,6 +68,48 @@ func (a *api) users(c *call) (any, error) {
 		out = append(out, userView(u))
 	}
 	return list(out, p, userLister, same)
+}
+
+// usersWithoutPermissions lists the users with a permission in no vhost.
+func (a *api) usersWithoutPermissions(c *call) (any, error) {
+	with := map[string]bool{}
+	for _, p := range a.b.Users().Permissions() {
+		with[p.User] = true
+	}
+	out := []userJSON{}
+	for _, u := range a.b.Users().Users() {
+		if !with[u.Name] {
+			out = append(out, userView(u))
+		}
+	}
+	return out, nil
+}
+
+// bulkDeleteUsers deletes the users of {"users": [...]}. Unlike RabbitMQ
+// 3.10.8, which deletes up to the first name it does not know and then
+// answers 400, it checks every name first: a refused request deletes
+// nobody.
+func (a *api) bulkDeleteUsers(c *call) (any, error) {
+	var body struct {
+		Users []string `json:"users"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if err := keysPresent(field{"users", body.Users != nil}); err != nil {
+		return nil, err
+	}
+	for _, name := range body.Users {
+		if _, ok := a.findUser(name); !ok {
+			return nil, badRequest("no_such_user %s", name)
+		}
+	}
+	for _, name := range body.Users {
+		if err := a.b.DeleteUser(name); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 func (a *api) user(c *call) (any, error) {
