@@ -159,9 +159,11 @@ func (a *api) putClusterName(c *call) (any, error) {
 }
 
 // nodeJSON is the one node, with the figures RabbitMQ's /api/nodes has
-// that Warren has too. proc_used and proc_total count goroutines (Erlang
-// processes' counterpart), with no limit; sockets_used counts AMQP
-// connections.
+// that Warren has too. proc_used counts goroutines (Erlang processes'
+// counterpart), which have no limit: proc_total is RabbitMQ's default
+// process limit (procTotal), so the ratio monitoring checks compute
+// (Debian's check_rabbitmq_server) reads as on a RabbitMQ node.
+// sockets_used counts AMQP connections.
 type nodeJSON struct {
 	Name                   string   `json:"name"`
 	Type                   string   `json:"type"`
@@ -192,6 +194,10 @@ type nodeJSON struct {
 	GoVersion              string   `json:"go_version"`
 }
 
+// procTotal is the Erlang VM's default process limit (+P), RabbitMQ's
+// proc_total unless an operator raised it.
+const procTotal = 1048576
+
 func (a *api) nodeView() nodeJSON { return a.nodeViewOf(a.b.NodeName(), a.b.Figures()) }
 
 // nodeViewOf renders a node's figures, this node's or another member's.
@@ -205,7 +211,7 @@ func (a *api) nodeViewOf(name string, f broker.NodeFigures) nodeJSON {
 		Processors: f.Processors, MemUsed: f.MemUsed, MemLimit: f.MemLimit, MemAlarm: f.MemAlarm,
 		MemCalculationStrategy: "rss", DiskFree: f.DiskFree, DiskFreeLimit: f.DiskFreeLimit, DiskFreeAlarm: f.DiskAlarm,
 		FDUsed: f.FDUsed, FDTotal: f.FDTotal, SocketsUsed: f.Sockets, SocketsTotal: socketsTotal,
-		ProcUsed: f.Goroutines, ProcTotal: f.Goroutines, RunQueue: 0, RatesMode: "basic",
+		ProcUsed: f.Goroutines, ProcTotal: procTotal, RunQueue: 0, RatesMode: "basic",
 		Partitions: []string{}, EnabledPlugins: f.EnabledPlugins, ExchangeTypes: a.exchangeTypes(), GoVersion: runtime.Version(),
 	}
 }
