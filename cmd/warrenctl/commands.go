@@ -122,6 +122,26 @@ var commands = map[string]command{
 			h := http.Header{"X-Reason": {args[1]}}
 			return c.request("DELETE", "/api/connections/"+url.PathEscape(args[0]), nil, nil, h)
 		}},
+	"close_all_connections": {form: "close_all_connections [-p VHOST] REASON", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			var conns []struct {
+				Name  string `json:"name"`
+				VHost string `json:"vhost"`
+			}
+			if err := c.get("/api/connections", &conns); err != nil {
+				return err
+			}
+			h := http.Header{"X-Reason": {args[0]}}
+			for _, cn := range conns {
+				if o.vhostSet && cn.VHost != o.vhost {
+					continue
+				}
+				if err := c.request("DELETE", "/api/connections/"+url.PathEscape(cn.Name), nil, nil, h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	"purge_queue": {form: "purge_queue [-p VHOST] NAME", min: 1, max: 1,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/contents", nil)
@@ -177,6 +197,30 @@ var commands = map[string]command{
 	"set_user_tags": {form: "set_user_tags NAME [TAG...]", min: 1, max: -1, run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return c.do("PUT", "/api/users/"+url.PathEscape(args[0]), map[string]any{"tags": append([]string{}, args[1:]...)})
 	}},
+	"change_password": {form: "change_password NAME PASSWORD", min: 2, max: 2, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		var u struct {
+			Tags []string `json:"tags"`
+		}
+		if err := c.get("/api/users/"+url.PathEscape(args[0]), &u); err != nil {
+			return err
+		}
+		return c.do("PUT", "/api/users/"+url.PathEscape(args[0]), map[string]any{"password": args[1], "tags": append([]string{}, u.Tags...)})
+	}},
+	"authenticate_user": {form: "authenticate_user NAME PASSWORD", min: 2, max: 2, run: func(c *client, o *opts, out io.Writer, args []string) error {
+		as := *c
+		as.user, as.password = args[0], args[1]
+		if err := as.get("/api/whoami", nil); err != nil {
+			return fmt.Errorf("Error: failed to authenticate user %q: %v", args[0], err)
+		}
+		if !o.quiet && !o.silent {
+			fmt.Fprintf(out, "Success\n")
+		}
+		return nil
+	}},
+	"list_user_permissions": {form: "list_user_permissions NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return table("/api/users/"+url.PathEscape(args[0])+"/permissions", "vhost", "configure", "write", "read")(c, o, out, args)
+		}},
 	"delete_user": {form: "delete_user NAME", min: 1, max: 1, run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return c.do("DELETE", "/api/users/"+url.PathEscape(args[0]), nil)
 	}},

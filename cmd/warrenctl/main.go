@@ -41,13 +41,15 @@ Listings (columns optional, as rabbitmqctl's):
   list_bindings [-p VHOST] [COLUMN...]     list_connections [COLUMN...]
   list_channels [COLUMN...]                list_consumers [-p VHOST] [COLUMN...]
 Objects:
-  close_connection NAME REASON
+  close_connection NAME REASON | close_all_connections [-p VHOST] REASON
   purge_queue [-p VHOST] NAME
   delete_queue [-p VHOST] NAME [--if-empty] [--if-unused]
   delete_exchange [-p VHOST] NAME
 Access:
   list_vhosts | add_vhost NAME | delete_vhost NAME
   list_users | add_user NAME PASSWORD | delete_user NAME
+  change_password NAME PASSWORD | authenticate_user NAME PASSWORD
+  list_user_permissions NAME
   set_user_tags NAME [TAG...]
   list_permissions
   set_permissions [-p VHOST] USER CONFIGURE WRITE READ
@@ -91,6 +93,7 @@ func main() {
 // opts are the parsed flags; args the positional arguments.
 type opts struct {
 	url, user, password, vhost, applyTo string
+	vhostSet                            bool // -p was given
 	vhostPattern, queuePattern          string
 	formatter                           string // table or json
 	priority                            int
@@ -163,7 +166,7 @@ func parse(argv []string) (*opts, error) {
 		case "password":
 			o.password = value
 		case "p", "vhost":
-			o.vhost = value
+			o.vhost, o.vhostSet = value, true
 		case "apply-to":
 			o.applyTo = value
 		case "vhost-pattern":

@@ -711,3 +711,70 @@ func TestUserLimitVerbs(t *testing.T) {
 		t.Fatalf("limits %v after clearing all", u.Limits)
 	}
 }
+
+// change_password keeps the user's tags; authenticate_user checks a
+// password; list_user_permissions lists a user's; close_all_connections
+// closes a vhost's connections, or all.
+func TestUserAndConnectionVerbs(t *testing.T) {
+	b, url := newBroker(t)
+	for _, s := range [][]string{
+		{"add_user", "ann", "old"},
+		{"set_user_tags", "ann", "monitoring"},
+		{"change_password", "ann", "new"},
+		{"set_permissions", "ann", ".*", "^w", "^r"},
+	} {
+		if _, err := ctl(t, url, s...); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+	}
+	if u, _ := b.Users().User("ann"); !u.HasTag("monitoring") {
+		t.Fatal("change_password dropped the tags")
+	}
+	if out, err := ctl(t, url, "authenticate_user", "ann", "new"); err != nil || !strings.Contains(out, "Success") {
+		t.Fatalf("authenticate_user with the new password: %v %s", err, out)
+	}
+	if _, err := ctl(t, url, "authenticate_user", "ann", "old"); err == nil {
+		t.Fatal("the old password authenticated")
+	}
+	if out, err := ctl(t, url, "list_user_permissions", "ann"); err != nil || !strings.Contains(out, "^w") {
+		t.Fatalf("list_user_permissions: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "close_all_connections", "maintenance"); err != nil {
+		t.Fatalf("close_all_connections with none open: %v", err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl(t, url, "add_vhost", "other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctl(t, url, "set_permissions", "-p", "other", "guest", ".*", ".*", ".*"); err != nil {
+		t.Fatal(err)
+	}
+	var closed []chan *amqp.Error
+	for _, vh := range []string{"", "other"} {
+		c, err := amqp.Dial("amqp://guest:guest@" + b.Addr().String() + "/" + vh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		closed = append(closed, c.NotifyClose(make(chan *amqp.Error, 1)))
+	}
+	poll.Until(t, 10*time.Second, "two connections listed", func() bool { return len(b.Server().Connections()) == 2 })
+	if _, err := ctl(t, url, "close_all_connections", "-p", "other", "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-closed[1]; e == nil || !strings.Contains(e.Reason, "maintenance") {
+		t.Fatalf("the other vhost's connection closed with %v", e)
+	}
+	poll.Until(t, 10*time.Second, "the other vhost's connection gone", func() bool { return len(b.Server().Connections()) == 1 })
+	if len(closed[0]) != 0 || b.Server().Connections()[0].VHost != "/" {
+		t.Fatal("close_all_connections -p other closed a connection of another vhost")
+	}
+	if _, err := ctl(t, url, "close_all_connections", "bye"); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-closed[0]; e == nil || !strings.Contains(e.Reason, "bye") {
+		t.Fatalf("the last connection closed with %v", e)
+	}
+}
