@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,4 +250,36 @@ func TestMgmtAlarmHealthCheckFails(t *testing.T) {
 	m.expect("GET", "/api/health/checks/alarms", "", 200)
 	m.expect("DELETE", "/api/vhosts/"+m.v(), "", 204)
 	m.expectNotFound("GET", "/api/vhosts/"+m.v())
+}
+
+// A vhost's description and tags are what its last PUT said (what a PUT
+// leaves out is cleared), as RabbitMQ 3.10.8 keeps them.
+func TestMgmtVHostMetadata(t *testing.T) {
+	m := startMgmt(t)
+	name := uniq(t, "meta")
+	t.Cleanup(func() { m.call("DELETE", "/api/vhosts/"+esc(name), "") })
+	type vh struct {
+		Description string
+		Tags        []string
+		Metadata    struct {
+			Description string
+			Tags        []string
+		}
+	}
+	for _, c := range []struct {
+		body, desc string
+		tags       []string
+		status     int
+	}{
+		{`{"description":"first","tags":"a,b"}`, "first", []string{"a", "b"}, 201},
+		{`{"description":"second"}`, "second", []string{}, 204},
+		{`{"tags":["x"]}`, "", []string{"x"}, 204},
+	} {
+		m.expect("PUT", "/api/vhosts/"+esc(name), c.body, c.status)
+		var got vh
+		m.expect("GET", "/api/vhosts/"+esc(name), "", 200).json(t, &got)
+		if got.Description != c.desc || !slices.Equal(got.Tags, c.tags) || got.Metadata.Description != c.desc || !slices.Equal(got.Metadata.Tags, c.tags) {
+			t.Errorf("after %s: %+v, want %q %v", c.body, got, c.desc, c.tags)
+		}
+	}
 }

@@ -1,6 +1,9 @@
 package admin
 
 import (
+	"encoding/json"
+	"slices"
+
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 )
@@ -42,15 +45,19 @@ func (a *api) vhostView(v *vhost.VHost, node string) vhostJSON {
 		t.Unacked += int64(q.Unacked)
 	}
 	t.Messages = t.Ready + t.Unacked
-	desc := ""
-	if v.Name == a.b.Config().Defaults.VHost {
-		desc = "Default virtual host"
+	m := v.Metadata()
+	desc, tags := m.Description, m.Tags
+	if desc == "" && tags == nil && v.Name == a.b.Config().Defaults.VHost {
+		desc = "Default virtual host" // as RabbitMQ makes it
+	}
+	if tags == nil {
+		tags = []string{}
 	}
 	return vhostJSON{
 		ClusterState: map[string]string{node: "running"}, Description: desc,
 		MessageStats: orEmpty(messageStats(v.Counters.Values(), v.Counters.Rates())),
-		Metadata:     map[string]any{"description": desc, "tags": []string{}},
-		Name:         v.Name, Tags: []string{}, DefaultQueueType: "undefined",
+		Metadata:     map[string]any{"description": desc, "tags": tags},
+		Name:         v.Name, Tags: tags, DefaultQueueType: "undefined",
 		queueCounts: queueCounts{Messages: t.Messages, MessagesReady: t.Ready, MessagesUnacknowledged: t.Unacked},
 	}
 }
@@ -84,16 +91,31 @@ func (a *api) vhostOne(c *call) (any, error) {
 
 func (a *api) putVHost(c *call) (any, error) {
 	var body struct {
-		Description string `json:"description"`
-		Tags        any    `json:"tags"`
+		Description string          `json:"description"`
+		Tags        json.RawMessage `json:"tags"`
 	}
 	if err := decode(c.r, &body); err != nil {
 		return nil, err
 	}
+	var tags []string
+	if len(body.Tags) > 0 && string(body.Tags) != "null" {
+		var err error
+		if tags, err = parseTags(body.Tags); err != nil {
+			return nil, err
+		}
+	}
 	name := c.path("vhost")
 	_, existed := a.b.VHost(name)
-	if _, err := a.b.AddVHost(name); err != nil {
+	v, err := a.b.AddVHost(name)
+	if err != nil {
 		return nil, err
+	}
+	// A PUT says the whole metadata, as RabbitMQ reads it: what it leaves
+	// out is cleared.
+	if m := v.Metadata(); m.Description != body.Description || !slices.Equal(m.Tags, tags) {
+		if err := a.b.SetVHostMetadata(name, vhost.Metadata{Description: body.Description, Tags: tags}); err != nil {
+			return nil, err
+		}
 	}
 	if !existed {
 		// RabbitMQ grants the user who creates a vhost through the API

@@ -199,10 +199,34 @@ func (b *Broker) applySetVHostLimits(name string, l vhost.Limits) error {
 	if !ok {
 		return reply.NotFound("no vhost '%s'", name)
 	}
-	if err := b.store.PutMeta(storage.KindVHost, "", name, vhostRecord{Limits: l}.Table()); err != nil {
+	rec := vhostRecordOf(v)
+	rec.Limits = l
+	if err := b.store.PutMeta(storage.KindVHost, "", name, rec.Table()); err != nil {
 		return reply.Internal("could not store the limits of vhost '%s': %v", name, err)
 	}
 	v.SetLimits(l)
+	return nil
+}
+
+// SetVHostMetadata replaces a vhost's description and tags.
+func (b *Broker) SetVHostMetadata(name string, m vhost.Metadata) error {
+	if _, ok := b.VHost(name); !ok {
+		return reply.NotFound("no vhost '%s'", name)
+	}
+	return b.change(setVHostMetadata{VHost: name, Description: m.Description, Tags: m.Tags})
+}
+
+func (b *Broker) applySetVHostMetadata(name string, m vhost.Metadata) error {
+	v, ok := b.VHost(name)
+	if !ok {
+		return reply.NotFound("no vhost '%s'", name)
+	}
+	rec := vhostRecordOf(v)
+	rec.Description, rec.Tags = m.Description, m.Tags
+	if err := b.store.PutMeta(storage.KindVHost, "", name, rec.Table()); err != nil {
+		return reply.Internal("could not store the metadata of vhost '%s': %v", name, err)
+	}
+	v.SetMetadata(m)
 	return nil
 }
 

@@ -237,6 +237,7 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		src.SetPermission("v", "kept", ".*", "^w", ".*"),
 		src.SetTopicPermission("v", "kept", "amq.topic", "^w", ""),
 		src.SetVHostLimits("v", vhost.Limits{"max-connections": 9}),
+		src.SetVHostMetadata("v", vhost.Metadata{Description: "kept", Tags: []string{"t"}}),
 		src.SetPolicy("v", "p", ".*", policy.All, 3, protocol.Table{"message-ttl": int64(1000)}),
 		src.SetClusterName("snap"),
 		dst.PutUser("dropped", &pw, nil),
@@ -264,6 +265,9 @@ func TestMetaSnapshotRestore(t *testing.T) {
 	b, _ := json.Marshal(dst.ExportDefinitions())
 	if string(a) != string(b) {
 		t.Fatalf("after restoring, definitions differ:\nsource: %s\nrestored: %s", a, b)
+	}
+	if v, ok := dst.VHost("v"); !ok || v.Metadata().Description != "kept" || v.Limits()["max-connections"] != 9 {
+		t.Fatalf("after restoring, vhost v: %+v", v)
 	}
 }
 

@@ -114,6 +114,9 @@ func (b *Broker) restore(start time.Time) error {
 		}
 		if v, ok := b.VHost(vr.Name); ok {
 			v.SetLimits(rec.Limits)
+			if rec.Description != "" || len(rec.Tags) > 0 {
+				v.SetMetadata(vhost.Metadata{Description: rec.Description, Tags: rec.Tags})
+			}
 		}
 	}
 	held, err := b.restoreHeld()

@@ -171,16 +171,29 @@ func readTopicPermissionsRecord(t protocol.Table) (topicPermissionsRecord, error
 }
 
 // vhostRecord is a stored vhost (storage.KindVHost, keyed by name): its
-// limits ("limits", absent from records of releases before them and of
-// vhosts without any).
+// limits ("limits") and metadata ("description", "tags"), each absent
+// from records of releases before them and of vhosts without any.
 type vhostRecord struct {
-	Limits vhost.Limits
+	Limits      vhost.Limits
+	Description string
+	Tags        []string
+}
+
+func vhostRecordOf(v *vhost.VHost) vhostRecord {
+	m := v.Metadata()
+	return vhostRecord{Limits: v.Limits(), Description: m.Description, Tags: m.Tags}
 }
 
 func (r vhostRecord) Table() protocol.Table {
 	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
 	if len(r.Limits) > 0 {
 		t["limits"] = limitsTable(r.Limits)
+	}
+	if r.Description != "" {
+		t["description"] = r.Description
+	}
+	if len(r.Tags) > 0 {
+		t["tags"] = tablerec.StringList(r.Tags)
 	}
 	return t
 }
@@ -190,7 +203,7 @@ func readVHostRecord(t protocol.Table) (vhostRecord, error) {
 }
 
 func readVHost(r *tablerec.Reader) vhostRecord {
-	var rec vhostRecord
+	rec := vhostRecord{Description: r.StringOr("description", ""), Tags: r.Strings("tags")}
 	if lt := r.Table("limits"); lt != nil {
 		rec.Limits = readLimits(r, "limits", lt)
 	}
@@ -290,6 +303,11 @@ type (
 		VHost  string
 		Limits vhost.Limits
 	}
+	// setVHostMetadata replaces a vhost's description and tags.
+	setVHostMetadata struct {
+		VHost, Description string
+		Tags               []string
+	}
 	deleteVHost struct{ Name string }
 	setPolicy   struct {
 		VHost, Name, Pattern string
@@ -321,6 +339,7 @@ func (setTopicPermission) op() string   { return opSetTopicPermission }
 func (clearTopicPermission) op() string { return opClearTopicPermission }
 func (addVHost) op() string             { return opAddVHost }
 func (setVHostLimits) op() string       { return opSetVHostLimits }
+func (setVHostMetadata) op() string     { return opSetVHostMetadata }
 func (deleteVHost) op() string          { return opDeleteVHost }
 func (setPolicy) op() string            { return opSetPolicy }
 func (clearPolicy) op() string          { return opClearPolicy }
@@ -358,6 +377,8 @@ func changeTable(c definitionsChange) protocol.Table {
 		t["name"] = c.Name
 	case setVHostLimits:
 		t["vhost"], t["limits"] = c.VHost, limitsTable(c.Limits)
+	case setVHostMetadata:
+		t["vhost"], t["description"], t["tags"] = c.VHost, c.Description, tablerec.StringList(c.Tags)
 	case deleteVHost:
 		t["name"] = c.Name
 	case setPolicy:
@@ -408,6 +429,8 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = clearTopicPermission{VHost: r.String("vhost"), User: r.String("user"), Exchange: r.String("exchange")}
 	case opAddVHost:
 		c = addVHost{Name: r.String("name")}
+	case opSetVHostMetadata:
+		c = setVHostMetadata{VHost: r.String("vhost"), Description: r.String("description"), Tags: r.Strings("tags")}
 	case opSetVHostLimits:
 		c = setVHostLimits{VHost: r.String("vhost"), Limits: readLimits(r, "limits", r.Table("limits"))}
 	case opDeleteVHost:
@@ -444,8 +467,10 @@ type metaSnapshot struct {
 	// TopicPermissions ("topic_permissions") are absent from snapshots
 	// of releases before them: none.
 	TopicPermissions []topicPermissionRecord
-	// VHostLimits ("vhost_limits") are those of the vhosts that have any.
+	// VHostLimits ("vhost_limits") are those of the vhosts that have any;
+	// VHostMeta ("vhost_metadata") likewise.
 	VHostLimits map[string]vhost.Limits
+	VHostMeta   map[string]vhost.Metadata
 	VHosts      []string
 	Policies    []setPolicy
 	Topology    map[string]protocol.Table
@@ -485,6 +510,13 @@ func (s metaSnapshot) Table() protocol.Table {
 		}
 		t["vhost_limits"] = lt
 	}
+	if len(s.VHostMeta) > 0 {
+		mt := protocol.Table{}
+		for vh, m := range s.VHostMeta {
+			mt[vh] = protocol.Table{"description": m.Description, "tags": tablerec.StringList(m.Tags)}
+		}
+		t["vhost_metadata"] = mt
+	}
 	return t
 }
 
@@ -496,6 +528,23 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 	var topicPerms []protocol.Table
 	if _, ok := t["topic_permissions"]; ok {
 		topicPerms = r.Tables("topic_permissions")
+	}
+	for vh, x := range r.Table("vhost_metadata") {
+		mt, ok := x.(protocol.Table)
+		if !ok {
+			r.Fail("vhost_metadata."+vh, "a table", x)
+			break
+		}
+		mr := tablerec.Open("metadata of vhost "+vh, mt, recordVersion)
+		m := vhost.Metadata{Description: mr.StringOr("description", ""), Tags: mr.Strings("tags")}
+		if err := mr.Err(); err != nil {
+			r.Fail("vhost_metadata."+vh, "a description and tags", x)
+			break
+		}
+		if s.VHostMeta == nil {
+			s.VHostMeta = map[string]vhost.Metadata{}
+		}
+		s.VHostMeta[vh] = m
 	}
 	for vh, x := range r.Table("vhost_limits") {
 		lt, ok := x.(protocol.Table)

@@ -37,6 +37,7 @@ func someChanges() []definitionsChange {
 		addVHost{Name: "v"},
 		setVHostLimits{VHost: "v", Limits: vhost.Limits{"max-queues": 10, "max-connections": -1}},
 		setVHostLimits{VHost: "v", Limits: vhost.Limits{}},
+		setVHostMetadata{VHost: "v", Description: "d", Tags: []string{"a", "b"}},
 		deleteVHost{Name: "v"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Priority: 7, Definition: protocol.Table{"max-length": int64(9)}},
 		clearPolicy{VHost: "/", Name: "p"},
@@ -70,7 +71,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got, err := readPermissionRecord(throughBytes(t, p.Table())); err != nil || got != p {
 		t.Fatalf("permission %#v (%v)", got, err)
 	}
-	vr := vhostRecord{Limits: vhost.Limits{"max-connections": 3}}
+	vr := vhostRecord{Limits: vhost.Limits{"max-connections": 3}, Description: "d", Tags: []string{"t"}}
 	if got, err := readVHostRecord(throughBytes(t, vr.Table())); err != nil || !reflect.DeepEqual(got, vr) {
 		t.Fatalf("vhost %#v (%v)", got, err)
 	}
@@ -93,6 +94,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		Permissions:      []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
 		TopicPermissions: []topicPermissionRecord{{VHost: "/", User: "guest", Exchange: "amq.topic", Write: "^a", Read: ".*"}},
 		VHostLimits:      map[string]vhost.Limits{"v": {"max-queues": 7}},
+		VHostMeta:        map[string]vhost.Metadata{"v": {Description: "d", Tags: []string{"x"}}},
 		VHosts:           []string{"/", "v"},
 		Policies:         []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}}},
 		Topology:         map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},

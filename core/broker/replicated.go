@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
@@ -49,6 +50,7 @@ const (
 	opClearTopicPermission = "clear_topic_permission"
 	opAddVHost             = "add_vhost"
 	opSetVHostLimits       = "set_vhost_limits"
+	opSetVHostMetadata     = "set_vhost_metadata"
 	opDeleteVHost          = "delete_vhost"
 	opSetPolicy            = "set_policy"
 	opClearPolicy          = "clear_policy"
@@ -126,6 +128,8 @@ func (b *Broker) carryOut(c definitionsChange) error {
 		return err
 	case setVHostLimits:
 		return b.applySetVHostLimits(c.VHost, c.Limits)
+	case setVHostMetadata:
+		return b.applySetVHostMetadata(c.VHost, vhost.Metadata{Description: c.Description, Tags: c.Tags})
 	case deleteVHost:
 		return b.applyDeleteVHost(c.Name)
 	case setPolicy:
@@ -225,6 +229,12 @@ func (m metaState) Snapshot() ([]byte, error) {
 				}
 				snap.VHostLimits[name] = l
 			}
+			if m := v.Metadata(); m.Description != "" || len(m.Tags) > 0 {
+				if snap.VHostMeta == nil {
+					snap.VHostMeta = map[string]vhost.Metadata{}
+				}
+				snap.VHostMeta[name] = m
+			}
 		}
 	}
 	return protocol.AppendTable(nil, snap.Table())
@@ -263,8 +273,17 @@ func (m metaState) Restore(index uint64, data []byte) error {
 		}
 	}
 	for _, name := range snap.VHosts {
-		if v, ok := b.VHost(name); ok && !maps.Equal(v.Limits(), snap.VHostLimits[name]) {
+		v, ok := b.VHost(name)
+		if !ok {
+			continue
+		}
+		if !maps.Equal(v.Limits(), snap.VHostLimits[name]) {
 			if err := b.applySetVHostLimits(name, snap.VHostLimits[name]); err != nil {
+				return err
+			}
+		}
+		if m := v.Metadata(); m.Description != snap.VHostMeta[name].Description || !slices.Equal(m.Tags, snap.VHostMeta[name].Tags) {
+			if err := b.applySetVHostMetadata(name, snap.VHostMeta[name]); err != nil {
 				return err
 			}
 		}

@@ -84,6 +84,9 @@ func TestVHostLimitsAreStored(t *testing.T) {
 	if err := b.SetVHostLimits("nowhere", vhost.Limits{"max-queues": 3}); err == nil {
 		t.Fatal("limits of a vhost that does not exist")
 	}
+	if err := b.SetVHostMetadata("v", vhost.Metadata{Description: "staging", Tags: []string{"eu"}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.SetVHostLimits("/", vhost.Limits{"max-queues": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +100,9 @@ func TestVHostLimitsAreStored(t *testing.T) {
 	v, _ := b.VHost("v")
 	if l := v.Limits(); len(l) != 2 || l["max-queues"] != 3 || l["max-connections"] != 0 {
 		t.Fatalf("after a restart: %v", l)
+	}
+	if m := v.Metadata(); m.Description != "staging" || len(m.Tags) != 1 || m.Tags[0] != "eu" {
+		t.Fatalf("metadata after a restart: %+v (the limits, set before it, must not have dropped it)", m)
 	}
 	root, _ := b.VHost("/")
 	if l := root.Limits(); l != nil {

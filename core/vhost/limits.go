@@ -7,6 +7,8 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 )
 
+// A vhost's limits and metadata, as an operator sets them.
+//
 // A vhost's limits are RabbitMQ's vhost-limits parameter: at most
 // max-connections connections open to it (counted by the connection
 // layer, which asks Limit) and max-queues queues in it (refused at a new
@@ -72,4 +74,25 @@ func (v *VHost) checkQueueLimit(name string) error {
 		return reply.PreconditionFailed("cannot declare queue '%s': queue limit in vhost '%s' (%d) is reached", name, v.Name, max)
 	}
 	return nil
+}
+
+// Metadata is what an operator says of a vhost: a description and tags
+// (RabbitMQ's vhost metadata), shown by the management API.
+type Metadata struct {
+	Description string
+	Tags        []string
+}
+
+// SetMetadata replaces the vhost's metadata.
+func (v *VHost) SetMetadata(m Metadata) {
+	m.Tags = slices.Clone(m.Tags)
+	v.meta.Store(&m)
+}
+
+// Metadata is the vhost's metadata; the zero value when none was set.
+func (v *VHost) Metadata() Metadata {
+	if m := v.meta.Load(); m != nil {
+		return Metadata{Description: m.Description, Tags: slices.Clone(m.Tags)}
+	}
+	return Metadata{}
 }

@@ -81,6 +81,7 @@ type VHost struct {
 	closed   atomic.Bool
 	cluster  Cluster                // nil on a node of its own; see cluster.go
 	limits   atomic.Pointer[Limits] // limits.go; nil: none
+	meta     atomic.Pointer[Metadata]
 
 	// Counters are the vhost's message statistics: what its channels count
 	// (the connection layer adds to both) and its queues' dead letters.
