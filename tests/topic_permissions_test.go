@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -71,6 +72,9 @@ func TestTopicPermissions(t *testing.T) {
 			}
 			return e
 		case <-dc.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+			t.Fatalf("publish with key %q: neither confirmed nor refused in 10s", key)
 			return nil
 		}
 	}
@@ -172,6 +176,8 @@ func TestTopicPermissionEmptyExpression(t *testing.T) {
 				t.Errorf("key %q published", c2.key)
 			}
 			ch.Close()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("key %q: neither confirmed nor refused in 10s", c2.key)
 		}
 	}
 }

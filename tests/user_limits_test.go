@@ -3,8 +3,10 @@ package tests
 import (
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // User limits set through the management API: max-connections refuses the
@@ -47,7 +49,7 @@ func TestUserLimits(t *testing.T) {
 		t.Error("a third channel opened")
 	}
 	want := "NOT_ALLOWED - number of channels opened for user '" + user + "' has reached the maximum allowed user limit of (2)"
-	if e := <-closed; e == nil || e.Code != 530 || e.Reason != want {
+	if e := poll.Receive(t, 10*time.Second, "the connection closed", closed); e == nil || e.Code != 530 || e.Reason != want {
 		t.Errorf("a channel over the limit closed the connection with %v, want 530 %q", e, want)
 	}
 

@@ -764,7 +764,7 @@ func TestUserAndConnectionVerbs(t *testing.T) {
 	if _, err := ctl(t, url, "close_all_connections", "-p", "other", "maintenance"); err != nil {
 		t.Fatal(err)
 	}
-	if e := <-closed[1]; e == nil || !strings.Contains(e.Reason, "maintenance") {
+	if e := poll.Receive(t, 10*time.Second, "the other vhost's connection closed", closed[1]); e == nil || !strings.Contains(e.Reason, "maintenance") {
 		t.Fatalf("the other vhost's connection closed with %v", e)
 	}
 	poll.Until(t, 10*time.Second, "the other vhost's connection gone", func() bool { return len(b.Server().Connections()) == 1 })
@@ -774,7 +774,7 @@ func TestUserAndConnectionVerbs(t *testing.T) {
 	if _, err := ctl(t, url, "close_all_connections", "bye"); err != nil {
 		t.Fatal(err)
 	}
-	if e := <-closed[0]; e == nil || !strings.Contains(e.Reason, "bye") {
+	if e := poll.Receive(t, 10*time.Second, "the last connection closed", closed[0]); e == nil || !strings.Contains(e.Reason, "bye") {
 		t.Fatalf("the last connection closed with %v", e)
 	}
 }

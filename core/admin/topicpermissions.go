@@ -43,15 +43,8 @@ func topicPermissionView(p auth.TopicPermissionEntry) topicPermissionJSON {
 // vhost's (404 for a user or vhost that does not exist).
 func (a *api) topicPermissions(c *call) (any, error) {
 	user, vhostName := c.path("user"), c.path("vhost")
-	if user != "" {
-		if _, ok := a.findUser(user); !ok {
-			return nil, errNotFound
-		}
-	}
-	if vhostName != "" {
-		if _, ok := a.findVHost(vhostName); !ok {
-			return nil, errNotFound
-		}
+	if !a.pathNamesExist(user, vhostName) {
+		return nil, errNotFound
 	}
 	return a.topicPermissionsWhere(vhostName, user), nil
 }

@@ -201,15 +201,8 @@ type permissionJSON struct {
 // permissions lists every permission, or a user's, or a vhost's.
 func (a *api) permissions(c *call) (any, error) {
 	user, vhostName := c.path("user"), c.path("vhost")
-	if user != "" {
-		if _, ok := a.findUser(user); !ok {
-			return nil, errNotFound
-		}
-	}
-	if vhostName != "" {
-		if _, ok := a.findVHost(vhostName); !ok {
-			return nil, errNotFound
-		}
+	if !a.pathNamesExist(user, vhostName) {
+		return nil, errNotFound
 	}
 	out := []permissionJSON{}
 	for _, p := range a.b.Users().Permissions() {
@@ -257,6 +250,21 @@ func (a *api) deletePermission(c *call) (any, error) {
 		return nil, errNotFound
 	}
 	return nil, a.b.ClearPermission(c.path("vhost"), c.path("user"))
+}
+
+// pathNamesExist says whether the user and the vhost a listing's path
+// names exist ("": none named).
+func (a *api) pathNamesExist(user, vhostName string) bool {
+	if user != "" {
+		if _, ok := a.findUser(user); !ok {
+			return false
+		}
+	}
+	if vhostName != "" {
+		_, ok := a.findVHost(vhostName)
+		return ok
+	}
+	return true
 }
 
 // findUser looks a user up; in a cluster a miss looks again once this

@@ -64,11 +64,7 @@ func (c *Conn) channelMethod(id uint16, m protocol.Method) error {
 		if c.channelMax != 0 && len(c.channels) >= int(c.channelMax) {
 			return reply.New(protocol.NotAllowed, "number of channels opened (%d) has reached the negotiated channel_max (%d)", len(c.channels), c.channelMax)
 		}
-		limit, ok := c.userLimit(auth.UserMaxChannels)
-		if !ok {
-			limit = -1
-		}
-		if e := c.srv.openChannel(c.user.Name, limit); e != nil {
+		if e := c.srv.openChannel(c.user.Name, c.userLimit(auth.UserMaxChannels)); e != nil {
 			return e
 		}
 		ch = &channel{c: c, id: id, consumers: make(map[string]*consumer)}

@@ -249,13 +249,20 @@ func (c *Conn) tune(m *protocol.ConnectionTuneOk) error {
 }
 
 // userLimit is the connection's user's named limit as it is now (an
-// operator may set it while the connection runs).
-func (c *Conn) userLimit(name string) (int64, bool) {
-	u, ok := c.srv.Users.User(c.user.Name)
-	if !ok {
-		return 0, false
+// operator may set it while the connection runs); -1 when there is none.
+func (c *Conn) userLimit(name string) int64 {
+	if u, ok := c.srv.Users.User(c.user.Name); ok {
+		return orNone(u.Limit(name))
 	}
-	return u.Limit(name)
+	return -1
+}
+
+// orNone is a limit as the server counts it: -1 when none is set.
+func orNone(limit int64, set bool) int64 {
+	if !set {
+		return -1
+	}
+	return limit
 }
 
 func (c *Conn) open(name string) error {
@@ -267,14 +274,7 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
-	vhostLimit, ok := vh.Limit(vhost.LimitMaxConnections)
-	if !ok {
-		vhostLimit = -1
-	}
-	userLimit, ok := c.userLimit(auth.UserMaxConnections)
-	if !ok {
-		userLimit = -1
-	}
+	vhostLimit, userLimit := orNone(vh.Limit(vhost.LimitMaxConnections)), c.userLimit(auth.UserMaxConnections)
 	if e := c.srv.admit(c, name, c.user.Name, vhostLimit, userLimit); e != nil {
 		return c.refuse(e)
 	}

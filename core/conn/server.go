@@ -185,22 +185,22 @@ func (s *Server) handshakeOver(c *Conn) {
 	}
 }
 
-// admit moves c from the handshake count to the opened count, unless
-// MaxConnections are open already.
 // admit counts c as opened to vh by user unless that is one over the
 // broker's MaxConnections, vh's max-connections (vhostLimit) or the
 // user's (userLimit; -1: none); it says which refused it.
 func (s *Server) admit(c *Conn, vh, user string, vhostLimit, userLimit int64) (refused *reply.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// RabbitMQ's words for a connection over a vhost's limit, which the
+	// broker's own limit uses too.
+	overVHost := func(limit int64) *reply.Error {
+		return reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached", vh, user, limit)
+	}
 	switch {
 	case s.Limits.MaxConnections > 0 && s.opened >= s.Limits.MaxConnections:
-		vhostLimit = int64(s.Limits.MaxConnections)
-		fallthrough
+		return overVHost(int64(s.Limits.MaxConnections))
 	case vhostLimit >= 0 && int64(s.openedIn[vh]) >= vhostLimit:
-		// RabbitMQ's words for a connection over a vhost's limit.
-		return reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s': connection limit (%d) is reached",
-			vh, user, vhostLimit)
+		return overVHost(vhostLimit)
 	case userLimit >= 0 && int64(s.openedBy[user]) >= userLimit:
 		return reply.New(protocol.NotAllowed, "connection refused for user '%s': user connection limit (%d) is reached", user, userLimit)
 	}

@@ -42,3 +42,16 @@ func WithinEvery(within, every time.Duration, cond func() bool) bool {
 	}
 	return true
 }
+
+// Receive waits up to within for a value from ch, and fails t, naming
+// what it waited for, if none comes.
+func Receive[T any](t testing.TB, within time.Duration, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("waited %v for %s; it did not come", within, what)
+		panic("unreachable")
+	}
+}
