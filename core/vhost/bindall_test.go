@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"errors"
@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -22,20 +21,19 @@ type failingStore struct {
 
 var errDiskFull = errors.New("disk full")
 
-func (s *failingStore) PutBinding(vhost string, seq uint64, rec protocol.Table) error {
+func (s *failingStore) PutBinding(vhostName string, seq uint64, rec protocol.Table) error {
 	if rec["routing_key"] == s.failKey {
 		return errDiskFull
 	}
-	return s.Store.PutBinding(vhost, seq, rec)
+	return s.Store.PutBinding(vhostName, seq, rec)
 }
 
 // bindAllVHost is a vhost on a store that fails the binding keyed
 // failKey, with a durable exchange x and durable queues q0..q3.
-func bindAllVHost(t *testing.T, failKey string) (*VHost, *storage.Store) {
+func bindAllVHost(t *testing.T, failKey string) (*vhost.VHost, *storage.Store) {
 	t.Helper()
 	st := memStore(t)
-	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: &failingStore{Store: st, failKey: failKey}})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{Store: &failingStore{Store: st, failKey: failKey}})
 	mustExchange(t, v, "x", "direct", nil)
 	for i := range 4 {
 		mustQueue(t, v, fmt.Sprintf("q%d", i), nil)
@@ -43,17 +41,17 @@ func bindAllVHost(t *testing.T, failKey string) (*VHost, *storage.Store) {
 	return v, st
 }
 
-func bindingList(n int) []Binding {
-	out := make([]Binding, n)
+func bindingList(n int) []vhost.Binding {
+	out := make([]vhost.Binding, n)
 	for i := range out {
-		out[i] = Binding{Source: "x", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: fmt.Sprintf("q%d", i%4)}, Key: fmt.Sprintf("k%d", i)}
+		out[i] = vhost.Binding{Source: "x", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: fmt.Sprintf("q%d", i%4)}, Key: fmt.Sprintf("k%d", i)}
 	}
 	return out
 }
 
 // keysRouted and keysStored are the bindings' keys from x, in memory and
 // in the store, in their order.
-func keysRouted(v *VHost) []string {
+func keysRouted(v *vhost.VHost) []string {
 	var out []string
 	for _, b := range v.Bindings() {
 		if b.Source == "x" {

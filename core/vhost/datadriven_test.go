@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -51,7 +52,7 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
-func runCommand(t *testing.T, v *VHost, d *datadriven.TestData) string {
+func runCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData) string {
 	// name returns the command's i-th argument, a bare word.
 	name := func(i int) string {
 		if i >= len(d.CmdArgs) || d.CmdArgs[i].Vals != nil {
@@ -92,7 +93,7 @@ func runCommand(t *testing.T, v *VHost, d *datadriven.TestData) string {
 				args[arg] = strings.Trim(s, `"`) // dlx="" is the default exchange
 			}
 		}
-		_, _, err := v.DeclareQueue(QueueDef{Name: name(0), Durable: true, Args: args}, false)
+		_, _, err := v.DeclareQueue(vhost.QueueDef{Name: name(0), Durable: true, Args: args}, false)
 		return answer(err)
 	case "bind", "bind-x", "unbind":
 		dest := exchange.Destination{Kind: exchange.ToQueue, Name: name(1)}
@@ -201,7 +202,7 @@ func argOr[T any](t testing.TB, d *datadriven.TestData, key string, def T) T {
 	return def
 }
 
-func publishCommand(t *testing.T, v *VHost, d *datadriven.TestData, exchangeName string) string {
+func publishCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData, exchangeName string) string {
 	x, err := v.Exchange(exchangeName)
 	if err != nil {
 		return err.Error()
@@ -243,7 +244,7 @@ func publishCommand(t *testing.T, v *VHost, d *datadriven.TestData, exchangeName
 	if err != nil {
 		return err.Error()
 	}
-	var r RouteBuffers
+	var r vhost.RouteBuffers
 	out, err := v.Publish(x, m, &r)
 	switch {
 	case err != nil:

@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"fmt"

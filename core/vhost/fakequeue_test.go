@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -114,8 +112,7 @@ func (q *fakeQueue) Enqueue(m *message.Message, done func(error)) {
 func TestAQueueTypeIsOneAdapterAndOneRegistration(t *testing.T) {
 	released := make(chan string, 1)
 	types := vhost.NewQueueTypes(queue.Quorum, fakeType{released: released})
-	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), QueueTypes: types, Logger: zerolog.Nop()})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{QueueTypes: types})
 
 	d, err := v.Declare(vhost.QueueDef{Name: "f", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false)
 	if err != nil || !d.Created || d.Type() != queue.Quorum {

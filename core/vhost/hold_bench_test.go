@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"encoding/binary"
@@ -16,6 +16,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -37,7 +38,8 @@ func BenchmarkHeldMillions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	// Closed after the vhost: cleanups run last registered first.
+	b.Cleanup(func() { st.Close() })
 	if _, err := st.Recover(nil); err != nil {
 		b.Fatal(err)
 	}
@@ -45,13 +47,12 @@ func BenchmarkHeldMillions(b *testing.B) {
 	if err := types.Register(holdType{}); err != nil {
 		b.Fatal(err)
 	}
-	v := New(Config{Name: "/", Types: types, Logger: zerolog.Nop(), Store: st})
-	defer v.Close()
+	v := newVHost(b, vhost.Config{Types: types, Store: st})
 	x, err := v.DeclareExchange(exchange.Definition{Name: "later", Type: "x-test-hold", Durable: true, Args: protocol.Table{"via": "direct"}}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	q, _, err := v.DeclareQueue(QueueDef{Name: "q"}, false)
+	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q"}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 				due := t0.Add(time.Duration(i) * gap)
 				binary.BigEndian.PutUint64(body, uint64(due.UnixNano()))
 				m, _ := message.New("later", "k", protocol.FlagDeliveryMode, props, slices.Clone(body))
-				v.holds.Add(x.Name, x.Durable, m, "direct", time.Until(due))
+				v.Held().Add(x.Name, x.Durable, m, "direct", time.Until(due))
 			}
 		}()
 	}

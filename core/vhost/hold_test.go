@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -71,15 +72,18 @@ func (p *pickyRouter) Route(m *message.Message, r *exchange.Result) error {
 	return p.Router.Route(m, r)
 }
 
-func newHoldVHost(t *testing.T, durable bool) *VHost {
+func newHoldVHost(t *testing.T, durable bool) *vhost.VHost {
 	t.Helper()
-	v := newTestVHost(t, durable)
+	c := vhost.Config{Types: exchange.NewRegistry()}
 	for _, typ := range []exchange.Type{holdType{}, pickyType{}} {
-		if err := v.types.Register(typ); err != nil {
+		if err := c.Types.Register(typ); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return v
+	if durable {
+		c.Store = memStore(t)
+	}
+	return newVHost(t, c)
 }
 
 // heldMsg is a message held for delay ms.
@@ -142,8 +146,7 @@ func TestHoldWindow(t *testing.T) {
 	for _, durable := range []bool{true, false} {
 		t.Run(fmt.Sprintf("persistent=%v", durable), func(t *testing.T) {
 			v := newHoldVHost(t, true)
-			v.holds = hold.New(hold.Config{VHost: v.Name, Store: v.store, Log: &v.log, Release: v.releaseHeld,
-				Capacity: 20, Batch: 4, Lookahead: 20 * time.Millisecond})
+			v.SetHoldWindowForTest(20, 4, 20*time.Millisecond)
 			x := mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
 			q := mustQueue(t, v, "q", nil)
 			mustBind(t, v, "later", "q", "k")
@@ -159,7 +162,7 @@ func TestHoldWindow(t *testing.T) {
 				body := fmt.Sprint(i)
 				m := heldMsg(t, "k", body, 20+d, durable)
 				notBefore[body] = time.Now().Add(time.Duration(20+d) * time.Millisecond)
-				var r RouteBuffers
+				var r vhost.RouteBuffers
 				out, err := v.Publish(x, m, &r)
 				if err != nil || !out.Held {
 					t.Fatalf("publish: %v %+v", err, out)
@@ -187,7 +190,7 @@ func TestHoldWindow(t *testing.T) {
 				t.Errorf("still held: %d %v", v.Held().Len(), v.Held().Counts())
 			}
 			spans := 0
-			_ = v.store.(*storage.Store).HeldSpans(func(storage.HeldSpan, int64) { spans++ })
+			_ = v.Host().Store().(*storage.Store).HeldSpans(func(storage.HeldSpan, int64) { spans++ })
 			if spans != 0 {
 				t.Errorf("the delay store still holds %d spans", spans)
 			}
@@ -204,7 +207,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	mustQueue(t, v, "q", nil)
 	mustBind(t, v, "later", "q", "k")
 	for i := range 5 {
-		var r RouteBuffers
+		var r vhost.RouteBuffers
 		if _, err := v.Publish(x, heldMsg(t, "k", fmt.Sprint(i), 100, i%2 == 0), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +225,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 		t.Errorf("dropped with the exchange: %d, want 5", got)
 	}
 	spans := 0
-	_ = v.store.(*storage.Store).HeldSpans(func(storage.HeldSpan, int64) { spans++ })
+	_ = v.Host().Store().(*storage.Store).HeldSpans(func(storage.HeldSpan, int64) { spans++ })
 	if spans != 0 {
 		t.Errorf("the delay store still holds %d spans", spans)
 	}
@@ -231,7 +234,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	// A fence: the new exchange holds a message of its own, due after
 	// every old one was. The hold releases in due order, so an old one
 	// still held anywhere would reach q before it.
-	var r RouteBuffers
+	var r vhost.RouteBuffers
 	if _, err := v.Publish(x, heldMsg(t, "k", "fence", 100, false), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +256,7 @@ func TestRefusedViaBinding(t *testing.T) {
 		mustBind(t, v, "later", "good", "good")
 		mustBind(t, v, "later", "bad", "bad")
 		for _, key := range []string{"good", "fail", "nobody"} {
-			var r RouteBuffers
+			var r vhost.RouteBuffers
 			if _, err := v.Publish(x, heldMsg(t, key, key, 1, true), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +274,7 @@ func TestPurgeAndListHeld(t *testing.T) {
 		v := newHoldVHost(t, durable)
 		x := mustExchange(t, v, "later", "x-test-hold", protocol.Table{"via": "direct"})
 		for i, d := range []int{5000, 3000, 4000} {
-			var r RouteBuffers
+			var r vhost.RouteBuffers
 			if _, err := v.Publish(x, heldMsg(t, "k", fmt.Sprint(i), d, i != 1), &r); err != nil {
 				t.Fatal(err)
 			}

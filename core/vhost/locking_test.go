@@ -1,15 +1,14 @@
-package vhost
+package vhost_test
 
 import (
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -78,14 +77,14 @@ func (r *slowRouter) Route(m *message.Message, res *exchange.Result) error {
 	return nil
 }
 
-func newSlowVHost(t *testing.T) (*VHost, *slowType) {
+func newSlowVHost(t *testing.T) (*vhost.VHost, *slowType) {
 	t.Helper()
-	v := newTestVHost(t, true)
+	types := exchange.NewRegistry()
 	slow := &slowType{route: newGate(), declare: newGate()}
-	if err := v.types.Register(slow); err != nil {
+	if err := types.Register(slow); err != nil {
 		t.Fatal(err)
 	}
-	return v, slow
+	return newVHost(t, vhost.Config{Types: types, Store: memStore(t)}), slow
 }
 
 // A router that takes its time (a plugin call running to its deadline)
@@ -157,11 +156,11 @@ type slowStore struct {
 	meta *gate
 }
 
-func (s *slowStore) PutMeta(kind storage.Kind, vhost, name string, rec protocol.Table) error {
+func (s *slowStore) PutMeta(kind storage.Kind, vhostName, name string, rec protocol.Table) error {
 	if name == "slow" {
 		s.meta.wait()
 	}
-	return s.Store.PutMeta(kind, vhost, name, rec)
+	return s.Store.PutMeta(kind, vhostName, name, rec)
 }
 
 // A durable declare waiting for its synced write holds up no publisher and
@@ -169,8 +168,7 @@ func (s *slowStore) PutMeta(kind storage.Kind, vhost, name string, rec protocol.
 func TestSyncedDeclareStallsNoPublisher(t *testing.T) {
 	st := memStore(t)
 	slow := &slowStore{Store: st, meta: newGate()}
-	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: slow})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{Store: slow})
 	q := mustQueue(t, v, "q", nil)
 	mustBind(t, v, "amq.direct", "q", "k")
 
@@ -230,11 +228,12 @@ func (r *infoRouter) Info() map[string]any {
 // exchange's lock (deleteExchange), so the plugin's state would be read
 // while it is torn down (a race the topology stress test found).
 func TestListingSkipsADeletedExchangesRouter(t *testing.T) {
-	v := newTestVHost(t, true)
+	types := exchange.NewRegistry()
 	var late atomic.Int32
-	if err := v.types.Register(infoType{&late}); err != nil {
+	if err := types.Register(infoType{&late}); err != nil {
 		t.Fatal(err)
 	}
+	v := newVHost(t, vhost.Config{Types: types, Store: memStore(t)})
 	mustExchange(t, v, "gone", "x-info", nil)
 	x, err := v.Exchange("gone")
 	if err != nil {
@@ -242,10 +241,7 @@ func TestListingSkipsADeletedExchangesRouter(t *testing.T) {
 	}
 	// The state between deleteExchange marking it and the listing that
 	// found it before: marked, router released, still in the list.
-	x.mu.Lock()
-	x.deleted = true
-	x.mu.Unlock()
-	x.router.Delete()
+	x.MarkDeletedForTest()
 	for _, info := range v.Exchanges() {
 		if info.Name == "gone" && info.Info != nil {
 			t.Fatalf("a deleted exchange's figures were asked for: %v", info.Info)

@@ -1,9 +1,10 @@
-package vhost
+package vhost_test
 
 import (
 	"testing"
 
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/vhost"
 )
 
 // BenchmarkPublishOneQueue is the vhost's share of a transient publish:
@@ -16,7 +17,7 @@ func BenchmarkPublishOneQueue(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var r RouteBuffers
+	var r vhost.RouteBuffers
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

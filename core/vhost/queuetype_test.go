@@ -5,17 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/streamqueue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
-	"github.com/warrenmq/warren/storage"
 )
 
 // TestQueueAdaptersAnswerForTheirType: a stream and a quorum queue,
@@ -24,19 +21,11 @@ import (
 // classic queue, refuses both by type (it once dereferenced a stream's
 // missing home).
 func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
-	st, err := storage.Open("data", storage.Options{FS: vfs.NewMem(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if _, err := st.Recover(nil); err != nil {
-		t.Fatal(err)
-	}
+	st := memStore(t)
 	groups := cluster.NewGroups(zerolog.Nop())
 	t.Cleanup(groups.Stop)
 	types := vhost.NewQueueTypes(queue.Quorum, quorumqueue.Type{}, streamqueue.Type{})
-	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), QueueTypes: types, Logger: zerolog.Nop(), Store: st, Groups: groups})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{QueueTypes: types, Store: st, Groups: groups})
 	for _, c := range []struct{ name, typ, kind string }{
 		{"s", "stream", "stream"},
 		{"qq", "quorum", "quorum queue"},

@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -23,12 +24,12 @@ func BenchmarkDeleteQueueOnBigTopic(b *testing.B) {
 		b.Run(fmt.Sprintf("bindings=%d", queues*perQueue), func(b *testing.B) {
 			name := func(i int) string { return fmt.Sprint("q", i) }
 			bindQueue := func(i int) {
-				if _, _, err := v.DeclareQueue(QueueDef{Name: name(i)}, false); err != nil {
+				if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: name(i)}, false); err != nil {
 					b.Fatal(err)
 				}
-				bs := make([]Binding, perQueue)
+				bs := make([]vhost.Binding, perQueue)
 				for j := range bs {
-					bs[j] = Binding{Source: "big", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: name(i)}, Key: fmt.Sprintf("%s.key.%d", name(i), j)}
+					bs[j] = vhost.Binding{Source: "big", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: name(i)}, Key: fmt.Sprintf("%s.key.%d", name(i), j)}
 				}
 				if _, err := v.BindAll(bs); err != nil {
 					b.Fatal(err)
@@ -68,16 +69,16 @@ func BenchmarkDeleteDurableQueue(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	// Closed after the vhost: cleanups run last registered first.
+	b.Cleanup(func() { st.Close() })
 	if _, err := st.Recover(nil); err != nil {
 		b.Fatal(err)
 	}
-	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: st})
-	defer v.Close()
+	v := newVHost(b, vhost.Config{Store: st})
 	mustExchange(b, v, "durable", "topic", nil)
-	bs := make([]Binding, 100)
+	bs := make([]vhost.Binding, 100)
 	for j := range bs {
-		bs[j] = Binding{Source: "durable", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: "q"}, Key: fmt.Sprint("q.key.", j)}
+		bs[j] = vhost.Binding{Source: "durable", Dest: exchange.Destination{Kind: exchange.ToQueue, Name: "q"}, Key: fmt.Sprint("q.key.", j)}
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

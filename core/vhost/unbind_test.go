@@ -1,4 +1,4 @@
-package vhost
+package vhost_test
 
 import (
 	"cmp"
@@ -8,10 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -28,8 +27,7 @@ type modelBinding struct{ source, queue, key string }
 // several rounds.
 func TestUnbindingChurn(t *testing.T) {
 	st := memStore(t)
-	v := New(Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Store: st})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{Store: st})
 	for name, typ := range map[string]string{"t": "topic", "d": "direct", "f": "fanout"} {
 		mustExchange(t, v, name, typ, nil)
 	}
@@ -45,7 +43,7 @@ func TestUnbindingChurn(t *testing.T) {
 		mustQueue(t, v, q, nil)
 		perQueue := 20
 		if i == 0 {
-			perQueue = storeWriters + 44
+			perQueue = vhost.StoreWritersForTest + 44
 		}
 		for j := range perQueue {
 			bind(modelBinding{"t", q, fmt.Sprintf("%s.k%d", q, j)})
@@ -81,7 +79,7 @@ func TestUnbindingChurn(t *testing.T) {
 	}
 }
 
-func checkAgainstModel(t *testing.T, v *VHost, st *storage.Store, model map[modelBinding]bool, step int) {
+func checkAgainstModel(t *testing.T, v *vhost.VHost, st *storage.Store, model map[modelBinding]bool, step int) {
 	t.Helper()
 	var want []string
 	perSource, perQueue := map[string]int{}, map[string]int{}
@@ -111,22 +109,26 @@ func checkAgainstModel(t *testing.T, v *VHost, st *storage.Store, model map[mode
 	if !slices.Equal(stored, want) {
 		t.Fatalf("step %d: %d bindings stored, the model has %d", step, len(stored), len(want))
 	}
+	counted := map[string]int{}
+	for _, x := range v.Exchanges() {
+		counted[x.Name] = x.Bindings
+	}
 	for _, name := range []string{"t", "d", "f"} {
-		x, err := v.Exchange(name)
-		if err != nil {
+		if _, err := v.Exchange(name); err != nil {
 			t.Fatal(err)
 		}
-		if n := x.bindings.Len(); n != perSource[name] {
+		if n := counted[name]; n != perSource[name] {
 			t.Fatalf("step %d: exchange %s counts %d bindings, the model %d", step, name, n, perSource[name])
 		}
 	}
 	for i := range 12 {
 		q := fmt.Sprint("q", i)
 		dest := exchange.Destination{Kind: exchange.ToQueue, Name: q}
-		if n := len(v.boundTo(dest)); n != perQueue[q] {
+		n, ok := v.BoundToForTest(dest)
+		if n != perQueue[q] {
 			t.Fatalf("step %d: %s has %d bindings, the model %d", step, q, n, perQueue[q])
 		}
-		if _, ok := v.byDest[dest]; ok != (perQueue[q] > 0) {
+		if ok != (perQueue[q] > 0) {
 			t.Fatalf("step %d: %s has a binding set: %v, the model %d bindings", step, q, ok, perQueue[q])
 		}
 	}
@@ -147,7 +149,7 @@ func checkAgainstModel(t *testing.T, v *VHost, st *storage.Store, model map[mode
 }
 
 // routedQueues asks the exchange's router where key goes, sorted.
-func routedQueues(t *testing.T, v *VHost, source, key string) []string {
+func routedQueues(t *testing.T, v *vhost.VHost, source, key string) []string {
 	t.Helper()
 	x, err := v.Exchange(source)
 	if err != nil {
@@ -158,10 +160,7 @@ func routedQueues(t *testing.T, v *VHost, source, key string) []string {
 		t.Fatal(err)
 	}
 	var res exchange.Result
-	x.mu.RLock()
-	err = x.router.Route(m, &res)
-	x.mu.RUnlock()
-	if err != nil {
+	if err := x.RouteForTest(m, &res); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -206,8 +205,7 @@ func TestRebuiltRouterGetsBindingsInSeqOrder(t *testing.T) {
 	if err := types.Register(recordingType{&added}); err != nil {
 		t.Fatal(err)
 	}
-	v := New(Config{Name: "/", Types: types, Logger: zerolog.Nop()})
-	t.Cleanup(v.Close)
+	v := newVHost(t, vhost.Config{Types: types})
 	mustExchange(t, v, "x", "x-recording", nil)
 	for i := range 40 {
 		mustQueue(t, v, fmt.Sprint("q", i), nil)
