@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/vhost"
 )
@@ -81,7 +82,9 @@ func (a *api) aliveness(c *call) (any, error) {
 	if out, err := v.Publish(x, m, &vhost.RouteBuffers{}); err != nil || !out.Routed() {
 		return failed("aliveness-test: the test message was not routed", health{}), nil
 	}
-	if _, _, ok := q.Get(true); !ok {
+	if cq, ok := classicqueue.Of(q); !ok {
+		return failed("aliveness-test: not a classic queue", health{}), nil
+	} else if _, _, ok := cq.Get(true); !ok {
 		return failed("aliveness-test: the test message did not arrive", health{}), nil
 	}
 	return statusOK, nil

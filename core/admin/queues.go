@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -216,13 +217,15 @@ func (c *call) pathQueue() (*vhost.VHost, *queue.Queue, error) {
 	return v, q, err
 }
 
-// lookupQueue finds the named queue: errNotFound when there is none, and
+// lookupQueue finds the named classic queue of this node: errNotFound
+// when there is none (of another type or node, the vhost asks it), and
 // RabbitMQ's 400 (405 RESOURCE_LOCKED in AMQP) for another connection's
 // exclusive queue, which RabbitMQ's API may not purge, get from or delete
 // either (checked against RabbitMQ 3.10.8).
 func lookupQueue(v *vhost.VHost, name string) (*queue.Queue, error) {
-	q, err := v.Queue(name, nil)
-	if q == nil {
+	t, err := v.Queue(name, nil)
+	q, ok := classicqueue.Of(t)
+	if !ok {
 		return nil, errNotFound
 	}
 	return q, err

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/conn"
@@ -140,7 +141,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		cfg:        cfg,
 		log:        log,
 		types:      exchange.NewRegistry(),
-		queueTypes: vhost.NewQueueTypes(queue.Quorum, quorumqueue.Type{}, streamqueue.Type{}),
+		queueTypes: vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{}),
 		users:      auth.NewStore(cfg.Defaults.LoopbackUsers),
 		vhosts:     make(map[string]*vhost.VHost),
 		stop:       make(chan struct{}),

@@ -94,7 +94,7 @@ func TestClusterTopology(t *testing.T) {
 		}
 	}
 	d, err := v3.Declare(vhost.QueueDef{Name: "on-n3", Durable: true}, false)
-	if err != nil || d.Local == nil || !d.Created {
+	if err != nil || d.Home() != "" || !d.Created {
 		t.Fatalf("declare on n3: %+v, %v", d, err)
 	}
 	for _, q := range []string{"on-n2", "also-on-n2", "on-n3"} {
@@ -156,7 +156,7 @@ func TestClusterTopology(t *testing.T) {
 	// connection does.
 	owner := new(int)
 	ex, err := v1.Declare(vhost.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false)
-	if err != nil || ex.Local == nil {
+	if err != nil || ex.Home() != "" || ex.Type() != "classic" {
 		t.Fatal(err)
 	}
 	if err := v1.Bind("orders", exchange.Destination{Kind: exchange.ToQueue, Name: "mine"}, "k", nil, owner); err != nil {
@@ -170,7 +170,7 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatalf("declaring another node's exclusive queue: %v", err)
 	}
 	publishVia(t, n2.Broker, "orders", "k", "to-the-exclusive-queue", false)
-	if st := ex.Local.Stats(); st.Ready != 1 {
+	if st, _, _ := ex.Queue().Figures(); st.Ready != 1 {
 		t.Fatalf("exclusive queue holds %+v", st)
 	}
 	v1.OwnerGone(owner)
@@ -311,7 +311,7 @@ func TestClusterTopologySnapshot(t *testing.T) {
 	if got, want := topologyOf(t, fresh), topologyOf(t, n3.Broker); got != want {
 		t.Fatalf("restored topology:\n%s\nn3's:\n%s", got, want)
 	}
-	if d, err := vf.Declare(vhost.QueueDef{Name: "q3", Durable: true}, true); err != nil || d.Local == nil {
+	if d, err := vf.Declare(vhost.QueueDef{Name: "q3", Durable: true}, true); err != nil || d.Home() != "" {
 		t.Fatalf("q3 on the restored n3: %+v, %v", d, err)
 	}
 }

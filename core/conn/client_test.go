@@ -11,7 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -42,7 +44,8 @@ func newTestServer(t *testing.T, limits Limits) *Server {
 		t.Fatal(err)
 	}
 	users.SetPermission("/", "guest", all)
-	vh := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
+	vh := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(),
+		QueueTypes: vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{})})
 	t.Cleanup(vh.Close)
 	return &Server{Limits: limits, Users: users, VHosts: vhostMap{"/": vh}, Alarm: &Alarm{}, Log: zerolog.Nop(), Version: "test"}
 }

@@ -26,18 +26,17 @@ type Store interface {
 // restart: durable, not exclusive, and backed by a store.
 func (q *Queue) Persists() bool { return q.persists }
 
-// QID is the queue's id in the store (0 until it first writes).
-func (q *Queue) QID() uint64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.qid
-}
+// QID is the queue's id in the store (0 until it first writes). It takes
+// no lock: a listing reads it under its vhost's, which a queue's lock
+// never nests with.
+func (q *Queue) QID() uint64 { return q.qidSeen.Load() }
 
 // txn returns the Txn of the operation in progress, begun on first use;
 // q.mu is held.
 func (q *Queue) txn() *storage.Txn {
 	if q.qid == 0 {
 		q.qid = q.store.NewID()
+		q.qidSeen.Store(q.qid)
 	}
 	if q.tx == nil {
 		q.tx = q.store.Begin()

@@ -32,6 +32,7 @@ package queue
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/internal/lockorder"
@@ -156,6 +157,7 @@ type Queue struct {
 	store    Store           // nil: memory only
 	persists bool            // durable, not exclusive, with a store
 	qid      uint64          // the queue's id in the store; 0 until first needed
+	qidSeen  atomic.Uint64   // qid, for QID without the lock
 	tx       *storage.Txn    // writes of the operation in progress
 	spill    *storage.Spill  // large transient bodies paged out; nil until needed
 	bodies   *message.Bodies // the pool bodies read back are read into; nil: allocated
@@ -201,6 +203,7 @@ func New(c Config) *Queue {
 		now:   func() int64 { return time.Now().UnixMilli() },
 		store: c.Store, qid: c.QID, memLimit: c.Memory, bodies: c.Bodies,
 	}
+	q.qidSeen.Store(c.QID)
 	q.persists = c.Store != nil && c.Durable && !c.Exclusive
 	q.order = c.Order
 	q.levels = make([]level, int(c.Settings.MaxPriority)+1)

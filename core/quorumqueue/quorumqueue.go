@@ -92,7 +92,7 @@ func (Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error)
 
 // Restore restarts a stored quorum queue's group at start-up; defMu is
 // held.
-func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64) error {
+func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, _ []storage.Level) error {
 	settings, err := queue.ParseArgs(def.Name, h.Name(), def.Args)
 	if err != nil {
 		return err

@@ -69,7 +69,7 @@ func (t Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, erro
 
 // Restore reopens a stored stream at start-up; in a cluster this node's
 // replica rejoins its group. defMu is held.
-func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64) error {
+func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, _ []storage.Level) error {
 	s, err := open(h, def, id, def.Members)
 	if err != nil {
 		return err

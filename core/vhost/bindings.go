@@ -8,7 +8,6 @@ import (
 
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -270,14 +269,14 @@ func bySeq(bs []*exchange.Binding) []*exchange.Binding {
 // durableTarget reports whether a binding's destination survives restarts.
 func durableTarget(t any) bool {
 	switch t := t.(type) {
-	case *queue.Queue:
+	case Local:
 		return t.Persists()
 	case *Exchange:
 		return t.Durable
 	case *RemoteQueue:
 		return t.Durable && !t.Exclusive
 	case Queue:
-		return true // typed queues are durable
+		return true // queues of the other types are durable
 	}
 	return false
 }
@@ -291,21 +290,22 @@ func (v *VHost) target(dest exchange.Destination, owner any) (any, error) {
 		}
 		return x, nil
 	}
-	q := v.queues[dest.Name]
-	if q == nil || q.Exclusive && v.homed[dest.Name] == 0 && owner == anyOwner {
+	t := v.queues[dest.Name]
+	if t != nil && owner == anyOwner && v.shadowed[dest.Name] != nil && localOnly(t) {
 		// A command's queue is the cluster's: a local exclusive queue
 		// nobody bound yet shadows one homed elsewhere for clients only.
-		if t := v.typed[dest.Name]; t != nil {
-			if t.Elsewhere() != "" && t.Via().Exclusive && owner != anyOwner {
-				return nil, v.locked(dest.Name)
-			}
-			return t, nil
-		}
+		t = v.shadowed[dest.Name]
 	}
-	if err := v.checkQueue(q, dest.Name, owner); err != nil {
+	switch {
+	case t == nil:
+		return nil, reply.NotFound("no queue '%s' in vhost '%s'", dest.Name, v.Name)
+	case t.Elsewhere() != "" && t.Via().Exclusive && owner != anyOwner:
+		return nil, v.locked(dest.Name)
+	}
+	if err := v.checkOwner(t, owner); err != nil {
 		return nil, err
 	}
-	return q, nil
+	return t, nil
 }
 
 // Unbind removes a binding. Removing one that does not exist is a no-op, as

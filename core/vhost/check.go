@@ -56,32 +56,22 @@ func (v *VHost) CheckQueue(def QueueDef) error {
 	if ReservedName(def.Name) {
 		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
-	v.mu.RLock()
-	q, t := v.queues[def.Name], v.typed[def.Name]
-	known := q != nil || t != nil
-	v.mu.RUnlock()
-	if !known {
+	t := v.lookup(def.Name)
+	if t == nil {
 		if err := v.checkNewQueue(def); err != nil {
 			return err
 		}
-	}
-	if t != nil && q == nil {
-		if err := t.CheckArgs(def); err != nil {
-			return err
+		qt, ok := v.queueTypes.asked(def)
+		if !ok {
+			return reply.Internal("this node serves no queue of type '%s'", queue.TypeOf(def.Args))
 		}
-		return t.Equivalent(def)
-	}
-	if qt, typed := v.queueTypes.asked(def); typed && q == nil {
 		return qt.Check(v.Host(), def)
 	}
-	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
+	if err := t.CheckArgs(def); err != nil {
 		return err
 	}
-	if q == nil {
-		return nil
-	}
-	if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
+	if err := v.checkOwner(t, def.Owner); err != nil {
 		return err
 	}
-	return v.equivalentQueue(shapeOf(q), def)
+	return t.Equivalent(def)
 }

@@ -30,16 +30,17 @@ import (
 // exists, a passive declare) are made here, without a round of
 // consensus.
 //
-// A queue lives on one node, its home: the node whose client declared it.
-// There it is a queue.Queue with its messages; on the other nodes it is a
-// Queue that holds nothing (remotequeue.go), which routing reaches like
-// any and whose messages are forwarded home. Operations that need the
+// A classic queue lives on one node, its home: the node whose client
+// declared it. There it is a Local with its messages; on the other nodes
+// it is a Queue that holds nothing (remotequeue.go), which routing
+// reaches like any and whose messages are forwarded home. Operations that need the
 // queue's state (a conditional delete, a purge, the counts of a passive
 // declare) are calls to the home node, which answers 404 "home node ...
 // is down or inaccessible" as RabbitMQ does when that node cannot be
 // reached. A local exclusive queue nobody bound yet may have the name of
-// one homed elsewhere: for this node's clients it shadows that one
-// (typedQueue).
+// one homed elsewhere: for this node's clients it shadows that one, which
+// waits in the shadowed map for the cluster's commands (target) and takes
+// the name back when the local one goes (forget).
 //
 // Each replicated queue has an incarnation id, chosen by its declarer. A
 // delete names it, so a delete proposed late (an auto-delete queue's home
@@ -101,9 +102,11 @@ const (
 	OpDeclareQueue    = "declare_queue"
 	OpDeleteQueue     = "delete_queue"
 
-	callQueueDelete = "queue.delete"
-	callQueuePurge  = "queue.purge"
-	callQueueCounts = "queue.counts"
+	// CallQueueDelete, CallQueuePurge and CallQueueCounts are calls to a
+	// classic queue's home.
+	CallQueueDelete = "queue.delete"
+	CallQueuePurge  = "queue.purge"
+	CallQueueCounts = "queue.counts"
 )
 
 // IsCommand reports whether op is a vhost's topology command.
@@ -214,36 +217,16 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 	return err
 }
 
-// applyDeclareQueue declares a queue for the cluster: the queue itself on
-// its home, a queue homed elsewhere on the others; defMu is held.
+// applyDeclareQueue declares a queue for the cluster; defMu is held. Its
+// type makes it: a classic queue on its home, and a queue homed there on
+// the others (AddRemote).
 func (v *VHost) applyDeclareQueue(def QueueDef) error {
-	if def.Members != nil {
-		// Members name a replicated type's; declarations from before
-		// streams were quorum queues'.
-		qt, ok := v.queueTypes.replicated(def)
-		if !ok {
-			return reply.Internal("queue '%s' in vhost '%s': this node serves no type of replicated queue", def.Name, v.Name)
-		}
-		return qt.ApplyDeclare(v.Host(), def)
+	qt, ok := v.queueTypes.restored(def)
+	if !ok {
+		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of its type", def.Name, v.Name)
 	}
 	def.Owner = anyOwner
-	self := v.self()
-	v.mu.RLock()
-	q, t, local := v.queues[def.Name], v.typed[def.Name], v.homed[def.Name]
-	v.mu.RUnlock()
-	switch {
-	case q != nil && (local != 0 || def.Home == self):
-		// A local exclusive queue of the same name shadows a queue homed
-		// elsewhere, but a declare for this node meets it.
-		return v.equivalentQueue(shapeOf(q), def)
-	case t != nil:
-		return t.Equivalent(def)
-	case def.Home == self:
-		_, _, err := v.declareQueue(def)
-		return err
-	}
-	return v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
-		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, true)
+	return qt.ApplyDeclare(v.Host(), def)
 }
 
 // addRemote registers a queue homed elsewhere, storing it when persist is
@@ -255,16 +238,19 @@ func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
 			return stored(err)
 		}
 	}
-	v.mu.Lock()
-	v.typed[rq.Name] = r
-	if v.queues[rq.Name] == nil {
-		v.defaults[rq.Name] = &exchange.Binding{
-			Destination: exchange.Destination{Kind: exchange.ToQueue, Name: rq.Name},
-			Key:         rq.Name, Target: r, Durable: rq.Durable,
-		}
-	}
-	v.mu.Unlock()
+	v.register(r)
 	return nil
+}
+
+// shared is the queue name as the cluster knows it: the one of the maps,
+// or the one homed elsewhere that a local exclusive queue shadows here
+// (nil when there is none); mu or defMu is held.
+func (v *VHost) shared(name string) Queue {
+	t := v.queues[name]
+	if t != nil && localOnly(t) {
+		return v.shadowed[name]
+	}
+	return t
 }
 
 // shareExclusive records that the exclusive queue name, homed on home, is
@@ -272,25 +258,19 @@ func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
 // connection proposes its delete), elsewhere a queue homed there; defMu
 // is held.
 func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
+	v.mu.RLock()
+	t, known := v.queues[name], v.shared(name) != nil
+	v.mu.RUnlock()
 	if home == v.self() {
-		v.mu.Lock()
-		q := v.queues[name]
-		ours := q != nil && q.Exclusive && (v.homed[name] == 0 || v.homed[name] == incarnation)
-		if ours {
-			v.homed[name] = incarnation
-		}
-		v.mu.Unlock()
-		if ours && v.store != nil {
+		l, ok := t.(Local)
+		if ok && l.Exclusive() && l.Share(incarnation) == incarnation && v.store != nil {
 			// Kept so that a restart, which ends it, proposes its delete.
-			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, queueRecordOf(q, home, incarnation).Table()); err != nil {
+			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, l.Record().Table()); err != nil {
 				v.log.Error().Err(err).Str("queue", name).Msg("could not store the exclusive queue; a restart of this node will not delete it on the others")
 			}
 		}
 		return
 	}
-	v.mu.RLock()
-	known := v.typed[name] != nil
-	v.mu.RUnlock()
 	if !known {
 		_ = v.addRemote(&RemoteQueue{Name: name, Home: home, Exclusive: true, AutoDelete: true, ID: incarnation}, true)
 	}
@@ -300,23 +280,13 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 // held. A queue that is gone or another is no change.
 func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	v.mu.RLock()
-	q, local, t := v.queues[name], v.homed[name], v.typed[name]
+	t := v.shared(name)
 	v.mu.RUnlock()
 	if t != nil && t.Incarnation() == incarnation {
-		v.forgetTyped(t)
-		return
-	}
-	if q != nil && local == incarnation {
-		// Committed already: forgetQueue is not to propose it again.
-		v.mu.Lock()
-		delete(v.homed, name)
-		v.mu.Unlock()
-		_, _ = q.Delete(false, false)
-		v.forgetQueue(q)
-		if v.store != nil && !q.Persists() {
-			// forgetQueue keeps the record of a queue it thinks local.
-			_ = v.store.DeleteMeta(storage.KindQueue, v.Name, name)
+		if l, ok := t.(Local); ok {
+			_, _ = l.DeleteChecks(false, false)
 		}
+		v.forget(t)
 	}
 }
 
@@ -389,81 +359,39 @@ func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key
 		return v.propose(Unbind{Binding: rec})
 	}
 	c := Bind{Binding: rec}
-	if q, ok := target.(*queue.Queue); ok && q.Exclusive {
-		c.QueueHome, c.QueueID = v.self(), v.incarnationOf(q)
+	if l, ok := target.(Local); ok && l.Exclusive() {
+		// A local exclusive queue gets its incarnation the first time it
+		// is bound, so that its delete is proposed when its connection
+		// closes even if the bind is still on its way.
+		c.QueueHome, c.QueueID = v.self(), l.Share(newIncarnation())
 	}
 	return v.propose(c)
 }
 
-// incarnationOf gives a local exclusive queue its incarnation the first
-// time it is bound, so that its delete is proposed when its connection
-// closes even if the bind is still on its way.
-func (v *VHost) incarnationOf(q *queue.Queue) uint64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.queues[q.Name] != q {
-		return newIncarnation()
-	}
-	if v.homed[q.Name] == 0 {
-		v.homed[q.Name] = newIncarnation()
-	}
-	return v.homed[q.Name]
-}
-
-// declareReplicated declares a non-exclusive queue for the cluster.
+// declareReplicated declares a non-exclusive queue for the cluster: its
+// type proposes it.
 func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
-	v.mu.RLock()
-	q, t := v.queues[def.Name], v.typed[def.Name]
-	v.mu.RUnlock()
-	if d, done, err := v.redeclare(q, t, def); done {
+	if d, done, err := v.redeclare(v.lookup(def.Name), def); done {
 		return d, err
 	}
 	if err := v.checkNewQueue(def); err != nil {
 		return Declared{}, err
 	}
-	if qt, ok := v.queueTypes.asked(def); ok {
-		t, created, err := qt.DeclareReplicated(v.Host(), def)
-		if err != nil {
-			return Declared{}, err
-		}
-		return Declared{Name: t.Name(), t: t, Created: created}, nil
+	qt, ok := v.queueTypes.asked(def)
+	if !ok {
+		return Declared{}, reply.Internal("this node serves no queue of type '%s'", queue.TypeOf(def.Args))
 	}
-	if !def.ServerNamed && ReservedName(def.Name) {
-		return Declared{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
-	}
-	if _, err := queue.ParseArgs(def.Name, v.Name, def.Args); err != nil {
+	t, created, err := qt.DeclareReplicated(v.Host(), def)
+	if err != nil {
 		return Declared{}, err
 	}
-	def.Home, def.ID = v.self(), newIncarnation()
-	if err := v.propose(DeclareQueue{Def: def}); err != nil {
-		return Declared{}, err
-	}
-	v.mu.RLock()
-	q, t = v.queues[def.Name], v.typed[def.Name]
-	v.mu.RUnlock()
-	d, found, err := v.redeclare(q, t, def)
-	if !found {
-		// Deleted again before this lookup.
-		return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name)
-	}
-	d.Created = err == nil && d.Local != nil
-	return d, err
+	return Declared{Name: t.Name(), t: t, Created: created}, nil
 }
 
-// redeclare answers a declare of a queue that exists, from what this node
-// knows: q, a classic queue here, or t; done is false when there is none.
-func (v *VHost) redeclare(q *queue.Queue, t Queue, def QueueDef) (d Declared, done bool, err error) {
-	switch {
-	case q != nil:
-		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
-			return Declared{}, true, err
-		}
-		if err := v.equivalentQueue(shapeOf(q), def); err != nil {
-			return Declared{}, true, err
-		}
-		q.Touch()
-		return Declared{Name: q.Name, Local: q}, true, nil
-	case t == nil:
+// redeclare answers a declare of t, a queue that exists, from what this
+// node knows; done is false when there is none.
+func (v *VHost) redeclare(t Queue, def QueueDef) (d Declared, done bool, err error) {
+	if t == nil {
 		return Declared{}, false, nil
 	}
 	if home := t.Elsewhere(); home != "" {
@@ -474,6 +402,9 @@ func (v *VHost) redeclare(q *queue.Queue, t Queue, def QueueDef) (d Declared, do
 		if !v.cluster.Up(home) {
 			return Declared{}, true, v.homeDown(t.Via())
 		}
+	}
+	if err := v.checkOwner(t, def.Owner); err != nil {
+		return Declared{}, true, err
 	}
 	if err := t.Equivalent(def); err != nil {
 		return Declared{}, true, err
@@ -490,7 +421,7 @@ func (v *VHost) remoteQueue(name string) *RemoteQueue {
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if t := v.typed[name]; t != nil && t.Elsewhere() != "" && v.queues[name] == nil {
+	if t := v.queues[name]; t != nil && t.Elsewhere() != "" {
 		return t.Via()
 	}
 	return nil
@@ -508,46 +439,12 @@ func (v *VHost) HandleCall(req protocol.Table) (protocol.Table, error) {
 	}
 	name, incarnation := remote.String(req, "name"), remote.Int(req, "id")
 	v.mu.RLock()
-	q, t := v.queues[name], v.typed[name]
-	ok := q != nil && v.homed[name] == incarnation
+	t := v.queues[name]
 	v.mu.RUnlock()
-	if t != nil && t.Incarnation() == incarnation && t.Member() {
-		return t.HandleCall(remote.String(req, "op"), req)
-	}
-	if !ok {
+	if t == nil || t.Incarnation() != incarnation || !t.Member() {
 		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	switch op := remote.String(req, "op"); op {
-	case callQueueDelete:
-		n, err := v.deleteHomed(q, incarnation, remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
-		return protocol.Table{"messages": int64(n)}, err
-	case callQueuePurge:
-		return protocol.Table{"messages": int64(q.Purge())}, nil
-	case remote.CallConsume, remote.CallCancel, remote.CallSettle, remote.CallGet:
-		return v.consuming.HandleConsumerCall(op, q, req)
-	case callQueueCounts:
-		st := q.Stats()
-		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
-			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate}, nil
-	default:
-		return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
-	}
-}
-
-// deleteHomed deletes a replicated queue homed here, once its conditions
-// hold: the delete is committed, then applied here like everywhere else.
-func (v *VHost) deleteHomed(q *queue.Queue, incarnation uint64, ifUnused, ifEmpty bool) (int, error) {
-	st := q.Stats()
-	return v.proposeDelete(q.Name, incarnation, st.Consumers, st.Ready, st.Ready, ifUnused, ifEmpty)
-}
-
-// counts returns a declared queue's ready messages and consumers.
-func (v *VHost) counts(d Declared) (ready, consumers int, err error) {
-	if d.t != nil {
-		return d.t.DeclareCounts()
-	}
-	st := d.Local.Stats()
-	return st.Ready, st.Consumers, nil
+	return t.HandleCall(remote.String(req, "op"), req)
 }
 
 // DropLost proposes the delete of the replicated queues homed here that a
@@ -568,14 +465,10 @@ type lostQueue struct {
 	id   uint64
 }
 
-// queueShape is what a redeclare compares.
-type queueShape struct {
+// Shape is what a redeclare of a classic queue compares.
+type Shape struct {
 	Durable, AutoDelete, Exclusive bool
 	Args                           protocol.Table
-}
-
-func shapeOf(q *queue.Queue) queueShape {
-	return queueShape{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args}
 }
 
 // ---- messages for queues homed on other nodes
@@ -626,12 +519,12 @@ func (f *Forwarding) done(err error) {
 }
 
 // forward sends m to the RemoteQueues routing reached, once a home node,
-// and to the typed queues it reached, and empties r.remote and r.typed;
+// and to the other queues it reached, and empties r.remote and r.others;
 // nil when there were none. The Forwarding hears from each node and each
-// typed queue. wait holds a client's publish back while a node's backlog
+// other queue. wait holds a client's publish back while a node's backlog
 // is full.
 func (v *VHost) forward(m *message.Message, r *RouteBuffers, wait bool) *Forwarding {
-	if len(r.remote) == 0 && len(r.typed) == 0 {
+	if len(r.remote) == 0 && len(r.others) == 0 {
 		return nil
 	}
 	type batch struct {
@@ -639,10 +532,10 @@ func (v *VHost) forward(m *message.Message, r *RouteBuffers, wait bool) *Forward
 		queues []string
 	}
 	var batches []batch
-	// A typed queue whose messages are not taken here is reached through
+	// A queue whose messages are not taken here is reached through
 	// a member.
 	var unreachable int
-	r.typed = throughMembers(r, r.typed, &unreachable)
+	r.others = throughMembers(r, r.others, &unreachable)
 next:
 	for _, rq := range r.remote {
 		for i := range batches {
@@ -655,18 +548,18 @@ next:
 	}
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	f := &Forwarding{n: len(batches) + len(r.typed) + unreachable}
+	f := &Forwarding{n: len(batches) + len(r.others) + unreachable}
 	for range unreachable {
 		f.done(ErrNoMember)
 	}
-	enqueueTyped(m, r, f)
+	enqueueOthers(m, r, f)
 	for _, b := range batches {
 		v.cluster.Forward(b.home, v.Name, b.queues, m, wait, f.done)
 	}
 	return f
 }
 
-// throughMembers returns the typed queues of list whose messages are
+// throughMembers returns the queues of list whose messages are
 // taken on this node, and adds the others to r.remote as the member up
 // they are reached through; unreachable counts those with none up.
 func throughMembers(r *RouteBuffers, list []Queue, unreachable *int) []Queue {
@@ -707,10 +600,11 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	var r RouteBuffers
 	v.mu.RLock()
 	for _, name := range queues {
-		if q := v.queues[name]; q != nil {
-			r.addQueue(q)
-		} else if t := v.typed[name]; t != nil && t.Here() && !slices.Contains(r.typed, t) {
-			r.typed = append(r.typed, t)
+		t := v.queues[name]
+		if l, ok := t.(Local); ok {
+			r.addQueue(l)
+		} else if t != nil && t.Here() && !slices.Contains(r.others, t) {
+			r.others = append(r.others, t)
 		}
 	}
 	v.mu.RUnlock()
@@ -725,12 +619,12 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 			done(nil)
 		}
 	}
-	if len(r.typed) == 0 {
+	if len(r.others) == 0 {
 		classic()
 		return
 	}
-	f := &Forwarding{n: len(r.typed)}
-	enqueueTyped(m, &r, f)
+	f := &Forwarding{n: len(r.others)}
+	enqueueOthers(m, &r, f)
 	f.Then(func(err error) {
 		if err != nil {
 			done(err)
@@ -741,6 +635,18 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 }
 
 // ---- snapshots of the metadata group
+
+// sharedQueues are the queues the cluster knows of, by name: those whose
+// record names a home; mu is held.
+func (v *VHost) sharedQueues() map[string]Queue {
+	out := make(map[string]Queue)
+	for name := range v.queues {
+		if t := v.shared(name); t != nil && t.Record().Home != "" {
+			out[name] = t
+		}
+	}
+	return out
+}
 
 // Topology is the vhost's share of a metadata snapshot: its exchanges
 // (those of clients), queue declarations with their homes, and bindings in
@@ -758,19 +664,10 @@ func (v *VHost) Topology() protocol.Table {
 		exchanges = append(exchanges, rec.Table())
 	}
 	v.mu.RLock()
-	for name, incarnation := range v.homed {
-		if q := v.queues[name]; q != nil {
-			rec := queueRecordOf(q, v.self(), incarnation)
-			rec.Name = name
-			queues = append(queues, rec.Table())
-		}
-	}
-	for name, t := range v.typed {
-		if t.MemberNodes() != nil || t.Elsewhere() != "" {
-			rec := t.Record()
-			rec.Name = name
-			queues = append(queues, rec.Table())
-		}
+	for name, t := range v.sharedQueues() {
+		rec := t.Record()
+		rec.Name = name
+		queues = append(queues, rec.Table())
 	}
 	v.mu.RUnlock()
 	for _, b := range v.Bindings() {
@@ -840,13 +737,8 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		incarnation uint64
 	}
 	var haves []have
-	for name, incarnation := range v.homed {
-		haves = append(haves, have{name: name, incarnation: incarnation})
-	}
-	for name, t := range v.typed {
-		if t.MemberNodes() != nil || t.Elsewhere() != "" {
-			haves = append(haves, have{name: name, incarnation: t.Incarnation()})
-		}
+	for name, t := range v.sharedQueues() {
+		haves = append(haves, have{name: name, incarnation: t.Incarnation()})
 	}
 	v.mu.RUnlock()
 	for _, h := range haves {

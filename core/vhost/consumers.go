@@ -3,6 +3,7 @@ package vhost
 import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
+	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -11,7 +12,7 @@ import (
 // queue on another node, and the consumers other nodes have here).
 
 // Source is what a channel consumes from and settles with: a queue of this
-// node, a typed queue's member, or a remote.Source for one on another
+// node, a replicated queue's member, or a remote.Source for one on another
 // node.
 type Source = remote.Queue
 
@@ -46,14 +47,14 @@ func (v *VHost) Source(name string, owner any) (Source, error) {
 	if !v.HasQueue(name) {
 		v.caughtUp() // declared through another node a moment ago
 	}
-	if t := v.typedQueue(name); t != nil {
-		return t.Source()
+	t := v.lookup(name)
+	if t == nil {
+		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	q, err := v.Queue(name, owner)
-	if err != nil {
+	if err := v.checkOwner(t, owner); err != nil {
 		return nil, err
 	}
-	return q, nil
+	return t.Source()
 }
 
 // ConsumerArgs checks basic.consume's arguments for the named queue as
@@ -75,7 +76,7 @@ func (v *VHost) ConsumerArgs(queueName string, args protocol.Table) (int, error)
 func (v *VHost) queueType(name string) string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if t := v.typed[name]; t != nil {
+	if t := v.queues[name]; t != nil {
 		return t.Type()
 	}
 	return queue.Classic
@@ -90,7 +91,7 @@ func (v *VHost) CheckConsumers() {
 		return
 	}
 	v.consuming.Check()
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		t.Tidy()
 	}
 }

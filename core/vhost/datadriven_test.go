@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
@@ -119,10 +120,11 @@ func runCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData) string {
 		}
 		return strings.Join(lines, "\n")
 	case "drain":
-		q, err := v.Queue(name(0), nil)
+		dq, err := v.Queue(name(0), nil)
 		if err != nil {
 			return err.Error()
 		}
+		q, _ := classicqueue.Of(dq)
 		var lines []string
 		for {
 			got, _, ok := q.Get(true)
@@ -136,10 +138,11 @@ func runCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData) string {
 		}
 		return strings.Join(lines, "\n")
 	case "reject":
-		q, err := v.Queue(name(0), nil)
+		dq, err := v.Queue(name(0), nil)
 		if err != nil {
 			return err.Error()
 		}
+		q, _ := classicqueue.Of(dq)
 		got, _, ok := q.Get(false)
 		if !ok {
 			return "empty"

@@ -11,8 +11,8 @@ import (
 	"github.com/warrenmq/warren/storage"
 )
 
-// DeadLetter implements queue.Events: it republishes messages that left q
-// as dead letters to q's dead-letter exchange, each with an x-death record.
+// Dead letters of a Local (Host.MoveDeadLetters) are republished to its
+// dead-letter exchange, each with an x-death record.
 // Without a dead-letter exchange (or when it does not exist) they are
 // dropped, as RabbitMQ drops them.
 //
@@ -27,13 +27,9 @@ import (
 // that this loop drains once no queue is locked. Every message carries its
 // x-death history and a cycle without a rejection is cut (dropCycles), so
 // the list runs dry.
-func (v *VHost) DeadLetter(q *queue.Queue, dead []queue.Dead) {
-	v.moveDeadLetters([]deadLetters{{q: q, dead: dead}})
-}
-
 // deadLetters are messages that left q for its dead-letter exchange.
 type deadLetters struct {
-	q    *queue.Queue
+	q    Local
 	dead []queue.Dead
 }
 
@@ -44,7 +40,7 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 		next := work[0]
 		work[0] = deadLetters{}
 		work = work[1:]
-		settings, qid, deleted := next.q.Source()
+		settings, qid, deleted := next.q.DeadLetterFrom()
 		if settings.HasDeadLetter {
 			v.countDeadLetters(next.q, next.dead)
 		}
@@ -59,17 +55,17 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 				}
 			}
 		}
-		moves, targets := v.deadLetterRoutes(next.q.Name, settings, next.dead)
+		moves, targets := v.deadLetterRoutes(next.q.Name(), settings, next.dead)
 		work = v.moveInto(moves, targets, txn, work)
 	}
 }
 
 // countDeadLetters counts messages leaving q for its dead-letter exchange,
 // by reason, in q's statistics and the vhost's.
-func (v *VHost) countDeadLetters(q *queue.Queue, dead []queue.Dead) {
+func (v *VHost) countDeadLetters(q Local, dead []queue.Dead) {
 	for _, d := range dead {
 		if k, ok := stats.DeadLetterKind(string(d.Reason)); ok {
-			q.Counters.Inc(k)
+			q.Meter().Inc(k)
 			v.Counters.Inc(k)
 		}
 	}
@@ -82,7 +78,7 @@ func (v *VHost) countDeadLetters(q *queue.Queue, dead []queue.Dead) {
 // then each delivers what it received. The dead letters the targets
 // produce on the way are appended to work for the caller to move: nothing
 // here calls back into the vhost while a queue is locked.
-func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn, work []deadLetters) []deadLetters {
+func (v *VHost) moveInto(moves []move, targets []Local, txn *storage.Txn, work []deadLetters) []deadLetters {
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Order() < targets[j].Order() })
 	for _, t := range targets {
 		t.LockForMove()
@@ -110,12 +106,12 @@ func (v *VHost) moveInto(moves []move, targets []*queue.Queue, txn *storage.Txn,
 
 type move struct {
 	m      *message.Message
-	queues []*queue.Queue
+	queues []Local
 }
 
 // deadLetterRoutes works out where each dead letter goes, and the distinct
 // queues involved.
-func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queue.Dead) ([]move, []*queue.Queue) {
+func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queue.Dead) ([]move, []Local) {
 	if !s.HasDeadLetter {
 		return nil, nil
 	}
@@ -127,8 +123,8 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 	}
 	var r RouteBuffers
 	var moves []move
-	var targets []*queue.Queue
-	seen := make(map[*queue.Queue]bool)
+	var targets []Local
+	seen := make(map[Local]bool)
 	now := time.Now()
 	for _, d := range dead {
 		m, err := deadLettered(d, queueName, s, now)
@@ -148,7 +144,7 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 		if len(r.queues) == 0 {
 			continue
 		}
-		mv := move{m: m, queues: append([]*queue.Queue(nil), r.queues...)}
+		mv := move{m: m, queues: append([]Local(nil), r.queues...)}
 		for _, t := range mv.queues {
 			if !seen[t] {
 				seen[t] = true
@@ -234,7 +230,7 @@ func recordDeath(deaths []any, entry protocol.Table) []any {
 	return append([]any{entry}, out...)
 }
 
-// dropCycles removes from r.queues and r.typed every queue the message
+// dropCycles removes from r.queues and r.others every queue the message
 // would reach again without a rejection on the way: an automatic
 // dead-letter cycle, which RabbitMQ breaks by dropping the message there.
 func dropCycles(r *RouteBuffers, m *message.Message) {
@@ -242,8 +238,8 @@ func dropCycles(r *RouteBuffers, m *message.Message) {
 	if len(deaths) == 0 {
 		return
 	}
-	r.queues = withoutCycles(r.queues, deaths, func(q *queue.Queue) string { return q.Name })
-	r.typed = withoutCycles(r.typed, deaths, Queue.Name)
+	r.queues = withoutCycles(r.queues, deaths, Local.Name)
+	r.others = withoutCycles(r.others, deaths, Queue.Name)
 }
 
 // withoutCycles keeps the queues of qs that are not a cycle, in place.
@@ -272,7 +268,7 @@ func isCycle(queueName string, deaths []any) bool {
 }
 
 // deadLetterOne republishes a message that left queue from as a dead
-// letter (a typed queue's: Host.DeadLetter) to its dead-letter exchange's
+// letter (a quorum queue's: Host.DeadLetter) to its dead-letter exchange's
 // queues, with x-death. With done nil it is at most once: what cannot be
 // routed is dropped. With done (at least once) it says whether every
 // queue reached took the message (and synced it, when it is persistent);

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -12,6 +13,7 @@ import (
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // fakeType is a queue type that keeps its messages in a slice: the least
@@ -20,10 +22,10 @@ import (
 // of a type the declare arguments accept ("quorum").
 type fakeType struct{ released chan string }
 
-func (fakeType) Name() string                                     { return queue.Quorum }
-func (fakeType) Check(vhost.Host, vhost.QueueDef) error           { return nil }
-func (fakeType) ApplyDeclare(vhost.Host, vhost.QueueDef) error    { return nil }
-func (fakeType) Restore(vhost.Host, vhost.QueueDef, uint64) error { return nil }
+func (fakeType) Name() string                                                      { return queue.Quorum }
+func (fakeType) Check(vhost.Host, vhost.QueueDef) error                            { return nil }
+func (fakeType) ApplyDeclare(vhost.Host, vhost.QueueDef) error                     { return nil }
+func (fakeType) Restore(vhost.Host, vhost.QueueDef, uint64, []storage.Level) error { return nil }
 func (t fakeType) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
 	return t.Declare(h, def)
 }
@@ -111,7 +113,7 @@ func (q *fakeQueue) Enqueue(m *message.Message, done func(error)) {
 // through the vhost's ordinary calls.
 func TestAQueueTypeIsOneAdapterAndOneRegistration(t *testing.T) {
 	released := make(chan string, 1)
-	types := vhost.NewQueueTypes(queue.Quorum, fakeType{released: released})
+	types := vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, fakeType{released: released})
 	v := newVHost(t, vhost.Config{QueueTypes: types})
 
 	d, err := v.Declare(vhost.QueueDef{Name: "f", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false)

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -60,8 +61,8 @@ func allStacks() string {
 // logger that logs nothing.
 //
 // This is the one place: every test and benchmark of the package builds
-// its vhost here, so what every vhost of the tests needs (the queue types,
-// c.QueueTypes, once classic queues are one of them) is added here alone.
+// its vhost here, so what every vhost of the tests needs (the queue types:
+// classic queues, when c.QueueTypes names none) is added here alone.
 func newVHost(t testing.TB, c vhost.Config) *vhost.VHost {
 	t.Helper()
 	if c.Name == "" {
@@ -69,6 +70,9 @@ func newVHost(t testing.TB, c vhost.Config) *vhost.VHost {
 	}
 	if c.Types == nil {
 		c.Types = exchange.NewRegistry()
+	}
+	if c.QueueTypes == nil {
+		c.QueueTypes = vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{})
 	}
 	c.Logger = zerolog.Nop()
 	v := vhost.New(c)
@@ -113,9 +117,27 @@ func mustExchange(t testing.TB, v *vhost.VHost, name, typ string, args protocol.
 
 func mustQueue(t testing.TB, v *vhost.VHost, name string, args protocol.Table) *queue.Queue {
 	t.Helper()
-	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: true, Args: args}, false)
+	l, _, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: true, Args: args}, false)
 	if err != nil {
 		t.Fatalf("declare queue %s: %v", name, err)
+	}
+	q, ok := classicqueue.Of(l)
+	if !ok {
+		t.Fatalf("queue %s is a %s", name, l.Kind())
+	}
+	return q
+}
+
+// classic is the classic queue name, which must exist.
+func classic(t testing.TB, v *vhost.VHost, name string) *queue.Queue {
+	t.Helper()
+	dq, err := v.Queue(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ok := classicqueue.Of(dq)
+	if !ok {
+		t.Fatalf("queue %s is a %s", name, dq.Kind())
 	}
 	return q
 }

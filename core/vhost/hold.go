@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/hold"
-	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -23,7 +22,7 @@ func (v *VHost) newHold() *hold.Queue {
 func (v *VHost) releaseHeld(due []*hold.Held) {
 	var txn *storage.Txn
 	var moves []move
-	var targets []*queue.Queue
+	var targets []Local
 	var r RouteBuffers
 	for _, h := range due {
 		txn = v.holds.Unstore(txn, h)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -52,7 +53,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q"}, false)
+	l, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q"}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,6 +61,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := &latenessConsumer{}
+	q, _ := classicqueue.Of(l)
 	if err := q.Consume(c, nil); err != nil {
 		b.Fatal(err)
 	}

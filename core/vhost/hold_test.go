@@ -238,7 +238,7 @@ func TestDeleteExchangeDropsHeld(t *testing.T) {
 	if _, err := v.Publish(x, heldMsg(t, "k", "fence", 100, false), &r); err != nil {
 		t.Fatal(err)
 	}
-	q, _ := v.Queue("q", nil)
+	q := classic(t, v, "q")
 	waitFor(t, "the fence released", func() bool { return v.Held().Len() == 0 && ready(t, q) > 0 })
 	if got := bodies(t, q); !slices.Equal(got, []string{"fence"}) {
 		t.Errorf("the new exchange delivered %q, want only its own fence: the old one's held messages came too", got)

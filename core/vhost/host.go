@@ -58,15 +58,15 @@ func (h Host) Policy(name string) *policy.Policy {
 	return h.v.policies.For(policy.Queues, name)
 }
 
-// Lookup is the typed queue named name; nil when there is none.
-func (h Host) Lookup(name string) Queue { return h.v.typedQueue(name) }
+// Lookup is the queue named name; nil when there is none.
+func (h Host) Lookup(name string) Queue { return h.v.lookup(name) }
 
-// List is every typed queue of the vhost, for work done without its locks.
-func (h Host) List() []Queue { return h.v.typedList() }
+// List is every queue of the vhost, for work done without its locks.
+func (h Host) List() []Queue { return h.v.queueList() }
 
 // Register adds q to the vhost's queues, reached by routing and by name;
 // defMu is held.
-func (h Host) Register(q Queue) { h.v.registerTyped(q) }
+func (h Host) Register(q Queue) { h.v.register(q) }
 
 // ParseDeclare checks a declare's arguments and reads its settings.
 func (h Host) ParseDeclare(def QueueDef) (queue.Settings, error) { return h.v.parseDeclare(def) }
@@ -76,7 +76,100 @@ func (h Host) ParseDeclare(def QueueDef) (queue.Settings, error) { return h.v.pa
 // it in its flags or in the arguments of compared (without any, those a
 // classic or quorum queue compares), as RabbitMQ words it.
 func (h Host) EquivalentDurable(args protocol.Table, def QueueDef, compared ...string) error {
-	return h.v.equivalentQueue(queueShape{Durable: true, Args: args}, def, compared...)
+	return h.v.equivalentQueue(Shape{Durable: true, Args: args}, def, compared...)
+}
+
+// Equivalent refuses (406, or 405 for exclusivity) a redeclare def of a
+// queue of shape s that differs from it in its flags or in the arguments
+// a classic queue compares.
+func (h Host) Equivalent(s Shape, def QueueDef) error { return h.v.equivalentQueue(s, def) }
+
+// CheckOwner refuses (405) owner the use of t when it is another
+// connection's exclusive queue.
+func (h Host) CheckOwner(t Queue, owner any) error { return h.v.checkOwner(t, owner) }
+
+// Owner is def's owner as a queue records it: nil for a declaration a
+// command of the cluster made.
+func (h Host) Owner(def QueueDef) any {
+	if def.Owner == anyOwner {
+		return nil
+	}
+	return def.Owner
+}
+
+// Redeclare answers a declare def of t, a queue that exists, as a
+// redeclare from a client does: 405, 404 for a home that is down, 406.
+func (h Host) Redeclare(t Queue, def QueueDef) error {
+	_, _, err := h.v.redeclare(t, def)
+	return err
+}
+
+// Shared is the queue name as the cluster knows it: nil for a local
+// exclusive queue nobody bound yet (and none homed elsewhere behind it).
+func (h Host) Shared(name string) Queue {
+	h.v.mu.RLock()
+	defer h.v.mu.RUnlock()
+	return h.v.shared(name)
+}
+
+// Unregister takes q out of the maps again (its restore failed); defMu
+// is held.
+func (h Host) Unregister(q Queue) { h.v.unregister(q) }
+
+// Drop deletes q, which dropped itself (x-expires, auto-delete), if it is
+// still the queue of its name, and in a cluster proposes its delete.
+func (h Host) Drop(q Queue) { h.v.dropQueue(q) }
+
+// ---- classic queues
+
+// Memory is each classic queue's in-memory bound before paging.
+func (h Host) Memory() queue.MemoryLimit { return h.v.memory }
+
+// Bodies lends classic queues the buffers large bodies paged back in are
+// read into; nil: allocated.
+func (h Host) Bodies() *message.Bodies { return h.v.bodies }
+
+// NextOrder numbers a new Local for its lock order (moveInto).
+func (h Host) NextOrder() uint64 { return h.v.queueSeq.Add(1) }
+
+// QueueStore is the store a classic queue keeps its messages in: nil
+// (an interface that is nil) when the vhost has none.
+func (h Host) QueueStore() queue.Store { return h.v.storeOrNil() }
+
+// Keeps says whether a declaration is written to the store: a durable
+// one when there is a store, and in a cluster every replicated one.
+func (h Host) Keeps(durable bool) bool { return h.v.keeps(durable) }
+
+// MoveDeadLetters moves dead letters that left l to its dead-letter
+// exchange's queues (deadletter.go); no lock is held.
+func (h Host) MoveDeadLetters(l Local, dead []queue.Dead) {
+	h.v.moveDeadLetters([]deadLetters{{q: l, dead: dead}})
+}
+
+// AfterSync calls done once everything written so far is on disk.
+func (h Host) AfterSync(done func(error)) { h.v.AfterSync(done) }
+
+// ---- the cluster's commands
+
+// Propose commits c through the cluster and waits for this node's
+// result of applying it.
+func (h Host) Propose(c Command) error { return h.v.propose(c) }
+
+// NewIncarnation is a fresh nonzero incarnation for a queue to declare.
+func (h Host) NewIncarnation() uint64 { return newIncarnation() }
+
+// AddRemote registers def, a classic queue homed on another node (its
+// Home), storing it when persist is set; defMu is held.
+func (h Host) AddRemote(def QueueDef, persist bool) error {
+	return h.v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
+		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, persist)
+}
+
+// Lost records a restored queue the restart ended (transient or
+// exclusive, shared with the cluster): DropLost proposes its delete once
+// the node is back in its cluster. defMu is held.
+func (h Host) Lost(name string, incarnation uint64) {
+	h.v.lost = append(h.v.lost, lostQueue{name: name, id: incarnation})
 }
 
 // RefuseFlags refuses a declare's flags that a type of durable queues
@@ -211,8 +304,8 @@ func (h Host) Expired(q Queue, unused func() bool) {
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	if v.typedQueue(q.Name()) == q && unused() {
-		v.forgetTyped(q)
+	if v.lookup(q.Name()) == q && unused() {
+		v.forget(q)
 	}
 }
 
@@ -242,14 +335,11 @@ func (h Host) Every(name string, d time.Duration, f func()) {
 // The calls another node's member answers (Queue.HandleCall) beside its
 // type's own.
 const (
-	CallQueueDelete = callQueueDelete
-	CallQueuePurge  = callQueuePurge
-	CallQueueCounts = callQueueCounts
-	CallMember      = callQuorumMember
-	CallConsume     = remote.CallConsume
-	CallCancel      = remote.CallCancel
-	CallSettle      = remote.CallSettle
-	CallGet         = remote.CallGet
+	CallMember  = callQuorumMember
+	CallConsume = remote.CallConsume
+	CallCancel  = remote.CallCancel
+	CallSettle  = remote.CallSettle
+	CallGet     = remote.CallGet
 )
 
 // CallHome asks rq's node to carry out op on it.

@@ -25,16 +25,6 @@ type Store interface {
 	ScanHeldAt(sp storage.HeldSpan, from *storage.HeldAfter, limit int, fn func(due int64, seq uint64, rec []byte) bool) error
 }
 
-// queueRecordOf is a queue homed here; in a cluster it names its home and
-// incarnation too.
-func queueRecordOf(q *queue.Queue, home string, incarnation uint64) QueueRecord {
-	rec := QueueRecord{Durable: q.Durable, AutoDelete: q.AutoDelete, Args: q.Args, StoreID: q.QID()}
-	if incarnation != 0 {
-		rec.Exclusive, rec.Home, rec.Incarnation = q.Exclusive, home, incarnation
-	}
-	return rec
-}
-
 // keeps reports whether an object is written to the store: a durable one
 // when there is a store, and in a cluster every replicated one (see
 // cluster.go).
@@ -100,45 +90,20 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 	v.mu.Unlock()
 }
 
-// RestoreQueue recreates a durable queue under its stored id and loads its
-// messages from the levels recovery counted. In a cluster it may be a
-// queue homed on another node, or a transient or exclusive one that did
-// not survive the restart: it is restored empty, unusable by clients, and
-// DropLost proposes its delete.
+// RestoreQueue recreates a stored queue under its stored id; its type
+// restores it (a classic queue loads its messages from the levels
+// recovery counted). In a cluster it may be a queue homed on another
+// node, or a transient or exclusive one that did not survive the
+// restart: it is restored empty, unusable by clients, and DropLost
+// proposes its delete.
 func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	if qt, ok := v.queueTypes.asked(def); ok {
-		return qt.Restore(v.Host(), def, qid)
+	qt, ok := v.queueTypes.restored(def)
+	if !ok {
+		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of type '%s'", def.Name, v.Name, queue.TypeOf(def.Args))
 	}
-	if v.cluster != nil && def.Home != "" && def.Home != v.cluster.Node() {
-		return v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
-			Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, false)
-	}
-	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
-	if err != nil {
-		return err
-	}
-	q := v.newQueue(def, settings, qid)
-	// Registered first: messages expiring as they are loaded are
-	// dead-lettered, perhaps back into this queue by name.
-	v.registerQueue(q, def.ID)
-	if def.ID != 0 && (!def.Durable || def.Exclusive) {
-		v.lost = append(v.lost, lostQueue{name: def.Name, id: def.ID})
-	}
-	if err := q.Restore(levels); err != nil {
-		_, _ = q.Delete(false, false)
-		v.mu.Lock()
-		delete(v.queues, q.Name)
-		delete(v.defaults, q.Name)
-		delete(v.homed, q.Name)
-		v.mu.Unlock()
-		return err
-	}
-	if p := v.policies.For(policy.Queues, def.Name); p != nil {
-		q.ApplyPolicy(p.Definition)
-	}
-	return nil
+	return qt.Restore(v.Host(), def, qid, levels)
 }
 
 // RestoreBinding recreates a durable binding with its stored sequence
@@ -165,12 +130,7 @@ func (v *VHost) RestorePolicy(p *policy.Policy) {
 // QueueIDs lists the store ids of the vhost's queues that have one.
 func (v *VHost) QueueIDs() []uint64 {
 	var ids []uint64
-	for _, q := range v.queueList() {
-		if id := q.QID(); id != 0 {
-			ids = append(ids, id)
-		}
-	}
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		if id := t.Record().StoreID; id != 0 { // 0: none here (homed elsewhere)
 			ids = append(ids, id)
 		}

@@ -59,14 +59,7 @@ func (v *VHost) applyPolicies() {
 			v.applyExchangePolicy(x)
 		}
 	}
-	for _, q := range v.queueList() {
-		var def protocol.Table
-		if p := v.policies.For(policy.Queues, q.Name); p != nil {
-			def = p.Definition
-		}
-		q.ApplyPolicy(def)
-	}
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		t.PolicyChanged()
 	}
 }

@@ -21,10 +21,10 @@ type RouteBuffers struct {
 	variants []*message.Message // the message under each CC/BCC key
 	work     []*Exchange
 	visited  []*Exchange
-	queues   []*queue.Queue
-	seen     map[*queue.Queue]struct{} // only for fan-outs too wide to scan
-	typed    []Queue                   // every other queue (queuetype.go)
-	remote   []*RemoteQueue            // forward's: where typed's not Here go
+	queues   []Local            // taken in the publisher's goroutine (Local)
+	seen     map[Local]struct{} // only for fan-outs too wide to scan
+	others   []Queue            // every other queue (queuetype.go)
+	remote   []*RemoteQueue     // forward's: where others not Here go
 	// Writes, when set, is the publishing goroutine's run: deliveries to
 	// local queues' consumers leave their socket writes to it.
 	Writes *queue.Writes
@@ -80,8 +80,8 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outco
 			return Outcome{}, err
 		}
 	}
-	if len(r.holds)+len(r.remote)+len(r.typed) > 0 {
-		// A hold, another node or a typed queue keeps the
+	if len(r.holds)+len(r.remote)+len(r.others) > 0 {
+		// A hold, another node or a queue not Local keeps the
 		// message beyond this call without counting as its holder: a
 		// pooled body must not be reused (message.Bodies).
 		m.Pin()
@@ -100,22 +100,22 @@ func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outco
 	return out, nil
 }
 
-// leaveOutHomesDown drops from r.typed the queues homed on another node
+// leaveOutHomesDown drops from r.others the queues homed on another node
 // that is down, and counts them. RabbitMQ routes past such a queue (a
 // mandatory message that reached nothing else comes back NO_ROUTE, then
 // its confirm), where forwarding would hold the message until the node's
 // backlog failed.
 func (v *VHost) leaveOutHomesDown(r *RouteBuffers) int {
-	if len(r.typed) == 0 {
+	if len(r.others) == 0 {
 		return 0
 	}
-	before := len(r.typed)
-	r.typed = slices.DeleteFunc(r.typed, func(t Queue) bool {
+	before := len(r.others)
+	r.others = slices.DeleteFunc(r.others, func(t Queue) bool {
 		home := t.Elsewhere()
 		return home != "" && !v.cluster.Up(home)
 	})
-	clear(r.typed[len(r.typed):before])
-	return before - len(r.typed)
+	clear(r.others[len(r.others):before])
+	return before - len(r.others)
 }
 
 // route fills r.queues with every queue m reaches from x. via, when set,
@@ -129,8 +129,8 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 	r.queues = r.queues[:0]
 	clear(r.remote)
 	r.remote = r.remote[:0]
-	clear(r.typed)
-	r.typed = r.typed[:0]
+	clear(r.others)
+	r.others = r.others[:0]
 	r.visited = r.visited[:0]
 	clear(r.holds)
 	r.holds = r.holds[:0]
@@ -180,13 +180,13 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 		}
 		for _, b := range r.result.Bindings {
 			switch t := b.Target.(type) {
-			case *queue.Queue:
+			case Local:
 				r.addQueue(t)
 			case *Exchange:
 				r.work = append(r.work, t)
 			case Queue:
-				if !slices.Contains(r.typed, t) {
-					r.typed = append(r.typed, t)
+				if !slices.Contains(r.others, t) {
+					r.others = append(r.others, t)
 				}
 			}
 		}
@@ -283,7 +283,7 @@ func (r *RouteBuffers) wasVisited(x *Exchange) bool {
 // way to a set.
 const wideFanout = 16
 
-func (r *RouteBuffers) addQueue(q *queue.Queue) {
+func (r *RouteBuffers) addQueue(q Local) {
 	if len(r.queues) < wideFanout {
 		for _, x := range r.queues {
 			if x == q {
@@ -294,7 +294,7 @@ func (r *RouteBuffers) addQueue(q *queue.Queue) {
 		return
 	}
 	if r.seen == nil {
-		r.seen = make(map[*queue.Queue]struct{})
+		r.seen = make(map[Local]struct{})
 	}
 	if len(r.seen) == 0 {
 		for _, x := range r.queues {
@@ -325,7 +325,7 @@ func (v *VHost) enqueue(m *message.Message, r *RouteBuffers) Outcome {
 		}
 	}
 	for i, q := range r.queues {
-		accepted, rejected, stored := q.EnqueueFrom(m, r.Writes)
+		accepted, rejected, stored := q.Take(m, r.Writes)
 		if accepted {
 			out.Queues++
 		}

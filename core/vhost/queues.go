@@ -7,12 +7,10 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/names"
-	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
-	"github.com/warrenmq/warren/storage"
 )
 
 // MaxNameLength bounds exchange and queue names, as shortstr does.
@@ -45,14 +43,15 @@ type QueueDef struct {
 	restored bool
 }
 
-// Declared is the queue a declare found or made: Local when it is a
-// classic queue on this node.
+// Declared is the queue a declare found or made.
 type Declared struct {
 	Name    string
-	Local   *queue.Queue
 	Created bool
-	t       Queue // any other: of a registered type, or homed elsewhere
+	t       Queue
 }
+
+// Queue is the declared queue.
+func (d Declared) Queue() Queue { return d.t }
 
 // Home is the node a classic queue homed on another node is on; "" for
 // every other queue.
@@ -90,22 +89,20 @@ func ServerNamed() string {
 }
 
 // Queue returns the named queue for a connection: 404 when missing, 405
-// when another connection owns it exclusively.
-func (v *VHost) Queue(name string, owner any) (*queue.Queue, error) {
-	v.mu.RLock()
-	q := v.queues[name]
-	v.mu.RUnlock()
-	if q == nil && !v.HasQueue(name) && v.caughtUp() {
-		v.mu.RLock()
-		q = v.queues[name]
-		v.mu.RUnlock()
+// when another connection owns it exclusively; one homed on another node
+// is refused (elsewhere).
+func (v *VHost) Queue(name string, owner any) (Queue, error) {
+	t := v.lookup(name)
+	if t == nil && v.caughtUp() {
+		t = v.lookup(name)
 	}
-	if q == nil {
-		if rq := v.remoteQueue(name); rq != nil {
-			return nil, v.elsewhere(rq)
-		}
+	if t == nil {
+		return nil, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	return q, v.checkQueue(q, name, owner)
+	if t.Elsewhere() != "" {
+		return nil, v.elsewhere(t.Via())
+	}
+	return t, v.checkOwner(t, owner)
 }
 
 // checkNewQueue makes the checks only a new queue's declare makes: its
@@ -130,24 +127,21 @@ func (v *VHost) checkNewQueue(def QueueDef) error {
 
 // declared says whether a queue of that name is known, of any type or
 // node; defMu is held (the maps change only under it).
-func (v *VHost) declared(name string) bool {
-	return v.queues[name] != nil || v.typed[name] != nil
-}
+func (v *VHost) declared(name string) bool { return v.queues[name] != nil }
 
 // HasQueue reports whether a queue of that name exists, here or, in a
 // cluster, on another node.
 func (v *VHost) HasQueue(name string) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.queues[name] != nil || v.typed[name] != nil
+	return v.queues[name] != nil
 }
 
-func (v *VHost) checkQueue(q *queue.Queue, name string, owner any) error {
-	if q == nil {
-		return reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
-	}
-	if q.Exclusive && q.Owner != owner && owner != anyOwner {
-		return v.locked(name)
+// checkOwner refuses (405) a connection other than its owner the use of
+// an exclusive queue; a command of the cluster (anyOwner) passes.
+func (v *VHost) checkOwner(t Queue, owner any) error {
+	if l, ok := t.(Local); ok && l.Exclusive() && l.Owner() != owner && owner != anyOwner {
+		return v.locked(t.Name())
 	}
 	return nil
 }
@@ -172,31 +166,22 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			// moment ago counts.
 			v.caughtUp()
 		}
-		if t := v.typedQueue(def.Name); t != nil {
-			if t.Elsewhere() != "" && (t.Via().Exclusive || !v.cluster.Up(t.Elsewhere())) {
-				return Declared{}, v.elsewhere(t.Via())
-			}
-			t.Touch()
-			return Declared{Name: def.Name, t: t}, nil
+		t := v.lookup(def.Name)
+		switch {
+		case t == nil:
+			return Declared{}, reply.NotFound("no queue '%s' in vhost '%s'", def.Name, v.Name)
+		case t.Elsewhere() != "" && (t.Via().Exclusive || !v.cluster.Up(t.Elsewhere())):
+			return Declared{}, v.elsewhere(t.Via())
 		}
-		q, err := v.Queue(def.Name, def.Owner)
-		if err != nil {
+		if err := v.checkOwner(t, def.Owner); err != nil {
 			return Declared{}, err
 		}
-		q.Touch()
-		return Declared{Name: q.Name, Local: q}, nil
+		t.Touch()
+		return Declared{Name: def.Name, t: t}, nil
 	}
 	if def.Name == "" {
 		def.Name = ServerNamed()
 		def.ServerNamed = true
-	}
-	if _, typed := v.queueTypes.asked(def); def.Exclusive && !typed {
-		// An exclusive classic queue ends with its connection, so
-		// RabbitMQ declares it non-durable whatever the flag says: it is
-		// listed so, and a redeclare with either value matches. (A
-		// quorum queue's or a stream's declare refuses exclusivity, by
-		// name.)
-		def.Durable = false
 	}
 	if v.cluster != nil {
 		if !def.Exclusive {
@@ -213,39 +198,38 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 			return Declared{}, err
 		}
 	}
-	if qt, ok := v.typeOf(def); ok {
-		t, created, err := qt.Declare(v.Host(), def)
-		if err != nil {
-			return Declared{}, err
-		}
-		return Declared{Name: def.Name, t: t, Created: created}, nil
-	}
-	q, created, err := v.declareQueue(def)
+	qt, err := v.typeOf(def)
 	if err != nil {
 		return Declared{}, err
 	}
-	return Declared{Name: q.Name, Local: q, Created: created}, nil
+	t, created, err := qt.Declare(v.Host(), def)
+	if err != nil {
+		return Declared{}, err
+	}
+	return Declared{Name: def.Name, t: t, Created: created}, nil
 }
 
-// DeclareQueue is Declare for a queue on this node: a queue homed on
-// another is refused.
-func (v *VHost) DeclareQueue(def QueueDef, passive bool) (*queue.Queue, bool, error) {
+// DeclareQueue is Declare for a queue whose messages are kept on this
+// node (a Local: a classic queue): one homed on another is refused, and
+// so is one of another type.
+func (v *VHost) DeclareQueue(def QueueDef, passive bool) (Local, bool, error) {
 	d, err := v.Declare(def, passive)
 	if err != nil {
 		return nil, false, err
 	}
-	switch {
-	case d.Home() != "":
+	if d.Home() != "" {
 		return nil, false, v.elsewhere(d.t.Via())
-	case d.t != nil:
+	}
+	l, ok := d.t.(Local)
+	if !ok {
 		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.Kind())
 	}
-	return d.Local, d.Created, nil
+	return l, d.Created, nil
 }
 
 // Counts are a declared queue's ready messages and consumers, as
 // queue.declare-ok reports them.
-func (v *VHost) Counts(d Declared) (ready, consumers int, err error) { return v.counts(d) }
+func (v *VHost) Counts(d Declared) (ready, consumers int, err error) { return d.t.DeclareCounts() }
 
 // parseDeclare checks what every queue's declare must pass: the name,
 // the arguments, a vhost still open.
@@ -261,70 +245,6 @@ func (v *VHost) parseDeclare(def QueueDef) (queue.Settings, error) {
 		return settings, reply.New(protocol.ConnectionForced, "vhost '%s' is shutting down", v.Name)
 	}
 	return settings, nil
-}
-
-// declareQueue is Declare's change on this node; defMu is held.
-func (v *VHost) declareQueue(def QueueDef) (*queue.Queue, bool, error) {
-	settings, err := v.parseDeclare(def)
-	if err != nil {
-		return nil, false, err
-	}
-	if q := v.queues[def.Name]; q != nil {
-		if err := v.checkQueue(q, def.Name, def.Owner); err != nil {
-			return nil, false, err
-		}
-		if err := v.equivalentQueue(shapeOf(q), def); err != nil {
-			return nil, false, err
-		}
-		q.Touch()
-		return q, false, nil
-	}
-	var qid uint64
-	if v.store != nil && def.Durable && !def.Exclusive {
-		qid = v.store.NewID()
-	}
-	q := v.newQueue(def, settings, qid)
-	if q.Persists() || v.keeps(false) && def.ID != 0 {
-		if err := v.store.PutMeta(storage.KindQueue, v.Name, q.Name, queueRecordOf(q, def.Home, def.ID).Table()); err != nil {
-			_, _ = q.Delete(false, false)
-			return nil, false, stored(err)
-		}
-	}
-	if p := v.policies.For(policy.Queues, def.Name); p != nil {
-		// The queue holds nothing yet, so this cannot dead-letter.
-		q.ApplyPolicy(p.Definition)
-	}
-	v.registerQueue(q, def.ID)
-	return q, true, nil
-}
-
-// newQueue creates a queue, not yet registered.
-func (v *VHost) newQueue(def QueueDef, settings queue.Settings, qid uint64) *queue.Queue {
-	var owner any
-	if def.Exclusive && def.Owner != anyOwner {
-		owner = def.Owner
-	}
-	return queue.New(queue.Config{
-		Name: def.Name, VHost: v.Name, Durable: def.Durable, Exclusive: def.Exclusive,
-		AutoDelete: def.AutoDelete, Args: def.Args, Owner: owner, Settings: settings, Events: v,
-		Store: v.storeOrNil(), QID: qid, Memory: v.memory, Order: v.queueSeq.Add(1),
-		Bodies: v.bodies,
-	})
-}
-
-// registerQueue adds q and its implicit binding from the default exchange
-// to the maps, with its incarnation when it is replicated; defMu is held.
-func (v *VHost) registerQueue(q *queue.Queue, incarnation uint64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.queues[q.Name] = q
-	if incarnation != 0 {
-		v.homed[q.Name] = incarnation
-	}
-	v.defaults[q.Name] = &exchange.Binding{
-		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: q.Name},
-		Key:         q.Name, Target: q, Durable: q.Durable,
-	}
 }
 
 // storeOrNil hands queues the store as an interface that is nil when the
@@ -345,7 +265,7 @@ var queueArgsCompared = []string{
 
 // equivalentQueue refuses a redeclare def of q that differs from it in
 // its flags or in the arguments of compared (queueArgsCompared when nil).
-func (v *VHost) equivalentQueue(q queueShape, def QueueDef, compared ...string) error {
+func (v *VHost) equivalentQueue(q Shape, def QueueDef, compared ...string) error {
 	if compared == nil {
 		compared = queueArgsCompared
 	}
@@ -381,118 +301,60 @@ func describe(v any, present bool) any {
 }
 
 // DeleteQueue deletes a queue (see queue.Delete for the conditions) and its
-// bindings, and returns the number of ready messages it held.
+// bindings, and returns the number of ready messages it held. A queue the
+// cluster shares is deleted by a proposal, once its conditions hold.
 func (v *VHost) DeleteQueue(name string, owner any, ifUnused, ifEmpty bool) (int, error) {
 	if v.cluster != nil {
-		if t := v.typedQueue(name); t != nil {
-			return t.DeleteReplicated(ifUnused, ifEmpty)
+		t := v.lookup(name)
+		if t == nil && v.caughtUp() {
+			t = v.lookup(name)
 		}
-		v.mu.RLock()
-		q, incarnation := v.queues[name], v.homed[name]
-		v.mu.RUnlock()
-		if q != nil && incarnation != 0 {
-			if err := v.checkQueue(q, name, owner); err != nil {
+		if t != nil && t.Incarnation() != 0 {
+			if err := v.checkOwner(t, owner); err != nil {
 				return 0, err
 			}
-			return v.deleteHomed(q, incarnation, ifUnused, ifEmpty)
-		}
-		if q == nil && v.caughtUp() && v.HasQueue(name) {
-			return v.DeleteQueue(name, owner, ifUnused, ifEmpty)
+			return t.DeleteReplicated(ifUnused, ifEmpty)
 		}
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	q := v.queues[name]
-	if t := v.typed[name]; t != nil && q == nil {
-		return v.deleteTyped(t, ifUnused, ifEmpty)
+	t := v.queues[name]
+	if t == nil {
+		return 0, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	if err := v.checkQueue(q, name, owner); err != nil {
+	if err := v.checkOwner(t, owner); err != nil {
 		return 0, err
 	}
-	n, err := q.Delete(ifUnused, ifEmpty)
+	n, err := t.DeleteChecks(ifUnused, ifEmpty)
 	if err != nil {
 		return 0, err
 	}
-	v.forgetQueue(q)
+	v.dropped(t)
 	return n, nil
-}
-
-// forgetQueue removes a deleted queue from the maps, its bindings, and its
-// stored record; defMu is held. The home of a replicated queue it drops
-// of its own accord proposes the delete to the others (a committed
-// delete clears the incarnation first, so it proposes nothing).
-func (v *VHost) forgetQueue(q *queue.Queue) {
-	if v.queues[q.Name] != q {
-		return
-	}
-	dest := exchange.Destination{Kind: exchange.ToQueue, Name: q.Name}
-	v.mu.Lock()
-	delete(v.queues, q.Name)
-	delete(v.defaults, q.Name)
-	incarnation := v.homed[q.Name]
-	delete(v.homed, q.Name)
-	bound := v.boundTo(dest)
-	v.mu.Unlock()
-	v.removeBindings(bound)
-	if q.Persists() || v.keeps(false) && incarnation != 0 {
-		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, q.Name); err != nil {
-			v.log.Error().Err(err).Str("queue", q.Name).Msg("could not delete the stored queue; it will come back after a restart")
-		}
-	}
-	v.queueGone(q.Name, incarnation)
-}
-
-// dropQueue deletes q unconditionally, if it is still the one registered.
-func (v *VHost) dropQueue(q *queue.Queue) {
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
-	if v.queues[q.Name] != q {
-		return
-	}
-	_, _ = q.Delete(false, false)
-	v.forgetQueue(q)
 }
 
 // PurgeQueue drops a queue's ready messages and returns how many.
 func (v *VHost) PurgeQueue(name string, owner any) (int, error) {
-	if t := v.typedQueue(name); t != nil {
-		return t.Purge()
+	t := v.lookup(name)
+	if t == nil {
+		return 0, reply.NotFound("no queue '%s' in vhost '%s'", name, v.Name)
 	}
-	q, err := v.Queue(name, owner)
-	if err != nil {
+	if err := v.checkOwner(t, owner); err != nil {
 		return 0, err
 	}
-	return q.Purge(), nil
+	return t.Purge()
 }
 
 // OwnerGone deletes the exclusive queues of a closed connection.
 func (v *VHost) OwnerGone(owner any) {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	for _, q := range v.queueList() {
-		if q.Exclusive && q.Owner == owner {
-			_, _ = q.Delete(false, false)
-			v.forgetQueue(q)
+	for _, t := range v.queueList() {
+		if l, ok := t.(Local); ok && l.Exclusive() && l.Owner() == owner {
+			_, _ = l.DeleteChecks(false, false)
+			v.dropped(l)
 		}
 	}
-}
-
-// Unused implements queue.Events: x-expires elapsed.
-func (v *VHost) Unused(q *queue.Queue) { v.dropQueue(q) }
-
-// Abandoned implements queue.Events: the last consumer of an auto-delete
-// queue left.
-func (v *VHost) Abandoned(q *queue.Queue) { v.dropQueue(q) }
-
-// queueList returns the queues, for work done without mu.
-func (v *VHost) queueList() []*queue.Queue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make([]*queue.Queue, 0, len(v.queues))
-	for _, q := range v.queues {
-		out = append(out, q)
-	}
-	return out
 }
 
 // QueueEntry is a queue as a listing first sees it: what the vhost knows
@@ -507,7 +369,6 @@ type QueueEntry struct {
 	// Type is "quorum" for a quorum queue, "stream" for a stream, "" for
 	// a classic one.
 	Type string
-	q    *queue.Queue
 	t    Queue
 }
 
@@ -525,20 +386,8 @@ type QueueInfo struct {
 // Info reads the queue's depth and message statistics, under the queue's
 // lock; a remote queue's depth comes from its home, in a call.
 func (e QueueEntry) Info() QueueInfo {
-	if e.t != nil {
-		st, m, err := e.t.Figures()
-		return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
-	}
-	return QueueInfo{QueueEntry: e, Stats: e.q.Stats(), Counters: e.q.Counters.Values(), Rates: e.q.Counters.Rates()}
-}
-
-// entry is q's listing entry; the caller holds mu.
-func (v *VHost) entry(q *queue.Queue) QueueEntry {
-	e := QueueEntry{Name: q.Name, Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Args: q.Args, q: q}
-	if p := v.policies.For(policy.Queues, q.Name); p != nil {
-		e.Policy = p.Name
-	}
-	return e
+	st, m, err := e.t.Figures()
+	return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
 }
 
 // QueueEntries lists the queues, those homed on other nodes of a cluster
@@ -547,14 +396,9 @@ func (v *VHost) entry(q *queue.Queue) QueueEntry {
 func (v *VHost) QueueEntries() []QueueEntry {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]QueueEntry, 0, len(v.queues)+len(v.typed))
-	for _, q := range v.queues {
-		out = append(out, v.entry(q))
-	}
-	for name, t := range v.typed {
-		if v.queues[name] == nil { // not shadowed (cluster.go)
-			out = append(out, v.typedEntry(t))
-		}
+	out := make([]QueueEntry, 0, len(v.queues))
+	for _, t := range v.queues {
+		out = append(out, v.listEntry(t))
 	}
 	return out
 }
@@ -565,13 +409,10 @@ func (v *VHost) QueueEntries() []QueueEntry {
 // vhost's lock while it waits for a queue's.
 func (v *VHost) Queues() []QueueInfo {
 	v.mu.RLock()
-	entries := make([]QueueEntry, 0, len(v.queues)+len(v.typed))
-	for _, q := range v.queues {
-		entries = append(entries, v.entry(q))
-	}
-	for _, t := range v.typed {
+	entries := make([]QueueEntry, 0, len(v.queues))
+	for _, t := range v.queues {
 		if t.Elsewhere() == "" {
-			entries = append(entries, v.typedEntry(t))
+			entries = append(entries, v.listEntry(t))
 		}
 	}
 	v.mu.RUnlock()
@@ -588,10 +429,8 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 	v.mu.RLock()
 	var e QueueEntry
 	ok := true
-	if q := v.queues[name]; q != nil {
-		e = v.entry(q)
-	} else if t := v.typed[name]; t != nil {
-		e = v.typedEntry(t)
+	if t := v.queues[name]; t != nil {
+		e = v.listEntry(t)
 	} else {
 		ok = false
 	}
@@ -607,14 +446,9 @@ func (v *VHost) QueueInfo(name string) (QueueInfo, bool) {
 func (v *VHost) QueueNames() []string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]string, 0, len(v.queues)+len(v.typed))
+	out := make([]string, 0, len(v.queues))
 	for name := range v.queues {
 		out = append(out, name)
-	}
-	for name := range v.typed {
-		if v.queues[name] == nil { // not shadowed (cluster.go)
-			out = append(out, name)
-		}
 	}
 	return out
 }

@@ -8,35 +8,39 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
-// Queue types beside classic queues.
+// Queue types.
 //
-// A queue of a type that keeps its messages outside package queue (a
-// quorum queue in core/quorumqueue, a stream in core/streamqueue), and a
-// classic queue homed on another node of a cluster (remotequeue.go), is a
-// Queue: the vhost holds it in one map and asks it, through this
-// interface, for what every type answers in its own way. RabbitMQ's
-// rabbit_queue_type is the model. A type is a QueueType, registered with
-// the broker's QueueTypes; the vhost asks it to declare and restore
-// queues, and offers it a Host: the vhost's services (the store, the
-// cluster, routing a dead letter, calls to other nodes) without its
-// internals. No file of this package names a type.
+// Every queue is a Queue: a classic queue (core/classicqueue), a quorum
+// queue (core/quorumqueue), a stream (core/streamqueue), and a classic
+// queue homed on another node of a cluster (remotequeue.go). The vhost
+// holds them in one map and asks them, through this interface, for what
+// every type answers in its own way. RabbitMQ's rabbit_queue_type is the
+// model. A type is a QueueType, registered with the broker's QueueTypes;
+// the vhost asks it to declare and restore queues, and offers it a Host:
+// the vhost's services (the store, the cluster, routing a dead letter,
+// calls to other nodes) without its internals. What only some queues do
+// is a capability, an interface of its own that the vhost asks for by
+// assertion (Local, below). No file of this package names a type.
 
-// Queue is a queue of a registered type, or one homed on another node, as
-// the vhost holds it.
+// Queue is a queue as the vhost holds it.
 type Queue interface {
 	// Name is the queue's name; Type its x-queue-type; Kind what the
-	// replies call it ("quorum queue", "stream").
+	// replies call it ("classic queue", "quorum queue", "stream").
 	Name() string
 	Type() string
 	Kind() string
 	// Arguments are its declaration's.
 	Arguments() protocol.Table
-	// Incarnation is its id: its store id, and in a cluster its group's.
+	// Incarnation is its id in a cluster: a replicated queue's group's,
+	// the one a classic queue's declarer chose; 0 for a queue the
+	// cluster does not share (a classic queue on a node of its own, an
+	// exclusive one nobody bound yet). A delete names it.
 	Incarnation() uint64
 	// Record is its stored (and replicated) declaration.
 	Record() QueueRecord
@@ -56,7 +60,9 @@ type Queue interface {
 	CheckArgs(def QueueDef) error
 	Equivalent(def QueueDef) error
 	// DeleteChecks refuses a delete whose conditions (if-unused,
-	// if-empty) do not hold, and says how many messages were ready.
+	// if-empty) do not hold, and says how many messages were ready. A
+	// type may delete its messages here already, when checking and
+	// deleting must be one step (a classic queue's, under its lock).
 	DeleteChecks(ifUnused, ifEmpty bool) (ready int, err error)
 	// DeleteReplicated proposes its delete to the cluster once the
 	// conditions hold (Host.ProposeDelete).
@@ -129,11 +135,51 @@ type QueueType interface {
 	DeclareReplicated(h Host, def QueueDef) (q Queue, created bool, err error)
 	// ApplyDeclare carries out a declare the cluster committed.
 	ApplyDeclare(h Host, def QueueDef) error
-	// Restore reopens a stored one at start.
-	Restore(h Host, def QueueDef, id uint64) error
+	// Restore reopens a stored one at start, with its messages in the
+	// store's levels as recovery counted them (classic queues').
+	Restore(h Host, def QueueDef, id uint64, levels []storage.Level) error
 }
 
-// QueueTypes are the queue types beside classic a broker serves.
+// A Local queue keeps its messages in this process and takes a
+// publisher's message in the publisher's own goroutine (a classic
+// queue): routing collects Locals apart from other queues, so a
+// persistent message bound for several is stored once (enqueue), and
+// dead letters and held messages move into them under their locks, taken
+// in Order, across one store Txn (moveInto).
+type Local interface {
+	Queue
+	// Persists says it stores the persistent messages it takes.
+	Persists() bool
+	// Take takes m: accepted, refused (overflow reject-publish), written
+	// to the store. w, when set, takes the socket writes of the
+	// deliveries it makes (the publisher's run).
+	Take(m *message.Message, w *queue.Writes) (accepted, rejected, stored bool)
+	// Order ranks it among Locals for locking several at once.
+	Order() uint64
+	// LockForMove, EnqueueMoved and UnlockMoved bracket a move: its lock
+	// is held from before the Txn is written until after it commits;
+	// UnlockMoved and Serve return the dead letters the move produced.
+	LockForMove()
+	EnqueueMoved(m *message.Message, txn *storage.Txn) bool
+	UnlockMoved() []queue.Dead
+	Serve() []queue.Dead
+	// DeadLetterFrom is what moving its dead letters needs: its
+	// settings, its store id and whether it was deleted meanwhile.
+	DeadLetterFrom() (s queue.Settings, storeID uint64, deleted bool)
+	// Meter are its message statistics; Sample samples them and its
+	// depth for their rates.
+	Meter() *stats.Meter
+	Sample(now time.Time) queue.Stats
+	// Exclusive says it is one connection's, Owner's (nil for one a
+	// command of the cluster declared).
+	Exclusive() bool
+	Owner() any
+	// Share gives it incarnation id if it has none yet, and returns the
+	// one it has: an exclusive queue gets one when it is first bound.
+	Share(id uint64) uint64
+}
+
+// QueueTypes are the queue types a broker serves.
 type QueueTypes struct {
 	byName map[string]QueueType
 	// untyped takes a replicated declaration that names no type: written
@@ -142,7 +188,8 @@ type QueueTypes struct {
 }
 
 // NewQueueTypes registers types by name; untyped names the one a
-// replicated declaration without an x-queue-type is (older records).
+// replicated declaration without an x-queue-type is (older records). A
+// declaration that names no type is a classic queue's (queue.Classic).
 func NewQueueTypes(untyped string, types ...QueueType) *QueueTypes {
 	ts := &QueueTypes{byName: make(map[string]QueueType, len(types))}
 	for _, t := range types {
@@ -152,40 +199,49 @@ func NewQueueTypes(untyped string, types ...QueueType) *QueueTypes {
 	return ts
 }
 
-// asked is the type def's arguments ask for beside classic, if any.
+// asked is the type def's arguments ask for: classic when they name none.
 func (ts *QueueTypes) asked(def QueueDef) (QueueType, bool) {
 	if ts == nil {
 		return nil, false
 	}
-	name, _ := def.Args["x-queue-type"].(string)
-	qt, ok := ts.byName[name]
+	qt, ok := ts.byName[queue.TypeOf(def.Args)]
 	return qt, ok
+}
+
+// restored is the type of a stored or replicated declaration.
+func (ts *QueueTypes) restored(def QueueDef) (QueueType, bool) {
+	if def.Members != nil {
+		return ts.replicated(def)
+	}
+	return ts.asked(def)
 }
 
 // replicated is the type of a replicated declaration (def.Members set).
 func (ts *QueueTypes) replicated(def QueueDef) (QueueType, bool) {
-	if qt, ok := ts.asked(def); ok {
-		return qt, true
+	if _, named := def.Args["x-queue-type"]; named {
+		return ts.asked(def)
 	}
 	return ts.untyped, ts != nil && ts.untyped != nil
 }
 
 // typeOf is the type a declare of def is: that of the queue of the name
-// there is, or, with no classic queue of the name, the one it asks for;
-// mu or defMu is held.
-func (v *VHost) typeOf(def QueueDef) (QueueType, bool) {
-	if t := v.typed[def.Name]; t != nil {
-		qt, ok := v.queueTypes.byName[t.Type()]
-		return qt, ok
+// there is, or the one it asks for; defMu is held. A vhost without the
+// type (a test's, a broker that does not serve it) refuses the declare.
+func (v *VHost) typeOf(def QueueDef) (QueueType, error) {
+	name := queue.TypeOf(def.Args)
+	if t := v.queues[def.Name]; t != nil {
+		name = t.Type()
 	}
-	if v.queues[def.Name] != nil {
-		return nil, false
+	if v.queueTypes != nil {
+		if qt, ok := v.queueTypes.byName[name]; ok {
+			return qt, nil
+		}
 	}
-	return v.queueTypes.asked(def)
+	return nil, reply.Internal("this node serves no queue of type '%s'", name)
 }
 
-// typedEntry is t's listing entry; mu is held.
-func (v *VHost) typedEntry(t Queue) QueueEntry {
+// listEntry is t's listing entry; mu is held.
+func (v *VHost) listEntry(t Queue) QueueEntry {
 	rec := t.Record()
 	e := QueueEntry{Name: t.Name(), Durable: rec.Durable, Exclusive: rec.Exclusive, AutoDelete: rec.AutoDelete,
 		Args: t.Arguments(), Type: t.Type(), Home: t.Elsewhere(), t: t}
@@ -195,87 +251,132 @@ func (v *VHost) typedEntry(t Queue) QueueEntry {
 	return e
 }
 
-// typedQueue is the typed queue named name, or nil; nil too when a
-// classic queue here has the name (a local exclusive queue shadows one
-// homed elsewhere; see cluster.go).
-func (v *VHost) typedQueue(name string) Queue {
+// lookup is the queue named name, or nil.
+func (v *VHost) lookup(name string) Queue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if v.queues[name] != nil {
-		return nil
-	}
-	return v.typed[name]
+	return v.queues[name]
 }
 
-// typedList is every typed queue, for work done without mu.
-func (v *VHost) typedList() []Queue {
+// queueList is every queue, for work done without mu.
+func (v *VHost) queueList() []Queue {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make([]Queue, 0, len(v.typed))
-	for _, q := range v.typed {
+	out := make([]Queue, 0, len(v.queues))
+	for _, q := range v.queues {
 		out = append(out, q)
 	}
 	return out
 }
 
-// registerTyped adds t and its implicit binding from the default exchange
-// to the maps; defMu is held.
-func (v *VHost) registerTyped(t Queue) {
+// localOnly says t is this node's alone: an exclusive classic queue
+// nobody bound yet, which the cluster does not know of (cluster.go).
+func localOnly(t Queue) bool {
+	l, ok := t.(Local)
+	return ok && l.Exclusive() && l.Incarnation() == 0
+}
+
+// register adds t and its implicit binding from the default exchange
+// to the maps; defMu is held. A queue homed elsewhere whose name a local
+// exclusive queue holds here waits behind it (shadowed, cluster.go).
+func (v *VHost) register(t Queue) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	name := t.Name()
-	v.typed[name] = t
+	if cur := v.queues[name]; cur != nil && cur != t && localOnly(cur) && t.Elsewhere() != "" {
+		v.shadowed[name] = t
+		return
+	}
+	v.queues[name] = t
 	v.defaults[name] = &exchange.Binding{
 		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: name},
-		Key:         name, Target: t, Durable: true,
+		Key:         name, Target: t, Durable: t.Record().Durable,
 	}
 }
 
-// deleteTyped deletes t if its conditions hold, with its bindings and
-// data; defMu is held.
-func (v *VHost) deleteTyped(t Queue, ifUnused, ifEmpty bool) (int, error) {
-	ready, err := t.DeleteChecks(ifUnused, ifEmpty)
-	if err != nil {
-		return 0, err
+// unregister takes t out of the maps again (a restore that failed);
+// defMu is held.
+func (v *VHost) unregister(t Queue) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	name := t.Name()
+	if v.queues[name] == t {
+		delete(v.queues, name)
+		delete(v.defaults, name)
 	}
-	v.forgetTyped(t)
-	return ready, nil
 }
 
-// forgetTyped removes t from the maps with its bindings and its record,
+// forget removes t from the maps with its bindings and its record,
 // then releases what it runs here; defMu is held. A queue of that name
-// that is not t (another incarnation) stays.
-func (v *VHost) forgetTyped(t Queue) {
+// that is not t (another incarnation) stays; a queue homed elsewhere that
+// t shadowed takes its place.
+func (v *VHost) forget(t Queue) {
 	name := t.Name()
 	v.mu.Lock()
-	if v.typed[name] != t {
+	if v.shadowed[name] == t {
+		delete(v.shadowed, name)
+		v.mu.Unlock()
+		v.deleteRecord(t)
+		return
+	}
+	if v.queues[name] != t {
 		v.mu.Unlock()
 		return
 	}
-	delete(v.typed, name)
-	if b := v.defaults[name]; b != nil && b.Target == t {
-		// (A local exclusive queue that shadows a queue homed elsewhere
-		// keeps its own.)
-		delete(v.defaults, name)
-	}
+	delete(v.queues, name)
+	delete(v.defaults, name)
 	bound := v.boundTo(exchange.Destination{Kind: exchange.ToQueue, Name: name})
+	shadowed := v.shadowed[name]
+	delete(v.shadowed, name)
 	v.mu.Unlock()
 	v.removeBindings(bound)
-	if v.store != nil {
-		if err := v.store.DeleteMeta(storage.KindQueue, v.Name, name); err != nil {
-			v.log.Error().Err(err).Str("queue", name).Str("type", t.Type()).
-				Msg("could not delete the stored queue; it will come back after a restart")
-		}
-	}
+	v.deleteRecord(t)
 	t.Release()
+	if shadowed != nil {
+		v.register(shadowed)
+	}
 }
 
-// enqueueTyped hands m to the typed queues routing reached and empties
-// r.typed; f hears from each.
-func enqueueTyped(m *message.Message, r *RouteBuffers, f *Forwarding) {
-	for i, t := range r.typed {
-		t.Enqueue(m, f.done)
-		r.typed[i] = nil
+// deleteRecord deletes t's stored declaration, if it has one: a Local
+// has one when it persists or the cluster shares it.
+func (v *VHost) deleteRecord(t Queue) {
+	if v.store == nil {
+		return
 	}
-	r.typed = r.typed[:0]
+	if l, ok := t.(Local); ok && !l.Persists() && !(v.keeps(false) && l.Incarnation() != 0) {
+		return
+	}
+	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, t.Name()); err != nil {
+		v.log.Error().Err(err).Str("queue", t.Name()).Str("type", t.Type()).
+			Msg("could not delete the stored queue; it will come back after a restart")
+	}
+}
+
+// dropQueue deletes t, which dropped itself (a classic queue's x-expires,
+// auto-delete, or its exclusive owner gone), if it is still the queue of
+// its name; in a cluster that shares it, its delete is proposed to the
+// others (applied here, it finds the queue gone).
+func (v *VHost) dropQueue(t Queue) {
+	v.defMu.Lock()
+	defer v.defMu.Unlock()
+	v.dropped(t)
+}
+
+// dropped is dropQueue's work; defMu is held.
+func (v *VHost) dropped(t Queue) {
+	if v.queues[t.Name()] != t {
+		return
+	}
+	v.forget(t)
+	v.queueGone(t.Name(), t.Incarnation())
+}
+
+// enqueueOthers hands m to the queues not Local routing reached and empties
+// r.others; f hears from each.
+func enqueueOthers(m *message.Message, r *RouteBuffers, f *Forwarding) {
+	for i, t := range r.others {
+		t.Enqueue(m, f.done)
+		r.others[i] = nil
+	}
+	r.others = r.others[:0]
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/quorumqueue"
@@ -24,7 +25,7 @@ func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
 	st := memStore(t)
 	groups := cluster.NewGroups(zerolog.Nop())
 	t.Cleanup(groups.Stop)
-	types := vhost.NewQueueTypes(queue.Quorum, quorumqueue.Type{}, streamqueue.Type{})
+	types := vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{})
 	v := newVHost(t, vhost.Config{QueueTypes: types, Store: st, Groups: groups})
 	for _, c := range []struct{ name, typ, kind string }{
 		{"s", "stream", "stream"},

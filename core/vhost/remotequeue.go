@@ -32,8 +32,8 @@ type RemoteQueue struct {
 
 func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
 
-func (rq *RemoteQueue) shape() queueShape {
-	return queueShape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}
+func (rq *RemoteQueue) shape() Shape {
+	return Shape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}
 }
 
 // remoteQueue is a classic queue homed on another node, as this node's
@@ -72,7 +72,7 @@ func (r *remoteQueue) Figures() (queue.Stats, *stats.Meter, error) {
 func (r *remoteQueue) Status() (QuorumView, bool) { return QuorumView{}, false }
 
 func (r *remoteQueue) DeclareCounts() (ready, consumers int, err error) {
-	ans, err := r.v.callHome(r.rq, callQueueCounts, protocol.Table{})
+	ans, err := r.v.callHome(r.rq, CallQueueCounts, protocol.Table{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -95,12 +95,12 @@ func (r *remoteQueue) DeleteChecks(bool, bool) (int, error) {
 }
 
 func (r *remoteQueue) DeleteReplicated(ifUnused, ifEmpty bool) (int, error) {
-	ans, err := r.v.callHome(r.rq, callQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
+	ans, err := r.v.callHome(r.rq, CallQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
 	return int(remote.Int(ans, "messages")), err
 }
 
 func (r *remoteQueue) Purge() (int, error) {
-	ans, err := r.v.callHome(r.rq, callQueuePurge, protocol.Table{})
+	ans, err := r.v.callHome(r.rq, CallQueuePurge, protocol.Table{})
 	return int(remote.Int(ans, "messages")), err
 }
 
@@ -184,7 +184,7 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 
 // remoteStats asks a queue's home for its depth.
 func (v *VHost) remoteStats(rq *RemoteQueue) (queue.Stats, error) {
-	ans, err := v.callHome(rq, callQueueCounts, protocol.Table{})
+	ans, err := v.callHome(rq, CallQueueCounts, protocol.Table{})
 	if err != nil {
 		return queue.Stats{}, err
 	}

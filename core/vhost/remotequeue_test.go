@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -144,13 +145,14 @@ func TestALocalExclusiveQueueShadowsOneHomedElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cq, _ := classicqueue.Of(local)
 	if err := v.ApplyCommand(vhost.DeclareQueue{Def: vhost.QueueDef{Name: "y", Durable: true, Home: "b", ID: 9}}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := v.Queue("y", owner); err != nil || q != local {
 		t.Fatalf("the owner's queue: %v, %v", q, err)
 	}
-	if src, err := v.Source("y", owner); err != nil || src != vhost.Source(local) {
+	if src, err := v.Source("y", owner); err != nil || src != vhost.Source(cq) {
 		t.Fatalf("the owner's source: %v, %v", src, err)
 	}
 	if names := v.QueueNames(); len(names) != 1 {
@@ -168,7 +170,7 @@ func TestALocalExclusiveQueueShadowsOneHomedElsewhere(t *testing.T) {
 	if err := v.ApplyCommand(vhost.DeleteQueue{Name: "y", Incarnation: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if q, err := v.Queue("y", owner); err != nil || q != local || ready(t, local) != 1 {
+	if q, err := v.Queue("y", owner); err != nil || q != local || ready(t, cq) != 1 {
 		t.Fatalf("after the other's delete: %v, %v", q, err)
 	}
 }

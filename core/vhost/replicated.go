@@ -99,7 +99,7 @@ func (v *VHost) placeMembers(def QueueDef, sizeArg string) ([]string, error) {
 	}
 	size = min(size, int64(len(up)))
 	leads, holds := map[string]int{}, map[string]int{}
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		members := t.MemberNodes()
 		if len(members) > 0 {
 			leads[members[0]]++
@@ -140,13 +140,7 @@ func (v *VHost) proposeReplicated(def QueueDef, sizeArg string) (uint64, error) 
 // its type, flags or arguments differ. A replicated declare applied on a
 // node that has one of another incarnation keeps that one.
 func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
-	v.mu.RLock()
-	q, t := v.queues[def.Name], v.typed[def.Name]
-	v.mu.RUnlock()
-	switch {
-	case q != nil:
-		return true, v.equivalentQueue(shapeOf(q), def)
-	case t != nil:
+	if t := v.lookup(def.Name); t != nil {
 		return true, t.Equivalent(def)
 	}
 	return false, nil
@@ -250,7 +244,7 @@ const callQuorumMember = "quorum.member"
 // replicatedQueue is the replicated queue named name; nil when there is
 // none.
 func (v *VHost) replicatedQueue(name string) Queue {
-	if t := v.typedQueue(name); t != nil && t.Replicated() {
+	if t := v.lookup(name); t != nil && t.Replicated() {
 		return t
 	}
 	return nil
@@ -421,7 +415,7 @@ func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []st
 // with their members, by name.
 func (v *VHost) QuorumMembers() map[string][]string {
 	out := map[string][]string{}
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		if t.Replicated() {
 			out[t.Name()] = t.MemberNodes()
 		}
@@ -455,7 +449,7 @@ func (v *VHost) CheckMembers() {
 		return
 	}
 	now := time.Now().UnixMilli()
-	for _, r := range v.typedList() {
+	for _, r := range v.queueList() {
 		if !r.Replicated() {
 			continue
 		}

@@ -16,11 +16,12 @@ func (v *VHost) SampleRates(now time.Time) stats.QueueTotals {
 		x.Counters.Sample(now)
 	}
 	var totals stats.QueueTotals
-	for _, q := range v.queueList() {
-		q.Counters.Sample(now)
-		st := q.SampleDepth(now)
-		totals.Ready += int64(st.Ready)
-		totals.Unacked += int64(st.Unacked)
+	for _, t := range v.queueList() {
+		if l, ok := t.(Local); ok {
+			st := l.Sample(now)
+			totals.Ready += int64(st.Ready)
+			totals.Unacked += int64(st.Unacked)
+		}
 	}
 	totals.Messages = totals.Ready + totals.Unacked
 	return totals

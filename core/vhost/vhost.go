@@ -7,8 +7,17 @@
 // bindings; bindings to exchanges are followed (each exchange at most once,
 // which cuts cycles); an exchange that matched nothing hands the message to
 // its alternate exchange, whose own alternate may follow; every queue
-// reached is collected once. The queues then take the message (Enqueue),
-// one at a time and with no vhost lock held.
+// reached is collected once. The queues then take the message, one at a
+// time and with no vhost lock held: a Local (a classic queue) in the
+// publisher's goroutine (Take), any other through Enqueue, and one homed
+// on another node by forwarding.
+//
+// # Queues
+//
+// Every queue is a Queue of a registered QueueType, in one map
+// (queuetype.go); no file of this package names a type. The vhost keeps
+// the maps, bindings, routing, policies, dead-lettering and the delayed
+// hold; a type keeps its queues' messages and answers for them.
 //
 // # Locks
 //
@@ -93,14 +102,13 @@ type VHost struct {
 	// mu guards the maps below and the policy set; a leaf lock.
 	mu        lockorder.RWMutex[lockorder.VHostMaps]
 	exchanges map[string]*Exchange
-	queues    map[string]*queue.Queue
+	queues    map[string]Queue             // of every type (queuetype.go)
+	shadowed  map[string]Queue             // homed elsewhere, behind a local exclusive queue (cluster.go)
 	defaults  map[string]*exchange.Binding // each queue's implicit binding from ""
 	bindings  map[bindingKey]*exchange.Binding
 	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
 	policies  policy.Set
-	homed     map[string]uint64 // replicated queues homed here: their incarnations
-	lost      []lostQueue       // for DropLost; under defMu
-	typed     map[string]Queue  // queues of registered types (queuetype.go)
+	lost      []lostQueue // for DropLost; under defMu
 
 	queueTypes *QueueTypes
 	groups     *cluster.Groups // runs replicated queues' groups; nil: none here
@@ -131,7 +139,8 @@ type Config struct {
 	Cluster Cluster
 	// Groups runs replicated queues' Raft groups; nil refuses them.
 	Groups *cluster.Groups
-	// QueueTypes are the queue types beside classic it serves; nil: none.
+	// QueueTypes are the queue types it serves; nil: none (it declares
+	// no queue).
 	QueueTypes *QueueTypes
 }
 
@@ -146,12 +155,11 @@ func New(c Config) *VHost {
 		cluster:    c.Cluster,
 		log:        c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges:  make(map[string]*Exchange),
-		queues:     make(map[string]*queue.Queue),
+		queues:     make(map[string]Queue),
+		shadowed:   make(map[string]Queue),
 		defaults:   make(map[string]*exchange.Binding),
 		bindings:   make(map[bindingKey]*exchange.Binding),
 		byDest:     make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
-		homed:      make(map[string]uint64),
-		typed:      make(map[string]Queue),
 		queueTypes: c.QueueTypes,
 		groups:     c.Groups,
 		closing:    make(chan struct{}),
@@ -178,10 +186,10 @@ func (v *VHost) Close() {
 		close(v.closing)
 	}
 	v.holds.Stop()
-	// What the typed queues took just before (acks) is committed, within
+	// What the queues took just before (acks) is committed, within
 	// a second for all of them.
 	deadline := time.Now().Add(time.Second)
-	for _, t := range v.typedList() {
+	for _, t := range v.queueList() {
 		t.Close(deadline)
 	}
 }
