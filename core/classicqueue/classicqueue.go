@@ -26,7 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
@@ -35,6 +34,10 @@ import (
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
+
+// A classic queue takes a publisher's messages in the publisher's
+// goroutine (vhost.Local).
+var _ vhost.Local = (*Queue)(nil)
 
 // Type is the classic queue type, for vhost.NewQueueTypes.
 type Type struct{}
@@ -280,23 +283,13 @@ func (cq *Queue) Close(time.Time) {}
 // Source is the queue itself: a channel consumes from it directly.
 func (cq *Queue) Source() (vhost.Source, error) { return cq.q, nil }
 
-func (cq *Queue) Here() bool                  { return true }
-func (cq *Queue) Via() *vhost.RemoteQueue     { return nil }
-func (cq *Queue) Elsewhere() string           { return "" }
-func (cq *Queue) Replicated() bool            { return false }
-func (cq *Queue) MemberNodes() []string       { return nil }
-func (cq *Queue) Member() bool                { return true } // its home is its one member
-func (cq *Queue) Group() *cluster.Group       { return nil }
-func (cq *Queue) Rejoining() *vhost.Rejoining { return nil }
-func (cq *Queue) Leave()                      {}
-func (cq *Queue) Tidy()                       {}
-
-func (cq *Queue) RecordMembers([]string) error { return cq.notReplicated() }
-func (cq *Queue) Join() error                  { return cq.notReplicated() }
-
-func (cq *Queue) notReplicated() error {
-	return reply.PreconditionFailed("queue '%s' in vhost '%s' is not a replicated queue", cq.q.Name, cq.h.Name())
-}
+func (cq *Queue) Here() bool              { return true }
+func (cq *Queue) Via() *vhost.RemoteQueue { return nil }
+func (cq *Queue) Elsewhere() string       { return "" }
+func (cq *Queue) Replicated() bool        { return false }
+func (cq *Queue) MemberNodes() []string   { return nil }
+func (cq *Queue) Member() bool            { return true } // its home is its one member
+func (cq *Queue) Tidy()                   {}
 
 // Enqueue takes a message forwarded or moved to it outside a publisher's
 // run, and calls done once it is safe.

@@ -68,7 +68,7 @@
 // outright. forget_cluster_node (Forget) removes a node that is down; the
 // broker first removes it from its quorum queues and streams. The groups
 // those hosted on the node replace its incarnation in the same way, at
-// the new incarnation's request (core/vhost's CheckMembers).
+// the new incarnation's request (core/membership's Rejoin).
 //
 // What keeps messages meant for a previous incarnation away from the new
 // one: the transport drops every Raft message whose To is not this

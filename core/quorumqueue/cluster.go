@@ -3,6 +3,7 @@ package quorumqueue
 import (
 	"slices"
 
+	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
@@ -34,7 +35,7 @@ func (Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bo
 	if err := check(h, def); err != nil {
 		return nil, false, err
 	}
-	incarnation, err := h.ProposeReplicated(def, "x-quorum-initial-group-size")
+	incarnation, err := membership.Propose(h, def, "x-quorum-initial-group-size")
 	if err != nil {
 		return nil, false, err
 	}
@@ -69,8 +70,8 @@ func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
 		// learned from a snapshot, or a new incarnation of a member,
 		// joins the group as it is.
 		var boot []uint64
-		if h.FirstMember(def) {
-			boot = vhost.BootIDs(def)
+		if membership.FirstMember(h, def) {
+			boot = membership.BootIDs(def)
 		}
 		if err := qq.start(def.Home == h.Self(), boot == nil, boot); err != nil {
 			// Kept as a queue this node reaches through the other
@@ -119,7 +120,7 @@ func (qq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle, vhost.CallGet:
 		return qq.h.HandleConsumerCall(op, qq.q, req)
 	case vhost.CallMember:
-		return protocol.Table{}, qq.h.ChangeMember(qq, remote.String(req, "node"), remote.Bool(req, "add"))
+		return protocol.Table{}, membership.ChangeHere(qq.h, qq, remote.String(req, "node"), remote.Bool(req, "add"))
 	case vhost.CallQueueCounts:
 		st := qq.localStats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
@@ -138,12 +139,14 @@ func (qq *Queue) leaderName() string {
 		}
 		return ""
 	}
-	return qq.h.NodeNamed(qq.MemberNodes(), leader)
+	return membership.NodeNamed(qq.h, qq.MemberNodes(), leader)
 }
 
 // Status is the queue's group: leader, members, and on the leader each
 // member's log position.
-func (qq *Queue) Status() (vhost.QuorumView, bool) { return qq.h.GroupView(qq, qq.leaderName), true }
+func (qq *Queue) Status() (vhost.QuorumView, bool) {
+	return membership.View(qq.h, qq, qq.leaderName), true
+}
 
 // Tidy has the group, when this node leads it, end the consumers of
 // members that are down, and each member the consumers of this node's
@@ -159,7 +162,7 @@ func (qq *Queue) Tidy() {
 	}
 	members := qq.MemberNodes()
 	alive := func(node uint64) bool {
-		if m := qq.h.NodeNamed(members, node); m != "" {
+		if m := membership.NodeNamed(qq.h, members, node); m != "" {
 			return qq.h.Up(m)
 		}
 		// An incarnation the cluster removed is gone; one this node

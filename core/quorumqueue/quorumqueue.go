@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
@@ -43,6 +44,13 @@ import (
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
+)
+
+// A quorum queue is a queue of a Raft group, whose members
+// core/membership changes.
+var (
+	_ vhost.GroupQueue = (*Queue)(nil)
+	_ membership.Queue = (*Queue)(nil)
 )
 
 // Type is the quorum queue type, for vhost.NewQueueTypes.
@@ -137,7 +145,7 @@ type Queue struct {
 	args protocol.Table
 	id   uint64 // its group's id, and its stored record's
 	// members are the nodes its group has (MemberNodes).
-	members vhost.Members
+	members membership.Members
 	// base is what the arguments set; settings what is in force, with
 	// the policy (read on the group's loop when a message dies).
 	base     queue.Settings
@@ -151,7 +159,7 @@ type Queue struct {
 
 	active    atomic.Bool // this node's member runs
 	group     atomic.Pointer[cluster.Group]
-	rejoining vhost.Rejoining
+	rejoining membership.Rejoining
 }
 
 // newQueue makes a quorum queue with its machine, dormant until this
@@ -177,9 +185,9 @@ func newQueue(h vhost.Host, name string, args protocol.Table, id uint64, members
 // it has one, and waits until it has replayed it; campaign makes it stand
 // for leader at once (the member a new queue's leader locator chose), join
 // makes it a member the group is adding (see cluster.Group.AddMember);
-// boot is a new group's first configuration (Host.StartMember).
+// boot is a new group's first configuration (membership.Start).
 func (qq *Queue) start(campaign, join bool, boot []uint64) error {
-	g, err := qq.h.StartMember(qq.id, boot, campaign, join, func(g *cluster.Group) { qq.q.SetLog(g) }, qq.q)
+	g, err := membership.Start(qq.h, qq.id, boot, campaign, join, func(g *cluster.Group) { qq.q.SetLog(g) }, qq.q)
 	if err != nil {
 		qq.q.SetLog(nil)
 		return err
@@ -212,7 +220,7 @@ func (qq *Queue) stop() {
 	}
 	g.Stop()
 	qq.q.Reset()
-	if err := qq.h.DeleteRaftLog(qq.id); err != nil {
+	if err := membership.DeleteLog(qq.h, qq.id); err != nil {
 		qq.h.Logger().Error().Err(err).Str("queue", qq.name).Msg("could not delete the quorum queue's log")
 	}
 }
@@ -288,14 +296,20 @@ func (qq *Queue) Arguments() protocol.Table { return qq.args }
 func (qq *Queue) Incarnation() uint64       { return qq.id }
 func (qq *Queue) Replicated() bool          { return true }
 func (qq *Queue) Group() *cluster.Group     { return qq.group.Load() }
-func (qq *Queue) Rejoining() *vhost.Rejoining {
-	return &qq.rejoining
+
+// ChangeMember adds node to the group or removes it (core/membership).
+func (qq *Queue) ChangeMember(node string, add bool) error {
+	return membership.Change(qq.h, qq, node, add)
 }
+
+// Rejoin has this node's member ask to be added back, when its group
+// does not count it (core/membership).
+func (qq *Queue) Rejoin() { membership.Rejoin(qq.h, qq, &qq.rejoining) }
 
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id) too.
 func (qq *Queue) Record() vhost.QueueRecord {
-	return vhost.ReplicatedRecord(qq.args, qq.id, qq.MemberNodes())
+	return membership.Record(qq.args, qq.id, qq.MemberNodes())
 }
 
 // MemberNodes are the nodes the queue's group has, by name; nil on a node
@@ -345,7 +359,7 @@ func (qq *Queue) Source() (vhost.Source, error) {
 	}
 	rq := qq.Via()
 	if rq == nil {
-		return nil, qq.h.MembersDown(qq)
+		return nil, membership.Down(qq.h, qq)
 	}
 	return elsewhere{qq.h.RemoteSource(rq), qq}, nil
 }
@@ -355,7 +369,7 @@ func (qq *Queue) Purge() (int, error) {
 	if !qq.Member() {
 		rq := qq.Via()
 		if rq == nil {
-			return 0, qq.h.MembersDown(qq)
+			return 0, membership.Down(qq.h, qq)
 		}
 		ans, err := qq.h.CallHome(rq, vhost.CallQueuePurge, protocol.Table{})
 		return int(remote.Int(ans, "messages")), err
@@ -403,7 +417,7 @@ func (qq *Queue) deadLetter(m *message.Message, why quorum.Reason, done func(ok 
 
 // stats are the queue's figures: its member's here, or a member's through
 // a call.
-func (qq *Queue) stats() (queue.Stats, error) { return qq.h.StatsOf(qq, qq.localStats) }
+func (qq *Queue) stats() (queue.Stats, error) { return membership.StatsOf(qq.h, qq, qq.localStats) }
 
 func (qq *Queue) localStats() queue.Stats {
 	ready, bytes, unacked, consumers := qq.q.Stats()

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
@@ -64,7 +65,7 @@ func (t Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, 
 	if err := t.Check(h, def); err != nil {
 		return nil, false, err
 	}
-	incarnation, err := h.ProposeReplicated(def, "x-initial-cluster-size")
+	incarnation, err := membership.Propose(h, def, "x-initial-cluster-size")
 	if err != nil {
 		return nil, false, err
 	}
@@ -98,8 +99,8 @@ func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
 		// As a quorum queue's member: a new stream's first members
 		// make its first configuration, others join.
 		var boot []uint64
-		if h.FirstMember(def) {
-			boot = vhost.BootIDs(def)
+		if membership.FirstMember(h, def) {
+			boot = membership.BootIDs(def)
 		}
 		if err := s.start(def.Home == h.Self() && boot != nil, boot == nil, boot); err != nil {
 			// Kept as a stream this node reaches through the other
@@ -112,10 +113,10 @@ func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
 }
 
 // start starts this node's replica of the stream's group and waits until
-// it has replayed its log; campaign, join and boot as Host.StartMember's.
+// it has replayed its log; campaign, join and boot as membership.Start's.
 func (s *Queue) start(campaign, join bool, boot []uint64) error {
 	bind := func(g *cluster.Group) { s.s.SetReplica(g, s.copyFrom()) }
-	g, err := s.h.StartMember(s.s.ID(), boot, campaign, join, bind, s.s)
+	g, err := membership.Start(s.h, s.s.ID(), boot, campaign, join, bind, s.s)
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Queue) stop() {
 		return
 	}
 	g.Stop()
-	if err := s.h.DeleteRaftLog(s.s.ID()); err != nil {
+	if err := membership.DeleteLog(s.h, s.s.ID()); err != nil {
 		s.h.Logger().Error().Err(err).Str("queue", s.name).Msg("could not delete the stream's Raft log")
 	}
 }
@@ -222,7 +223,7 @@ func (s *Queue) DeleteReplicated(ifUnused, ifEmpty bool) (int, error) {
 
 // stats are the stream's figures: its replica's here, or a member's
 // through a call.
-func (s *Queue) stats() (queue.Stats, error) { return s.h.StatsOf(s, s.s.Stats) }
+func (s *Queue) stats() (queue.Stats, error) { return membership.StatsOf(s.h, s, s.s.Stats) }
 
 // HandleCall answers another node's call about the stream, this node
 // having a replica.
@@ -240,7 +241,7 @@ func (s *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error
 	case vhost.CallQueuePurge:
 		return nil, s.refuses("queue.purge")
 	case vhost.CallMember:
-		return protocol.Table{}, s.h.ChangeMember(s, remote.String(req, "node"), remote.Bool(req, "add"))
+		return protocol.Table{}, membership.ChangeHere(s.h, s, remote.String(req, "node"), remote.Bool(req, "add"))
 	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle:
 		return s.h.HandleConsumerCall(op, local{s}, req)
 	case vhost.CallGet:
@@ -260,5 +261,5 @@ func (s *Queue) leader() string {
 	if g == nil {
 		return ""
 	}
-	return s.h.NodeNamed(s.MemberNodes(), g.Status().Leader)
+	return membership.NodeNamed(s.h, s.MemberNodes(), g.Status().Leader)
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
@@ -32,6 +33,13 @@ import (
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
+)
+
+// A stream is a queue of a Raft group in a cluster, whose members
+// core/membership changes.
+var (
+	_ vhost.GroupQueue = (*Queue)(nil)
+	_ membership.Queue = (*Queue)(nil)
 )
 
 // Type is the stream type, for vhost.NewQueueTypes.
@@ -146,24 +154,32 @@ type Queue struct {
 	// In a cluster: members are the nodes of its group, by name, the
 	// first stood first for leader (nil on a node of its own); active
 	// says this node's replica runs, in group.
-	members   vhost.Members
+	members   membership.Members
 	active    atomic.Bool
 	group     atomic.Pointer[cluster.Group]
-	rejoining vhost.Rejoining
+	rejoining membership.Rejoining
 }
 
-func (s *Queue) Name() string                { return s.name }
-func (s *Queue) Type() string                { return queue.Stream }
-func (s *Queue) Kind() string                { return "stream" }
-func (s *Queue) Arguments() protocol.Table   { return s.args }
-func (s *Queue) Incarnation() uint64         { return s.s.ID() }
-func (s *Queue) Group() *cluster.Group       { return s.group.Load() }
-func (s *Queue) Rejoining() *vhost.Rejoining { return &s.rejoining }
+func (s *Queue) Name() string              { return s.name }
+func (s *Queue) Type() string              { return queue.Stream }
+func (s *Queue) Kind() string              { return "stream" }
+func (s *Queue) Arguments() protocol.Table { return s.args }
+func (s *Queue) Incarnation() uint64       { return s.s.ID() }
+func (s *Queue) Group() *cluster.Group     { return s.group.Load() }
+
+// ChangeMember adds node to the group or removes it (core/membership).
+func (s *Queue) ChangeMember(node string, add bool) error {
+	return membership.Change(s.h, s, node, add)
+}
+
+// Rejoin has this node's replica ask to be added back, when its group
+// does not count it (core/membership).
+func (s *Queue) Rejoin() { membership.Rejoin(s.h, s, &s.rejoining) }
 
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id, and its log's) too.
 func (s *Queue) Record() vhost.QueueRecord {
-	return vhost.ReplicatedRecord(s.args, s.s.ID(), s.MemberNodes())
+	return membership.Record(s.args, s.s.ID(), s.MemberNodes())
 }
 
 // Equivalent refuses a redeclare that differs from the stream (406).
@@ -231,7 +247,7 @@ func (s *Queue) Status() (vhost.QuorumView, bool) {
 	if s.MemberNodes() == nil {
 		return vhost.QuorumView{}, false
 	}
-	return s.h.GroupView(s, s.leader), true
+	return membership.View(s.h, s, s.leader), true
 }
 
 // Purge is refused: a stream is not emptied, as RabbitMQ's is not.
@@ -273,7 +289,7 @@ func (s *Queue) Source() (vhost.Source, error) {
 	}
 	rq := s.Via()
 	if rq == nil {
-		return nil, s.h.MembersDown(s)
+		return nil, membership.Down(s.h, s)
 	}
 	return elsewhere{Source: s.h.RemoteSource(rq), s: s}, nil
 }

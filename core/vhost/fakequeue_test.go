@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/classicqueue"
-	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
@@ -71,11 +70,6 @@ func (q *fakeQueue) HandleCall(string, protocol.Table) (protocol.Table, error) {
 func (q *fakeQueue) Replicated() bool                                          { return false }
 func (q *fakeQueue) MemberNodes() []string                                     { return nil }
 func (q *fakeQueue) Member() bool                                              { return true }
-func (q *fakeQueue) Group() *cluster.Group                                     { return nil }
-func (q *fakeQueue) Rejoining() *vhost.Rejoining                               { return nil }
-func (q *fakeQueue) RecordMembers([]string) error                              { return nil }
-func (q *fakeQueue) Join() error                                               { return nil }
-func (q *fakeQueue) Leave()                                                    {}
 func (q *fakeQueue) Tidy()                                                     {}
 
 func (q *fakeQueue) depth() int {

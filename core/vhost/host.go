@@ -1,8 +1,6 @@
 package vhost
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -15,7 +13,6 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
-	"github.com/warrenmq/warren/storage"
 )
 
 // Host is what a queue type's queues may ask of their vhost (see Queue):
@@ -47,6 +44,9 @@ func (h Host) Up(node string) bool { return h.v.cluster != nil && h.v.cluster.Up
 
 // NodeID is the Raft id of node's current incarnation (0: none).
 func (h Host) NodeID(node string) uint64 { return h.v.cluster.NodeID(node) }
+
+// Cluster is the vhost's cluster; nil on a node of its own.
+func (h Host) Cluster() Cluster { return h.v.cluster }
 
 // Removed says whether id is an incarnation the cluster removed.
 func (h Host) Removed(id uint64) bool { return h.v.cluster.Removed(id) }
@@ -198,86 +198,11 @@ func (h Host) DeclaredAlready(def QueueDef) (bool, error) { return h.v.declaredA
 
 // ---- groups
 
-// ProposeReplicated places a new replicated queue's members (sizeArg is
-// the argument that sets how many, default three), proposes its
-// declaration and returns the incarnation proposed.
-func (h Host) ProposeReplicated(def QueueDef, sizeArg string) (uint64, error) {
-	return h.v.proposeReplicated(def, sizeArg)
-}
-
 // ProposeDelete proposes a replicated queue's delete once its conditions
 // hold, and returns the count delete-ok reports.
 func (h Host) ProposeDelete(name string, incarnation uint64, consumers, held, ready int, ifUnused, ifEmpty bool) (int, error) {
 	return h.v.proposeDelete(name, incarnation, consumers, held, ready, ifUnused, ifEmpty)
 }
-
-// FirstMember says whether this node's incarnation makes a new
-// replicated queue's first configuration (BootIDs); otherwise its member
-// joins the group as it is. A declaration from a metadata snapshot always
-// joins.
-func (h Host) FirstMember(def QueueDef) bool {
-	return !def.restored && h.v.groups != nil && slices.Contains(BootIDs(def), h.v.groups.Self())
-}
-
-// BootIDs are the Raft ids of a new replicated queue's first members:
-// those its declaration names, or, in one written before ids were per
-// incarnation, the ids its members had then.
-func BootIDs(def QueueDef) []uint64 {
-	if len(def.MemberIDs) == len(def.Members) {
-		return def.MemberIDs
-	}
-	ids := make([]uint64, len(def.Members))
-	for i, m := range def.Members {
-		ids[i] = cluster.LegacyID(m)
-	}
-	return ids
-}
-
-// raftLogs is the part of *storage.Store replicated queues need.
-type raftLogs interface {
-	RaftLog(group uint64) (*storage.RaftLog, error)
-	DeleteRaftLog(group uint64) error
-}
-
-// StartMember starts this node's member of a replicated queue's Raft
-// group: id is the group's (and its log's), boot the Raft ids of a new
-// group's first members (BootIDs; nil: a group of this node alone, or
-// one it joins); bind hands the machine its group before it runs.
-func (h Host) StartMember(id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
-	rs, ok := h.v.store.(raftLogs)
-	if !ok || h.v.groups == nil {
-		return nil, fmt.Errorf("this node keeps no Raft groups")
-	}
-	log, err := rs.RaftLog(id)
-	if err != nil {
-		return nil, err
-	}
-	ids := boot
-	if ids == nil {
-		ids = []uint64{h.v.groups.Self()}
-	}
-	return h.v.groups.Start(cluster.GroupConfig{ID: id, Members: ids, Campaign: campaign && !join, Join: join,
-		Bind: bind, Log: log, Machine: m})
-}
-
-// DeleteRaftLog deletes a stopped member's log.
-func (h Host) DeleteRaftLog(id uint64) error {
-	rs, ok := h.v.store.(raftLogs)
-	if !ok {
-		return nil
-	}
-	return rs.DeleteRaftLog(id)
-}
-
-// ChangeMember changes q's group, this node being a member, then has
-// every node record its new members (ChangeQuorumMember).
-func (h Host) ChangeMember(q Queue, node string, add bool) error {
-	return h.v.changeMember(q, node, add)
-}
-
-// NodeNamed is the node of names whose current incarnation is id; ""
-// when none is.
-func (h Host) NodeNamed(names []string, id uint64) string { return h.v.nodeNamed(names, id) }
 
 // ---- messages and time
 
@@ -335,7 +260,6 @@ func (h Host) Every(name string, d time.Duration, f func()) {
 // The calls another node's member answers (Queue.HandleCall) beside its
 // type's own.
 const (
-	CallMember  = callQuorumMember
 	CallConsume = remote.CallConsume
 	CallCancel  = remote.CallCancel
 	CallSettle  = remote.CallSettle
@@ -365,48 +289,3 @@ func (h Host) HandleConsumerCall(op string, src Source, req protocol.Table) (pro
 
 // Stored wraps a failed metadata write as the error its client sees.
 func Stored(err error) error { return stored(err) }
-
-// StatsOf are q's figures: local's when its messages are here, otherwise
-// a member's through a call (MembersDown when none can be reached).
-func (h Host) StatsOf(q Queue, local func() queue.Stats) (queue.Stats, error) {
-	if q.Here() {
-		return local(), nil
-	}
-	rq := q.Via()
-	if rq == nil {
-		return queue.Stats{}, h.MembersDown(q)
-	}
-	return h.RemoteStats(rq)
-}
-
-// GroupView is q's group as this node sees it: its members and those up;
-// with a member here its Raft view and leader (leader names it); without,
-// the leader a member elsewhere names.
-func (h Host) GroupView(q Queue, leader func() string) QuorumView {
-	members := q.MemberNodes()
-	view := QuorumView{Members: members}
-	for _, m := range members {
-		if h.Up(m) {
-			view.Online = append(view.Online, m)
-		}
-	}
-	g := q.Group()
-	if g == nil {
-		if rq := q.Via(); rq != nil {
-			if ans, err := h.CallHome(rq, CallQueueCounts, protocol.Table{}); err == nil {
-				view.Leader = remote.String(ans, "leader")
-			}
-		}
-		return view
-	}
-	view.Raft = g.Status()
-	view.Leader = leader()
-	h.v.matchByName(&view, members)
-	return view
-}
-
-// MembersDown is the answer for a replicated queue none of whose members
-// can be reached from here.
-func (h Host) MembersDown(q Queue) error {
-	return reply.NotFound("no member of %s '%s' in vhost '%s' is up (members %v)", q.Kind(), q.Name(), h.v.Name, q.MemberNodes())
-}

@@ -33,7 +33,7 @@ type QueueDef struct {
 	// cluster.go); both are empty on a node of its own.
 	Home string
 	ID   uint64
-	// Members are a replicated queue's nodes in a cluster (replicated.go).
+	// Members are a replicated queue's nodes in a cluster (core/membership).
 	Members []string
 	// MemberIDs are the Raft ids of their incarnations when the queue was
 	// declared, which make its group's first configuration (bootIDs).
@@ -42,6 +42,10 @@ type QueueDef struct {
 	// not a declare (a quorum queue's member then joins its group).
 	restored bool
 }
+
+// FromSnapshot says the declaration comes from a snapshot of the
+// cluster's metadata, not a declare.
+func (d QueueDef) FromSnapshot() bool { return d.restored }
 
 // Declared is the queue a declare found or made.
 type Declared struct {

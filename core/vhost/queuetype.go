@@ -3,7 +3,6 @@ package vhost
 import (
 	"time"
 
-	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
@@ -95,18 +94,24 @@ type Queue interface {
 	// HandleCall answers another node's call to this node's member.
 	HandleCall(op string, req protocol.Table) (protocol.Table, error)
 
-	// Replicated says it is a queue of a cluster's group; the methods
-	// below matter only then.
+	// Replicated says it is a queue of a cluster's Raft group (and a
+	// GroupQueue).
 	Replicated() bool
 	// MemberNodes are its group's nodes, by name, the one placed to lead
-	// first; nil on a node of its own.
+	// first; nil for a queue of no group, or of a node of its own.
 	MemberNodes() []string
-	// Member says this node runs a member of its group; Group is that
-	// member's group.
+	// Member says this node runs a member of it: its messages are here
+	// (for a classic queue, it is its home).
 	Member() bool
-	Group() *cluster.Group
-	// Rejoining is its member's state as CheckMembers sees it.
-	Rejoining() *Rejoining
+	// Tidy ends the consumers of members that are down and of this
+	// node's earlier runs (CheckConsumers, every few seconds).
+	Tidy()
+}
+
+// A GroupQueue is a queue of a cluster's Raft group (a quorum queue, a
+// replicated stream; core/membership places and changes their members).
+type GroupQueue interface {
+	Queue
 	// RecordMembers records new members, in memory and in the store;
 	// defMu is held.
 	RecordMembers(members []string) error
@@ -114,9 +119,12 @@ type Queue interface {
 	// stops it. defMu is held.
 	Join() error
 	Leave()
-	// Tidy ends the consumers of members that are down and of this
-	// node's earlier runs (CheckConsumers, every few seconds).
-	Tidy()
+	// ChangeMember adds node to its group or removes it, through a
+	// member (ChangeQuorumMember).
+	ChangeMember(node string, add bool) error
+	// Rejoin has this node's member, when its group does not count this
+	// node's incarnation, ask a member to add it (CheckMembers).
+	Rejoin()
 }
 
 // A QueueType is what the vhost asks of a type before it has a queue of

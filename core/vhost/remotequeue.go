@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
@@ -112,9 +111,6 @@ func (r *remoteQueue) Via() *RemoteQueue     { return r.rq }
 func (r *remoteQueue) Replicated() bool      { return false }
 func (r *remoteQueue) MemberNodes() []string { return nil }
 func (r *remoteQueue) Member() bool          { return false }
-func (r *remoteQueue) Group() *cluster.Group { return nil }
-func (r *remoteQueue) Rejoining() *Rejoining { return nil }
-func (r *remoteQueue) Leave()                {}
 func (r *remoteQueue) Tidy()                 {}
 
 // Source consumes it through its home.
@@ -133,13 +129,6 @@ func (r *remoteQueue) Enqueue(_ *message.Message, done func(error)) {
 
 func (r *remoteQueue) HandleCall(string, protocol.Table) (protocol.Table, error) {
 	return nil, reply.NotFound("no queue '%s' in vhost '%s'", r.rq.Name, r.v.Name)
-}
-
-func (r *remoteQueue) RecordMembers([]string) error { return r.notReplicated() }
-func (r *remoteQueue) Join() error                  { return r.notReplicated() }
-
-func (r *remoteQueue) notReplicated() error {
-	return reply.PreconditionFailed("queue '%s' in vhost '%s' is not a replicated queue", r.rq.Name, r.v.Name)
 }
 
 // homeDown is RabbitMQ's answer for a queue whose node is unreachable.
