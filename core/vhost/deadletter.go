@@ -7,7 +7,6 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -127,7 +126,7 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 	seen := make(map[Local]bool)
 	now := time.Now()
 	for _, d := range dead {
-		m, err := deadLettered(d, queueName, s, now)
+		m, err := queue.DeadLettered(d, queueName, s, now)
 		if err != nil {
 			v.log.Warn().Err(err).Str("queue", queueName).Msg("cannot dead-letter message; dropped")
 			continue
@@ -156,80 +155,6 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 	return moves, targets
 }
 
-// deadLettered builds the message republished for d: the same body and
-// properties, the expiration moved into x-death, x-death updated and the
-// x-first-death-* headers set on the first death.
-func deadLettered(d queue.Dead, queueName string, s queue.Settings, now time.Time) (*message.Message, error) {
-	old := d.Msg
-	props, err := old.Properties()
-	if err != nil {
-		return nil, err
-	}
-	routingKey := old.RoutingKey
-	headers := protocol.Table{}
-	for k, v := range props.Headers {
-		headers[k] = v
-	}
-	// x-death records the keys the message was published under, CC
-	// included; a dead-letter routing key replaces them all, CC too.
-	keys := []any{old.RoutingKey}
-	cc, _ := old.SenderKeys()
-	for _, k := range cc {
-		keys = append(keys, k)
-	}
-	if s.HasDeadLetterKey {
-		routingKey = s.DeadLetterRoutingKey
-		delete(headers, "CC")
-	}
-	entry := protocol.Table{
-		"reason":       string(d.Reason),
-		"queue":        queueName,
-		"time":         now.Truncate(time.Second).UTC(),
-		"exchange":     old.Exchange,
-		"routing-keys": keys,
-		"count":        int64(1),
-	}
-	if props.Flags&protocol.FlagExpiration != 0 {
-		entry["original-expiration"] = props.Expiration
-		props.Expiration = ""
-		props.Flags &^= protocol.FlagExpiration
-	}
-	deaths, _ := headers["x-death"].([]any)
-	headers["x-death"] = recordDeath(deaths, entry)
-	if _, ok := headers["x-first-death-reason"]; !ok {
-		headers["x-first-death-reason"] = string(d.Reason)
-		headers["x-first-death-queue"] = queueName
-		headers["x-first-death-exchange"] = old.Exchange
-	}
-	props.Headers = headers
-	props.Flags |= protocol.FlagHeaders
-	return old.WithProperties(s.DeadLetterExchange, routingKey, &props)
-}
-
-// recordDeath puts entry at the front of x-death. An earlier death in the
-// same queue for the same reason is counted in its record, which moves to
-// the front, as RabbitMQ keeps x-death bounded.
-func recordDeath(deaths []any, entry protocol.Table) []any {
-	out := make([]any, 0, len(deaths)+1)
-	for _, d := range deaths {
-		t, ok := d.(protocol.Table)
-		if ok && t["queue"] == entry["queue"] && t["reason"] == entry["reason"] {
-			if n, ok := queue.Integer(t["count"]); ok {
-				entry["count"] = n + 1
-			}
-			if rk, ok := t["routing-keys"]; ok {
-				entry["routing-keys"] = rk
-			}
-			if ex, ok := t["exchange"]; ok {
-				entry["exchange"] = ex
-			}
-			continue
-		}
-		out = append(out, d)
-	}
-	return append([]any{entry}, out...)
-}
-
 // dropCycles removes from r.queues and r.others every queue the message
 // would reach again without a rejection on the way: an automatic
 // dead-letter cycle, which RabbitMQ breaks by dropping the message there.
@@ -246,25 +171,12 @@ func dropCycles(r *RouteBuffers, m *message.Message) {
 func withoutCycles[Q any](qs []Q, deaths []any, name func(Q) string) []Q {
 	kept := qs[:0]
 	for _, q := range qs {
-		if !isCycle(name(q), deaths) {
+		if !queue.IsCycle(name(q), deaths) {
 			kept = append(kept, q)
 		}
 	}
 	clear(qs[len(kept):])
 	return kept
-}
-
-func isCycle(queueName string, deaths []any) bool {
-	for _, d := range deaths {
-		t, _ := d.(protocol.Table)
-		if t["reason"] == string(queue.Rejected) {
-			return false
-		}
-		if t["queue"] == queueName {
-			return true
-		}
-	}
-	return false
 }
 
 // deadLetterOne republishes a message that left queue from as a dead
@@ -304,7 +216,7 @@ func (v *VHost) deadLetterOne(from string, s queue.Settings, m *message.Message,
 		failed() // at most once, a missing dead-letter exchange drops the message, as RabbitMQ
 		return
 	}
-	dead, err := deadLettered(queue.Dead{Entry: queue.Entry{Msg: m}, Reason: why}, from, s, time.Now())
+	dead, err := queue.DeadLettered(queue.Dead{Entry: queue.Entry{Msg: m}, Reason: why}, from, s, time.Now())
 	if err != nil {
 		v.log.Warn().Err(err).Str("queue", from).Msg("cannot dead-letter message")
 		failed()
