@@ -30,7 +30,7 @@
 //	0x02 kind esc(vhost) esc(name)     metadata record, per-vhost kinds:
 //	                                   3 permission (name = user), 4 exchange,
 //	                                   5 queue, 7 policy, 10 topic permissions
-//	                                   (name = user)
+//	                                   (name = user), 11 operator policy
 //	0x02 0x06 esc(vhost) seq(8)        binding, in creation (seq) order
 //	0x03 msgID(8)                      a message shared by several queues
 //	0x04 qid(8) prio(1) seq(8)         queue index entry
@@ -129,7 +129,8 @@
 //     leaves the message in exactly one of the queues. The message's count
 //     is judged at the end of the Txn, so the move never deletes it.
 //   - DeleteVHost deletes the vhost record, the vhost's permissions and
-//     topic permissions, exchanges, queues, bindings, policies and held messages (range
+//     topic permissions, exchanges, queues, bindings, policies, operator
+//     policies and held messages (range
 //     deletions), and its queues' entries, in one batch.
 //   - Metadata writes are ordinary keys: nothing ties a queue record to its
 //     entries; the broker deletes both (DeleteMeta, then DeleteQueue or in

@@ -44,12 +44,15 @@ const (
 	// KindTopicPermission is per vhost, keyed by user name: all of the
 	// user's topic permissions in the vhost, one record.
 	KindTopicPermission Kind = 10
+	// KindOperatorPolicy is per vhost, keyed by name: the operator
+	// policies, whose names are apart from the policies'.
+	KindOperatorPolicy Kind = 11
 )
 
 var kindNames = [...]string{
 	KindVHost: "vhost", KindUser: "user", KindPermission: "permission", KindExchange: "exchange",
 	KindQueue: "queue", KindBinding: "binding", KindPolicy: "policy", KindPlugin: "plugin",
-	KindParameter: "parameter", KindTopicPermission: "topic permission",
+	KindParameter: "parameter", KindTopicPermission: "topic permission", KindOperatorPolicy: "operator policy",
 }
 
 func (k Kind) String() string {
@@ -59,7 +62,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= KindVHost && k <= KindTopicPermission }
+func (k Kind) valid() bool { return k >= KindVHost && k <= KindOperatorPolicy }
 
 // global reports whether records of kind k are keyed by name alone.
 func (k Kind) global() bool {
@@ -67,7 +70,7 @@ func (k Kind) global() bool {
 }
 
 // perVHostKinds are the kinds DeleteVHost removes.
-var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission}
+var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission, KindOperatorPolicy}
 
 // Name components in metadata keys are escaped so that no name can collide
 // with another and key order is the names' byte order: a 0x00 byte becomes

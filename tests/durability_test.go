@@ -199,6 +199,7 @@ func TestTopologySurvivesRestart(t *testing.T) {
 	ctl("PUT", "/api/users/alice", `{"password":"pw","tags":["monitoring"]}`)
 	ctl("PUT", "/api/permissions/other/alice", `{"configure":".*","write":".*","read":".*"}`)
 	ctl("PUT", "/api/policies/%2F/ttl", `{"pattern":"^d-q$","definition":{"max-length":3},"apply-to":"queues","priority":1}`)
+	ctl("PUT", "/api/operator-policies/%2F/cap", `{"pattern":"^d-q$","definition":{"max-length":2},"apply-to":"queues"}`)
 	p.stop(syscall.SIGTERM)
 
 	p = startProcess(t, dir)
@@ -231,13 +232,14 @@ func TestTopologySurvivesRestart(t *testing.T) {
 	if got := getAll(t, ch, "d-unrouted"); len(got) != 2 {
 		t.Fatalf("d-unrouted got %d messages", len(got))
 	}
-	// The policy came back and applies (max-length 3 beats the argument's 10).
+	// The policy and the operator policy came back and apply (the
+	// operator's max-length 2 beats the policy's 3 and the argument's 10).
 	for i := 0; i < 5; i++ {
 		must(ch.PublishWithContext(context.Background(), "d-topic", "a.stock", false, false, amqp.Publishing{Body: []byte{byte('0' + i)}}))
 		<-confirms
 	}
-	if got := getAll(t, ch, "d-q"); len(got) != 3 {
-		t.Fatalf("d-q holds %d messages, want 3 (policy max-length)", len(got))
+	if got := getAll(t, ch, "d-q"); len(got) != 2 {
+		t.Fatalf("d-q holds %d messages, want 2 (operator policy max-length)", len(got))
 	}
 	c2, err := amqp.Dial("amqp://alice:pw@" + p.addr + "/other")
 	if err != nil {

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,79 @@ func TestMgmtPolicies(t *testing.T) {
 	}
 	m.expect("DELETE", p, "", 204)
 	m.expectNotFound("DELETE", p)
+}
+
+// Operator policies through the API, as RabbitMQ 3.10.8 has them: only
+// their keys (limits), the stricter of a number the user's policy also
+// sets, and what a queue shows of both.
+func TestMgmtOperatorPolicies(t *testing.T) {
+	m := startMgmt(t)
+	op := "/api/operator-policies/" + m.v() + "/op1"
+	for _, def := range []string{`{"dead-letter-exchange":"x"}`, `{"max-length":"ten"}`, `{"overflow":"reject-publish"}`, `{"queue-mode":"lazy"}`} {
+		r := m.call("PUT", op, `{"pattern":"^q","definition":`+def+`}`)
+		var e struct{ Error, Reason string }
+		if r.status == 400 {
+			r.json(t, &e)
+		}
+		if r.status != 400 || e.Error != "bad_request" || !strings.HasPrefix(e.Reason, "Validation failed\n\n") {
+			t.Errorf("definition %s: %d %s", def, r.status, r.body)
+		}
+		if key := strings.Split(def, `"`)[1]; m.isWarren() && !strings.Contains(e.Reason, key) {
+			t.Errorf("definition %s: the reason does not name %s: %s", def, key, e.Reason)
+		}
+	}
+	m.expectError(m.call("PUT", op, `{"definition":{"max-length":10}}`), 400, "bad_request", "[{key_missing,pattern}]")
+	m.expectNotFound("GET", op)
+
+	m.expect("PUT", op, `{"pattern":"^opq","definition":{"max-length":10,"message-ttl":5000},"priority":1,"apply-to":"queues"}`, 201)
+	m.expect("PUT", op, `{"pattern":"^opq","definition":{"max-length":10,"message-ttl":5000},"priority":1,"apply-to":"queues"}`, 204)
+	if r, want := m.expect("GET", op, "", 200), `{"vhost":"`+m.vhost+`","name":"op1","pattern":"^opq","apply-to":"queues","definition":{"max-length":10,"message-ttl":5000},"priority":1}`; r.body != want {
+		t.Fatalf("operator policy: %s, want %s", r.body, want)
+	}
+	var list []map[string]any
+	m.expect("GET", "/api/operator-policies/"+m.v(), "", 200).json(t, &list)
+	if len(list) != 1 || list[0]["name"] != "op1" {
+		t.Fatalf("operator policies: %v", list)
+	}
+	m.expect("GET", "/api/policies/"+m.v(), "", 200).json(t, &list)
+	if len(list) != 0 {
+		t.Fatalf("an operator policy is listed with the policies: %v", list)
+	}
+	up := "/api/policies/" + m.v() + "/up1"
+	m.expect("PUT", up, `{"pattern":"^opq1$","definition":{"max-length":20,"message-ttl":1000,"dead-letter-exchange":"dlx"},"apply-to":"queues"}`, 201)
+	t.Cleanup(func() { m.call("DELETE", up, "") })
+	for _, q := range []string{"opq1", "opq2"} {
+		m.expect("PUT", "/api/queues/"+m.v()+"/"+q, `{"durable":true}`, 201)
+	}
+	type shown struct {
+		Policy         *string
+		OperatorPolicy *string        `json:"operator_policy"`
+		Effective      map[string]any `json:"effective_policy_definition"`
+	}
+	str := func(s *string) string {
+		if s == nil {
+			return "null"
+		}
+		return *s
+	}
+	want := map[string]string{
+		"opq1": `up1 op1 map[dead-letter-exchange:dlx max-length:10 message-ttl:1000]`,
+		"opq2": `null op1 map[max-length:10 message-ttl:5000]`,
+	}
+	for q, w := range want {
+		waitFor(t, "both policies shown on "+q, func() bool {
+			var s shown
+			m.expect("GET", "/api/queues/"+m.v()+"/"+q, "", 200).json(t, &s)
+			return fmt.Sprintf("%s %s %v", str(s.Policy), str(s.OperatorPolicy), s.Effective) == w
+		})
+	}
+	m.expect("DELETE", op, "", 204)
+	m.expectNotFound("DELETE", op)
+	waitFor(t, "the operator policy gone from opq2", func() bool {
+		var s shown
+		m.expect("GET", "/api/queues/"+m.v()+"/opq2", "", 200).json(t, &s)
+		return s.OperatorPolicy == nil && len(s.Effective) == 0
+	})
 }
 
 // The health checks, with RabbitMQ 3.10.8's answers.

@@ -172,6 +172,7 @@ func (d permDoor) fixtures() {
 	m.call("DELETE", "/api/vhosts/perm-scratch-vhost", "")
 	m.call("DELETE", "/api/users/perm-scratch-user", "")
 	m.call("DELETE", "/api/policies/"+m.v()+"/perm-policy", "")
+	m.call("DELETE", "/api/operator-policies/"+m.v()+"/perm-policy", "")
 	m.call("DELETE", "/api/queues/"+m.v()+"/"+permQueue, "")
 	m.expect("PUT", "/api/queues/"+m.v()+"/"+permQueue, `{}`, 201)
 	for _, x := range []string{permExchange, permExchange2} {
@@ -327,6 +328,12 @@ var adminRows = []adminRow{
 	{route: "PUT /api/policies/{vhost}/{name}", path: "/api/policies/{v}/perm-policy",
 		body: `{"pattern":"^perm-nothing$","definition":{"max-length":1},"apply-to":"queues"}`, tag: "policymaker", ok: 201},
 	{route: "DELETE /api/policies/{vhost}/{name}", path: "/api/policies/{v}/perm-no-such-policy", tag: "policymaker", ok: 404},
+	{route: "GET /api/operator-policies", path: "/api/operator-policies", ok: 200},
+	{route: "GET /api/operator-policies/{vhost}", path: "/api/operator-policies/{v}", ok: 200},
+	{route: "GET /api/operator-policies/{vhost}/{name}", path: "/api/operator-policies/{v}/perm-no-such-policy", tag: "administrator", ok: 404},
+	{route: "PUT /api/operator-policies/{vhost}/{name}", path: "/api/operator-policies/{v}/perm-policy",
+		body: `{"pattern":"^perm-nothing$","definition":{"max-length":1},"apply-to":"queues"}`, tag: "administrator", ok: 201},
+	{route: "DELETE /api/operator-policies/{vhost}/{name}", path: "/api/operator-policies/{v}/perm-no-such-policy", tag: "administrator", ok: 404},
 
 	{route: "GET /api/plugins", path: "/api/plugins", tag: "monitoring", ok: 200, warrenOnly: true},
 	{route: "POST /api/plugins/{name}/enable", path: "/api/plugins/perm-no-such-plugin/enable", tag: "administrator", ok: 404, warrenOnly: true},

@@ -86,6 +86,52 @@ func TestPolicyLimitsTakeTheLowerValue(t *testing.T) {
 	}
 }
 
+// An operator policy caps the user's: of a limit both set, the lower one
+// is in force, whichever sets it (TestTopologySurvivesRestart has it
+// outlive a restart).
+func TestOperatorPolicyCapsTheUsersPolicy(t *testing.T) {
+	s := startWarren(t)
+	_, ch := confirmChannel(t, s)
+	q := declareQueue(t, s, ch, "capped", nil)
+	fill := func() []string {
+		t.Helper()
+		for _, b := range []string{"a", "b", "c", "d", "e", "f"} {
+			publishConfirmed(t, ch, "", q, body(b))
+		}
+		return drain(t, ch, q)
+	}
+	if err := s.b.SetPolicy("/", "mine", "capped$", policy.Queues, 0, protocol.Table{"max-length": int64(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.SetOperatorPolicy("/", "cap", "capped$", policy.Queues, 0, protocol.Table{"max-length": int64(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(); len(got) != 2 || got[0] != "e" {
+		t.Fatalf("got %v, want the last two (the operator's max-length 2 below the user's 4)", got)
+	}
+	if err := s.b.SetOperatorPolicy("/", "cap", "capped$", policy.Queues, 0, protocol.Table{"max-length": int64(5)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(); len(got) != 4 {
+		t.Fatalf("got %v, want four (the user's max-length 4 below the operator's 5)", got)
+	}
+	if err := s.b.SetOperatorPolicy("/", "cap", "capped$", policy.Queues, 0, protocol.Table{"dead-letter-exchange": "x"}); err == nil {
+		t.Fatal("an operator policy took dead-letter-exchange")
+	}
+	if err := s.b.ClearPolicy("/", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(); len(got) != 5 {
+		t.Fatalf("got %v, want five (the operator's max-length 5 alone)", got)
+	}
+	if err := s.b.ClearOperatorPolicy("/", "cap"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fill(); len(got) != 6 {
+		t.Fatalf("got %v after both policies went", got)
+	}
+}
+
 func TestPolicyPriorityPicksOne(t *testing.T) {
 	s := startWarren(t)
 	_, ch := confirmChannel(t, s)

@@ -510,6 +510,30 @@ func (f *uiFixture) policy(t *testing.T) {
 	if p.Pattern != "^ui-" || p.ApplyTo != "queues" || p.Definition["max-length"] != float64(10) {
 		t.Errorf("stored policy %+v", p)
 	}
+	// The administrator's operator policies, under the policies: limits
+	// only, refused by name otherwise.
+	f.br.do(t, "bad operator policy",
+		waitVisible(`#operator-policies[data-state="loaded"]`),
+		sendKeys(`#add-operator-policy-name`, "ui-cap"),
+		sendKeys(`#add-operator-policy-pattern`, "^ui-"),
+		setValue(`#add-operator-policy-apply_to`, "queues"),
+		setValue(`#add-operator-policy-definition`, `{"dead-letter-exchange": "x"}`),
+		click(`#add-operator-policy-submit`),
+		waitVisible(`#add-operator-policy-msg[data-kind="error"]`),
+	)
+	if reason := f.br.text(t, `#add-operator-policy-msg`); !strings.Contains(reason, "400") || !strings.Contains(reason, "dead-letter-exchange") {
+		t.Errorf("an operator policy with dead-letter-exchange shows %q, want the API's 400 naming the key", reason)
+	}
+	f.br.do(t, "good operator policy",
+		setValue(`#add-operator-policy-definition`, `{"max-length": 5}`),
+		click(`#add-operator-policy-submit`),
+		waitVisible(`#add-operator-policy-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#operator-policies tbody").textContent.includes("ui-cap")`),
+	)
+	apiGet(t, f.base+"/api/operator-policies/%2F/ui-cap", &p)
+	if p.Pattern != "^ui-" || p.ApplyTo != "queues" || p.Definition["max-length"] != float64(5) {
+		t.Errorf("stored operator policy %+v", p)
+	}
 }
 
 func (f *uiFixture) plugin(t *testing.T) {

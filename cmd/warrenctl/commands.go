@@ -284,10 +284,19 @@ var commands = map[string]command{
 		return table("/api/policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},
 	"set_policy": {form: "set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION",
-		min: 3, max: 3, run: setPolicy},
+		min: 3, max: 3, run: setPolicy("policies")},
 	"clear_policy": {form: "clear_policy [-p VHOST] NAME", min: 1, max: 1,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
+		}},
+	"list_operator_policies": {form: "list_operator_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
+		return table("/api/operator-policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
+	}},
+	"set_operator_policy": {form: "set_operator_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION",
+		min: 3, max: 3, run: setPolicy("operator-policies")},
+	"clear_operator_policy": {form: "clear_operator_policy [-p VHOST] NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/operator-policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
 	"plugins": {form: "plugins list | enable NAME | reload NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
 
@@ -385,14 +394,18 @@ func setLimits(c *client, base, jsonLimits string, replace bool) error {
 	return nil
 }
 
-func setPolicy(c *client, o *opts, out io.Writer, args []string) error {
-	var def map[string]any
-	if err := json.Unmarshal([]byte(args[2]), &def); err != nil {
-		return fmt.Errorf("set_policy: definition %q is not a JSON object: %v", args[2], err)
+// setPolicy is set_policy, or set_operator_policy with kind
+// "operator-policies" (the API's path for them).
+func setPolicy(kind string) func(c *client, o *opts, out io.Writer, args []string) error {
+	return func(c *client, o *opts, out io.Writer, args []string) error {
+		var def map[string]any
+		if err := json.Unmarshal([]byte(args[2]), &def); err != nil {
+			return fmt.Errorf("definition %q is not a JSON object: %v", args[2], err)
+		}
+		return c.do("PUT", "/api/"+kind+"/"+vhostPath(o)+"/"+url.PathEscape(args[0]), map[string]any{
+			"pattern": args[1], "definition": def, "priority": o.priority, "apply-to": o.applyTo,
+		})
 	}
-	return c.do("PUT", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), map[string]any{
-		"pattern": args[1], "definition": def, "priority": o.priority, "apply-to": o.applyTo,
-	})
 }
 
 func plugins(c *client, o *opts, out io.Writer, args []string) error {

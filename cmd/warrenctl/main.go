@@ -67,6 +67,9 @@ Policies:
   list_policies [-p VHOST]
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_policy [-p VHOST] NAME
+  list_operator_policies [-p VHOST]
+  set_operator_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
+  clear_operator_policy [-p VHOST] NAME
 Cluster:
   cluster_status | forget_cluster_node NODE
   join_cluster ADDR (resets this node, then joins the cluster of the node

@@ -84,6 +84,38 @@ func TestPolicyFromTheSeed(t *testing.T) {
 	}
 }
 
+// Operator policies as rabbitmqctl sets, lists and clears them; one that
+// names a key no operator policy takes is refused, naming it.
+func TestOperatorPolicies(t *testing.T) {
+	b, url := newBroker(t)
+	if _, err := ctl(t, url, "set_operator_policy", "--priority", "2", "--apply-to", "queues", "cap", "^q", `{"max-length": 5}`); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := b.VHost("/")
+	if ops := v.OperatorPolicies(); len(ops) != 1 || ops[0].Name != "cap" || ops[0].Priority != 2 || !ops[0].Operator {
+		t.Fatalf("operator policies %+v", ops)
+	}
+	out, err := ctl(t, url, "list_operator_policies")
+	if err != nil || !strings.Contains(out, "cap") || !strings.Contains(out, "max-length") {
+		t.Fatalf("list_operator_policies: %v\n%s", err, out)
+	}
+	if out, err := ctl(t, url, "list_policies"); err != nil || strings.Contains(out, "cap") {
+		t.Fatalf("list_policies lists the operator policy: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "set_operator_policy", "dlx", ".*", `{"dead-letter-exchange": "x"}`); err == nil || !strings.Contains(err.Error(), "dead-letter-exchange") {
+		t.Fatalf("an operator policy with dead-letter-exchange: %v", err)
+	}
+	if _, err := ctl(t, url, "clear_operator_policy", "cap"); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.OperatorPolicies()) != 0 {
+		t.Fatal("operator policy still there after clear_operator_policy")
+	}
+	if _, err := ctl(t, url, "clear_operator_policy", "cap"); err == nil || !strings.Contains(err.Error(), "Not Found") {
+		t.Fatalf("clearing a missing operator policy: %v", err)
+	}
+}
+
 func TestUsersVHostsPermissions(t *testing.T) {
 	b, url := newBroker(t)
 	steps := [][]string{

@@ -5,42 +5,79 @@ import (
 
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/vhost"
 )
 
+// Policies and operator policies: the same shapes under
+// /api/policies and /api/operator-policies. Any management user lists
+// both; a policymaker reads and sets policies, only an administrator
+// reads one operator policy or sets them (RabbitMQ 3.10.8's rules).
 func (a *api) routePolicies(mux *router) {
-	a.handle(mux, "GET /api/policies", management, a.policies)
-	a.handle(mux, "GET /api/policies/{vhost}", management, a.policies)
-	a.handle(mux, "GET /api/policies/{vhost}/{name}", management, a.policyOne)
-	a.handle(mux, "PUT /api/policies/{vhost}/{name}", policymaker, a.putPolicy)
-	a.handle(mux, "DELETE /api/policies/{vhost}/{name}", policymaker, a.deletePolicy)
+	for _, k := range []policies{{}, {operator: true}} {
+		base := "/api/" + k.path()
+		a.handle(mux, "GET "+base, management, k.list)
+		a.handle(mux, "GET "+base+"/{vhost}", management, k.list)
+		a.handle(mux, "GET "+base+"/{vhost}/{name}", management, k.one)
+		a.handle(mux, "PUT "+base+"/{vhost}/{name}", k.setter(), func(c *call) (any, error) { return a.putPolicy(c, k) })
+		a.handle(mux, "DELETE "+base+"/{vhost}/{name}", k.setter(), func(c *call) (any, error) { return a.deletePolicy(c, k) })
+	}
 }
 
-func (a *api) policies(c *call) (any, error) {
+// policies are the handlers' kind: a user's policies, or with operator
+// the operator policies.
+type policies struct{ operator bool }
+
+func (k policies) path() string {
+	if k.operator {
+		return "operator-policies"
+	}
+	return "policies"
+}
+
+// setter is the tag that may set them.
+func (k policies) setter() access {
+	if k.operator {
+		return administrator
+	}
+	return policymaker
+}
+
+func (k policies) of(v *vhost.VHost) []*policy.Policy {
+	if k.operator {
+		return v.OperatorPolicies()
+	}
+	return v.Policies()
+}
+
+func (k policies) list(c *call) (any, error) {
 	vs, err := c.vhosts()
 	if err != nil {
 		return nil, err
 	}
 	out := []broker.PolicyDefinition{}
 	for _, v := range vs {
-		for _, p := range v.Policies() {
+		for _, p := range k.of(v) {
 			out = append(out, broker.PolicyDefinitionOf(v.Name, p))
 		}
 	}
 	return out, nil
 }
 
-// policyOne shows one policy to a policymaker; RabbitMQ 3.10.8 refuses
-// the other tags with its own words, though it lists the vhost's
-// policies to them.
-func (a *api) policyOne(c *call) (any, error) {
-	if !c.isAdmin() && !c.u.HasTag(tagPolicymaker) {
+// one shows one policy to a policymaker, one operator policy to an
+// administrator; RabbitMQ 3.10.8 refuses the other tags with its own
+// words, though it lists the vhost's policies to them.
+func (k policies) one(c *call) (any, error) {
+	switch {
+	case k.operator && !c.isAdmin():
+		return nil, notAuthorised("Not administrator user")
+	case !c.isAdmin() && !c.u.HasTag(tagPolicymaker):
 		return nil, notAuthorised("User not authorised to access object")
 	}
 	v, err := c.vhost()
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range v.Policies() {
+	for _, p := range k.of(v) {
 		if p.Name == c.path("name") {
 			return broker.PolicyDefinitionOf(v.Name, p), nil
 		}
@@ -48,10 +85,10 @@ func (a *api) policyOne(c *call) (any, error) {
 	return nil, errNotFound
 }
 
-// putPolicy sets a policy. The definition is checked by policy.New (the
-// check every way of setting a policy shares), and a refusal is RabbitMQ's
-// 400 "Validation failed" naming the key.
-func (a *api) putPolicy(c *call) (any, error) {
+// putPolicy sets a policy. The definition is checked by policy.New or
+// policy.NewOperator (the check every way of setting one shares), and a
+// refusal is RabbitMQ's 400 "Validation failed" naming the key.
+func (a *api) putPolicy(c *call, k policies) (any, error) {
 	v, err := c.vhost()
 	if err != nil {
 		return nil, err
@@ -79,30 +116,37 @@ func (a *api) putPolicy(c *call) (any, error) {
 	}
 	name := c.path("name")
 	existed := false
-	for _, p := range v.Policies() {
+	for _, p := range k.of(v) {
 		existed = existed || p.Name == name
 	}
-	p, err := policy.New(name, *body.Pattern, policy.ApplyTo(body.ApplyTo), priority, amqpTable(body.Definition))
+	newPolicy, set := policy.New, a.b.SetPolicy
+	if k.operator {
+		newPolicy, set = policy.NewOperator, a.b.SetOperatorPolicy
+	}
+	p, err := newPolicy(name, *body.Pattern, policy.ApplyTo(body.ApplyTo), priority, amqpTable(body.Definition))
 	if err != nil {
 		return nil, badRequest("Validation failed\n\n%v\n", err)
 	}
-	if err := a.b.SetPolicy(v.Name, p.Name, p.Pattern, p.ApplyTo, p.Priority, p.Definition); err != nil {
+	if err := set(v.Name, p.Name, p.Pattern, p.ApplyTo, p.Priority, p.Definition); err != nil {
 		return nil, err
 	}
 	return createdOrUpdated(!existed)
 }
 
-func (a *api) deletePolicy(c *call) (any, error) {
+func (a *api) deletePolicy(c *call, k policies) (any, error) {
 	v, err := c.vhost()
 	if err != nil {
 		return nil, err
 	}
 	found := false
-	for _, p := range v.Policies() {
+	for _, p := range k.of(v) {
 		found = found || p.Name == c.path("name")
 	}
 	if !found {
 		return nil, errNotFound
+	}
+	if k.operator {
+		return nil, a.b.ClearOperatorPolicy(v.Name, c.path("name"))
 	}
 	return nil, a.b.ClearPolicy(v.Name, c.path("name"))
 }

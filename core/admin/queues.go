@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/warrenmq/warren/core/classicqueue"
+	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -48,6 +49,7 @@ type queueJSON struct {
 	Name                          string         `json:"name"`
 	Node                          string         `json:"node"`
 	Policy                        *string        `json:"policy"`
+	OperatorPolicy                *string        `json:"operator_policy"`
 	State                         string         `json:"state"`
 	Type                          string         `json:"type"`
 	VHost                         string         `json:"vhost"`
@@ -77,7 +79,7 @@ type raftJSON struct {
 
 // queueView renders a queue snapshot; defs are the vhost's policy
 // definitions by name, for effective_policy_definition.
-func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[string]map[string]any) queueJSON {
+func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs *policyDefs) queueJSON {
 	out := queueJSON{
 		Arguments: tablejson.Render(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
 		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
@@ -120,21 +122,50 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs map[stri
 	if q.Policy != "" {
 		name := q.Policy
 		out.Policy = &name
-		if d, ok := defs[name]; ok {
-			out.EffectivePolicyDefinition = d
-		}
+	}
+	if q.OperatorPolicy != "" {
+		name := q.OperatorPolicy
+		out.OperatorPolicy = &name
+	}
+	if d := defs.effective(q.Policy, q.OperatorPolicy); d != nil {
+		out.EffectivePolicyDefinition = d
 	}
 	return out
 }
 
-// policyDefinitions maps a vhost's policies to their JSON definitions.
-func policyDefinitions(v *vhost.VHost) map[string]map[string]any {
-	ps := v.Policies()
-	out := make(map[string]map[string]any, len(ps))
-	for _, p := range ps {
-		out[p.Name] = tablejson.Render(p.Definition)
+// policyDefs are a vhost's policies and operator policies by name, with
+// their definitions rendered once for a whole listing.
+type policyDefs struct {
+	user, operator         map[string]*policy.Policy
+	userJSON, operatorJSON map[string]map[string]any
+}
+
+func policyDefinitions(v *vhost.VHost) *policyDefs {
+	d := &policyDefs{user: map[string]*policy.Policy{}, operator: map[string]*policy.Policy{},
+		userJSON: map[string]map[string]any{}, operatorJSON: map[string]map[string]any{}}
+	for _, p := range v.Policies() {
+		d.user[p.Name], d.userJSON[p.Name] = p, tablejson.Render(p.Definition)
 	}
-	return out
+	for _, p := range v.OperatorPolicies() {
+		d.operator[p.Name], d.operatorJSON[p.Name] = p, tablejson.Render(p.Definition)
+	}
+	return d
+}
+
+// effective is effective_policy_definition of a queue under the policy
+// and operator policy named (either ""): the operator's caps merged in
+// (policy.Effective); nil when neither is known.
+func (d *policyDefs) effective(user, operator string) map[string]any {
+	u, op := d.user[user], d.operator[operator]
+	switch {
+	case op == nil && u == nil:
+		return nil
+	case op == nil:
+		return d.userJSON[user]
+	case u == nil:
+		return d.operatorJSON[operator]
+	}
+	return tablejson.Render(policy.Effective(u, op))
 }
 
 // queueRow is a queue as a listing sorts and pages it, before it is
@@ -144,7 +175,7 @@ type queueRow struct {
 	vhost string
 	entry vhost.QueueEntry
 	info  *vhost.QueueInfo
-	defs  map[string]map[string]any // the vhost's policy definitions
+	defs  *policyDefs // the vhost's policies
 }
 
 func (q *queueRow) figures() *vhost.QueueInfo {

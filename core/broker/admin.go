@@ -314,17 +314,27 @@ func (b *Broker) SetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, 
 	return b.change(policyChange(vhost, p))
 }
 
-func (b *Broker) applySetPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
-	v, ok := b.VHost(vhost)
-	if !ok {
-		return reply.NotFound("no vhost '%s'", vhost)
-	}
-	// Checked in full where the change was made (SetPolicy, an import):
-	// a change in the log applies as it was accepted.
-	p, err := policy.Restore(name, pattern, applyTo, priority, def)
+// SetOperatorPolicy adds or replaces an operator policy in a vhost.
+func (b *Broker) SetOperatorPolicy(vhost, name, pattern string, applyTo policy.ApplyTo, priority int, def protocol.Table) error {
+	p, err := policy.NewOperator(name, pattern, applyTo, priority, def)
 	if err != nil {
 		return reply.PreconditionFailed("%v", err)
 	}
+	return b.change(policyChange(vhost, p))
+}
+
+func (b *Broker) applySetPolicy(c setPolicy) error {
+	v, ok := b.VHost(c.VHost)
+	if !ok {
+		return reply.NotFound("no vhost '%s'", c.VHost)
+	}
+	// Checked in full where the change was made (SetPolicy, an import):
+	// a change in the log applies as it was accepted.
+	p, err := policy.Restore(c.Name, c.Pattern, c.ApplyTo, int(c.Priority), c.Definition)
+	if err != nil {
+		return reply.PreconditionFailed("%v", err)
+	}
+	p.Operator = c.Operator
 	return v.SetPolicy(p)
 }
 
@@ -333,12 +343,17 @@ func (b *Broker) ClearPolicy(vhost, name string) error {
 	return b.change(clearPolicy{VHost: vhost, Name: name})
 }
 
-func (b *Broker) applyClearPolicy(vhost, name string) error {
-	v, ok := b.VHost(vhost)
+// ClearOperatorPolicy removes an operator policy from a vhost.
+func (b *Broker) ClearOperatorPolicy(vhost, name string) error {
+	return b.change(clearPolicy{VHost: vhost, Name: name, Operator: true})
+}
+
+func (b *Broker) applyClearPolicy(c clearPolicy) error {
+	v, ok := b.VHost(c.VHost)
 	if !ok {
-		return reply.NotFound("no vhost '%s'", vhost)
+		return reply.NotFound("no vhost '%s'", c.VHost)
 	}
-	return v.DeletePolicy(name)
+	return v.DeletePolicy(c.Name, c.Operator)
 }
 
 // AdminAddr returns the admin API's bound address, "" before ServeAdmin or

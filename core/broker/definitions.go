@@ -105,9 +105,12 @@ type Definitions struct {
 	Parameters       []ParameterDefinition  `json:"parameters"`
 	GlobalParameters []GlobalParameter      `json:"global_parameters"`
 	Policies         []PolicyDefinition     `json:"policies"`
-	Queues           []QueueDefinition      `json:"queues"`
-	Exchanges        []ExchangeDefinition   `json:"exchanges"`
-	Bindings         []BindingDefinition    `json:"bindings"`
+	// OperatorPolicies are Warren's: RabbitMQ 3.10.8 exports none and
+	// ignores them on import. Left out when there are none.
+	OperatorPolicies []PolicyDefinition   `json:"operator_policies,omitempty"`
+	Queues           []QueueDefinition    `json:"queues"`
+	Exchanges        []ExchangeDefinition `json:"exchanges"`
+	Bindings         []BindingDefinition  `json:"bindings"`
 }
 
 // VHostDefinitions is one vhost's export: RabbitMQ 3.10.8 writes no users,
@@ -117,9 +120,11 @@ type VHostDefinitions struct {
 	RabbitVersion string                `json:"rabbit_version"`
 	Parameters    []ParameterDefinition `json:"parameters"`
 	Policies      []PolicyDefinition    `json:"policies"`
-	Queues        []QueueDefinition     `json:"queues"`
-	Exchanges     []ExchangeDefinition  `json:"exchanges"`
-	Bindings      []BindingDefinition   `json:"bindings"`
+	// OperatorPolicies are as in Definitions.
+	OperatorPolicies []PolicyDefinition   `json:"operator_policies,omitempty"`
+	Queues           []QueueDefinition    `json:"queues"`
+	Exchanges        []ExchangeDefinition `json:"exchanges"`
+	Bindings         []BindingDefinition  `json:"bindings"`
 }
 
 // UserDefinition is a user with the stored form of their password.

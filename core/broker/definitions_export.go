@@ -46,6 +46,7 @@ func (b *Broker) ExportDefinitions() *Definitions {
 		part := exportVHost(v, true)
 		d.Parameters = append(d.Parameters, part.Parameters...)
 		d.Policies = append(d.Policies, part.Policies...)
+		d.OperatorPolicies = append(d.OperatorPolicies, part.OperatorPolicies...)
 		d.Queues = append(d.Queues, part.Queues...)
 		d.Exchanges = append(d.Exchanges, part.Exchanges...)
 		d.Bindings = append(d.Bindings, part.Bindings...)
@@ -81,6 +82,11 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	sort.Slice(pols, func(i, j int) bool { return pols[i].Name < pols[j].Name })
 	for _, p := range pols {
 		d.Policies = append(d.Policies, PolicyDefinitionOf(v.Name, p))
+	}
+	ops := v.OperatorPolicies()
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
+	for _, p := range ops {
+		d.OperatorPolicies = append(d.OperatorPolicies, PolicyDefinitionOf(v.Name, p))
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.

@@ -132,7 +132,7 @@ type planner struct {
 // only the second line.
 var (
 	brokerSections = []string{"users", "vhosts", "permissions", "topic_permissions", "global_parameters"}
-	vhostSections  = []string{"parameters", "policies", "queues", "exchanges", "bindings"}
+	vhostSections  = []string{"parameters", "policies", "operator_policies", "queues", "exchanges", "bindings"}
 	metaFields     = []string{"rabbit_version", "rabbitmq_version", "product_name", "product_version"}
 )
 
@@ -201,6 +201,7 @@ func (b *Broker) planImport(ctx context.Context, doc []byte, scope string) (*imp
 	}
 	each("parameters", pl.parameter)
 	each("policies", pl.policy)
+	each("operator_policies", pl.operatorPolicy)
 	each("exchanges", pl.exchange)
 	each("queues", pl.queue)
 	each("bindings", pl.binding)
@@ -421,8 +422,17 @@ func (pl *planner) parameter(o *object) {
 	pl.plan.vhostLimits = append(pl.plan.vhostLimits, vhostLimitsPlan{vhost: vh, limits: l})
 }
 
-func (pl *planner) policy(o *object) {
-	o.entity = describe(o, "policy", pl.scope)
+func (pl *planner) policy(o *object)         { pl.anyPolicy(o, false) }
+func (pl *planner) operatorPolicy(o *object) { pl.anyPolicy(o, true) }
+
+// anyPolicy plans a policy, or an operator policy (whose definition takes
+// policy.OperatorKeys only).
+func (pl *planner) anyPolicy(o *object, operator bool) {
+	kind := "policy"
+	if operator {
+		kind = "operator policy"
+	}
+	o.entity = describe(o, kind, pl.scope)
 	before := len(pl.p.list)
 	name := o.name("name")
 	vh := pl.vhostOf(o, true)
@@ -450,7 +460,11 @@ func (pl *planner) policy(o *object) {
 	if len(pl.p.list) > before {
 		return // policy.New would repeat what is already reported
 	}
-	p, err := policy.New(name, pattern, applyTo, priority, def)
+	newPolicy := policy.New
+	if operator {
+		newPolicy = policy.NewOperator
+	}
+	p, err := newPolicy(name, pattern, applyTo, priority, def)
 	if err != nil {
 		o.bad("definition", "%v", err)
 		return

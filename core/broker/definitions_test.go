@@ -195,6 +195,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		{`"policies": [{"vhost": "v1", "name": "p", "pattern": ".*", "definition": {"max-lenght": 1}}]`, "policy 'p' in vhost 'v1'", "max-lenght"},
 		{`"policies": [{"vhost": "v1", "name": "p", "pattern": ".*", "apply-to": "things", "definition": {"max-length": 1}}]`, "policy 'p' in vhost 'v1'", "apply-to"},
 		{`"policies": [{"vhost": "v1", "name": "p", "pattern": ".*", "priority": "high", "definition": {"max-length": 1}}]`, "policy 'p' in vhost 'v1'", "priority"},
+		{`"operator_policies": [{"vhost": "v1", "name": "op", "pattern": ".*", "definition": {"dead-letter-exchange": "x"}}]`, "operator policy 'op' in vhost 'v1'", "dead-letter-exchange"},
 		{`"exchanges": [{"name": "e", "vhost": "v1", "type": "nope", "durable": true}]`, "exchange 'e' in vhost 'v1'", "type"},
 		{`"exchanges": [{"name": "e", "vhost": "v1", "type": "direct", "durable": "yes"}]`, "exchange 'e' in vhost 'v1'", "durable"},
 		{`"exchanges": [{"name": "e", "vhost": "nowhere", "type": "direct", "durable": true}]`, "exchange 'e' in vhost 'nowhere'", "vhost"},
@@ -319,5 +320,35 @@ func TestLoadFileAtStart(t *testing.T) {
 	_, err = tryBroker(t, t.TempDir(), func(c *config.Config) { c.Definitions.LoadFile = bad + ".missing" })
 	if err == nil || !strings.Contains(err.Error(), bad+".missing") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// Operator policies move both ways through definitions, apart from the
+// policies of the same name; RabbitMQ 3.10.8 exports none, so a document
+// without them has no such section.
+func TestOperatorPoliciesInDefinitions(t *testing.T) {
+	b := testBroker(t, t.TempDir())
+	doc := `{"vhosts": [{"name": "v"}],
+		"policies": [{"vhost": "v", "name": "cap", "pattern": "^q", "apply-to": "queues", "definition": {"max-length": 20}, "priority": 0}],
+		"operator_policies": [{"vhost": "v", "name": "cap", "pattern": "^q", "apply-to": "queues", "definition": {"max-length": 10}, "priority": 1}]}`
+	if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := b.VHost("v")
+	if ops, ps := v.OperatorPolicies(), v.Policies(); len(ops) != 1 || !ops[0].Operator || ops[0].Priority != 1 || len(ps) != 1 || ps[0].Operator {
+		t.Fatalf("operator policies %+v, policies %+v", ops, ps)
+	}
+	out, _ := json.Marshal(b.ExportDefinitions())
+	var back struct {
+		OperatorPolicies []PolicyDefinition `json:"operator_policies"`
+	}
+	if err := json.Unmarshal(out, &back); err != nil || len(back.OperatorPolicies) != 1 || back.OperatorPolicies[0].Definition["max-length"] != float64(10) {
+		t.Fatalf("exported %s", out)
+	}
+	if err := b.ClearOperatorPolicy("v", "cap"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := json.Marshal(b.ExportDefinitions()); strings.Contains(string(out), "operator_policies") {
+		t.Fatalf("an export without operator policies has the section: %s", out)
 	}
 }

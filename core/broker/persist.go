@@ -258,21 +258,24 @@ type storedQueue struct {
 func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint64][]storage.Level) error {
 	v := b.newVHost(name)
 	st := b.store
-	pols, err := st.Meta(storage.KindPolicy, name)
-	if err != nil {
-		return err
-	}
-	for _, p := range pols {
-		rec, err := vhost.ReadPolicyRecord(p.Rec)
+	for _, kind := range []storage.Kind{storage.KindPolicy, storage.KindOperatorPolicy} {
+		pols, err := st.Meta(kind, name)
 		if err != nil {
-			return fmt.Errorf("policy '%s': %w", p.Name, err)
+			return err
 		}
-		pol, err := rec.Policy(p.Name)
-		if err != nil {
-			b.log.Warn().Err(err).Str("vhost", name).Msg("stored policy ignored")
-			continue
+		for _, p := range pols {
+			rec, err := vhost.ReadPolicyRecord(p.Rec)
+			if err != nil {
+				return fmt.Errorf("%s '%s': %w", kind, p.Name, err)
+			}
+			pol, err := rec.Policy(p.Name)
+			if err != nil {
+				b.log.Warn().Err(err).Str("vhost", name).Stringer("kind", kind).Msg("stored policy ignored")
+				continue
+			}
+			pol.Operator = kind == storage.KindOperatorPolicy
+			v.RestorePolicy(pol)
 		}
-		v.RestorePolicy(pol)
 	}
 	exchanges, err := st.Meta(storage.KindExchange, name)
 	if err != nil {

@@ -309,13 +309,20 @@ type (
 		Tags               []string
 	}
 	deleteVHost struct{ Name string }
-	setPolicy   struct {
+	// setPolicy and clearPolicy are an operator policy's with Operator
+	// (ops of their own, which a node of an earlier release refuses by
+	// name rather than take for a user's policy).
+	setPolicy struct {
 		VHost, Name, Pattern string
 		ApplyTo              policy.ApplyTo
 		Priority             int64
 		Definition           protocol.Table
+		Operator             bool
 	}
-	clearPolicy     struct{ VHost, Name string }
+	clearPolicy struct {
+		VHost, Name string
+		Operator    bool
+	}
 	setClusterName  struct{ Name string }
 	syncChange      struct{} // changes nothing (proposed by earlier versions' Sync)
 	enablePlugin    struct{ Name string }
@@ -341,8 +348,8 @@ func (addVHost) op() string             { return opAddVHost }
 func (setVHostLimits) op() string       { return opSetVHostLimits }
 func (setVHostMetadata) op() string     { return opSetVHostMetadata }
 func (deleteVHost) op() string          { return opDeleteVHost }
-func (setPolicy) op() string            { return opSetPolicy }
-func (clearPolicy) op() string          { return opClearPolicy }
+func (c setPolicy) op() string          { return pick(c.Operator, opSetOperatorPolicy, opSetPolicy) }
+func (c clearPolicy) op() string        { return pick(c.Operator, opClearOperatorPolicy, opClearPolicy) }
 func (setClusterName) op() string       { return opSetClusterName }
 func (syncChange) op() string           { return opSync }
 func (enablePlugin) op() string         { return opEnablePlugin }
@@ -350,8 +357,16 @@ func (disablePlugin) op() string        { return opDisablePlugin }
 func (configurePlugin) op() string      { return opConfigurePlugin }
 func (c topologyChange) op() string     { return vhost.Op(c.Command) }
 
+func pick(cond bool, yes, no string) string {
+	if cond {
+		return yes
+	}
+	return no
+}
+
 func policyChange(vhost string, p *policy.Policy) setPolicy {
-	return setPolicy{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: int64(p.Priority), Definition: p.Definition}
+	return setPolicy{VHost: vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: int64(p.Priority),
+		Definition: p.Definition, Operator: p.Operator}
 }
 
 // changeTable encodes a change as the metadata group carries it.
@@ -435,11 +450,12 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = setVHostLimits{VHost: r.String("vhost"), Limits: readLimits(r, "limits", r.Table("limits"))}
 	case opDeleteVHost:
 		c = deleteVHost{Name: r.String("name")}
-	case opSetPolicy:
+	case opSetPolicy, opSetOperatorPolicy:
 		c = setPolicy{VHost: r.String("vhost"), Name: r.String("name"), Pattern: r.String("pattern"),
-			ApplyTo: policy.ApplyTo(r.StringOr("apply_to", "")), Priority: r.IntOr("priority", 0), Definition: r.Table("definition")}
-	case opClearPolicy:
-		c = clearPolicy{VHost: r.String("vhost"), Name: r.String("name")}
+			ApplyTo: policy.ApplyTo(r.StringOr("apply_to", "")), Priority: r.IntOr("priority", 0), Definition: r.Table("definition"),
+			Operator: op == opSetOperatorPolicy}
+	case opClearPolicy, opClearOperatorPolicy:
+		c = clearPolicy{VHost: r.String("vhost"), Name: r.String("name"), Operator: op == opClearOperatorPolicy}
 	case opSetClusterName:
 		c = setClusterName{Name: r.String("name")}
 	case opSync:

@@ -41,6 +41,8 @@ func someChanges() []definitionsChange {
 		deleteVHost{Name: "v"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Priority: 7, Definition: protocol.Table{"max-length": int64(9)}},
 		clearPolicy{VHost: "/", Name: "p"},
+		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Definition: protocol.Table{"max-length": int64(2)}, Operator: true},
+		clearPolicy{VHost: "/", Name: "p", Operator: true},
 		setClusterName{Name: "rabbit@here"},
 		syncChange{},
 		enablePlugin{Name: "delayed_message"},
@@ -96,10 +98,11 @@ func TestRecordsRoundTrip(t *testing.T) {
 		VHostLimits:      map[string]vhost.Limits{"v": {"max-queues": 7}},
 		VHostMeta:        map[string]vhost.Metadata{"v": {Description: "d", Tags: []string{"x"}}},
 		VHosts:           []string{"/", "v"},
-		Policies:         []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}}},
-		Topology:         map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
-		Plugins:          []string{"delayed_message"},
-		ClusterName:      "c",
+		Policies: []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}},
+			{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.Queues, Definition: protocol.Table{"max-length": int64(1)}, Operator: true}},
+		Topology:    map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
+		Plugins:     []string{"delayed_message"},
+		ClusterName: "c",
 	}
 	got, err := readMetaSnapshot(throughBytes(t, snap.Table()))
 	if err != nil || !reflect.DeepEqual(got, snap) {

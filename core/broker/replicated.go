@@ -54,6 +54,8 @@ const (
 	opDeleteVHost          = "delete_vhost"
 	opSetPolicy            = "set_policy"
 	opClearPolicy          = "clear_policy"
+	opSetOperatorPolicy    = "set_operator_policy"
+	opClearOperatorPolicy  = "clear_operator_policy"
 	opSetClusterName       = "set_cluster_name"
 	opSync                 = "sync" // changes nothing (proposed by earlier versions' Sync)
 )
@@ -133,9 +135,9 @@ func (b *Broker) carryOut(c definitionsChange) error {
 	case deleteVHost:
 		return b.applyDeleteVHost(c.Name)
 	case setPolicy:
-		return b.applySetPolicy(c.VHost, c.Name, c.Pattern, c.ApplyTo, int(c.Priority), c.Definition)
+		return b.applySetPolicy(c)
 	case clearPolicy:
-		return b.applyClearPolicy(c.VHost, c.Name)
+		return b.applyClearPolicy(c)
 	case setClusterName:
 		return b.applySetClusterName(c.Name)
 	case syncChange:
@@ -212,7 +214,7 @@ func (m metaState) Snapshot() ([]byte, error) {
 	for _, name := range b.VHosts() {
 		snap.VHosts = append(snap.VHosts, name)
 		if v, ok := b.VHost(name); ok {
-			for _, p := range v.Policies() {
+			for _, p := range append(v.Policies(), v.OperatorPolicies()...) {
 				snap.Policies = append(snap.Policies, policyChange(name, p))
 			}
 			snap.Topology[name] = v.Topology()
@@ -330,18 +332,18 @@ func (m metaState) Restore(index uint64, data []byte) error {
 			}
 		}
 	}
-	keepPols := map[[2]string]bool{}
+	keepPols := map[clearPolicy]bool{}
 	for _, p := range snap.Policies {
-		keepPols[[2]string{p.VHost, p.Name}] = true
+		keepPols[clearPolicy{VHost: p.VHost, Name: p.Name, Operator: p.Operator}] = true
 		if err := b.carryOut(p); err != nil {
 			return err
 		}
 	}
 	for _, vh := range b.VHosts() {
 		if v, ok := b.VHost(vh); ok {
-			for _, p := range v.Policies() {
-				if !keepPols[[2]string{vh, p.Name}] {
-					if err := b.applyClearPolicy(vh, p.Name); err != nil {
+			for _, p := range append(v.Policies(), v.OperatorPolicies()...) {
+				if c := (clearPolicy{VHost: vh, Name: p.Name, Operator: p.Operator}); !keepPols[c] {
+					if err := b.applyClearPolicy(c); err != nil {
 						return err
 					}
 				}

@@ -1,4 +1,5 @@
-// Package policy matches operator policies to exchanges and queues.
+// Package policy matches policies to exchanges and queues: users'
+// policies, and the operator policies that cap them (operator.go).
 //
 // A policy is a name, a regular expression over entity names, the kind of
 // entity it applies to, a priority and a definition (a table of keys such as
@@ -25,13 +26,15 @@ const (
 	All       ApplyTo = "all"
 )
 
-// Policy is one operator policy.
+// Policy is one policy: a user's, or with Operator an operator's
+// (operator.go).
 type Policy struct {
 	Name       string
 	Pattern    string
 	ApplyTo    ApplyTo
 	Priority   int
 	Definition protocol.Table
+	Operator   bool
 
 	re *regexp.Regexp
 }

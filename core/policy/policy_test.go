@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -131,5 +132,36 @@ func TestRestoreKeepsWhatWasAccepted(t *testing.T) {
 	}
 	if _, err := Restore("p", "(", Queues, 0, def); err == nil {
 		t.Fatal("Restore took a bad pattern")
+	}
+}
+
+// An operator policy takes limits only; a queue under both kinds of
+// policy gets their keys together, and the lower of two numbers.
+func TestOperatorPolicies(t *testing.T) {
+	for _, def := range []protocol.Table{
+		{"dead-letter-exchange": "x"}, {"overflow": "reject-publish"}, {"max-length": "ten"}, {"expires": int64(0)},
+	} {
+		if _, err := NewOperator("op", ".*", Queues, 0, def); err == nil {
+			t.Errorf("operator policy %v accepted", def)
+		}
+	}
+	op, err := NewOperator("op", ".*", Queues, 0, protocol.Table{"max-length": int64(10), "message-ttl": int64(5000)})
+	if err != nil || !op.Operator {
+		t.Fatalf("%+v, %v", op, err)
+	}
+	user, err := New("p", ".*", Queues, 0, protocol.Table{"max-length": int64(20), "message-ttl": int32(1000), "dead-letter-exchange": "dlx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Effective(user, op)
+	want := protocol.Table{"max-length": int64(10), "message-ttl": int32(1000), "dead-letter-exchange": "dlx"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("effective %v, want %v", got, want)
+	}
+	if fmt.Sprint(Effective(nil, op)) != fmt.Sprint(op.Definition) || fmt.Sprint(Effective(user, nil)) != fmt.Sprint(user.Definition) || Effective(nil, nil) != nil {
+		t.Fatal("effective of one policy is not its definition")
+	}
+	if len(user.Definition) != 3 || user.Definition["max-length"] != int64(20) {
+		t.Fatalf("Effective changed the user's definition: %v", user.Definition)
 	}
 }

@@ -177,7 +177,7 @@ func runCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData) string {
 		}
 		return answer(v.SetPolicy(p))
 	case "clear-policy":
-		return answer(v.DeletePolicy(name(0)))
+		return answer(v.DeletePolicy(name(0), false))
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""

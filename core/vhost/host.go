@@ -55,7 +55,7 @@ func (h Host) Removed(id uint64) bool { return h.v.cluster.Removed(id) }
 func (h Host) Policy(name string) *policy.Policy {
 	h.v.mu.RLock()
 	defer h.v.mu.RUnlock()
-	return h.v.policies.For(policy.Queues, name)
+	return h.v.queuePolicy(name)
 }
 
 // Lookup is the queue named name; nil when there is none.

@@ -122,7 +122,8 @@ func (v *VHost) RestorePolicy(p *policy.Policy) {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	v.mu.Lock()
-	v.policies.Put(p)
+	set, _ := v.set(p.Operator)
+	set.Put(p)
 	v.mu.Unlock()
 	v.applyPolicies()
 }

@@ -7,35 +7,50 @@ import (
 	"github.com/warrenmq/warren/storage"
 )
 
+// A vhost has two sets of policies, each with its own names: the users'
+// and the operator policies (p.Operator) that cap them on queues
+// (policy.Effective merges the two a queue has).
+
+// set is the set p belongs in, and the store's kind of its records.
+func (v *VHost) set(operator bool) (*policy.Set, storage.Kind) {
+	if operator {
+		return &v.operatorPolicies, storage.KindOperatorPolicy
+	}
+	return &v.policies, storage.KindPolicy
+}
+
 // SetPolicy adds or replaces a policy, stores it, and applies the result to
 // every exchange and queue.
 func (v *VHost) SetPolicy(p *policy.Policy) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	set, kind := v.set(p.Operator)
 	if v.store != nil {
-		if err := v.store.PutMeta(storage.KindPolicy, v.Name, p.Name, policyRecordOf(p).Table()); err != nil {
+		if err := v.store.PutMeta(kind, v.Name, p.Name, policyRecordOf(p).Table()); err != nil {
 			return stored(err)
 		}
 	}
 	v.mu.Lock()
-	v.policies.Put(p)
+	set.Put(p)
 	v.mu.Unlock()
 	v.applyPolicies()
 	return nil
 }
 
-// DeletePolicy removes a policy (404 when there is none of that name).
-func (v *VHost) DeletePolicy(name string) error {
+// DeletePolicy removes a policy, an operator policy with operator (404
+// when there is none of that name).
+func (v *VHost) DeletePolicy(name string, operator bool) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	set, kind := v.set(operator)
 	v.mu.Lock()
-	deleted := v.policies.Delete(name)
+	deleted := set.Delete(name)
 	v.mu.Unlock()
 	if !deleted {
 		return reply.NotFound("no policy '%s' in vhost '%s'", name, v.Name)
 	}
 	if v.store != nil {
-		if err := v.store.DeleteMeta(storage.KindPolicy, v.Name, name); err != nil {
+		if err := v.store.DeleteMeta(kind, v.Name, name); err != nil {
 			v.log.Error().Err(err).Str("policy", name).Msg("could not delete the stored policy; it will come back after a restart")
 		}
 	}
@@ -48,6 +63,30 @@ func (v *VHost) Policies() []*policy.Policy {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.policies.List()
+}
+
+// OperatorPolicies lists the operator policies in precedence order.
+func (v *VHost) OperatorPolicies() []*policy.Policy {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.operatorPolicies.List()
+}
+
+// queuePolicy is the policy in force on the queue name: its policy's
+// name, or the operator policy's when it has only that, with the
+// definitions merged; nil when none applies. mu is held.
+func (v *VHost) queuePolicy(name string) *policy.Policy {
+	user := v.policies.For(policy.Queues, name)
+	op := v.operatorPolicies.For(policy.Queues, name)
+	switch {
+	case op == nil:
+		return user
+	case user == nil:
+		return op
+	}
+	merged := *user
+	merged.Definition = policy.Effective(user, op)
+	return &merged
 }
 
 // applyPolicies puts the policy now in force on every exchange and queue;

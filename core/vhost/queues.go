@@ -364,7 +364,7 @@ func (v *VHost) OwnerGone(owner any) {
 // QueueEntry is a queue as a listing first sees it: what the vhost knows
 // of it, read under the vhost's lock. Info reads the queue's own figures.
 type QueueEntry struct {
-	Name, Policy                   string
+	Name, Policy, OperatorPolicy   string
 	Durable, Exclusive, AutoDelete bool
 	Args                           protocol.Table
 	// Home is the node a queue homed on another node lives on; "" for a

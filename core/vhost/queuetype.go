@@ -256,6 +256,9 @@ func (v *VHost) listEntry(t Queue) QueueEntry {
 	if p := v.policies.For(policy.Queues, e.Name); p != nil {
 		e.Policy = p.Name
 	}
+	if p := v.operatorPolicies.For(policy.Queues, e.Name); p != nil {
+		e.OperatorPolicy = p.Name
+	}
 	return e
 }
 

@@ -108,7 +108,9 @@ type VHost struct {
 	bindings  map[bindingKey]*exchange.Binding
 	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
 	policies  policy.Set
-	lost      []lostQueue // for DropLost; under defMu
+	// operatorPolicies cap the policies on queues (policies.go).
+	operatorPolicies policy.Set
+	lost             []lostQueue // for DropLost; under defMu
 
 	queueTypes *QueueTypes
 	groups     *cluster.Groups // runs replicated queues' groups; nil: none here

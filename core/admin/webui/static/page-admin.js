@@ -1,5 +1,5 @@
-// Users, virtual hosts, permissions, limits and policies: list, create,
-// delete.
+// Users, virtual hosts, permissions, limits, policies and operator
+// policies: list, create, delete.
 // These lists are small and the API answers them whole, so they are
 // filtered and paged in the tab and refreshed after each change rather
 // than on a timer (a timer would disarm a half-clicked Delete).
@@ -151,41 +151,49 @@ function topicPermissions(ctx, users, vhosts) {
   return t.reload();
 }
 
+// policies: the users' policies, and for an administrator the operator
+// policies that cap them (limits only; of a number both set, the lower
+// is in force).
 export async function policies(ctx) {
-  const status = h("div", { hidden: true, id: "policies-msg" });
-  const t = new Table({
-    id: "policies", sort: "name",
-    fetchAll: () => api.get(ctx.vhost() ? api.path("policies", ctx.vhost()) : "/api/policies"),
-    columns: [
-      { label: "Virtual host", key: "vhost", render: (p) => p.vhost },
-      { label: "Name", key: "name", render: (p) => p.name },
-      { label: "Pattern", key: "pattern", render: (p) => p.pattern },
-      { label: "Apply to", key: "apply-to", render: (p) => p["apply-to"] },
-      { label: "Priority", key: "priority", className: "num", render: (p) => num(p.priority) },
-      { label: "Definition", render: (p) => json(p.definition) },
-      { label: "", render: (p) => deleteButton("delete-policy-" + p.name, status, () => api.del(api.path("policies", p.vhost, p.name)), t) },
-    ],
-  });
   const vhosts = await api.get("/api/vhosts").catch(() => []);
-  const form = actionForm({
-    id: "add-policy", title: "Add or update a policy", submit: "Save policy",
-    fields: [
-      { name: "vhost", label: "Virtual host", type: "select", options: vhosts.map((v) => v.name), value: ctx.vhost() || "/" },
-      { name: "name", label: "Name", required: true },
-      { name: "pattern", label: "Pattern (regexp)", required: true, placeholder: "^amq\\." },
-      { name: "apply_to", label: "Apply to", type: "select", options: [["all", "Exchanges and queues"], ["queues", "Queues"], ["exchanges", "Exchanges"]] },
-      { name: "priority", label: "Priority", type: "number", value: "0" },
-      { name: "definition", label: "Definition (JSON)", type: "textarea", required: true, placeholder: '{"max-length": 1000, "overflow": "reject-publish"}' },
-    ],
-    onSubmit: async (v) => {
-      const definition = parseJSONField("Definition", v.definition);
-      await api.put(api.path("policies", v.vhost, v.name),
-        { pattern: v.pattern, definition, priority: Number(v.priority) || 0, "apply-to": v.apply_to });
-      t.reload();
-      return `Policy ${v.name} saved.`;
-    },
-  });
-  return page(ctx, "Policies", t, form, status);
+  const section = (kind, title, noun, placeholder) => {
+    const status = h("div", { hidden: true, id: kind + "-msg" });
+    const t = new Table({
+      id: kind, sort: "name",
+      fetchAll: () => api.get(ctx.vhost() ? api.path(kind, ctx.vhost()) : "/api/" + kind),
+      columns: [
+        { label: "Virtual host", key: "vhost", render: (p) => p.vhost },
+        { label: "Name", key: "name", render: (p) => p.name },
+        { label: "Pattern", key: "pattern", render: (p) => p.pattern },
+        { label: "Apply to", key: "apply-to", render: (p) => p["apply-to"] },
+        { label: "Priority", key: "priority", className: "num", render: (p) => num(p.priority) },
+        { label: "Definition", render: (p) => json(p.definition) },
+        { label: "", render: (p) => deleteButton("delete-" + noun + "-" + p.name, status, () => api.del(api.path(kind, p.vhost, p.name)), t) },
+      ],
+    });
+    const form = actionForm({
+      id: "add-" + noun, title: "Add or update " + (kind === "policies" ? "a policy" : "an operator policy"), submit: "Save " + noun.replace("-", " "),
+      fields: [
+        { name: "vhost", label: "Virtual host", type: "select", options: vhosts.map((v) => v.name), value: ctx.vhost() || "/" },
+        { name: "name", label: "Name", required: true },
+        { name: "pattern", label: "Pattern (regexp)", required: true, placeholder: "^amq\\." },
+        { name: "apply_to", label: "Apply to", type: "select", options: [["all", "Exchanges and queues"], ["queues", "Queues"], ["exchanges", "Exchanges"]] },
+        { name: "priority", label: "Priority", type: "number", value: "0" },
+        { name: "definition", label: "Definition (JSON)", type: "textarea", required: true, placeholder },
+      ],
+      onSubmit: async (v) => {
+        const definition = parseJSONField("Definition", v.definition);
+        await api.put(api.path(kind, v.vhost, v.name),
+          { pattern: v.pattern, definition, priority: Number(v.priority) || 0, "apply-to": v.apply_to });
+        t.reload();
+        return `${title.replace(/ies$/, "y")} ${v.name} saved.`;
+      },
+    });
+    return page(ctx, title, t, form, status);
+  };
+  await section("policies", "Policies", "policy", '{"max-length": 1000, "overflow": "reject-publish"}');
+  if (!api.can().admin) return;
+  return section("operator-policies", "Operator policies", "operator-policy", '{"max-length": 100000, "message-ttl": 86400000}');
 }
 
 // limits: vhosts' (max-connections, max-queues) and users'
