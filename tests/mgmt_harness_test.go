@@ -105,6 +105,14 @@ type response struct {
 	header http.Header
 }
 
+// expectBody fails t unless the body is want, byte for byte.
+func (r response) expectBody(t testing.TB, want string) {
+	t.Helper()
+	if r.body != want {
+		t.Fatalf("body %s, want %s", r.body, want)
+	}
+}
+
 // json decodes the body into v.
 func (r response) json(t testing.TB, v any) {
 	t.Helper()

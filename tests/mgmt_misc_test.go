@@ -140,6 +140,94 @@ func TestMgmtOperatorPolicies(t *testing.T) {
 	})
 }
 
+// Feature flags as RabbitMQ 3.10.8 lists them, every one enabled;
+// enabling one is a no-op, an unknown one refused.
+func TestMgmtFeatureFlags(t *testing.T) {
+	m := startMgmt(t)
+	var flags []struct{ Name, State, Stability string }
+	m.expect("GET", "/api/feature-flags", "", 200).json(t, &flags)
+	var names []string
+	for _, f := range flags {
+		if f.State != "enabled" || f.Stability != "stable" {
+			t.Errorf("flag %+v", f)
+		}
+		names = append(names, f.Name)
+	}
+	want := []string{"classic_mirrored_queue_version", "drop_unroutable_metric", "empty_basic_get_metric", "implicit_default_bindings",
+		"maintenance_mode_status", "quorum_queue", "stream_queue", "user_limits", "virtual_host_metadata"}
+	if slices.Sort(names); !slices.Equal(names, want) {
+		t.Errorf("flags %v, want %v", names, want)
+	}
+	m.expect("PUT", "/api/feature-flags/quorum_queue/enable", `{}`, 204)
+	m.expectError(m.call("PUT", "/api/feature-flags/nope/enable", `{}`), 400, "bad_request", "unsupported")
+}
+
+// Global parameters: cluster_name, and any JSON value an operator sets
+// under another name, as RabbitMQ 3.10.8 keeps them.
+func TestMgmtGlobalParameters(t *testing.T) {
+	m := startMgmt(t)
+	var list []struct {
+		Name  string
+		Value any
+	}
+	m.expect("GET", "/api/global-parameters", "", 200).json(t, &list)
+	if len(list) == 0 || list[0].Name != "cluster_name" {
+		t.Fatalf("global parameters %+v, want cluster_name first", list)
+	}
+	p := "/api/global-parameters/mgmt-test-param"
+	t.Cleanup(func() { m.call("DELETE", p, "") })
+	m.expectNotFound("GET", p)
+	m.expectError(m.call("PUT", p, `{"nov":1}`), 400, "bad_request", "[{key_missing,value}]")
+	m.expect("PUT", p, `{"value":{"a":1,"b":[true,"x"]}}`, 201)
+	if r := m.expect("GET", p, "", 200); r.body != `{"value":{"a":1,"b":[true,"x"]},"name":"mgmt-test-param"}` {
+		t.Fatalf("global parameter: %s", r.body)
+	}
+	m.expect("PUT", p, `{"value":"x"}`, 204)
+	m.expect("GET", "/api/global-parameters", "", 200).json(t, &list)
+	found := false
+	for _, g := range list {
+		found = found || g.Name == "mgmt-test-param" && g.Value == "x"
+	}
+	if !found {
+		t.Fatalf("global parameters %+v lack the one set", list)
+	}
+	m.expect("DELETE", p, "", 204)
+	m.expectNotFound("DELETE", p)
+	m.expectNotFound("GET", p)
+}
+
+// Runtime parameters: a vhost's limits as component vhost-limits, named
+// limits, replaced whole; a component Warren does not have is refused by
+// name, as RabbitMQ refuses one whose plugin is not enabled.
+func TestMgmtParameters(t *testing.T) {
+	m := startMgmt(t)
+	p := "/api/parameters/vhost-limits/" + m.v() + "/limits"
+	m.expectError(m.call("PUT", "/api/parameters/shovel/"+m.v()+"/s1", `{"value":{"src-uri":"amqp://"}}`), 400, "bad_request",
+		"Validation failed\n\ncomponent shovel not found\n")
+	m.expect("GET", "/api/parameters/vhost-limits/"+m.v(), "", 200).expectBody(t, "[]")
+	m.expectNotFound("GET", p)
+	m.expectNotFound("DELETE", p)
+	m.expectError(m.call("PUT", p, `{"nov":1}`), 400, "bad_request", "[{key_missing,value}]")
+	if r := m.call("PUT", p, `{"value":{"bogus":1}}`); r.status != 400 {
+		t.Fatalf("an unknown limit: %d %s", r.status, r.body)
+	}
+	m.expect("PUT", p, `{"value":{"max-queues":100,"max-connections":5}}`, 201)
+	m.expect("PUT", p, `{"value":{"max-connections":6}}`, 204)
+	m.expect("GET", p, "", 200).expectBody(t, `{"value":{"max-connections":6},"vhost":"`+m.vhost+`","component":"vhost-limits","name":"limits"}`)
+	m.expect("GET", "/api/vhost-limits/"+m.v(), "", 200).expectBody(t, `[{"vhost":"`+m.vhost+`","value":{"max-connections":6}}]`)
+	var all []map[string]any
+	m.expect("GET", "/api/parameters", "", 200).json(t, &all)
+	found := false
+	for _, x := range all {
+		found = found || x["vhost"] == m.vhost && x["component"] == "vhost-limits"
+	}
+	if !found {
+		t.Fatalf("/api/parameters %v lacks the vhost's limits", all)
+	}
+	m.expect("DELETE", p, "", 204)
+	m.expect("GET", "/api/vhost-limits/"+m.v(), "", 200).expectBody(t, "[]")
+}
+
 // The health checks, with RabbitMQ 3.10.8's answers.
 func TestMgmtHealthChecks(t *testing.T) {
 	m := startMgmt(t)

@@ -173,6 +173,7 @@ func (d permDoor) fixtures() {
 	m.call("DELETE", "/api/users/perm-scratch-user", "")
 	m.call("DELETE", "/api/policies/"+m.v()+"/perm-policy", "")
 	m.call("DELETE", "/api/operator-policies/"+m.v()+"/perm-policy", "")
+	m.call("DELETE", "/api/global-parameters/perm-param", "")
 	m.call("DELETE", "/api/queues/"+m.v()+"/"+permQueue, "")
 	m.expect("PUT", "/api/queues/"+m.v()+"/"+permQueue, `{}`, 201)
 	for _, x := range []string{permExchange, permExchange2} {
@@ -328,6 +329,18 @@ var adminRows = []adminRow{
 	{route: "PUT /api/policies/{vhost}/{name}", path: "/api/policies/{v}/perm-policy",
 		body: `{"pattern":"^perm-nothing$","definition":{"max-length":1},"apply-to":"queues"}`, tag: "policymaker", ok: 201},
 	{route: "DELETE /api/policies/{vhost}/{name}", path: "/api/policies/{v}/perm-no-such-policy", tag: "policymaker", ok: 404},
+	{route: "GET /api/feature-flags", path: "/api/feature-flags", tag: "administrator", ok: 200},
+	{route: "GET /api/parameters", path: "/api/parameters", tag: "policymaker", ok: 200},
+	{route: "GET /api/parameters/{component}", path: "/api/parameters/vhost-limits", tag: "policymaker", ok: 200},
+	{route: "GET /api/parameters/{component}/{vhost}", path: "/api/parameters/vhost-limits/{v}", tag: "policymaker", ok: 200},
+	{route: "GET /api/parameters/{component}/{vhost}/{name}", path: "/api/parameters/perm-no-such-component/{v}/limits", tag: "policymaker", ok: 404},
+	{route: "PUT /api/parameters/{component}/{vhost}/{name}", path: "/api/parameters/perm-no-such-component/{v}/x", body: `{"value":{}}`, tag: "policymaker", ok: 400},
+	{route: "DELETE /api/parameters/{component}/{vhost}/{name}", path: "/api/parameters/perm-no-such-component/{v}/x", tag: "policymaker", ok: 404},
+	{route: "GET /api/global-parameters", path: "/api/global-parameters", tag: "policymaker", ok: 200},
+	{route: "GET /api/global-parameters/{name}", path: "/api/global-parameters/cluster_name", tag: "policymaker", ok: 200},
+	{route: "PUT /api/global-parameters/{name}", path: "/api/global-parameters/perm-param", body: `{"value":{"a":1}}`, tag: "policymaker", ok: 201},
+	{route: "DELETE /api/global-parameters/{name}", path: "/api/global-parameters/perm-no-such-param", tag: "policymaker", ok: 404},
+	{route: "PUT /api/feature-flags/{name}/enable", path: "/api/feature-flags/quorum_queue/enable", body: `{}`, tag: "administrator", ok: 204},
 	{route: "GET /api/operator-policies", path: "/api/operator-policies", ok: 200},
 	{route: "GET /api/operator-policies/{vhost}", path: "/api/operator-policies/{v}", ok: 200},
 	{route: "GET /api/operator-policies/{vhost}/{name}", path: "/api/operator-policies/{v}/perm-no-such-policy", tag: "administrator", ok: 404},

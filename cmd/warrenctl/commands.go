@@ -289,6 +289,19 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/policies/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
 		}},
+	"list_global_parameters": {form: "list_global_parameters", max: 0, run: table("/api/global-parameters", "name", "value")},
+	"set_global_parameter": {form: "set_global_parameter NAME VALUE", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			var value any
+			if err := json.Unmarshal([]byte(args[1]), &value); err != nil {
+				return fmt.Errorf("value %q is not JSON: %v", args[1], err)
+			}
+			return c.do("PUT", "/api/global-parameters/"+url.PathEscape(args[0]), map[string]any{"value": value})
+		}},
+	"clear_global_parameter": {form: "clear_global_parameter NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/global-parameters/"+url.PathEscape(args[0]), nil)
+		}},
 	"list_operator_policies": {form: "list_operator_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/operator-policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},

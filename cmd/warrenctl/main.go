@@ -68,6 +68,9 @@ Policies:
   set_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_policy [-p VHOST] NAME
   list_operator_policies [-p VHOST]
+  list_global_parameters
+  set_global_parameter NAME VALUE
+  clear_global_parameter NAME
   set_operator_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_operator_policy [-p VHOST] NAME
 Cluster:

@@ -116,6 +116,33 @@ func TestOperatorPolicies(t *testing.T) {
 	}
 }
 
+// Global parameters as rabbitmqctl sets, lists and clears them.
+func TestGlobalParameters(t *testing.T) {
+	b, url := newBroker(t)
+	if _, err := ctl(t, url, "set_global_parameter", "mine", `{"a": [1, "b"]}`); err != nil {
+		t.Fatal(err)
+	}
+	if g := b.GlobalParameters(); g["mine"] == nil {
+		t.Fatalf("global parameters %v", g)
+	}
+	out, err := ctl(t, url, "list_global_parameters")
+	if err != nil || !strings.Contains(out, "cluster_name") || !strings.Contains(out, "mine") {
+		t.Fatalf("list_global_parameters: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "set_global_parameter", "bad", "{not json"); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Fatalf("a value that is not JSON: %v", err)
+	}
+	if _, err := ctl(t, url, "clear_global_parameter", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.GlobalParameters()["mine"]; ok {
+		t.Fatal("global parameter still there after clear_global_parameter")
+	}
+	if _, err := ctl(t, url, "clear_global_parameter", "mine"); err == nil || !strings.Contains(err.Error(), "Not Found") {
+		t.Fatalf("clearing a missing global parameter: %v", err)
+	}
+}
+
 func TestUsersVHostsPermissions(t *testing.T) {
 	b, url := newBroker(t)
 	steps := [][]string{

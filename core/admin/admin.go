@@ -120,6 +120,9 @@ func Patterns() []string {
 func routes(a *api) *router {
 	mux := &router{}
 	a.routeOverview(mux)
+	a.routeFeatureFlags(mux)
+	a.routeGlobalParameters(mux)
+	a.routeParameters(mux)
 	a.routeVHosts(mux)
 	a.routeUsers(mux)
 	a.routeQueues(mux)

@@ -94,6 +94,7 @@ type Broker struct {
 	// "http") and bound address, for the admin API and its health checks.
 	listenerInfo atomic.Pointer[[]Listener] // copied on write
 	clusterName  atomic.Pointer[string]
+	globals      atomic.Pointer[map[string]any] // global parameters beside cluster_name (node.go)
 	// cluster is this node's member of the metadata Raft group; nil on a
 	// node of its own (replicated.go).
 	cluster atomic.Pointer[cluster.Node]

@@ -170,8 +170,8 @@ type ParameterDefinition struct {
 	Name      string `json:"name"`
 }
 
-// GlobalParameter is a RabbitMQ global runtime parameter (cluster_name).
-// Warren has none to export.
+// GlobalParameter is a RabbitMQ global runtime parameter: cluster_name,
+// and any other an operator set (any JSON value).
 type GlobalParameter struct {
 	Name  string `json:"name"`
 	Value any    `json:"value"`

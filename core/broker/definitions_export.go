@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/warrenmq/warren/core/exchange"
@@ -8,6 +10,7 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/tablejson"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // ExportDefinitions describes the whole broker in RabbitMQ 3.10.8's
@@ -23,6 +26,10 @@ func (b *Broker) ExportDefinitions() *Definitions {
 	}
 	if n := b.clusterName.Load(); n != nil {
 		d.GlobalParameters = append(d.GlobalParameters, GlobalParameter{Name: ParamClusterName, Value: *n})
+	}
+	globals := b.GlobalParameters()
+	for _, name := range slices.Sorted(maps.Keys(globals)) {
+		d.GlobalParameters = append(d.GlobalParameters, GlobalParameter{Name: name, Value: tablejson.Render(protocol.Table{"value": globals[name]})["value"]})
 	}
 	for _, u := range b.users.Users() {
 		tags := append([]string{}, u.Tags...)

@@ -84,8 +84,9 @@ type importPlan struct {
 	exchanges   []exchange.Definition
 	queues      []queuePlan
 	bindings    []bindingPlan
-	clusterName string   // the cluster_name global parameter, if given
-	skipped     []string // entities Warren cannot apply, for the log
+	clusterName string         // the cluster_name global parameter, if given
+	globals     map[string]any // the other global parameters, as field values
+	skipped     []string       // entities Warren cannot apply, for the log
 }
 
 type vhostLimitsPlan struct {
@@ -666,12 +667,26 @@ func (pl *planner) hasExchange(v *vhost.VHost, name string) bool {
 	return err == nil
 }
 
-// globalParameter plans cluster_name, the one global parameter Warren
-// has; others (RabbitMQ's internal_cluster_id) are skipped.
+// globalParameter plans a global parameter: cluster_name renames the
+// cluster, RabbitMQ's internal_cluster_id (its own cluster's) is
+// skipped, any other is kept as it is, any JSON value.
 func (pl *planner) globalParameter(o *object) {
 	name := o.str("name", true)
-	if name != ParamClusterName {
+	switch name {
+	case ParamClusterName:
+	case "internal_cluster_id":
 		pl.skip("global parameter '%s'", name)
+		return
+	default:
+		value, err := tableFromJSON(map[string]any{"value": o.m["value"]})
+		if _, present := o.m["value"]; !present || err != nil {
+			o.bad("value", "missing, or not a value a field table holds: %v", err)
+			return
+		}
+		if pl.plan.globals == nil {
+			pl.plan.globals = map[string]any{}
+		}
+		pl.plan.globals[name] = value["value"]
 		return
 	}
 	if value := o.str("value", true); value != "" {
@@ -695,6 +710,11 @@ func (b *Broker) apply(plan *importPlan) error {
 	if plan.clusterName != "" {
 		if err := b.SetClusterName(plan.clusterName); err != nil {
 			return failed("global parameter 'cluster_name'", err)
+		}
+	}
+	for name, value := range plan.globals {
+		if err := b.SetGlobalParameter(name, value); err != nil {
+			return failed(fmt.Sprintf("global parameter '%s'", name), err)
 		}
 	}
 	for _, u := range plan.users {

@@ -352,3 +352,51 @@ func TestOperatorPoliciesInDefinitions(t *testing.T) {
 		t.Fatalf("an export without operator policies has the section: %s", out)
 	}
 }
+
+// Global parameters beside cluster_name are kept as they come (any JSON
+// value), moved by definitions and kept across a restart; RabbitMQ's
+// internal_cluster_id, its own cluster's, is not taken.
+func TestGlobalParameters(t *testing.T) {
+	dir := t.TempDir()
+	b := testBroker(t, dir)
+	doc := `{"global_parameters": [{"name": "cluster_name", "value": "c1"}, {"name": "internal_cluster_id", "value": "rabbitmq-cluster-id-x"},
+		{"name": "mine", "value": {"a": [1, "b"], "c": true}}]}`
+	if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.GlobalParameters(); len(got) != 1 || got["mine"] == nil {
+		t.Fatalf("global parameters %v", got)
+	}
+	export := func(b *Broker) string {
+		out, _ := json.Marshal(b.ExportDefinitions().GlobalParameters)
+		return string(out)
+	}
+	want := `[{"name":"cluster_name","value":"c1"},{"name":"mine","value":{"a":[1,"b"],"c":true}}]`
+	if got := export(b); got != want {
+		t.Fatalf("exported %s, want %s", got, want)
+	}
+	if err := b.SetGlobalParameter("other", int64(7)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetGlobalParameter(ParamClusterName, int64(7)); err == nil {
+		t.Fatal("a cluster name that is a number was taken")
+	}
+	if err := b.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b = testBroker(t, dir)
+	if got, want := export(b), `[{"name":"cluster_name","value":"c1"},{"name":"mine","value":{"a":[1,"b"],"c":true}},{"name":"other","value":7}]`; got != want {
+		t.Fatalf("after a restart %s, want %s", got, want)
+	}
+	for _, name := range []string{"mine", ParamClusterName} {
+		if err := b.ClearGlobalParameter(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.ClusterName() != b.NodeName() {
+		t.Fatalf("cluster name %q after clearing it", b.ClusterName())
+	}
+	if got, want := export(b), `[{"name":"other","value":7}]`; got != want {
+		t.Fatalf("after clearing %s, want %s", got, want)
+	}
+}

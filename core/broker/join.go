@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/cluster"
-	"github.com/warrenmq/warren/storage"
 )
 
 // JoinCluster makes this node leave its cluster of one and join the
@@ -69,10 +68,14 @@ func (b *Broker) reset() error {
 			return err
 		}
 	}
-	if err := b.store.DeleteMeta(storage.KindParameter, "", ParamClusterName); err != nil {
+	for name := range b.GlobalParameters() {
+		if err := b.applyClearGlobalParameter(name); err != nil {
+			return err
+		}
+	}
+	if err := b.applyClearGlobalParameter(ParamClusterName); err != nil {
 		return err
 	}
-	b.clusterName.Store(nil)
 	if err := b.store.DeleteRaftLog(metaGroup); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/warrenmq/warren/core/config"
+	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -107,14 +109,21 @@ func (b *Broker) applySetClusterName(name string) error {
 	return nil
 }
 
-// restoreClusterName reads the stored cluster name, if one was set.
-func (b *Broker) restoreClusterName() error {
+// restoreGlobalParameters reads the stored cluster name, if one was set,
+// and the other global parameters.
+func (b *Broker) restoreGlobalParameters() error {
 	params, err := b.store.Meta(storage.KindParameter, "")
 	if err != nil {
 		return err
 	}
+	globals := map[string]any{}
 	for _, p := range params {
 		if p.Name != ParamClusterName {
+			rec, err := readGlobalParameterRecord(p.Rec)
+			if err != nil {
+				return fmt.Errorf("global parameter '%s': %w", p.Name, err)
+			}
+			globals[p.Name] = rec.Value
 			continue
 		}
 		rec, err := readClusterNameRecord(p.Rec)
@@ -125,7 +134,76 @@ func (b *Broker) restoreClusterName() error {
 			b.clusterName.Store(&rec.Value)
 		}
 	}
+	b.globals.Store(&globals)
 	return nil
+}
+
+// GlobalParameters are the global parameters beside cluster_name, by
+// name; the map is not to be changed.
+func (b *Broker) GlobalParameters() map[string]any {
+	if p := b.globals.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetGlobalParameter sets a global parameter (RabbitMQ's: any JSON value
+// as a field value); cluster_name, a name, renames the cluster.
+func (b *Broker) SetGlobalParameter(name string, value any) error {
+	if name == ParamClusterName {
+		s, ok := value.(string)
+		if !ok || s == "" {
+			return reply.PreconditionFailed("global parameter '%s' must be a name, not %v", name, value)
+		}
+		return b.SetClusterName(s)
+	}
+	if name == "" {
+		return reply.PreconditionFailed("a global parameter's name must not be empty")
+	}
+	return b.change(setGlobalParameter{Name: name, Value: value})
+}
+
+// ClearGlobalParameter removes a global parameter; cluster_name's goes
+// back to the node's name.
+func (b *Broker) ClearGlobalParameter(name string) error {
+	return b.change(clearGlobalParameter{Name: name})
+}
+
+func (b *Broker) applySetGlobalParameter(name string, value any) error {
+	if err := b.store.PutMeta(storage.KindParameter, "", name, globalParameterRecord{Value: value}.Table()); err != nil {
+		return err
+	}
+	b.updateGlobals(func(m map[string]any) { m[name] = value })
+	return nil
+}
+
+func (b *Broker) applyClearGlobalParameter(name string) error {
+	if err := b.store.DeleteMeta(storage.KindParameter, "", name); err != nil {
+		return err
+	}
+	if name == ParamClusterName {
+		b.clusterName.Store(nil)
+		return nil
+	}
+	b.updateGlobals(func(m map[string]any) { delete(m, name) })
+	return nil
+}
+
+// updateGlobals replaces the global parameters with a changed copy.
+func (b *Broker) updateGlobals(change func(map[string]any)) {
+	for {
+		old := b.globals.Load()
+		next := map[string]any{}
+		if old != nil {
+			for k, v := range *old {
+				next[k] = v
+			}
+		}
+		change(next)
+		if b.globals.CompareAndSwap(old, &next) {
+			return
+		}
+	}
 }
 
 // NodeStatus is the node's resource figures at one moment.

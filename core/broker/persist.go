@@ -94,7 +94,7 @@ func (b *Broker) restore(start time.Time) error {
 	if len(vhosts) == 0 && len(users) == 0 {
 		return b.firstBoot()
 	}
-	if err := b.restoreClusterName(); err != nil {
+	if err := b.restoreGlobalParameters(); err != nil {
 		return err
 	}
 	for _, u := range users {

@@ -275,6 +275,24 @@ func readClusterNameRecord(t protocol.Table) (clusterNameRecord, error) {
 	return rec, r.Err()
 }
 
+// globalParameterRecord is a stored global parameter other than the
+// cluster's name (storage.KindParameter, keyed by its name): any value a
+// field table holds.
+type globalParameterRecord struct{ Value any }
+
+func (r globalParameterRecord) Table() protocol.Table {
+	return protocol.Table{tablerec.VersionKey: int64(recordVersion), "value": r.Value}
+}
+
+func readGlobalParameterRecord(t protocol.Table) (globalParameterRecord, error) {
+	r := tablerec.Open("global parameter record", t, recordVersion)
+	v, ok := t["value"]
+	if !ok {
+		r.Fail("value", "a value", nil)
+	}
+	return globalParameterRecord{Value: v}, r.Err()
+}
+
 func nonNil(t protocol.Table) protocol.Table {
 	if t == nil {
 		return protocol.Table{}
@@ -323,11 +341,18 @@ type (
 		VHost, Name string
 		Operator    bool
 	}
-	setClusterName  struct{ Name string }
-	syncChange      struct{} // changes nothing (proposed by earlier versions' Sync)
-	enablePlugin    struct{ Name string }
-	disablePlugin   struct{ Name string }
-	configurePlugin struct {
+	setClusterName struct{ Name string }
+	// setGlobalParameter and clearGlobalParameter are the global
+	// parameters beside cluster_name (clearing cluster_name is one too).
+	setGlobalParameter struct {
+		Name  string
+		Value any
+	}
+	clearGlobalParameter struct{ Name string }
+	syncChange           struct{} // changes nothing (proposed by earlier versions' Sync)
+	enablePlugin         struct{ Name string }
+	disablePlugin        struct{ Name string }
+	configurePlugin      struct {
 		Name     string
 		Settings protocol.Table
 	}
@@ -351,6 +376,8 @@ func (deleteVHost) op() string          { return opDeleteVHost }
 func (c setPolicy) op() string          { return pick(c.Operator, opSetOperatorPolicy, opSetPolicy) }
 func (c clearPolicy) op() string        { return pick(c.Operator, opClearOperatorPolicy, opClearPolicy) }
 func (setClusterName) op() string       { return opSetClusterName }
+func (setGlobalParameter) op() string   { return opSetGlobalParameter }
+func (clearGlobalParameter) op() string { return opClearGlobalParameter }
 func (syncChange) op() string           { return opSync }
 func (enablePlugin) op() string         { return opEnablePlugin }
 func (disablePlugin) op() string        { return opDisablePlugin }
@@ -402,6 +429,10 @@ func changeTable(c definitionsChange) protocol.Table {
 	case clearPolicy:
 		t["vhost"], t["name"] = c.VHost, c.Name
 	case setClusterName:
+		t["name"] = c.Name
+	case setGlobalParameter:
+		t["name"], t["value"] = c.Name, c.Value
+	case clearGlobalParameter:
 		t["name"] = c.Name
 	case enablePlugin:
 		t["name"] = c.Name
@@ -458,6 +489,14 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = clearPolicy{VHost: r.String("vhost"), Name: r.String("name"), Operator: op == opClearOperatorPolicy}
 	case opSetClusterName:
 		c = setClusterName{Name: r.String("name")}
+	case opSetGlobalParameter:
+		v, ok := t["value"]
+		if !ok {
+			r.Fail("value", "a value", nil)
+		}
+		c = setGlobalParameter{Name: r.String("name"), Value: v}
+	case opClearGlobalParameter:
+		c = clearGlobalParameter{Name: r.String("name")}
 	case opSync:
 		c = syncChange{}
 	case opEnablePlugin:
@@ -492,6 +531,10 @@ type metaSnapshot struct {
 	Topology    map[string]protocol.Table
 	Plugins     []string
 	ClusterName string
+	// GlobalParameters ("global_parameters") are those beside
+	// cluster_name, by name; absent from snapshots of releases before
+	// them.
+	GlobalParameters map[string]any
 }
 
 func (s metaSnapshot) Table() protocol.Table {
@@ -518,6 +561,9 @@ func (s metaSnapshot) Table() protocol.Table {
 		"topic_permissions": topicPerms}
 	if s.ClusterName != "" {
 		t["cluster_name"] = s.ClusterName
+	}
+	if len(s.GlobalParameters) > 0 {
+		t["global_parameters"] = protocol.Table(s.GlobalParameters)
 	}
 	if len(s.VHostLimits) > 0 {
 		lt := protocol.Table{}
@@ -561,6 +607,9 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 			s.VHostMeta = map[string]vhost.Metadata{}
 		}
 		s.VHostMeta[vh] = m
+	}
+	if g := r.Table("global_parameters"); len(g) > 0 {
+		s.GlobalParameters = map[string]any(g)
 	}
 	for vh, x := range r.Table("vhost_limits") {
 		lt, ok := x.(protocol.Table)

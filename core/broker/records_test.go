@@ -43,6 +43,8 @@ func someChanges() []definitionsChange {
 		clearPolicy{VHost: "/", Name: "p"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Definition: protocol.Table{"max-length": int64(2)}, Operator: true},
 		clearPolicy{VHost: "/", Name: "p", Operator: true},
+		setGlobalParameter{Name: "g", Value: protocol.Table{"a": int64(1)}},
+		clearGlobalParameter{Name: "g"},
 		setClusterName{Name: "rabbit@here"},
 		syncChange{},
 		enablePlugin{Name: "delayed_message"},
@@ -100,9 +102,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 		VHosts:           []string{"/", "v"},
 		Policies: []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}},
 			{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.Queues, Definition: protocol.Table{"max-length": int64(1)}, Operator: true}},
-		Topology:    map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
-		Plugins:     []string{"delayed_message"},
-		ClusterName: "c",
+		Topology:         map[string]protocol.Table{"/": {"exchanges": []any(nil), "queues": []any{protocol.Table{"name": "q"}}}},
+		Plugins:          []string{"delayed_message"},
+		ClusterName:      "c",
+		GlobalParameters: map[string]any{"g": protocol.Table{"a": int64(1)}, "n": "x"},
 	}
 	got, err := readMetaSnapshot(throughBytes(t, snap.Table()))
 	if err != nil || !reflect.DeepEqual(got, snap) {

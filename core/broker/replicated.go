@@ -57,6 +57,8 @@ const (
 	opSetOperatorPolicy    = "set_operator_policy"
 	opClearOperatorPolicy  = "clear_operator_policy"
 	opSetClusterName       = "set_cluster_name"
+	opSetGlobalParameter   = "set_global_parameter"
+	opClearGlobalParameter = "clear_global_parameter"
 	opSync                 = "sync" // changes nothing (proposed by earlier versions' Sync)
 )
 
@@ -140,6 +142,10 @@ func (b *Broker) carryOut(c definitionsChange) error {
 		return b.applyClearPolicy(c)
 	case setClusterName:
 		return b.applySetClusterName(c.Name)
+	case setGlobalParameter:
+		return b.applySetGlobalParameter(c.Name, c.Value)
+	case clearGlobalParameter:
+		return b.applyClearGlobalParameter(c.Name)
 	case syncChange:
 		return nil
 	case enablePlugin:
@@ -223,6 +229,7 @@ func (m metaState) Snapshot() ([]byte, error) {
 	if n := b.clusterName.Load(); n != nil {
 		snap.ClusterName = *n
 	}
+	snap.GlobalParameters = b.GlobalParameters()
 	for _, name := range snap.VHosts {
 		if v, ok := b.VHost(name); ok {
 			if l := v.Limits(); len(l) > 0 {
@@ -372,6 +379,18 @@ func (m metaState) Restore(index uint64, data []byte) error {
 	if snap.ClusterName != "" {
 		if err := b.applySetClusterName(snap.ClusterName); err != nil {
 			return err
+		}
+	}
+	for name, value := range snap.GlobalParameters {
+		if err := b.applySetGlobalParameter(name, value); err != nil {
+			return err
+		}
+	}
+	for name := range b.GlobalParameters() {
+		if _, keep := snap.GlobalParameters[name]; !keep {
+			if err := b.applyClearGlobalParameter(name); err != nil {
+				return err
+			}
 		}
 	}
 	m.log.SetApplied(index)
