@@ -228,6 +228,20 @@ func TestMgmtParameters(t *testing.T) {
 	m.expect("GET", "/api/vhost-limits/"+m.v(), "", 200).expectBody(t, "[]")
 }
 
+// A queue's actions, sync and cancel_sync: RabbitMQ 3.10.8 takes both for
+// a queue that has no mirrors, and Warren mirrors none.
+func TestMgmtQueueActions(t *testing.T) {
+	m := startMgmt(t)
+	q := "/api/queues/" + m.v() + "/actq"
+	m.expect("PUT", q, `{"durable":true}`, 201)
+	m.expect("POST", q+"/actions", `{"action":"sync"}`, 204)
+	m.expect("POST", q+"/actions", `{"action":"cancel_sync"}`, 204)
+	m.expectError(m.call("POST", q+"/actions", `{}`), 400, "bad_request", "[{key_missing,action}]")
+	if r := m.call("POST", q+"/actions", `{"action":"nope"}`); r.status != 400 {
+		t.Fatalf("an unknown action: %d %s", r.status, r.body)
+	}
+}
+
 // The health checks, with RabbitMQ 3.10.8's answers.
 func TestMgmtHealthChecks(t *testing.T) {
 	m := startMgmt(t)

@@ -278,6 +278,7 @@ var adminRows = []adminRow{
 	{route: "DELETE /api/queues/{vhost}/{queue}", path: qPath, op: opDeleteQueue, ok: 204},
 	{route: "DELETE /api/queues/{vhost}/{queue}/contents", path: qPath + "/contents", op: opReadQueue, ok: 204},
 	{route: "POST /api/queues/{vhost}/{queue}/get", path: qPath + "/get", body: getMessage, op: opReadQueue, ok: 200, how: refusedWithText},
+	{route: "POST /api/queues/{vhost}/{queue}/actions", path: qPath + "/actions", body: `{"action":"sync"}`, tag: "administrator", ok: 204},
 	{route: "GET /api/queues/{vhost}/{queue}/bindings", path: qPath + "/bindings", ok: 200},
 
 	{route: "GET /api/exchanges", path: "/api/exchanges", ok: 200},

@@ -24,6 +24,7 @@ func (a *api) routeQueues(mux *router) {
 	a.handle(mux, "DELETE /api/queues/{vhost}/{queue}", management, a.deleteQueue)
 	a.handle(mux, "DELETE /api/queues/{vhost}/{queue}/contents", management, a.purgeQueue)
 	a.handle(mux, "POST /api/queues/{vhost}/{queue}/get", management, a.getMessages)
+	a.handle(mux, "POST /api/queues/{vhost}/{queue}/actions", administrator, a.queueAction)
 	a.handle(mux, "GET /api/queues/{vhost}/{queue}/bindings", management, a.queueBindings)
 }
 
@@ -391,6 +392,31 @@ func (a *api) purgeQueue(c *call) (any, error) {
 	}
 	q.Purge()
 	return nil, nil
+}
+
+// queueAction is POST /api/queues/{vhost}/{queue}/actions: sync and
+// cancel_sync, RabbitMQ's for a classic queue's mirrors. Warren mirrors
+// no classic queue, so there is nothing to synchronise: both are taken,
+// for any queue, and change nothing (RabbitMQ 3.10.8 answers 204 for an
+// unmirrored queue and for a quorum queue alike).
+func (a *api) queueAction(c *call) (any, error) {
+	if _, _, err := c.existingQueue(); err != nil {
+		return nil, err
+	}
+	var body struct {
+		Action *string `json:"action"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if err := keysPresent(field{"action", body.Action != nil}); err != nil {
+		return nil, err
+	}
+	switch *body.Action {
+	case "sync", "cancel_sync":
+		return nil, nil
+	}
+	return nil, badRequest("unknown action '%s' (sync or cancel_sync)", *body.Action)
 }
 
 // getBody is POST /api/queues/{vhost}/{queue}/get's body.
