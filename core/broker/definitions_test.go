@@ -400,3 +400,14 @@ func TestGlobalParameters(t *testing.T) {
 		t.Fatalf("after clearing %s, want %s", got, want)
 	}
 }
+
+// node_name names the node; without it the name is warren@HOST.
+func TestNodeNameSetting(t *testing.T) {
+	if n := testBroker(t, t.TempDir()).NodeName(); !strings.HasPrefix(n, "warren@") {
+		t.Fatalf("default node name %q", n)
+	}
+	b := testBroker(t, t.TempDir(), func(c *config.Config) { c.NodeName = "rabbit@box" })
+	if b.NodeName() != "rabbit@box" || b.ClusterName() != "rabbit@box" {
+		t.Fatalf("node %q, cluster %q", b.NodeName(), b.ClusterName())
+	}
+}

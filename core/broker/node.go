@@ -63,10 +63,13 @@ func (b *Broker) Listeners() []Listener {
 // Config returns the configuration the broker was started with.
 func (b *Broker) Config() config.Config { return b.cfg }
 
-// NodeName is the node's name: cluster.node_name in a cluster, else as
-// RabbitMQ would write it, warren@host.
+// NodeName is the node's name: cluster.node_name in a cluster, else
+// node_name, else as RabbitMQ would write it, warren@host.
 func (b *Broker) NodeName() string {
 	if n := b.cfg.Cluster.NodeName; n != "" {
+		return n
+	}
+	if n := b.cfg.NodeName; n != "" {
 		return n
 	}
 	host, err := os.Hostname()

@@ -30,6 +30,10 @@ import (
 
 // Config is the whole broker configuration.
 type Config struct {
+	// NodeName is this node's name as listings show it and monitoring
+	// asks for it; "" is warren@HOST. In a cluster, cluster.node_name
+	// names the node, and the two must not differ.
+	NodeName    string      `toml:"node_name"`
 	Log         Log         `toml:"log"`
 	AMQP        AMQP        `toml:"amqp"`
 	AMQPS       AMQPS       `toml:"amqps"`
@@ -318,6 +322,12 @@ const (
 // Validate checks values the types alone do not: every setting's sign,
 // zero and range. The first bad one is named, with what it may be.
 func (c *Config) Validate() error {
+	if n, cn := c.NodeName, c.Cluster.NodeName; n != "" && cn != "" && n != cn {
+		return fmt.Errorf("node_name: %q differs from cluster.node_name %q; a node has one name", n, cn)
+	}
+	if strings.ContainsFunc(c.NodeName, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("node_name: %q holds a space or a control character", c.NodeName)
+	}
 	switch c.Log.Level {
 	case "trace", "debug", "info", "warn", "error":
 	default:

@@ -251,3 +251,30 @@ func TestValidateEdges(t *testing.T) {
 		}
 	}
 }
+
+// node_name names the node for listings; set beside cluster.node_name it
+// must be the same name.
+func TestNodeName(t *testing.T) {
+	for _, c := range []struct {
+		toml, want string
+	}{
+		{"node_name = \"rabbit@box\"\n", ""},
+		{"node_name = \"rabbit@box\"\n[cluster]\nnode_name = \"rabbit@box\"\nlisten = \"127.0.0.1:25672\"\nsecret = \"0123456789abcdef\"\n", ""},
+		{"node_name = \"rabbit@box\"\n[cluster]\nnode_name = \"n1\"\nlisten = \"127.0.0.1:25672\"\nsecret = \"0123456789abcdef\"\n", `node_name: "rabbit@box" differs from cluster.node_name "n1"`},
+		{"node_name = \"rabbit box\"\n", "space or a control character"},
+	} {
+		path := filepath.Join(t.TempDir(), "broker.toml")
+		if err := os.WriteFile(path, []byte(c.toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.toml, err)
+		case c.want == "" && cfg.NodeName != "rabbit@box":
+			t.Errorf("%q: node name %q", c.toml, cfg.NodeName)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: %v, want an error with %q", c.toml, err, c.want)
+		}
+	}
+}
