@@ -34,6 +34,9 @@ else http://127.0.0.1:15672.
 
 Broker:
   status | ping | await_startup | version | list_alarms
+Health checks (as rabbitmq-diagnostics; a failed check exits 69):
+  check_running | check_local_alarms | check_alarms | check_port_connectivity
+  check_virtual_hosts | check_certificate_expiration | listeners
   set_vm_memory_high_watermark FRACTION | set_vm_memory_high_watermark absolute BYTES
   set_disk_free_limit BYTES | set_disk_free_limit mem_relative FRACTION
 Listings (columns optional, as rabbitmqctl's):
@@ -91,6 +94,13 @@ Definitions (FILE - is stdout or stdin):
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
+		var failed *checkFailed
+		if errors.As(err, &failed) {
+			if failed.lines != nil {
+				fmt.Fprintln(os.Stderr, "Error:\n"+failed.Error())
+			}
+			os.Exit(exitUnavailable)
+		}
 		fmt.Fprintln(os.Stderr, "warrenctl:", err)
 		os.Exit(1)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -140,6 +141,48 @@ func TestGlobalParameters(t *testing.T) {
 	}
 	if _, err := ctl(t, url, "clear_global_parameter", "mine"); err == nil || !strings.Contains(err.Error(), "Not Found") {
 		t.Fatalf("clearing a missing global parameter: %v", err)
+	}
+}
+
+// The health checks of rabbitmq-diagnostics: their success lines, and a
+// failed one as an error main exits 69 for, in text and JSON.
+func TestHealthChecks(t *testing.T) {
+	b, url := newBroker(t)
+	if err := b.Start(); err != nil { // its listeners, and its resource watch
+		t.Fatal(err)
+	}
+	for verb, want := range map[string]string{
+		"check_running":                "is fully booted and running",
+		"check_local_alarms":           "reported no local alarms",
+		"check_alarms":                 "reported no alarms, local or clusterwide",
+		"check_port_connectivity":      "Successfully connected to ports",
+		"check_virtual_hosts":          "reported all vhosts as running",
+		"check_certificate_expiration": "No certificates are expiring within 4 weeks.",
+		"listeners":                    "protocol: amqp, purpose: AMQP 0-9-1 and AMQP 1.0",
+	} {
+		if out, err := ctl(t, url, verb); err != nil || !strings.Contains(out, want) {
+			t.Errorf("%s: %v\n%s", verb, err, out)
+		}
+	}
+	if out, err := ctl(t, url, "check_local_alarms", "--formatter", "json"); err != nil || strings.TrimSpace(out) != `{"result":"ok"}` {
+		t.Errorf("check_local_alarms as JSON: %v\n%s", err, out)
+	}
+	// A memory alarm: the watermark far below what the broker uses.
+	if _, err := ctl(t, url, "set_vm_memory_high_watermark", "absolute", "1MiB"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "the memory alarm", func() bool { raised, _, _ := b.Alarm().State(); return raised })
+	for _, verb := range []string{"check_local_alarms", "check_alarms"} {
+		_, err := ctl(t, url, verb)
+		var failed *checkFailed
+		if !errors.As(err, &failed) || !strings.Contains(err.Error(), "Memory alarm on node") {
+			t.Errorf("%s under a memory alarm: %v", verb, err)
+		}
+	}
+	out, err := ctl(t, url, "check_local_alarms", "--formatter", "json")
+	var failed *checkFailed
+	if !errors.As(err, &failed) || !strings.Contains(out, `"result":"error"`) || !strings.Contains(out, "Memory alarm") {
+		t.Errorf("check_local_alarms as JSON under a memory alarm: %v\n%s", err, out)
 	}
 }
 
