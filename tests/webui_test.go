@@ -155,6 +155,34 @@ func (f *uiFixture) everyPageRenders(t *testing.T) {
 	if consumers := f.br.text(t, `#consumers tbody`); !strings.Contains(consumers, "ui-consumer") || !strings.Contains(consumers, "ui-orders") {
 		t.Errorf("consumers table %q lacks ui-consumer on ui-orders", consumers)
 	}
+	// The detail pages: a connection's (from its list), a user's, a
+	// vhost's.
+	f.br.do(t, "a connection's page", click("#nav-connections"), waitVisible(`#connections[data-state="loaded"]`),
+		click(`#connections tbody a`),
+		waitVisible(`#page[data-page="connection"][data-loaded="true"]`))
+	if d := f.br.text(t, `#connection-details`); !strings.Contains(d, "guest") || !strings.Contains(d, "AMQP") {
+		t.Errorf("a connection's details %q lack its user and protocol", d)
+	}
+	f.br.do(t, "its channels", waitVisible(`#connection-channels-table`))
+	f.br.screenshot(t, "webui-connection.png")
+	f.br.goTo(t, "user", "guest")
+	f.br.do(t, "a user's page", waitVisible(`#page[data-page="user"][data-loaded="true"]`))
+	if tags := f.br.text(t, `#user-tags`); tags != "administrator" {
+		t.Errorf("guest's tags show %q", tags)
+	}
+	if ps := f.br.text(t, `#user-permissions-table`); !strings.Contains(ps, ".*") {
+		t.Errorf("guest's permissions show %q", ps)
+	}
+	f.br.goTo(t, "vhost", "/")
+	f.br.do(t, "a vhost's page", waitVisible(`#page[data-page="vhost"][data-loaded="true"]`))
+	if ps := f.br.text(t, `#vhost-permissions-table`); !strings.Contains(ps, "guest") {
+		t.Errorf("the vhost's permissions show %q", ps)
+	}
+	f.br.goTo(t, "connection", "no-such-connection")
+	f.br.do(t, "a missing connection", waitVisible(`#page-error[data-kind="error"]`))
+	if m := f.br.text(t, `#page-error`); !strings.Contains(m, "404") {
+		t.Errorf("a missing connection's page says %q, want the API's 404", m)
+	}
 	f.br.goTo(t, "queue", "/", "no-such-queue")
 	f.br.do(t, "a missing queue", waitVisible(`#page-error[data-kind="error"]`))
 	if m := f.br.text(t, `#page-error`); !strings.Contains(m, "404") {

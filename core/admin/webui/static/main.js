@@ -12,6 +12,7 @@ import * as exchange from "./page-exchange.js";
 import * as admin from "./page-admin.js";
 import * as plugins from "./page-plugins.js";
 import * as definitions from "./page-definitions.js";
+import * as detail from "./page-detail.js";
 
 export const REFRESH_MS = 5000;
 
@@ -24,6 +25,9 @@ const pages = {
   consumers: lists.consumers,
   queue: queue.render,
   exchange: exchange.render,
+  connection: detail.connection,
+  user: detail.user,
+  vhost: detail.vhost,
   users: admin.users,
   vhosts: admin.vhosts,
   permissions: admin.permissions,

@@ -5,7 +5,7 @@
 // than on a timer (a timer would disarm a half-clicked Delete).
 
 import * as api from "./api.js";
-import { h, message } from "./dom.js";
+import { h, link, message } from "./dom.js";
 import { num, json } from "./format.js";
 import { Table } from "./table.js";
 import { actionForm, dangerButton, parseJSONField } from "./forms.js";
@@ -28,7 +28,7 @@ export function users(ctx) {
   const t = new Table({
     id: "users", sort: "name", fetchAll: () => api.get("/api/users"),
     columns: [
-      { label: "Name", key: "name", render: (u) => u.name },
+      { label: "Name", key: "name", render: (u) => link(u.name, "user", u.name) },
       { label: "Tags", key: "tags", render: (u) => (Array.isArray(u.tags) ? u.tags.join(", ") : u.tags || "") },
       { label: "Password", render: (u) => (u.password_hash ? "set" : "none") },
       { label: "", render: (u) => deleteButton("delete-user-" + u.name, status, () => api.del(api.path("users", u.name)), t) },
@@ -59,7 +59,7 @@ export function vhosts(ctx) {
   const t = new Table({
     id: "vhosts", sort: "name", fetchAll: () => api.get("/api/vhosts"),
     columns: [
-      { label: "Name", key: "name", render: (v) => v.name },
+      { label: "Name", key: "name", render: (v) => link(v.name, "vhost", v.name) },
       { label: "Description", key: "description", render: (v) => v.description || "" },
       { label: "Messages", key: "messages", className: "num", render: (v) => num(v.messages) },
       { label: "Ready", key: "messages_ready", className: "num", render: (v) => num(v.messages_ready) },

@@ -25,7 +25,7 @@ export function connections(ctx) {
     id: "connections", sort: "name", empty: "No connections.",
     fetchPage: serverPage(api, listPath(ctx, "connections")),
     columns: [
-      { label: "Name", key: "name", render: (c) => c.name },
+      { label: "Name", key: "name", render: (c) => link(c.name, "connection", c.name) },
       vhostCol,
       { label: "User", key: "user", render: (c) => c.user },
       { label: "State", key: "state", render: (c) => c.state },
