@@ -320,6 +320,8 @@ var commands = map[string]command{
 		}},
 	"plugins": {form: "plugins list | enable NAME | reload NAME | disable NAME [--force] | configure NAME KEY VALUE | reset NAME KEY", min: 1, max: 4, run: plugins},
 
+	"quorum_status":                    {form: "quorum_status [-p VHOST] QUEUE", min: 1, max: 1, run: quorumStatus},
+	"check_if_node_is_quorum_critical": {form: "check_if_node_is_quorum_critical", max: 0, run: checkQuorumCritical},
 	"add_member": {form: "add_member [-p VHOST] QUEUE NODE", min: 2, max: 2,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			if !o.quiet && !o.silent {

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 )
 
@@ -237,5 +239,109 @@ func checkCertificateExpiration(c *client, o *opts, out io.Writer, _ []string) e
 	return check(o, out, fmt.Sprintf("Checking certificate expiration on node %s ...", n.Name), func() (string, *checkFailed, error) {
 		failed, err := healthCheck(c, "/api/health/checks/certificate-expiration/4/weeks")
 		return "No certificates are expiring within 4 weeks.", failed, err
+	})
+}
+
+// quorumStatus is rabbitmq-queues quorum_status: a quorum queue's (or a
+// stream's) members as this node sees its group: each one's state, its
+// log position where the leader knows it, the term. Warren keeps no
+// snapshot index nor machine version per member to show.
+func quorumStatus(c *client, o *opts, out io.Writer, args []string) error {
+	var q struct {
+		Type    string   `json:"type"`
+		Node    string   `json:"node"`
+		Leader  string   `json:"leader"`
+		Members []string `json:"members"`
+		Online  []string `json:"online"`
+		Raft    *struct {
+			Role   string            `json:"role"`
+			Term   uint64            `json:"term"`
+			Commit uint64            `json:"commit_index"`
+			Match  map[string]uint64 `json:"match"`
+		} `json:"raft"`
+	}
+	if !o.quiet && !o.silent && o.formatter != "json" {
+		fmt.Fprintf(out, "Status of quorum queue %s ...\n", args[0])
+	}
+	if err := c.get("/api/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0]), &q); err != nil {
+		return err
+	}
+	if q.Members == nil {
+		return fmt.Errorf("queue '%s' is a %s queue, not a quorum queue or a stream", args[0], q.Type)
+	}
+	var rows [][]any
+	for _, m := range q.Members {
+		state := "follower"
+		switch {
+		case !slices.Contains(q.Online, m):
+			state = "noproc"
+		case m == q.Leader:
+			state = "leader"
+		}
+		var index, commit, term any = "", "", ""
+		if q.Raft != nil {
+			term = q.Raft.Term
+			if at, ok := q.Raft.Match[m]; ok {
+				index = at
+			}
+			if m == q.Node && q.Raft.Role != "" {
+				commit = q.Raft.Commit
+			}
+		}
+		rows = append(rows, []any{m, state, index, commit, term})
+	}
+	return printRows(out, o, []string{"Node Name", "Raft State", "Log Index", "Commit Index", "Term"}, rows)
+}
+
+// printRows writes rows under their columns, or as JSON objects.
+func printRows(out io.Writer, o *opts, cols []string, rows [][]any) error {
+	if o.formatter == "json" {
+		objs := make([]map[string]any, len(rows))
+		for i, r := range rows {
+			objs[i] = map[string]any{}
+			for j, c := range cols {
+				objs[i][c] = r[j]
+			}
+		}
+		b, err := json.Marshal(objs)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, string(b))
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if !o.silent {
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, x := range r {
+			cells[i] = fmt.Sprint(x)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// checkQuorumCritical is rabbitmq-queues check_if_node_is_quorum_critical:
+// whether stopping this node would leave the cluster without a majority.
+func checkQuorumCritical(c *client, o *opts, out io.Writer, _ []string) error {
+	n, err := thisNode(c)
+	if err != nil {
+		return err
+	}
+	return check(o, out, fmt.Sprintf("Checking if node %s is critical for quorum of any quorum queues ...", n.Name), func() (string, *checkFailed, error) {
+		var ok struct{ Reason string }
+		err := c.get("/api/health/checks/node-is-quorum-critical", &ok)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "503"):
+			return "", &checkFailed{lines: []string{err.Error()}, json: map[string]any{"result": "error", "message": err.Error()}}, nil
+		case err != nil:
+			return "", nil, err
+		case ok.Reason == "single node cluster":
+			return fmt.Sprintf("Node %s seems to be the only one in a single node cluster, the check does not apply", n.Name), nil, nil
+		}
+		return fmt.Sprintf("Node %s reported no quorum queues with a minimum quorum", n.Name), nil, nil
 	})
 }

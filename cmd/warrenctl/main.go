@@ -84,6 +84,7 @@ Quorum queues (as rabbitmq-queues):
   add_member [-p VHOST] QUEUE NODE | delete_member [-p VHOST] QUEUE NODE
   grow NODE all|even [--vhost-pattern RE] [--queue-pattern RE]
   shrink NODE
+  quorum_status [-p VHOST] QUEUE | check_if_node_is_quorum_critical
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
   plugins reload NAME (enable of a changed module: a live upgrade)

@@ -186,6 +186,36 @@ func TestHealthChecks(t *testing.T) {
 	}
 }
 
+// quorum_status lists a quorum queue's members with their state; on a
+// node of its own, the node leads alone.
+func TestQuorumStatus(t *testing.T) {
+	b, url := newBroker(t)
+	v, _ := b.VHost("/")
+	if _, err := v.Declare(vhost.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Declare(vhost.QueueDef{Name: "cq", Durable: true}, false); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, "the quorum queue's leader", func() bool {
+		out, err := ctl(t, url, "quorum_status", "qq")
+		return err == nil && strings.Contains(out, b.NodeName()) && strings.Contains(out, "leader")
+	})
+	out, err := ctl(t, url, "quorum_status", "qq", "--formatter", "json")
+	if err != nil || !strings.Contains(out, `"Raft State":"leader"`) || !strings.Contains(out, `"Node Name":"`+b.NodeName()+`"`) {
+		t.Fatalf("quorum_status as JSON: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "quorum_status", "cq"); err == nil || !strings.Contains(err.Error(), "not a quorum queue") {
+		t.Fatalf("quorum_status of a classic queue: %v", err)
+	}
+	if _, err := ctl(t, url, "quorum_status", "nope"); err == nil {
+		t.Fatal("quorum_status of a missing queue succeeded")
+	}
+	if out, err := ctl(t, url, "check_if_node_is_quorum_critical"); err != nil || !strings.Contains(out, "single node cluster") {
+		t.Fatalf("check_if_node_is_quorum_critical: %v\n%s", err, out)
+	}
+}
+
 func TestUsersVHostsPermissions(t *testing.T) {
 	b, url := newBroker(t)
 	steps := [][]string{
