@@ -19,6 +19,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/michaelklishin/rabbit-hole/v2 v2.12.0
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
