@@ -84,6 +84,20 @@ func TestRabbitmqadmin(t *testing.T) {
 	expect(run("list", "nodes"), "name")
 	expect(run("show", "overview"), "rabbitmq_version")
 
+	// Operator policies, vhost limits and runtime parameters.
+	run("declare", "operator_policy", "name=admin-op", "pattern=^admin-", `definition={"max-length":1000}`, "apply-to=queues")
+	expect(run("list", "operator_policies"), "admin-op")
+	run("delete", "operator_policy", "name=admin-op")
+	run("declare", "vhost_limit", "vhost=admin-vh", "name=max-queues", "value=100")
+	expect(run("list", "vhost_limits"), "max-queues")
+	run("delete", "vhost_limit", "vhost=admin-vh", "name=max-queues")
+	run("-V", "admin-vh", "declare", "parameter", "component=vhost-limits", "name=limits", `value={"max-connections":5}`)
+	expect(run("list", "parameters"), "vhost-limits", "max-connections")
+	run("-V", "admin-vh", "delete", "parameter", "component=vhost-limits", "name=limits")
+	if out := run("list", "vhost_limits"); strings.Contains(out, "admin-vh") {
+		t.Fatalf("vhost limits still listed after delete parameter:\n%s", out)
+	}
+
 	expect(run("publish", "exchange=admin-x", "routing_key=k", "payload=hello"), "Message published")
 	expect(run("get", "queue=admin-q", "ackmode=ack_requeue_true"), "hello")
 	run("purge", "queue", "name=admin-q")
