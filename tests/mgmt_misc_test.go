@@ -341,7 +341,10 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 		t.Fatalf("nodes: %v", nodes)
 	}
 	for _, k := range []string{"name", "mem_used", "mem_limit", "mem_alarm", "disk_free", "disk_free_limit", "disk_free_alarm",
-		"fd_used", "fd_total", "uptime", "running", "sockets_used", "proc_used", "proc_total"} {
+		"fd_used", "fd_total", "uptime", "running", "sockets_used", "proc_used", "proc_total",
+		"auth_mechanisms", "applications", "contexts", "log_files", "db_dir", "cluster_links", "connection_created",
+		"connection_closed", "channel_created", "channel_closed", "gc_num", "gc_bytes_reclaimed", "context_switches",
+		"io_read_count", "io_read_bytes", "io_write_count", "io_write_bytes"} {
 		if _, ok := nodes[0][k]; !ok {
 			t.Errorf("node has no %s", k)
 		}

@@ -1,11 +1,14 @@
 package admin
 
 import (
+	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/internal/procstat"
 )
 
 func (a *api) routeOverview(mux *router) {
@@ -192,13 +195,90 @@ type nodeJSON struct {
 	EnabledPlugins         []string `json:"enabled_plugins"`
 	ExchangeTypes          any      `json:"exchange_types"`
 	GoVersion              string   `json:"go_version"`
+	*nodeProcess
+}
+
+// nodeProcess is what only this node reports of itself (another
+// member's /api/nodes entry leaves it out): its process's counters, as
+// RabbitMQ's node entry has them where Warren has the same thing.
+type nodeProcess struct {
+	AuthMechanisms    []authMechanismJSON `json:"auth_mechanisms"`
+	Applications      []applicationJSON   `json:"applications"`
+	Contexts          []contextJSON       `json:"contexts"`
+	LogFiles          []string            `json:"log_files"`
+	DBDir             string              `json:"db_dir"`
+	ClusterLinks      []any               `json:"cluster_links"`
+	ConnectionCreated uint64              `json:"connection_created"`
+	ConnectionClosed  uint64              `json:"connection_closed"`
+	ChannelCreated    uint64              `json:"channel_created"`
+	ChannelClosed     uint64              `json:"channel_closed"`
+	// GCNum counts garbage collections; GCBytesReclaimed is what they
+	// freed (allocated in all minus still in use).
+	GCNum            uint32 `json:"gc_num"`
+	GCBytesReclaimed uint64 `json:"gc_bytes_reclaimed"`
+	ContextSwitches  uint64 `json:"context_switches"`
+	// The io_ figures are the process's (/proc/self/io): its read and
+	// write calls, and the bytes that reached the disk.
+	IOReadCount  uint64 `json:"io_read_count"`
+	IOReadBytes  uint64 `json:"io_read_bytes"`
+	IOWriteCount uint64 `json:"io_write_count"`
+	IOWriteBytes uint64 `json:"io_write_bytes"`
+}
+
+type authMechanismJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Enabled     bool   `json:"enabled"`
+}
+
+type applicationJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Version     string `json:"version"`
+}
+
+type contextJSON struct {
+	Description string `json:"description"`
+	Path        string `json:"path"`
+	Port        string `json:"port"`
+}
+
+// processView is this node's nodeProcess.
+func (a *api) processView() *nodeProcess {
+	churn := a.b.Server().Churn()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p := &nodeProcess{
+		AuthMechanisms: []authMechanismJSON{{"PLAIN", "SASL PLAIN authentication mechanism", true},
+			{"AMQPLAIN", "QPid AMQPLAIN mechanism", true}},
+		Applications: []applicationJSON{{"warren", "Warren", broker.Version}, {"go", "The Go runtime", runtime.Version()}},
+		Contexts:     []contextJSON{}, LogFiles: []string{"<stderr>"}, DBDir: a.b.Config().Storage.DataDir, ClusterLinks: []any{},
+		ConnectionCreated: churn.ConnectionsOpened, ConnectionClosed: churn.ConnectionsClosed,
+		ChannelCreated: churn.ChannelsOpened, ChannelClosed: churn.ChannelsClosed,
+		GCNum: ms.NumGC, GCBytesReclaimed: ms.TotalAlloc - ms.HeapAlloc,
+	}
+	if _, port, err := net.SplitHostPort(a.b.AdminAddr()); err == nil {
+		p.Contexts = []contextJSON{{"RabbitMQ Management", "/", port}}
+	}
+	pid := os.Getpid()
+	if n, err := procstat.ContextSwitches(pid); err == nil {
+		p.ContextSwitches = n
+	}
+	if io, err := procstat.ProcessIO(pid); err == nil {
+		p.IOReadCount, p.IOReadBytes, p.IOWriteCount, p.IOWriteBytes = io.ReadCalls, io.ReadBytes, io.WriteCalls, io.WriteBytes
+	}
+	return p
 }
 
 // procTotal is the Erlang VM's default process limit (+P), RabbitMQ's
 // proc_total unless an operator raised it.
 const procTotal = 1048576
 
-func (a *api) nodeView() nodeJSON { return a.nodeViewOf(a.b.NodeName(), a.b.Figures()) }
+func (a *api) nodeView() nodeJSON {
+	n := a.nodeViewOf(a.b.NodeName(), a.b.Figures())
+	n.nodeProcess = a.processView()
+	return n
+}
 
 // nodeViewOf renders a node's figures, this node's or another member's.
 func (a *api) nodeViewOf(name string, f broker.NodeFigures) nodeJSON {

@@ -1,6 +1,7 @@
-// Package procstat reads another process's CPU time and resident memory
-// from Linux's /proc, for the load tools that report a broker's cost
-// beside their own figures.
+// Package procstat reads a process's CPU time, resident memory, I/O and
+// context switches from Linux's /proc: for the load tools that report a
+// broker's cost beside their own figures, and for the broker's own
+// /api/nodes.
 package procstat
 
 import (
@@ -45,4 +46,52 @@ func RSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// IO is a process's I/O as /proc/PID/io counts it.
+type IO struct {
+	ReadCalls, WriteCalls uint64 // syscr, syscw: read and write system calls
+	ReadBytes, WriteBytes uint64 // read_bytes, write_bytes: what reached the storage layer
+}
+
+// ProcessIO reads /proc/PID/io.
+func ProcessIO(pid int) (IO, error) {
+	fields, err := keyed(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return IO{}, err
+	}
+	return IO{ReadCalls: fields["syscr"], WriteCalls: fields["syscw"], ReadBytes: fields["read_bytes"],
+		WriteBytes: fields["write_bytes"]}, nil
+}
+
+// ContextSwitches is the process's voluntary and involuntary context
+// switches (/proc/PID/status).
+func ContextSwitches(pid int) (uint64, error) {
+	fields, err := keyed(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return fields["voluntary_ctxt_switches"] + fields["nonvoluntary_ctxt_switches"], nil
+}
+
+// keyed reads a /proc file of "key: number" lines; lines whose value is
+// not a number are left out.
+func keyed(path string) (map[string]uint64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		if f := strings.Fields(v); len(f) > 0 {
+			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil {
+				out[strings.TrimSpace(k)] = n
+			}
+		}
+	}
+	return out, nil
 }
