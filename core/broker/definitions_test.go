@@ -16,6 +16,8 @@ import (
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // testBroker builds a broker on dir without listeners; the test ends it.
@@ -380,6 +382,14 @@ func TestGlobalParameters(t *testing.T) {
 	}
 	if err := b.SetGlobalParameter(ParamClusterName, int64(7)); err == nil {
 		t.Fatal("a cluster name that is a number was taken")
+	}
+	if err := b.SetGlobalParameter(pluginSettingsParam("x"), "v"); err == nil {
+		t.Fatal("a global parameter took the name of a plugin's settings")
+	}
+	// A plugin's settings share the store's keyspace and are no global
+	// parameter (a restart once read them as one and refused to start).
+	if err := b.store.PutMeta(storage.KindParameter, "", pluginSettingsParam("x"), settingsRecord{Settings: protocol.Table{"k": "v"}}.Table()); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

@@ -121,6 +121,9 @@ func (b *Broker) restoreGlobalParameters() error {
 	}
 	globals := map[string]any{}
 	for _, p := range params {
+		if strings.HasPrefix(p.Name, pluginSettingsPrefix) {
+			continue // plugin_settings.go's
+		}
 		if p.Name != ParamClusterName {
 			rec, err := readGlobalParameterRecord(p.Rec)
 			if err != nil {
@@ -160,8 +163,8 @@ func (b *Broker) SetGlobalParameter(name string, value any) error {
 		}
 		return b.SetClusterName(s)
 	}
-	if name == "" {
-		return reply.PreconditionFailed("a global parameter's name must not be empty")
+	if name == "" || strings.HasPrefix(name, pluginSettingsPrefix) {
+		return reply.PreconditionFailed("'%s' cannot name a global parameter (empty, or the prefix %s Warren keeps plugins' settings under)", name, pluginSettingsPrefix)
 	}
 	return b.change(setGlobalParameter{Name: name, Value: value})
 }

@@ -25,7 +25,12 @@ import (
 
 // pluginSettingsParam is the name of the parameter holding a plugin's
 // overrides.
-func pluginSettingsParam(name string) string { return "plugin_settings:" + name }
+func pluginSettingsParam(name string) string { return pluginSettingsPrefix + name }
+
+// pluginSettingsPrefix begins the stored names of plugins' settings,
+// which share their keyspace (storage.KindParameter) with the global
+// parameters and are none of them.
+const pluginSettingsPrefix = "plugin_settings:"
 
 // loadSettingOverrides reads the stored overrides of every plugin.
 func (pm *pluginManager) loadSettingOverrides() error {
@@ -35,7 +40,7 @@ func (pm *pluginManager) loadSettingOverrides() error {
 	}
 	pm.overrides = map[string]map[string]any{}
 	for _, p := range params {
-		name, ok := strings.CutPrefix(p.Name, "plugin_settings:")
+		name, ok := strings.CutPrefix(p.Name, pluginSettingsPrefix)
 		if !ok {
 			continue
 		}
