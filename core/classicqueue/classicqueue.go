@@ -36,8 +36,11 @@ import (
 )
 
 // A classic queue takes a publisher's messages in the publisher's
-// goroutine (vhost.Local).
-var _ vhost.Local = (*Queue)(nil)
+// goroutine (vhost.Local); one homed on another node is a Remote here.
+var (
+	_ vhost.Local      = (*Queue)(nil)
+	_ vhost.RemoteType = Type{}
+)
 
 // Type is the classic queue type, for vhost.NewQueueTypes.
 type Type struct{}

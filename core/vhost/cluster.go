@@ -32,7 +32,7 @@ import (
 //
 // A classic queue lives on one node, its home: the node whose client
 // declared it. There it is a Local with its messages; on the other nodes
-// it is a Queue that holds nothing (remotequeue.go), which routing
+// it is a Queue that holds nothing (classicqueue.Remote), which routing
 // reaches like any and whose messages are forwarded home. Operations that need the
 // queue's state (a conditional delete, a purge, the counts of a passive
 // declare) are calls to the home node, which answers 404 "home node ...
@@ -232,7 +232,16 @@ func (v *VHost) applyDeclareQueue(def QueueDef) error {
 // addRemote registers a queue homed elsewhere, storing it when persist is
 // set; defMu is held.
 func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
-	r := &remoteQueue{rq: rq, v: v}
+	name := queue.TypeOf(rq.Args)
+	var rt RemoteType
+	ok := false
+	if v.queueTypes != nil {
+		rt, ok = v.queueTypes.byName[name].(RemoteType)
+	}
+	if !ok {
+		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of type '%s' homed elsewhere", rq.Name, v.Name, name)
+	}
+	r := rt.Remote(v.Host(), rq)
 	if persist && v.store != nil {
 		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, r.Record().Table()); err != nil {
 			return stored(err)

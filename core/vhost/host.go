@@ -274,6 +274,11 @@ func (h Host) CallHome(rq *RemoteQueue, op string, req protocol.Table) (protocol
 // RemoteStats asks rq's node for its figures.
 func (h Host) RemoteStats(rq *RemoteQueue) (queue.Stats, error) { return h.v.remoteStats(rq) }
 
+// Elsewhere refuses what needs a queue on this node for rq, homed on
+// another: 405 for an exclusive one, 404 for a home that is down, else a
+// 404 that names the node to use.
+func (h Host) Elsewhere(rq *RemoteQueue) error { return h.v.elsewhere(rq) }
+
 // RemoteSource consumes rq through its node.
 func (h Host) RemoteSource(rq *RemoteQueue) *remote.Source {
 	v := h.v

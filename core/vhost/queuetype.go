@@ -17,7 +17,7 @@ import (
 //
 // Every queue is a Queue: a classic queue (core/classicqueue), a quorum
 // queue (core/quorumqueue), a stream (core/streamqueue), and a classic
-// queue homed on another node of a cluster (remotequeue.go). The vhost
+// queue homed on another node of a cluster (classicqueue.Remote). The vhost
 // holds them in one map and asks them, through this interface, for what
 // every type answers in its own way. RabbitMQ's rabbit_queue_type is the
 // model. A type is a QueueType, registered with the broker's QueueTypes;
@@ -85,7 +85,7 @@ type Queue interface {
 	Here() bool
 	Via() *RemoteQueue
 	// Elsewhere is the node a queue of one node is homed on when that
-	// is another (a classic queue declared through it; remotequeue.go),
+	// is another (a classic queue declared through it; classicqueue.Remote),
 	// "" for every other queue: a client here reaches it through Via.
 	Elsewhere() string
 	// Enqueue takes m and calls done once it is safe (ErrRejected for a
