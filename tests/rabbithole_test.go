@@ -107,7 +107,9 @@ func TestRabbitHole(t *testing.T) {
 		{"ListConsumers", func() error { return ok(rh.ListConsumers()) }},
 		{"ListConsumersIn", func() error { return ok(rh.ListConsumersIn(vh)) }},
 
-		{"PutVhost", func() error { return ok(rh.PutVhost(other, rabbithole.VhostSettings{Description: "d", Tags: rabbithole.VhostTags{"t"}})) }},
+		{"PutVhost", func() error {
+			return ok(rh.PutVhost(other, rabbithole.VhostSettings{Description: "d", Tags: rabbithole.VhostTags{"t"}}))
+		}},
 		{"ListVhosts", func() error { return ok(rh.ListVhosts()) }},
 		{"GetVhost", func() error { return ok(rh.GetVhost(other)) }},
 		{"PutVhostLimits", func() error {
@@ -117,7 +119,9 @@ func TestRabbitHole(t *testing.T) {
 		{"GetAllVhostLimits", func() error { return ok(rh.GetAllVhostLimits()) }},
 		{"DeleteVhostLimits", func() error { return ok(rh.DeleteVhostLimits(other, rabbithole.VhostLimits{"max-queues"})) }},
 
-		{"PutUser", func() error { return ok(rh.PutUser(user, rabbithole.UserSettings{Password: "pw", Tags: rabbithole.UserTags{"management"}})) }},
+		{"PutUser", func() error {
+			return ok(rh.PutUser(user, rabbithole.UserSettings{Password: "pw", Tags: rabbithole.UserTags{"management"}}))
+		}},
 		{"PutUserWithoutPassword", func() error {
 			return ok(rh.PutUserWithoutPassword(user, rabbithole.UserSettings{Tags: rabbithole.UserTags{"management"}}))
 		}},
@@ -143,7 +147,9 @@ func TestRabbitHole(t *testing.T) {
 		{"ClearTopicPermissionsIn", func() error { return ok(rh.ClearTopicPermissionsIn(other, user)) }},
 		{"ClearPermissionsIn", func() error { return ok(rh.ClearPermissionsIn(other, user)) }},
 
-		{"DeclareExchange", func() error { return ok(rh.DeclareExchange(vh, "rh-x", rabbithole.ExchangeSettings{Type: "topic", Durable: true})) }},
+		{"DeclareExchange", func() error {
+			return ok(rh.DeclareExchange(vh, "rh-x", rabbithole.ExchangeSettings{Type: "topic", Durable: true}))
+		}},
 		{"ListExchanges", func() error { return ok(rh.ListExchanges()) }},
 		{"ListExchangesIn", func() error { return ok(rh.ListExchangesIn(vh)) }},
 		{"GetExchange", func() error { return ok(rh.GetExchange(vh, "rh-x")) }},

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -56,22 +55,24 @@ func check(o *opts, out io.Writer, banner string, run func() (ok string, failed 
 	return nil
 }
 
-func checkRunning(c *client, o *opts, out io.Writer, _ []string) error {
+// nodeCheck is check for a check of this node: its banner names it
+// (banner's %s), and run is given it.
+func nodeCheck(c *client, o *opts, out io.Writer, banner string, run func(n node) (string, *checkFailed, error)) error {
 	n, err := thisNode(c)
 	if err != nil {
 		return err
 	}
-	return check(o, out, fmt.Sprintf("Checking if RabbitMQ is running on node %s ...", n.Name), func() (string, *checkFailed, error) {
+	return check(o, out, fmt.Sprintf(banner, n.Name), func() (string, *checkFailed, error) { return run(n) })
+}
+
+func checkRunning(c *client, o *opts, out io.Writer, _ []string) error {
+	return nodeCheck(c, o, out, "Checking if RabbitMQ is running on node %s ...", func(n node) (string, *checkFailed, error) {
 		return fmt.Sprintf("RabbitMQ on node %s is fully booted and running", n.Name), nil, nil
 	})
 }
 
 func checkLocalAlarms(c *client, o *opts, out io.Writer, _ []string) error {
-	n, err := thisNode(c)
-	if err != nil {
-		return err
-	}
-	return check(o, out, fmt.Sprintf("Asking node %s to report any local resource alarms ...", n.Name), func() (string, *checkFailed, error) {
+	return nodeCheck(c, o, out, "Asking node %s to report any local resource alarms ...", func(n node) (string, *checkFailed, error) {
 		if lines := alarmLines(n); len(lines) > 0 {
 			return "", &checkFailed{lines: lines, json: map[string]any{"result": "error", "local": lines,
 				"message": fmt.Sprintf("Node %s reported local alarms", n.Name)}}, nil
@@ -219,11 +220,7 @@ func healthCheck(c *client, path string) (failed *checkFailed, err error) {
 }
 
 func checkVirtualHosts(c *client, o *opts, out io.Writer, _ []string) error {
-	n, err := thisNode(c)
-	if err != nil {
-		return err
-	}
-	return check(o, out, fmt.Sprintf("Checking if all vhosts are running on node %s ...", n.Name), func() (string, *checkFailed, error) {
+	return nodeCheck(c, o, out, "Checking if all vhosts are running on node %s ...", func(n node) (string, *checkFailed, error) {
 		failed, err := healthCheck(c, "/api/health/checks/virtual-hosts")
 		return fmt.Sprintf("Node %s reported all vhosts as running", n.Name), failed, err
 	})
@@ -232,11 +229,7 @@ func checkVirtualHosts(c *client, o *opts, out io.Writer, _ []string) error {
 // checkCertificateExpiration asks whether a certificate the node serves
 // expires within four weeks, rabbitmq-diagnostics' default.
 func checkCertificateExpiration(c *client, o *opts, out io.Writer, _ []string) error {
-	n, err := thisNode(c)
-	if err != nil {
-		return err
-	}
-	return check(o, out, fmt.Sprintf("Checking certificate expiration on node %s ...", n.Name), func() (string, *checkFailed, error) {
+	return nodeCheck(c, o, out, "Checking certificate expiration on node %s ...", func(n node) (string, *checkFailed, error) {
 		failed, err := healthCheck(c, "/api/health/checks/certificate-expiration/4/weeks")
 		return "No certificates are expiring within 4 weeks.", failed, err
 	})
@@ -259,9 +252,6 @@ func quorumStatus(c *client, o *opts, out io.Writer, args []string) error {
 			Commit uint64            `json:"commit_index"`
 			Match  map[string]uint64 `json:"match"`
 		} `json:"raft"`
-	}
-	if !o.quiet && !o.silent && o.formatter != "json" {
-		fmt.Fprintf(out, "Status of quorum queue %s ...\n", args[0])
 	}
 	if err := c.get("/api/queues/"+vhostPath(o)+"/"+url.PathEscape(args[0]), &q); err != nil {
 		return err
@@ -290,48 +280,14 @@ func quorumStatus(c *client, o *opts, out io.Writer, args []string) error {
 		}
 		rows = append(rows, []any{m, state, index, commit, term})
 	}
-	return printRows(out, o, []string{"Node Name", "Raft State", "Log Index", "Commit Index", "Term"}, rows)
-}
-
-// printRows writes rows under their columns, or as JSON objects.
-func printRows(out io.Writer, o *opts, cols []string, rows [][]any) error {
-	if o.formatter == "json" {
-		objs := make([]map[string]any, len(rows))
-		for i, r := range rows {
-			objs[i] = map[string]any{}
-			for j, c := range cols {
-				objs[i][c] = r[j]
-			}
-		}
-		b, err := json.Marshal(objs)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(out, string(b))
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if !o.silent {
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	}
-	for _, r := range rows {
-		cells := make([]string, len(r))
-		for i, x := range r {
-			cells[i] = fmt.Sprint(x)
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	return tw.Flush()
+	return output(out, o, fmt.Sprintf("Status of quorum queue %s ...", args[0]),
+		[]string{"Node Name", "Raft State", "Log Index", "Commit Index", "Term"}, rows)
 }
 
 // checkQuorumCritical is rabbitmq-queues check_if_node_is_quorum_critical:
 // whether stopping this node would leave the cluster without a majority.
 func checkQuorumCritical(c *client, o *opts, out io.Writer, _ []string) error {
-	n, err := thisNode(c)
-	if err != nil {
-		return err
-	}
-	return check(o, out, fmt.Sprintf("Checking if node %s is critical for quorum of any quorum queues ...", n.Name), func() (string, *checkFailed, error) {
+	return nodeCheck(c, o, out, "Checking if node %s is critical for quorum of any quorum queues ...", func(n node) (string, *checkFailed, error) {
 		var ok struct{ Reason string }
 		err := c.get("/api/health/checks/node-is-quorum-critical", &ok)
 		switch {

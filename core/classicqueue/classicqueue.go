@@ -28,6 +28,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
@@ -314,7 +315,7 @@ func (cq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 	q := cq.q
 	switch op {
 	case vhost.CallQueueDelete:
-		n, err := cq.DeleteReplicated(remoteBool(req, "if_unused"), remoteBool(req, "if_empty"))
+		n, err := cq.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
 	case vhost.CallQueuePurge:
 		return protocol.Table{"messages": int64(q.Purge())}, nil
@@ -326,11 +327,6 @@ func (cq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate}, nil
 	}
 	return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
-}
-
-func remoteBool(req protocol.Table, k string) bool {
-	b, _ := req[k].(bool)
-	return b
 }
 
 // ---- vhost.Local

@@ -292,10 +292,7 @@ func (v *VHost) applyDeleteQueue(name string, incarnation uint64) {
 	t := v.shared(name)
 	v.mu.RUnlock()
 	if t != nil && t.Incarnation() == incarnation {
-		if l, ok := t.(Local); ok {
-			_, _ = l.DeleteChecks(false, false)
-		}
-		v.forget(t)
+		v.forget(t) // its Release deletes what it holds here
 	}
 }
 

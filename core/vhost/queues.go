@@ -355,8 +355,7 @@ func (v *VHost) OwnerGone(owner any) {
 	defer v.defMu.Unlock()
 	for _, t := range v.queueList() {
 		if l, ok := t.(Local); ok && l.Exclusive() && l.Owner() == owner {
-			_, _ = l.DeleteChecks(false, false)
-			v.dropped(l)
+			v.dropped(l) // its Release deletes it
 		}
 	}
 }
