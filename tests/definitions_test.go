@@ -22,7 +22,7 @@ import (
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -302,7 +302,7 @@ func TestDefinitionsIntoRabbitMQ(t *testing.T) {
 	if _, err := v.DeclareExchange(exchange.Definition{Name: "w.x", Type: "headers", Durable: true, Args: protocol.Table{"alternate-exchange": "w.ae"}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "w.q", Durable: true, Args: protocol.Table{"x-message-ttl": int64(1000)}}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "w.q", Durable: true, Args: protocol.Table{"x-message-ttl": int64(1000)}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Bind("w.x", exchange.Destination{Kind: exchange.ToQueue, Name: "w.q"}, "", protocol.Table{"x-match": "any", "k": int64(1)}, nil); err != nil {

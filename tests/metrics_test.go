@@ -17,7 +17,7 @@ import (
 
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/config"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // hostileNames are queue names that break a hand-written exposition: a
@@ -42,7 +42,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	v, _ := s.b.VHost("/")
 	for _, name := range hostileNames {
 		if strings.ContainsAny(name, "\t\n") {
-			if err := v.RestoreQueue(vhost.QueueDef{Name: name}, 0, nil); err != nil {
+			if err := v.RestoreQueue(topology.QueueDef{Name: name}, 0, nil); err != nil {
 				t.Fatal(err)
 			}
 		} else if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/warrenmq/warren/core/admin"
 	"github.com/warrenmq/warren/core/config"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // The web UI (core/admin/webui) in a real browser: Debian's chromium,
@@ -205,7 +205,7 @@ func (f *uiFixture) vhostSelector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "team-queue"}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "team-queue"}, false); err != nil {
 		t.Fatal(err)
 	}
 	f.br.goTo(t, "queues")
@@ -824,7 +824,7 @@ func TestWebUIManyQueues(t *testing.T) {
 	v, _ := s.b.VHost("/")
 	const n = 10000
 	for i := 0; i < n; i++ {
-		if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: fmt.Sprintf("bulk-%05d", i)}, false); err != nil {
+		if _, _, err := v.DeclareQueue(topology.QueueDef{Name: fmt.Sprintf("bulk-%05d", i)}, false); err != nil {
 			t.Fatal(err)
 		}
 	}

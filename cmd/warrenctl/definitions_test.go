@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -32,7 +32,7 @@ func TestDefinitionsRoundTrip(t *testing.T) {
 	if _, err := v.DeclareExchange(exchange.Definition{Name: "in", Type: "headers", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q1", Durable: true, Args: protocol.Table{"x-message-ttl": int64(500)}}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "q1", Durable: true, Args: protocol.Table{"x-message-ttl": int64(500)}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Bind("in", exchange.Destination{Kind: exchange.ToQueue, Name: "q1"}, "", protocol.Table{"x-match": "any", "a": int64(1)}, nil); err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 
 	"github.com/warrenmq/warren/internal/poll"
@@ -191,10 +191,10 @@ func TestHealthChecks(t *testing.T) {
 func TestQuorumStatus(t *testing.T) {
 	b, url := newBroker(t)
 	v, _ := b.VHost("/")
-	if _, err := v.Declare(vhost.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "cq", Durable: true}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "cq", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 30*time.Second, "the quorum queue's leader", func() bool {
@@ -294,7 +294,7 @@ func TestListings(t *testing.T) {
 func TestListQueuesWithNonFiniteArguments(t *testing.T) {
 	b, url := newBroker(t)
 	v, _ := b.VHost("/")
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "odd", Args: protocol.Table{"x-weight": math.NaN()}}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "odd", Args: protocol.Table{"x-weight": math.NaN()}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Bind("amq.fanout", exchange.Destination{Name: "odd", Kind: exchange.ToQueue}, "", protocol.Table{"w": math.Inf(1)}, nil); err != nil {
@@ -316,7 +316,7 @@ func TestListQueuesWithNonFiniteArguments(t *testing.T) {
 func TestListingColumnsAndFormatters(t *testing.T) {
 	b, url := newBroker(t)
 	v, _ := b.VHost("/")
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "orders", Durable: true}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "orders", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	out, err := ctl(t, url, "list_queues")
@@ -546,7 +546,7 @@ func TestObjectVerbs(t *testing.T) {
 func TestListQuorumQueues(t *testing.T) {
 	b, url := newBroker(t)
 	v, _ := b.VHost("/")
-	if _, err := v.Declare(vhost.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "qq", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	node := b.NodeName()
@@ -579,7 +579,7 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 	poll.Until(t, 15*time.Second, "a cluster of three", func() bool { return len(brokers[0].Cluster().Members()) >= 3 })
 	v, _ := brokers[0].VHost("/")
 	for _, q := range []string{"q1", "q2"} {
-		def := vhost.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(1)}}
+		def := topology.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(1)}}
 		if _, err := v.Declare(def, false); err != nil {
 			t.Fatal(err)
 		}

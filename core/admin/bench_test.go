@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // BenchmarkListQueues times GET /api/queues with 10,000 queues, as the
@@ -19,7 +19,7 @@ func BenchmarkListQueues(b *testing.B) {
 	br := newBroker(b)
 	v, _ := br.VHost("/")
 	for i := range n {
-		if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: fmt.Sprintf("q-%05d", i), Durable: i%2 == 0}, false); err != nil {
+		if _, _, err := v.DeclareQueue(topology.QueueDef{Name: fmt.Sprintf("q-%05d", i), Durable: i%2 == 0}, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -67,7 +68,7 @@ func (a *api) aliveness(c *call) (any, error) {
 			return nil, err
 		}
 	}
-	q, _, err := v.DeclareQueue(vhost.QueueDef{Name: name}, false)
+	q, _, err := v.DeclareQueue(topology.QueueDef{Name: name}, false)
 	if err != nil {
 		return failed(err.Error(), health{}), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -92,7 +93,7 @@ func (a *api) putParameter(c *call) (any, error) {
 	if err := keysPresent(field{"value", body.Value != nil}); err != nil {
 		return nil, err
 	}
-	l := vhost.Limits{}
+	l := topology.Limits{}
 	for k, x := range *body.Value {
 		n, err := x.Int64()
 		if err != nil {
@@ -100,7 +101,7 @@ func (a *api) putParameter(c *call) (any, error) {
 		}
 		l[k] = n
 	}
-	if err := vhost.CheckLimits(l); err != nil {
+	if err := topology.CheckLimits(l); err != nil {
 		return nil, badRequest("%s", reason(err))
 	}
 	existed := len(v.Limits()) > 0
@@ -123,5 +124,5 @@ func (a *api) deleteParameter(c *call) (any, error) {
 	if len(v.Limits()) == 0 {
 		return nil, errNotFound
 	}
-	return nil, a.b.SetVHostLimits(v.Name, vhost.Limits{})
+	return nil, a.b.SetVHostLimits(v.Name, topology.Limits{})
 }

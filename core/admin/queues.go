@@ -11,6 +11,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/tablejson"
 	"github.com/warrenmq/warren/protocol"
@@ -311,7 +312,7 @@ func (a *api) putQueue(c *call) (any, error) {
 	// An exclusive queue declared here would belong to no connection;
 	// RabbitMQ's API declares it on a connection of its own that closes at
 	// once, so it would vanish. Warren declares it owned by nobody instead.
-	d, err := v.Declare(vhost.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
+	d, err := v.Declare(topology.QueueDef{Name: name, Durable: bool(body.Durable), AutoDelete: bool(body.AutoDelete),
 		Exclusive: bool(body.Exclusive), Args: args}, false)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/auth"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // Vhost and user limits, as RabbitMQ 3.10.8's management API serves
@@ -26,8 +26,8 @@ func (a *api) routeVHostLimits(mux *router) {
 }
 
 type vhostLimitsJSON struct {
-	VHost string       `json:"vhost"`
-	Value vhost.Limits `json:"value"`
+	VHost string          `json:"vhost"`
+	Value topology.Limits `json:"value"`
 }
 
 // vhostLimits lists the limits of every vhost the user may see that has
@@ -82,10 +82,10 @@ func (a *api) putVHostLimit(c *call) (any, error) {
 	}
 	l := v.Limits()
 	if l == nil {
-		l = vhost.Limits{}
+		l = topology.Limits{}
 	}
 	l[c.path("name")] = n
-	if err := vhost.CheckLimits(l); err != nil {
+	if err := topology.CheckLimits(l); err != nil {
 		return nil, badRequest("%s", reason(err))
 	}
 	return nil, a.b.SetVHostLimits(v.Name, l)

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -113,7 +114,7 @@ func (a *api) putVHost(c *call) (any, error) {
 	// A PUT says the whole metadata, as RabbitMQ reads it: what it leaves
 	// out is cleared.
 	if m := v.Metadata(); m.Description != body.Description || !slices.Equal(m.Tags, tags) {
-		if err := a.b.SetVHostMetadata(name, vhost.Metadata{Description: body.Description, Tags: tags}); err != nil {
+		if err := a.b.SetVHostMetadata(name, topology.Metadata{Description: body.Description, Tags: tags}); err != nil {
 			return nil, err
 		}
 	}

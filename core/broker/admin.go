@@ -13,7 +13,7 @@ import (
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -184,8 +184,8 @@ func (b *Broker) applyClearPermission(vhost, user string) error {
 
 // SetVHostLimits replaces a vhost's limits (vhost.Limits; none clears
 // them).
-func (b *Broker) SetVHostLimits(name string, l vhost.Limits) error {
-	if err := vhost.CheckLimits(l); err != nil {
+func (b *Broker) SetVHostLimits(name string, l topology.Limits) error {
+	if err := topology.CheckLimits(l); err != nil {
 		return err
 	}
 	if _, ok := b.VHost(name); !ok {
@@ -194,7 +194,7 @@ func (b *Broker) SetVHostLimits(name string, l vhost.Limits) error {
 	return b.change(setVHostLimits{VHost: name, Limits: l})
 }
 
-func (b *Broker) applySetVHostLimits(name string, l vhost.Limits) error {
+func (b *Broker) applySetVHostLimits(name string, l topology.Limits) error {
 	v, ok := b.VHost(name)
 	if !ok {
 		return reply.NotFound("no vhost '%s'", name)
@@ -209,14 +209,14 @@ func (b *Broker) applySetVHostLimits(name string, l vhost.Limits) error {
 }
 
 // SetVHostMetadata replaces a vhost's description and tags.
-func (b *Broker) SetVHostMetadata(name string, m vhost.Metadata) error {
+func (b *Broker) SetVHostMetadata(name string, m topology.Metadata) error {
 	if _, ok := b.VHost(name); !ok {
 		return reply.NotFound("no vhost '%s'", name)
 	}
 	return b.change(setVHostMetadata{VHost: name, Description: m.Description, Tags: m.Tags})
 }
 
-func (b *Broker) applySetVHostMetadata(name string, m vhost.Metadata) error {
+func (b *Broker) applySetVHostMetadata(name string, m topology.Metadata) error {
 	v, ok := b.VHost(name)
 	if !ok {
 		return reply.NotFound("no vhost '%s'", name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/tests/losscheck"
@@ -19,12 +20,12 @@ import (
 	"github.com/warrenmq/warren/internal/poll"
 )
 
-func quorumDef(name string, args protocol.Table) vhost.QueueDef {
+func quorumDef(name string, args protocol.Table) topology.QueueDef {
 	a := protocol.Table{"x-queue-type": "quorum"}
 	for k, v := range args {
 		a[k] = v
 	}
-	return vhost.QueueDef{Name: name, Durable: true, Args: a}
+	return topology.QueueDef{Name: name, Durable: true, Args: a}
 }
 
 // quorumView is the named quorum queue's group as node b sees it.
@@ -92,7 +93,7 @@ func TestClusterQuorumQueue(t *testing.T) {
 	if _, err := v2.Declare(quorumDef("orders", nil), false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v2.Declare(vhost.QueueDef{Name: "orders", Durable: true}, false); code(err) != protocol.PreconditionFailed {
+	if _, err := v2.Declare(topology.QueueDef{Name: "orders", Durable: true}, false); code(err) != protocol.PreconditionFailed {
 		t.Fatalf("classic redeclare through n2: %v", err)
 	}
 
@@ -194,7 +195,7 @@ func TestClusterQuorumQueueNotAMember(t *testing.T) {
 	}
 	waitLeader(t, nodes, "small", "")
 	publishVia(t, n2.Broker, "", "small", "via n2", true)
-	d2, err := root(t, n2.Broker).Declare(vhost.QueueDef{Name: "small"}, true)
+	d2, err := root(t, n2.Broker).Declare(topology.QueueDef{Name: "small"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestForgetClusterNode(t *testing.T) {
 	if _, err := v1.Declare(quorumDef("three", nil), false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v1.Declare(vhost.QueueDef{Name: "events", Durable: true, Args: protocol.Table{"x-queue-type": "stream"}}, false); err != nil {
+	if _, err := v1.Declare(topology.QueueDef{Name: "events", Durable: true, Args: protocol.Table{"x-queue-type": "stream"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v3.Declare(quorumDef("only-n3", protocol.Table{"x-quorum-initial-group-size": int64(1)}), false); err != nil {

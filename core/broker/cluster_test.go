@@ -29,7 +29,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -130,12 +130,12 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 		g, _ := b.Users().Grant("orders", "alice")
 		return g.PublishTopic("amq.topic", "alice.x") == nil && g.PublishTopic("amq.topic", "bob.x") != nil
 	})
-	if err := n1.SetVHostLimits("orders", vhost.Limits{"max-queues": 100}); err != nil {
+	if err := n1.SetVHostLimits("orders", topology.Limits{"max-queues": 100}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, nodes, "orders' limits", func(b *Broker) bool {
 		v, ok := b.VHost("orders")
-		n, set := v.Limit(vhost.LimitMaxQueues)
+		n, set := v.Limit(topology.LimitMaxQueues)
 		return ok && set && n == 100
 	})
 	if err := n2.SetPolicy("orders", "cap", "^q", policy.Queues, 1, protocol.Table{"max-length": int64(5)}); err != nil {
@@ -236,8 +236,8 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		func() error { _, err := src.AddVHost("v"); return err }(),
 		src.SetPermission("v", "kept", ".*", "^w", ".*"),
 		src.SetTopicPermission("v", "kept", "amq.topic", "^w", ""),
-		src.SetVHostLimits("v", vhost.Limits{"max-connections": 9}),
-		src.SetVHostMetadata("v", vhost.Metadata{Description: "kept", Tags: []string{"t"}}),
+		src.SetVHostLimits("v", topology.Limits{"max-connections": 9}),
+		src.SetVHostMetadata("v", topology.Metadata{Description: "kept", Tags: []string{"t"}}),
 		src.SetPolicy("v", "p", ".*", policy.All, 3, protocol.Table{"message-ttl": int64(1000)}),
 		src.SetClusterName("snap"),
 		dst.PutUser("dropped", &pw, nil),
@@ -284,7 +284,7 @@ func TestMetaApplyAfterClose(t *testing.T) {
 	}
 	state := metaState{b: b, log: log}
 	declare := func(name string) []byte {
-		cmd := protocol.Table{"op": vhost.OpDeclareQueue, "vhost": "/", "name": name, "durable": true,
+		cmd := protocol.Table{"op": topology.OpDeclareQueue, "vhost": "/", "name": name, "durable": true,
 			"arguments": protocol.Table{}, "id": int64(1)}
 		data, err := protocol.AppendTable(nil, cmd)
 		if err != nil {
@@ -364,7 +364,7 @@ func TestClusterRandomFaults(t *testing.T) {
 				case 2:
 					name = fmt.Sprintf("queue:client%d-%d", c, i)
 					v, _ := b.VHost("/")
-					if _, err = v.Declare(vhost.QueueDef{Name: name, Durable: true}, false); err == nil {
+					if _, err = v.Declare(topology.QueueDef{Name: name, Durable: true}, false); err == nil {
 						mu.Lock()
 						outcomes[name] = outcome{done: true}
 						mu.Unlock()
@@ -517,7 +517,7 @@ func BenchmarkDefinitionChange(b *testing.B) {
 func BenchmarkQueueDeclare(b *testing.B) {
 	declare := func(b *testing.B, br *Broker, name string) {
 		v, _ := br.VHost("/")
-		if _, err := v.Declare(vhost.QueueDef{Name: name, Durable: true}, false); err != nil {
+		if _, err := v.Declare(topology.QueueDef{Name: name, Durable: true}, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -552,7 +552,7 @@ func BenchmarkQueueBind(b *testing.B) {
 		if _, err := v.DeclareExchange(exchange.Definition{Name: "bench-x", Type: "direct", Durable: true}, false); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := v.Declare(vhost.QueueDef{Name: "bench-q", Durable: true}, false); err != nil {
+		if _, err := v.Declare(topology.QueueDef{Name: "bench-q", Durable: true}, false); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -89,11 +90,11 @@ func TestClusterTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"on-n2", "also-on-n2"} {
-		if _, err := v2.Declare(vhost.QueueDef{Name: q, Durable: true}, false); err != nil {
+		if _, err := v2.Declare(topology.QueueDef{Name: q, Durable: true}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d, err := v3.Declare(vhost.QueueDef{Name: "on-n3", Durable: true}, false)
+	d, err := v3.Declare(topology.QueueDef{Name: "on-n3", Durable: true}, false)
 	if err != nil || d.Home() != "" || !d.Created {
 		t.Fatalf("declare on n3: %+v, %v", d, err)
 	}
@@ -108,11 +109,11 @@ func TestClusterTopology(t *testing.T) {
 	})
 
 	// A redeclare anywhere is compared with the queue, without a round.
-	_, err = v1.Declare(vhost.QueueDef{Name: "on-n2", Durable: false}, false)
+	_, err = v1.Declare(topology.QueueDef{Name: "on-n2", Durable: false}, false)
 	if code(err) != protocol.PreconditionFailed || !strings.Contains(err.Error(), "inequivalent arg 'durable'") {
 		t.Fatalf("inequivalent redeclare through n1: %v", err)
 	}
-	d, err = v1.Declare(vhost.QueueDef{Name: "on-n2", Durable: true}, true)
+	d, err = v1.Declare(topology.QueueDef{Name: "on-n2", Durable: true}, true)
 	if err != nil || d.Home() != "n2" {
 		t.Fatalf("passive declare through n1: %+v, %v", d, err)
 	}
@@ -155,7 +156,7 @@ func TestClusterTopology(t *testing.T) {
 	// messages published elsewhere reach it, and it goes when its
 	// connection does.
 	owner := new(int)
-	ex, err := v1.Declare(vhost.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false)
+	ex, err := v1.Declare(topology.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false)
 	if err != nil || ex.Home() != "" || ex.Type() != "classic" {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestClusterTopology(t *testing.T) {
 		v, _ := b.VHost("/")
 		return len(v.Bindings()) == 3
 	})
-	if _, err := v2.Declare(vhost.QueueDef{Name: "mine"}, false); code(err) != protocol.ResourceLocked {
+	if _, err := v2.Declare(topology.QueueDef{Name: "mine"}, false); code(err) != protocol.ResourceLocked {
 		t.Fatalf("declaring another node's exclusive queue: %v", err)
 	}
 	publishVia(t, n2.Broker, "orders", "k", "to-the-exclusive-queue", false)
@@ -198,12 +199,12 @@ func TestClusterTopology(t *testing.T) {
 
 	// A restarted node has what it had, and what changed meanwhile; a
 	// transient queue of its own did not survive, anywhere.
-	if _, err := v3.Declare(vhost.QueueDef{Name: "transient-on-n3"}, false); err != nil {
+	if _, err := v3.Declare(topology.QueueDef{Name: "transient-on-n3"}, false); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, nodes, "the transient queue", func(b *Broker) bool { v, _ := b.VHost("/"); return v.HasQueue("transient-on-n3") })
 	n3.stop(t)
-	if _, err := v1.Declare(vhost.QueueDef{Name: "while-n3-was-down"}, false); err != nil {
+	if _, err := v1.Declare(topology.QueueDef{Name: "while-n3-was-down"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v2.Bind("orders", exchange.Destination{Kind: exchange.ToQueue, Name: "while-n3-was-down"}, "k", nil, nil); err != nil {
@@ -211,11 +212,11 @@ func TestClusterTopology(t *testing.T) {
 	}
 	// The queue's home is down: its queue cannot be declared or used.
 	eventually(t, nodes[:1], "n3 seen down", func(b *Broker) bool { return !b.Cluster().Alive("n3") })
-	_, err = v1.Declare(vhost.QueueDef{Name: "on-n3", Durable: true}, false)
+	_, err = v1.Declare(topology.QueueDef{Name: "on-n3", Durable: true}, false)
 	if code(err) != protocol.NotFound || !strings.Contains(err.Error(), "home node 'n3' of durable queue 'on-n3'") {
 		t.Fatalf("declare of a queue whose node is down: %v", err)
 	}
-	_, err = v1.Declare(vhost.QueueDef{Name: "on-n3"}, true)
+	_, err = v1.Declare(topology.QueueDef{Name: "on-n3"}, true)
 	if code(err) != protocol.NotFound || !strings.Contains(err.Error(), "is down or inaccessible") {
 		t.Fatalf("passive declare of a queue whose node is down: %v", err)
 	}
@@ -247,7 +248,7 @@ func TestClusterTopology(t *testing.T) {
 // in an order that does not depend on the node.
 func topologyOf(t *testing.T, b *Broker) string {
 	t.Helper()
-	top := root(t, b).Topology()
+	top := root(t, b).Topology().Table()
 	for _, k := range []string{"exchanges", "queues"} {
 		list, _ := top[k].([]any)
 		slices.SortFunc(list, func(a, b any) int {
@@ -281,7 +282,7 @@ func TestClusterTopologySnapshot(t *testing.T) {
 		v    *vhost.VHost
 		name string
 	}{{v1, "q1"}, {v3, "q3"}} {
-		if _, err := q.v.Declare(vhost.QueueDef{Name: q.name, Durable: true}, false); err != nil {
+		if _, err := q.v.Declare(topology.QueueDef{Name: q.name, Durable: true}, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := v1.Bind("x", exchange.Destination{Kind: exchange.ToQueue, Name: q.name}, "#", nil, nil); err != nil {
@@ -301,7 +302,7 @@ func TestClusterTopologySnapshot(t *testing.T) {
 			ChangeTimeout: config.Duration(3 * time.Second)}
 	})
 	vf := root(t, fresh)
-	if _, err := vf.Declare(vhost.QueueDef{Name: "stale", Durable: true}, false); err != nil {
+	if _, err := vf.Declare(topology.QueueDef{Name: "stale", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	freshLog, _ := fresh.store.RaftLog(metaGroup)
@@ -311,7 +312,7 @@ func TestClusterTopologySnapshot(t *testing.T) {
 	if got, want := topologyOf(t, fresh), topologyOf(t, n3.Broker); got != want {
 		t.Fatalf("restored topology:\n%s\nn3's:\n%s", got, want)
 	}
-	if d, err := vf.Declare(vhost.QueueDef{Name: "q3", Durable: true}, true); err != nil || d.Home() != "" {
+	if d, err := vf.Declare(topology.QueueDef{Name: "q3", Durable: true}, true); err != nil || d.Home() != "" {
 		t.Fatalf("q3 on the restored n3: %+v, %v", d, err)
 	}
 }
@@ -330,7 +331,7 @@ func TestClusterPluginSet(t *testing.T) {
 	if _, err := root(t, n1.Broker).DeclareExchange(exchange.Definition{Name: "spread", Type: "x-consistent-hash", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := root(t, n3.Broker).Declare(vhost.QueueDef{Name: "share", Durable: true}, false); err != nil {
+	if _, err := root(t, n3.Broker).Declare(topology.QueueDef{Name: "share", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := root(t, n3.Broker).Bind("spread", exchange.Destination{Kind: exchange.ToQueue, Name: "share"}, "1", nil, nil); err != nil {
@@ -364,7 +365,7 @@ func TestClusterPluginSet(t *testing.T) {
 func TestClusterAlarmHoldsForwards(t *testing.T) {
 	nodes := threeBrokers(t)
 	n1, n2 := nodes[0], nodes[1]
-	if _, err := root(t, n2.Broker).Declare(vhost.QueueDef{Name: "held", Durable: true}, false); err != nil {
+	if _, err := root(t, n2.Broker).Declare(topology.QueueDef{Name: "held", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, nodes, "the queue", func(b *Broker) bool { v, _ := b.VHost("/"); return v.HasQueue("held") })

@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/tablejson"
 	"github.com/warrenmq/warren/protocol"
@@ -111,7 +112,7 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	xs := v.Exchanges()
 	sort.Slice(xs, func(i, j int) bool { return xs[i].Name < xs[j].Name })
 	for _, x := range xs {
-		if x.Name == "" || vhost.ReservedName(x.Name) {
+		if x.Name == "" || topology.ReservedName(x.Name) {
 			continue
 		}
 		d.Exchanges = append(d.Exchanges, ExchangeDefinition{Name: x.Name, VHost: name, Type: x.Type,

@@ -16,6 +16,7 @@ import (
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -91,7 +92,7 @@ type importPlan struct {
 
 type vhostLimitsPlan struct {
 	vhost  string
-	limits vhost.Limits
+	limits topology.Limits
 }
 
 type permissionPlan struct {
@@ -105,7 +106,7 @@ type policyPlan struct {
 
 type queuePlan struct {
 	vhost string
-	def   vhost.QueueDef
+	def   topology.QueueDef
 }
 
 type bindingPlan struct {
@@ -126,7 +127,7 @@ type planner struct {
 	vhosts    map[string]*vhost.VHost // each vhost entities go into: the broker's, or a scratch one
 	users     map[string]bool         // users the document creates
 	exchanges map[string]map[string]exchange.Definition
-	queues    map[string]map[string]vhost.QueueDef
+	queues    map[string]map[string]topology.QueueDef
 }
 
 // sections are the parts of a document Warren reads; in a vhost's import,
@@ -152,7 +153,7 @@ func (b *Broker) planImport(ctx context.Context, doc []byte, scope string) (*imp
 		return nil, &InvalidError{Problems: []Problem{{Entity: "document", Reason: why}}}
 	}
 	pl := &planner{b: b, scope: scope, vhosts: map[string]*vhost.VHost{}, users: map[string]bool{},
-		exchanges: map[string]map[string]exchange.Definition{}, queues: map[string]map[string]vhost.QueueDef{}}
+		exchanges: map[string]map[string]exchange.Definition{}, queues: map[string]map[string]topology.QueueDef{}}
 	pl.version, _ = top["rabbitmq_version"].(string)
 	if pl.version == "" {
 		pl.version, _ = top["rabbit_version"].(string)
@@ -416,8 +417,8 @@ func (pl *planner) parameter(o *object) {
 		o.bad("value", "must be an object of limits, not %s", jsonKind(o.m["value"]))
 		return
 	}
-	l := vhost.Limits(o.limits("value"))
-	if err := vhost.CheckLimits(l); err != nil {
+	l := topology.Limits(o.limits("value"))
+	if err := topology.CheckLimits(l); err != nil {
 		o.bad("value", "%s", reason(err))
 	}
 	pl.plan.vhostLimits = append(pl.plan.vhostLimits, vhostLimitsPlan{vhost: vh, limits: l})
@@ -485,7 +486,7 @@ func (pl *planner) exchange(o *object) {
 		o.bad("arguments", "%v", err)
 	}
 	def.Args = args
-	if _, isString := o.m["name"].(string); isString && (name == "" || vhost.ReservedName(name)) {
+	if _, isString := o.m["name"].(string); isString && (name == "" || topology.ReservedName(name)) {
 		pl.skip("exchange '%s' in vhost '%s' (the default and amq.* exchanges are the broker's own)", name, vh)
 		return
 	}
@@ -535,7 +536,7 @@ func (pl *planner) queue(o *object) {
 	o.entity = describe(o, "queue", pl.scope)
 	name := o.str("name", true)
 	vh := pl.vhostOf(o, true)
-	def := vhost.QueueDef{Name: name, Durable: o.boolean("durable", true, true), AutoDelete: o.boolean("auto_delete", false, false)}
+	def := topology.QueueDef{Name: name, Durable: o.boolean("durable", true, true), AutoDelete: o.boolean("auto_delete", false, false)}
 	args, err := tableFromJSON(o.m["arguments"])
 	if err != nil {
 		o.bad("arguments", "%v", err)
@@ -561,7 +562,7 @@ func (pl *planner) queue(o *object) {
 		}
 		return
 	}
-	if vhost.ReservedName(name) {
+	if topology.ReservedName(name) {
 		pl.skip("queue '%s' in vhost '%s' (amq.* names are the broker's own)", name, vh)
 		return
 	}
@@ -588,7 +589,7 @@ func (pl *planner) queue(o *object) {
 		return
 	}
 	if pl.queues[vh] == nil {
-		pl.queues[vh] = map[string]vhost.QueueDef{}
+		pl.queues[vh] = map[string]topology.QueueDef{}
 	}
 	pl.queues[vh][name] = def
 	pl.plan.queues = append(pl.plan.queues, queuePlan{vhost: vh, def: def})

@@ -15,7 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -284,7 +284,7 @@ func TestExportLeavesOutWhatCannotBeImported(t *testing.T) {
 	b := testBroker(t, t.TempDir())
 	v, _ := b.VHost("/")
 	owner := new(int)
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Bind("amq.direct", exchange.Destination{Kind: exchange.ToQueue, Name: "mine"}, "k", nil, owner); err != nil {

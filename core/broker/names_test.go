@@ -10,7 +10,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -33,10 +33,10 @@ func TestNewNamesAreChecked(t *testing.T) {
 			t.Errorf("PutUserHash(%q) taken", name)
 		}
 		v, _ := b.VHost("/")
-		if _, err := v.Declare(vhost.QueueDef{Name: name}, false); reply.As(err).Code != protocol.PreconditionFailed {
+		if _, err := v.Declare(topology.QueueDef{Name: name}, false); reply.As(err).Code != protocol.PreconditionFailed {
 			t.Errorf("Declare(%q): %v", name, err)
 		}
-		if err := v.CheckQueue(vhost.QueueDef{Name: name}); err == nil {
+		if err := v.CheckQueue(topology.QueueDef{Name: name}); err == nil {
 			t.Errorf("CheckQueue(%q) taken", name)
 		}
 		if _, err := v.DeclareExchange(exchange.Definition{Name: name, Type: "direct"}, false); reply.As(err).Code != protocol.PreconditionFailed {
@@ -51,7 +51,7 @@ func TestNewNamesAreChecked(t *testing.T) {
 	}
 	// A server-named queue's name is the broker's, and passes.
 	v, _ := b.VHost("/")
-	if _, err := v.Declare(vhost.QueueDef{Name: ""}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: ""}, false); err != nil {
 		t.Fatal(err)
 	}
 }

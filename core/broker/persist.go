@@ -8,7 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/hold"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -69,7 +69,7 @@ func (b *Broker) restore(start time.Time) error {
 	queueRecs := make([]storedQueue, len(queues))
 	keep := make(map[uint64]bool, len(queues))
 	for i, q := range queues {
-		rec, err := vhost.ReadQueueRecord(q.Rec)
+		rec, err := topology.ReadQueueRecord(q.Rec)
 		if err != nil {
 			return fmt.Errorf("queue '%s' in vhost '%s': %w", q.Name, q.VHost, err)
 		}
@@ -115,7 +115,7 @@ func (b *Broker) restore(start time.Time) error {
 		if v, ok := b.VHost(vr.Name); ok {
 			v.SetLimits(rec.Limits)
 			if rec.Description != "" || len(rec.Tags) > 0 {
-				v.SetMetadata(vhost.Metadata{Description: rec.Description, Tags: rec.Tags})
+				v.SetMetadata(topology.Metadata{Description: rec.Description, Tags: rec.Tags})
 			}
 		}
 	}
@@ -252,7 +252,7 @@ func (b *Broker) firstBoot() error {
 // storedQueue is a queue's record, read, with the store's key.
 type storedQueue struct {
 	vhost, name string
-	rec         vhost.QueueRecord
+	rec         topology.QueueRecord
 }
 
 func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint64][]storage.Level) error {
@@ -264,7 +264,7 @@ func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint
 			return err
 		}
 		for _, p := range pols {
-			rec, err := vhost.ReadPolicyRecord(p.Rec)
+			rec, err := topology.ReadPolicyRecord(p.Rec)
 			if err != nil {
 				return fmt.Errorf("%s '%s': %w", kind, p.Name, err)
 			}
@@ -282,7 +282,7 @@ func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint
 		return err
 	}
 	for _, x := range exchanges {
-		rec, err := vhost.ReadExchangeRecord(x.Rec)
+		rec, err := topology.ReadExchangeRecord(x.Rec)
 		if err != nil {
 			return fmt.Errorf("exchange '%s': %w", x.Name, err)
 		}
@@ -302,7 +302,7 @@ func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint
 	}
 	sort.Slice(binds, func(i, j int) bool { return binds[i].Seq < binds[j].Seq })
 	for _, bd := range binds {
-		rec, err := vhost.ReadBindingRecord(bd.Rec)
+		rec, err := topology.ReadBindingRecord(bd.Rec)
 		if err != nil {
 			return fmt.Errorf("binding %d: %w", bd.Seq, err)
 		}

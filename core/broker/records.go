@@ -4,6 +4,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/tablerec"
 	"github.com/warrenmq/warren/protocol"
@@ -174,7 +175,7 @@ func readTopicPermissionsRecord(t protocol.Table) (topicPermissionsRecord, error
 // limits ("limits") and metadata ("description", "tags"), each absent
 // from records of releases before them and of vhosts without any.
 type vhostRecord struct {
-	Limits      vhost.Limits
+	Limits      topology.Limits
 	Description string
 	Tags        []string
 }
@@ -319,7 +320,7 @@ type (
 	// setVHostLimits replaces a vhost's limits (none: cleared).
 	setVHostLimits struct {
 		VHost  string
-		Limits vhost.Limits
+		Limits topology.Limits
 	}
 	// setVHostMetadata replaces a vhost's description and tags.
 	setVHostMetadata struct {
@@ -356,10 +357,10 @@ type (
 		Name     string
 		Settings protocol.Table
 	}
-	// topologyChange is a vhost's command (core/vhost's records.go).
+	// topologyChange is a vhost's command (core/topology).
 	topologyChange struct {
 		VHost   string
-		Command vhost.Command
+		Command topology.Command
 	}
 )
 
@@ -382,7 +383,7 @@ func (syncChange) op() string           { return opSync }
 func (enablePlugin) op() string         { return opEnablePlugin }
 func (disablePlugin) op() string        { return opDisablePlugin }
 func (configurePlugin) op() string      { return opConfigurePlugin }
-func (c topologyChange) op() string     { return vhost.Op(c.Command) }
+func (c topologyChange) op() string     { return topology.Op(c.Command) }
 
 func pick(cond bool, yes, no string) string {
 	if cond {
@@ -399,7 +400,7 @@ func policyChange(vhost string, p *policy.Policy) setPolicy {
 // changeTable encodes a change as the metadata group carries it.
 func changeTable(c definitionsChange) protocol.Table {
 	if tc, ok := c.(topologyChange); ok {
-		return vhost.CommandTable(tc.VHost, tc.Command)
+		return topology.CommandTable(tc.VHost, tc.Command)
 	}
 	t := protocol.Table{"op": c.op(), tablerec.VersionKey: int64(recordVersion)}
 	switch c := c.(type) {
@@ -448,8 +449,8 @@ func changeTable(c definitionsChange) protocol.Table {
 // or a version, is refused by name, as a field of the wrong type is.
 func readChange(t protocol.Table) (definitionsChange, error) {
 	op, _ := t["op"].(string)
-	if vhost.IsCommand(op) {
-		vh, c, err := vhost.ReadCommand(t)
+	if topology.IsCommand(op) {
+		vh, c, err := topology.ReadCommand(t)
 		return topologyChange{VHost: vh, Command: c}, err
 	}
 	r := tablerec.Open(op+" change", t, recordVersion)
@@ -515,7 +516,7 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 }
 
 // metaSnapshot is the metadata group's snapshot: every broker-wide
-// definition, and each vhost's topology (vhost.Topology).
+// definition, and each vhost's topology (core/topology.Snapshot).
 type metaSnapshot struct {
 	Users       []userRecord
 	Permissions []permissionRecord
@@ -524,8 +525,8 @@ type metaSnapshot struct {
 	TopicPermissions []topicPermissionRecord
 	// VHostLimits ("vhost_limits") are those of the vhosts that have any;
 	// VHostMeta ("vhost_metadata") likewise.
-	VHostLimits map[string]vhost.Limits
-	VHostMeta   map[string]vhost.Metadata
+	VHostLimits map[string]topology.Limits
+	VHostMeta   map[string]topology.Metadata
 	VHosts      []string
 	Policies    []setPolicy
 	Topology    map[string]protocol.Table
@@ -552,12 +553,12 @@ func (s metaSnapshot) Table() protocol.Table {
 	for _, p := range s.Policies {
 		pols = append(pols, changeTable(p))
 	}
-	topology := protocol.Table{}
+	tops := protocol.Table{}
 	for vh, t := range s.Topology {
-		topology[vh] = t
+		tops[vh] = t
 	}
 	t := protocol.Table{tablerec.VersionKey: int64(recordVersion), "users": users, "permissions": perms,
-		"vhosts": tablerec.StringList(s.VHosts), "policies": pols, "topology": topology, "plugins": tablerec.StringList(s.Plugins),
+		"vhosts": tablerec.StringList(s.VHosts), "policies": pols, "topology": tops, "plugins": tablerec.StringList(s.Plugins),
 		"topic_permissions": topicPerms}
 	if s.ClusterName != "" {
 		t["cluster_name"] = s.ClusterName
@@ -586,7 +587,7 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 	r := tablerec.Open("metadata snapshot", t, recordVersion)
 	s := metaSnapshot{VHosts: r.Strings("vhosts"), Plugins: r.Strings("plugins"), ClusterName: r.StringOr("cluster_name", ""),
 		Topology: map[string]protocol.Table{}}
-	users, perms, pols, topology := r.Tables("users"), r.Tables("permissions"), r.Tables("policies"), r.Table("topology")
+	users, perms, pols, tops := r.Tables("users"), r.Tables("permissions"), r.Tables("policies"), r.Table("topology")
 	var topicPerms []protocol.Table
 	if _, ok := t["topic_permissions"]; ok {
 		topicPerms = r.Tables("topic_permissions")
@@ -598,13 +599,13 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 			break
 		}
 		mr := tablerec.Open("metadata of vhost "+vh, mt, recordVersion)
-		m := vhost.Metadata{Description: mr.StringOr("description", ""), Tags: mr.Strings("tags")}
+		m := topology.Metadata{Description: mr.StringOr("description", ""), Tags: mr.Strings("tags")}
 		if err := mr.Err(); err != nil {
 			r.Fail("vhost_metadata."+vh, "a description and tags", x)
 			break
 		}
 		if s.VHostMeta == nil {
-			s.VHostMeta = map[string]vhost.Metadata{}
+			s.VHostMeta = map[string]topology.Metadata{}
 		}
 		s.VHostMeta[vh] = m
 	}
@@ -619,7 +620,7 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 		}
 		if l := readLimits(r, "vhost_limits."+vh, lt); len(l) > 0 {
 			if s.VHostLimits == nil {
-				s.VHostLimits = map[string]vhost.Limits{}
+				s.VHostLimits = map[string]topology.Limits{}
 			}
 			s.VHostLimits[vh] = l
 		}
@@ -659,7 +660,7 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 		}
 		s.Policies = append(s.Policies, sp)
 	}
-	for vh, x := range topology {
+	for vh, x := range tops {
 		vt, ok := x.(protocol.Table)
 		if !ok {
 			return s, reply.Internal("metadata snapshot: the topology of vhost '%s' is %T, want a table", vh, x)

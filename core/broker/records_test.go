@@ -8,7 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/internal/tablerec"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -35,8 +35,8 @@ func someChanges() []definitionsChange {
 		clearTopicPermission{VHost: "/", User: "u", Exchange: "amq.topic"},
 		clearTopicPermission{VHost: "/", User: "u"},
 		addVHost{Name: "v"},
-		setVHostLimits{VHost: "v", Limits: vhost.Limits{"max-queues": 10, "max-connections": -1}},
-		setVHostLimits{VHost: "v", Limits: vhost.Limits{}},
+		setVHostLimits{VHost: "v", Limits: topology.Limits{"max-queues": 10, "max-connections": -1}},
+		setVHostLimits{VHost: "v", Limits: topology.Limits{}},
 		setVHostMetadata{VHost: "v", Description: "d", Tags: []string{"a", "b"}},
 		deleteVHost{Name: "v"},
 		setPolicy{VHost: "/", Name: "p", Pattern: "^q", ApplyTo: policy.Queues, Priority: 7, Definition: protocol.Table{"max-length": int64(9)}},
@@ -50,8 +50,8 @@ func someChanges() []definitionsChange {
 		enablePlugin{Name: "delayed_message"},
 		disablePlugin{Name: "delayed_message"},
 		configurePlugin{Name: "consistent_hash", Settings: protocol.Table{"ring": int64(64)}},
-		topologyChange{VHost: "/", Command: vhost.DeleteExchange{Name: "x", IfUnused: true}},
-		topologyChange{VHost: "v", Command: vhost.Bind{Binding: vhost.BindingRecord{Source: "amq.topic",
+		topologyChange{VHost: "/", Command: topology.DeleteExchange{Name: "x", IfUnused: true}},
+		topologyChange{VHost: "v", Command: topology.Bind{Binding: topology.BindingRecord{Source: "amq.topic",
 			Destination: exchange.Destination{Kind: exchange.ToQueue, Name: "q"}, Key: "a.#"}}},
 	}
 }
@@ -75,7 +75,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got, err := readPermissionRecord(throughBytes(t, p.Table())); err != nil || got != p {
 		t.Fatalf("permission %#v (%v)", got, err)
 	}
-	vr := vhostRecord{Limits: vhost.Limits{"max-connections": 3}, Description: "d", Tags: []string{"t"}}
+	vr := vhostRecord{Limits: topology.Limits{"max-connections": 3}, Description: "d", Tags: []string{"t"}}
 	if got, err := readVHostRecord(throughBytes(t, vr.Table())); err != nil || !reflect.DeepEqual(got, vr) {
 		t.Fatalf("vhost %#v (%v)", got, err)
 	}
@@ -97,8 +97,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 		Users:            []userRecord{{Name: "guest", PasswordHash: "x", Hashing: auth.SHA256, Tags: []string{"administrator"}}},
 		Permissions:      []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
 		TopicPermissions: []topicPermissionRecord{{VHost: "/", User: "guest", Exchange: "amq.topic", Write: "^a", Read: ".*"}},
-		VHostLimits:      map[string]vhost.Limits{"v": {"max-queues": 7}},
-		VHostMeta:        map[string]vhost.Metadata{"v": {Description: "d", Tags: []string{"x"}}},
+		VHostLimits:      map[string]topology.Limits{"v": {"max-queues": 7}},
+		VHostMeta:        map[string]topology.Metadata{"v": {Description: "d", Tags: []string{"x"}}},
 		VHosts:           []string{"/", "v"},
 		Policies: []setPolicy{{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.All, Definition: protocol.Table{"x": "y"}},
 			{VHost: "/", Name: "p", Pattern: ".*", ApplyTo: policy.Queues, Definition: protocol.Table{"max-length": int64(1)}, Operator: true}},
@@ -128,7 +128,7 @@ func TestRecordsOfBeforeVersions(t *testing.T) {
 		{protocol.Table{"op": "configure_plugin", "name": "n", "settings": protocol.Table{}}, configurePlugin{Name: "n"}},
 		{protocol.Table{"op": "sync"}, syncChange{}},
 		{protocol.Table{"op": "delete_queue", "vhost": "/", "name": "q", "id": int64(4)},
-			topologyChange{VHost: "/", Command: vhost.DeleteQueue{Name: "q", Incarnation: 4}}},
+			topologyChange{VHost: "/", Command: topology.DeleteQueue{Name: "q", Incarnation: 4}}},
 	}
 	for _, c := range oldChanges {
 		got, err := readChange(throughBytes(t, c.old))

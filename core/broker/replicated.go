@@ -11,7 +11,7 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -133,7 +133,7 @@ func (b *Broker) carryOut(c definitionsChange) error {
 	case setVHostLimits:
 		return b.applySetVHostLimits(c.VHost, c.Limits)
 	case setVHostMetadata:
-		return b.applySetVHostMetadata(c.VHost, vhost.Metadata{Description: c.Description, Tags: c.Tags})
+		return b.applySetVHostMetadata(c.VHost, topology.Metadata{Description: c.Description, Tags: c.Tags})
 	case deleteVHost:
 		return b.applyDeleteVHost(c.Name)
 	case setPolicy:
@@ -223,7 +223,7 @@ func (m metaState) Snapshot() ([]byte, error) {
 			for _, p := range append(v.Policies(), v.OperatorPolicies()...) {
 				snap.Policies = append(snap.Policies, policyChange(name, p))
 			}
-			snap.Topology[name] = v.Topology()
+			snap.Topology[name] = v.Topology().Table()
 		}
 	}
 	if n := b.clusterName.Load(); n != nil {
@@ -234,13 +234,13 @@ func (m metaState) Snapshot() ([]byte, error) {
 		if v, ok := b.VHost(name); ok {
 			if l := v.Limits(); len(l) > 0 {
 				if snap.VHostLimits == nil {
-					snap.VHostLimits = map[string]vhost.Limits{}
+					snap.VHostLimits = map[string]topology.Limits{}
 				}
 				snap.VHostLimits[name] = l
 			}
 			if m := v.Metadata(); m.Description != "" || len(m.Tags) > 0 {
 				if snap.VHostMeta == nil {
-					snap.VHostMeta = map[string]vhost.Metadata{}
+					snap.VHostMeta = map[string]topology.Metadata{}
 				}
 				snap.VHostMeta[name] = m
 			}
@@ -371,7 +371,11 @@ func (m metaState) Restore(index uint64, data []byte) error {
 	}
 	for _, vh := range b.VHosts() {
 		if v, ok := b.VHost(vh); ok {
-			if err := v.RestoreTopology(snap.Topology[vh]); err != nil {
+			s, err := topology.ReadSnapshot(vh, snap.Topology[vh])
+			if err == nil {
+				err = v.RestoreTopology(s)
+			}
+			if err != nil {
 				b.log.Warn().Err(err).Str("vhost", vh).Msg("part of a snapshot's topology could not be restored")
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // Topic permissions survive a restart, each user's in each vhost one
@@ -75,19 +75,19 @@ func TestVHostLimitsAreStored(t *testing.T) {
 	if _, err := b.AddVHost("v"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetVHostLimits("v", vhost.Limits{"max-queues": 3, "max-connections": 0}); err != nil {
+	if err := b.SetVHostLimits("v", topology.Limits{"max-queues": 3, "max-connections": 0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetVHostLimits("v", vhost.Limits{"max-channels": 3}); err == nil {
+	if err := b.SetVHostLimits("v", topology.Limits{"max-channels": 3}); err == nil {
 		t.Fatal("an unknown limit was taken")
 	}
-	if err := b.SetVHostLimits("nowhere", vhost.Limits{"max-queues": 3}); err == nil {
+	if err := b.SetVHostLimits("nowhere", topology.Limits{"max-queues": 3}); err == nil {
 		t.Fatal("limits of a vhost that does not exist")
 	}
-	if err := b.SetVHostMetadata("v", vhost.Metadata{Description: "staging", Tags: []string{"eu"}}); err != nil {
+	if err := b.SetVHostMetadata("v", topology.Metadata{Description: "staging", Tags: []string{"eu"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetVHostLimits("/", vhost.Limits{"max-queues": 1}); err != nil {
+	if err := b.SetVHostLimits("/", topology.Limits{"max-queues": 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SetVHostLimits("/", nil); err != nil {

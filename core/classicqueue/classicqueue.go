@@ -31,6 +31,7 @@ import (
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -50,14 +51,14 @@ type Type struct{}
 func (Type) Name() string { return queue.Classic }
 
 // Check refuses a new classic queue's arguments.
-func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
+func (Type) Check(h vhost.Host, def topology.QueueDef) error {
 	_, err := queue.ParseArgs(def.Name, h.Name(), def.Args)
 	return err
 }
 
 // Declare makes a classic queue on this node, or checks the one there
 // is; defMu is held.
-func (Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if def.Exclusive {
 		// An exclusive queue ends with its connection, so RabbitMQ
 		// declares it non-durable whatever the flag says: it is listed
@@ -88,12 +89,12 @@ func (Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error)
 // DeclareReplicated proposes a classic queue homed on this node to the
 // cluster and returns the queue of the name once the declare is applied
 // here.
-func (Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if _, err := h.ParseDeclare(def); err != nil {
 		return nil, false, err
 	}
 	def.Home, def.ID = h.Self(), h.NewIncarnation()
-	if err := h.Propose(vhost.DeclareQueue{Def: def}); err != nil {
+	if err := h.Propose(topology.DeclareQueue{Def: def}); err != nil {
 		return nil, false, err
 	}
 	t := h.Lookup(def.Name)
@@ -109,7 +110,7 @@ func (Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bo
 
 // ApplyDeclare carries out a declare the cluster committed: the queue
 // itself on its home, a queue homed there on the others; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
+func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
 	if def.Home == h.Self() {
 		if t := h.Lookup(def.Name); t != nil {
 			return t.Equivalent(def)
@@ -130,7 +131,7 @@ func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
 // Restore reopens a stored classic queue under its store id and loads its
 // messages from levels; in a cluster, one homed on another node is
 // registered as such. defMu is held.
-func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, levels []storage.Level) error {
+func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, levels []storage.Level) error {
 	if self := h.Self(); self != "" && def.Home != "" && def.Home != self {
 		return h.AddRemote(def, false)
 	}
@@ -156,7 +157,7 @@ func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, levels []storag
 
 // create makes a new queue: stored when it is kept, given its policy,
 // then registered; defMu is held.
-func create(h vhost.Host, def vhost.QueueDef, settings queue.Settings) (*Queue, error) {
+func create(h vhost.Host, def topology.QueueDef, settings queue.Settings) (*Queue, error) {
 	var storeID uint64
 	if st := h.Store(); st != nil && def.Durable && !def.Exclusive {
 		storeID = st.NewID()
@@ -182,7 +183,7 @@ type Queue struct {
 }
 
 // newQueue makes a queue, not yet registered.
-func newQueue(h vhost.Host, def vhost.QueueDef, settings queue.Settings, storeID uint64) *Queue {
+func newQueue(h vhost.Host, def topology.QueueDef, settings queue.Settings, storeID uint64) *Queue {
 	cq := &Queue{h: h}
 	cq.incarnation.Store(def.ID)
 	var owner any
@@ -224,9 +225,9 @@ func (cq *Queue) Touch()                    { cq.q.Touch() }
 
 // Record is its stored declaration; once the cluster shares it, with its
 // home (this node) and incarnation.
-func (cq *Queue) Record() vhost.QueueRecord {
+func (cq *Queue) Record() topology.QueueRecord {
 	q := cq.q
-	rec := vhost.QueueRecord{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args, StoreID: q.QID()}
+	rec := topology.QueueRecord{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args, StoreID: q.QID()}
 	if id := cq.Incarnation(); id != 0 {
 		rec.Home, rec.Incarnation = cq.h.Self(), id
 	}
@@ -244,14 +245,14 @@ func (cq *Queue) DeclareCounts() (ready, consumers int, err error) {
 	return st.Ready, st.Consumers, nil
 }
 
-func (cq *Queue) CheckArgs(def vhost.QueueDef) error {
+func (cq *Queue) CheckArgs(def topology.QueueDef) error {
 	_, err := queue.ParseArgs(def.Name, cq.h.Name(), def.Args)
 	return err
 }
 
-func (cq *Queue) Equivalent(def vhost.QueueDef) error {
+func (cq *Queue) Equivalent(def topology.QueueDef) error {
 	q := cq.q
-	return cq.h.Equivalent(vhost.Shape{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args}, def)
+	return cq.h.Equivalent(topology.Shape{Durable: q.Durable, AutoDelete: q.AutoDelete, Exclusive: q.Exclusive, Args: q.Args}, def)
 }
 
 // DeleteChecks deletes the queue if its conditions hold: checking them

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/internal/poll"
 	"github.com/warrenmq/warren/protocol"
@@ -100,7 +101,7 @@ func classic(t *testing.T, v *vhost.VHost, name string) *queue.Queue {
 func TestDeclare(t *testing.T) {
 	v := newVHost(t, nil)
 	owner, other := new(int), new(int)
-	d, err := v.Declare(vhost.QueueDef{Name: "mine", Durable: true, Exclusive: true, Owner: owner}, false)
+	d, err := v.Declare(topology.QueueDef{Name: "mine", Durable: true, Exclusive: true, Owner: owner}, false)
 	if err != nil || !d.Created || d.Type() != queue.Classic {
 		t.Fatalf("declare: %+v, %v", d, err)
 	}
@@ -108,35 +109,35 @@ func TestDeclare(t *testing.T) {
 		t.Fatalf("listed %+v, want exclusive and not durable", info)
 	}
 	for _, durable := range []bool{false, true} {
-		if d, err := v.Declare(vhost.QueueDef{Name: "mine", Durable: durable, Exclusive: true, Owner: owner}, false); err != nil || d.Created {
+		if d, err := v.Declare(topology.QueueDef{Name: "mine", Durable: durable, Exclusive: true, Owner: owner}, false); err != nil || d.Created {
 			t.Fatalf("redeclare durable=%v: %+v, %v", durable, d, err)
 		}
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "mine", Exclusive: true, Owner: other}, false); code(err) != protocol.ResourceLocked {
+	if _, err := v.Declare(topology.QueueDef{Name: "mine", Exclusive: true, Owner: other}, false); code(err) != protocol.ResourceLocked {
 		t.Fatalf("another connection's redeclare: %v", err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "mine", Owner: other}, true); code(err) != protocol.ResourceLocked {
+	if _, err := v.Declare(topology.QueueDef{Name: "mine", Owner: other}, true); code(err) != protocol.ResourceLocked {
 		t.Fatalf("another connection's passive declare: %v", err)
 	}
 	if _, err := v.Queue("mine", other); code(err) != protocol.ResourceLocked {
 		t.Fatalf("another connection's use: %v", err)
 	}
 
-	if _, err := v.Declare(vhost.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(3)}}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(3)}}, false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.Declare(vhost.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(4)}}, false)
+	_, err = v.Declare(topology.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(4)}}, false)
 	if code(err) != protocol.PreconditionFailed {
 		t.Fatalf("a redeclare with another x-max-length: %v", err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": "three"}}, false); code(err) != protocol.PreconditionFailed {
+	if _, err := v.Declare(topology.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": "three"}}, false); code(err) != protocol.PreconditionFailed {
 		t.Fatalf("a redeclare with a bad argument: %v", err)
 	}
 
 	// A vhost that serves no classic queue refuses the declare, by name.
 	bare := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
 	t.Cleanup(bare.Close)
-	if _, err := bare.Declare(vhost.QueueDef{Name: "q"}, false); code(err) != protocol.InternalError {
+	if _, err := bare.Declare(topology.QueueDef{Name: "q"}, false); code(err) != protocol.InternalError {
 		t.Fatalf("a vhost without the type: %v", err)
 	}
 }
@@ -146,7 +147,7 @@ func TestDeclare(t *testing.T) {
 // leaves the vhost with its bindings, through Host.Drop.
 func TestDroppedQueuesLeaveTheVHost(t *testing.T) {
 	v := newVHost(t, nil)
-	if _, err := v.Declare(vhost.QueueDef{Name: "auto", AutoDelete: true}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "auto", AutoDelete: true}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.Bind("amq.direct", exchange.Destination{Kind: exchange.ToQueue, Name: "auto"}, "k", nil, nil); err != nil {
@@ -162,13 +163,13 @@ func TestDroppedQueuesLeaveTheVHost(t *testing.T) {
 		t.Fatalf("%d bindings left", n)
 	}
 
-	if _, err := v.Declare(vhost.QueueDef{Name: "expires", Args: protocol.Table{"x-expires": int64(10)}}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "expires", Args: protocol.Table{"x-expires": int64(10)}}, false); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, "the expired queue gone", func() bool { return !v.HasQueue("expires") })
 
 	owner := new(int)
-	if _, err := v.Declare(vhost.QueueDef{Name: "excl", Exclusive: true, Owner: owner}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "excl", Exclusive: true, Owner: owner}, false); err != nil {
 		t.Fatal(err)
 	}
 	v.OwnerGone(owner)
@@ -184,10 +185,10 @@ func TestRestore(t *testing.T) {
 	fs := vfs.NewMem()
 	st, _ := openStore(t, fs, nil)
 	v := newVHost(t, st)
-	if _, err := v.Declare(vhost.QueueDef{Name: "kept", Durable: true}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "kept", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "gone"}, false); err != nil {
+	if _, err := v.Declare(topology.QueueDef{Name: "gone"}, false); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
@@ -216,7 +217,7 @@ func TestRestore(t *testing.T) {
 	st, levels := openStore(t, fs, map[uint64]bool{ids[0]: true})
 	t.Cleanup(func() { st.Close() })
 	w := newVHost(t, st)
-	def := vhost.QueueDef{Name: "kept", Durable: info.Durable, Args: info.Args}
+	def := topology.QueueDef{Name: "kept", Durable: info.Durable, Args: info.Args}
 	if err := w.RestoreQueue(def, ids[0], levels[ids[0]]); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestRestore(t *testing.T) {
 // names it (and its home) from then on.
 func TestShare(t *testing.T) {
 	v := newVHost(t, nil)
-	l, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q", Exclusive: true, Owner: new(int)}, false)
+	l, _, err := v.DeclareQueue(topology.QueueDef{Name: "q", Exclusive: true, Owner: new(int)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

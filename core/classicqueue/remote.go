@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -37,9 +38,9 @@ func (r *Remote) Incarnation() uint64       { return r.rq.ID }
 func (r *Remote) Elsewhere() string         { return r.rq.Home }
 func (r *Remote) Touch()                    {}
 
-func (r *Remote) Record() vhost.QueueRecord {
+func (r *Remote) Record() topology.QueueRecord {
 	rq := r.rq
-	return vhost.QueueRecord{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args,
+	return topology.QueueRecord{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args,
 		Home: rq.Home, Incarnation: rq.ID}
 }
 
@@ -65,16 +66,16 @@ func (r *Remote) DeclareCounts() (ready, consumers int, err error) {
 	return int(remote.Int(ans, "messages")), int(remote.Int(ans, "consumers")), nil
 }
 
-func (r *Remote) CheckArgs(def vhost.QueueDef) error {
+func (r *Remote) CheckArgs(def topology.QueueDef) error {
 	_, err := queue.ParseArgs(def.Name, r.h.Name(), def.Args)
 	return err
 }
 
 // Equivalent compares what this node knows of it; a client's redeclare
 // asks whether its home is up first (the vhost's redeclare).
-func (r *Remote) Equivalent(def vhost.QueueDef) error {
+func (r *Remote) Equivalent(def topology.QueueDef) error {
 	rq := r.rq
-	return r.h.Equivalent(vhost.Shape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}, def)
+	return r.h.Equivalent(topology.Shape{Durable: rq.Durable, AutoDelete: rq.AutoDelete, Exclusive: rq.Exclusive, Args: rq.Args}, def)
 }
 
 // DeleteChecks refuses: a queue homed elsewhere is deleted through its

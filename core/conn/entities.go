@@ -4,6 +4,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -94,7 +95,7 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 	if serverNamed {
 		// A server-named queue gets its name first, so that permissions
 		// are checked on that name, as RabbitMQ checks them.
-		name = vhost.ServerNamed()
+		name = topology.ServerNamed()
 	}
 	if !m.Passive {
 		isNew := !ch.c.vh.HasQueue(name)
@@ -102,7 +103,7 @@ func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
 			return err
 		}
 	}
-	d, err := ch.c.vh.Declare(vhost.QueueDef{
+	d, err := ch.c.vh.Declare(topology.QueueDef{
 		Name: name, Durable: m.Durable, Exclusive: m.Exclusive, AutoDelete: m.AutoDelete,
 		Args: m.Arguments, Owner: ch.c, ServerNamed: serverNamed,
 	}, m.Passive)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/reply"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -274,7 +274,7 @@ func (c *Conn) open(name string) error {
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}
-	vhostLimit, userLimit := orNone(vh.Limit(vhost.LimitMaxConnections)), c.userLimit(auth.UserMaxConnections)
+	vhostLimit, userLimit := orNone(vh.Limit(topology.LimitMaxConnections)), c.userLimit(auth.UserMaxConnections)
 	if e := c.srv.admit(c, name, c.user.Name, vhostLimit, userLimit); e != nil {
 		return c.refuse(e)
 	}

@@ -46,6 +46,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -84,8 +85,8 @@ func (m *Members) Set(nodes []string) {
 // Record is a replicated queue's stored declaration: durable, with its
 // arguments and store id, and in a cluster its members, its incarnation
 // (the same id: its group's) and its first member as home.
-func Record(args protocol.Table, id uint64, members []string) vhost.QueueRecord {
-	rec := vhost.QueueRecord{Durable: true, Args: args, StoreID: id}
+func Record(args protocol.Table, id uint64, members []string) topology.QueueRecord {
+	rec := topology.QueueRecord{Durable: true, Args: args, StoreID: id}
 	if members != nil {
 		rec.Members, rec.Incarnation, rec.Home = members, id, members[0]
 	}
@@ -100,7 +101,7 @@ func Record(args protocol.Table, id uint64, members []string) vhost.QueueRecord 
 // The leader is this node (client-local, the default) or the node placed
 // first for the fewest of the vhost's replicated queues (balanced); the
 // others are those holding the fewest members, then by name.
-func Place(h vhost.Host, def vhost.QueueDef, sizeArg string) ([]string, error) {
+func Place(h vhost.Host, def topology.QueueDef, sizeArg string) ([]string, error) {
 	c := h.Cluster()
 	var up []string
 	for _, n := range c.Nodes() {
@@ -140,7 +141,7 @@ func Place(h vhost.Host, def vhost.QueueDef, sizeArg string) ([]string, error) {
 // Propose places a new replicated queue's members (sizeArg sets how many)
 // and proposes its declaration, which names them and the Raft ids of
 // their incarnations. It returns the incarnation proposed.
-func Propose(h vhost.Host, def vhost.QueueDef, sizeArg string) (uint64, error) {
+func Propose(h vhost.Host, def topology.QueueDef, sizeArg string) (uint64, error) {
 	members, err := Place(h, def, sizeArg)
 	if err != nil {
 		return 0, err
@@ -150,22 +151,22 @@ func Propose(h vhost.Host, def vhost.QueueDef, sizeArg string) (uint64, error) {
 	for i, m := range members {
 		def.MemberIDs[i] = h.Cluster().NodeID(m)
 	}
-	return def.ID, h.Propose(vhost.DeclareQueue{Def: def})
+	return def.ID, h.Propose(topology.DeclareQueue{Def: def})
 }
 
 // FirstMember says whether this node's incarnation makes a new
 // replicated queue's first configuration (BootIDs); otherwise its member
 // joins the group as it is. A declaration from a metadata snapshot always
 // joins.
-func FirstMember(h vhost.Host, def vhost.QueueDef) bool {
+func FirstMember(h vhost.Host, def topology.QueueDef) bool {
 	g := h.Groups()
-	return !def.FromSnapshot() && g != nil && slices.Contains(BootIDs(def), g.Self())
+	return !def.FromSnapshot && g != nil && slices.Contains(BootIDs(def), g.Self())
 }
 
 // BootIDs are the Raft ids of a new replicated queue's first members:
 // those its declaration names, or, in one written before ids were per
 // incarnation, the ids its members had then.
-func BootIDs(def vhost.QueueDef) []uint64 {
+func BootIDs(def topology.QueueDef) []uint64 {
 	if len(def.MemberIDs) == len(def.Members) {
 		return def.MemberIDs
 	}
@@ -418,7 +419,7 @@ func ChangeHere(h vhost.Host, q Queue, node string, add bool) error {
 	if slices.Equal(members, q.MemberNodes()) {
 		return nil // a new incarnation of a node the members name
 	}
-	return h.Propose(vhost.QuorumMembers{Name: name, Incarnation: q.Incarnation(), Members: members})
+	return h.Propose(topology.QuorumMembers{Name: name, Incarnation: q.Incarnation(), Members: members})
 }
 
 // ---- a new incarnation of a member

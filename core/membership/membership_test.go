@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -71,7 +72,7 @@ func TestPlace(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(), Cluster: &c.cluster})
 			t.Cleanup(v.Close)
-			got, err := membership.Place(v.Host(), vhost.QueueDef{Name: "q", Args: c.args}, "x-quorum-initial-group-size")
+			got, err := membership.Place(v.Host(), topology.QueueDef{Name: "q", Args: c.args}, "x-quorum-initial-group-size")
 			switch {
 			case c.fails && err == nil:
 				t.Fatalf("placed %v with no node up", got)
@@ -88,11 +89,11 @@ func TestPlace(t *testing.T) {
 // declaration names, or, in a declaration from before ids were per
 // incarnation, the ids its members' names had then.
 func TestBootIDs(t *testing.T) {
-	def := vhost.QueueDef{Members: []string{"a", "b"}, MemberIDs: []uint64{7, 9}}
+	def := topology.QueueDef{Members: []string{"a", "b"}, MemberIDs: []uint64{7, 9}}
 	if got := membership.BootIDs(def); !slices.Equal(got, []uint64{7, 9}) {
 		t.Fatalf("boot ids %v", got)
 	}
-	legacy := membership.BootIDs(vhost.QueueDef{Members: []string{"a", "b"}})
+	legacy := membership.BootIDs(topology.QueueDef{Members: []string{"a", "b"}})
 	if len(legacy) != 2 || legacy[0] == 0 || legacy[0] == legacy[1] {
 		t.Fatalf("legacy boot ids %v", legacy)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -28,7 +29,7 @@ import (
 // the incarnation: each member stops its member and deletes its log.
 
 // DeclareReplicated declares a new quorum queue for the cluster.
-func (Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if _, err := h.ParseDeclare(def); err != nil {
 		return nil, false, err
 	}
@@ -50,7 +51,7 @@ func (Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bo
 }
 
 // ApplyDeclare declares a quorum queue for the cluster; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
+func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
 	if qq, _ := h.Lookup(def.Name).(*Queue); qq != nil && qq.id == def.ID {
 		return nil
 	}

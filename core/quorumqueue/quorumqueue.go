@@ -41,6 +41,7 @@ import (
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -60,7 +61,7 @@ type Type struct{}
 func (Type) Name() string { return queue.Quorum }
 
 // Check refuses a new quorum queue's arguments and flags.
-func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
+func (Type) Check(h vhost.Host, def topology.QueueDef) error {
 	if _, err := queue.ParseArgs(def.Name, h.Name(), def.Args); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
 
 // Declare makes a quorum queue on a node of its own, or checks the one
 // there is; defMu is held.
-func (Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	settings, err := h.ParseDeclare(def)
 	if err != nil {
 		return nil, false, err
@@ -100,7 +101,7 @@ func (Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error)
 
 // Restore restarts a stored quorum queue's group at start-up; defMu is
 // held.
-func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, _ []storage.Level) error {
+func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
 	settings, err := queue.ParseArgs(def.Name, h.Name(), def.Args)
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, _ []storage.Lev
 
 // check refuses a new quorum queue's flags the way RabbitMQ 3.10 does;
 // its arguments were checked with queue.CheckDeclareArgs.
-func check(h vhost.Host, def vhost.QueueDef) error {
+func check(h vhost.Host, def topology.QueueDef) error {
 	if err := h.RefuseFlags(def, "rabbit_quorum_queue"); err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (qq *Queue) Rejoin() { membership.Rejoin(qq.h, qq, &qq.rejoining) }
 
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id) too.
-func (qq *Queue) Record() vhost.QueueRecord {
+func (qq *Queue) Record() topology.QueueRecord {
 	return membership.Record(qq.args, qq.id, qq.MemberNodes())
 }
 
@@ -337,13 +338,13 @@ func (qq *Queue) Figures() (queue.Stats, *stats.Meter, error) {
 }
 
 // CheckArgs refuses a redeclare's arguments the queue cannot take.
-func (qq *Queue) CheckArgs(def vhost.QueueDef) error {
+func (qq *Queue) CheckArgs(def topology.QueueDef) error {
 	_, err := queue.ParseArgs(def.Name, qq.h.Name(), def.Args)
 	return err
 }
 
 // Equivalent refuses a redeclare that differs from the queue (406).
-func (qq *Queue) Equivalent(def vhost.QueueDef) error { return qq.h.EquivalentDurable(qq.args, def) }
+func (qq *Queue) Equivalent(def topology.QueueDef) error { return qq.h.EquivalentDurable(qq.args, def) }
 
 // DeclareCounts are the ready messages and consumers declare-ok reports.
 func (qq *Queue) DeclareCounts() (int, int, error) {

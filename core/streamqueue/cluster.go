@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -61,7 +62,7 @@ func (s *Queue) Here() bool { return s.MemberNodes() == nil || s.Member() }
 func (s *Queue) Elsewhere() string { return "" }
 
 // DeclareReplicated declares a new stream for the cluster.
-func (t Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (t Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if err := t.Check(h, def); err != nil {
 		return nil, false, err
 	}
@@ -84,7 +85,7 @@ func (t Type) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, 
 
 // ApplyDeclare declares a stream for the cluster: every node records it,
 // its members start their replicas; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def vhost.QueueDef) error {
+func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
 	if s, _ := h.Lookup(def.Name).(*Queue); s != nil && s.s.ID() == def.ID {
 		return nil
 	}

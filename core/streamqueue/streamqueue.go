@@ -30,6 +30,7 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -50,13 +51,13 @@ func (Type) Name() string { return queue.Stream }
 
 // Check refuses a new stream's flags the way RabbitMQ 3.10 does; its
 // arguments were checked with queue.CheckDeclareArgs.
-func (Type) Check(h vhost.Host, def vhost.QueueDef) error {
+func (Type) Check(h vhost.Host, def topology.QueueDef) error {
 	return h.RefuseFlags(def, "rabbit_stream_queue")
 }
 
 // Declare makes a stream on a node of its own, or checks the one there
 // is; defMu is held.
-func (t Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (t Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if s, _ := h.Lookup(def.Name).(*Queue); s != nil {
 		return s, false, s.Equivalent(def)
 	}
@@ -77,7 +78,7 @@ func (t Type) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, erro
 
 // Restore reopens a stored stream at start-up; in a cluster this node's
 // replica rejoins its group. defMu is held.
-func (Type) Restore(h vhost.Host, def vhost.QueueDef, id uint64, _ []storage.Level) error {
+func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
 	s, err := open(h, def, id, def.Members)
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ var argsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "
 // stream's were checked at its declare, and a stored one keeps what an
 // older Warren accepted (a value it cannot read, such as an x-max-age of
 // "0s", is no limit).
-func config(h vhost.Host, def vhost.QueueDef) stream.Config {
+func config(h vhost.Host, def topology.QueueDef) stream.Config {
 	cfg := stream.Config{Name: def.Name, VHost: h.Name()}
 	if n, ok := queue.Integer(def.Args["x-max-length-bytes"]); ok && n > 0 {
 		cfg.MaxBytes = n
@@ -120,7 +121,7 @@ func config(h vhost.Host, def vhost.QueueDef) stream.Config {
 
 // open opens a stream's log under id and records its declaration; defMu
 // is held.
-func open(h vhost.Host, def vhost.QueueDef, id uint64, members []string) (*Queue, error) {
+func open(h vhost.Host, def topology.QueueDef, id uint64, members []string) (*Queue, error) {
 	st, ok := h.Store().(*storage.Store)
 	if !ok {
 		return nil, reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, h.Name())
@@ -178,25 +179,25 @@ func (s *Queue) Rejoin() { membership.Rejoin(s.h, s, &s.rejoining) }
 
 // Record is its stored declaration; in a cluster its members and its
 // incarnation (its group's id, and its log's) too.
-func (s *Queue) Record() vhost.QueueRecord {
+func (s *Queue) Record() topology.QueueRecord {
 	return membership.Record(s.args, s.s.ID(), s.MemberNodes())
 }
 
 // Equivalent refuses a redeclare that differs from the stream (406).
-func (s *Queue) Equivalent(def vhost.QueueDef) error {
+func (s *Queue) Equivalent(def topology.QueueDef) error {
 	return s.h.EquivalentDurable(s.args, def, argsCompared...)
 }
 
 // CheckArgs: a stream's arguments are compared, not parsed as a classic
 // or quorum queue's are.
-func (s *Queue) CheckArgs(vhost.QueueDef) error { return nil }
+func (s *Queue) CheckArgs(topology.QueueDef) error { return nil }
 
 // PolicyChanged sets the stream's retention from its arguments and its
 // policy's max-length-bytes, max-age and stream-max-segment-size-bytes:
 // where both set one, the lower value is in force, as RabbitMQ's stream
 // queues take it (and its classic queues their limits); defMu is held.
 func (s *Queue) PolicyChanged() {
-	cfg := config(s.h, vhost.QueueDef{Name: s.name, Durable: true, Args: s.args})
+	cfg := config(s.h, topology.QueueDef{Name: s.name, Durable: true, Args: s.args})
 	lower := func(cur *int64, set bool, x any) {
 		if n, ok := queue.Integer(x); ok && (!set || n < *cur) {
 			*cur = n

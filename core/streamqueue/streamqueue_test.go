@@ -8,6 +8,7 @@ import (
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -27,7 +28,7 @@ func TestRetentionArguments(t *testing.T) {
 		{protocol.Table{"x-max-length-bytes": int64(-1), "x-max-age": "0s"}, 0, 0, 0},
 		{protocol.Table{"x-max-age": "soon"}, 0, 0, 0},
 	} {
-		cfg := config(v.Host(), vhost.QueueDef{Name: "s", Args: c.args})
+		cfg := config(v.Host(), topology.QueueDef{Name: "s", Args: c.args})
 		if cfg.MaxBytes != c.bytes || cfg.SegmentBytes != c.segment || cfg.MaxAge != c.age || cfg.Name != "s" || cfg.VHost != "/" {
 			t.Errorf("%v: %+v", c.args, cfg)
 		}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/warrenmq/warren/core/topology"
+
 	"github.com/warrenmq/warren/core/denseset"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
@@ -43,7 +45,7 @@ func (v *VHost) Bind(source string, dest exchange.Destination, key string, args 
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
 	if v.cluster != nil {
-		return v.proposeBinding(OpBind, source, dest, key, args, owner)
+		return v.proposeBinding(topology.OpBind, source, dest, key, args, owner)
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
@@ -105,7 +107,7 @@ func (v *VHost) BindAll(bindings []Binding) (int, error) {
 	persisted := func(nb pendingBinding) bool { return nb.b != nil && v.keeps(nb.b.Durable) }
 	written := manyWrites(len(pending), func(i int) error {
 		if nb := pending[i]; persisted(nb) {
-			return v.store.PutBinding(v.Name, nb.b.Seq, bindingRecordOf(nb.b).Table())
+			return v.store.PutBinding(v.Name, nb.b.Seq, topology.BindingRecordOf(nb.b).Table())
 		}
 		return nil
 	})
@@ -167,7 +169,7 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	}
 	persisted := persist && v.keeps(nb.b.Durable)
 	if persisted {
-		if err := v.store.PutBinding(v.Name, nb.b.Seq, bindingRecordOf(nb.b).Table()); err != nil {
+		if err := v.store.PutBinding(v.Name, nb.b.Seq, topology.BindingRecordOf(nb.b).Table()); err != nil {
 			return stored(err)
 		}
 	}
@@ -315,7 +317,7 @@ func (v *VHost) Unbind(source string, dest exchange.Destination, key string, arg
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
 	if v.cluster != nil {
-		return v.proposeBinding(OpUnbind, source, dest, key, args, owner)
+		return v.proposeBinding(topology.OpUnbind, source, dest, key, args, owner)
 	}
 	v.defMu.Lock()
 	defer v.defMu.Unlock()

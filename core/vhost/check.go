@@ -4,6 +4,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // The checks below answer "would this declare succeed?" without declaring
@@ -27,19 +28,19 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 	x := v.exchanges[def.Name]
 	v.mu.RUnlock()
 	if x != nil {
-		return v.equivalentExchange(x, def)
+		return topology.EquivalentExchange(x.Definition, def)
 	}
 	if err := v.checkExchangeName(def); err != nil {
 		return err
 	}
-	if ReservedName(def.Name) {
+	if topology.ReservedName(def.Name) {
 		return reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	t, ok := v.types.Lookup(def.Type)
 	if !ok {
 		return reply.CommandInvalid("invalid exchange type '%s'", def.Type)
 	}
-	if err := validateExchangeArgs(def); err != nil {
+	if err := topology.CheckExchangeArgs(def); err != nil {
 		return err
 	}
 	if err := t.ValidateDeclare(def); err != nil {
@@ -52,8 +53,8 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 // named queue: no reserved prefix, a new queue's name and arguments as
 // checkNewQueue takes them and its flags as its type takes them, and an existing queue of that name must be equivalent and not
 // exclusive to another owner.
-func (v *VHost) CheckQueue(def QueueDef) error {
-	if ReservedName(def.Name) {
+func (v *VHost) CheckQueue(def topology.QueueDef) error {
+	if topology.ReservedName(def.Name) {
 		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	t := v.lookup(def.Name)

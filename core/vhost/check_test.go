@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/warrenmq/warren/core/exchange"
-	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -15,11 +15,11 @@ func TestCheckExchangeAndQueue(t *testing.T) {
 	if _, err := v.DeclareExchange(exchange.Definition{Name: "x", Type: "topic", Durable: true}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(5)}}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(5)}}, false); err != nil {
 		t.Fatal(err)
 	}
 	owner := new(int)
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false); err != nil {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "mine", Exclusive: true, Owner: owner}, false); err != nil {
 		t.Fatal(err)
 	}
 	exchanges := []struct {
@@ -42,16 +42,16 @@ func TestCheckExchangeAndQueue(t *testing.T) {
 		}
 	}
 	queues := []struct {
-		def  vhost.QueueDef
+		def  topology.QueueDef
 		want string
 	}{
-		{vhost.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(5)}}, ""},
-		{vhost.QueueDef{Name: "q", Durable: true}, "inequivalent arg 'x-max-length'"},
-		{vhost.QueueDef{Name: "q", Durable: false, Args: protocol.Table{"x-max-length": int64(5)}}, "inequivalent arg 'durable'"},
-		{vhost.QueueDef{Name: "fresh", Args: protocol.Table{"x-overflow": "sideways"}}, "x-overflow"},
-		{vhost.QueueDef{Name: "mine"}, "exclusive"},
-		{vhost.QueueDef{Name: "amq.q"}, "reserved prefix"},
-		{vhost.QueueDef{Name: "fresh", Durable: true}, ""},
+		{topology.QueueDef{Name: "q", Durable: true, Args: protocol.Table{"x-max-length": int64(5)}}, ""},
+		{topology.QueueDef{Name: "q", Durable: true}, "inequivalent arg 'x-max-length'"},
+		{topology.QueueDef{Name: "q", Durable: false, Args: protocol.Table{"x-max-length": int64(5)}}, "inequivalent arg 'durable'"},
+		{topology.QueueDef{Name: "fresh", Args: protocol.Table{"x-overflow": "sideways"}}, "x-overflow"},
+		{topology.QueueDef{Name: "mine"}, "exclusive"},
+		{topology.QueueDef{Name: "amq.q"}, "reserved prefix"},
+		{topology.QueueDef{Name: "fresh", Durable: true}, ""},
 	}
 	for _, c := range queues {
 		err := v.CheckQueue(c.def)

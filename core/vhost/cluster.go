@@ -5,8 +5,9 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/warrenmq/warren/core/topology"
+
 	"github.com/warrenmq/warren/internal/lockorder"
-	"github.com/warrenmq/warren/internal/tablerec"
 
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
@@ -20,7 +21,7 @@ import (
 // A vhost of a cluster member shares its topology with the other nodes.
 //
 // Every change to exchanges, bindings and non-exclusive queues is a
-// command (a Command of records.go, carried as a versioned field table
+// command (a topology.Command, carried as a versioned field table
 // with an "op", the Op constants) that Cluster.Propose carries through
 // the cluster's metadata group; every node applies the commands in the
 // same order (Apply) and the change is answered once this node has
@@ -93,30 +94,13 @@ type Cluster interface {
 	Forward(home, vhost string, queues []string, m *message.Message, wait bool, done func(error))
 }
 
-// The ops of topology commands and of calls to a queue's home.
+// CallQueueDelete, CallQueuePurge and CallQueueCounts are calls to a
+// classic queue's home.
 const (
-	OpDeclareExchange = "declare_exchange"
-	OpDeleteExchange  = "delete_exchange"
-	OpBind            = "bind"
-	OpUnbind          = "unbind"
-	OpDeclareQueue    = "declare_queue"
-	OpDeleteQueue     = "delete_queue"
-
-	// CallQueueDelete, CallQueuePurge and CallQueueCounts are calls to a
-	// classic queue's home.
 	CallQueueDelete = "queue.delete"
 	CallQueuePurge  = "queue.purge"
 	CallQueueCounts = "queue.counts"
 )
-
-// IsCommand reports whether op is a vhost's topology command.
-func IsCommand(op string) bool {
-	switch op {
-	case OpDeclareExchange, OpDeleteExchange, OpBind, OpUnbind, OpDeclareQueue, OpDeleteQueue, OpQuorumMembers:
-		return true
-	}
-	return false
-}
 
 // anyOwner passes every exclusivity check: commands were checked against
 // the declaring connection on the node that proposed them.
@@ -148,10 +132,12 @@ func newIncarnation() uint64 {
 	}
 }
 
-// ---- commands (their records are records.go's)
+// ---- commands (their records are core/topology's)
 
 // propose proposes c and waits for this node's result of applying it.
-func (v *VHost) propose(c Command) error { return v.cluster.Propose(CommandTable(v.Name, c)) }
+func (v *VHost) propose(c topology.Command) error {
+	return v.cluster.Propose(topology.CommandTable(v.Name, c))
+}
 
 func code(err error) uint16 {
 	if e := reply.As(err); e != nil {
@@ -162,7 +148,7 @@ func code(err error) uint16 {
 
 // Apply carries out a topology command on this node.
 func (v *VHost) Apply(cmd protocol.Table) error {
-	_, c, err := ReadCommand(cmd)
+	_, c, err := topology.ReadCommand(cmd)
 	if err != nil {
 		return err
 	}
@@ -170,29 +156,29 @@ func (v *VHost) Apply(cmd protocol.Table) error {
 }
 
 // ApplyCommand carries out a topology command, read, on this node.
-func (v *VHost) ApplyCommand(c Command) error {
+func (v *VHost) ApplyCommand(c topology.Command) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	switch c := c.(type) {
-	case DeclareExchange:
+	case topology.DeclareExchange:
 		return v.applyExchange(c.Exchange.Definition(v.Name, ""))
-	case DeleteExchange:
+	case topology.DeleteExchange:
 		return v.deleteExchangeNamed(c.Name, c.IfUnused)
-	case Bind:
+	case topology.Bind:
 		b := c.Binding
 		if c.QueueHome != "" {
 			v.shareExclusive(b.Destination.Name, c.QueueHome, c.QueueID)
 		}
 		return v.addBinding(b.Source, b.Destination, b.Key, b.Args, anyOwner, 0, true)
-	case Unbind:
+	case topology.Unbind:
 		b := c.Binding
 		return v.unbind(b.Source, b.Destination, b.Key, b.Args, anyOwner)
-	case DeclareQueue:
+	case topology.DeclareQueue:
 		return v.applyDeclareQueue(c.Def)
-	case DeleteQueue:
+	case topology.DeleteQueue:
 		v.applyDeleteQueue(c.Name, c.Incarnation)
 		return nil
-	case QuorumMembers:
+	case topology.QuorumMembers:
 		return v.applyQuorumMembers(c.Name, c.Incarnation, c.Members)
 	}
 	return reply.Internal("topology change %T not carried out", c)
@@ -206,7 +192,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 		// refusing to route until the type comes, so that every node has
 		// the same exchanges.
 		if v.keeps(def.Durable) {
-			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecordOf(def).Table()); err != nil {
+			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, topology.ExchangeRecordOf(def).Table()); err != nil {
 				return stored(err)
 			}
 		}
@@ -220,7 +206,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 // applyDeclareQueue declares a queue for the cluster; defMu is held. Its
 // type makes it: a classic queue on its home, and a queue homed there on
 // the others (AddRemote).
-func (v *VHost) applyDeclareQueue(def QueueDef) error {
+func (v *VHost) applyDeclareQueue(def topology.QueueDef) error {
 	qt, ok := v.queueTypes.restored(def)
 	if !ok {
 		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of its type", def.Name, v.Name)
@@ -302,14 +288,14 @@ func (v *VHost) queueGone(name string, incarnation uint64) {
 	if v.cluster == nil || incarnation == 0 {
 		return
 	}
-	v.cluster.ProposeLater(CommandTable(v.Name, DeleteQueue{Name: name, Incarnation: incarnation}))
+	v.cluster.ProposeLater(topology.CommandTable(v.Name, topology.DeleteQueue{Name: name, Incarnation: incarnation}))
 }
 
 // ---- the changes clients ask for, proposed
 
 func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 	if x, err := v.Exchange(def.Name); err == nil {
-		return x, v.equivalentExchange(x, def)
+		return x, topology.EquivalentExchange(x.Definition, def)
 	}
 	if err := v.checkExchangeName(def); err != nil {
 		return nil, err
@@ -317,9 +303,9 @@ func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 	if _, err := v.checkNewExchange(def); err != nil {
 		return nil, err
 	}
-	rec := exchangeRecordOf(def)
+	rec := topology.ExchangeRecordOf(def)
 	rec.Name = def.Name
-	if err := v.propose(DeclareExchange{Exchange: rec}); err != nil {
+	if err := v.propose(topology.DeclareExchange{Exchange: rec}); err != nil {
 		return nil, err
 	}
 	return v.Exchange(def.Name)
@@ -329,7 +315,7 @@ func (v *VHost) proposeExchange(def exchange.Definition) (*Exchange, error) {
 // does not know: it may have been declared through another node a moment
 // ago, and a client that saw that -ok expects its delete to take.
 func (v *VHost) proposeExchangeDelete(name string, ifUnused bool) error {
-	return v.propose(DeleteExchange{Name: name, IfUnused: ifUnused})
+	return v.propose(topology.DeleteExchange{Name: name, IfUnused: ifUnused})
 }
 
 // proposeBinding proposes a bind or an unbind once the ends are found and
@@ -355,16 +341,16 @@ func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key
 		return v.noExchange(source)
 	case err != nil:
 		return err
-	case exists && op == OpBind:
+	case exists && op == topology.OpBind:
 		return nil // bound already
 	}
 	// An unbind is proposed even when this node has no such binding: it
 	// may have been made through another node a moment ago.
-	rec := BindingRecord{Source: source, Destination: dest, Key: key, Args: args}
-	if op == OpUnbind {
-		return v.propose(Unbind{Binding: rec})
+	rec := topology.BindingRecord{Source: source, Destination: dest, Key: key, Args: args}
+	if op == topology.OpUnbind {
+		return v.propose(topology.Unbind{Binding: rec})
 	}
-	c := Bind{Binding: rec}
+	c := topology.Bind{Binding: rec}
 	if l, ok := target.(Local); ok && l.Exclusive() {
 		// A local exclusive queue gets its incarnation the first time it
 		// is bound, so that its delete is proposed when its connection
@@ -376,7 +362,7 @@ func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key
 
 // declareReplicated declares a non-exclusive queue for the cluster: its
 // type proposes it.
-func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
+func (v *VHost) declareReplicated(def topology.QueueDef) (Declared, error) {
 	if d, done, err := v.redeclare(v.lookup(def.Name), def); done {
 		return d, err
 	}
@@ -396,7 +382,7 @@ func (v *VHost) declareReplicated(def QueueDef) (Declared, error) {
 
 // redeclare answers a declare of t, a queue that exists, from what this
 // node knows; done is false when there is none.
-func (v *VHost) redeclare(t Queue, def QueueDef) (d Declared, done bool, err error) {
+func (v *VHost) redeclare(t Queue, def topology.QueueDef) (d Declared, done bool, err error) {
 	if t == nil {
 		return Declared{}, false, nil
 	}
@@ -469,12 +455,6 @@ func (v *VHost) DropLost() {
 type lostQueue struct {
 	name string
 	id   uint64
-}
-
-// Shape is what a redeclare of a classic queue compares.
-type Shape struct {
-	Durable, AutoDelete, Exclusive bool
-	Args                           protocol.Table
 }
 
 // ---- messages for queues homed on other nodes
@@ -654,76 +634,54 @@ func (v *VHost) sharedQueues() map[string]Queue {
 	return out
 }
 
-// Topology is the vhost's share of a metadata snapshot: its exchanges
-// (those of clients), queue declarations with their homes, and bindings in
-// creation order.
-func (v *VHost) Topology() protocol.Table {
+// Topology is the vhost's share of a metadata snapshot.
+func (v *VHost) Topology() topology.Snapshot {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	var exchanges, queues, bindings []any
+	var s topology.Snapshot
 	for _, x := range v.exchangeList() {
-		if x.Name == "" || ReservedName(x.Name) {
+		if x.Name == "" || topology.ReservedName(x.Name) {
 			continue
 		}
-		rec := exchangeRecordOf(x.Definition)
+		rec := topology.ExchangeRecordOf(x.Definition)
 		rec.Name = x.Name
-		exchanges = append(exchanges, rec.Table())
+		s.Exchanges = append(s.Exchanges, rec)
 	}
 	v.mu.RLock()
 	for name, t := range v.sharedQueues() {
 		rec := t.Record()
 		rec.Name = name
-		queues = append(queues, rec.Table())
+		s.Queues = append(s.Queues, rec)
 	}
 	v.mu.RUnlock()
 	for _, b := range v.Bindings() {
-		bindings = append(bindings, BindingRecord(b).Table())
+		s.Bindings = append(s.Bindings, topology.BindingRecord(b))
 	}
-	return protocol.Table{"exchanges": exchanges, "queues": queues, "bindings": bindings}
+	return s
 }
 
 // RestoreTopology makes the vhost's topology a snapshot's (Topology): what
 // it lacks is deleted (a queue homed here with its messages), what differs
-// is made again, what matches is left alone. A record it cannot read
-// fails it, before it changes anything.
-func (v *VHost) RestoreTopology(t protocol.Table) error {
-	r := tablerec.Open("topology of vhost "+v.Name, t, recordVersion)
+// is made again, what matches is left alone.
+func (v *VHost) RestoreTopology(s topology.Snapshot) error {
 	wantX := map[string]exchange.Definition{}
-	for _, x := range r.Tables("exchanges") {
-		rec, err := ReadExchangeRecord(x)
-		if err != nil {
-			return err
-		}
+	for _, rec := range s.Exchanges {
 		wantX[rec.Name] = rec.Definition(v.Name, "")
 	}
-	wantQ := map[string]QueueDef{}
-	for _, q := range r.Tables("queues") {
-		rec, err := ReadQueueRecord(q)
-		if err != nil {
-			return err
-		}
+	wantQ := map[string]topology.QueueDef{}
+	for _, rec := range s.Queues {
 		def := rec.Def("")
-		def.restored = true
+		def.FromSnapshot = true
 		wantQ[def.Name] = def
 	}
-	var wantB []BindingRecord
-	for _, b := range r.Tables("bindings") {
-		rec, err := ReadBindingRecord(b)
-		if err != nil {
-			return err
-		}
-		wantB = append(wantB, rec)
-	}
-	if err := r.Err(); err != nil {
-		return err
-	}
+	wantB := s.Bindings
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	for _, x := range v.exchangeList() {
-		if x.Name == "" || ReservedName(x.Name) {
+		if x.Name == "" || topology.ReservedName(x.Name) {
 			continue
 		}
-		if def, ok := wantX[x.Name]; !ok || x.Type != def.Type || v.equivalentExchange(x, def) != nil {
+		if def, ok := wantX[x.Name]; !ok || x.Type != def.Type || topology.EquivalentExchange(x.Definition, def) != nil {
 			v.deleteExchange(x)
 		}
 	}
@@ -765,7 +723,7 @@ func (v *VHost) RestoreTopology(t protocol.Table) error {
 		keep(v.applyDeclareQueue(def))
 	}
 
-	byKey := map[bindingKey]BindingRecord{}
+	byKey := map[bindingKey]topology.BindingRecord{}
 	var order []bindingKey
 	for _, rec := range wantB {
 		bk, err := keyOf(rec.Source, rec.Destination, rec.Key, rec.Args)

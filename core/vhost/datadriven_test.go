@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -94,7 +95,7 @@ func runCommand(t *testing.T, v *vhost.VHost, d *datadriven.TestData) string {
 				args[arg] = strings.Trim(s, `"`) // dlx="" is the default exchange
 			}
 		}
-		_, _, err := v.DeclareQueue(vhost.QueueDef{Name: name(0), Durable: true, Args: args}, false)
+		_, _, err := v.DeclareQueue(topology.QueueDef{Name: name(0), Durable: true, Args: args}, false)
 		return answer(err)
 	case "bind", "bind-x", "unbind":
 		dest := exchange.Destination{Kind: exchange.ToQueue, Name: name(1)}

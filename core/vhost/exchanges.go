@@ -1,8 +1,7 @@
 package vhost
 
 import (
-	"strings"
-
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/internal/lockorder"
 
 	"github.com/warrenmq/warren/core/denseset"
@@ -79,9 +78,6 @@ func (m missingType) Route(*message.Message, *exchange.Result) error {
 	return reply.PreconditionFailed("exchange type '%s' is not available (its plugin is disabled)", m.name)
 }
 
-// ReservedName reports names clients may not declare.
-func ReservedName(name string) bool { return strings.HasPrefix(name, "amq.") }
-
 // Exchange returns the named exchange, or 404.
 func (v *VHost) Exchange(name string) (*Exchange, error) {
 	v.mu.RLock()
@@ -152,7 +148,7 @@ func (v *VHost) checkExchangeName(def exchange.Definition) error {
 // declareExchange is DeclareExchange's change; defMu is held.
 func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 	if x := v.exchanges[def.Name]; x != nil {
-		return x, v.equivalentExchange(x, def)
+		return x, topology.EquivalentExchange(x.Definition, def)
 	}
 	t, err := v.checkNewExchange(def)
 	if err != nil {
@@ -163,7 +159,7 @@ func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 		return nil, reply.As(err)
 	}
 	if v.keeps(def.Durable) {
-		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, exchangeRecordOf(def).Table()); err != nil {
+		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, topology.ExchangeRecordOf(def).Table()); err != nil {
 			router.Delete()
 			return nil, stored(err)
 		}
@@ -179,51 +175,20 @@ func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 // checkNewExchange makes the checks a new exchange must pass and returns
 // its type.
 func (v *VHost) checkNewExchange(def exchange.Definition) (exchange.Type, error) {
-	if ReservedName(def.Name) {
+	if topology.ReservedName(def.Name) {
 		return nil, reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	t, ok := v.types.Lookup(def.Type)
 	if !ok {
 		return nil, reply.CommandInvalid("invalid exchange type '%s'", def.Type)
 	}
-	if err := validateExchangeArgs(def); err != nil {
+	if err := topology.CheckExchangeArgs(def); err != nil {
 		return nil, err
 	}
 	if err := t.ValidateDeclare(def); err != nil {
 		return nil, reply.As(err)
 	}
 	return t, nil
-}
-
-func validateExchangeArgs(def exchange.Definition) error {
-	if ae, ok := def.Args["alternate-exchange"]; ok {
-		if _, isString := ae.(string); !isString {
-			return reply.PreconditionFailed("invalid arg 'alternate-exchange' for exchange '%s' in vhost '%s': must be a string", def.Name, def.VHost)
-		}
-	}
-	return nil
-}
-
-func (v *VHost) equivalentExchange(x *Exchange, def exchange.Definition) error {
-	diff := func(field string, got, cur any) error {
-		return reply.PreconditionFailed("inequivalent arg '%s' for exchange '%s' in vhost '%s': received '%v' but current is '%v'",
-			field, def.Name, v.Name, got, cur)
-	}
-	switch {
-	case x.Type != def.Type:
-		return diff("type", def.Type, x.Type)
-	case x.Durable != def.Durable:
-		return diff("durable", def.Durable, x.Durable)
-	case x.AutoDelete != def.AutoDelete:
-		return diff("auto_delete", def.AutoDelete, x.AutoDelete)
-	case x.Internal != def.Internal:
-		return diff("internal", def.Internal, x.Internal)
-	}
-	got, cur := def.Args["alternate-exchange"], x.Args["alternate-exchange"]
-	if !exchange.ValuesEqual(got, cur) {
-		return diff("alternate-exchange", got, cur)
-	}
-	return nil
 }
 
 // DeleteExchange removes an exchange and every binding to or from it.
@@ -233,7 +198,7 @@ func (v *VHost) DeleteExchange(name string, ifUnused bool) error {
 	if name == "" {
 		return reply.AccessRefused("operation not permitted on the default exchange")
 	}
-	if ReservedName(name) {
+	if topology.ReservedName(name) {
 		return reply.AccessRefused("operation not permitted on exchange '%s' in vhost '%s'", name, v.Name)
 	}
 	if v.cluster != nil {

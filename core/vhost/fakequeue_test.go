@@ -10,6 +10,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -21,15 +22,15 @@ import (
 // of a type the declare arguments accept ("quorum").
 type fakeType struct{ released chan string }
 
-func (fakeType) Name() string                                                      { return queue.Quorum }
-func (fakeType) Check(vhost.Host, vhost.QueueDef) error                            { return nil }
-func (fakeType) ApplyDeclare(vhost.Host, vhost.QueueDef) error                     { return nil }
-func (fakeType) Restore(vhost.Host, vhost.QueueDef, uint64, []storage.Level) error { return nil }
-func (t fakeType) DeclareReplicated(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (fakeType) Name() string                                                         { return queue.Quorum }
+func (fakeType) Check(vhost.Host, topology.QueueDef) error                            { return nil }
+func (fakeType) ApplyDeclare(vhost.Host, topology.QueueDef) error                     { return nil }
+func (fakeType) Restore(vhost.Host, topology.QueueDef, uint64, []storage.Level) error { return nil }
+func (t fakeType) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	return t.Declare(h, def)
 }
 
-func (t fakeType) Declare(h vhost.Host, def vhost.QueueDef) (vhost.Queue, bool, error) {
+func (t fakeType) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
 	if q := h.Lookup(def.Name); q != nil {
 		return q, false, nil
 	}
@@ -48,16 +49,18 @@ type fakeQueue struct {
 	msgs []*message.Message
 }
 
-func (q *fakeQueue) Name() string                                              { return q.name }
-func (q *fakeQueue) Type() string                                              { return queue.Quorum }
-func (q *fakeQueue) Kind() string                                              { return "fake queue" }
-func (q *fakeQueue) Arguments() protocol.Table                                 { return q.args }
-func (q *fakeQueue) Incarnation() uint64                                       { return 1 }
-func (q *fakeQueue) Record() vhost.QueueRecord                                 { return vhost.QueueRecord{Durable: true, Args: q.args} }
+func (q *fakeQueue) Name() string              { return q.name }
+func (q *fakeQueue) Type() string              { return queue.Quorum }
+func (q *fakeQueue) Kind() string              { return "fake queue" }
+func (q *fakeQueue) Arguments() protocol.Table { return q.args }
+func (q *fakeQueue) Incarnation() uint64       { return 1 }
+func (q *fakeQueue) Record() topology.QueueRecord {
+	return topology.QueueRecord{Durable: true, Args: q.args}
+}
 func (q *fakeQueue) Status() (vhost.QuorumView, bool)                          { return vhost.QuorumView{}, false }
 func (q *fakeQueue) Touch()                                                    {}
-func (q *fakeQueue) CheckArgs(vhost.QueueDef) error                            { return nil }
-func (q *fakeQueue) Equivalent(vhost.QueueDef) error                           { return nil }
+func (q *fakeQueue) CheckArgs(topology.QueueDef) error                         { return nil }
+func (q *fakeQueue) Equivalent(topology.QueueDef) error                        { return nil }
 func (q *fakeQueue) DeleteReplicated(bool, bool) (int, error)                  { return 0, nil }
 func (q *fakeQueue) Release()                                                  { q.released <- q.name }
 func (q *fakeQueue) PolicyChanged()                                            {}
@@ -110,7 +113,7 @@ func TestAQueueTypeIsOneAdapterAndOneRegistration(t *testing.T) {
 	types := vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, fakeType{released: released})
 	v := newVHost(t, vhost.Config{QueueTypes: types})
 
-	d, err := v.Declare(vhost.QueueDef{Name: "f", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false)
+	d, err := v.Declare(topology.QueueDef{Name: "f", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false)
 	if err != nil || !d.Created || d.Type() != queue.Quorum {
 		t.Fatalf("declare: %+v, %v", d, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -117,7 +118,7 @@ func mustExchange(t testing.TB, v *vhost.VHost, name, typ string, args protocol.
 
 func mustQueue(t testing.TB, v *vhost.VHost, name string, args protocol.Table) *queue.Queue {
 	t.Helper()
-	l, _, err := v.DeclareQueue(vhost.QueueDef{Name: name, Durable: true, Args: args}, false)
+	l, _, err := v.DeclareQueue(topology.QueueDef{Name: name, Durable: true, Args: args}, false)
 	if err != nil {
 		t.Fatalf("declare queue %s: %v", name, err)
 	}

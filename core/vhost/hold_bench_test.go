@@ -17,6 +17,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
@@ -53,7 +54,7 @@ func BenchmarkHeldMillions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, _, err := v.DeclareQueue(vhost.QueueDef{Name: "q"}, false)
+	l, _, err := v.DeclareQueue(topology.QueueDef{Name: "q"}, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -69,20 +70,24 @@ func (h Host) List() []Queue { return h.v.queueList() }
 func (h Host) Register(q Queue) { h.v.register(q) }
 
 // ParseDeclare checks a declare's arguments and reads its settings.
-func (h Host) ParseDeclare(def QueueDef) (queue.Settings, error) { return h.v.parseDeclare(def) }
+func (h Host) ParseDeclare(def topology.QueueDef) (queue.Settings, error) {
+	return h.v.parseDeclare(def)
+}
 
 // EquivalentDurable refuses (406, or 405 for an exclusive one) a
 // redeclare def of a durable queue declared with args that differs from
 // it in its flags or in the arguments of compared (without any, those a
 // classic or quorum queue compares), as RabbitMQ words it.
-func (h Host) EquivalentDurable(args protocol.Table, def QueueDef, compared ...string) error {
-	return h.v.equivalentQueue(Shape{Durable: true, Args: args}, def, compared...)
+func (h Host) EquivalentDurable(args protocol.Table, def topology.QueueDef, compared ...string) error {
+	return topology.EquivalentQueue(h.v.Name, topology.Shape{Durable: true, Args: args}, def, compared...)
 }
 
 // Equivalent refuses (406, or 405 for exclusivity) a redeclare def of a
 // queue of shape s that differs from it in its flags or in the arguments
 // a classic queue compares.
-func (h Host) Equivalent(s Shape, def QueueDef) error { return h.v.equivalentQueue(s, def) }
+func (h Host) Equivalent(s topology.Shape, def topology.QueueDef) error {
+	return topology.EquivalentQueue(h.v.Name, s, def)
+}
 
 // CheckOwner refuses (405) owner the use of t when it is another
 // connection's exclusive queue.
@@ -90,7 +95,7 @@ func (h Host) CheckOwner(t Queue, owner any) error { return h.v.checkOwner(t, ow
 
 // Owner is def's owner as a queue records it: nil for a declaration a
 // command of the cluster made.
-func (h Host) Owner(def QueueDef) any {
+func (h Host) Owner(def topology.QueueDef) any {
 	if def.Owner == anyOwner {
 		return nil
 	}
@@ -99,7 +104,7 @@ func (h Host) Owner(def QueueDef) any {
 
 // Redeclare answers a declare def of t, a queue that exists, as a
 // redeclare from a client does: 405, 404 for a home that is down, 406.
-func (h Host) Redeclare(t Queue, def QueueDef) error {
+func (h Host) Redeclare(t Queue, def topology.QueueDef) error {
 	_, _, err := h.v.redeclare(t, def)
 	return err
 }
@@ -153,14 +158,14 @@ func (h Host) AfterSync(done func(error)) { h.v.AfterSync(done) }
 
 // Propose commits c through the cluster and waits for this node's
 // result of applying it.
-func (h Host) Propose(c Command) error { return h.v.propose(c) }
+func (h Host) Propose(c topology.Command) error { return h.v.propose(c) }
 
 // NewIncarnation is a fresh nonzero incarnation for a queue to declare.
 func (h Host) NewIncarnation() uint64 { return newIncarnation() }
 
 // AddRemote registers def, a classic queue homed on another node (its
 // Home), storing it when persist is set; defMu is held.
-func (h Host) AddRemote(def QueueDef, persist bool) error {
+func (h Host) AddRemote(def topology.QueueDef, persist bool) error {
 	return h.v.addRemote(&RemoteQueue{Name: def.Name, Home: def.Home, Durable: def.Durable, AutoDelete: def.AutoDelete,
 		Exclusive: def.Exclusive, Args: def.Args, ID: def.ID}, persist)
 }
@@ -175,7 +180,7 @@ func (h Host) Lost(name string, incarnation uint64) {
 // RefuseFlags refuses a declare's flags that a type of durable queues
 // shared by every connection cannot take, as RabbitMQ 3.10 words it;
 // module is the type's there (rabbit_quorum_queue, rabbit_stream_queue).
-func (h Host) RefuseFlags(def QueueDef, module string) error {
+func (h Host) RefuseFlags(def topology.QueueDef, module string) error {
 	invalidProperty := func(p string) error {
 		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, h.v.Name)
 	}
@@ -194,7 +199,7 @@ func (h Host) RefuseFlags(def QueueDef, module string) error {
 
 // DeclaredAlready says whether a queue named as def is there already,
 // and if so what a declare of def gets (nil, or 406).
-func (h Host) DeclaredAlready(def QueueDef) (bool, error) { return h.v.declaredAlready(def) }
+func (h Host) DeclaredAlready(def topology.QueueDef) (bool, error) { return h.v.declaredAlready(def) }
 
 // ---- groups
 

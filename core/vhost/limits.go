@@ -5,38 +5,14 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 )
 
-// A vhost's limits and metadata, as an operator sets them.
-//
-// A vhost's limits are RabbitMQ's vhost-limits parameter: at most
-// max-connections connections open to it (counted by the connection
-// layer, which asks Limit) and max-queues queues in it (refused at a new
-// queue's declare). A limit that is not set, or negative, is none; 0
-// allows nothing.
-
-// The limits a vhost takes.
-const (
-	LimitMaxConnections = "max-connections"
-	LimitMaxQueues      = "max-queues"
-)
-
-// Limits are the limits set on a vhost, by name.
-type Limits map[string]int64
-
-// CheckLimits refuses a name a vhost has no limit of, in RabbitMQ
-// 3.10.8's words.
-func CheckLimits(l Limits) error {
-	for _, name := range slices.Sorted(maps.Keys(l)) {
-		if name != LimitMaxConnections && name != LimitMaxQueues {
-			return reply.PreconditionFailed("Validation failed\n\nUnrecognised terms [{<<%q>>,%d}] in limits\n", name, l[name])
-		}
-	}
-	return nil
-}
+// A vhost's limits and metadata, as an operator sets them
+// (topology.Limits, topology.Metadata).
 
 // SetLimits replaces the vhost's limits (nil or empty: none).
-func (v *VHost) SetLimits(l Limits) {
+func (v *VHost) SetLimits(l topology.Limits) {
 	if len(l) == 0 {
 		v.limits.Store(nil)
 		return
@@ -46,7 +22,7 @@ func (v *VHost) SetLimits(l Limits) {
 }
 
 // Limits are the vhost's limits, a copy; nil when none is set.
-func (v *VHost) Limits() Limits {
+func (v *VHost) Limits() topology.Limits {
 	if l := v.limits.Load(); l != nil {
 		return maps.Clone(*l)
 	}
@@ -66,7 +42,7 @@ func (v *VHost) Limit(name string) (int64, bool) {
 // checkQueueLimit refuses a new queue once the vhost holds max-queues,
 // in RabbitMQ's words.
 func (v *VHost) checkQueueLimit(name string) error {
-	max, ok := v.Limit(LimitMaxQueues)
+	max, ok := v.Limit(topology.LimitMaxQueues)
 	if !ok {
 		return nil
 	}
@@ -76,23 +52,16 @@ func (v *VHost) checkQueueLimit(name string) error {
 	return nil
 }
 
-// Metadata is what an operator says of a vhost: a description and tags
-// (RabbitMQ's vhost metadata), shown by the management API.
-type Metadata struct {
-	Description string
-	Tags        []string
-}
-
 // SetMetadata replaces the vhost's metadata.
-func (v *VHost) SetMetadata(m Metadata) {
+func (v *VHost) SetMetadata(m topology.Metadata) {
 	m.Tags = slices.Clone(m.Tags)
 	v.meta.Store(&m)
 }
 
 // Metadata is the vhost's metadata; the zero value when none was set.
-func (v *VHost) Metadata() Metadata {
+func (v *VHost) Metadata() topology.Metadata {
 	if m := v.meta.Load(); m != nil {
-		return Metadata{Description: m.Description, Tags: slices.Clone(m.Tags)}
+		return topology.Metadata{Description: m.Description, Tags: slices.Clone(m.Tags)}
 	}
-	return Metadata{}
+	return topology.Metadata{}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -96,7 +97,7 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 // node, or a transient or exclusive one that did not survive the
 // restart: it is restored empty, unusable by clients, and DropLost
 // proposes its delete.
-func (v *VHost) RestoreQueue(def QueueDef, qid uint64, levels []storage.Level) error {
+func (v *VHost) RestoreQueue(def topology.QueueDef, qid uint64, levels []storage.Level) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	qt, ok := v.queueTypes.restored(def)

@@ -3,6 +3,7 @@ package vhost
 import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -26,7 +27,7 @@ func (v *VHost) SetPolicy(p *policy.Policy) error {
 	defer v.defMu.Unlock()
 	set, kind := v.set(p.Operator)
 	if v.store != nil {
-		if err := v.store.PutMeta(kind, v.Name, p.Name, policyRecordOf(p).Table()); err != nil {
+		if err := v.store.PutMeta(kind, v.Name, p.Name, topology.PolicyRecordOf(p).Table()); err != nil {
 			return stored(err)
 		}
 	}

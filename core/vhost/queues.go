@@ -1,51 +1,15 @@
 package vhost
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 
-	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 )
-
-// MaxNameLength bounds exchange and queue names, as shortstr does.
-const MaxNameLength = 255
-
-// QueueDef is what queue.declare asks for.
-type QueueDef struct {
-	Name       string // "" asks for a server-named queue
-	Durable    bool
-	Exclusive  bool
-	AutoDelete bool
-	Args       protocol.Table
-	// Owner identifies the declaring connection; it owns an exclusive queue.
-	Owner any
-	// ServerNamed says Name came from ServerNamed (the client asked for a
-	// server-named queue, and its permissions were checked on this name):
-	// the reserved prefix is the broker's own.
-	ServerNamed bool
-	// Home and ID are a replicated queue's home node and incarnation (see
-	// cluster.go); both are empty on a node of its own.
-	Home string
-	ID   uint64
-	// Members are a replicated queue's nodes in a cluster (core/membership).
-	Members []string
-	// MemberIDs are the Raft ids of their incarnations when the queue was
-	// declared, which make its group's first configuration (bootIDs).
-	MemberIDs []uint64
-	// restored: the declaration comes from a snapshot of the metadata,
-	// not a declare (a quorum queue's member then joins its group).
-	restored bool
-}
-
-// FromSnapshot says the declaration comes from a snapshot of the
-// cluster's metadata, not a declare.
-func (d QueueDef) FromSnapshot() bool { return d.restored }
 
 // Declared is the queue a declare found or made.
 type Declared struct {
@@ -84,14 +48,6 @@ func (d Declared) MemberNodes() []string {
 	return nil
 }
 
-// ServerNamed returns a fresh name like RabbitMQ's: amq.gen- and 22
-// URL-safe base64 characters.
-func ServerNamed() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "amq.gen-" + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // Queue returns the named queue for a connection: 404 when missing, 405
 // when another connection owns it exclusively; one homed on another node
 // is refused (elsewhere).
@@ -112,7 +68,7 @@ func (v *VHost) Queue(name string, owner any) (Queue, error) {
 // checkNewQueue makes the checks only a new queue's declare makes: its
 // name (names.Check; a server-made one passes), its arguments
 // (queue.CheckDeclareArgs) and the vhost's max-queues (limits.go).
-func (v *VHost) checkNewQueue(def QueueDef) error {
+func (v *VHost) checkNewQueue(def topology.QueueDef) error {
 	if !def.ServerNamed {
 		switch err := names.Check("queue", def.Name); {
 		case errors.Is(err, names.ErrTooLong):
@@ -150,10 +106,7 @@ func (v *VHost) checkOwner(t Queue, owner any) error {
 	return nil
 }
 
-func (v *VHost) locked(name string) error {
-	return reply.ResourceLocked("cannot obtain exclusive access to locked queue '%s' in vhost '%s'. "+
-		"It could be originally declared on another connection or the exclusive property value does not match that of the original declaration.", name, v.Name)
-}
+func (v *VHost) locked(name string) error { return topology.Locked(v.Name, name) }
 
 // Declare creates a queue or checks an existing one (406 when its flags
 // or arguments differ). A new queue's arguments are checked as
@@ -163,7 +116,7 @@ func (v *VHost) locked(name string) error {
 //
 // A new queue is built, stored (a synced write) and given its policy under
 // defMu alone, and enters the maps only when complete.
-func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
+func (v *VHost) Declare(def topology.QueueDef, passive bool) (Declared, error) {
 	if passive {
 		if !v.HasQueue(def.Name) {
 			// In a cluster, a queue declared through another node a
@@ -184,7 +137,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 		return Declared{Name: def.Name, t: t}, nil
 	}
 	if def.Name == "" {
-		def.Name = ServerNamed()
+		def.Name = topology.ServerNamed()
 		def.ServerNamed = true
 	}
 	if v.cluster != nil {
@@ -216,7 +169,7 @@ func (v *VHost) Declare(def QueueDef, passive bool) (Declared, error) {
 // DeclareQueue is Declare for a queue whose messages are kept on this
 // node (a Local: a classic queue): one homed on another is refused, and
 // so is one of another type.
-func (v *VHost) DeclareQueue(def QueueDef, passive bool) (Local, bool, error) {
+func (v *VHost) DeclareQueue(def topology.QueueDef, passive bool) (Local, bool, error) {
 	d, err := v.Declare(def, passive)
 	if err != nil {
 		return nil, false, err
@@ -237,8 +190,8 @@ func (v *VHost) Counts(d Declared) (ready, consumers int, err error) { return d.
 
 // parseDeclare checks what every queue's declare must pass: the name,
 // the arguments, a vhost still open.
-func (v *VHost) parseDeclare(def QueueDef) (queue.Settings, error) {
-	if !def.ServerNamed && ReservedName(def.Name) {
+func (v *VHost) parseDeclare(def topology.QueueDef) (queue.Settings, error) {
+	if !def.ServerNamed && topology.ReservedName(def.Name) {
 		return queue.Settings{}, reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)
 	}
 	settings, err := queue.ParseArgs(def.Name, v.Name, def.Args)
@@ -258,50 +211,6 @@ func (v *VHost) storeOrNil() queue.Store {
 		return nil
 	}
 	return v.store
-}
-
-// queueArgsCompared are the arguments a redeclare must repeat exactly.
-var queueArgsCompared = []string{
-	"x-message-ttl", "x-expires", "x-max-length", "x-max-length-bytes", "x-overflow",
-	"x-dead-letter-exchange", "x-dead-letter-routing-key", "x-max-priority",
-	"x-single-active-consumer", "x-delivery-limit", "x-queue-type",
-}
-
-// equivalentQueue refuses a redeclare def of q that differs from it in
-// its flags or in the arguments of compared (queueArgsCompared when nil).
-func (v *VHost) equivalentQueue(q Shape, def QueueDef, compared ...string) error {
-	if compared == nil {
-		compared = queueArgsCompared
-	}
-	diff := func(field string, got, cur any) error {
-		return reply.PreconditionFailed("inequivalent arg '%s' for queue '%s' in vhost '%s': received '%v' but current is '%v'",
-			field, def.Name, v.Name, got, cur)
-	}
-	// Exclusivity first: RabbitMQ answers 405 to a redeclare that
-	// differs in it before it compares anything else.
-	switch {
-	case q.Exclusive != def.Exclusive:
-		return v.locked(def.Name)
-	case q.Durable != def.Durable:
-		return diff("durable", def.Durable, q.Durable)
-	case q.AutoDelete != def.AutoDelete:
-		return diff("auto_delete", def.AutoDelete, q.AutoDelete)
-	}
-	for _, k := range compared {
-		got, hasGot := def.Args[k]
-		cur, hasCur := q.Args[k]
-		if hasGot != hasCur || !exchange.ValuesEqual(got, cur) {
-			return diff(k, describe(got, hasGot), describe(cur, hasCur))
-		}
-	}
-	return nil
-}
-
-func describe(v any, present bool) any {
-	if !present {
-		return "none"
-	}
-	return v
 }
 
 // DeleteQueue deletes a queue (see queue.Delete for the conditions) and its

@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -42,7 +43,7 @@ type Queue interface {
 	// exclusive one nobody bound yet). A delete names it.
 	Incarnation() uint64
 	// Record is its stored (and replicated) declaration.
-	Record() QueueRecord
+	Record() topology.QueueRecord
 	// Figures are its depth and consumers, from its member here or one on
 	// another node, and its message statistics.
 	Figures() (queue.Stats, *stats.Meter, error)
@@ -56,8 +57,8 @@ type Queue interface {
 
 	// CheckArgs refuses a redeclare's arguments its type cannot take;
 	// Equivalent refuses a redeclare that differs from it (406).
-	CheckArgs(def QueueDef) error
-	Equivalent(def QueueDef) error
+	CheckArgs(def topology.QueueDef) error
+	Equivalent(def topology.QueueDef) error
 	// DeleteChecks refuses a delete whose conditions (if-unused,
 	// if-empty) do not hold, and says how many messages were ready. A
 	// type may delete its messages here already, when checking and
@@ -135,17 +136,17 @@ type QueueType interface {
 	Name() string
 	// Check refuses a new declare's arguments and flags, all of them: a
 	// stream takes arguments a classic queue refuses.
-	Check(h Host, def QueueDef) error
+	Check(h Host, def topology.QueueDef) error
 	// Declare makes one on a node of its own, or checks the one there is.
-	Declare(h Host, def QueueDef) (q Queue, created bool, err error)
+	Declare(h Host, def topology.QueueDef) (q Queue, created bool, err error)
 	// DeclareReplicated proposes one to the cluster and returns the queue
 	// of the name once the declare is applied here.
-	DeclareReplicated(h Host, def QueueDef) (q Queue, created bool, err error)
+	DeclareReplicated(h Host, def topology.QueueDef) (q Queue, created bool, err error)
 	// ApplyDeclare carries out a declare the cluster committed.
-	ApplyDeclare(h Host, def QueueDef) error
+	ApplyDeclare(h Host, def topology.QueueDef) error
 	// Restore reopens a stored one at start, with its messages in the
 	// store's levels as recovery counted them (classic queues').
-	Restore(h Host, def QueueDef, id uint64, levels []storage.Level) error
+	Restore(h Host, def topology.QueueDef, id uint64, levels []storage.Level) error
 }
 
 // A Local queue keeps its messages in this process and takes a
@@ -208,7 +209,7 @@ func NewQueueTypes(untyped string, types ...QueueType) *QueueTypes {
 }
 
 // asked is the type def's arguments ask for: classic when they name none.
-func (ts *QueueTypes) asked(def QueueDef) (QueueType, bool) {
+func (ts *QueueTypes) asked(def topology.QueueDef) (QueueType, bool) {
 	if ts == nil {
 		return nil, false
 	}
@@ -217,7 +218,7 @@ func (ts *QueueTypes) asked(def QueueDef) (QueueType, bool) {
 }
 
 // restored is the type of a stored or replicated declaration.
-func (ts *QueueTypes) restored(def QueueDef) (QueueType, bool) {
+func (ts *QueueTypes) restored(def topology.QueueDef) (QueueType, bool) {
 	if def.Members != nil {
 		return ts.replicated(def)
 	}
@@ -225,7 +226,7 @@ func (ts *QueueTypes) restored(def QueueDef) (QueueType, bool) {
 }
 
 // replicated is the type of a replicated declaration (def.Members set).
-func (ts *QueueTypes) replicated(def QueueDef) (QueueType, bool) {
+func (ts *QueueTypes) replicated(def topology.QueueDef) (QueueType, bool) {
 	if _, named := def.Args["x-queue-type"]; named {
 		return ts.asked(def)
 	}
@@ -235,7 +236,7 @@ func (ts *QueueTypes) replicated(def QueueDef) (QueueType, bool) {
 // typeOf is the type a declare of def is: that of the queue of the name
 // there is, or the one it asks for; defMu is held. A vhost without the
 // type (a test's, a broker that does not serve it) refuses the declare.
-func (v *VHost) typeOf(def QueueDef) (QueueType, error) {
+func (v *VHost) typeOf(def topology.QueueDef) (QueueType, error) {
 	name := queue.TypeOf(def.Args)
 	if t := v.queues[def.Name]; t != nil {
 		name = t.Type()

@@ -12,6 +12,7 @@ import (
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/streamqueue"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -31,11 +32,11 @@ func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
 		{"s", "stream", "stream"},
 		{"qq", "quorum", "quorum queue"},
 	} {
-		def := vhost.QueueDef{Name: c.name, Durable: true, Args: protocol.Table{"x-queue-type": c.typ}}
+		def := topology.QueueDef{Name: c.name, Durable: true, Args: protocol.Table{"x-queue-type": c.typ}}
 		if _, err := v.Declare(def, false); err != nil {
 			t.Fatalf("declare %s: %v", c.typ, err)
 		}
-		_, _, err := v.DeclareQueue(vhost.QueueDef{Name: c.name}, true)
+		_, _, err := v.DeclareQueue(topology.QueueDef{Name: c.name}, true)
 		var re *reply.Error
 		if !errors.As(err, &re) || re.Code != protocol.PreconditionFailed || !strings.Contains(err.Error(), "is a "+c.kind) {
 			t.Errorf("DeclareQueue of a %s: %v", c.kind, err)

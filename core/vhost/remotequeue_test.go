@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -77,7 +78,7 @@ func newClusterVHost(t *testing.T) (*vhost.VHost, *oneNodeCluster) {
 // through calls, and refused for what needs it here.
 func TestAQueueHomedElsewhereIsAQueue(t *testing.T) {
 	v, c := newClusterVHost(t)
-	if err := v.ApplyCommand(vhost.DeclareQueue{Def: vhost.QueueDef{Name: "x", Durable: true, Home: "b", ID: 7}}); err != nil {
+	if err := v.ApplyCommand(topology.DeclareQueue{Def: topology.QueueDef{Name: "x", Durable: true, Home: "b", ID: 7}}); err != nil {
 		t.Fatal(err)
 	}
 	info, ok := v.QueueInfo("x")
@@ -98,20 +99,20 @@ func TestAQueueHomedElsewhereIsAQueue(t *testing.T) {
 		t.Fatalf("forwarded %v, want [b:x]", got)
 	}
 
-	d, err := v.Declare(vhost.QueueDef{Name: "x", Durable: true}, true)
+	d, err := v.Declare(topology.QueueDef{Name: "x", Durable: true}, true)
 	if err != nil || d.Home() != "b" {
 		t.Fatalf("passive declare: %+v, %v", d, err)
 	}
 	if ready, consumers, err := v.Counts(d); err != nil || ready != 4 || consumers != 1 {
 		t.Fatalf("counts %d %d %v", ready, consumers, err)
 	}
-	if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: "x", Durable: true}, true); err == nil || !strings.Contains(err.Error(), "is on node 'b'") {
+	if _, _, err := v.DeclareQueue(topology.QueueDef{Name: "x", Durable: true}, true); err == nil || !strings.Contains(err.Error(), "is on node 'b'") {
 		t.Fatalf("declare for use here: %v", err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "x", Durable: false}, false); reply.As(err).Code != protocol.PreconditionFailed {
+	if _, err := v.Declare(topology.QueueDef{Name: "x", Durable: false}, false); reply.As(err).Code != protocol.PreconditionFailed {
 		t.Fatalf("inequivalent redeclare: %v", err)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "x", Exclusive: true}, false); reply.As(err).Code != protocol.ResourceLocked {
+	if _, err := v.Declare(topology.QueueDef{Name: "x", Exclusive: true}, false); reply.As(err).Code != protocol.ResourceLocked {
 		t.Fatalf("exclusive declare of its name: %v", err)
 	}
 
@@ -119,17 +120,17 @@ func TestAQueueHomedElsewhereIsAQueue(t *testing.T) {
 	if out := publish(t, v, "", "x", "m"); out.Forwarded != nil || out.HomesDown != 1 {
 		t.Fatalf("outcome with its home down %+v", out)
 	}
-	if _, err := v.Declare(vhost.QueueDef{Name: "x", Durable: true}, true); err == nil || !strings.Contains(err.Error(), "home node 'b'") {
+	if _, err := v.Declare(topology.QueueDef{Name: "x", Durable: true}, true); err == nil || !strings.Contains(err.Error(), "home node 'b'") {
 		t.Fatalf("passive declare with its home down: %v", err)
 	}
 	if _, err := v.PurgeQueue("x", nil); err == nil || !strings.Contains(err.Error(), "down or inaccessible") {
 		t.Fatalf("purge with its home down: %v", err)
 	}
 
-	if err := v.ApplyCommand(vhost.DeleteQueue{Name: "x", Incarnation: 8}); err != nil || !v.HasQueue("x") {
+	if err := v.ApplyCommand(topology.DeleteQueue{Name: "x", Incarnation: 8}); err != nil || !v.HasQueue("x") {
 		t.Fatalf("a delete of another incarnation: %v", err)
 	}
-	if err := v.ApplyCommand(vhost.DeleteQueue{Name: "x", Incarnation: 7}); err != nil || v.HasQueue("x") {
+	if err := v.ApplyCommand(topology.DeleteQueue{Name: "x", Incarnation: 7}); err != nil || v.HasQueue("x") {
 		t.Fatalf("its delete: %v", err)
 	}
 }
@@ -141,12 +142,12 @@ func TestAQueueHomedElsewhereIsAQueue(t *testing.T) {
 func TestALocalExclusiveQueueShadowsOneHomedElsewhere(t *testing.T) {
 	v, c := newClusterVHost(t)
 	owner := new(int)
-	local, _, err := v.DeclareQueue(vhost.QueueDef{Name: "y", Exclusive: true, Owner: owner}, false)
+	local, _, err := v.DeclareQueue(topology.QueueDef{Name: "y", Exclusive: true, Owner: owner}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cq, _ := classicqueue.Of(local)
-	if err := v.ApplyCommand(vhost.DeclareQueue{Def: vhost.QueueDef{Name: "y", Durable: true, Home: "b", ID: 9}}); err != nil {
+	if err := v.ApplyCommand(topology.DeclareQueue{Def: topology.QueueDef{Name: "y", Durable: true, Home: "b", ID: 9}}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := v.Queue("y", owner); err != nil || q != local {
@@ -167,7 +168,7 @@ func TestALocalExclusiveQueueShadowsOneHomedElsewhere(t *testing.T) {
 	if got := c.takeForwarded(); len(got) != 0 {
 		t.Fatalf("forwarded %v", got)
 	}
-	if err := v.ApplyCommand(vhost.DeleteQueue{Name: "y", Incarnation: 9}); err != nil {
+	if err := v.ApplyCommand(topology.DeleteQueue{Name: "y", Incarnation: 9}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := v.Queue("y", owner); err != nil || q != local || ready(t, cq) != 1 {

@@ -6,6 +6,7 @@ import (
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // Replicated queues in a cluster (quorum queues and streams, whatever
@@ -18,7 +19,7 @@ import (
 // and if so, what a declare of def gets: nil when it matches, 406 when
 // its type, flags or arguments differ. A replicated declare applied on a
 // node that has one of another incarnation keeps that one.
-func (v *VHost) declaredAlready(def QueueDef) (bool, error) {
+func (v *VHost) declaredAlready(def topology.QueueDef) (bool, error) {
 	if t := v.lookup(def.Name); t != nil {
 		return true, t.Equivalent(def)
 	}
@@ -32,7 +33,7 @@ func (v *VHost) proposeDelete(name string, incarnation uint64, consumers, held, 
 	if err := queue.DeleteConditions(name, v.Name, consumers, held, ifUnused, ifEmpty); err != nil {
 		return 0, err
 	}
-	if err := v.propose(DeleteQueue{Name: name, Incarnation: incarnation}); err != nil {
+	if err := v.propose(topology.DeleteQueue{Name: name, Incarnation: incarnation}); err != nil {
 		return 0, err
 	}
 	return ready, nil
@@ -63,10 +64,6 @@ func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
 }
 
 // ---- changing the members of a quorum queue or a stream
-
-// OpQuorumMembers is the topology command that records a quorum queue's
-// (or a stream's) new members, once its group has the change.
-const OpQuorumMembers = "quorum_members"
 
 // CallMember asks a member to change the members (GroupQueue.ChangeMember).
 const CallMember = "quorum.member"

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/storage"
 )
@@ -24,7 +25,7 @@ func BenchmarkDeleteQueueOnBigTopic(b *testing.B) {
 		b.Run(fmt.Sprintf("bindings=%d", queues*perQueue), func(b *testing.B) {
 			name := func(i int) string { return fmt.Sprint("q", i) }
 			bindQueue := func(i int) {
-				if _, _, err := v.DeclareQueue(vhost.QueueDef{Name: name(i)}, false); err != nil {
+				if _, _, err := v.DeclareQueue(topology.QueueDef{Name: name(i)}, false); err != nil {
 					b.Fatal(err)
 				}
 				bs := make([]vhost.Binding, perQueue)

@@ -74,6 +74,7 @@ import (
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/topology"
 )
 
 // VHost is one virtual host.
@@ -88,9 +89,9 @@ type VHost struct {
 	memory   queue.MemoryLimit
 	bodies   *message.Bodies
 	closed   atomic.Bool
-	cluster  Cluster                // nil on a node of its own; see cluster.go
-	limits   atomic.Pointer[Limits] // limits.go; nil: none
-	meta     atomic.Pointer[Metadata]
+	cluster  Cluster                         // nil on a node of its own; see cluster.go
+	limits   atomic.Pointer[topology.Limits] // limits.go; nil: none
+	meta     atomic.Pointer[topology.Metadata]
 
 	// Counters are the vhost's message statistics: what its channels count
 	// (the connection layer adds to both) and its queues' dead letters.

@@ -11,7 +11,7 @@
 // read, not as false on a restart or on another node.
 //
 // The encoders and decoders themselves stay with the package that owns
-// the records, one file per package (core/vhost's records.go, core/broker's
+// the records, one file per package (core/topology's records.go, core/broker's
 // records.go); this package holds only what they share.
 package tablerec
 

@@ -1,4 +1,4 @@
-package vhost
+package topology
 
 import (
 	"github.com/warrenmq/warren/core/exchange"
@@ -32,7 +32,9 @@ type ExchangeRecord struct {
 	Args                          protocol.Table
 }
 
-func exchangeRecordOf(def exchange.Definition) ExchangeRecord {
+// ExchangeRecordOf is def's record; the store keys it by name, so the
+// record names none.
+func ExchangeRecordOf(def exchange.Definition) ExchangeRecord {
 	return ExchangeRecord{Type: def.Type, Durable: def.Durable, AutoDelete: def.AutoDelete, Internal: def.Internal, Args: def.Args}
 }
 
@@ -134,7 +136,8 @@ type BindingRecord struct {
 	Args        protocol.Table
 }
 
-func bindingRecordOf(b *exchange.Binding) BindingRecord {
+// BindingRecordOf is b's record.
+func BindingRecordOf(b *exchange.Binding) BindingRecord {
 	return BindingRecord{Source: b.Source, Destination: b.Destination, Key: b.Key, Args: b.Args}
 }
 
@@ -177,7 +180,8 @@ type PolicyRecord struct {
 	Definition protocol.Table
 }
 
-func policyRecordOf(p *policy.Policy) PolicyRecord {
+// PolicyRecordOf is p's record; the store keys it by name.
+func PolicyRecordOf(p *policy.Policy) PolicyRecord {
 	return PolicyRecord{Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: int64(p.Priority), Definition: p.Definition}
 }
 
@@ -199,13 +203,41 @@ func (r PolicyRecord) Policy(name string) (*policy.Policy, error) {
 	return policy.Restore(name, r.Pattern, r.ApplyTo, int(r.Priority), r.Definition)
 }
 
+// args is a record's arguments: an empty table for none.
+func args(t protocol.Table) protocol.Table {
+	if t == nil {
+		return protocol.Table{}
+	}
+	return t
+}
+
 func putName(t protocol.Table, name string) {
 	if name != "" {
 		t["name"] = name
 	}
 }
 
-// ---- topology commands (cluster.go)
+// ---- topology commands (core/vhost's cluster.go)
+
+// The ops the commands are carried under.
+const (
+	OpDeclareExchange = "declare_exchange"
+	OpDeleteExchange  = "delete_exchange"
+	OpBind            = "bind"
+	OpUnbind          = "unbind"
+	OpDeclareQueue    = "declare_queue"
+	OpDeleteQueue     = "delete_queue"
+	OpQuorumMembers   = "quorum_members"
+)
+
+// IsCommand reports whether op is a vhost's topology command.
+func IsCommand(op string) bool {
+	switch op {
+	case OpDeclareExchange, OpDeleteExchange, OpBind, OpUnbind, OpDeclareQueue, OpDeleteQueue, OpQuorumMembers:
+		return true
+	}
+	return false
+}
 
 // A Command is a topology change the cluster's metadata group carries.
 type Command interface{ op() string }
@@ -329,4 +361,58 @@ func ReadCommand(t protocol.Table) (string, Command, error) {
 		return vh, nil, reply.Internal("%v", err)
 	}
 	return vh, c, nil
+}
+
+// ---- a vhost's share of a snapshot of the metadata group
+
+// Snapshot is a vhost's topology as a snapshot of the metadata group
+// carries it: its exchanges (those of clients), the queues the cluster
+// shares, with their homes, and its bindings in creation order.
+type Snapshot struct {
+	Exchanges []ExchangeRecord
+	Queues    []QueueRecord
+	Bindings  []BindingRecord
+}
+
+func (s Snapshot) Table() protocol.Table {
+	var exchanges, queues, bindings []any
+	for _, r := range s.Exchanges {
+		exchanges = append(exchanges, r.Table())
+	}
+	for _, r := range s.Queues {
+		queues = append(queues, r.Table())
+	}
+	for _, r := range s.Bindings {
+		bindings = append(bindings, r.Table())
+	}
+	return protocol.Table{"exchanges": exchanges, "queues": queues, "bindings": bindings}
+}
+
+// ReadSnapshot reads what Snapshot.Table wrote for the vhost named vhost.
+// A record it cannot read fails it whole.
+func ReadSnapshot(vhost string, t protocol.Table) (Snapshot, error) {
+	r := tablerec.Open("topology of vhost "+vhost, t, recordVersion)
+	var s Snapshot
+	for _, x := range r.Tables("exchanges") {
+		rec, err := ReadExchangeRecord(x)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.Exchanges = append(s.Exchanges, rec)
+	}
+	for _, q := range r.Tables("queues") {
+		rec, err := ReadQueueRecord(q)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.Queues = append(s.Queues, rec)
+	}
+	for _, b := range r.Tables("bindings") {
+		rec, err := ReadBindingRecord(b)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.Bindings = append(s.Bindings, rec)
+	}
+	return s, r.Err()
 }
