@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -453,7 +454,7 @@ func (ch *channel) readableQueue(name string) (vhost.Source, string, error) {
 }
 
 func (ch *channel) consume(m *protocol.BasicConsume) error {
-	if m.Queue == vhost.ReplyToQueue {
+	if m.Queue == replyto.Queue {
 		return ch.consumeReplyTo(m)
 	}
 	q, name, err := ch.readableQueue(m.Queue)

@@ -4,8 +4,8 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -81,7 +81,7 @@ func (ch *channel) exchangeBind(source, dest, key string, args protocol.Table, n
 }
 
 func (ch *channel) queueDeclare(m *protocol.QueueDeclare) error {
-	if m.Queue == vhost.ReplyToQueue || vhost.IsReplyToken(m.Queue) {
+	if m.Queue == replyto.Queue || replyto.IsToken(m.Queue) {
 		return ch.declareReplyTo(m)
 	}
 	name := m.Queue

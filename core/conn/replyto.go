@@ -4,8 +4,8 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -44,7 +44,7 @@ func (ch *channel) consumeReplyTo(m *protocol.BasicConsume) error {
 	}
 	ch.reply = &replyConsumer{tag: tag}
 	ch.mu.Unlock()
-	token := ch.c.vh.RegisterReply(replyTarget{ch})
+	token := ch.c.vh.Replies().Register(replyTarget{ch})
 	ch.mu.Lock()
 	ch.reply.token = token
 	ch.mu.Unlock()
@@ -64,7 +64,7 @@ func (ch *channel) cancelReplyTo(tag string) bool {
 	}
 	ch.reply = nil
 	ch.mu.Unlock()
-	ch.c.vh.UnregisterReply(r.token)
+	ch.c.vh.Replies().Unregister(r.token)
 	return true
 }
 
@@ -75,7 +75,7 @@ func (ch *channel) dropReplyTo() {
 	ch.reply = nil
 	ch.mu.Unlock()
 	if r != nil && ch.c.vh != nil {
-		ch.c.vh.UnregisterReply(r.token)
+		ch.c.vh.Replies().Unregister(r.token)
 	}
 }
 
@@ -90,7 +90,7 @@ func (ch *channel) withReplyToken(m *message.Message) (*message.Message, error) 
 	if err != nil {
 		return m, nil // the queue's reader sees the same undecodable properties
 	}
-	if to, _ := v.String(protocol.FlagReplyTo); to != vhost.ReplyToQueue {
+	if to, _ := v.String(protocol.FlagReplyTo); to != replyto.Queue {
 		return m, nil
 	}
 	ch.mu.Lock()

@@ -67,7 +67,7 @@ func (Type) Check(h vhost.Host, def topology.QueueDef) error {
 	}
 	// Not whether this vhost keeps a store: a definitions import checks
 	// a vhost it is about to create against a scratch one that has none.
-	return h.RefuseFlags(def, "rabbit_quorum_queue")
+	return topology.RefuseFlags(h.Name(), def, "rabbit_quorum_queue")
 }
 
 // Declare makes a quorum queue on a node of its own, or checks the one
@@ -125,7 +125,7 @@ func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.
 // check refuses a new quorum queue's flags the way RabbitMQ 3.10 does;
 // its arguments were checked with queue.CheckDeclareArgs.
 func check(h vhost.Host, def topology.QueueDef) error {
-	if err := h.RefuseFlags(def, "rabbit_quorum_queue"); err != nil {
+	if err := topology.RefuseFlags(h.Name(), def, "rabbit_quorum_queue"); err != nil {
 		return err
 	}
 	if h.Groups() == nil || h.Store() == nil {

@@ -52,7 +52,7 @@ func (Type) Name() string { return queue.Stream }
 // Check refuses a new stream's flags the way RabbitMQ 3.10 does; its
 // arguments were checked with queue.CheckDeclareArgs.
 func (Type) Check(h vhost.Host, def topology.QueueDef) error {
-	return h.RefuseFlags(def, "rabbit_stream_queue")
+	return topology.RefuseFlags(h.Name(), def, "rabbit_stream_queue")
 }
 
 // Declare makes a stream on a node of its own, or checks the one there

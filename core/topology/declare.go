@@ -144,3 +144,23 @@ func CheckExchangeArgs(def exchange.Definition) error {
 	}
 	return nil
 }
+
+// RefuseFlags refuses a declare's flags that a type of durable queues
+// shared by every connection cannot take, as RabbitMQ 3.10 words it;
+// module is the type's there (rabbit_quorum_queue, rabbit_stream_queue).
+func RefuseFlags(vhost string, def QueueDef, module string) error {
+	invalidProperty := func(p string) error {
+		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, vhost)
+	}
+	switch {
+	case def.ServerNamed:
+		return reply.PreconditionFailed("Cannot declare a server-named queue for type %s", module)
+	case !def.Durable:
+		return invalidProperty("non-durable")
+	case def.AutoDelete:
+		return invalidProperty("auto-delete")
+	case def.Exclusive:
+		return invalidProperty("exclusive-owner")
+	}
+	return nil
+}

@@ -14,27 +14,6 @@ import (
 	"github.com/warrenmq/warren/protocol"
 )
 
-// bindingKey identifies a binding: AMQP treats two binds with the same
-// source, destination, key and arguments as one.
-type bindingKey struct {
-	source string
-	dest   exchange.Destination
-	key    string
-	args   string // the arguments' canonical encoding (sorted keys)
-}
-
-func keyOf(source string, dest exchange.Destination, key string, args protocol.Table) (bindingKey, error) {
-	k := bindingKey{source: source, dest: dest, key: key}
-	if len(args) > 0 {
-		enc, err := protocol.AppendTable(nil, args)
-		if err != nil {
-			return k, reply.PreconditionFailed("invalid binding arguments: %v", err)
-		}
-		k.args = string(enc)
-	}
-	return k, nil
-}
-
 // Bind links source to a destination. Binding twice is a no-op. The
 // destination may be a queue (queue.bind) or an exchange (exchange.bind).
 func (v *VHost) Bind(source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
@@ -86,7 +65,7 @@ func (v *VHost) BindAll(bindings []Binding) (int, error) {
 	defer v.defMu.Unlock()
 	// Check and number them all first; a failure stops the list there.
 	pending := make([]pendingBinding, 0, len(bindings))
-	seen := make(map[bindingKey]bool, len(bindings))
+	seen := make(map[topology.BindingKey]bool, len(bindings))
 	var failed error
 	for _, bd := range bindings {
 		if bd.Source == "" || bd.Dest.Kind == exchange.ToExchange && bd.Dest.Name == "" {
@@ -185,7 +164,7 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 // pendingBinding is a binding checked and numbered, not yet in its
 // source's router nor the maps.
 type pendingBinding struct {
-	key bindingKey
+	key topology.BindingKey
 	src *Exchange
 	b   *exchange.Binding // nil when the binding exists already
 }
@@ -193,7 +172,7 @@ type pendingBinding struct {
 // newBinding makes the checks a binding must pass and builds it; seq 0
 // takes the next number. defMu is held.
 func (v *VHost) newBinding(source string, dest exchange.Destination, key string, args protocol.Table, owner any, seq uint64) (pendingBinding, error) {
-	bk, err := keyOf(source, dest, key, args)
+	bk, err := topology.KeyOf(source, dest, key, args)
 	if err != nil {
 		return pendingBinding{}, err
 	}
@@ -326,7 +305,7 @@ func (v *VHost) Unbind(source string, dest exchange.Destination, key string, arg
 
 // unbind is Unbind's change; defMu is held.
 func (v *VHost) unbind(source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
-	bk, err := keyOf(source, dest, key, args)
+	bk, err := topology.KeyOf(source, dest, key, args)
 	if err != nil {
 		return err
 	}
@@ -355,7 +334,7 @@ func (v *VHost) removeBindings(bs []*exchange.Binding) {
 	var stored []*exchange.Binding
 	v.mu.Lock()
 	for _, b := range bs {
-		bk, _ := keyOf(b.Source, b.Destination, b.Key, b.Args)
+		bk, _ := topology.KeyOf(b.Source, b.Destination, b.Key, b.Args)
 		if v.bindings[bk] != b {
 			continue
 		}

@@ -17,8 +17,8 @@ import (
 // CheckExchange reports whether DeclareExchange(def, false) would succeed:
 // an existing exchange must be equivalent, a new one must have a known
 // type, a name names.Check takes, without the reserved prefix, and valid
-// arguments. It calls
-// the type's ValidateDeclare, which for a plugin type is a plugin call.
+// arguments. It calls the type's ValidateDeclare, which for a plugin type
+// is a plugin call.
 func (v *VHost) CheckExchange(def exchange.Definition) error {
 	def.VHost = v.Name
 	if def.Name == "" {
@@ -33,26 +33,15 @@ func (v *VHost) CheckExchange(def exchange.Definition) error {
 	if err := v.checkExchangeName(def); err != nil {
 		return err
 	}
-	if topology.ReservedName(def.Name) {
-		return reply.AccessRefused("exchange name '%s' contains reserved prefix 'amq.*'", def.Name)
-	}
-	t, ok := v.types.Lookup(def.Type)
-	if !ok {
-		return reply.CommandInvalid("invalid exchange type '%s'", def.Type)
-	}
-	if err := topology.CheckExchangeArgs(def); err != nil {
-		return err
-	}
-	if err := t.ValidateDeclare(def); err != nil {
-		return reply.As(err)
-	}
-	return nil
+	_, err := v.checkNewExchange(def)
+	return err
 }
 
 // CheckQueue reports whether DeclareQueue(def, false) would succeed for a
 // named queue: no reserved prefix, a new queue's name and arguments as
-// checkNewQueue takes them and its flags as its type takes them, and an existing queue of that name must be equivalent and not
-// exclusive to another owner.
+// checkNewQueue takes them and its flags as its type takes them, and an
+// existing queue of that name must be equivalent and not exclusive to
+// another owner.
 func (v *VHost) CheckQueue(def topology.QueueDef) error {
 	if topology.ReservedName(def.Name) {
 		return reply.AccessRefused("queue name '%s' contains reserved prefix 'amq.*'", def.Name)

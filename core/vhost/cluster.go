@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/topology"
 
 	"github.com/warrenmq/warren/internal/lockorder"
@@ -321,7 +322,7 @@ func (v *VHost) proposeExchangeDelete(name string, ifUnused bool) error {
 // proposeBinding proposes a bind or an unbind once the ends are found and
 // the owner may use them.
 func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key string, args protocol.Table, owner any) error {
-	bk, err := keyOf(source, dest, key, args)
+	bk, err := topology.KeyOf(source, dest, key, args)
 	if err != nil {
 		return err
 	}
@@ -575,9 +576,9 @@ var ErrNoMember = reply.Internal("no member of the quorum queue can be reached")
 // finds it gone) and calls done once they have it: after the store synced
 // it when it is persistent.
 func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
-	if len(queues) == 1 && IsReplyToken(queues[0]) {
+	if len(queues) == 1 && replyto.IsToken(queues[0]) {
 		// A direct reply-to reply published on another node.
-		if t := v.replyTarget(queues[0]); t != nil {
+		if t := v.replies.Target(queues[0]); t != nil {
 			t.DeliverReply(m)
 		}
 		done(nil)
@@ -638,20 +639,26 @@ func (v *VHost) sharedQueues() map[string]Queue {
 func (v *VHost) Topology() topology.Snapshot {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
+	return v.topology(func(t Queue) topology.QueueRecord { return t.Record() })
+}
+
+// topology is the vhost's topology, each shared queue's record as rec
+// makes it; defMu is held.
+func (v *VHost) topology(rec func(Queue) topology.QueueRecord) topology.Snapshot {
 	var s topology.Snapshot
 	for _, x := range v.exchangeList() {
 		if x.Name == "" || topology.ReservedName(x.Name) {
 			continue
 		}
-		rec := topology.ExchangeRecordOf(x.Definition)
-		rec.Name = x.Name
-		s.Exchanges = append(s.Exchanges, rec)
+		r := topology.ExchangeRecordOf(x.Definition)
+		r.Name = x.Name
+		s.Exchanges = append(s.Exchanges, r)
 	}
 	v.mu.RLock()
 	for name, t := range v.sharedQueues() {
-		rec := t.Record()
-		rec.Name = name
-		s.Queues = append(s.Queues, rec)
+		r := rec(t)
+		r.Name = name
+		s.Queues = append(s.Queues, r)
 	}
 	v.mu.RUnlock()
 	for _, b := range v.Bindings() {
@@ -660,91 +667,54 @@ func (v *VHost) Topology() topology.Snapshot {
 	return s
 }
 
-// RestoreTopology makes the vhost's topology a snapshot's (Topology): what
-// it lacks is deleted (a queue homed here with its messages), what differs
-// is made again, what matches is left alone.
-func (v *VHost) RestoreTopology(s topology.Snapshot) error {
-	wantX := map[string]exchange.Definition{}
-	for _, rec := range s.Exchanges {
-		wantX[rec.Name] = rec.Definition(v.Name, "")
-	}
-	wantQ := map[string]topology.QueueDef{}
-	for _, rec := range s.Queues {
-		def := rec.Def("")
-		def.FromSnapshot = true
-		wantQ[def.Name] = def
-	}
-	wantB := s.Bindings
+// RestoreTopology makes the vhost's topology a snapshot's (topology.Diff):
+// what it lacks is deleted (a queue homed here with its messages), what
+// differs is made again, what matches is left alone.
+func (v *VHost) RestoreTopology(want topology.Snapshot) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	for _, x := range v.exchangeList() {
-		if x.Name == "" || topology.ReservedName(x.Name) {
-			continue
+	have := v.topology(func(t Queue) topology.QueueRecord {
+		r := topology.QueueRecord{Incarnation: t.Incarnation()}
+		if g, ok := t.(GroupQueue); ok && g.Replicated() {
+			r.Members = g.MemberNodes()
 		}
-		if def, ok := wantX[x.Name]; !ok || x.Type != def.Type || topology.EquivalentExchange(x.Definition, def) != nil {
-			v.deleteExchange(x)
-		}
-	}
-	var firstErr error
+		return r
+	})
+	c, firstErr := topology.Diff(have, want)
 	keep := func(err error) {
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
-	for _, def := range wantX {
-		keep(v.applyExchange(def))
-	}
-
-	v.mu.RLock()
-	type have struct {
-		name        string
-		incarnation uint64
-	}
-	var haves []have
-	for name, t := range v.sharedQueues() {
-		haves = append(haves, have{name: name, incarnation: t.Incarnation()})
-	}
-	v.mu.RUnlock()
-	for _, h := range haves {
-		name := h.name
-		if def, ok := wantQ[name]; ok && def.ID == h.incarnation {
-			delete(wantQ, name)
-			if r := v.replicatedQueue(name); r != nil && def.Members != nil && !slices.Equal(r.MemberNodes(), def.Members) {
-				// A change of members this node missed, the log behind
-				// it compacted: without it, a member removed meanwhile
-				// would run on, and ask to be added back (CheckMembers).
-				keep(v.applyQuorumMembers(name, h.incarnation, def.Members))
-			}
-			continue
+	for _, name := range c.DeleteExchanges {
+		if x := v.exchanges[name]; x != nil { // not auto-deleted meanwhile
+			v.deleteExchange(x)
 		}
-		v.applyDeleteQueue(name, h.incarnation)
 	}
-	for _, def := range wantQ {
+	for _, rec := range c.DeclareExchanges {
+		keep(v.applyExchange(rec.Definition(v.Name, "")))
+	}
+	for _, d := range c.DeleteQueues {
+		v.applyDeleteQueue(d.Name, d.Incarnation)
+	}
+	for _, m := range c.Members {
+		keep(v.applyQuorumMembers(m.Name, m.Incarnation, m.Members))
+	}
+	for _, def := range c.DeclareQueues {
 		keep(v.applyDeclareQueue(def))
 	}
-
-	byKey := map[bindingKey]topology.BindingRecord{}
-	var order []bindingKey
-	for _, rec := range wantB {
-		bk, err := keyOf(rec.Source, rec.Destination, rec.Key, rec.Args)
-		if err != nil {
-			keep(err)
-			continue
-		}
-		byKey[bk] = rec
-		order = append(order, bk)
-	}
+	var gone []*exchange.Binding
 	v.mu.RLock()
-	var extra []*exchange.Binding
-	for bk, bd := range v.bindings {
-		if _, ok := byKey[bk]; !ok {
-			extra = append(extra, bd)
+	for _, b := range c.Unbind {
+		// Gone already when its source or destination went above.
+		if k, err := topology.KeyOf(b.Source, b.Destination, b.Key, b.Args); err == nil && v.bindings[k] != nil {
+			gone = append(gone, v.bindings[k])
 		}
 	}
 	v.mu.RUnlock()
-	v.removeBindings(extra)
-	for _, bk := range order {
-		keep(v.addBinding(bk.source, bk.dest, bk.key, byKey[bk].Args, anyOwner, 0, true))
+	v.removeBindings(gone)
+	for _, b := range c.Bind {
+		keep(v.addBinding(b.Source, b.Destination, b.Key, b.Args, anyOwner, 0, true))
 	}
 	return firstErr
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
-	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
@@ -175,26 +174,6 @@ func (h Host) AddRemote(def topology.QueueDef, persist bool) error {
 // the node is back in its cluster. defMu is held.
 func (h Host) Lost(name string, incarnation uint64) {
 	h.v.lost = append(h.v.lost, lostQueue{name: name, id: incarnation})
-}
-
-// RefuseFlags refuses a declare's flags that a type of durable queues
-// shared by every connection cannot take, as RabbitMQ 3.10 words it;
-// module is the type's there (rabbit_quorum_queue, rabbit_stream_queue).
-func (h Host) RefuseFlags(def topology.QueueDef, module string) error {
-	invalidProperty := func(p string) error {
-		return reply.PreconditionFailed("invalid property '%s' for queue '%s' in vhost '%s'", p, def.Name, h.v.Name)
-	}
-	switch {
-	case def.ServerNamed:
-		return reply.PreconditionFailed("Cannot declare a server-named queue for type %s", module)
-	case !def.Durable:
-		return invalidProperty("non-durable")
-	case def.AutoDelete:
-		return invalidProperty("auto-delete")
-	case def.Exclusive:
-		return invalidProperty("exclusive-owner")
-	}
-	return nil
 }
 
 // DeclaredAlready says whether a queue named as def is there already,

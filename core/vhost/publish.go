@@ -8,6 +8,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -62,7 +63,7 @@ func (o Outcome) Routed() bool { return o.Queues > 0 || o.Held || o.Forwarded !=
 // (sender-selected distribution, as in RabbitMQ): it is routed under all of
 // them, and the BCC header is removed before any queue sees it.
 func (v *VHost) Publish(x *Exchange, m *message.Message, r *RouteBuffers) (Outcome, error) {
-	if x.Name == "" && IsReplyToken(m.RoutingKey) {
+	if x.Name == "" && replyto.IsToken(m.RoutingKey) {
 		// A direct reply-to reply: to its channel, no queue (replyto.go).
 		out := v.publishReply(m.RoutingKey, m)
 		x.Counters.Inc(stats.PublishIn)

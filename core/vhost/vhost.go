@@ -73,6 +73,7 @@ import (
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/remote"
+	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
 )
@@ -106,7 +107,7 @@ type VHost struct {
 	queues    map[string]Queue             // of every type (queuetype.go)
 	shadowed  map[string]Queue             // homed elsewhere, behind a local exclusive queue (cluster.go)
 	defaults  map[string]*exchange.Binding // each queue's implicit binding from ""
-	bindings  map[bindingKey]*exchange.Binding
+	bindings  map[topology.BindingKey]*exchange.Binding
 	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
 	policies  policy.Set
 	// operatorPolicies cap the policies on queues (policies.go).
@@ -122,9 +123,7 @@ type VHost struct {
 	// of its own.
 	consuming *remote.Consuming
 
-	// Direct reply-to (replyto.go): replyMu, a leaf, guards replies.
-	replyMu lockorder.Mutex[lockorder.VHostReplies]
-	replies map[string]ReplyTarget // by token
+	replies *replyto.Tokens // direct reply-to (replyto.go)
 }
 
 // Config is what a vhost needs from the broker.
@@ -156,12 +155,13 @@ func New(c Config) *VHost {
 		memory:     c.Memory,
 		bodies:     c.Bodies,
 		cluster:    c.Cluster,
+		replies:    replyto.NewTokens(nodeOf(c.Cluster)),
 		log:        c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges:  make(map[string]*Exchange),
 		queues:     make(map[string]Queue),
 		shadowed:   make(map[string]Queue),
 		defaults:   make(map[string]*exchange.Binding),
-		bindings:   make(map[bindingKey]*exchange.Binding),
+		bindings:   make(map[topology.BindingKey]*exchange.Binding),
 		byDest:     make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),
 		queueTypes: c.QueueTypes,
 		groups:     c.Groups,

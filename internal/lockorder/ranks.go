@@ -62,7 +62,7 @@ const (
 	brokerForwarder
 	vhostForwarding
 	remoteConsuming
-	vhostReplies
+	replyToTokens
 	storageCallbacks
 	numRanks
 )
@@ -131,7 +131,7 @@ var ranks = [numRanks]rank{
 	brokerForwarder:       {name: "broker.forwarder.mu"},
 	vhostForwarding:       {name: "vhost.Forwarding.mu"},
 	remoteConsuming:       {name: "remote.Consuming.mu"},
-	vhostReplies:          {name: "vhost.VHost.replyMu"},
+	replyToTokens:         {name: "replyto.Tokens.mu"},
 	storageCallbacks:      {name: "storage.committer.cb.mu"},
 }
 
@@ -197,7 +197,7 @@ type (
 	BrokerForwarder       struct{}
 	VHostForwarding       struct{}
 	RemoteConsuming       struct{}
-	VHostReplies          struct{}
+	ReplyToTokens         struct{}
 	StorageCallbacks      struct{}
 )
 
@@ -257,5 +257,5 @@ func (BrokerForwarders) rankID() rankID      { return brokerForwarders }
 func (BrokerForwarder) rankID() rankID       { return brokerForwarder }
 func (VHostForwarding) rankID() rankID       { return vhostForwarding }
 func (RemoteConsuming) rankID() rankID       { return remoteConsuming }
-func (VHostReplies) rankID() rankID          { return vhostReplies }
+func (ReplyToTokens) rankID() rankID         { return replyToTokens }
 func (StorageCallbacks) rankID() rankID      { return storageCallbacks }
