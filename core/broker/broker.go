@@ -34,6 +34,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -57,7 +58,7 @@ type Broker struct {
 	types *exchange.Registry
 	// queueTypes are the queue types beside classic: quorum queues and
 	// streams.
-	queueTypes *vhost.QueueTypes
+	queueTypes *queuetype.Types
 	users      *auth.Store
 	alarm      conn.Alarm
 	srv        *conn.Server
@@ -142,7 +143,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		cfg:        cfg,
 		log:        log,
 		types:      exchange.NewRegistry(),
-		queueTypes: vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{}),
+		queueTypes: queuetype.NewTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{}),
 		users:      auth.NewStore(cfg.Defaults.LoopbackUsers),
 		vhosts:     make(map[string]*vhost.VHost),
 		stop:       make(chan struct{}),

@@ -12,8 +12,8 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/tests/losscheck"
 
@@ -29,11 +29,11 @@ func quorumDef(name string, args protocol.Table) topology.QueueDef {
 }
 
 // quorumView is the named quorum queue's group as node b sees it.
-func quorumView(t *testing.T, b *Broker, name string) (vhost.QuorumView, bool) {
+func quorumView(t *testing.T, b *Broker, name string) (queuetype.QuorumView, bool) {
 	t.Helper()
 	info, ok := root(t, b).QueueInfo(name)
 	if !ok {
-		return vhost.QuorumView{}, false
+		return queuetype.QuorumView{}, false
 	}
 	return info.QuorumStatus()
 }

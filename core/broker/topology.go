@@ -12,6 +12,7 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -332,7 +333,7 @@ func (f *forwarder) call(batch []forward) ([]error, error) {
 		switch st {
 		case deliverOK:
 		case deliverRejected:
-			out[i] = vhost.ErrRejected
+			out[i] = queuetype.ErrRejected
 		default:
 			out[i] = fmt.Errorf("node '%s' could not take the message", f.node)
 		}
@@ -489,7 +490,7 @@ func (b *Broker) answerDeliver(payload []byte) ([]byte, error) {
 		it.v.Deliver(it.queues, it.m, func(err error) {
 			switch {
 			case err == nil:
-			case errors.Is(err, vhost.ErrRejected):
+			case errors.Is(err, queuetype.ErrRejected):
 				out[i] = deliverRejected
 			default:
 				out[i] = deliverFailed

@@ -1,12 +1,12 @@
 // Package classicqueue is the classic queue (x-queue-type classic, the
-// default) as a vhost holds it: a vhost.QueueType and its vhost.Queue,
-// which is a vhost.Local over a core/queue.Queue that keeps the messages.
+// default) as a vhost holds it: a queuetype.Type and its queuetype.Queue,
+// which is a queuetype.Local over a core/queue.Queue that keeps the messages.
 //
 // A classic queue lives on one node, its home. On a node of its own a
 // declare makes it at once. In a cluster a queue every connection shares
 // is declared through the metadata group (DeclareReplicated proposes it
 // with an incarnation its declarer chose; ApplyDeclare makes it on its
-// home and a queue homed there, vhost.RemoteQueue, on the others), while
+// home and a queue homed there, queuetype.RemoteQueue, on the others), while
 // an exclusive queue is its connection's and is declared on its node
 // alone; it becomes known to the cluster, and gets its incarnation
 // (Share), when it is first bound.
@@ -28,37 +28,37 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
 // A classic queue takes a publisher's messages in the publisher's
-// goroutine (vhost.Local); one homed on another node is a Remote here.
+// goroutine (queuetype.Local); one homed on another node is a Remote here.
 var (
-	_ vhost.Local      = (*Queue)(nil)
-	_ vhost.RemoteType = Type{}
+	_ queuetype.Local      = (*Queue)(nil)
+	_ queuetype.RemoteType = Type{}
 )
 
-// Type is the classic queue type, for vhost.NewQueueTypes.
+// Type is the classic queue type, for queuetype.NewTypes.
 type Type struct{}
 
 // Name is its x-queue-type.
 func (Type) Name() string { return queue.Classic }
 
 // Check refuses a new classic queue's arguments.
-func (Type) Check(h vhost.Host, def topology.QueueDef) error {
+func (Type) Check(h queuetype.Host, def topology.QueueDef) error {
 	_, err := queue.ParseArgs(def.Name, h.Name(), def.Args)
 	return err
 }
 
 // Declare makes a classic queue on this node, or checks the one there
 // is; defMu is held.
-func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (Type) Declare(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if def.Exclusive {
 		// An exclusive queue ends with its connection, so RabbitMQ
 		// declares it non-durable whatever the flag says: it is listed
@@ -89,7 +89,7 @@ func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, err
 // DeclareReplicated proposes a classic queue homed on this node to the
 // cluster and returns the queue of the name once the declare is applied
 // here.
-func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (Type) DeclareReplicated(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if _, err := h.ParseDeclare(def); err != nil {
 		return nil, false, err
 	}
@@ -110,7 +110,7 @@ func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue,
 
 // ApplyDeclare carries out a declare the cluster committed: the queue
 // itself on its home, a queue homed there on the others; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
+func (Type) ApplyDeclare(h queuetype.Host, def topology.QueueDef) error {
 	if def.Home == h.Self() {
 		if t := h.Lookup(def.Name); t != nil {
 			return t.Equivalent(def)
@@ -131,7 +131,7 @@ func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
 // Restore reopens a stored classic queue under its store id and loads its
 // messages from levels; in a cluster, one homed on another node is
 // registered as such. defMu is held.
-func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, levels []storage.Level) error {
+func (Type) Restore(h queuetype.Host, def topology.QueueDef, id uint64, levels []storage.Level) error {
 	if self := h.Self(); self != "" && def.Home != "" && def.Home != self {
 		return h.AddRemote(def, false)
 	}
@@ -157,7 +157,7 @@ func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, levels []sto
 
 // create makes a new queue: stored when it is kept, given its policy,
 // then registered; defMu is held.
-func create(h vhost.Host, def topology.QueueDef, settings queue.Settings) (*Queue, error) {
+func create(h queuetype.Host, def topology.QueueDef, settings queue.Settings) (*Queue, error) {
 	var storeID uint64
 	if st := h.Store(); st != nil && def.Durable && !def.Exclusive {
 		storeID = st.NewID()
@@ -166,7 +166,7 @@ func create(h vhost.Host, def topology.QueueDef, settings queue.Settings) (*Queu
 	if q.q.Persists() || h.Keeps(false) && def.ID != 0 {
 		if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, q.Record().Table()); err != nil {
 			_, _ = q.q.Delete(false, false)
-			return nil, vhost.Stored(err)
+			return nil, queuetype.Stored(err)
 		}
 	}
 	// It holds nothing yet, so its policy cannot dead-letter.
@@ -178,12 +178,12 @@ func create(h vhost.Host, def topology.QueueDef, settings queue.Settings) (*Queu
 // Queue is a classic queue homed on this node.
 type Queue struct {
 	q           *queue.Queue
-	h           vhost.Host
+	h           queuetype.Host
 	incarnation atomic.Uint64
 }
 
 // newQueue makes a queue, not yet registered.
-func newQueue(h vhost.Host, def topology.QueueDef, settings queue.Settings, storeID uint64) *Queue {
+func newQueue(h queuetype.Host, def topology.QueueDef, settings queue.Settings, storeID uint64) *Queue {
 	cq := &Queue{h: h}
 	cq.incarnation.Store(def.ID)
 	var owner any
@@ -200,7 +200,7 @@ func newQueue(h vhost.Host, def topology.QueueDef, settings queue.Settings, stor
 
 // Of is the core/queue.Queue under t when t is a classic queue homed here:
 // what reads its messages directly (the management API's get, tests).
-func Of(t vhost.Queue) (*queue.Queue, bool) {
+func Of(t queuetype.Queue) (*queue.Queue, bool) {
 	if cq, ok := t.(*Queue); ok {
 		return cq.q, true
 	}
@@ -214,7 +214,7 @@ func (e events) DeadLetter(_ *queue.Queue, dead []queue.Dead) { e.cq.h.MoveDeadL
 func (e events) Unused(*queue.Queue)                          { e.cq.h.Drop(e.cq) }
 func (e events) Abandoned(*queue.Queue)                       { e.cq.h.Drop(e.cq) }
 
-// ---- vhost.Queue
+// ---- queuetype.Queue
 
 func (cq *Queue) Name() string              { return cq.q.Name }
 func (cq *Queue) Type() string              { return queue.Classic }
@@ -238,7 +238,7 @@ func (cq *Queue) Figures() (queue.Stats, *stats.Meter, error) {
 	return cq.q.Stats(), &cq.q.Counters, nil
 }
 
-func (cq *Queue) Status() (vhost.QuorumView, bool) { return vhost.QuorumView{}, false }
+func (cq *Queue) Status() (queuetype.QuorumView, bool) { return queuetype.QuorumView{}, false }
 
 func (cq *Queue) DeclareCounts() (ready, consumers int, err error) {
 	st := cq.q.Stats()
@@ -286,15 +286,15 @@ func (cq *Queue) PolicyChanged() {
 func (cq *Queue) Close(time.Time) {}
 
 // Source is the queue itself: a channel consumes from it directly.
-func (cq *Queue) Source() (vhost.Source, error) { return cq.q, nil }
+func (cq *Queue) Source() (queuetype.Source, error) { return cq.q, nil }
 
-func (cq *Queue) Here() bool              { return true }
-func (cq *Queue) Via() *vhost.RemoteQueue { return nil }
-func (cq *Queue) Elsewhere() string       { return "" }
-func (cq *Queue) Replicated() bool        { return false }
-func (cq *Queue) MemberNodes() []string   { return nil }
-func (cq *Queue) Member() bool            { return true } // its home is its one member
-func (cq *Queue) Tidy()                   {}
+func (cq *Queue) Here() bool                  { return true }
+func (cq *Queue) Via() *queuetype.RemoteQueue { return nil }
+func (cq *Queue) Elsewhere() string           { return "" }
+func (cq *Queue) Replicated() bool            { return false }
+func (cq *Queue) MemberNodes() []string       { return nil }
+func (cq *Queue) Member() bool                { return true } // its home is its one member
+func (cq *Queue) Tidy()                       {}
 
 // Enqueue takes a message forwarded or moved to it outside a publisher's
 // run, and calls done once it is safe.
@@ -302,7 +302,7 @@ func (cq *Queue) Enqueue(m *message.Message, done func(error)) {
 	_, rejected, stored := cq.q.Enqueue(m)
 	switch {
 	case rejected:
-		done(vhost.ErrRejected)
+		done(queuetype.ErrRejected)
 	case stored:
 		cq.h.AfterSync(done)
 	default:
@@ -315,14 +315,14 @@ func (cq *Queue) Enqueue(m *message.Message, done func(error)) {
 func (cq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error) {
 	q := cq.q
 	switch op {
-	case vhost.CallQueueDelete:
+	case queuetype.CallQueueDelete:
 		n, err := cq.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
-	case vhost.CallQueuePurge:
+	case queuetype.CallQueuePurge:
 		return protocol.Table{"messages": int64(q.Purge())}, nil
-	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle, vhost.CallGet:
+	case queuetype.CallConsume, queuetype.CallCancel, queuetype.CallSettle, queuetype.CallGet:
 		return cq.h.HandleConsumerCall(op, q, req)
-	case vhost.CallQueueCounts:
+	case queuetype.CallQueueCounts:
 		st := q.Stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
 			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate}, nil
@@ -330,7 +330,7 @@ func (cq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 	return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
 }
 
-// ---- vhost.Local
+// ---- queuetype.Local
 
 func (cq *Queue) Persists() bool { return cq.q.Persists() }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
@@ -26,7 +27,7 @@ import (
 func newVHost(t *testing.T, st *storage.Store) *vhost.VHost {
 	t.Helper()
 	c := vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(),
-		QueueTypes: vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{})}
+		QueueTypes: queuetype.NewTypes(queue.Quorum, classicqueue.Type{})}
 	if st != nil {
 		c.Store = st
 	}

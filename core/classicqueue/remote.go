@@ -5,29 +5,31 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
 // A classic queue homed on another node is, on this node, a Remote: a
-// vhost.Queue that holds nothing. Routing reaches it and forwards its
+// queuetype.Queue that holds nothing. Routing reaches it and forwards its
 // messages home (Via), consumers read it through its home (core/remote),
 // and what needs its state (counts, a conditional delete, a purge) is a
 // call to its home, which answers 404 "home node ... is down or
 // inaccessible" as RabbitMQ does when that node cannot be reached.
 
 // Remote makes the queue that stands here for rq, homed on another node
-// (vhost.RemoteType).
-func (Type) Remote(h vhost.Host, rq *vhost.RemoteQueue) vhost.Queue { return &Remote{rq: rq, h: h} }
+// (queuetype.RemoteType).
+func (Type) Remote(h queuetype.Host, rq *queuetype.RemoteQueue) queuetype.Queue {
+	return &Remote{rq: rq, h: h}
+}
 
 // Remote is a classic queue homed on another node, as this node holds it.
 type Remote struct {
-	rq *vhost.RemoteQueue
-	h  vhost.Host
+	rq *queuetype.RemoteQueue
+	h  queuetype.Host
 }
 
 func (r *Remote) Name() string              { return r.rq.Name }
@@ -56,10 +58,10 @@ func (r *Remote) Figures() (queue.Stats, *stats.Meter, error) {
 	return st, &noCounters, err
 }
 
-func (r *Remote) Status() (vhost.QuorumView, bool) { return vhost.QuorumView{}, false }
+func (r *Remote) Status() (queuetype.QuorumView, bool) { return queuetype.QuorumView{}, false }
 
 func (r *Remote) DeclareCounts() (ready, consumers int, err error) {
-	ans, err := r.h.CallHome(r.rq, vhost.CallQueueCounts, protocol.Table{})
+	ans, err := r.h.CallHome(r.rq, queuetype.CallQueueCounts, protocol.Table{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -85,27 +87,27 @@ func (r *Remote) DeleteChecks(bool, bool) (int, error) {
 }
 
 func (r *Remote) DeleteReplicated(ifUnused, ifEmpty bool) (int, error) {
-	ans, err := r.h.CallHome(r.rq, vhost.CallQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
+	ans, err := r.h.CallHome(r.rq, queuetype.CallQueueDelete, protocol.Table{"if_unused": ifUnused, "if_empty": ifEmpty})
 	return int(remote.Int(ans, "messages")), err
 }
 
 func (r *Remote) Purge() (int, error) {
-	ans, err := r.h.CallHome(r.rq, vhost.CallQueuePurge, protocol.Table{})
+	ans, err := r.h.CallHome(r.rq, queuetype.CallQueuePurge, protocol.Table{})
 	return int(remote.Int(ans, "messages")), err
 }
 
-func (r *Remote) Release()                {}
-func (r *Remote) PolicyChanged()          {}
-func (r *Remote) Close(time.Time)         {}
-func (r *Remote) Here() bool              { return false }
-func (r *Remote) Via() *vhost.RemoteQueue { return r.rq }
-func (r *Remote) Replicated() bool        { return false }
-func (r *Remote) MemberNodes() []string   { return nil }
-func (r *Remote) Member() bool            { return false }
-func (r *Remote) Tidy()                   {}
+func (r *Remote) Release()                    {}
+func (r *Remote) PolicyChanged()              {}
+func (r *Remote) Close(time.Time)             {}
+func (r *Remote) Here() bool                  { return false }
+func (r *Remote) Via() *queuetype.RemoteQueue { return r.rq }
+func (r *Remote) Replicated() bool            { return false }
+func (r *Remote) MemberNodes() []string       { return nil }
+func (r *Remote) Member() bool                { return false }
+func (r *Remote) Tidy()                       {}
 
 // Source consumes it through its home.
-func (r *Remote) Source() (vhost.Source, error) {
+func (r *Remote) Source() (queuetype.Source, error) {
 	if r.rq.Exclusive || !r.h.Up(r.rq.Home) {
 		return nil, r.h.Elsewhere(r.rq)
 	}

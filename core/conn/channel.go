@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/vhost"
@@ -223,11 +224,11 @@ func (ch *channel) teardown() {
 // requeue hands deliveries back to their queues, grouped per queue in
 // delivery order.
 func requeue(pending []unacked) {
-	forEachQueue(pending, func(q vhost.Source, entries []queue.Entry) { q.Requeue(entries) })
+	forEachQueue(pending, func(q queuetype.Source, entries []queue.Entry) { q.Requeue(entries) })
 }
 
 // forEachQueue groups settled deliveries by queue, keeping their order.
-func forEachQueue(pending []unacked, f func(vhost.Source, []queue.Entry)) {
+func forEachQueue(pending []unacked, f func(queuetype.Source, []queue.Entry)) {
 	for len(pending) > 0 {
 		q := pending[0].q
 		var entries []queue.Entry

@@ -14,6 +14,7 @@ import (
 	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -45,7 +46,7 @@ func newTestServer(t *testing.T, limits Limits) *Server {
 	}
 	users.SetPermission("/", "guest", all)
 	vh := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop(),
-		QueueTypes: vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{})})
+		QueueTypes: queuetype.NewTypes(queue.Quorum, classicqueue.Type{})})
 	t.Cleanup(vh.Close)
 	return &Server{Limits: limits, Users: users, VHosts: vhostMap{"/": vh}, Alarm: &Alarm{}, Log: zerolog.Nop(), Version: "test"}
 }

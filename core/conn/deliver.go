@@ -7,17 +7,17 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 )
 
 // consumer is one basic.consume: it implements queue.Consumer.
 type consumer struct {
 	ch        *channel
-	q         vhost.Source // the queue, or its home's stand-in
+	q         queuetype.Source // the queue, or its home's stand-in
 	queueName string
 	tag       string
 	noAck     bool
@@ -166,7 +166,7 @@ func (c *Conn) dropConsumer(k *consumer) {
 // unacked is a delivery awaiting settlement.
 type unacked struct {
 	tag      uint64
-	q        vhost.Source
+	q        queuetype.Source
 	entry    queue.Entry
 	consumer *consumer // nil for basic.get
 	settled  bool
@@ -328,7 +328,7 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	if !ack {
 		for _, u := range done {
-			if err := vhost.Refused(u.q, vhost.AskNackOrReject); err != nil {
+			if err := queuetype.Refused(u.q, queuetype.AskNackOrReject); err != nil {
 				// The connection closes: what the nack took goes back to
 				// its queues, as everything else it holds will.
 				ch.mu.Unlock()
@@ -347,11 +347,11 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 	}
 	switch {
 	case ack:
-		forEachQueue(done, func(q vhost.Source, e []queue.Entry) { q.Ack(e) })
+		forEachQueue(done, func(q queuetype.Source, e []queue.Entry) { q.Ack(e) })
 	case requeueIt:
 		requeue(done)
 	default:
-		forEachQueue(done, func(q vhost.Source, e []queue.Entry) { q.Reject(e) })
+		forEachQueue(done, func(q queuetype.Source, e []queue.Entry) { q.Reject(e) })
 	}
 	kickEach(kick)
 	return nil
@@ -359,8 +359,8 @@ func (ch *channel) settle(tag uint64, multiple, ack, requeueIt bool) error {
 
 // releaseCredit gives back the prefetch credit settled deliveries held and
 // returns the queues of consumers that were waiting for it; ch.mu is held.
-func (ch *channel) releaseCredit(settled []unacked) []vhost.Source {
-	var kick []vhost.Source
+func (ch *channel) releaseCredit(settled []unacked) []queuetype.Source {
+	var kick []queuetype.Source
 	for _, u := range settled {
 		if k := u.consumer; k != nil {
 			k.unacked--
@@ -379,7 +379,7 @@ func (ch *channel) releaseCredit(settled []unacked) []vhost.Source {
 
 // unblockAll appends the queues of every consumer waiting for credit;
 // ch.mu is held.
-func (ch *channel) unblockAll(kick []vhost.Source) []vhost.Source {
+func (ch *channel) unblockAll(kick []queuetype.Source) []queuetype.Source {
 	for _, k := range ch.consumers {
 		if k.blocked {
 			k.blocked = false
@@ -390,7 +390,7 @@ func (ch *channel) unblockAll(kick []vhost.Source) []vhost.Source {
 }
 
 // kickEach kicks each distinct queue once.
-func kickEach(qs []vhost.Source) {
+func kickEach(qs []queuetype.Source) {
 	for i, q := range qs {
 		dup := false
 		for _, p := range qs[:i] {
@@ -441,7 +441,7 @@ func (ch *channel) queueName(name string) (string, error) {
 // readableQueue resolves a queue named in basic.consume or basic.get: the
 // last declared one for "", then read permission, then existence and
 // exclusivity.
-func (ch *channel) readableQueue(name string) (vhost.Source, string, error) {
+func (ch *channel) readableQueue(name string) (queuetype.Source, string, error) {
 	name, err := ch.queueName(name)
 	if err != nil {
 		return nil, "", err
@@ -464,7 +464,7 @@ func (ch *channel) consume(m *protocol.BasicConsume) error {
 	if ch.globalPrefetch > 0 {
 		// A quorum queue refuses: RabbitMQ 3.10.8 closes the connection
 		// (checked against it).
-		if err := vhost.Refused(q, vhost.AskGlobalPrefetch); err != nil {
+		if err := queuetype.Refused(q, queuetype.AskGlobalPrefetch); err != nil {
 			return err
 		}
 	}
@@ -537,7 +537,7 @@ func (ch *channel) get(m *protocol.BasicGet) error {
 	if err != nil {
 		return err
 	}
-	if err := vhost.Refused(q, vhost.AskGet); err != nil {
+	if err := queuetype.Refused(q, queuetype.AskGet); err != nil {
 		return err
 	}
 	d, remaining, ok := q.Get(m.NoAck)

@@ -3,8 +3,8 @@
 // go, how its group starts on a node, how a member is added or removed,
 // how a node that came back under a new incarnation rejoins, and what a
 // listing shows of a group. The types (core/quorumqueue,
-// core/streamqueue) call it with their vhost.Host; the vhost applies the
-// commands it proposes (vhost.DeclareQueue, vhost.QuorumMembers).
+// core/streamqueue) call it with their queuetype.Host; the vhost applies the
+// commands it proposes (topology.DeclareQueue, topology.QuorumMembers).
 //
 // A replicated queue's declaration is a topology command like a classic
 // queue's: it names the queue's members (the nodes its group has, chosen
@@ -44,18 +44,18 @@ import (
 
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
 
-// A Queue is a replicated queue as this package sees it: a vhost.Queue
+// A Queue is a replicated queue as this package sees it: a queuetype.Queue
 // and its member's group on this node (nil when it runs none).
 type Queue interface {
-	vhost.Queue
+	queuetype.Queue
 	Group() *cluster.Group
 }
 
@@ -101,7 +101,7 @@ func Record(args protocol.Table, id uint64, members []string) topology.QueueReco
 // The leader is this node (client-local, the default) or the node placed
 // first for the fewest of the vhost's replicated queues (balanced); the
 // others are those holding the fewest members, then by name.
-func Place(h vhost.Host, def topology.QueueDef, sizeArg string) ([]string, error) {
+func Place(h queuetype.Host, def topology.QueueDef, sizeArg string) ([]string, error) {
 	c := h.Cluster()
 	var up []string
 	for _, n := range c.Nodes() {
@@ -141,7 +141,7 @@ func Place(h vhost.Host, def topology.QueueDef, sizeArg string) ([]string, error
 // Propose places a new replicated queue's members (sizeArg sets how many)
 // and proposes its declaration, which names them and the Raft ids of
 // their incarnations. It returns the incarnation proposed.
-func Propose(h vhost.Host, def topology.QueueDef, sizeArg string) (uint64, error) {
+func Propose(h queuetype.Host, def topology.QueueDef, sizeArg string) (uint64, error) {
 	members, err := Place(h, def, sizeArg)
 	if err != nil {
 		return 0, err
@@ -158,7 +158,7 @@ func Propose(h vhost.Host, def topology.QueueDef, sizeArg string) (uint64, error
 // replicated queue's first configuration (BootIDs); otherwise its member
 // joins the group as it is. A declaration from a metadata snapshot always
 // joins.
-func FirstMember(h vhost.Host, def topology.QueueDef) bool {
+func FirstMember(h queuetype.Host, def topology.QueueDef) bool {
 	g := h.Groups()
 	return !def.FromSnapshot && g != nil && slices.Contains(BootIDs(def), g.Self())
 }
@@ -187,7 +187,7 @@ type raftLogs interface {
 // is the group's (and its log's), boot the Raft ids of a new group's
 // first members (BootIDs; nil: a group of this node alone, or one it
 // joins); bind hands the machine its group before it runs.
-func Start(h vhost.Host, id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
+func Start(h queuetype.Host, id uint64, boot []uint64, campaign, join bool, bind func(*cluster.Group), m cluster.GroupMachine) (*cluster.Group, error) {
 	rs, ok := h.Store().(raftLogs)
 	groups := h.Groups()
 	if !ok || groups == nil {
@@ -206,7 +206,7 @@ func Start(h vhost.Host, id uint64, boot []uint64, campaign, join bool, bind fun
 }
 
 // DeleteLog deletes a stopped member's log.
-func DeleteLog(h vhost.Host, id uint64) error {
+func DeleteLog(h queuetype.Host, id uint64) error {
 	rs, ok := h.Store().(raftLogs)
 	if !ok {
 		return nil
@@ -218,7 +218,7 @@ func DeleteLog(h vhost.Host, id uint64) error {
 
 // NodeNamed is the node of names whose current incarnation is id; ""
 // when none is.
-func NodeNamed(h vhost.Host, names []string, id uint64) string {
+func NodeNamed(h queuetype.Host, names []string, id uint64) string {
 	if id == 0 {
 		return ""
 	}
@@ -232,7 +232,7 @@ func NodeNamed(h vhost.Host, names []string, id uint64) string {
 
 // StatsOf are q's figures: local's when its messages are here, otherwise
 // a member's through a call (Down when none can be reached).
-func StatsOf(h vhost.Host, q vhost.Queue, local func() queue.Stats) (queue.Stats, error) {
+func StatsOf(h queuetype.Host, q queuetype.Queue, local func() queue.Stats) (queue.Stats, error) {
 	if q.Here() {
 		return local(), nil
 	}
@@ -245,16 +245,16 @@ func StatsOf(h vhost.Host, q vhost.Queue, local func() queue.Stats) (queue.Stats
 
 // Down is the answer for a replicated queue none of whose members can be
 // reached from here.
-func Down(h vhost.Host, q vhost.Queue) error {
+func Down(h queuetype.Host, q queuetype.Queue) error {
 	return reply.NotFound("no member of %s '%s' in vhost '%s' is up (members %v)", q.Kind(), q.Name(), h.Name(), q.MemberNodes())
 }
 
 // View is q's group as this node sees it: its members and those up; with
 // a member here its Raft view and leader (leader names it); without, the
 // leader a member elsewhere names.
-func View(h vhost.Host, q Queue, leader func() string) vhost.QuorumView {
+func View(h queuetype.Host, q Queue, leader func() string) queuetype.QuorumView {
 	members := q.MemberNodes()
-	view := vhost.QuorumView{Members: members}
+	view := queuetype.QuorumView{Members: members}
 	for _, m := range members {
 		if h.Up(m) {
 			view.Online = append(view.Online, m)
@@ -263,7 +263,7 @@ func View(h vhost.Host, q Queue, leader func() string) vhost.QuorumView {
 	g := q.Group()
 	if g == nil {
 		if rq := q.Via(); rq != nil {
-			if ans, err := h.CallHome(rq, vhost.CallQueueCounts, protocol.Table{}); err == nil {
+			if ans, err := h.CallHome(rq, queuetype.CallQueueCounts, protocol.Table{}); err == nil {
 				view.Leader = remote.String(ans, "leader")
 			}
 		}
@@ -290,7 +290,7 @@ func View(h vhost.Host, q Queue, leader func() string) vhost.QuorumView {
 
 // voterNames names a group's voters by node, sorted; an incarnation the
 // cluster no longer has is written as its id, in hexadecimal.
-func voterNames(h vhost.Host, ids []uint64) []string {
+func voterNames(h queuetype.Host, ids []uint64) []string {
 	nodes := h.Cluster().Nodes()
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
@@ -314,7 +314,7 @@ func voterNames(h vhost.Host, ids []uint64) []string {
 // stops its own and deletes its log. A node the members name whose
 // current incarnation the group lacks (it came back on an empty data
 // directory) is added again.
-func Change(h vhost.Host, q Queue, node string, add bool) error {
+func Change(h queuetype.Host, q Queue, node string, add bool) error {
 	if !slices.Contains(h.Cluster().Nodes(), node) {
 		return reply.NotFound("no node '%s' in the cluster", node)
 	}
@@ -334,7 +334,7 @@ func Change(h vhost.Host, q Queue, node string, add bool) error {
 	if rq == nil {
 		return Down(h, q)
 	}
-	_, err := h.CallHome(rq, vhost.CallMember, protocol.Table{"node": node, "add": add})
+	_, err := h.CallHome(rq, queuetype.CallMember, protocol.Table{"node": node, "add": add})
 	return err
 }
 
@@ -343,14 +343,14 @@ func Change(h vhost.Host, q Queue, node string, add bool) error {
 const memberCatchUp = 5 * time.Second
 
 // ChangeHere changes q's group, this node being a member (a call to it,
-// vhost.CallMember, comes here), then has every node record its new
+// queuetype.CallMember, comes here), then has every node record its new
 // members. The incarnations the cluster no longer has (nodes forgotten,
 // or come back under a new incarnation) leave the group first: they
 // count toward its majority and never answer.
-func ChangeHere(h vhost.Host, q Queue, node string, add bool) error {
+func ChangeHere(h queuetype.Host, q Queue, node string, add bool) error {
 	g := q.Group()
 	if g == nil {
-		return vhost.ErrNoMember
+		return queuetype.ErrNoMember
 	}
 	c := h.Cluster()
 	name, kind := q.Name(), q.Kind()
@@ -443,7 +443,7 @@ const rejoinAfter = 2 * time.Second
 // been outside for rejoinAfter; the change of members that does it first
 // removes the incarnation it replaces (ChangeHere). The vhost's
 // CheckMembers calls it every second; the ask runs on its own goroutine.
-func Rejoin(h vhost.Host, q Queue, st *Rejoining) {
+func Rejoin(h queuetype.Host, q Queue, st *Rejoining) {
 	g := q.Group()
 	if g == nil || g.Voter() {
 		st.since.Store(0)
@@ -466,7 +466,7 @@ func Rejoin(h vhost.Host, q Queue, st *Rejoining) {
 }
 
 // askToRejoin asks a member of q's group to add this node's incarnation.
-func askToRejoin(h vhost.Host, q Queue, st *Rejoining) {
+func askToRejoin(h queuetype.Host, q Queue, st *Rejoining) {
 	rq := q.Via()
 	if rq == nil {
 		if !st.warned.Swap(true) {
@@ -475,7 +475,7 @@ func askToRejoin(h vhost.Host, q Queue, st *Rejoining) {
 		}
 		return
 	}
-	_, err := h.CallHome(rq, vhost.CallMember, protocol.Table{"node": h.Self(), "add": true})
+	_, err := h.CallHome(rq, queuetype.CallMember, protocol.Table{"node": h.Self(), "add": true})
 	switch {
 	case err == nil:
 		h.Logger().Info().Str("queue", q.Name()).Str("via", rq.Home).

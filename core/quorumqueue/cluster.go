@@ -5,10 +5,10 @@ import (
 
 	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -29,7 +29,7 @@ import (
 // the incarnation: each member stops its member and deletes its log.
 
 // DeclareReplicated declares a new quorum queue for the cluster.
-func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (Type) DeclareReplicated(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if _, err := h.ParseDeclare(def); err != nil {
 		return nil, false, err
 	}
@@ -51,7 +51,7 @@ func (Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue,
 }
 
 // ApplyDeclare declares a quorum queue for the cluster; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
+func (Type) ApplyDeclare(h queuetype.Host, def topology.QueueDef) error {
 	if qq, _ := h.Lookup(def.Name).(*Queue); qq != nil && qq.id == def.ID {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
 	}
 	qq := newQueue(h, def.Name, def.Args, def.ID, def.Members, settings)
 	if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, qq.Record().Table()); err != nil {
-		return vhost.Stored(err)
+		return queuetype.Stored(err)
 	}
 	if slices.Contains(def.Members, h.Self()) {
 		// A new queue's members make its first configuration; one
@@ -96,10 +96,10 @@ func (qq *Queue) DeleteReplicated(ifUnused, ifEmpty bool) (int, error) {
 
 // Via is the member a node that is not one reaches the queue through: the
 // first one up, as a RemoteQueue; nil when none is.
-func (qq *Queue) Via() *vhost.RemoteQueue {
+func (qq *Queue) Via() *queuetype.RemoteQueue {
 	for _, m := range qq.MemberNodes() {
 		if m != qq.h.Self() && qq.h.Up(m) {
-			return &vhost.RemoteQueue{Name: qq.name, Home: m, Durable: true, Args: qq.args, ID: qq.id}
+			return &queuetype.RemoteQueue{Name: qq.name, Home: m, Durable: true, Args: qq.args, ID: qq.id}
 		}
 	}
 	return nil
@@ -109,20 +109,20 @@ func (qq *Queue) Via() *vhost.RemoteQueue {
 // a member.
 func (qq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error) {
 	switch op {
-	case vhost.CallQueueDelete:
+	case queuetype.CallQueueDelete:
 		n, err := qq.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
-	case vhost.CallQueuePurge:
+	case queuetype.CallQueuePurge:
 		n, err := qq.q.Purge()
 		if err != nil {
 			return nil, reply.Internal("purging quorum queue '%s' in vhost '%s': %v", qq.name, qq.h.Name(), err)
 		}
 		return protocol.Table{"messages": int64(n)}, nil
-	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle, vhost.CallGet:
+	case queuetype.CallConsume, queuetype.CallCancel, queuetype.CallSettle, queuetype.CallGet:
 		return qq.h.HandleConsumerCall(op, qq.q, req)
-	case vhost.CallMember:
+	case queuetype.CallMember:
 		return protocol.Table{}, membership.ChangeHere(qq.h, qq, remote.String(req, "node"), remote.Bool(req, "add"))
-	case vhost.CallQueueCounts:
+	case queuetype.CallQueueCounts:
 		st := qq.localStats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
 			"unacked": int64(st.Unacked), "leader": qq.leaderName()}, nil
@@ -145,7 +145,7 @@ func (qq *Queue) leaderName() string {
 
 // Status is the queue's group: leader, members, and on the leader each
 // member's log position.
-func (qq *Queue) Status() (vhost.QuorumView, bool) {
+func (qq *Queue) Status() (queuetype.QuorumView, bool) {
 	return membership.View(qq.h, qq, qq.leaderName), true
 }
 

@@ -1,5 +1,5 @@
 // Package quorumqueue is the quorum queue (x-queue-type quorum) as a vhost
-// holds it: a vhost.QueueType and its vhost.Queue.
+// holds it: a queuetype.Type and its queuetype.Queue.
 //
 // A quorum queue keeps its messages in a Raft group of its own
 // (core/quorum's machine over a cluster.Group, its log in the store): a
@@ -37,12 +37,12 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/quorum"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -50,18 +50,18 @@ import (
 // A quorum queue is a queue of a Raft group, whose members
 // core/membership changes.
 var (
-	_ vhost.GroupQueue = (*Queue)(nil)
-	_ membership.Queue = (*Queue)(nil)
+	_ queuetype.GroupQueue = (*Queue)(nil)
+	_ membership.Queue     = (*Queue)(nil)
 )
 
-// Type is the quorum queue type, for vhost.NewQueueTypes.
+// Type is the quorum queue type, for queuetype.NewTypes.
 type Type struct{}
 
 // Name is its x-queue-type.
 func (Type) Name() string { return queue.Quorum }
 
 // Check refuses a new quorum queue's arguments and flags.
-func (Type) Check(h vhost.Host, def topology.QueueDef) error {
+func (Type) Check(h queuetype.Host, def topology.QueueDef) error {
 	if _, err := queue.ParseArgs(def.Name, h.Name(), def.Args); err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (Type) Check(h vhost.Host, def topology.QueueDef) error {
 
 // Declare makes a quorum queue on a node of its own, or checks the one
 // there is; defMu is held.
-func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (Type) Declare(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	settings, err := h.ParseDeclare(def)
 	if err != nil {
 		return nil, false, err
@@ -89,7 +89,7 @@ func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, err
 	}
 	qq := newQueue(h, def.Name, def.Args, h.Store().NewID(), nil, settings)
 	if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, qq.Record().Table()); err != nil {
-		return nil, false, vhost.Stored(err)
+		return nil, false, queuetype.Stored(err)
 	}
 	if err := qq.start(false, false, nil); err != nil {
 		_ = h.Store().DeleteMeta(storage.KindQueue, h.Name(), def.Name)
@@ -101,7 +101,7 @@ func (Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, err
 
 // Restore restarts a stored quorum queue's group at start-up; defMu is
 // held.
-func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
+func (Type) Restore(h queuetype.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
 	settings, err := queue.ParseArgs(def.Name, h.Name(), def.Args)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.
 
 // check refuses a new quorum queue's flags the way RabbitMQ 3.10 does;
 // its arguments were checked with queue.CheckDeclareArgs.
-func check(h vhost.Host, def topology.QueueDef) error {
+func check(h queuetype.Host, def topology.QueueDef) error {
 	if err := topology.RefuseFlags(h.Name(), def, "rabbit_quorum_queue"); err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func check(h vhost.Host, def topology.QueueDef) error {
 // through a member (cluster.go); a change of members may start or stop
 // this node's.
 type Queue struct {
-	h    vhost.Host
+	h    queuetype.Host
 	q    *quorum.Queue
 	name string
 	args protocol.Table
@@ -165,7 +165,7 @@ type Queue struct {
 
 // newQueue makes a quorum queue with its machine, dormant until this
 // node's member of its group starts (start); defMu is held.
-func newQueue(h vhost.Host, name string, args protocol.Table, id uint64, members []string, settings queue.Settings) *Queue {
+func newQueue(h queuetype.Host, name string, args protocol.Table, id uint64, members []string, settings queue.Settings) *Queue {
 	qq := &Queue{h: h, name: name, args: args, id: id, base: settings}
 	qq.members.Set(members)
 	s, cfg := qq.inForce(h.Policy(name))
@@ -288,7 +288,7 @@ func (qq *Queue) PolicyChanged() {
 	}
 }
 
-// ---- what the vhost asks (vhost.Queue)
+// ---- what the vhost asks (queuetype.Queue)
 
 func (qq *Queue) Name() string              { return qq.name }
 func (qq *Queue) Type() string              { return queue.Quorum }
@@ -353,7 +353,7 @@ func (qq *Queue) DeclareCounts() (int, int, error) {
 }
 
 // Source is its member here, or a member on another node.
-func (qq *Queue) Source() (vhost.Source, error) {
+func (qq *Queue) Source() (queuetype.Source, error) {
 	qq.Touch()
 	if qq.Member() {
 		return member{qq.q, qq}, nil
@@ -372,7 +372,7 @@ func (qq *Queue) Purge() (int, error) {
 		if rq == nil {
 			return 0, membership.Down(qq.h, qq)
 		}
-		ans, err := qq.h.CallHome(rq, vhost.CallQueuePurge, protocol.Table{})
+		ans, err := qq.h.CallHome(rq, queuetype.CallQueuePurge, protocol.Table{})
 		return int(remote.Int(ans, "messages")), err
 	}
 	n, err := qq.q.Purge()
@@ -398,13 +398,13 @@ func (qq *Queue) Close(deadline time.Time) {
 	}
 }
 
-// Enqueue hands m to the group; a refused message is vhost.ErrRejected,
+// Enqueue hands m to the group; a refused message is queuetype.ErrRejected,
 // which nacks its publisher.
 func (qq *Queue) Enqueue(m *message.Message, done func(error)) {
 	qq.counters.Inc(stats.PublishIn)
 	qq.q.Enqueue(m, func(err error) {
 		if err == quorum.ErrRefused {
-			err = vhost.ErrRejected
+			err = queuetype.ErrRejected
 		}
 		done(err)
 	})
@@ -440,11 +440,11 @@ type elsewhere struct {
 }
 
 // Refuses a consumer under a global prefetch, as RabbitMQ 3.10.8 does.
-func (s member) Refuses(what vhost.Asked) error    { return s.qq.refuses(what) }
-func (s elsewhere) Refuses(what vhost.Asked) error { return s.qq.refuses(what) }
+func (s member) Refuses(what queuetype.Asked) error    { return s.qq.refuses(what) }
+func (s elsewhere) Refuses(what queuetype.Asked) error { return s.qq.refuses(what) }
 
-func (qq *Queue) refuses(what vhost.Asked) error {
-	if what == vhost.AskGlobalPrefetch {
+func (qq *Queue) refuses(what queuetype.Asked) error {
+	if what == queuetype.AskGlobalPrefetch {
 		return reply.NotImplemented("queue '%s' in vhost '%s' does not support global qos", qq.name, qq.h.Name())
 	}
 	return nil
@@ -458,7 +458,7 @@ const expiryEvery = 100 * time.Millisecond
 
 // expireAll runs expiry at the head of every quorum queue of h this node
 // leads.
-func expireAll(h vhost.Host) {
+func expireAll(h queuetype.Host) {
 	now := time.Now().UnixMilli()
 	for _, t := range h.List() {
 		qq, ok := t.(*Queue)

@@ -7,6 +7,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/quorum"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/vhost"
@@ -74,13 +75,13 @@ func TestGlobalQosRefused(t *testing.T) {
 	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
 	t.Cleanup(v.Close)
 	qq := &Queue{h: v.Host(), name: "q"}
-	for _, src := range []vhost.Source{member{qq: qq}, elsewhere{qq: qq}} {
-		err := vhost.Refused(src, vhost.AskGlobalPrefetch)
+	for _, src := range []queuetype.Source{member{qq: qq}, elsewhere{qq: qq}} {
+		err := queuetype.Refused(src, queuetype.AskGlobalPrefetch)
 		if e := reply.As(err); e == nil || e.Code != protocol.NotImplemented || e.Text != "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not support global qos" {
 			t.Errorf("%T: global prefetch: %v", src, err)
 		}
-		for _, a := range []vhost.Asked{vhost.AskGet, vhost.AskNackOrReject} {
-			if err := vhost.Refused(src, a); err != nil {
+		for _, a := range []queuetype.Asked{queuetype.AskGet, queuetype.AskNackOrReject} {
+			if err := queuetype.Refused(src, a); err != nil {
 				t.Errorf("%T refuses %v: %v", src, a, err)
 			}
 		}

@@ -6,11 +6,11 @@ import (
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stream"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -62,7 +62,7 @@ func (s *Queue) Here() bool { return s.MemberNodes() == nil || s.Member() }
 func (s *Queue) Elsewhere() string { return "" }
 
 // DeclareReplicated declares a new stream for the cluster.
-func (t Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (t Type) DeclareReplicated(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if err := t.Check(h, def); err != nil {
 		return nil, false, err
 	}
@@ -85,7 +85,7 @@ func (t Type) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queu
 
 // ApplyDeclare declares a stream for the cluster: every node records it,
 // its members start their replicas; defMu is held.
-func (Type) ApplyDeclare(h vhost.Host, def topology.QueueDef) error {
+func (Type) ApplyDeclare(h queuetype.Host, def topology.QueueDef) error {
 	if s, _ := h.Lookup(def.Name).(*Queue); s != nil && s.s.ID() == def.ID {
 		return nil
 	}
@@ -183,19 +183,19 @@ func (s *Queue) copyFrom() stream.Fetch {
 
 // vias are the other members up, as RemoteQueues, the leader as this
 // node's replica knows it first.
-func (s *Queue) vias() []*vhost.RemoteQueue {
+func (s *Queue) vias() []*queuetype.RemoteQueue {
 	var leader uint64
 	if g := s.group.Load(); g != nil {
 		leader = g.Status().Leader
 	}
-	var out []*vhost.RemoteQueue
+	var out []*queuetype.RemoteQueue
 	for _, m := range s.MemberNodes() {
 		if m == s.h.Self() || !s.h.Up(m) {
 			continue
 		}
-		rq := &vhost.RemoteQueue{Name: s.name, Home: m, Durable: true, Args: s.args, ID: s.s.ID()}
+		rq := &queuetype.RemoteQueue{Name: s.name, Home: m, Durable: true, Args: s.args, ID: s.s.ID()}
 		if leader != 0 && s.h.NodeID(m) == leader {
-			out = append([]*vhost.RemoteQueue{rq}, out...)
+			out = append([]*queuetype.RemoteQueue{rq}, out...)
 		} else {
 			out = append(out, rq)
 		}
@@ -205,7 +205,7 @@ func (s *Queue) vias() []*vhost.RemoteQueue {
 
 // Via is the member a node that is not one reaches the stream through;
 // nil when none is up.
-func (s *Queue) Via() *vhost.RemoteQueue {
+func (s *Queue) Via() *queuetype.RemoteQueue {
 	if vias := s.vias(); len(vias) > 0 {
 		return vias[0]
 	}
@@ -236,18 +236,18 @@ func (s *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error
 			return nil, reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
 		}
 		return protocol.Table{"data": stream.EncodeFetched(got)}, nil
-	case vhost.CallQueueDelete:
+	case queuetype.CallQueueDelete:
 		n, err := s.DeleteReplicated(remote.Bool(req, "if_unused"), remote.Bool(req, "if_empty"))
 		return protocol.Table{"messages": int64(n)}, err
-	case vhost.CallQueuePurge:
+	case queuetype.CallQueuePurge:
 		return nil, s.refuses("queue.purge")
-	case vhost.CallMember:
+	case queuetype.CallMember:
 		return protocol.Table{}, membership.ChangeHere(s.h, s, remote.String(req, "node"), remote.Bool(req, "add"))
-	case vhost.CallConsume, vhost.CallCancel, vhost.CallSettle:
+	case queuetype.CallConsume, queuetype.CallCancel, queuetype.CallSettle:
 		return s.h.HandleConsumerCall(op, local{s}, req)
-	case vhost.CallGet:
+	case queuetype.CallGet:
 		return nil, s.refuses("basic.get")
-	case vhost.CallQueueCounts:
+	case queuetype.CallQueueCounts:
 		st := s.s.Stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
 			"leader": s.leader()}, nil

@@ -1,6 +1,6 @@
 // Package streamqueue is the stream (x-queue-type stream) as a vhost holds
-// it over AMQP 0-9-1, as RabbitMQ 3.10 serves it: a vhost.QueueType and
-// its vhost.Queue.
+// it over AMQP 0-9-1, as RabbitMQ 3.10 serves it: a queuetype.Type and
+// its queuetype.Queue.
 //
 // A stream is declared like a quorum queue (durable, not exclusive or
 // auto-delete), published to like any queue (confirmed once synced),
@@ -26,12 +26,12 @@ import (
 	"github.com/warrenmq/warren/core/membership"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/stream"
 	"github.com/warrenmq/warren/core/topology"
-	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
@@ -39,11 +39,11 @@ import (
 // A stream is a queue of a Raft group in a cluster, whose members
 // core/membership changes.
 var (
-	_ vhost.GroupQueue = (*Queue)(nil)
-	_ membership.Queue = (*Queue)(nil)
+	_ queuetype.GroupQueue = (*Queue)(nil)
+	_ membership.Queue     = (*Queue)(nil)
 )
 
-// Type is the stream type, for vhost.NewQueueTypes.
+// Type is the stream type, for queuetype.NewTypes.
 type Type struct{}
 
 // Name is its x-queue-type.
@@ -51,13 +51,13 @@ func (Type) Name() string { return queue.Stream }
 
 // Check refuses a new stream's flags the way RabbitMQ 3.10 does; its
 // arguments were checked with queue.CheckDeclareArgs.
-func (Type) Check(h vhost.Host, def topology.QueueDef) error {
+func (Type) Check(h queuetype.Host, def topology.QueueDef) error {
 	return topology.RefuseFlags(h.Name(), def, "rabbit_stream_queue")
 }
 
 // Declare makes a stream on a node of its own, or checks the one there
 // is; defMu is held.
-func (t Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (t Type) Declare(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if s, _ := h.Lookup(def.Name).(*Queue); s != nil {
 		return s, false, s.Equivalent(def)
 	}
@@ -78,7 +78,7 @@ func (t Type) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, e
 
 // Restore reopens a stored stream at start-up; in a cluster this node's
 // replica rejoins its group. defMu is held.
-func (Type) Restore(h vhost.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
+func (Type) Restore(h queuetype.Host, def topology.QueueDef, id uint64, _ []storage.Level) error {
 	s, err := open(h, def, id, def.Members)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ var argsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "
 // stream's were checked at its declare, and a stored one keeps what an
 // older Warren accepted (a value it cannot read, such as an x-max-age of
 // "0s", is no limit).
-func config(h vhost.Host, def topology.QueueDef) stream.Config {
+func config(h queuetype.Host, def topology.QueueDef) stream.Config {
 	cfg := stream.Config{Name: def.Name, VHost: h.Name()}
 	if n, ok := queue.Integer(def.Args["x-max-length-bytes"]); ok && n > 0 {
 		cfg.MaxBytes = n
@@ -121,7 +121,7 @@ func config(h vhost.Host, def topology.QueueDef) stream.Config {
 
 // open opens a stream's log under id and records its declaration; defMu
 // is held.
-func open(h vhost.Host, def topology.QueueDef, id uint64, members []string) (*Queue, error) {
+func open(h queuetype.Host, def topology.QueueDef, id uint64, members []string) (*Queue, error) {
 	st, ok := h.Store().(*storage.Store)
 	if !ok {
 		return nil, reply.Internal("stream queue '%s' in vhost '%s' without the message store", def.Name, h.Name())
@@ -136,7 +136,7 @@ func open(h vhost.Host, def topology.QueueDef, id uint64, members []string) (*Qu
 	s.members.Set(members)
 	if err := h.Store().PutMeta(storage.KindQueue, h.Name(), def.Name, s.Record().Table()); err != nil {
 		log.Close()
-		return nil, vhost.Stored(err)
+		return nil, queuetype.Stored(err)
 	}
 	s.PolicyChanged()
 	return s, nil
@@ -146,7 +146,7 @@ func open(h vhost.Host, def topology.QueueDef, id uint64, members []string) (*Qu
 // (cluster.go): this node's log is its replica when the node is a member,
 // and unused otherwise.
 type Queue struct {
-	h        vhost.Host
+	h        queuetype.Host
 	s        *stream.Stream
 	name     string
 	args     protocol.Table
@@ -244,9 +244,9 @@ func (s *Queue) Figures() (queue.Stats, *stats.Meter, error) {
 
 // Status is a replicated stream's group; a stream of a node of its own
 // has none.
-func (s *Queue) Status() (vhost.QuorumView, bool) {
+func (s *Queue) Status() (queuetype.QuorumView, bool) {
 	if s.MemberNodes() == nil {
-		return vhost.QuorumView{}, false
+		return queuetype.QuorumView{}, false
 	}
 	return membership.View(s.h, s, s.leader), true
 }
@@ -284,7 +284,7 @@ func (s *Queue) refuses(what string) error {
 // ---- consuming
 
 // Source is its replica here, or a member on another node.
-func (s *Queue) Source() (vhost.Source, error) {
+func (s *Queue) Source() (queuetype.Source, error) {
 	if s.Here() {
 		return local{s}, nil
 	}
@@ -310,12 +310,12 @@ func (src local) Consume(c queue.Consumer, added func()) error {
 	return src.s.s.Consume(c, from, added)
 }
 
-func (src local) Cancel(c queue.Consumer)     { src.s.s.Cancel(c) }
-func (src local) Kick()                       { src.s.s.Kick() }
-func (src local) Ack(e []queue.Entry)         { src.s.s.Ack(e) }
-func (src local) Requeue(e []queue.Entry)     { src.s.s.Requeue(e) }
-func (src local) Reject(e []queue.Entry)      { src.s.s.Reject(e) }
-func (src local) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
+func (src local) Cancel(c queue.Consumer)         { src.s.s.Cancel(c) }
+func (src local) Kick()                           { src.s.s.Kick() }
+func (src local) Ack(e []queue.Entry)             { src.s.s.Ack(e) }
+func (src local) Requeue(e []queue.Entry)         { src.s.s.Requeue(e) }
+func (src local) Reject(e []queue.Entry)          { src.s.s.Reject(e) }
+func (src local) Refuses(a queuetype.Asked) error { return src.s.refusesAsked(a) }
 
 // Get is refused: a stream is read from an offset, not taken from.
 func (src local) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
@@ -343,15 +343,15 @@ func (src elsewhere) Consume(c queue.Consumer, added func()) error {
 // Get is refused, as on a member.
 func (src elsewhere) Get(bool) (queue.Delivery, int, bool) { return queue.Delivery{}, 0, false }
 
-func (src elsewhere) Refuses(a vhost.Asked) error { return src.s.refusesAsked(a) }
+func (src elsewhere) Refuses(a queuetype.Asked) error { return src.s.refusesAsked(a) }
 
 // refusesAsked is what a stream refuses of a channel: basic.get, and a
 // nack or reject (540, which closes the connection).
-func (s *Queue) refusesAsked(a vhost.Asked) error {
+func (s *Queue) refusesAsked(a queuetype.Asked) error {
 	switch a {
-	case vhost.AskGet:
+	case queuetype.AskGet:
 		return s.refuses("basic.get")
-	case vhost.AskNackOrReject:
+	case queuetype.AskNackOrReject:
 		return s.refuses("basic.nack and basic.reject")
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
@@ -41,13 +42,13 @@ func TestRefusals(t *testing.T) {
 	v := vhost.New(vhost.Config{Name: "/", Types: exchange.NewRegistry(), Logger: zerolog.Nop()})
 	t.Cleanup(v.Close)
 	s := &Queue{h: v.Host(), name: "s"}
-	for _, src := range []vhost.Source{local{s}, elsewhere{s: s}} {
-		for a, want := range map[vhost.Asked]string{
-			vhost.AskGet:            "basic.get not supported by stream queues queue 's' in vhost '/'",
-			vhost.AskNackOrReject:   "basic.nack and basic.reject not supported by stream queues queue 's' in vhost '/'",
-			vhost.AskGlobalPrefetch: "",
+	for _, src := range []queuetype.Source{local{s}, elsewhere{s: s}} {
+		for a, want := range map[queuetype.Asked]string{
+			queuetype.AskGet:            "basic.get not supported by stream queues queue 's' in vhost '/'",
+			queuetype.AskNackOrReject:   "basic.nack and basic.reject not supported by stream queues queue 's' in vhost '/'",
+			queuetype.AskGlobalPrefetch: "",
 		} {
-			err := vhost.Refused(src, a)
+			err := queuetype.Refused(src, a)
 			switch e := reply.As(err); {
 			case want == "" && err != nil:
 				t.Errorf("%T refuses %v: %v", src, a, err)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/topology"
 
 	"github.com/warrenmq/warren/core/denseset"
@@ -95,7 +96,7 @@ func (v *VHost) BindAll(bindings []Binding) (int, error) {
 	made := len(pending)
 	for i, nb := range pending {
 		if written[i] != nil {
-			made, failed = i, stored(written[i])
+			made, failed = i, queuetype.Stored(written[i])
 			break
 		}
 		if nb.b == nil {
@@ -149,7 +150,7 @@ func (v *VHost) addBinding(source string, dest exchange.Destination, key string,
 	persisted := persist && v.keeps(nb.b.Durable)
 	if persisted {
 		if err := v.store.PutBinding(v.Name, nb.b.Seq, topology.BindingRecordOf(nb.b).Table()); err != nil {
-			return stored(err)
+			return queuetype.Stored(err)
 		}
 	}
 	if err := v.installBinding(nb); err != nil {
@@ -250,13 +251,13 @@ func bySeq(bs []*exchange.Binding) []*exchange.Binding {
 // durableTarget reports whether a binding's destination survives restarts.
 func durableTarget(t any) bool {
 	switch t := t.(type) {
-	case Local:
+	case queuetype.Local:
 		return t.Persists()
 	case *Exchange:
 		return t.Durable
-	case *RemoteQueue:
+	case *queuetype.RemoteQueue:
 		return t.Durable && !t.Exclusive
-	case Queue:
+	case queuetype.Queue:
 		return true // queues of the other types are durable
 	}
 	return false

@@ -51,7 +51,7 @@ func (v *VHost) CheckQueue(def topology.QueueDef) error {
 		if err := v.checkNewQueue(def); err != nil {
 			return err
 		}
-		qt, ok := v.queueTypes.asked(def)
+		qt, ok := v.queueTypes.Asked(def)
 		if !ok {
 			return reply.Internal("this node serves no queue of type '%s'", queue.TypeOf(def.Args))
 		}

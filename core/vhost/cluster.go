@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/topology"
 
@@ -59,49 +60,6 @@ import (
 // applied, since the log it replays starts after that state. A transient
 // or exclusive queue homed on a node that restarted did not survive there:
 // DropLost proposes the deletes once the node is back in the cluster.
-
-// Cluster is what a vhost of a cluster member needs from the cluster.
-type Cluster interface {
-	// Node is this node's name.
-	Node() string
-	// Propose commits a command and returns this node's result of
-	// applying it.
-	Propose(cmd protocol.Table) error
-	// ProposeLater proposes a command without waiting for it: the changes
-	// a node makes of its own accord (an auto-delete queue's delete).
-	ProposeLater(cmd protocol.Table)
-	// Call asks node to carry out req and returns its answer.
-	Call(node string, req protocol.Table) (protocol.Table, error)
-	// Up reports whether node is reachable.
-	Up(node string) bool
-	// Nodes names the cluster's nodes.
-	Nodes() []string
-	// NodeID is the Raft id of node's current incarnation, from the
-	// member table (0: the cluster has no such node). Ids are per
-	// incarnation: a node whose data was lost comes back under a new one.
-	NodeID(node string) uint64
-	// Removed says whether id is an incarnation the cluster removed: its
-	// node was forgotten, or came back as a new incarnation.
-	Removed(id uint64) bool
-	// Sync returns once this node has applied every change committed
-	// before the call: a lookup that missed looks again after it, so that
-	// what a client made through another node a moment ago is found.
-	Sync() error
-	// Forward hands m to the queues named, in vhost, on node home (see
-	// Deliver) and calls done with the outcome. Messages forwarded to one
-	// node arrive in the order they were forwarded. With wait (a client's
-	// publish, no lock held) it first waits while too much is on its way
-	// to that node already.
-	Forward(home, vhost string, queues []string, m *message.Message, wait bool, done func(error))
-}
-
-// CallQueueDelete, CallQueuePurge and CallQueueCounts are calls to a
-// classic queue's home.
-const (
-	CallQueueDelete = "queue.delete"
-	CallQueuePurge  = "queue.purge"
-	CallQueueCounts = "queue.counts"
-)
 
 // anyOwner passes every exclusivity check: commands were checked against
 // the declaring connection on the node that proposed them.
@@ -194,7 +152,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 		// the same exchanges.
 		if v.keeps(def.Durable) {
 			if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, topology.ExchangeRecordOf(def).Table()); err != nil {
-				return stored(err)
+				return queuetype.Stored(err)
 			}
 		}
 		v.restoreExchange(def)
@@ -208,7 +166,7 @@ func (v *VHost) applyExchange(def exchange.Definition) error {
 // type makes it: a classic queue on its home, and a queue homed there on
 // the others (AddRemote).
 func (v *VHost) applyDeclareQueue(def topology.QueueDef) error {
-	qt, ok := v.queueTypes.restored(def)
+	qt, ok := v.queueTypes.Restored(def)
 	if !ok {
 		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of its type", def.Name, v.Name)
 	}
@@ -218,20 +176,17 @@ func (v *VHost) applyDeclareQueue(def topology.QueueDef) error {
 
 // addRemote registers a queue homed elsewhere, storing it when persist is
 // set; defMu is held.
-func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
+func (v *VHost) addRemote(rq *queuetype.RemoteQueue, persist bool) error {
 	name := queue.TypeOf(rq.Args)
-	var rt RemoteType
-	ok := false
-	if v.queueTypes != nil {
-		rt, ok = v.queueTypes.byName[name].(RemoteType)
-	}
+	qt, _ := v.queueTypes.Named(name)
+	rt, ok := qt.(queuetype.RemoteType)
 	if !ok {
 		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of type '%s' homed elsewhere", rq.Name, v.Name, name)
 	}
 	r := rt.Remote(v.Host(), rq)
 	if persist && v.store != nil {
 		if err := v.store.PutMeta(storage.KindQueue, v.Name, rq.Name, r.Record().Table()); err != nil {
-			return stored(err)
+			return queuetype.Stored(err)
 		}
 	}
 	v.register(r)
@@ -241,7 +196,7 @@ func (v *VHost) addRemote(rq *RemoteQueue, persist bool) error {
 // shared is the queue name as the cluster knows it: the one of the maps,
 // or the one homed elsewhere that a local exclusive queue shadows here
 // (nil when there is none); mu or defMu is held.
-func (v *VHost) shared(name string) Queue {
+func (v *VHost) shared(name string) queuetype.Queue {
 	t := v.queues[name]
 	if t != nil && localOnly(t) {
 		return v.shadowed[name]
@@ -258,7 +213,7 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 	t, known := v.queues[name], v.shared(name) != nil
 	v.mu.RUnlock()
 	if home == v.self() {
-		l, ok := t.(Local)
+		l, ok := t.(queuetype.Local)
 		if ok && l.Exclusive() && l.Share(incarnation) == incarnation && v.store != nil {
 			// Kept so that a restart, which ends it, proposes its delete.
 			if err := v.store.PutMeta(storage.KindQueue, v.Name, name, l.Record().Table()); err != nil {
@@ -268,7 +223,7 @@ func (v *VHost) shareExclusive(name, home string, incarnation uint64) {
 		return
 	}
 	if !known {
-		_ = v.addRemote(&RemoteQueue{Name: name, Home: home, Exclusive: true, AutoDelete: true, ID: incarnation}, true)
+		_ = v.addRemote(&queuetype.RemoteQueue{Name: name, Home: home, Exclusive: true, AutoDelete: true, ID: incarnation}, true)
 	}
 }
 
@@ -352,7 +307,7 @@ func (v *VHost) proposeBinding(op, source string, dest exchange.Destination, key
 		return v.propose(topology.Unbind{Binding: rec})
 	}
 	c := topology.Bind{Binding: rec}
-	if l, ok := target.(Local); ok && l.Exclusive() {
+	if l, ok := target.(queuetype.Local); ok && l.Exclusive() {
 		// A local exclusive queue gets its incarnation the first time it
 		// is bound, so that its delete is proposed when its connection
 		// closes even if the bind is still on its way.
@@ -370,7 +325,7 @@ func (v *VHost) declareReplicated(def topology.QueueDef) (Declared, error) {
 	if err := v.checkNewQueue(def); err != nil {
 		return Declared{}, err
 	}
-	qt, ok := v.queueTypes.asked(def)
+	qt, ok := v.queueTypes.Asked(def)
 	if !ok {
 		return Declared{}, reply.Internal("this node serves no queue of type '%s'", queue.TypeOf(def.Args))
 	}
@@ -383,7 +338,7 @@ func (v *VHost) declareReplicated(def topology.QueueDef) (Declared, error) {
 
 // redeclare answers a declare of t, a queue that exists, from what this
 // node knows; done is false when there is none.
-func (v *VHost) redeclare(t Queue, def topology.QueueDef) (d Declared, done bool, err error) {
+func (v *VHost) redeclare(t queuetype.Queue, def topology.QueueDef) (d Declared, done bool, err error) {
 	if t == nil {
 		return Declared{}, false, nil
 	}
@@ -408,7 +363,7 @@ func (v *VHost) redeclare(t Queue, def topology.QueueDef) (d Declared, done bool
 
 // remoteQueue returns the queue name if its home is another node (and no
 // local exclusive queue shadows it).
-func (v *VHost) remoteQueue(name string) *RemoteQueue {
+func (v *VHost) remoteQueue(name string) *queuetype.RemoteQueue {
 	if v.cluster == nil {
 		return nil
 	}
@@ -537,7 +492,7 @@ next:
 	r.remote = r.remote[:0]
 	f := &Forwarding{n: len(batches) + len(r.others) + unreachable}
 	for range unreachable {
-		f.done(ErrNoMember)
+		f.done(queuetype.ErrNoMember)
 	}
 	enqueueOthers(m, r, f)
 	for _, b := range batches {
@@ -549,8 +504,8 @@ next:
 // throughMembers returns the queues of list whose messages are
 // taken on this node, and adds the others to r.remote as the member up
 // they are reached through; unreachable counts those with none up.
-func throughMembers(r *RouteBuffers, list []Queue, unreachable *int) []Queue {
-	return slices.DeleteFunc(list, func(q Queue) bool {
+func throughMembers(r *RouteBuffers, list []queuetype.Queue, unreachable *int) []queuetype.Queue {
+	return slices.DeleteFunc(list, func(q queuetype.Queue) bool {
 		if q.Here() {
 			return false
 		}
@@ -562,14 +517,6 @@ func throughMembers(r *RouteBuffers, list []Queue, unreachable *int) []Queue {
 		return true
 	})
 }
-
-// ErrRejected is a forwarded message a queue refused (overflow
-// reject-publish): its publisher is nacked.
-var ErrRejected = reply.PreconditionFailed("a queue refused the message (overflow reject-publish)")
-
-// ErrNoMember is a message for a quorum queue none of whose members this
-// node can reach: its publisher is nacked.
-var ErrNoMember = reply.Internal("no member of the quorum queue can be reached")
 
 // Deliver enqueues a message another node forwarded into the queues named
 // (those homed here; a queue deleted meanwhile is skipped, as a publish
@@ -588,7 +535,7 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	v.mu.RLock()
 	for _, name := range queues {
 		t := v.queues[name]
-		if l, ok := t.(Local); ok {
+		if l, ok := t.(queuetype.Local); ok {
 			r.addQueue(l)
 		} else if t != nil && t.Here() && !slices.Contains(r.others, t) {
 			r.others = append(r.others, t)
@@ -599,7 +546,7 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 	classic := func() {
 		switch {
 		case out.Rejected:
-			done(ErrRejected)
+			done(queuetype.ErrRejected)
 		case out.Stored:
 			v.AfterSync(done)
 		default:
@@ -625,8 +572,8 @@ func (v *VHost) Deliver(queues []string, m *message.Message, done func(error)) {
 
 // sharedQueues are the queues the cluster knows of, by name: those whose
 // record names a home; mu is held.
-func (v *VHost) sharedQueues() map[string]Queue {
-	out := make(map[string]Queue)
+func (v *VHost) sharedQueues() map[string]queuetype.Queue {
+	out := make(map[string]queuetype.Queue)
 	for name := range v.queues {
 		if t := v.shared(name); t != nil && t.Record().Home != "" {
 			out[name] = t
@@ -639,12 +586,12 @@ func (v *VHost) sharedQueues() map[string]Queue {
 func (v *VHost) Topology() topology.Snapshot {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	return v.topology(func(t Queue) topology.QueueRecord { return t.Record() })
+	return v.topology(func(t queuetype.Queue) topology.QueueRecord { return t.Record() })
 }
 
 // topology is the vhost's topology, each shared queue's record as rec
 // makes it; defMu is held.
-func (v *VHost) topology(rec func(Queue) topology.QueueRecord) topology.Snapshot {
+func (v *VHost) topology(rec func(queuetype.Queue) topology.QueueRecord) topology.Snapshot {
 	var s topology.Snapshot
 	for _, x := range v.exchangeList() {
 		if x.Name == "" || topology.ReservedName(x.Name) {
@@ -673,9 +620,9 @@ func (v *VHost) topology(rec func(Queue) topology.QueueRecord) topology.Snapshot
 func (v *VHost) RestoreTopology(want topology.Snapshot) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	have := v.topology(func(t Queue) topology.QueueRecord {
+	have := v.topology(func(t queuetype.Queue) topology.QueueRecord {
 		r := topology.QueueRecord{Incarnation: t.Incarnation()}
-		if g, ok := t.(GroupQueue); ok && g.Replicated() {
+		if g, ok := t.(queuetype.GroupQueue); ok && g.Replicated() {
 			r.Members = g.MemberNodes()
 		}
 		return r

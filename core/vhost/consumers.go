@@ -2,7 +2,7 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/queue"
-	"github.com/warrenmq/warren/core/remote"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -11,39 +11,10 @@ import (
 // vhost's share of consuming across nodes (core/remote: a Source for a
 // queue on another node, and the consumers other nodes have here).
 
-// Source is what a channel consumes from and settles with: a queue of this
-// node, a replicated queue's member, or a remote.Source for one on another
-// node.
-type Source = remote.Queue
-
-// Asked is what a channel may ask of a Source that some types refuse.
-type Asked int
-
-const (
-	AskGet            Asked = iota // basic.get
-	AskNackOrReject                // basic.nack or basic.reject of its delivery
-	AskGlobalPrefetch              // a consumer under the channel's global prefetch
-)
-
-// A Refuser is a Source that refuses some of what a channel may ask (a
-// stream refuses basic.get and a nack or reject; a quorum queue, a global
-// prefetch), with RabbitMQ's reply.
-type Refuser interface {
-	Refuses(what Asked) error
-}
-
-// Refused is src's reply to what: nil when it takes it.
-func Refused(src Source, what Asked) error {
-	if r, ok := src.(Refuser); ok {
-		return r.Refuses(what)
-	}
-	return nil
-}
-
 // Source returns what a client on this node reads the named queue
 // through: the queue itself, or a remote.Source for one homed on another
 // node. The checks are Queue's.
-func (v *VHost) Source(name string, owner any) (Source, error) {
+func (v *VHost) Source(name string, owner any) (queuetype.Source, error) {
 	if !v.HasQueue(name) {
 		v.caughtUp() // declared through another node a moment ago
 	}

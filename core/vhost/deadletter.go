@@ -6,6 +6,7 @@ import (
 
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/storage"
 )
@@ -28,7 +29,7 @@ import (
 // the list runs dry.
 // deadLetters are messages that left q for its dead-letter exchange.
 type deadLetters struct {
-	q    Local
+	q    queuetype.Local
 	dead []queue.Dead
 }
 
@@ -61,7 +62,7 @@ func (v *VHost) moveDeadLetters(work []deadLetters) {
 
 // countDeadLetters counts messages leaving q for its dead-letter exchange,
 // by reason, in q's statistics and the vhost's.
-func (v *VHost) countDeadLetters(q Local, dead []queue.Dead) {
+func (v *VHost) countDeadLetters(q queuetype.Local, dead []queue.Dead) {
 	for _, d := range dead {
 		if k, ok := stats.DeadLetterKind(string(d.Reason)); ok {
 			q.Meter().Inc(k)
@@ -77,7 +78,7 @@ func (v *VHost) countDeadLetters(q Local, dead []queue.Dead) {
 // then each delivers what it received. The dead letters the targets
 // produce on the way are appended to work for the caller to move: nothing
 // here calls back into the vhost while a queue is locked.
-func (v *VHost) moveInto(moves []move, targets []Local, txn *storage.Txn, work []deadLetters) []deadLetters {
+func (v *VHost) moveInto(moves []move, targets []queuetype.Local, txn *storage.Txn, work []deadLetters) []deadLetters {
 	sort.Slice(targets, func(i, j int) bool { return targets[i].Order() < targets[j].Order() })
 	for _, t := range targets {
 		t.LockForMove()
@@ -105,12 +106,12 @@ func (v *VHost) moveInto(moves []move, targets []Local, txn *storage.Txn, work [
 
 type move struct {
 	m      *message.Message
-	queues []Local
+	queues []queuetype.Local
 }
 
 // deadLetterRoutes works out where each dead letter goes, and the distinct
 // queues involved.
-func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queue.Dead) ([]move, []Local) {
+func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queue.Dead) ([]move, []queuetype.Local) {
 	if !s.HasDeadLetter {
 		return nil, nil
 	}
@@ -122,8 +123,8 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 	}
 	var r RouteBuffers
 	var moves []move
-	var targets []Local
-	seen := make(map[Local]bool)
+	var targets []queuetype.Local
+	seen := make(map[queuetype.Local]bool)
 	now := time.Now()
 	for _, d := range dead {
 		m, err := queue.DeadLettered(d, queueName, s, now)
@@ -143,7 +144,7 @@ func (v *VHost) deadLetterRoutes(queueName string, s queue.Settings, dead []queu
 		if len(r.queues) == 0 {
 			continue
 		}
-		mv := move{m: m, queues: append([]Local(nil), r.queues...)}
+		mv := move{m: m, queues: append([]queuetype.Local(nil), r.queues...)}
 		for _, t := range mv.queues {
 			if !seen[t] {
 				seen[t] = true
@@ -163,8 +164,8 @@ func dropCycles(r *RouteBuffers, m *message.Message) {
 	if len(deaths) == 0 {
 		return
 	}
-	r.queues = withoutCycles(r.queues, deaths, Local.Name)
-	r.others = withoutCycles(r.others, deaths, Queue.Name)
+	r.queues = withoutCycles(r.queues, deaths, queuetype.Local.Name)
+	r.others = withoutCycles(r.others, deaths, queuetype.Queue.Name)
 }
 
 // withoutCycles keeps the queues of qs that are not a cycle, in place.

@@ -1,6 +1,7 @@
 package vhost
 
 import (
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/internal/lockorder"
 
@@ -161,7 +162,7 @@ func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 	if v.keeps(def.Durable) {
 		if err := v.store.PutMeta(storage.KindExchange, v.Name, def.Name, topology.ExchangeRecordOf(def).Table()); err != nil {
 			router.Delete()
-			return nil, stored(err)
+			return nil, queuetype.Stored(err)
 		}
 	}
 	x := &Exchange{Definition: def, typ: t, router: router}

@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
@@ -22,15 +23,15 @@ import (
 // of a type the declare arguments accept ("quorum").
 type fakeType struct{ released chan string }
 
-func (fakeType) Name() string                                                         { return queue.Quorum }
-func (fakeType) Check(vhost.Host, topology.QueueDef) error                            { return nil }
-func (fakeType) ApplyDeclare(vhost.Host, topology.QueueDef) error                     { return nil }
-func (fakeType) Restore(vhost.Host, topology.QueueDef, uint64, []storage.Level) error { return nil }
-func (t fakeType) DeclareReplicated(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (fakeType) Name() string                                                             { return queue.Quorum }
+func (fakeType) Check(queuetype.Host, topology.QueueDef) error                            { return nil }
+func (fakeType) ApplyDeclare(queuetype.Host, topology.QueueDef) error                     { return nil }
+func (fakeType) Restore(queuetype.Host, topology.QueueDef, uint64, []storage.Level) error { return nil }
+func (t fakeType) DeclareReplicated(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	return t.Declare(h, def)
 }
 
-func (t fakeType) Declare(h vhost.Host, def topology.QueueDef) (vhost.Queue, bool, error) {
+func (t fakeType) Declare(h queuetype.Host, def topology.QueueDef) (queuetype.Queue, bool, error) {
 	if q := h.Lookup(def.Name); q != nil {
 		return q, false, nil
 	}
@@ -57,7 +58,7 @@ func (q *fakeQueue) Incarnation() uint64       { return 1 }
 func (q *fakeQueue) Record() topology.QueueRecord {
 	return topology.QueueRecord{Durable: true, Args: q.args}
 }
-func (q *fakeQueue) Status() (vhost.QuorumView, bool)                          { return vhost.QuorumView{}, false }
+func (q *fakeQueue) Status() (queuetype.QuorumView, bool)                      { return queuetype.QuorumView{}, false }
 func (q *fakeQueue) Touch()                                                    {}
 func (q *fakeQueue) CheckArgs(topology.QueueDef) error                         { return nil }
 func (q *fakeQueue) Equivalent(topology.QueueDef) error                        { return nil }
@@ -65,10 +66,10 @@ func (q *fakeQueue) DeleteReplicated(bool, bool) (int, error)                  {
 func (q *fakeQueue) Release()                                                  { q.released <- q.name }
 func (q *fakeQueue) PolicyChanged()                                            {}
 func (q *fakeQueue) Close(time.Time)                                           {}
-func (q *fakeQueue) Source() (vhost.Source, error)                             { return nil, nil }
+func (q *fakeQueue) Source() (queuetype.Source, error)                         { return nil, nil }
 func (q *fakeQueue) Here() bool                                                { return true }
 func (q *fakeQueue) Elsewhere() string                                         { return "" }
-func (q *fakeQueue) Via() *vhost.RemoteQueue                                   { return nil }
+func (q *fakeQueue) Via() *queuetype.RemoteQueue                               { return nil }
 func (q *fakeQueue) HandleCall(string, protocol.Table) (protocol.Table, error) { return nil, nil }
 func (q *fakeQueue) Replicated() bool                                          { return false }
 func (q *fakeQueue) MemberNodes() []string                                     { return nil }
@@ -110,7 +111,7 @@ func (q *fakeQueue) Enqueue(m *message.Message, done func(error)) {
 // through the vhost's ordinary calls.
 func TestAQueueTypeIsOneAdapterAndOneRegistration(t *testing.T) {
 	released := make(chan string, 1)
-	types := vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, fakeType{released: released})
+	types := queuetype.NewTypes(queue.Quorum, classicqueue.Type{}, fakeType{released: released})
 	v := newVHost(t, vhost.Config{QueueTypes: types})
 
 	d, err := v.Declare(topology.QueueDef{Name: "f", Durable: true, Args: protocol.Table{"x-queue-type": "quorum"}}, false)

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/protocol"
@@ -73,7 +74,7 @@ func newVHost(t testing.TB, c vhost.Config) *vhost.VHost {
 		c.Types = exchange.NewRegistry()
 	}
 	if c.QueueTypes == nil {
-		c.QueueTypes = vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{})
+		c.QueueTypes = queuetype.NewTypes(queue.Quorum, classicqueue.Type{})
 	}
 	c.Logger = zerolog.Nop()
 	v := vhost.New(c)

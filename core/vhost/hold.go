@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/warrenmq/warren/core/hold"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/storage"
 )
 
@@ -22,7 +23,7 @@ func (v *VHost) newHold() *hold.Queue {
 func (v *VHost) releaseHeld(due []*hold.Held) {
 	var txn *storage.Txn
 	var moves []move
-	var targets []Local
+	var targets []queuetype.Local
 	var r RouteBuffers
 	for _, h := range due {
 		txn = v.holds.Unstore(txn, h)

@@ -12,20 +12,6 @@ import (
 	"github.com/warrenmq/warren/storage"
 )
 
-// Store is what a vhost keeps on disk through: the queues' index and
-// messages, and the durable topology. *storage.Store implements it. Every
-// metadata write returns once it is synced, so the -ok that follows it is
-// a promise the broker can keep after a crash.
-type Store interface {
-	queue.Store
-	PutMeta(kind storage.Kind, vhost, name string, rec protocol.Table) error
-	DeleteMeta(kind storage.Kind, vhost, name string) error
-	PutBinding(vhost string, seq uint64, rec protocol.Table) error
-	DeleteBinding(vhost string, seq uint64) error
-	// ScanHeldAt reads held messages (storage/held.go; hold.go).
-	ScanHeldAt(sp storage.HeldSpan, from *storage.HeldAfter, limit int, fn func(due int64, seq uint64, rec []byte) bool) error
-}
-
 // keeps reports whether an object is written to the store: a durable one
 // when there is a store, and in a cluster every replicated one (see
 // cluster.go).
@@ -38,14 +24,6 @@ func args(t protocol.Table) protocol.Table {
 		return protocol.Table{}
 	}
 	return t
-}
-
-// stored wraps a failed metadata write as the error its client sees.
-func stored(err error) error {
-	if err != nil {
-		return reply.Internal("could not store the change: %v", err)
-	}
-	return nil
 }
 
 // AfterSync calls done once everything written so far is on disk (at once
@@ -100,7 +78,7 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 func (v *VHost) RestoreQueue(def topology.QueueDef, qid uint64, levels []storage.Level) error {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
-	qt, ok := v.queueTypes.restored(def)
+	qt, ok := v.queueTypes.Restored(def)
 	if !ok {
 		return reply.Internal("queue '%s' in vhost '%s': this node serves no queue of type '%s'", def.Name, v.Name, queue.TypeOf(def.Args))
 	}

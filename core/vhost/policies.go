@@ -2,6 +2,7 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/policy"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/protocol"
@@ -28,7 +29,7 @@ func (v *VHost) SetPolicy(p *policy.Policy) error {
 	set, kind := v.set(p.Operator)
 	if v.store != nil {
 		if err := v.store.PutMeta(kind, v.Name, p.Name, topology.PolicyRecordOf(p).Table()); err != nil {
-			return stored(err)
+			return queuetype.Stored(err)
 		}
 	}
 	v.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
@@ -22,10 +23,10 @@ type RouteBuffers struct {
 	variants []*message.Message // the message under each CC/BCC key
 	work     []*Exchange
 	visited  []*Exchange
-	queues   []Local            // taken in the publisher's goroutine (Local)
-	seen     map[Local]struct{} // only for fan-outs too wide to scan
-	others   []Queue            // every other queue (queuetype.go)
-	remote   []*RemoteQueue     // forward's: where others not Here go
+	queues   []queuetype.Local            // taken in the publisher's goroutine (Local)
+	seen     map[queuetype.Local]struct{} // only for fan-outs too wide to scan
+	others   []queuetype.Queue            // every other queue (core/queuetype)
+	remote   []*queuetype.RemoteQueue     // forward's: where others not Here go
 	// Writes, when set, is the publishing goroutine's run: deliveries to
 	// local queues' consumers leave their socket writes to it.
 	Writes *queue.Writes
@@ -111,7 +112,7 @@ func (v *VHost) leaveOutHomesDown(r *RouteBuffers) int {
 		return 0
 	}
 	before := len(r.others)
-	r.others = slices.DeleteFunc(r.others, func(t Queue) bool {
+	r.others = slices.DeleteFunc(r.others, func(t queuetype.Queue) bool {
 		home := t.Elsewhere()
 		return home != "" && !v.cluster.Up(home)
 	})
@@ -181,11 +182,11 @@ func (v *VHost) route(x *Exchange, m *message.Message, r *RouteBuffers, via stri
 		}
 		for _, b := range r.result.Bindings {
 			switch t := b.Target.(type) {
-			case Local:
+			case queuetype.Local:
 				r.addQueue(t)
 			case *Exchange:
 				r.work = append(r.work, t)
-			case Queue:
+			case queuetype.Queue:
 				if !slices.Contains(r.others, t) {
 					r.others = append(r.others, t)
 				}
@@ -284,7 +285,7 @@ func (r *RouteBuffers) wasVisited(x *Exchange) bool {
 // way to a set.
 const wideFanout = 16
 
-func (r *RouteBuffers) addQueue(q Local) {
+func (r *RouteBuffers) addQueue(q queuetype.Local) {
 	if len(r.queues) < wideFanout {
 		for _, x := range r.queues {
 			if x == q {
@@ -295,7 +296,7 @@ func (r *RouteBuffers) addQueue(q Local) {
 		return
 	}
 	if r.seen == nil {
-		r.seen = make(map[Local]struct{})
+		r.seen = make(map[queuetype.Local]struct{})
 	}
 	if len(r.seen) == 0 {
 		for _, x := range r.queues {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/topology"
@@ -15,11 +16,11 @@ import (
 type Declared struct {
 	Name    string
 	Created bool
-	t       Queue
+	t       queuetype.Queue
 }
 
 // Queue is the declared queue.
-func (d Declared) Queue() Queue { return d.t }
+func (d Declared) Queue() queuetype.Queue { return d.t }
 
 // Home is the node a classic queue homed on another node is on; "" for
 // every other queue.
@@ -51,7 +52,7 @@ func (d Declared) MemberNodes() []string {
 // Queue returns the named queue for a connection: 404 when missing, 405
 // when another connection owns it exclusively; one homed on another node
 // is refused (elsewhere).
-func (v *VHost) Queue(name string, owner any) (Queue, error) {
+func (v *VHost) Queue(name string, owner any) (queuetype.Queue, error) {
 	t := v.lookup(name)
 	if t == nil && v.caughtUp() {
 		t = v.lookup(name)
@@ -99,8 +100,8 @@ func (v *VHost) HasQueue(name string) bool {
 
 // checkOwner refuses (405) a connection other than its owner the use of
 // an exclusive queue; a command of the cluster (anyOwner) passes.
-func (v *VHost) checkOwner(t Queue, owner any) error {
-	if l, ok := t.(Local); ok && l.Exclusive() && l.Owner() != owner && owner != anyOwner {
+func (v *VHost) checkOwner(t queuetype.Queue, owner any) error {
+	if l, ok := t.(queuetype.Local); ok && l.Exclusive() && l.Owner() != owner && owner != anyOwner {
 		return v.locked(t.Name())
 	}
 	return nil
@@ -169,7 +170,7 @@ func (v *VHost) Declare(def topology.QueueDef, passive bool) (Declared, error) {
 // DeclareQueue is Declare for a queue whose messages are kept on this
 // node (a Local: a classic queue): one homed on another is refused, and
 // so is one of another type.
-func (v *VHost) DeclareQueue(def topology.QueueDef, passive bool) (Local, bool, error) {
+func (v *VHost) DeclareQueue(def topology.QueueDef, passive bool) (queuetype.Local, bool, error) {
 	d, err := v.Declare(def, passive)
 	if err != nil {
 		return nil, false, err
@@ -177,7 +178,7 @@ func (v *VHost) DeclareQueue(def topology.QueueDef, passive bool) (Local, bool, 
 	if d.Home() != "" {
 		return nil, false, v.elsewhere(d.t.Via())
 	}
-	l, ok := d.t.(Local)
+	l, ok := d.t.(queuetype.Local)
 	if !ok {
 		return nil, false, reply.PreconditionFailed("queue '%s' in vhost '%s' is a %s", d.Name, v.Name, d.t.Kind())
 	}
@@ -263,7 +264,7 @@ func (v *VHost) OwnerGone(owner any) {
 	v.defMu.Lock()
 	defer v.defMu.Unlock()
 	for _, t := range v.queueList() {
-		if l, ok := t.(Local); ok && l.Exclusive() && l.Owner() == owner {
+		if l, ok := t.(queuetype.Local); ok && l.Exclusive() && l.Owner() == owner {
 			v.dropped(l) // its Release deletes it
 		}
 	}
@@ -281,7 +282,7 @@ type QueueEntry struct {
 	// Type is "quorum" for a quorum queue, "stream" for a stream, "" for
 	// a classic one.
 	Type string
-	t    Queue
+	t    queuetype.Queue
 }
 
 // QueueInfo is a snapshot of a queue for listings.

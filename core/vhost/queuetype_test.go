@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/streamqueue"
@@ -26,7 +27,7 @@ func TestQueueAdaptersAnswerForTheirType(t *testing.T) {
 	st := memStore(t)
 	groups := cluster.NewGroups(zerolog.Nop())
 	t.Cleanup(groups.Stop)
-	types := vhost.NewQueueTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{})
+	types := queuetype.NewTypes(queue.Quorum, classicqueue.Type{}, quorumqueue.Type{}, streamqueue.Type{})
 	v := newVHost(t, vhost.Config{QueueTypes: types, Store: st, Groups: groups})
 	for _, c := range []struct{ name, typ, kind string }{
 		{"s", "stream", "stream"},

@@ -1,9 +1,8 @@
 package vhost
 
 import (
-	"fmt"
-
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/protocol"
@@ -15,25 +14,8 @@ import (
 // call to its home (callHome), answered 404 "home node ... is down or
 // inaccessible", as RabbitMQ answers, when that node cannot be reached.
 
-// A RemoteType makes the queue that stands on this node for one of its
-// queues homed on another.
-type RemoteType interface {
-	Remote(h Host, rq *RemoteQueue) Queue
-}
-
-// RemoteQueue is a queue as another node holds it: where a message for it
-// is forwarded, and what calls to that node name.
-type RemoteQueue struct {
-	Name, Home                     string
-	Durable, Exclusive, AutoDelete bool
-	Args                           protocol.Table
-	ID                             uint64 // incarnation
-}
-
-func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
-
 // homeDown is RabbitMQ's answer for a queue whose node is unreachable.
-func (v *VHost) homeDown(rq *RemoteQueue) error {
+func (v *VHost) homeDown(rq *queuetype.RemoteQueue) error {
 	kind := "queue"
 	if rq.Durable {
 		kind = "durable queue"
@@ -43,7 +25,7 @@ func (v *VHost) homeDown(rq *RemoteQueue) error {
 
 // elsewhere refuses what needs a queue on this node for one homed on
 // another.
-func (v *VHost) elsewhere(rq *RemoteQueue) error {
+func (v *VHost) elsewhere(rq *queuetype.RemoteQueue) error {
 	if rq.Exclusive {
 		return v.locked(rq.Name)
 	}
@@ -54,7 +36,7 @@ func (v *VHost) elsewhere(rq *RemoteQueue) error {
 }
 
 // callHome asks a RemoteQueue's home node to carry out op on it.
-func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protocol.Table, error) {
+func (v *VHost) callHome(rq *queuetype.RemoteQueue, op string, req protocol.Table) (protocol.Table, error) {
 	if rq.Exclusive {
 		return nil, v.locked(rq.Name)
 	}
@@ -73,8 +55,8 @@ func (v *VHost) callHome(rq *RemoteQueue, op string, req protocol.Table) (protoc
 }
 
 // remoteStats asks a queue's home for its depth.
-func (v *VHost) remoteStats(rq *RemoteQueue) (queue.Stats, error) {
-	ans, err := v.callHome(rq, CallQueueCounts, protocol.Table{})
+func (v *VHost) remoteStats(rq *queuetype.RemoteQueue) (queue.Stats, error) {
+	ans, err := v.callHome(rq, queuetype.CallQueueCounts, protocol.Table{})
 	if err != nil {
 		return queue.Stats{}, err
 	}

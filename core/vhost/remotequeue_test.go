@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/classicqueue"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
@@ -153,7 +154,7 @@ func TestALocalExclusiveQueueShadowsOneHomedElsewhere(t *testing.T) {
 	if q, err := v.Queue("y", owner); err != nil || q != local {
 		t.Fatalf("the owner's queue: %v, %v", q, err)
 	}
-	if src, err := v.Source("y", owner); err != nil || src != vhost.Source(cq) {
+	if src, err := v.Source("y", owner); err != nil || src != queuetype.Source(cq) {
 		t.Fatalf("the owner's source: %v, %v", src, err)
 	}
 	if names := v.QueueNames(); len(names) != 1 {

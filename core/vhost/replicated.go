@@ -3,8 +3,8 @@ package vhost
 import (
 	"slices"
 
-	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/topology"
 )
@@ -39,39 +39,21 @@ func (v *VHost) proposeDelete(name string, incarnation uint64, consumers, held, 
 	return ready, nil
 }
 
-// QuorumView is a replicated queue's group as this node sees it.
-type QuorumView struct {
-	// Leader, Members and Online name nodes; on a node of its own they
-	// are empty (the node is the only member).
-	Leader          string
-	Members, Online []string
-	// Raft is this node's member's view (Role "" on a node that is not
-	// a member); Match is, on the leader, each member's log position by
-	// node name; Voters are its configuration's voters by node name (an
-	// incarnation the cluster no longer has by its id, in hexadecimal).
-	Raft   cluster.GroupStatus
-	Match  map[string]uint64
-	Voters []string
-}
-
 // QuorumStatus is a replicated queue's group as this node sees it:
 // leader, members and, on the leader, each member's log position.
-func (e QueueEntry) QuorumStatus() (QuorumView, bool) {
+func (e QueueEntry) QuorumStatus() (queuetype.QuorumView, bool) {
 	if e.t == nil {
-		return QuorumView{}, false
+		return queuetype.QuorumView{}, false
 	}
 	return e.t.Status()
 }
 
 // ---- changing the members of a quorum queue or a stream
 
-// CallMember asks a member to change the members (GroupQueue.ChangeMember).
-const CallMember = "quorum.member"
-
 // replicatedQueue is the replicated queue named name; nil when there is
 // none.
-func (v *VHost) replicatedQueue(name string) GroupQueue {
-	if r, ok := v.lookup(name).(GroupQueue); ok && r.Replicated() {
+func (v *VHost) replicatedQueue(name string) queuetype.GroupQueue {
+	if r, ok := v.lookup(name).(queuetype.GroupQueue); ok && r.Replicated() {
 		return r
 	}
 	return nil
@@ -113,7 +95,7 @@ func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []st
 	}
 	members = uniq
 	if err := r.RecordMembers(members); err != nil {
-		return stored(err)
+		return queuetype.Stored(err)
 	}
 	switch in := slices.Contains(members, v.self()); {
 	case in && !r.Member():
@@ -146,7 +128,7 @@ func (v *VHost) CheckMembers() {
 		return
 	}
 	for _, t := range v.queueList() {
-		if r, ok := t.(GroupQueue); ok && r.Replicated() {
+		if r, ok := t.(queuetype.GroupQueue); ok && r.Replicated() {
 			r.Rejoin()
 		}
 	}

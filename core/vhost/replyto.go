@@ -2,6 +2,7 @@ package vhost
 
 import (
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/replyto"
 )
@@ -14,7 +15,7 @@ import (
 func (v *VHost) Replies() *replyto.Tokens { return v.replies }
 
 // nodeOf is the cluster's name for this node, "" on a node of its own.
-func nodeOf(c Cluster) string {
+func nodeOf(c queuetype.Cluster) string {
 	if c == nil {
 		return ""
 	}

@@ -3,6 +3,7 @@ package vhost
 import (
 	"time"
 
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/stats"
 )
 
@@ -17,7 +18,7 @@ func (v *VHost) SampleRates(now time.Time) stats.QueueTotals {
 	}
 	var totals stats.QueueTotals
 	for _, t := range v.queueList() {
-		if l, ok := t.(Local); ok {
+		if l, ok := t.(queuetype.Local); ok {
 			st := l.Sample(now)
 			totals.Ready += int64(st.Ready)
 			totals.Unacked += int64(st.Unacked)

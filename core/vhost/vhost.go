@@ -14,8 +14,8 @@
 //
 // # Queues
 //
-// Every queue is a Queue of a registered QueueType, in one map
-// (queuetype.go); no file of this package names a type. The vhost keeps
+// Every queue is a queuetype.Queue of a registered queuetype.Type, in one map
+// (core/queuetype); no file of this package names a type. The vhost keeps
 // the maps, bindings, routing, policies, dead-lettering and the delayed
 // hold; a type keeps its queues' messages and answers for them.
 //
@@ -72,6 +72,7 @@ import (
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/remote"
 	"github.com/warrenmq/warren/core/replyto"
 	"github.com/warrenmq/warren/core/stats"
@@ -85,12 +86,12 @@ type VHost struct {
 	log      zerolog.Logger
 	holds    *hold.Queue
 	bindSeq  atomic.Uint64
-	queueSeq atomic.Uint64 // numbers queues for their lock order
-	store    Store         // nil: nothing persists
+	queueSeq atomic.Uint64   // numbers queues for their lock order
+	store    queuetype.Store // nil: nothing persists
 	memory   queue.MemoryLimit
 	bodies   *message.Bodies
 	closed   atomic.Bool
-	cluster  Cluster                         // nil on a node of its own; see cluster.go
+	cluster  queuetype.Cluster               // nil on a node of its own; see cluster.go
 	limits   atomic.Pointer[topology.Limits] // limits.go; nil: none
 	meta     atomic.Pointer[topology.Metadata]
 
@@ -104,8 +105,8 @@ type VHost struct {
 	// mu guards the maps below and the policy set; a leaf lock.
 	mu        lockorder.RWMutex[lockorder.VHostMaps]
 	exchanges map[string]*Exchange
-	queues    map[string]Queue             // of every type (queuetype.go)
-	shadowed  map[string]Queue             // homed elsewhere, behind a local exclusive queue (cluster.go)
+	queues    map[string]queuetype.Queue   // of every type (core/queuetype)
+	shadowed  map[string]queuetype.Queue   // homed elsewhere, behind a local exclusive queue (cluster.go)
 	defaults  map[string]*exchange.Binding // each queue's implicit binding from ""
 	bindings  map[topology.BindingKey]*exchange.Binding
 	byDest    map[exchange.Destination]*denseset.Set[*exchange.Binding]
@@ -114,7 +115,7 @@ type VHost struct {
 	operatorPolicies policy.Set
 	lost             []lostQueue // for DropLost; under defMu
 
-	queueTypes *QueueTypes
+	queueTypes *queuetype.Types
 	groups     *cluster.Groups // runs replicated queues' groups; nil: none here
 	closing    chan struct{}   // closed by Close: ends the loops of Host.Every
 	loops      sync.Map        // Host.Every's loops by name
@@ -131,19 +132,19 @@ type Config struct {
 	Name   string
 	Types  *exchange.Registry
 	Logger zerolog.Logger
-	Store  Store             // nil: a vhost that keeps nothing across restarts
+	Store  queuetype.Store   // nil: a vhost that keeps nothing across restarts
 	Memory queue.MemoryLimit // each queue's in-memory bound before paging
 	// Bodies lends queues the buffers large bodies paged back in are read
 	// into; nil: allocated.
 	Bodies *message.Bodies
 	// Cluster, on a cluster member, shares the topology with the other
 	// nodes; nil on a node of its own.
-	Cluster Cluster
+	Cluster queuetype.Cluster
 	// Groups runs replicated queues' Raft groups; nil refuses them.
 	Groups *cluster.Groups
 	// QueueTypes are the queue types it serves; nil: none (it declares
 	// no queue).
-	QueueTypes *QueueTypes
+	QueueTypes *queuetype.Types
 }
 
 // New creates a vhost with the default and predeclared exchanges.
@@ -158,8 +159,8 @@ func New(c Config) *VHost {
 		replies:    replyto.NewTokens(nodeOf(c.Cluster)),
 		log:        c.Logger.With().Str("vhost", c.Name).Logger(),
 		exchanges:  make(map[string]*Exchange),
-		queues:     make(map[string]Queue),
-		shadowed:   make(map[string]Queue),
+		queues:     make(map[string]queuetype.Queue),
+		shadowed:   make(map[string]queuetype.Queue),
 		defaults:   make(map[string]*exchange.Binding),
 		bindings:   make(map[topology.BindingKey]*exchange.Binding),
 		byDest:     make(map[exchange.Destination]*denseset.Set[*exchange.Binding]),

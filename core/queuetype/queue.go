@@ -1,11 +1,11 @@
-package vhost
+package queuetype
 
 import (
+	"fmt"
 	"time"
 
-	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/cluster"
 	"github.com/warrenmq/warren/core/message"
-	"github.com/warrenmq/warren/core/policy"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
@@ -13,20 +13,6 @@ import (
 	"github.com/warrenmq/warren/protocol"
 	"github.com/warrenmq/warren/storage"
 )
-
-// Queue types.
-//
-// Every queue is a Queue: a classic queue (core/classicqueue), a quorum
-// queue (core/quorumqueue), a stream (core/streamqueue), and a classic
-// queue homed on another node of a cluster (classicqueue.Remote). The vhost
-// holds them in one map and asks them, through this interface, for what
-// every type answers in its own way. RabbitMQ's rabbit_queue_type is the
-// model. A type is a QueueType, registered with the broker's QueueTypes;
-// the vhost asks it to declare and restore queues, and offers it a Host:
-// the vhost's services (the store, the cluster, routing a dead letter,
-// calls to other nodes) without its internals. What only some queues do
-// is a capability, an interface of its own that the vhost asks for by
-// assertion (Local, below). No file of this package names a type.
 
 // Queue is a queue as the vhost holds it.
 type Queue interface {
@@ -128,10 +114,10 @@ type GroupQueue interface {
 	Rejoin()
 }
 
-// A QueueType is what the vhost asks of a type before it has a queue of
+// A Type is what the vhost asks of a queue type before it has a queue of
 // it. Each method but Check and DeclareReplicated is called with the
 // vhost's defMu held.
-type QueueType interface {
+type Type interface {
 	// Name is its x-queue-type.
 	Name() string
 	// Check refuses a new declare's arguments and flags, all of them: a
@@ -152,9 +138,9 @@ type QueueType interface {
 // A Local queue keeps its messages in this process and takes a
 // publisher's message in the publisher's own goroutine (a classic
 // queue): routing collects Locals apart from other queues, so a
-// persistent message bound for several is stored once (enqueue), and
+// persistent message bound for several is stored once (the vhost's enqueue), and
 // dead letters and held messages move into them under their locks, taken
-// in Order, across one store Txn (moveInto).
+// in Order, across one store Txn (the vhost's moveInto).
 type Local interface {
 	Queue
 	// Persists says it stores the persistent messages it takes.
@@ -188,207 +174,42 @@ type Local interface {
 	Share(id uint64) uint64
 }
 
-// QueueTypes are the queue types a broker serves.
-type QueueTypes struct {
-	byName map[string]QueueType
-	// untyped takes a replicated declaration that names no type: written
-	// before a second replicated type came.
-	untyped QueueType
+// A RemoteType makes the queue that stands on this node for one of its
+// queues homed on another.
+type RemoteType interface {
+	Remote(h Host, rq *RemoteQueue) Queue
 }
 
-// NewQueueTypes registers types by name; untyped names the one a
-// replicated declaration without an x-queue-type is (older records). A
-// declaration that names no type is a classic queue's (queue.Classic).
-func NewQueueTypes(untyped string, types ...QueueType) *QueueTypes {
-	ts := &QueueTypes{byName: make(map[string]QueueType, len(types))}
-	for _, t := range types {
-		ts.byName[t.Name()] = t
-	}
-	ts.untyped = ts.byName[untyped]
-	return ts
+// RemoteQueue is a queue as another node holds it: where a message for it
+// is forwarded, and what calls to that node name.
+type RemoteQueue struct {
+	Name, Home                     string
+	Durable, Exclusive, AutoDelete bool
+	Args                           protocol.Table
+	ID                             uint64 // incarnation
 }
 
-// asked is the type def's arguments ask for: classic when they name none.
-func (ts *QueueTypes) asked(def topology.QueueDef) (QueueType, bool) {
-	if ts == nil {
-		return nil, false
-	}
-	qt, ok := ts.byName[queue.TypeOf(def.Args)]
-	return qt, ok
+func (rq *RemoteQueue) String() string { return fmt.Sprintf("%s@%s", rq.Name, rq.Home) }
+
+// QuorumView is a replicated queue's group as this node sees it.
+type QuorumView struct {
+	// Leader, Members and Online name nodes; on a node of its own they
+	// are empty (the node is the only member).
+	Leader          string
+	Members, Online []string
+	// Raft is this node's member's view (Role "" on a node that is not
+	// a member); Match is, on the leader, each member's log position by
+	// node name; Voters are its configuration's voters by node name (an
+	// incarnation the cluster no longer has by its id, in hexadecimal).
+	Raft   cluster.GroupStatus
+	Match  map[string]uint64
+	Voters []string
 }
 
-// restored is the type of a stored or replicated declaration.
-func (ts *QueueTypes) restored(def topology.QueueDef) (QueueType, bool) {
-	if def.Members != nil {
-		return ts.replicated(def)
-	}
-	return ts.asked(def)
-}
+// ErrRejected is a forwarded message a queue refused (overflow
+// reject-publish): its publisher is nacked.
+var ErrRejected = reply.PreconditionFailed("a queue refused the message (overflow reject-publish)")
 
-// replicated is the type of a replicated declaration (def.Members set).
-func (ts *QueueTypes) replicated(def topology.QueueDef) (QueueType, bool) {
-	if _, named := def.Args["x-queue-type"]; named {
-		return ts.asked(def)
-	}
-	return ts.untyped, ts != nil && ts.untyped != nil
-}
-
-// typeOf is the type a declare of def is: that of the queue of the name
-// there is, or the one it asks for; defMu is held. A vhost without the
-// type (a test's, a broker that does not serve it) refuses the declare.
-func (v *VHost) typeOf(def topology.QueueDef) (QueueType, error) {
-	name := queue.TypeOf(def.Args)
-	if t := v.queues[def.Name]; t != nil {
-		name = t.Type()
-	}
-	if v.queueTypes != nil {
-		if qt, ok := v.queueTypes.byName[name]; ok {
-			return qt, nil
-		}
-	}
-	return nil, reply.Internal("this node serves no queue of type '%s'", name)
-}
-
-// listEntry is t's listing entry; mu is held.
-func (v *VHost) listEntry(t Queue) QueueEntry {
-	rec := t.Record()
-	e := QueueEntry{Name: t.Name(), Durable: rec.Durable, Exclusive: rec.Exclusive, AutoDelete: rec.AutoDelete,
-		Args: t.Arguments(), Type: t.Type(), Home: t.Elsewhere(), t: t}
-	if p := v.policies.For(policy.Queues, e.Name); p != nil {
-		e.Policy = p.Name
-	}
-	if p := v.operatorPolicies.For(policy.Queues, e.Name); p != nil {
-		e.OperatorPolicy = p.Name
-	}
-	return e
-}
-
-// lookup is the queue named name, or nil.
-func (v *VHost) lookup(name string) Queue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.queues[name]
-}
-
-// queueList is every queue, for work done without mu.
-func (v *VHost) queueList() []Queue {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make([]Queue, 0, len(v.queues))
-	for _, q := range v.queues {
-		out = append(out, q)
-	}
-	return out
-}
-
-// localOnly says t is this node's alone: an exclusive classic queue
-// nobody bound yet, which the cluster does not know of (cluster.go).
-func localOnly(t Queue) bool {
-	l, ok := t.(Local)
-	return ok && l.Exclusive() && l.Incarnation() == 0
-}
-
-// register adds t and its implicit binding from the default exchange
-// to the maps; defMu is held. A queue homed elsewhere whose name a local
-// exclusive queue holds here waits behind it (shadowed, cluster.go).
-func (v *VHost) register(t Queue) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	name := t.Name()
-	if cur := v.queues[name]; cur != nil && cur != t && localOnly(cur) && t.Elsewhere() != "" {
-		v.shadowed[name] = t
-		return
-	}
-	v.queues[name] = t
-	v.defaults[name] = &exchange.Binding{
-		Destination: exchange.Destination{Kind: exchange.ToQueue, Name: name},
-		Key:         name, Target: t, Durable: t.Record().Durable,
-	}
-}
-
-// unregister takes t out of the maps again (a restore that failed);
-// defMu is held.
-func (v *VHost) unregister(t Queue) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	name := t.Name()
-	if v.queues[name] == t {
-		delete(v.queues, name)
-		delete(v.defaults, name)
-	}
-}
-
-// forget removes t from the maps with its bindings and its record,
-// then releases what it runs here; defMu is held. A queue of that name
-// that is not t (another incarnation) stays; a queue homed elsewhere that
-// t shadowed takes its place.
-func (v *VHost) forget(t Queue) {
-	name := t.Name()
-	v.mu.Lock()
-	if v.shadowed[name] == t {
-		delete(v.shadowed, name)
-		v.mu.Unlock()
-		v.deleteRecord(t)
-		return
-	}
-	if v.queues[name] != t {
-		v.mu.Unlock()
-		return
-	}
-	delete(v.queues, name)
-	delete(v.defaults, name)
-	bound := v.boundTo(exchange.Destination{Kind: exchange.ToQueue, Name: name})
-	shadowed := v.shadowed[name]
-	delete(v.shadowed, name)
-	v.mu.Unlock()
-	v.removeBindings(bound)
-	v.deleteRecord(t)
-	t.Release()
-	if shadowed != nil {
-		v.register(shadowed)
-	}
-}
-
-// deleteRecord deletes t's stored declaration, if it has one: a Local
-// has one when it persists or the cluster shares it.
-func (v *VHost) deleteRecord(t Queue) {
-	if v.store == nil {
-		return
-	}
-	if l, ok := t.(Local); ok && !l.Persists() && !(v.keeps(false) && l.Incarnation() != 0) {
-		return
-	}
-	if err := v.store.DeleteMeta(storage.KindQueue, v.Name, t.Name()); err != nil {
-		v.log.Error().Err(err).Str("queue", t.Name()).Str("type", t.Type()).
-			Msg("could not delete the stored queue; it will come back after a restart")
-	}
-}
-
-// dropQueue deletes t, which dropped itself (a classic queue's x-expires,
-// auto-delete, or its exclusive owner gone), if it is still the queue of
-// its name; in a cluster that shares it, its delete is proposed to the
-// others (applied here, it finds the queue gone).
-func (v *VHost) dropQueue(t Queue) {
-	v.defMu.Lock()
-	defer v.defMu.Unlock()
-	v.dropped(t)
-}
-
-// dropped is dropQueue's work; defMu is held.
-func (v *VHost) dropped(t Queue) {
-	if v.queues[t.Name()] != t {
-		return
-	}
-	v.forget(t)
-	v.queueGone(t.Name(), t.Incarnation())
-}
-
-// enqueueOthers hands m to the queues not Local routing reached and empties
-// r.others; f hears from each.
-func enqueueOthers(m *message.Message, r *RouteBuffers, f *Forwarding) {
-	for i, t := range r.others {
-		t.Enqueue(m, f.done)
-		r.others[i] = nil
-	}
-	r.others = r.others[:0]
-}
+// ErrNoMember is a message for a quorum queue none of whose members this
+// node can reach: its publisher is nacked.
+var ErrNoMember = reply.Internal("no member of the quorum queue can be reached")
