@@ -14,10 +14,12 @@
 //
 // # Queues
 //
-// Every queue is a queuetype.Queue of a registered queuetype.Type, in one map
-// (core/queuetype); no file of this package names a type. The vhost keeps
-// the maps, bindings, routing, policies, dead-lettering and the delayed
-// hold; a type keeps its queues' messages and answers for them.
+// Every queue is a queuetype.Queue of a registered queuetype.Type, in one
+// map (queuemap.go); no file of this package names a type. The vhost
+// keeps the maps, bindings, routing, policies, dead-lettering and the
+// delayed hold; a type keeps its queues' messages and answers for them.
+// What a declaration is and how a redeclare compares, and the records the
+// store and the cluster carry, are core/topology's.
 //
 // # Locks
 //
