@@ -110,6 +110,20 @@ func (s *Store) writeFloor() uint64 {
 	return s.space.floor.Load()
 }
 
+// PebbleMemory is what Pebble holds in memory now: its block cache and its
+// memtables (those still being flushed too), and whether they are outside
+// the Go heap (a cgo build; see OffHeapMemory). ok is false once the store
+// is closed.
+func (s *Store) PebbleMemory() (cache, memtables uint64, offHeap, ok bool) {
+	done, err := s.read()
+	if err != nil {
+		return 0, 0, pebbleOffHeap, false
+	}
+	defer done()
+	m := s.db.Metrics()
+	return uint64(max(0, m.BlockCache.Size)), m.MemTable.Size + m.MemTable.ZombieSize, pebbleOffHeap, true
+}
+
 // OffHeapMemory is the memory Pebble holds outside the Go heap: its block
 // cache and memtables when Warren is built with cgo (Pebble then allocates
 // them with C's malloc), 0 otherwise (they are in the Go heap and the

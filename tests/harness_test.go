@@ -38,6 +38,9 @@ type server struct {
 var scratchDir string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(holdEnv); spec != "" {
+		os.Exit(holdConnections(spec)) // a child of TestWebUIManyConnections
+	}
 	dir, err := os.MkdirTemp("", "warren-tests")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

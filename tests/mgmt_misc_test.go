@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // Policies through the API; a definition with a wrong value is refused
@@ -359,6 +363,15 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 	name := nodes[0]["name"].(string)
 	m.expect("GET", "/api/nodes/"+esc(name), "", 200)
 
+	// The memory breakdown (what rabbitmq-diagnostics memory_breakdown
+	// reads), alone and in the node's entry.
+	var mem struct{ Memory map[string]any }
+	m.expect("GET", "/api/nodes/"+esc(name)+"/memory", "", 200).json(t, &mem)
+	checkMemoryBreakdown(t, mem.Memory)
+	var withMemory struct{ Memory map[string]any }
+	m.expect("GET", "/api/nodes/"+esc(name)+"?memory=true", "", 200).json(t, &withMemory)
+	checkMemoryBreakdown(t, withMemory.Memory)
+
 	var vh map[string]any
 	m.expect("GET", "/api/vhosts/"+m.v(), "", 200).json(t, &vh)
 	if vh["name"] != m.vhost {
@@ -380,6 +393,76 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 	if cn.Name != "renamed" {
 		t.Fatalf("cluster name %q after renaming", cn.Name)
 	}
+}
+
+// checkMemoryBreakdown checks a node's "memory" as RabbitMQ shapes it: bytes
+// by category, "total" by strategy, the strategy in force.
+func checkMemoryBreakdown(t *testing.T, mem map[string]any) {
+	t.Helper()
+	total, _ := mem["total"].(map[string]any)
+	if rss, _ := total["rss"].(float64); rss <= 0 {
+		t.Errorf("memory total %v has no rss", mem["total"])
+	}
+	if strategy, _ := mem["strategy"].(string); strategy == "" {
+		t.Errorf("memory has no strategy: %v", mem)
+	}
+	var categories int
+	for _, v := range mem {
+		if _, ok := v.(float64); ok {
+			categories++
+		}
+	}
+	if categories < 5 {
+		t.Errorf("memory has %d categories: %v", categories, mem)
+	}
+}
+
+// Warren's memory breakdown adds up: its categories are what Go and the
+// store hold, and what lies outside them makes up the resident set; a
+// queue's messages in memory show in queue_messages.
+func TestMgmtWarrenMemoryBreakdown(t *testing.T) {
+	m := startWarrenMgmt(t)
+	breakdown := func() (map[string]float64, float64, float64) {
+		var mem struct {
+			Memory map[string]any
+		}
+		m.expect("GET", "/api/nodes/"+esc(m.s.b.NodeName())+"/memory", "", 200).json(t, &mem)
+		cats := map[string]float64{}
+		for k, v := range mem.Memory {
+			if n, ok := v.(float64); ok {
+				cats[k] = n
+			}
+		}
+		total := mem.Memory["total"].(map[string]any)
+		return cats, total["rss"].(float64), total["allocated"].(float64)
+	}
+	cats, rss, allocated := breakdown()
+	var sum float64
+	for k, v := range cats {
+		if k != "outside_go" {
+			sum += v
+		}
+	}
+	if sum != allocated || sum+cats["outside_go"] != max(rss, allocated) {
+		t.Errorf("categories %v add up to %.0f (%.0f with outside_go); allocated %.0f, rss %.0f", cats, sum, sum+cats["outside_go"], allocated, rss)
+	}
+
+	// 4 MiB of bodies in a classic queue (under its 64 MiB in memory).
+	_, ch := m.channel()
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 64<<10)
+	for range 64 {
+		if err := ch.Publish("", q.Name, false, false, amqp.Publishing{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, 10*time.Second, "the queue's messages counted in memory", func() bool {
+		cats, _, _ := breakdown()
+		return cats["queue_messages"] >= 4<<20
+	})
 }
 
 // Warren's own: unknown nodes, plugins with their description.

@@ -165,6 +165,30 @@ func (f *uiFixture) everyPageRenders(t *testing.T) {
 	}
 	f.br.do(t, "its channels", waitVisible(`#connection-channels-table`))
 	f.br.screenshot(t, "webui-connection.png")
+	f.br.do(t, "a channel's page", click(`#connection-channels-table a`),
+		waitVisible(`#page[data-page="channel"][data-loaded="true"]`))
+	if d := f.br.text(t, `#channel-consumers-table`); !strings.Contains(d, "ui-orders") || !strings.Contains(d, "ui-consumer") {
+		t.Errorf("the channel's consumers %q lack ui-consumer on ui-orders", d)
+	}
+	if d := f.br.text(t, `#channel-details`); !strings.Contains(d, "guest") {
+		t.Errorf("the channel's details %q lack its user", d)
+	}
+	f.br.screenshot(t, "webui-channel.png")
+	// A node's page, from the overview's link.
+	f.br.do(t, "a node's page", click("#nav-overview"), waitVisible(`#page[data-page="overview"][data-loaded="true"]`),
+		click(`#node a`), waitVisible(`#page[data-page="node"][data-loaded="true"]`))
+	if d := f.br.text(t, `#node-memory-table`); !strings.Contains(d, "queue_messages") || !strings.Contains(d, "%") {
+		t.Errorf("the node's memory %q lacks its categories", d)
+	}
+	for _, id := range []string{"#node-fds", "#node-sockets"} {
+		if d := f.br.text(t, id); !strings.Contains(d, " of ") {
+			t.Errorf("%s shows %q, want a figure of its limit", id, d)
+		}
+	}
+	if d := f.br.text(t, `#node-store-table`); !strings.Contains(d, "Commits") {
+		t.Errorf("the node's store figures %q", d)
+	}
+	f.br.screenshot(t, "webui-node.png")
 	f.br.goTo(t, "user", "guest")
 	f.br.do(t, "a user's page", waitVisible(`#page[data-page="user"][data-loaded="true"]`))
 	if tags := f.br.text(t, `#user-tags`); tags != "administrator" {

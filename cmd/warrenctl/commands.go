@@ -116,6 +116,7 @@ var commands = map[string]command{
 	"check_virtual_hosts":          {form: "check_virtual_hosts", max: 0, run: checkVirtualHosts},
 	"check_certificate_expiration": {form: "check_certificate_expiration", max: 0, run: checkCertificateExpiration},
 	"listeners":                    {form: "listeners", max: 0, run: listListeners},
+	"memory_breakdown":             {form: "memory_breakdown [--unit UNIT]", max: 0, run: memoryBreakdown},
 	"cluster_status":               {form: "cluster_status", run: clusterStatus},
 	"forget_cluster_node":          {form: "forget_cluster_node NODE", min: 1, max: 1, run: forgetClusterNode},
 	"join_cluster":                 {form: "join_cluster ADDR", min: 1, max: 1, run: joinCluster},

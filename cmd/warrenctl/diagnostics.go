@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -300,4 +301,76 @@ func checkQuorumCritical(c *client, o *opts, out io.Writer, _ []string) error {
 		}
 		return fmt.Sprintf("Node %s reported no quorum queues with a minimum quorum", n.Name), nil, nil
 	})
+}
+
+// memoryUnits are memory_breakdown's units, as rabbitmq-diagnostics takes
+// them, in bytes.
+var memoryUnits = map[string]float64{
+	"byte": 1, "bytes": 1, "kb": 1e3, "kib": 1 << 10, "mb": 1e6, "mib": 1 << 20,
+	"gb": 1e9, "gib": 1 << 30, "tb": 1e12, "tib": 1 << 40,
+}
+
+// memoryBreakdown prints where the node's memory goes, largest first,
+// each category in --unit with its share of the resident set, as
+// rabbitmq-diagnostics memory_breakdown does; --formatter json prints the
+// breakdown in bytes as /api/nodes/{node}/memory has it.
+func memoryBreakdown(c *client, o *opts, out io.Writer, _ []string) error {
+	n, err := thisNode(c)
+	if err != nil {
+		return err
+	}
+	var ans struct {
+		Memory json.RawMessage `json:"memory"`
+	}
+	if err := c.get("/api/nodes/"+url.PathEscape(n.Name)+"/memory", &ans); err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(ans.Memory, &m); err != nil {
+		return fmt.Errorf("node %s did not report its memory (%s)", n.Name, ans.Memory)
+	}
+	if o.formatter == "json" {
+		_, err := fmt.Fprintln(out, string(ans.Memory))
+		return err
+	}
+	type category struct {
+		name  string
+		bytes float64
+	}
+	var cats []category
+	var sum float64
+	for k, v := range m {
+		if b, ok := v.(float64); ok {
+			cats = append(cats, category{k, b})
+			sum += b
+		}
+	}
+	total := sum
+	if t, ok := m["total"].(map[string]any); ok {
+		if rss, ok := t["rss"].(float64); ok && rss > 0 {
+			total = rss
+		}
+	}
+	slices.SortFunc(cats, func(a, b category) int {
+		return cmp.Or(cmp.Compare(b.bytes, a.bytes), strings.Compare(a.name, b.name))
+	})
+	unit := o.unit
+	if unit == "" {
+		unit = "gb"
+	}
+	if !o.quiet && !o.silent {
+		fmt.Fprintf(out, "Reporting memory breakdown on node %s...\n", n.Name)
+	}
+	for _, cat := range cats {
+		share := 0.0
+		if total > 0 {
+			share = 100 * cat.bytes / total
+		}
+		v := strconv.FormatFloat(cat.bytes/memoryUnits[unit], 'f', 4, 64)
+		if memoryUnits[unit] == 1 {
+			v = strconv.FormatFloat(cat.bytes, 'f', 0, 64)
+		}
+		fmt.Fprintf(out, "%s: %s %s (%.2f%%)\n", cat.name, v, unit, share)
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ Broker:
 Health checks (as rabbitmq-diagnostics; a failed check exits 69):
   check_running | check_local_alarms | check_alarms | check_port_connectivity
   check_virtual_hosts | check_certificate_expiration | listeners
+  memory_breakdown [--unit byte|kb|kib|mb|mib|gb|gib|tb|tib]
   set_vm_memory_high_watermark FRACTION | set_vm_memory_high_watermark absolute BYTES
   set_disk_free_limit BYTES | set_disk_free_limit mem_relative FRACTION
 Listings (columns optional, as rabbitmqctl's):
@@ -113,6 +114,7 @@ type opts struct {
 	vhostSet                            bool // -p was given
 	vhostPattern, queuePattern          string
 	formatter                           string // table or json
+	unit                                string // memory_breakdown's, "gb" by default
 	priority                            int
 	timeout                             time.Duration
 	force, ifEmpty, ifUnused            bool
@@ -201,6 +203,11 @@ func parse(argv []string) (*opts, error) {
 				return nil, fmt.Errorf("--timeout: %q is not a positive number of seconds", value)
 			}
 			o.timeout = time.Duration(n * float64(time.Second))
+		case "unit":
+			if _, ok := memoryUnits[strings.ToLower(value)]; !ok {
+				return nil, fmt.Errorf("--unit: %q is not one of byte, kb, kib, mb, mib, gb, gib, tb, tib", value)
+			}
+			o.unit = strings.ToLower(value)
 		case "priority":
 			n, err := strconv.Atoi(value)
 			if err != nil {

@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +185,47 @@ func TestHealthChecks(t *testing.T) {
 	var failed *checkFailed
 	if !errors.As(err, &failed) || !strings.Contains(out, `"result":"error"`) || !strings.Contains(out, "Memory alarm") {
 		t.Errorf("check_local_alarms as JSON under a memory alarm: %v\n%s", err, out)
+	}
+}
+
+// memory_breakdown prints each category, largest first, in the unit asked,
+// with its share; --formatter json prints the API's breakdown in bytes.
+func TestMemoryBreakdown(t *testing.T) {
+	_, url := newBroker(t)
+	out, err := ctl(t, url, "memory_breakdown", "--unit", "mb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 9 || !strings.HasPrefix(lines[0], "Reporting memory breakdown on node ") {
+		t.Fatalf("memory_breakdown:\n%s", out)
+	}
+	line := regexp.MustCompile(`^([a-z_]+): ([0-9]+\.[0-9]{4}) mb \(([0-9.]+)%\)$`)
+	prev := math.Inf(1)
+	seen := map[string]bool{}
+	for _, l := range lines[1:] {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %q is not \"category: N mb (P%%)\"", l)
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		if v > prev {
+			t.Errorf("%s comes after a smaller category:\n%s", m[1], out)
+		}
+		prev, seen[m[1]] = v, true
+	}
+	for _, want := range []string{"queue_messages", "heap_other", "goroutine_stacks", "allocated_unused"} {
+		if !seen[want] {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+	out, err = ctl(t, url, "memory_breakdown", "--formatter", "json")
+	var mem map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &mem) != nil || mem["strategy"] != "rss" {
+		t.Errorf("memory_breakdown as JSON: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, url, "memory_breakdown", "--unit", "parsecs"); err == nil || !strings.Contains(err.Error(), "--unit") {
+		t.Errorf("an unknown unit: %v", err)
 	}
 }
 

@@ -120,6 +120,7 @@ func Patterns() []string {
 func routes(a *api) *router {
 	mux := &router{}
 	a.routeOverview(mux)
+	a.routeMemory(mux)
 	a.routeFeatureFlags(mux)
 	a.routeGlobalParameters(mux)
 	a.routeParameters(mux)

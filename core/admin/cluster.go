@@ -102,7 +102,9 @@ func (a *api) forgetNode(c *call) (any, error) {
 // clusterMembers are the cluster's other nodes for /api/nodes, each with
 // the figures it answers when asked (all are asked at once, for a second
 // at most); a node that does not answer is listed not running.
-func (a *api) clusterMembers() []nodeJSON {
+// memberNames are the cluster's other members, by name; none on a node
+// of its own.
+func (a *api) memberNames() []string {
 	n := a.b.Cluster()
 	if n == nil {
 		return nil
@@ -113,6 +115,11 @@ func (a *api) clusterMembers() []nodeJSON {
 			others = append(others, m.Name)
 		}
 	}
+	return others
+}
+
+func (a *api) clusterMembers() []nodeJSON {
+	others := a.memberNames()
 	out := make([]nodeJSON, len(others))
 	var wg sync.WaitGroup
 	for i, name := range others {

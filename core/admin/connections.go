@@ -92,17 +92,19 @@ func (a *api) visibleConnections(c *call) ([]conn.ConnInfo, error) {
 			return nil, err
 		}
 	}
-	var out []conn.ConnInfo
-	for _, ci := range a.b.Server().Connections() {
+	all := a.b.Server().Connections()
+	out := all[:0] // filtered in place: a ConnInfo is large, and there may be 10,000
+	for i := range all {
+		ci := &all[i]
 		if ci.User == "" || (vhostName != "" && ci.VHost != vhostName) || !c.seesConnection(ci.User, ci.VHost) {
 			continue // still in the handshake, another vhost, or someone else's
 		}
-		out = append(out, ci)
+		out = append(out, *ci)
 	}
 	return out, nil
 }
 
-var connectionLister = lister[connectionJSON]{name: func(x connectionJSON) string { return x.Name }}
+var connectionLister = lister[conn.ConnInfo]{name: func(x conn.ConnInfo) string { return x.Name }}
 
 func (a *api) connections(c *call) (any, error) {
 	p, err := pagingOf(c.r.URL.Query())
@@ -114,11 +116,8 @@ func (a *api) connections(c *call) (any, error) {
 		return nil, err
 	}
 	node := a.b.NodeName()
-	out := make([]connectionJSON, 0, len(cs))
-	for _, ci := range cs {
-		out = append(out, a.connectionView(ci, node))
-	}
-	return list(out, p, connectionLister, same)
+	// Only the page's rows are rendered, unless the sort needs them all.
+	return list(cs, p, connectionLister, func(ci conn.ConnInfo) connectionJSON { return a.connectionView(ci, node) })
 }
 
 func (a *api) findConnection(c *call) (conn.ConnInfo, error) {

@@ -195,6 +195,7 @@ type nodeJSON struct {
 	EnabledPlugins         []string `json:"enabled_plugins"`
 	ExchangeTypes          any      `json:"exchange_types"`
 	GoVersion              string   `json:"go_version"`
+	Memory                 any      `json:"memory,omitempty"` // ?memory=true
 	*nodeProcess
 }
 
@@ -223,6 +224,25 @@ type nodeProcess struct {
 	IOReadBytes  uint64 `json:"io_read_bytes"`
 	IOWriteCount uint64 `json:"io_write_count"`
 	IOWriteBytes uint64 `json:"io_write_bytes"`
+	// Store is Warren's own: its store's figures (absent once closed).
+	Store *storeJSON `json:"store,omitempty"`
+}
+
+// storeJSON is the store's figures (storage.Figures).
+type storeJSON struct {
+	Commits         uint64 `json:"commits"`
+	Syncs           uint64 `json:"syncs"`
+	CommitErrors    uint64 `json:"commit_errors"`
+	CommittedBytes  uint64 `json:"committed_bytes"`
+	WALBytesWritten uint64 `json:"wal_bytes_written"`
+	DiskBytes       uint64 `json:"disk_bytes"`
+	CompactionDebt  uint64 `json:"compaction_debt_bytes"`
+	ReadAmp         int    `json:"read_amplification"`
+	Flushes         int64  `json:"flushes"`
+	Compactions     int64  `json:"compactions"`
+	CacheBytes      int64  `json:"cache_bytes"`
+	CacheHits       int64  `json:"cache_hits"`
+	CacheMisses     int64  `json:"cache_misses"`
 }
 
 type authMechanismJSON struct {
@@ -267,6 +287,11 @@ func (a *api) processView() *nodeProcess {
 	if io, err := procstat.ProcessIO(pid); err == nil {
 		p.IOReadCount, p.IOReadBytes, p.IOWriteCount, p.IOWriteBytes = io.ReadCalls, io.ReadBytes, io.WriteCalls, io.WriteBytes
 	}
+	if f, ok := a.b.StoreFigures(); ok {
+		p.Store = &storeJSON{Commits: f.Commits, Syncs: f.Syncs, CommitErrors: f.CommitErrors, CommittedBytes: f.CommittedBytes,
+			WALBytesWritten: f.WALBytesWritten, DiskBytes: f.DiskBytes, CompactionDebt: f.CompactionDebt, ReadAmp: f.ReadAmp,
+			Flushes: f.Flushes, Compactions: f.Compactions, CacheBytes: f.CacheBytes, CacheHits: f.CacheHits, CacheMisses: f.CacheMisses}
+	}
 	return p
 }
 
@@ -300,16 +325,28 @@ func (a *api) nodes(*call) (any, error) {
 	return append([]nodeJSON{a.nodeView()}, a.clusterMembers()...), nil
 }
 
+// node is one node; ?memory=true adds its breakdown, as RabbitMQ's does.
 func (a *api) node(c *call) (any, error) {
-	if c.path("node") == a.b.NodeName() {
+	n, err := a.nodeNamed(c.path("node"))
+	if err != nil || c.query("memory") != "true" {
+		return n, err
+	}
+	if n.Memory, err = a.memoryOf(n.Name); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (a *api) nodeNamed(name string) (nodeJSON, error) {
+	if name == a.b.NodeName() {
 		return a.nodeView(), nil
 	}
 	for _, m := range a.clusterMembers() {
-		if m.Name == c.path("node") {
+		if m.Name == name {
 			return m, nil
 		}
 	}
-	return nil, errNotFound
+	return nodeJSON{}, errNotFound
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -98,6 +98,9 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 	if _, err := n1.MemberFigures(ctx, "nobody"); err == nil {
 		t.Fatal("figures of a node that is not a member")
 	}
+	if m, err := n1.MemberMemory(ctx, "n3"); err != nil || m.Allocated == 0 || m.HeapOther == 0 {
+		t.Fatalf("n3's memory through n1: %+v, %v", m, err)
+	}
 
 	pw := "alice-pw"
 	if err := n2.PutUser("alice", &pw, []string{"management"}); err != nil {

@@ -24,7 +24,10 @@ func (b *Broker) Figures() NodeFigures {
 
 // The calls a node answers for the others (cluster.Node.Call); the first
 // byte of a call names it.
-const callFigures byte = 1
+const (
+	callFigures byte = 1
+	callMemory  byte = 4 // after callTopology and callDeliver (topology.go)
+)
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
 // management API asks each node; this node's own need no call.
@@ -32,19 +35,25 @@ func (b *Broker) MemberFigures(ctx context.Context, name string) (NodeFigures, e
 	if name == b.NodeName() {
 		return b.Figures(), nil
 	}
+	return askMember[NodeFigures](ctx, b, name, callFigures, "figures")
+}
+
+// askMember makes call of the member named name and decodes its JSON
+// answer; what names the answer in an error.
+func askMember[T any](ctx context.Context, b *Broker, name string, call byte, what string) (T, error) {
+	var v T
 	n := b.cluster.Load()
 	if n == nil {
-		return NodeFigures{}, fmt.Errorf("no node %q", name)
+		return v, fmt.Errorf("no node %q", name)
 	}
-	answer, err := n.Call(ctx, name, []byte{callFigures})
+	answer, err := n.Call(ctx, name, []byte{call})
 	if err != nil {
-		return NodeFigures{}, err
+		return v, err
 	}
-	var f NodeFigures
-	if err := json.Unmarshal(answer, &f); err != nil {
-		return NodeFigures{}, fmt.Errorf("node %q answered figures that do not decode: %w", name, err)
+	if err := json.Unmarshal(answer, &v); err != nil {
+		return v, fmt.Errorf("node %q's answer (%s) does not decode: %w", name, what, err)
 	}
-	return f, nil
+	return v, nil
 }
 
 // handleCall answers another node's call.
@@ -55,6 +64,8 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 	switch payload[0] {
 	case callFigures:
 		return json.Marshal(b.Figures())
+	case callMemory:
+		return json.Marshal(b.Memory())
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

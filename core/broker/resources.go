@@ -147,6 +147,12 @@ func (g *memoryGauge) read(offHeap uint64) memoryReading {
 	return r
 }
 
+// residentOnce reads the resident set size and closes the gauge.
+func (g *memoryGauge) residentOnce() (uint64, bool) {
+	defer g.close()
+	return g.resident()
+}
+
 // resident reads the resident set size from statm ("size resident ...",
 // in pages).
 func (g *memoryGauge) resident() (uint64, bool) {

@@ -348,6 +348,7 @@ func (cq *Queue) Serve() []queue.Dead       { return cq.q.Serve() }
 
 func (cq *Queue) DeadLetterFrom() (queue.Settings, uint64, bool) { return cq.q.Source() }
 
+func (cq *Queue) MemoryBytes() int64  { return cq.q.MemoryBytes() }
 func (cq *Queue) Meter() *stats.Meter { return &cq.q.Counters }
 
 func (cq *Queue) Sample(now time.Time) queue.Stats {

@@ -31,15 +31,18 @@ const closeTimeout = 3 * time.Second
 
 // Conn is one client connection.
 type Conn struct {
-	srv   *Server
-	nc    net.Conn
-	id    uint64
-	name  string
-	log   zerolog.Logger
-	r     *protocol.FrameReader
-	out   *outbound
-	dec   protocol.MethodDecoder
-	since time.Time
+	srv  *Server
+	nc   net.Conn
+	id   uint64
+	name string
+	// peer and local are the socket's addresses, host:port, fixed for its
+	// life (listings read them for every connection).
+	peer, local string
+	log         zerolog.Logger
+	r           *protocol.FrameReader
+	out         *outbound
+	dec         protocol.MethodDecoder
+	since       time.Time
 
 	// Fixed by the handshake.
 	frameMax    uint32
@@ -105,9 +108,10 @@ type capabilities struct {
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *Conn {
+	peer, local := nc.RemoteAddr().String(), nc.LocalAddr().String()
 	c := &Conn{
-		srv: s, nc: nc, id: id,
-		name:       nc.RemoteAddr().String() + " -> " + nc.LocalAddr().String(),
+		srv: s, nc: nc, id: id, peer: peer, local: local,
+		name:       peer + " -> " + local,
 		out:        newSocketOutbound(nc),
 		since:      time.Now(),
 		channels:   make(map[uint16]*channel),
@@ -121,7 +125,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *Conn {
 		channelMax: s.Limits.ChannelMax,
 	}
 	c.r = protocol.NewFrameReader(countingReader{nc, &c.io})
-	c.log = s.Log.With().Uint64("conn", id).Str("peer", nc.RemoteAddr().String()).Logger()
+	c.log = s.Log.With().Uint64("conn", id).Str("peer", peer).Logger()
 	return c
 }
 

@@ -124,11 +124,16 @@ func (c *Conn) liveChannels() []*channel {
 }
 
 func (c *Conn) info() ConnInfo {
-	ci := ConnInfo{
-		ID: c.id, Name: c.name, Channels: int(c.nchan.Load()), Since: c.since,
-		Peer: c.nc.RemoteAddr().String(), Local: c.nc.LocalAddr().String(),
-		Blocked: c.blocked.Load(), Flow: c.flowing.Load(),
-	}
+	var ci ConnInfo
+	c.fill(&ci)
+	return ci
+}
+
+// fill writes the connection's figures into ci, a zero ConnInfo: a
+// listing of thousands fills its slice in place rather than copy each.
+func (c *Conn) fill(ci *ConnInfo) {
+	ci.ID, ci.Name, ci.Channels, ci.Since = c.id, c.name, int(c.nchan.Load()), c.since
+	ci.Peer, ci.Local, ci.Blocked, ci.Flow = c.peer, c.local, c.blocked.Load(), c.flowing.Load()
 	_, ci.TLS = c.nc.(*tls.Conn)
 	if o := c.opened.Load(); o != nil {
 		ci.User, ci.VHost, ci.ClientProp = o.user, o.vhost, o.props
@@ -143,7 +148,6 @@ func (c *Conn) info() ConnInfo {
 		ci.Stats.Add(ch.stats.Values())
 		ci.Rates.Add(ch.stats.Rates())
 	}
-	return ci
 }
 
 func (ch *channel) info(conn ConnInfo) ChannelInfo {
@@ -168,9 +172,9 @@ func (ch *channel) info(conn ConnInfo) ChannelInfo {
 // Connections lists the open connections, oldest first.
 func (s *Server) Connections() []ConnInfo {
 	conns := s.snapshot()
-	out := make([]ConnInfo, 0, len(conns))
-	for _, c := range conns {
-		out = append(out, c.info())
+	out := make([]ConnInfo, len(conns))
+	for i, c := range conns {
+		c.fill(&out[i])
 	}
 	return out
 }

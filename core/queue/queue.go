@@ -936,6 +936,14 @@ type Stats struct {
 	ReadyRate, UnackedRate float64
 }
 
+// MemoryBytes is what the messages the queue holds in memory take (their
+// MemSize): those paged out to the store are not counted.
+func (q *Queue) MemoryBytes() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mem.bytes
+}
+
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -161,6 +161,8 @@ type Local interface {
 	// DeadLetterFrom is what moving its dead letters needs: its
 	// settings, its store id and whether it was deleted meanwhile.
 	DeadLetterFrom() (s queue.Settings, storeID uint64, deleted bool)
+	// MemoryBytes is what the messages it holds in memory take.
+	MemoryBytes() int64
 	// Meter are its message statistics; Sample samples them and its
 	// depth for their rates.
 	Meter() *stats.Meter

@@ -27,3 +27,15 @@ func (v *VHost) SampleRates(now time.Time) stats.QueueTotals {
 	totals.Messages = totals.Ready + totals.Unacked
 	return totals
 }
+
+// MessageMemory is what the messages its Local queues hold in memory take,
+// in bytes; it takes each queue's lock in turn, never under the vhost's.
+func (v *VHost) MessageMemory() int64 {
+	var n int64
+	for _, t := range v.queueList() {
+		if l, ok := t.(queuetype.Local); ok {
+			n += l.MemoryBytes()
+		}
+	}
+	return n
+}

@@ -25,7 +25,9 @@ const pages = {
   consumers: lists.consumers,
   queue: queue.render,
   exchange: exchange.render,
+  node: detail.node,
   connection: detail.connection,
+  channel: detail.channel,
   user: detail.user,
   vhost: detail.vhost,
   users: admin.users,
@@ -118,7 +120,9 @@ function visibleNav() {
 function header(page) {
   const links = visibleNav().map(([p, label]) => {
     const active = p === page || (p === "users" && adminPages.has(page)) || (p === "policies" && page === "policies") ||
-      (p === "queues" && page === "queue") || (p === "exchanges" && page === "exchange");
+      (p === "queues" && page === "queue") || (p === "exchanges" && page === "exchange") ||
+      (p === "connections" && page === "connection") || (p === "channels" && page === "channel") ||
+      (p === "overview" && page === "node");
     return h("a", { href: route(p), className: active ? "active" : "", id: "nav-" + p }, label);
   });
   const vsel = h("select", { id: "vhost-select", title: "Virtual host shown in the lists" }, h("option", { value: "" }, "All vhosts"));

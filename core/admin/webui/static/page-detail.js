@@ -1,11 +1,13 @@
-// Detail pages: one connection (its figures, client, channels; close it),
-// one user (tags, permissions, topic permissions, limits) and one virtual
-// host (its figures, description, limits, who may use it). The lists link
-// to them; each refreshes while it is open.
+// Detail pages: one node (memory and where it goes, descriptors and
+// sockets against their limits, disk, the store), one connection (its
+// figures, client, channels; close it), one channel (its figures and
+// consumers), one user (tags, permissions, topic permissions, limits) and
+// one virtual host (its figures, description, limits, who may use it). The
+// lists link to them; each refreshes while it is open.
 
 import * as api from "./api.js";
 import { h, link, message, route } from "./dom.js";
-import { num, json, time, statRate } from "./format.js";
+import { num, json, time, statRate, bytes } from "./format.js";
 import { dangerButton } from "./forms.js";
 import { prop } from "./page-overview.js";
 import { section } from "./bindings.js";
@@ -52,7 +54,7 @@ export async function connection(ctx) {
       prop("Channel max", num(c.channel_max)), prop("Publish", statRate(c.message_stats, "publish")),
       prop("Client properties", json(p)))));
     channels.set(table("connection-channels-table", ["Channel", "Mode", "Prefetch", "Unacked", "Consumers"],
-      chs.map((ch) => [ch.name, [ch.confirm ? "Confirm" : "", ch.transactional ? "Tx" : ""].filter(Boolean).join(" "),
+      chs.map((ch) => [link(ch.name, "channel", ch.name), [ch.confirm ? "Confirm" : "", ch.transactional ? "Tx" : ""].filter(Boolean).join(" "),
         num(ch.prefetch_count), num(ch.messages_unacknowledged), num(ch.consumer_count)]), "No channels."));
   });
 }
@@ -97,5 +99,79 @@ export async function vhost(ctx) {
       prop("Queues", link("List its queues", "queues")))));
     perms.set(table("vhost-permissions-table", ["User", "Configure", "Write", "Read"],
       ps.map((p) => [link(p.user, "user", p.user), p.configure, p.write, p.read]), "No permissions."));
+  });
+}
+
+// used shows a figure against its limit: "12 of 1,024 (1.2%)".
+function used(n, limit, fmt = num) {
+  if (!limit) return fmt(n);
+  return `${fmt(n)} of ${fmt(limit)} (${(100 * n / limit).toFixed(1)}%)`;
+}
+
+export async function node(ctx) {
+  const [name] = ctx.params;
+  const npath = api.path("nodes", name);
+  const status = h("div", { hidden: true, id: "node-msg" });
+  const details = section("Details", "node-details");
+  const memory = section("Memory", "node-memory");
+  const store = section("Store", "node-store");
+  return mount(ctx, "Node", name, status, [details.el, memory.el, store.el], async () => {
+    const [n, m, cl] = await Promise.all([api.get(npath), api.get(npath + "/memory"),
+      api.get("/api/warren/cluster").catch(() => null)]);
+    details.set(h("table", { className: "props" }, h("tbody", {},
+      prop("Uptime", num(Math.floor((n.uptime || 0) / 1000)) + " s"), prop("Process", n.os_pid || ""),
+      prop("Processors", num(n.processors)),
+      prop("Memory", h("span", { id: "node-mem" }, used(n.mem_used, n.mem_limit, bytes) + (n.mem_alarm ? " — alarm raised" : ""))),
+      prop("Free disk", h("span", { id: "node-disk" }, bytes(n.disk_free) + " (limit " + bytes(n.disk_free_limit) + ")" +
+        (n.disk_free_alarm ? " — alarm raised" : ""))),
+      prop("File descriptors", h("span", { id: "node-fds" }, used(n.fd_used, n.fd_total))),
+      prop("Sockets", h("span", { id: "node-sockets" }, used(n.sockets_used, n.sockets_total))),
+      prop("Goroutines", num(n.proc_used)), prop("Go", n.go_version || ""),
+      prop("Plugins", (n.enabled_plugins || []).join(", ") || "none"))));
+    const mem = m.memory;
+    if (typeof mem !== "object" || mem === null) {
+      memory.set(h("p", { className: "muted", id: "node-memory-table" }, "The node did not report its memory."));
+    } else {
+      const total = (mem.total || {}).rss || 0;
+      const cats = Object.entries(mem).filter(([, v]) => typeof v === "number").sort((a, b) => b[1] - a[1]);
+      memory.set(table("node-memory-table", ["Category", "Bytes", "Share of resident memory"],
+        cats.map(([k, v]) => [k, bytes(v), total ? (100 * v / total).toFixed(1) + "%" : ""]), "Nothing reported."));
+    }
+    const st = n.store || {};
+    const raft = cl && cl.node === name && cl.clustered
+      ? [prop("Raft role", cl.raft_role), prop("Raft term", num(cl.raft_term)), prop("Raft commit index", num(cl.raft_commit_index)),
+        prop("Raft log", num(cl.raft_log_entries) + " entries, " + bytes(cl.raft_log_bytes))]
+      : [];
+    store.set(n.store === undefined && raft.length === 0
+      ? h("p", { className: "muted", id: "node-store-table" }, "Only the node itself reports its store.")
+      : h("table", { className: "props", id: "node-store-table" }, h("tbody", {},
+        prop("On disk", bytes(st.disk_bytes)), prop("Commits", num(st.commits) + " (" + num(st.syncs) + " syncs)"),
+        prop("Written to the log", bytes(st.wal_bytes_written)), prop("Compaction debt", bytes(st.compaction_debt_bytes)),
+        prop("Read amplification", num(st.read_amplification)),
+        prop("Block cache", bytes(st.cache_bytes) + " (" + num(st.cache_hits) + " hits, " + num(st.cache_misses) + " misses)"),
+        prop("Commit errors", num(st.commit_errors)), ...raft)));
+  });
+}
+
+export async function channel(ctx) {
+  const [name] = ctx.params;
+  const status = h("div", { hidden: true, id: "channel-msg" });
+  const details = section("Details", "channel-details");
+  const consumers = section("Consumers", "channel-consumers");
+  return mount(ctx, "Channel", name, status, [details.el, consumers.el], async () => {
+    const c = await api.get(api.path("channels", name));
+    const conn = (c.connection_details || {}).name || "";
+    details.set(h("table", { className: "props" }, h("tbody", {},
+      prop("Connection", link(conn, "connection", conn)), prop("Virtual host", link(c.vhost, "vhost", c.vhost)),
+      prop("User", link(c.user, "user", c.user)), prop("Node", link(c.node, "node", c.node)), prop("State", c.state),
+      prop("Mode", [c.confirm ? "Confirm" : "", c.transactional ? "Transactional" : ""].filter(Boolean).join(", ") || "none"),
+      prop("Prefetch", num(c.prefetch_count) + (c.global_prefetch_count ? ` (global ${num(c.global_prefetch_count)})` : "")),
+      prop("Unacked", h("span", { id: "channel-unacked" }, num(c.messages_unacknowledged))),
+      prop("Publish", statRate(c.message_stats, "publish")), prop("Deliver / get", statRate(c.message_stats, "deliver_get")),
+      prop("Ack", statRate(c.message_stats, "ack")))));
+    consumers.set(table("channel-consumers-table", ["Queue", "Tag", "Ack", "Prefetch", "Exclusive", "Active"],
+      (c.consumer_details || []).map((k) => [link(k.queue.name, "queue", k.queue.vhost, k.queue.name), k.consumer_tag,
+        k.ack_required ? "manual" : "auto", num(k.prefetch_count), k.exclusive ? "yes" : "", k.active ? "yes" : "waiting"]),
+      "No consumers."));
   });
 }

@@ -54,7 +54,7 @@ export function channels(ctx) {
     id: "channels", sort: "name", empty: "No channels.",
     fetchPage: serverPage(api, listPath(ctx, "channels")),
     columns: [
-      { label: "Channel", key: "name", render: (c) => c.name },
+      { label: "Channel", key: "name", render: (c) => link(c.name, "channel", c.name) },
       vhostCol,
       { label: "User", key: "user", render: (c) => c.user },
       { label: "Mode", render: (c) => [c.confirm ? "Confirm" : "", c.transactional ? "Tx" : ""].filter(Boolean).join(" ") },

@@ -3,7 +3,7 @@
 // UI asks), the node's listeners and the exchange types.
 
 import * as api from "./api.js";
-import { h, replace, message } from "./dom.js";
+import { h, replace, message, link } from "./dom.js";
 import { num, rate } from "./format.js";
 import { Chart, countsToRates, levels } from "./chart.js";
 
@@ -64,7 +64,7 @@ export async function render(ctx) {
       h("h3", {}, "Node"),
       h("table", { className: "props" }, h("tbody", {},
         prop("Product", `${o.product_name || "Warren"} ${o.product_version || ""}`),
-        prop("Node", o.node), prop("Cluster", o.cluster_name))),
+        prop("Node", link(o.node, "node", o.node)), prop("Cluster", o.cluster_name))),
       h("h3", {}, "Listeners"),
       h("table", { className: "list", id: "listeners" },
         h("thead", {}, h("tr", {}, h("th", {}, "Protocol"), h("th", {}, "Address"), h("th", {}, "Port"))),
