@@ -229,7 +229,7 @@ var adminRows = []adminRow{
 	{route: "PUT /api/cluster-name", path: "/api/cluster-name", body: `{"name":"perm-cluster"}`, tag: "administrator", ok: 204, warrenOnly: true},
 	{route: "GET /api/nodes", path: "/api/nodes", tag: "monitoring", ok: 200},
 	{route: "GET /api/nodes/{node}", path: "/api/nodes/perm-no-such-node", tag: "monitoring", ok: 404, refOK: 500},
-	{route: "GET /api/nodes/{node}/memory", path: "/api/nodes/perm-no-such-node/memory", tag: "monitoring", ok: 404, refOK: 500},
+	{route: "GET /api/nodes/{node}/memory", path: "/api/nodes/perm-no-such-node/memory", tag: "monitoring", ok: 404},
 
 	{route: "GET /api/vhosts", path: "/api/vhosts", ok: 200},
 	{route: "GET /api/vhosts/{vhost}", path: "/api/vhosts/{v}", tag: "administrator", ok: 200},
