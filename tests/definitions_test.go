@@ -267,18 +267,7 @@ func TestDefinitionsWarrenRoundTrip(t *testing.T) {
 // (it never changes a password there), and at the end deletes the users,
 // vhosts, queues, exchanges and policies the import created.
 func TestDefinitionsIntoRabbitMQ(t *testing.T) {
-	ref := os.Getenv("WARREN_REFERENCE_ADMIN_URL")
-	if ref == "" {
-		t.Skip("set WARREN_REFERENCE_ADMIN_URL to a RabbitMQ management API, e.g. http://guest:guest@127.0.0.1:15672")
-	}
-	refURL, err := neturl.Parse(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rabbitAdmin{user: refURL.User.Username()}
-	r.password, _ = refURL.User.Password()
-	refURL.User = nil
-	r.base = strings.TrimRight(refURL.String(), "/")
+	r := referenceRabbitAdmin(t)
 
 	s := startAdmin(t)
 	s.importDefs(t, readFixture(t))
@@ -350,6 +339,29 @@ func TestDefinitionsIntoRabbitMQ(t *testing.T) {
 
 // rabbitAdmin is a RabbitMQ management API.
 type rabbitAdmin struct{ base, user, password string }
+
+// referenceRabbitAdmin is the reference's management API, at
+// WARREN_REFERENCE_ADMIN_URL (guest:guest unless the URL names a user); a
+// test without one skips.
+func referenceRabbitAdmin(t *testing.T) *rabbitAdmin {
+	t.Helper()
+	ref := os.Getenv("WARREN_REFERENCE_ADMIN_URL")
+	if ref == "" {
+		t.Skip("set WARREN_REFERENCE_ADMIN_URL to a RabbitMQ management API, e.g. http://guest:guest@127.0.0.1:15672")
+	}
+	refURL, err := neturl.Parse(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rabbitAdmin{user: "guest", password: "guest"}
+	if refURL.User != nil {
+		r.user = refURL.User.Username()
+		r.password, _ = refURL.User.Password()
+	}
+	refURL.User = nil
+	r.base = strings.TrimRight(refURL.String(), "/")
+	return r
+}
 
 // definitions exports the reference, or one of its vhosts.
 func (r *rabbitAdmin) definitions(t *testing.T, vh string) map[string]any {

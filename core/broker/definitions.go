@@ -71,14 +71,16 @@ package broker
 // sections and fields it does not know are ignored; a user's tags as a
 // comma-separated string or a list; a plain "password" instead of a hash;
 // a missing hashing_algorithm meaning MD5 in files of RabbitMQ before 3.6
-// and SHA-256 otherwise, as RabbitMQ reads them. Entities Warren cannot
-// apply are skipped with a log line each, never silently: topic
-// permissions, runtime parameters (vhost limits, shovels, federation
-// upstreams), global parameters, user and vhost limits, and, as RabbitMQ
-// does, queues and exchanges named amq.* and the default exchange. A
-// hashing algorithm other than RabbitMQ's three, a hash of the wrong
-// length for its algorithm, an unknown queue type and a policy key
-// Warren does not apply are refused: they would import something that
+// and SHA-256 otherwise, as RabbitMQ reads them; operator policies both
+// as the parameters (component operator_policy) RabbitMQ 3.10.8 exports
+// and Warren exports, and as the operator_policies section earlier
+// Warren exports had. Skipped with a log line each, never silently: as
+// RabbitMQ does, queues and exchanges named amq.* and the default
+// exchange; RabbitMQ's own internal_cluster_id. Refused, by name: a
+// parameter of a component Warren does not have (shovel,
+// federation-upstream), a hashing algorithm other than RabbitMQ's three,
+// a hash of the wrong length for its algorithm, an unknown queue type and
+// a policy key Warren does not apply: they would import something that
 // cannot work (RabbitMQ 3.10.8 stores an unknown algorithm, and its users
 // then cannot log in).
 //
@@ -105,12 +107,9 @@ type Definitions struct {
 	Parameters       []ParameterDefinition  `json:"parameters"`
 	GlobalParameters []GlobalParameter      `json:"global_parameters"`
 	Policies         []PolicyDefinition     `json:"policies"`
-	// OperatorPolicies are Warren's: RabbitMQ 3.10.8 exports none and
-	// ignores them on import. Left out when there are none.
-	OperatorPolicies []PolicyDefinition   `json:"operator_policies,omitempty"`
-	Queues           []QueueDefinition    `json:"queues"`
-	Exchanges        []ExchangeDefinition `json:"exchanges"`
-	Bindings         []BindingDefinition  `json:"bindings"`
+	Queues           []QueueDefinition      `json:"queues"`
+	Exchanges        []ExchangeDefinition   `json:"exchanges"`
+	Bindings         []BindingDefinition    `json:"bindings"`
 }
 
 // VHostDefinitions is one vhost's export: RabbitMQ 3.10.8 writes no users,
@@ -120,11 +119,9 @@ type VHostDefinitions struct {
 	RabbitVersion string                `json:"rabbit_version"`
 	Parameters    []ParameterDefinition `json:"parameters"`
 	Policies      []PolicyDefinition    `json:"policies"`
-	// OperatorPolicies are as in Definitions.
-	OperatorPolicies []PolicyDefinition   `json:"operator_policies,omitempty"`
-	Queues           []QueueDefinition    `json:"queues"`
-	Exchanges        []ExchangeDefinition `json:"exchanges"`
-	Bindings         []BindingDefinition  `json:"bindings"`
+	Queues        []QueueDefinition     `json:"queues"`
+	Exchanges     []ExchangeDefinition  `json:"exchanges"`
+	Bindings      []BindingDefinition   `json:"bindings"`
 }
 
 // UserDefinition is a user with the stored form of their password.
@@ -160,9 +157,15 @@ type TopicPermission struct {
 	Read     string `json:"read"`
 }
 
+// operatorPolicyComponent is the component RabbitMQ 3.10.8 exports an
+// operator policy under, a parameter whose value is the policy's pattern,
+// definition, priority and apply-to.
+const operatorPolicyComponent = "operator_policy"
+
 // ParameterDefinition is a RabbitMQ runtime parameter: of Warren's, a
-// vhost's limits (component vhost-limits, named limits); shovels and
-// federation upstreams are not Warren's yet.
+// vhost's limits (component vhost-limits, named limits) and an operator
+// policy (operatorPolicyComponent); shovels and federation upstreams are
+// not Warren's yet.
 type ParameterDefinition struct {
 	Value     any    `json:"value"`
 	VHost     string `json:"vhost,omitempty"`

@@ -187,20 +187,3 @@ func (o *object) limits(field string) map[string]int64 {
 	}
 	return out
 }
-
-// ignoredObject says whether a field holds a non-empty object (or list) that
-// Warren will not apply, such as a user's limits; anything else there
-// is a problem.
-func (o *object) ignoredObject(field string) bool {
-	switch v := o.m[field].(type) {
-	case nil:
-		return false
-	case map[string]any:
-		return len(v) > 0
-	case []any:
-		return len(v) > 0
-	default:
-		o.bad(field, "must be an object, not %s", jsonKind(v))
-		return false
-	}
-}

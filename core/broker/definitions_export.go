@@ -54,7 +54,6 @@ func (b *Broker) ExportDefinitions() *Definitions {
 		part := exportVHost(v, true)
 		d.Parameters = append(d.Parameters, part.Parameters...)
 		d.Policies = append(d.Policies, part.Policies...)
-		d.OperatorPolicies = append(d.OperatorPolicies, part.OperatorPolicies...)
 		d.Queues = append(d.Queues, part.Queues...)
 		d.Exchanges = append(d.Exchanges, part.Exchanges...)
 		d.Bindings = append(d.Bindings, part.Bindings...)
@@ -94,7 +93,9 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 	ops := v.OperatorPolicies()
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
 	for _, p := range ops {
-		d.OperatorPolicies = append(d.OperatorPolicies, PolicyDefinitionOf(v.Name, p))
+		d.Parameters = append(d.Parameters, ParameterDefinition{VHost: name, Component: operatorPolicyComponent, Name: p.Name,
+			Value: map[string]any{"pattern": p.Pattern, "definition": tablejson.Render(p.Definition), "priority": p.Priority,
+				"apply-to": string(p.ApplyTo)}})
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.

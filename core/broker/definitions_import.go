@@ -274,8 +274,14 @@ func (pl *planner) vhost(o *object) {
 	if name == "" {
 		return
 	}
-	if o.ignoredObject("limits") {
-		pl.skip("limits of vhost '%s' (Warren has no vhost limits)", name)
+	if l, ok := o.m["limits"].(map[string]any); ok && len(l) > 0 {
+		// Newer RabbitMQ puts a vhost's limits on the vhost too; they are
+		// the vhost-limits parameter's.
+		limits := topology.Limits(o.limits("limits"))
+		if err := topology.CheckLimits(limits); err != nil {
+			o.bad("limits", "%s", reason(err))
+		}
+		pl.plan.vhostLimits = append(pl.plan.vhostLimits, vhostLimitsPlan{vhost: name, limits: limits})
 	}
 	if _, seen := pl.vhosts[name]; seen {
 		return
@@ -402,13 +408,31 @@ func (pl *planner) topicPermission(o *object) {
 	pl.plan.topicPerms = append(pl.plan.topicPerms, topicPermissionRecord{VHost: vh, User: user, Exchange: x, Write: w, Read: r})
 }
 
-// parameter takes a vhost's limits (component vhost-limits); the other
-// components (shovels, federation upstreams) Warren does not have are
-// skipped, by name.
+// parameter takes a vhost's limits (component vhost-limits) and an
+// operator policy (component operator_policy, as RabbitMQ 3.10.8 exports
+// them). The other components are RabbitMQ plugins' (shovels, federation
+// upstreams) that Warren does not have: refused by name, since importing
+// the rest without them would leave a broker that silently does less.
 func (pl *planner) parameter(o *object) {
 	component, name := o.str("component", false), o.str("name", false)
-	if component != "vhost-limits" {
-		pl.skip("parameter '%s' of component '%s' in vhost '%s'", name, component, pl.vhostOf(o, false))
+	switch component {
+	case "vhost-limits":
+	case operatorPolicyComponent:
+		value, ok := o.m["value"].(map[string]any)
+		if !ok {
+			o.entity = describe(o, "operator policy", pl.scope)
+			o.bad("value", "must be an object (pattern, definition, priority, apply-to), not %s", jsonKind(o.m["value"]))
+			return
+		}
+		m := map[string]any{"name": o.m["name"], "vhost": o.m["vhost"]}
+		for k, v := range value {
+			m[k] = v
+		}
+		pl.operatorPolicy(&object{m: m, entity: o.entity, p: o.p})
+		return
+	default:
+		o.entity = fmt.Sprintf("parameter '%s' of component '%s' in vhost '%s'", name, component, pl.vhostOf(o, false))
+		o.bad("component", "Warren has no component '%s' (it has vhost-limits and operator_policy)", component)
 		return
 	}
 	o.entity = fmt.Sprintf("limits of vhost '%s'", pl.vhostOf(o, false))

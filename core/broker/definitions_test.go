@@ -60,7 +60,7 @@ const sampleDefs = `{
   "vhosts": [{"name": "v1", "description": "ignored", "metadata": {"tags": []}}],
   "permissions": [{"user": "ann", "vhost": "v1", "configure": ".*", "write": ".*", "read": ".*"}],
   "topic_permissions": [{"user": "ann", "vhost": "v1", "exchange": "amq.topic", "write": ".*", "read": ".*"}],
-  "parameters": [{"vhost": "v1", "component": "shovel", "name": "s1", "value": {"src-uri": "amqp://"}}],
+  "parameters": [{"vhost": "v1", "component": "vhost-limits", "name": "limits", "value": {"max-queues": 100}}],
   "global_parameters": [{"name": "cluster_name", "value": "rabbit@x"}],
   "policies": [{"vhost": "v1", "name": "ttl", "pattern": "^q", "apply-to": "queues", "definition": {"message-ttl": 1000}, "priority": 2}],
   "exchanges": [
@@ -210,6 +210,10 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		{`"bindings": [{"source": "nope", "vhost": "v1", "destination": "q1", "destination_type": "queue", "routing_key": ""}]`, "binding from exchange 'nope' to queue 'q1' in vhost 'v1'", "source"},
 		{`"bindings": [{"source": "x1", "vhost": "v1", "destination": "q1", "destination_type": "thing", "routing_key": ""}]`, "in vhost 'v1'", "destination_type"},
 		{`"bindings": {}`, "bindings", "must be a list"},
+		{`"parameters": [{"vhost": "v1", "component": "shovel", "name": "s1", "value": {"src-uri": "amqp://"}}]`, "parameter 's1' of component 'shovel' in vhost 'v1'", "no component 'shovel'"},
+		{`"parameters": [{"vhost": "v1", "component": "operator_policy", "name": "op", "value": {"pattern": ".*", "definition": {"alternate-exchange": "x"}}}]`, "operator policy 'op' in vhost 'v1'", "alternate-exchange"},
+		{`"parameters": [{"vhost": "v1", "component": "operator_policy", "name": "op", "value": 3}]`, "operator policy 'op' in vhost 'v1'", "value"},
+		{`"vhosts": [{"name": "new-vhost", "limits": {"max-chairs": 3}}]`, "vhost 'new-vhost'", "max-chairs"},
 		{`"global_parameters": [{"name": "cluster_name", "value": ""}]`, "global_parameters[0]", "value"},
 		{`"global_parameters": [{"name": "cluster_name", "value": 7}]`, "global_parameters[0]", "value"},
 	}
@@ -326,32 +330,39 @@ func TestLoadFileAtStart(t *testing.T) {
 }
 
 // Operator policies move both ways through definitions, apart from the
-// policies of the same name; RabbitMQ 3.10.8 exports none, so a document
-// without them has no such section.
+// policies of the same name: exported as RabbitMQ 3.10.8 exports them
+// (parameters of component operator_policy), read in that form and in the
+// operator_policies section earlier Warren exports had.
 func TestOperatorPoliciesInDefinitions(t *testing.T) {
-	b := testBroker(t, t.TempDir())
-	doc := `{"vhosts": [{"name": "v"}],
+	for _, form := range []string{
+		`"parameters": [{"vhost": "v", "component": "operator_policy", "name": "cap",
+			"value": {"pattern": "^q", "apply-to": "queues", "definition": {"max-length": 10}, "priority": 1}}]`,
+		`"operator_policies": [{"vhost": "v", "name": "cap", "pattern": "^q", "apply-to": "queues", "definition": {"max-length": 10}, "priority": 1}]`,
+	} {
+		b := testBroker(t, t.TempDir())
+		doc := `{"vhosts": [{"name": "v"}],
 		"policies": [{"vhost": "v", "name": "cap", "pattern": "^q", "apply-to": "queues", "definition": {"max-length": 20}, "priority": 0}],
-		"operator_policies": [{"vhost": "v", "name": "cap", "pattern": "^q", "apply-to": "queues", "definition": {"max-length": 10}, "priority": 1}]}`
-	if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
-		t.Fatal(err)
-	}
-	v, _ := b.VHost("v")
-	if ops, ps := v.OperatorPolicies(), v.Policies(); len(ops) != 1 || !ops[0].Operator || ops[0].Priority != 1 || len(ps) != 1 || ps[0].Operator {
-		t.Fatalf("operator policies %+v, policies %+v", ops, ps)
-	}
-	out, _ := json.Marshal(b.ExportDefinitions())
-	var back struct {
-		OperatorPolicies []PolicyDefinition `json:"operator_policies"`
-	}
-	if err := json.Unmarshal(out, &back); err != nil || len(back.OperatorPolicies) != 1 || back.OperatorPolicies[0].Definition["max-length"] != float64(10) {
-		t.Fatalf("exported %s", out)
-	}
-	if err := b.ClearOperatorPolicy("v", "cap"); err != nil {
-		t.Fatal(err)
-	}
-	if out, _ := json.Marshal(b.ExportDefinitions()); strings.Contains(string(out), "operator_policies") {
-		t.Fatalf("an export without operator policies has the section: %s", out)
+		` + form + `}`
+		if err := b.ImportDefinitions(context.Background(), []byte(doc), ""); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := b.VHost("v")
+		if ops, ps := v.OperatorPolicies(), v.Policies(); len(ops) != 1 || !ops[0].Operator || ops[0].Priority != 1 || len(ps) != 1 || ps[0].Operator {
+			t.Fatalf("operator policies %+v, policies %+v", ops, ps)
+		}
+		out, _ := json.Marshal(b.ExportDefinitions())
+		var back struct{ Parameters []ParameterDefinition }
+		if err := json.Unmarshal(out, &back); err != nil || len(back.Parameters) != 1 || back.Parameters[0].Component != "operator_policy" ||
+			back.Parameters[0].Name != "cap" || back.Parameters[0].VHost != "v" ||
+			back.Parameters[0].Value.(map[string]any)["definition"].(map[string]any)["max-length"] != float64(10) {
+			t.Fatalf("exported %s", out)
+		}
+		if err := b.ClearOperatorPolicy("v", "cap"); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(b.ExportDefinitions()); strings.Contains(string(out), "operator_polic") {
+			t.Fatalf("an export without operator policies names them: %s", out)
+		}
 	}
 }
 
