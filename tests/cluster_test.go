@@ -204,6 +204,43 @@ func TestClusterOfThreeProcesses(t *testing.T) {
 		t.Fatalf("quorum-critical with three nodes running: %d %s", code, body)
 	}
 
+	// The overview counts every node's clients: one connection with two
+	// channels on n2, one with a consumer on n3, seen from n1.
+	c2, err := amqp.Dial(n2.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for range 2 {
+		if _, err := c2.Channel(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c3, err := amqp.Dial(n3.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	ch3, err := c3.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch3.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch3.Consume(q.Name, "", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ov struct {
+		Totals struct{ Connections, Channels, Consumers int } `json:"object_totals"`
+	}
+	waitUntil(t, "n1's overview counts the clients of n2 and n3", func() bool {
+		code, body := adminGet(t, "http://"+n1.admin+"/api/overview", "guest", "guest")
+		return code == 200 && json.Unmarshal([]byte(body), &ov) == nil &&
+			ov.Totals.Connections == 2 && ov.Totals.Channels == 3 && ov.Totals.Consumers == 1
+	})
+
 	admin := func(n *clusterNode, method, path, body string) {
 		t.Helper()
 		if err := httpJSON(method, "http://"+n.admin+path, body); err != nil {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"net"
 	"os"
 	"runtime"
@@ -80,15 +81,14 @@ func (a *api) overview(c *call) (any, error) {
 		queues += len(v.QueueNames())
 		exchanges += len(v.Exchanges())
 	}
-	for _, ch := range a.b.Server().Channels() {
-		if c.seesConnection(ch.Conn.User, ch.Conn.VHost) {
-			channels++
-			consumers += len(ch.Consumers)
-		}
-	}
-	for _, ci := range a.b.Server().Connections() {
-		if ci.User != "" && c.seesConnection(ci.User, ci.VHost) {
-			connections++
+	// Every node's clients, as RabbitMQ counts them; a member that does
+	// not answer within a second is left out of the totals.
+	ctx, cancel := context.WithTimeout(c.r.Context(), time.Second)
+	counts, _ := a.b.ClusterClientCounts(ctx)
+	cancel()
+	for _, n := range counts {
+		if c.seesConnection(n.User, n.VHost) {
+			connections, channels, consumers = connections+n.Connections, channels+n.Channels, consumers+n.Consumers
 		}
 	}
 	values, rates, totals := a.b.Totals()

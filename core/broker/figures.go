@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+
+	"github.com/warrenmq/warren/core/conn"
 )
 
 // NodeFigures is what /api/nodes shows of a node: its status, uptime,
@@ -27,6 +30,7 @@ func (b *Broker) Figures() NodeFigures {
 const (
 	callFigures byte = 1
 	callMemory  byte = 4 // after callTopology and callDeliver (topology.go)
+	callClients byte = 5
 )
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
@@ -36,6 +40,44 @@ func (b *Broker) MemberFigures(ctx context.Context, name string) (NodeFigures, e
 		return b.Figures(), nil
 	}
 	return askMember[NodeFigures](ctx, b, name, callFigures, "figures")
+}
+
+// ClusterClientCounts are the client connections, channels and consumers
+// open on every node of the cluster, by node, user and vhost, as
+// RabbitMQ's overview counts them: this node's, and each member's that
+// answers within ctx (one that does not is left out, and named in down).
+func (b *Broker) ClusterClientCounts(ctx context.Context) (counts []conn.ClientCount, down []string) {
+	counts = b.srv.ClientCounts()
+	n := b.cluster.Load()
+	if n == nil {
+		return counts, nil
+	}
+	var others []string
+	for _, m := range n.Members() {
+		if m.Name != b.NodeName() {
+			others = append(others, m.Name)
+		}
+	}
+	answers := make([][]conn.ClientCount, len(others))
+	failed := make([]bool, len(others))
+	var wg sync.WaitGroup
+	for i, name := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			answers[i], err = askMember[[]conn.ClientCount](ctx, b, name, callClients, "client counts")
+			failed[i] = err != nil
+		}()
+	}
+	wg.Wait()
+	for i, name := range others {
+		if failed[i] {
+			down = append(down, name)
+		}
+		counts = append(counts, answers[i]...)
+	}
+	return counts, down
 }
 
 // askMember makes call of the member named name and decodes its JSON
@@ -66,6 +108,8 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 		return json.Marshal(b.Figures())
 	case callMemory:
 		return json.Marshal(b.Memory())
+	case callClients:
+		return json.Marshal(b.srv.ClientCounts())
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

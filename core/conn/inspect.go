@@ -302,3 +302,43 @@ func (cr countingReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// ClientCount is how many connections, channels and consumers one user
+// has open in one vhost.
+type ClientCount struct {
+	User, VHost                      string
+	Connections, Channels, Consumers int
+}
+
+// ClientCounts counts the open connections (past connection.open), their
+// channels and consumers, by user and vhost, without building each
+// connection's figures: the overview asks it on every refresh, and with
+// 10,000 connections Connections would cost it tens of milliseconds.
+func (s *Server) ClientCounts() []ClientCount {
+	type key struct{ user, vhost string }
+	counts := map[key]*ClientCount{}
+	for _, c := range s.snapshot() {
+		o := c.opened.Load()
+		if o == nil {
+			continue
+		}
+		k := key{o.user, o.vhost}
+		n := counts[k]
+		if n == nil {
+			n = &ClientCount{User: o.user, VHost: o.vhost}
+			counts[k] = n
+		}
+		n.Connections++
+		for _, ch := range c.liveChannels() { // liveMu is a leaf: released before ch.mu
+			n.Channels++
+			ch.mu.Lock()
+			n.Consumers += len(ch.consumers)
+			ch.mu.Unlock()
+		}
+	}
+	out := make([]ClientCount, 0, len(counts))
+	for _, n := range counts {
+		out = append(out, *n)
+	}
+	return out
+}
