@@ -10,6 +10,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/warrenmq/warren/core/admin"
+	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/internal/poll"
 )
 
@@ -333,7 +335,9 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 			t.Errorf("queue_totals.messages_details: %v", d)
 		}
 	}
-	if ms, _ := ov["message_stats"].(map[string]any); len(ms) > 0 || m.isWarren() {
+	// RabbitMQ has publish_details once its node saw a publish (a node
+	// that only delivered has message_stats without it); Warren always.
+	if ms, _ := ov["message_stats"].(map[string]any); ms["publish_details"] != nil || m.isWarren() {
 		if d, _ := ms["publish_details"].(map[string]any); d == nil || len(d["samples"].([]any)) != 13 {
 			t.Errorf("message_stats.publish_details: %v", ms["publish_details"])
 		}
@@ -351,6 +355,12 @@ func TestMgmtOverviewNodesVHosts(t *testing.T) {
 		"io_read_count", "io_read_bytes", "io_write_count", "io_write_bytes"} {
 		if _, ok := nodes[0][k]; !ok {
 			t.Errorf("node has no %s", k)
+		}
+	}
+	for _, k := range []string{"connection_created", "connection_closed", "channel_created", "channel_closed", "gc_num",
+		"gc_bytes_reclaimed", "context_switches", "io_read_count", "io_read_bytes", "io_write_count", "io_write_bytes"} {
+		if d, ok := nodes[0][k+"_details"].(map[string]any); !ok || d["rate"] == nil {
+			t.Errorf("node has no %s_details with a rate: %v", k, nodes[0][k+"_details"])
 		}
 	}
 	// What monitoring checks divide (check_rabbitmq_server): a node in
@@ -463,6 +473,40 @@ func TestMgmtWarrenMemoryBreakdown(t *testing.T) {
 		cats, _, _ := breakdown()
 		return cats["queue_messages"] >= 4<<20
 	})
+}
+
+// A node's counters have rates between statistics samples, as RabbitMQ's
+// node entry has them: connections opened show in
+// connection_created_details.
+func TestMgmtWarrenNodeRates(t *testing.T) {
+	s := startWarren(t, func(c *config.Config) {
+		c.Admin.Listen = "127.0.0.1:0"
+		c.Admin.StatsInterval = config.Duration(time.Second)
+	})
+	if err := s.b.ServeAdmin(admin.Handler(s.b)); err != nil {
+		t.Fatal(err)
+	}
+	rate := func(key string) float64 {
+		code, body := adminGet(t, "http://"+s.b.AdminAddr()+"/api/nodes/"+esc(s.b.NodeName()), "guest", "guest")
+		var n map[string]any
+		if code != 200 || json.Unmarshal([]byte(body), &n) != nil {
+			t.Fatalf("GET /api/nodes/{node}: %d %s", code, body)
+		}
+		d, _ := n[key+"_details"].(map[string]any)
+		r, _ := d["rate"].(float64)
+		return r
+	}
+	poll.Until(t, 20*time.Second, "connections opened counted in connection_created's rate", func() bool {
+		c, err := amqp.Dial(s.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		return rate("connection_created") > 0 && rate("connection_closed") > 0
+	})
+	if r := rate("gc_num"); r < 0 {
+		t.Errorf("gc_num_details.rate %v", r)
+	}
 }
 
 // Warren's own: unknown nodes, plugins with their description.

@@ -3,13 +3,11 @@ package admin
 import (
 	"context"
 	"net"
-	"os"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/warrenmq/warren/core/broker"
-	"github.com/warrenmq/warren/internal/procstat"
 )
 
 func (a *api) routeOverview(mux *router) {
@@ -203,27 +201,40 @@ type nodeJSON struct {
 // member's /api/nodes entry leaves it out): its process's counters, as
 // RabbitMQ's node entry has them where Warren has the same thing.
 type nodeProcess struct {
-	AuthMechanisms    []authMechanismJSON `json:"auth_mechanisms"`
-	Applications      []applicationJSON   `json:"applications"`
-	Contexts          []contextJSON       `json:"contexts"`
-	LogFiles          []string            `json:"log_files"`
-	DBDir             string              `json:"db_dir"`
-	ClusterLinks      []any               `json:"cluster_links"`
-	ConnectionCreated uint64              `json:"connection_created"`
-	ConnectionClosed  uint64              `json:"connection_closed"`
-	ChannelCreated    uint64              `json:"channel_created"`
-	ChannelClosed     uint64              `json:"channel_closed"`
+	AuthMechanisms []authMechanismJSON `json:"auth_mechanisms"`
+	Applications   []applicationJSON   `json:"applications"`
+	Contexts       []contextJSON       `json:"contexts"`
+	LogFiles       []string            `json:"log_files"`
+	DBDir          string              `json:"db_dir"`
+	ClusterLinks   []any               `json:"cluster_links"`
+	// The process's counters (broker.ProcessCounters), each with its
+	// rate between the two latest statistics samples.
+	ConnectionCreated        uint64  `json:"connection_created"`
+	ConnectionCreatedDetails details `json:"connection_created_details"`
+	ConnectionClosed         uint64  `json:"connection_closed"`
+	ConnectionClosedDetails  details `json:"connection_closed_details"`
+	ChannelCreated           uint64  `json:"channel_created"`
+	ChannelCreatedDetails    details `json:"channel_created_details"`
+	ChannelClosed            uint64  `json:"channel_closed"`
+	ChannelClosedDetails     details `json:"channel_closed_details"`
 	// GCNum counts garbage collections; GCBytesReclaimed is what they
-	// freed (allocated in all minus still in use).
-	GCNum            uint32 `json:"gc_num"`
-	GCBytesReclaimed uint64 `json:"gc_bytes_reclaimed"`
-	ContextSwitches  uint64 `json:"context_switches"`
+	// freed.
+	GCNum                   uint64  `json:"gc_num"`
+	GCNumDetails            details `json:"gc_num_details"`
+	GCBytesReclaimed        uint64  `json:"gc_bytes_reclaimed"`
+	GCBytesReclaimedDetails details `json:"gc_bytes_reclaimed_details"`
+	ContextSwitches         uint64  `json:"context_switches"`
+	ContextSwitchesDetails  details `json:"context_switches_details"`
 	// The io_ figures are the process's (/proc/self/io): its read and
 	// write calls, and the bytes that reached the disk.
-	IOReadCount  uint64 `json:"io_read_count"`
-	IOReadBytes  uint64 `json:"io_read_bytes"`
-	IOWriteCount uint64 `json:"io_write_count"`
-	IOWriteBytes uint64 `json:"io_write_bytes"`
+	IOReadCount         uint64  `json:"io_read_count"`
+	IOReadCountDetails  details `json:"io_read_count_details"`
+	IOReadBytes         uint64  `json:"io_read_bytes"`
+	IOReadBytesDetails  details `json:"io_read_bytes_details"`
+	IOWriteCount        uint64  `json:"io_write_count"`
+	IOWriteCountDetails details `json:"io_write_count_details"`
+	IOWriteBytes        uint64  `json:"io_write_bytes"`
+	IOWriteBytesDetails details `json:"io_write_bytes_details"`
 	// Store is Warren's own: its store's figures (absent once closed).
 	Store *storeJSON `json:"store,omitempty"`
 }
@@ -265,27 +276,33 @@ type contextJSON struct {
 
 // processView is this node's nodeProcess.
 func (a *api) processView() *nodeProcess {
-	churn := a.b.Server().Churn()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
 	p := &nodeProcess{
 		AuthMechanisms: []authMechanismJSON{{"PLAIN", "SASL PLAIN authentication mechanism", true},
 			{"AMQPLAIN", "QPid AMQPLAIN mechanism", true}},
 		Applications: []applicationJSON{{"warren", "Warren", broker.Version}, {"go", "The Go runtime", runtime.Version()}},
 		Contexts:     []contextJSON{}, LogFiles: []string{"<stderr>"}, DBDir: a.b.Config().Storage.DataDir, ClusterLinks: []any{},
-		ConnectionCreated: churn.ConnectionsOpened, ConnectionClosed: churn.ConnectionsClosed,
-		ChannelCreated: churn.ChannelsOpened, ChannelClosed: churn.ChannelsClosed,
-		GCNum: ms.NumGC, GCBytesReclaimed: ms.TotalAlloc - ms.HeapAlloc,
 	}
 	if _, port, err := net.SplitHostPort(a.b.AdminAddr()); err == nil {
 		p.Contexts = []contextJSON{{"RabbitMQ Management", "/", port}}
 	}
-	pid := os.Getpid()
-	if n, err := procstat.ContextSwitches(pid); err == nil {
-		p.ContextSwitches = n
-	}
-	if io, err := procstat.ProcessIO(pid); err == nil {
-		p.IOReadCount, p.IOReadBytes, p.IOWriteCount, p.IOWriteBytes = io.ReadCalls, io.ReadBytes, io.WriteCalls, io.WriteBytes
+	c, r := a.b.ProcessCounters(), a.b.ProcessRates()
+	for i, f := range []struct {
+		n *uint64
+		d *details
+	}{
+		broker.ConnectionsCreated: {&p.ConnectionCreated, &p.ConnectionCreatedDetails},
+		broker.ConnectionsClosed:  {&p.ConnectionClosed, &p.ConnectionClosedDetails},
+		broker.ChannelsCreated:    {&p.ChannelCreated, &p.ChannelCreatedDetails},
+		broker.ChannelsClosed:     {&p.ChannelClosed, &p.ChannelClosedDetails},
+		broker.GCNum:              {&p.GCNum, &p.GCNumDetails},
+		broker.GCBytesReclaimed:   {&p.GCBytesReclaimed, &p.GCBytesReclaimedDetails},
+		broker.ContextSwitches:    {&p.ContextSwitches, &p.ContextSwitchesDetails},
+		broker.IOReadCount:        {&p.IOReadCount, &p.IOReadCountDetails},
+		broker.IOReadBytes:        {&p.IOReadBytes, &p.IOReadBytesDetails},
+		broker.IOWriteCount:       {&p.IOWriteCount, &p.IOWriteCountDetails},
+		broker.IOWriteBytes:       {&p.IOWriteBytes, &p.IOWriteBytesDetails},
+	} {
+		*f.n, f.d.Rate = c[i], r[i]
 	}
 	if f, ok := a.b.StoreFigures(); ok {
 		p.Store = &storeJSON{Commits: f.Commits, Syncs: f.Syncs, CommitErrors: f.CommitErrors, CommittedBytes: f.CommittedBytes,

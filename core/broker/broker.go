@@ -78,6 +78,9 @@ type Broker struct {
 	// admin.stats_interval; retired holds the counters of deleted vhosts.
 	history *stats.History
 	retired stats.Meter
+	// processSamples are the process counters' two latest samples
+	// (process.go), replaced whole by the sampler.
+	processSamples atomic.Pointer[stats.Pair[ProcessCounters]]
 
 	// The resource alarms' limits in bytes (0: none), changeable at run
 	// time, and the watcher's latest reading.

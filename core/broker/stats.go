@@ -44,6 +44,7 @@ func (b *Broker) sampleOnce(now time.Time) {
 		p.Values.Add(v.Counters.Values())
 	}
 	b.srv.SampleRates(now)
+	b.sampleProcess(now)
 	b.history.Record(p)
 }
 
