@@ -380,6 +380,8 @@ var adminRows = []adminRow{
 		tag: "administrator", ok: 400, warrenOnly: true},
 	{route: "POST /api/warren/quorum/grow", path: "/api/warren/quorum/grow", body: `{"node":"perm-no-such-node"}`, tag: "administrator", ok: 400, warrenOnly: true},
 	{route: "POST /api/warren/quorum/shrink", path: "/api/warren/quorum/shrink", body: `{"node":"perm-no-such-node"}`, tag: "administrator", ok: 400, warrenOnly: true},
+	{route: "POST /api/warren/quorum/rebalance", path: "/api/warren/quorum/rebalance", body: `{"type":"quorum","queue_pattern":"^perm-none$"}`, tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "POST /api/rebalance/queues", path: "/api/rebalance/queues", tag: "administrator", ok: 204},
 
 	{route: "GET /api/definitions", path: "/api/definitions", tag: "administrator", ok: 200},
 	{route: "GET /api/definitions/{vhost}", path: "/api/definitions/{v}", tag: "administrator", ok: 200},

@@ -342,11 +342,39 @@ var commands = map[string]command{
 			body := map[string]string{"node": args[0], "strategy": args[1], "vhost_pattern": o.vhostPattern, "queue_pattern": o.queuePattern}
 			return quorumChanges(c, o, out, "/api/warren/quorum/grow", body, "Growing quorum queues to "+args[0]+"...")
 		}},
+	"rebalance": {form: "rebalance all|quorum|stream|classic [--vhost-pattern RE] [--queue-pattern RE]", min: 1, max: 1,
+		run: rebalance},
 	"shrink": {form: "shrink NODE", min: 1, max: 1,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return quorumChanges(c, o, out, "/api/warren/quorum/shrink", map[string]string{"node": args[0]},
 				"Shrinking quorum queues on "+args[0]+"...")
 		}},
+}
+
+// rebalance moves the leaders of replicated queues so that each node
+// leads its share, and prints each node's leaders afterwards, as
+// rabbitmq-queues rebalance does (with Warren's streams as a column).
+func rebalance(c *client, o *opts, out io.Writer, args []string) error {
+	what := map[string]string{"all": "all queues", "quorum": "quorum queues", "stream": "streams", "classic": "classic queues"}[args[0]]
+	if what == "" {
+		return fmt.Errorf("rebalance: %q is not one of all, quorum, stream, classic", args[0])
+	}
+	var rows []struct {
+		Node          string `json:"node"`
+		QuorumQueues  int    `json:"quorum_queues"`
+		Streams       int    `json:"streams"`
+		ClassicQueues int    `json:"classic_queues"`
+	}
+	body := map[string]string{"type": args[0], "vhost_pattern": o.vhostPattern, "queue_pattern": o.queuePattern}
+	if err := c.request("POST", "/api/warren/quorum/rebalance", body, &rows, nil); err != nil {
+		return err
+	}
+	cells := make([][]any, len(rows))
+	for i, r := range rows {
+		cells[i] = []any{r.Node, r.QuorumQueues, r.Streams, r.ClassicQueues}
+	}
+	return output(out, o, "Re-balancing leaders of "+what+"...",
+		[]string{"Node name", "Number of quorum queues", "Number of streams", "Number of replicated classic queues"}, cells)
 }
 
 // quorumChanges runs grow or shrink and prints a row per queue, as

@@ -86,6 +86,7 @@ Quorum queues (as rabbitmq-queues):
   grow NODE all|even [--vhost-pattern RE] [--queue-pattern RE]
   shrink NODE
   quorum_status [-p VHOST] QUEUE | check_if_node_is_quorum_critical
+  rebalance all|quorum|stream|classic [--vhost-pattern RE] [--queue-pattern RE]
 Plugins:
   plugins list | plugins enable NAME | plugins disable NAME [--force]
   plugins reload NAME (enable of a changed module: a live upgrade)

@@ -600,11 +600,10 @@ func TestListQuorumQueues(t *testing.T) {
 	}
 }
 
-// add_member, delete_member, grow and shrink on three brokers, and
-// list_queues' leader, members and online columns.
-func TestQuorumMembershipVerbs(t *testing.T) {
-	var brokers []*broker.Broker
-	var urls []string
+// threeNodes starts a cluster of three brokers, a, b and c, with their
+// admin APIs' URLs.
+func threeNodes(t *testing.T) (brokers []*broker.Broker, urls []string) {
+	t.Helper()
 	seed := ""
 	for _, name := range []string{"a", "b", "c"} {
 		b, url := newBroker(t, func(c *config.Config) {
@@ -620,6 +619,67 @@ func TestQuorumMembershipVerbs(t *testing.T) {
 		brokers, urls = append(brokers, b), append(urls, url)
 	}
 	poll.Until(t, 15*time.Second, "a cluster of three", func() bool { return len(brokers[0].Cluster().Members()) >= 3 })
+	return brokers, urls
+}
+
+// rebalance spreads the leaders of quorum queues over the nodes: six
+// queues of three members, all led by a, end two on each node.
+func TestRebalance(t *testing.T) {
+	brokers, urls := threeNodes(t)
+	v, _ := brokers[0].VHost("/")
+	queues := []string{"r1", "r2", "r3", "r4", "r5", "r6"}
+	leaderOf := func(q string) string {
+		info, ok := v.QueueInfo(q)
+		if !ok {
+			return ""
+		}
+		view, _ := info.QuorumStatus()
+		return view.Leader
+	}
+	for _, q := range queues {
+		def := topology.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(3)}}
+		if _, err := v.Declare(def, false); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 15*time.Second, q+" led", func() bool { return leaderOf(q) != "" })
+		if err := v.LeadQueue(q, "a"); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 15*time.Second, q+" led by a", func() bool { return leaderOf(q) == "a" })
+	}
+	out, err := ctl(t, urls[1], "--formatter", "json", "rebalance", "quorum")
+	if err != nil {
+		t.Fatalf("rebalance: %v\n%s", err, out)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("rebalance printed %v\n%s", err, out)
+	}
+	for _, r := range rows {
+		if r["Number of quorum queues"] != float64(2) {
+			t.Errorf("after the rebalance: %v", rows)
+		}
+	}
+	led := map[string]int{}
+	for _, q := range queues {
+		led[leaderOf(q)]++
+	}
+	if led["a"] != 2 || led["b"] != 2 || led["c"] != 2 {
+		t.Errorf("leaders after the rebalance: %v", led)
+	}
+	// Balanced already: nothing moves.
+	if out, err := ctl(t, urls[2], "rebalance", "all"); err != nil || !strings.Contains(out, "Re-balancing leaders of all queues...") {
+		t.Errorf("rebalance all: %v\n%s", err, out)
+	}
+	if _, err := ctl(t, urls[0], "rebalance", "mirrored"); err == nil {
+		t.Error("rebalance of an unknown type")
+	}
+}
+
+// add_member, delete_member, grow and shrink on three brokers, and
+// list_queues' leader, members and online columns.
+func TestQuorumMembershipVerbs(t *testing.T) {
+	brokers, urls := threeNodes(t)
 	v, _ := brokers[0].VHost("/")
 	for _, q := range []string{"q1", "q2"} {
 		def := topology.QueueDef{Name: q, Durable: true, Args: protocol.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": int64(1)}}

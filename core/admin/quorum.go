@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/reply"
@@ -18,15 +20,65 @@ import (
 //	POST   /api/warren/quorum/grow    {"node": N, "strategy": "all"|"even",
 //	                                   "vhost_pattern": RE, "queue_pattern": RE}
 //	POST   /api/warren/quorum/shrink  {"node": N}
+//	POST   /api/warren/quorum/rebalance {"type": "all"|"quorum"|"stream"|"classic",
+//	                                     "vhost_pattern": RE, "queue_pattern": RE}
 //
 // grow and shrink answer one row per queue: vhost, name, size (its
-// members after the change) and result ("ok" or why not).
+// members after the change) and result ("ok" or why not); rebalance one
+// row per running node with the leaders it has after the move
+// (broker.Rebalance). RabbitMQ's own POST /api/rebalance/queues
+// rebalances every queue and answers 204.
 
 func (a *api) routeQuorum(mux *router) {
 	a.handle(mux, "POST /api/warren/queues/{vhost}/{queue}/members", administrator, a.addMember)
 	a.handle(mux, "DELETE /api/warren/queues/{vhost}/{queue}/members/{node}", administrator, a.deleteMember)
 	a.handle(mux, "POST /api/warren/quorum/grow", administrator, a.grow)
 	a.handle(mux, "POST /api/warren/quorum/shrink", administrator, a.shrink)
+	a.handle(mux, "POST /api/warren/quorum/rebalance", administrator, a.rebalance)
+	a.handle(mux, "POST /api/rebalance/queues", administrator, a.rebalanceAll)
+}
+
+// rebalanceWait bounds how long a rebalance waits for the groups to
+// report their new leaders.
+const rebalanceWait = 10 * time.Second
+
+type rebalanceRowJSON struct {
+	Node          string `json:"node"`
+	QuorumQueues  int    `json:"quorum_queues"`
+	Streams       int    `json:"streams"`
+	ClassicQueues int    `json:"classic_queues"`
+}
+
+func (a *api) rebalance(c *call) (any, error) {
+	var body struct {
+		Type         string `json:"type"`
+		VHostPattern string `json:"vhost_pattern"`
+		QueuePattern string `json:"queue_pattern"`
+	}
+	if err := decode(c.r, &body); err != nil {
+		return nil, err
+	}
+	if body.Type == "" {
+		body.Type = "all"
+	}
+	ctx, cancel := context.WithTimeout(c.r.Context(), rebalanceWait)
+	defer cancel()
+	rows, err := a.b.Rebalance(ctx, body.Type, body.VHostPattern, body.QueuePattern)
+	if err != nil {
+		return nil, badRequest("%s", reason(err))
+	}
+	out := make([]rebalanceRowJSON, len(rows))
+	for i, r := range rows {
+		out[i] = rebalanceRowJSON{Node: r.Node, QuorumQueues: r.QuorumQueues, Streams: r.Streams, ClassicQueues: r.ClassicQueues}
+	}
+	return out, nil
+}
+
+func (a *api) rebalanceAll(c *call) (any, error) {
+	ctx, cancel := context.WithTimeout(c.r.Context(), rebalanceWait)
+	defer cancel()
+	_, err := a.b.Rebalance(ctx, "all", "", "")
+	return nil, err
 }
 
 func (a *api) addMember(c *call) (any, error) {

@@ -310,6 +310,7 @@ type groupInput struct {
 	prop   *proposal
 	report *groupReport
 	dead   uint64 // a peer whose process is gone (Transport.lost)
+	lead   uint64 // a member the leader is to hand its leadership to
 	start  bool
 	stop   chan struct{} // closed once the group stopped
 	status chan GroupStatus
@@ -608,6 +609,17 @@ func (g *Group) RemoveMember(node uint64, done func(error)) {
 func (g *Group) changeMember(typ raftpb.ConfChangeType, node uint64, done func(error)) {
 	cc := &raftpb.ConfChange{Type: typ.Enum(), NodeId: proto.Uint64(node)}
 	g.host.propose(g, &proposal{conf: cc, done: func(_ uint64, err error) { done(err) }})
+}
+
+// TransferLeader asks the group's leader to hand its leadership to the
+// member node (an incarnation's Raft id), as rabbitmq-queues rebalance
+// moves a quorum queue's leader: a follower sends the request on to the
+// leader. It returns at once; the leader catches node up, if it lags,
+// and has it campaign, and gives up after an election timeout (the
+// group's Status says who leads). A node that is not a voter, or is the
+// leader, changes nothing.
+func (g *Group) TransferLeader(node uint64) {
+	g.host.input(groupInput{g: g, lead: node})
 }
 
 // Status is this member's view of the group. The loop makes it, so it
@@ -1011,6 +1023,8 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 		h.guard(g, in.msg.GetFrom(), func() { _ = g.rn.Step(in.msg) })
 	case in.dead != 0:
 		h.guard(g, in.dead, func() { g.leaderDied(in.dead) })
+	case in.lead != 0:
+		h.guard(g, 0, func() { g.rn.TransferLeader(in.lead) })
 	case in.report != nil:
 		h.guard(g, in.report.peer, func() {
 			if in.report.snapshot != nil {

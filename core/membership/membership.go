@@ -338,6 +338,40 @@ func Change(h queuetype.Host, q Queue, node string, add bool) error {
 	return err
 }
 
+// Lead has q's group hand its leadership to node, one of its members, as
+// rabbitmq-queues rebalance moves leaders: through this node's member, or
+// a call to a member (queuetype.CallLead). It returns once the leader was
+// asked; the group's status says when node leads.
+func Lead(h queuetype.Host, q Queue, node string) error {
+	if !slices.Contains(q.MemberNodes(), node) {
+		return reply.PreconditionFailed("node '%s' is not a member of %s '%s' in vhost '%s'", node, q.Kind(), q.Name(), h.Name())
+	}
+	if q.Member() {
+		return LeadHere(h, q, node)
+	}
+	rq := q.Via()
+	if rq == nil {
+		return Down(h, q)
+	}
+	_, err := h.CallHome(rq, queuetype.CallLead, protocol.Table{"node": node})
+	return err
+}
+
+// LeadHere is Lead on a member (a call to it, queuetype.CallLead, comes
+// here).
+func LeadHere(h queuetype.Host, q Queue, node string) error {
+	g := q.Group()
+	if g == nil {
+		return queuetype.ErrNoMember
+	}
+	id := h.Cluster().NodeID(node)
+	if id == 0 || !slices.Contains(g.Status().Members, id) {
+		return reply.PreconditionFailed("node '%s' is not a member of %s '%s' in vhost '%s'", node, q.Kind(), q.Name(), h.Name())
+	}
+	g.TransferLeader(id)
+	return nil
+}
+
 // memberCatchUp bounds how long a membership change waits for this
 // node's member, just added, to learn the group's configuration.
 const memberCatchUp = 5 * time.Second

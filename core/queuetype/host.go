@@ -216,8 +216,12 @@ const (
 	CallQueueCounts = "queue.counts"
 )
 
-// CallMember asks a member to change the members (GroupQueue.ChangeMember).
-const CallMember = "quorum.member"
+// CallMember asks a member to change the members (GroupQueue.ChangeMember);
+// CallLead asks it to have the group's leadership move (GroupQueue.Lead).
+const (
+	CallMember = "quorum.member"
+	CallLead   = "quorum.lead"
+)
 
 // The calls another node's member answers (Queue.HandleCall) beside its
 // type's own.

@@ -109,6 +109,9 @@ type GroupQueue interface {
 	// ChangeMember adds node to its group or removes it, through a
 	// member (ChangeQuorumMember).
 	ChangeMember(node string, add bool) error
+	// Lead asks its group's leader to hand the leadership to node, a
+	// member, through a member (rebalancing leaders); it returns at once.
+	Lead(node string) error
 	// Rejoin has this node's member, when its group does not count this
 	// node's incarnation, ask a member to add it (CheckMembers).
 	Rejoin()

@@ -122,6 +122,8 @@ func (qq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 		return qq.h.HandleConsumerCall(op, qq.q, req)
 	case queuetype.CallMember:
 		return protocol.Table{}, membership.ChangeHere(qq.h, qq, remote.String(req, "node"), remote.Bool(req, "add"))
+	case queuetype.CallLead:
+		return protocol.Table{}, membership.LeadHere(qq.h, qq, remote.String(req, "node"))
 	case queuetype.CallQueueCounts:
 		st := qq.localStats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,

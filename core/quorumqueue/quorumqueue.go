@@ -303,6 +303,8 @@ func (qq *Queue) ChangeMember(node string, add bool) error {
 	return membership.Change(qq.h, qq, node, add)
 }
 
+func (qq *Queue) Lead(node string) error { return membership.Lead(qq.h, qq, node) }
+
 // Rejoin has this node's member ask to be added back, when its group
 // does not count it (core/membership).
 func (qq *Queue) Rejoin() { membership.Rejoin(qq.h, qq, &qq.rejoining) }

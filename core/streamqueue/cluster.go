@@ -243,6 +243,8 @@ func (s *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, error
 		return nil, s.refuses("queue.purge")
 	case queuetype.CallMember:
 		return protocol.Table{}, membership.ChangeHere(s.h, s, remote.String(req, "node"), remote.Bool(req, "add"))
+	case queuetype.CallLead:
+		return protocol.Table{}, membership.LeadHere(s.h, s, remote.String(req, "node"))
 	case queuetype.CallConsume, queuetype.CallCancel, queuetype.CallSettle:
 		return s.h.HandleConsumerCall(op, local{s}, req)
 	case queuetype.CallGet:

@@ -173,6 +173,8 @@ func (s *Queue) ChangeMember(node string, add bool) error {
 	return membership.Change(s.h, s, node, add)
 }
 
+func (s *Queue) Lead(node string) error { return membership.Lead(s.h, s, node) }
+
 // Rejoin has this node's replica ask to be added back, when its group
 // does not count it (core/membership).
 func (s *Queue) Rejoin() { membership.Rejoin(s.h, s, &s.rejoining) }

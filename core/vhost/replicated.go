@@ -80,6 +80,20 @@ func (v *VHost) ChangeQuorumMember(name, node string, add bool) error {
 	return r.ChangeMember(node, add)
 }
 
+// LeadQueue asks the group of the quorum queue or stream name to hand its
+// leadership to node, one of its members (rabbitmq-queues rebalance); it
+// returns once the group was asked.
+func (v *VHost) LeadQueue(name, node string) error {
+	if v.cluster == nil {
+		return reply.PreconditionFailed("this node is not clustered: a quorum queue's only member leads")
+	}
+	r := v.replicatedQueue(name)
+	if r == nil {
+		return reply.NotFound("no quorum queue or stream '%s' in vhost '%s'", name, v.Name)
+	}
+	return r.Lead(node)
+}
+
 // applyQuorumMembers records a quorum queue's or a stream's new members,
 // starting or stopping this node's member; defMu is held.
 func (v *VHost) applyQuorumMembers(name string, incarnation uint64, members []string) error {
