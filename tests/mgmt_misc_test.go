@@ -473,6 +473,12 @@ func TestMgmtWarrenMemoryBreakdown(t *testing.T) {
 		cats, _, _ := breakdown()
 		return cats["queue_messages"] >= 4<<20
 	})
+	// The queue's own figure: its messages' bytes in memory.
+	var qj struct{ Memory *int64 }
+	m.expect("GET", "/api/queues/"+m.v()+"/"+esc(q.Name), "", 200).json(t, &qj)
+	if qj.Memory == nil || *qj.Memory < 4<<20 {
+		t.Errorf("the queue's memory: %v", qj.Memory)
+	}
 }
 
 // A node's counters have rates between statistics samples, as RabbitMQ's

@@ -80,6 +80,8 @@ func TestWebUI(t *testing.T) {
 	t.Run("users vhosts permissions", f.usersVhostsPermissions)
 	t.Run("close a connection", f.closeConnection)
 	t.Run("policy", f.policy)
+	t.Run("cluster page", f.clusterPage)
+	t.Run("refresh interval", f.refreshInterval)
 	t.Run("plugin", f.plugin)
 	t.Run("names are text", f.namesAreText)
 	t.Run("definitions", f.definitions)
@@ -140,6 +142,7 @@ func (f *uiFixture) everyPageRenders(t *testing.T) {
 		{"#subnav-permissions", `#permissions[data-state="loaded"]`},
 		{"#subnav-limits", `#user-limits[data-state="loaded"]`},
 		{"#subnav-policies", `#policies[data-state="loaded"]`},
+		{"#subnav-cluster", `#feature-flags[data-state="loaded"]`},
 		{"#nav-plugins", `#plugins[data-state="loaded"]`},
 		{"#nav-definitions", `#page[data-page="definitions"][data-loaded="true"]`},
 		{"#nav-overview", `#page[data-page="overview"][data-loaded="true"]`},
@@ -268,6 +271,9 @@ func (f *uiFixture) queuePagePublishGetPurge(t *testing.T) {
 	)
 	if n := queueDepth(t, f.ch, "ui-events"); n != 6 {
 		t.Fatalf("after publishing from the UI ui-events holds %d, want 6", n)
+	}
+	if m := f.br.text(t, `#queue-memory`); !strings.HasSuffix(m, " B") {
+		t.Errorf("ui-events' memory shows %q, want its messages' bytes", m)
 	}
 	f.br.do(t, "get",
 		setValue(`#queue-get-ackmode`, "ack_requeue_false"),
@@ -586,6 +592,63 @@ func (f *uiFixture) policy(t *testing.T) {
 	if p.Pattern != "^ui-" || p.ApplyTo != "queues" || p.Definition["max-length"] != float64(5) {
 		t.Errorf("stored operator policy %+v", p)
 	}
+}
+
+// The cluster page renames the cluster, sets and deletes a global
+// parameter (any JSON value) and lists the feature flags.
+func (f *uiFixture) clusterPage(t *testing.T) {
+	f.br.goTo(t, "cluster")
+	f.br.do(t, "rename the cluster",
+		waitVisible(`#feature-flags[data-state="loaded"]`),
+		sendKeys(`#set-cluster-name-name`, "ui-cluster"),
+		click(`#set-cluster-name-submit`),
+		waitVisible(`#set-cluster-name-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#cluster-name").textContent === "ui-cluster"`),
+	)
+	var cn struct{ Name string }
+	apiGet(t, f.base+"/api/cluster-name", &cn)
+	if cn.Name != "ui-cluster" {
+		t.Errorf("the cluster renamed in the UI is %q", cn.Name)
+	}
+	f.br.do(t, "a bad global parameter",
+		sendKeys(`#set-global-parameter-name`, "ui-setting"),
+		setValue(`#set-global-parameter-value`, `{"retries": `),
+		click(`#set-global-parameter-submit`),
+		waitVisible(`#set-global-parameter-msg[data-kind="error"]`),
+	)
+	f.br.do(t, "a global parameter",
+		setValue(`#set-global-parameter-value`, `[1, "two"]`),
+		click(`#set-global-parameter-submit`),
+		waitVisible(`#set-global-parameter-msg[data-kind="ok"]`),
+		pollJS(`document.querySelector("#global-parameters tbody").textContent.includes("ui-setting")`),
+	)
+	var gp struct{ Value []any }
+	apiGet(t, f.base+"/api/global-parameters/ui-setting", &gp)
+	if len(gp.Value) != 2 || gp.Value[1] != "two" {
+		t.Errorf("the global parameter set in the UI is %+v", gp)
+	}
+	if flags := f.br.text(t, `#feature-flags tbody`); !strings.Contains(flags, "quorum_queue") {
+		t.Errorf("feature flags %q lack quorum_queue", flags)
+	}
+	f.br.do(t, "delete the global parameter",
+		click(`#delete-global-parameter-ui-setting`),
+		click(`#delete-global-parameter-ui-setting`),
+		pollJS(`!document.querySelector("#global-parameters tbody").textContent.includes("ui-setting")`),
+	)
+	f.br.screenshot(t, "webui-cluster.png")
+}
+
+// The refresh interval chosen in the header is kept across pages.
+func (f *uiFixture) refreshInterval(t *testing.T) {
+	f.br.do(t, "every 30 seconds",
+		click("#nav-queues"), waitVisible(`#queues[data-state="loaded"]`),
+		setValue(`#refresh-select`, "30000"),
+		click("#nav-exchanges"), waitVisible(`#exchanges[data-state="loaded"]`),
+	)
+	if v := value(t, f.br, "the refresh interval", chromedp.Evaluate[string](`document.querySelector("#refresh-select").value`)); v != "30000" {
+		t.Errorf("the refresh interval after moving on is %q", v)
+	}
+	f.br.do(t, "back to 5 seconds", setValue(`#refresh-select`, "5000"))
 }
 
 func (f *uiFixture) plugin(t *testing.T) {

@@ -32,15 +32,19 @@ func (a *api) routeQueues(mux *router) {
 // queueJSON is a queue as RabbitMQ lists it, less the Erlang process
 // figures Warren has no counterpart for.
 type queueJSON struct {
-	Arguments                     map[string]any `json:"arguments"`
-	AutoDelete                    bool           `json:"auto_delete"`
-	ConsumerDetails               []consumerJSON `json:"consumer_details,omitempty"`
-	Consumers                     int            `json:"consumers"`
-	Durable                       bool           `json:"durable"`
-	EffectivePolicyDefinition     map[string]any `json:"effective_policy_definition"`
-	Exclusive                     bool           `json:"exclusive"`
-	MessageBytes                  int64          `json:"message_bytes"`
-	MessageBytesReady             int64          `json:"message_bytes_ready"`
+	Arguments                 map[string]any `json:"arguments"`
+	AutoDelete                bool           `json:"auto_delete"`
+	ConsumerDetails           []consumerJSON `json:"consumer_details,omitempty"`
+	Consumers                 int            `json:"consumers"`
+	Durable                   bool           `json:"durable"`
+	EffectivePolicyDefinition map[string]any `json:"effective_policy_definition"`
+	Exclusive                 bool           `json:"exclusive"`
+	MessageBytes              int64          `json:"message_bytes"`
+	MessageBytesReady         int64          `json:"message_bytes_ready"`
+	// Memory is what its messages in memory take (RabbitMQ's is its
+	// process's memory); absent for a queue whose messages are not in
+	// this process (a quorum queue's and a stream's are their group's).
+	Memory                        *int64         `json:"memory,omitempty"`
 	MessageStats                  map[string]any `json:"message_stats,omitempty"`
 	Messages                      int            `json:"messages"`
 	MessagesDetails               details        `json:"messages_details"`
@@ -84,7 +88,7 @@ type raftJSON struct {
 func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs *policyDefs) queueJSON {
 	out := queueJSON{
 		Arguments: tablejson.Render(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
-		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes,
+		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes, Memory: memoryOfQueue(q),
 		MessageStats: messageStats(q.Counters, q.Rates),
 		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
 		MessagesDetails:               details{Rate: q.ReadyRate + q.UnackedRate},
@@ -547,4 +551,11 @@ func (a *api) queueBindings(c *call) (any, error) {
 	return sortedBindings(bindingsOf(v, true, func(b vhost.BindingInfo) bool {
 		return b.Destination.Name == name && b.Destination.Kind.String() == "queue"
 	})), nil
+}
+
+func memoryOfQueue(q vhost.QueueInfo) *int64 {
+	if !q.HasMemory {
+		return nil
+	}
+	return &q.Memory
 }

@@ -294,13 +294,22 @@ type QueueInfo struct {
 	// Down says a remote queue's home did not answer: its figures are
 	// unknown.
 	Down bool
+	// Memory is what the messages it holds in memory here take, for a
+	// queue that keeps them in this process (a Local); HasMemory says
+	// it is one.
+	Memory    int64
+	HasMemory bool
 }
 
 // Info reads the queue's depth and message statistics, under the queue's
 // lock; a remote queue's depth comes from its home, in a call.
 func (e QueueEntry) Info() QueueInfo {
 	st, m, err := e.t.Figures()
-	return QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
+	info := QueueInfo{QueueEntry: e, Stats: st, Counters: m.Values(), Rates: m.Rates(), Down: err != nil}
+	if l, ok := e.t.(queuetype.Local); ok {
+		info.Memory, info.HasMemory = l.MemoryBytes(), true
+	}
+	return info
 }
 
 // QueueEntries lists the queues, those homed on other nodes of a cluster

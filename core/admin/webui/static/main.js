@@ -16,6 +16,16 @@ import * as detail from "./page-detail.js";
 
 export const REFRESH_MS = 5000;
 
+// The operator's refresh interval, as RabbitMQ's UI offers it, kept per
+// browser: every page's refresh waits this long ("0": never).
+const REFRESH_KEY = "warren.refresh";
+const REFRESHES = [["5000", "Refresh every 5 seconds"], ["10000", "Refresh every 10 seconds"],
+  ["30000", "Refresh every 30 seconds"], ["60000", "Refresh every minute"], ["0", "Do not refresh"]];
+const refreshMS = () => {
+  const v = localStorage.getItem(REFRESH_KEY);
+  return REFRESHES.some(([ms]) => ms === v) ? Number(v) : REFRESH_MS;
+};
+
 const pages = {
   overview: overview.render,
   connections: lists.connections,
@@ -34,6 +44,7 @@ const pages = {
   vhosts: admin.vhosts,
   permissions: admin.permissions,
   limits: admin.limits,
+  cluster: admin.cluster,
   policies: admin.policies,
   plugins: plugins.render,
   definitions: definitions.render,
@@ -44,7 +55,7 @@ const nav = [
   ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
   ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
 ];
-const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies"]);
+const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies", "cluster"]);
 
 const root = document.getElementById("app");
 let timers = [];
@@ -88,10 +99,11 @@ async function show() {
   const ctx = {
     main, params, vhost: currentVHost,
     every(fn, ms) {
-      if (gen !== generation) return;
+      const wait = ms || refreshMS();
+      if (gen !== generation || wait === 0) return;
       timers.push(setInterval(() => {
         if (gen === generation && !document.hidden) fn();
-      }, ms || REFRESH_MS));
+      }, wait));
     },
   };
   try {
@@ -141,15 +153,24 @@ function header(page) {
     vsel.value = currentVHost();
   }).catch(() => {});
   const sub = adminPages.has(page) && api.can().admin
-    ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["limits", "Limits"], ["policies", "Policies"]]
+    ? h("nav", { className: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"], ["limits", "Limits"], ["policies", "Policies"],
+      ["cluster", "Cluster"]]
       .map(([p, label]) => h("a", { href: route(p), className: p === page ? "active" : "", id: "subnav-" + p }, label)))
     : null;
+  const rsel = h("select", { id: "refresh-select", title: "How often the page refreshes" },
+    REFRESHES.map(([ms, label]) => h("option", { value: ms }, label)));
+  rsel.value = String(refreshMS());
+  rsel.addEventListener("change", () => {
+    localStorage.setItem(REFRESH_KEY, rsel.value);
+    show();
+  });
   return h("header", {},
     h("div", { className: "bar" },
       h("a", { href: route("overview"), className: "brand" }, "Warren"),
       h("nav", { className: "main" }, links),
       h("div", { className: "who" },
         h("label", {}, "Virtual host ", vsel),
+        rsel,
         h("span", { id: "whoami" }, api.savedUser()),
         h("button", { type: "button", className: "small", id: "logout", on: { click: () => {
           api.logout();

@@ -1,5 +1,6 @@
 // Users, virtual hosts, permissions, limits, policies and operator
-// policies: list, create, delete.
+// policies, and the cluster (its name, global parameters, feature flags):
+// list, create, delete.
 // These lists are small and the API answers them whole, so they are
 // filtered and paged in the tab and refreshed after each change rather
 // than on a timer (a timer would disarm a half-clicked Delete).
@@ -232,4 +233,66 @@ export async function limits(ctx) {
   };
   await section("vhost", "Virtual host limits", "/api/vhost-limits", "vhost", ["max-connections", "max-queues"], vhosts.map((v) => v.name));
   return section("user", "User limits", "/api/user-limits", "user", ["max-connections", "max-channels"], users.map((u) => u.name));
+}
+
+// cluster: the cluster's name, its global parameters (any JSON value) and
+// the feature flags the broker reports, as RabbitMQ's Admin pages show
+// them.
+export async function cluster(ctx) {
+  const nameStatus = h("div", { hidden: true, id: "cluster-name-msg" });
+  const current = h("span", { className: "name", id: "cluster-name" });
+  const showName = async () => { current.textContent = (await api.get("/api/cluster-name")).name; };
+  const nameForm = actionForm({
+    id: "set-cluster-name", title: "Rename the cluster", submit: "Rename",
+    fields: [{ name: "name", label: "Name", required: true }],
+    onSubmit: async (v) => {
+      await api.put("/api/cluster-name", { name: v.name });
+      await showName();
+      return "The cluster is " + v.name + " now.";
+    },
+  });
+  ctx.main.append(h("h2", {}, "Cluster ", current), nameStatus, nameForm);
+  await showName();
+
+  const status = h("div", { hidden: true, id: "global-parameters-msg" });
+  const t = new Table({
+    id: "global-parameters", sort: "name", fetchAll: () => api.get("/api/global-parameters"),
+    columns: [
+      { label: "Name", key: "name", render: (p) => p.name },
+      { label: "Value", render: (p) => json(p.value) },
+      { label: "", render: (p) => p.name === "cluster_name" ? "" : deleteButton("delete-global-parameter-" + p.name, status,
+        () => api.del(api.path("global-parameters", p.name)), t) },
+    ],
+  });
+  const form = actionForm({
+    id: "set-global-parameter", title: "Set a global parameter", submit: "Set parameter",
+    fields: [
+      { name: "name", label: "Name", required: true },
+      { name: "value", label: "Value", type: "textarea", value: '{"owner": "team-a"}', help: "Any JSON value." },
+    ],
+    onSubmit: async (v) => {
+      let value;
+      try {
+        value = JSON.parse(v.value);
+      } catch (e) {
+        throw new Error(`Value: not valid JSON (${e.message})`);
+      }
+      await api.put(api.path("global-parameters", v.name), { value });
+      t.reload();
+      return `Global parameter ${v.name} set.`;
+    },
+  });
+  ctx.main.append(h("h2", {}, "Global parameters"), status, t.el, form);
+  await t.reload();
+
+  const flags = new Table({
+    id: "feature-flags", sort: "name", fetchAll: () => api.get("/api/feature-flags"),
+    columns: [
+      { label: "Name", key: "name", render: (f) => f.name },
+      { label: "State", key: "state", render: (f) => f.state },
+      { label: "Description", key: "desc", render: (f) => f.desc || "" },
+    ],
+  });
+  ctx.main.append(h("h2", {}, "Feature flags"), flags.el);
+  return flags.reload();
 }

@@ -51,7 +51,9 @@ export async function render(ctx) {
       prop("Effective policy", json(q.effective_policy_definition)),
       prop("Ready", num(q.messages_ready)), prop("Unacked", num(q.messages_unacknowledged)),
       prop("Total", h("span", { id: "queue-messages" }, num(q.messages))),
-      prop("Bytes", bytes(q.message_bytes)), prop("Consumers", num(q.consumers)),
+      prop("Bytes", bytes(q.message_bytes)),
+      prop("In memory", h("span", { id: "queue-memory" }, q.memory === undefined ? "in its group's members" : bytes(q.memory))),
+      prop("Consumers", num(q.consumers)),
       prop("Incoming", statRate(ms, "publish")), prop("Deliver / get", statRate(ms, "deliver_get")), prop("Ack", statRate(ms, "ack")))));
     const cs = q.consumer_details || [];
     consumers.set(cs.length
