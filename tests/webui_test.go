@@ -275,6 +275,9 @@ func (f *uiFixture) queuePagePublishGetPurge(t *testing.T) {
 	if m := f.br.text(t, `#queue-memory`); !strings.HasSuffix(m, " B") {
 		t.Errorf("ui-events' memory shows %q, want its messages' bytes", m)
 	}
+	if u := f.br.text(t, `#queue-utilisation`); u != "0%" {
+		t.Errorf("ui-events, without consumers, shows a consumer utilisation of %q, want 0%% as RabbitMQ", u)
+	}
 	f.br.do(t, "get",
 		setValue(`#queue-get-ackmode`, "ack_requeue_false"),
 		setValue(`#queue-get-count`, "6"),

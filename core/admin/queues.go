@@ -44,7 +44,13 @@ type queueJSON struct {
 	// Memory is what its messages in memory take (RabbitMQ's is its
 	// process's memory); absent for a queue whose messages are not in
 	// this process (a quorum queue's and a stream's are their group's).
-	Memory                        *int64         `json:"memory,omitempty"`
+	Memory *int64 `json:"memory,omitempty"`
+	// ConsumerUtilisation (and consumer_capacity, RabbitMQ's later name
+	// for it) is the share of the last statistics interval its consumers
+	// could take a message at once; absent where the queue does not
+	// measure it (a quorum queue, a stream, one homed on another node).
+	ConsumerUtilisation           *float64       `json:"consumer_utilisation,omitempty"`
+	ConsumerCapacity              *float64       `json:"consumer_capacity,omitempty"`
 	MessageStats                  map[string]any `json:"message_stats,omitempty"`
 	Messages                      int            `json:"messages"`
 	MessagesDetails               details        `json:"messages_details"`
@@ -89,6 +95,7 @@ func (a *api) queueView(vhostName, node string, q vhost.QueueInfo, defs *policyD
 	out := queueJSON{
 		Arguments: tablejson.Render(q.Args), AutoDelete: q.AutoDelete, Consumers: q.Consumers, Durable: q.Durable,
 		Exclusive: q.Exclusive, MessageBytes: q.ReadyBytes, MessageBytesReady: q.ReadyBytes, Memory: memoryOfQueue(q),
+		ConsumerUtilisation: utilisationOf(q), ConsumerCapacity: utilisationOf(q),
 		MessageStats: messageStats(q.Counters, q.Rates),
 		Messages:     q.Ready + q.Unacked, MessagesReady: q.Ready, MessagesUnacknowledged: q.Unacked,
 		MessagesDetails:               details{Rate: q.ReadyRate + q.UnackedRate},
@@ -558,4 +565,12 @@ func memoryOfQueue(q vhost.QueueInfo) *int64 {
 		return nil
 	}
 	return &q.Memory
+}
+
+func utilisationOf(q vhost.QueueInfo) *float64 {
+	if !q.HasUtilisation {
+		return nil
+	}
+	u := q.ConsumerUtilisation
+	return &u
 }

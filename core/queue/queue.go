@@ -168,6 +168,7 @@ type Queue struct {
 	// The two latest depth samples (ready, unacked), for the rates of
 	// change the admin API shows; under mu.
 	depth stats.Pair[[2]int]
+	util  utilisation // consumer utilisation (utilisation.go); under mu
 }
 
 // Order is the queue's place in the lock order: a vhost that locks several
@@ -540,8 +541,14 @@ func (q *Queue) onTTLTimer() {
 	q.unlock()
 }
 
-// dispatch hands ready messages to consumers until one side runs out.
+// dispatch hands ready messages to consumers until one side runs out,
+// then notes whether consumers left it blocked (utilisation.go).
 func (q *Queue) dispatch() {
+	q.dispatchReady()
+	q.noteBlocked()
+}
+
+func (q *Queue) dispatchReady() {
 	for q.ready > 0 && len(q.consumers) > 0 {
 		l := q.head()
 		if l == nil {
@@ -670,6 +677,7 @@ func (q *Queue) removeConsumer(c Consumer) {
 		q.next = 0
 	}
 	q.priorityChanged()
+	q.noteBlocked() // the last consumer gone: not blocked, idle
 }
 
 // priorityChanged notes whether the consumers' priorities differ.
@@ -934,6 +942,11 @@ type Stats struct {
 	Consumers  int
 
 	ReadyRate, UnackedRate float64
+	// ConsumerUtilisation is the share of the last statistics interval
+	// that consumers could take a ready message at once (utilisation.go);
+	// HasUtilisation says the queue measures it (a classic queue does).
+	ConsumerUtilisation float64
+	HasUtilisation      bool
 }
 
 // MemoryBytes is what the messages the queue holds in memory take (their
@@ -952,6 +965,7 @@ func (q *Queue) Stats() Stats {
 		st.ReadyRate = float64(q.depth.Last[0]-q.depth.Prev[0]) / dt
 		st.UnackedRate = float64(q.depth.Last[1]-q.depth.Prev[1]) / dt
 	}
+	st.ConsumerUtilisation, st.HasUtilisation = q.utilisationNow(), true
 	return st
 }
 
@@ -960,6 +974,7 @@ func (q *Queue) Stats() Stats {
 func (q *Queue) SampleDepth(now time.Time) Stats {
 	q.mu.Lock()
 	q.depth.Push([2]int{q.ready, q.unacked}, now)
+	q.util.sample(now)
 	q.mu.Unlock()
 	return q.Stats()
 }

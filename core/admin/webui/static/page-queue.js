@@ -54,6 +54,8 @@ export async function render(ctx) {
       prop("Bytes", bytes(q.message_bytes)),
       prop("In memory", h("span", { id: "queue-memory" }, q.memory === undefined ? "in its group's members" : bytes(q.memory))),
       prop("Consumers", num(q.consumers)),
+      prop("Consumer utilisation", h("span", { id: "queue-utilisation" },
+        q.consumer_utilisation === undefined ? "not measured for this queue type" : Math.round(100 * q.consumer_utilisation) + "%")),
       prop("Incoming", statRate(ms, "publish")), prop("Deliver / get", statRate(ms, "deliver_get")), prop("Ack", statRate(ms, "ack")))));
     const cs = q.consumer_details || [];
     consumers.set(cs.length
