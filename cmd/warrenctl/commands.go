@@ -127,6 +127,9 @@ var commands = map[string]command{
 
 	"close_connection": {form: "close_connection NAME REASON", min: 2, max: 2,
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			if args[0] == "" {
+				return errors.New("close_connection: the connection's name is empty (list_connections name lists them)")
+			}
 			h := http.Header{"X-Reason": {args[1]}}
 			return c.request("DELETE", "/api/connections/"+url.PathEscape(args[0]), nil, nil, h)
 		}},

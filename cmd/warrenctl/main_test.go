@@ -578,6 +578,9 @@ func TestObjectVerbs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("close_connection did not close the connection")
 	}
+	if _, err := ctl(t, url, "close_connection", "", "x"); err == nil || !strings.Contains(err.Error(), "name is empty") {
+		t.Errorf("close_connection of an empty name: %v", err)
+	}
 	if _, err := ctl(t, url, "close_connection", "nobody", "x"); err == nil {
 		t.Fatal("closing a connection that does not exist succeeded")
 	}
