@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +118,12 @@ func TestWebUIManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 10000
+	// The broker's ends need a descriptor each, beside the browser's and
+	// the store's (Go raises the soft limit to the hard one at start).
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < n+2000 {
+		t.Fatalf("%d connections need %d open files; this process may have %d (%v): raise its hard limit", n, n+2000, lim.Cur, err)
+	}
 	holdConnectionsFor(t, s.url, n)
 	poll.Until(t, time.Minute, "10,000 connections open", func() bool { return len(s.b.Server().Connections()) == n })
 
