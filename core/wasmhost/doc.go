@@ -95,8 +95,9 @@
 //     milliseconds.
 //   - Time: a watchdog samples every instance's call counter four times
 //     per Config.CallTimeout; a call seen running for a whole timeout is
-//     marked and its budget zeroed, and the yield its next check calls
-//     fails it. wazero's own mechanism, WithCloseOnContextDone, starts a
+//     marked, and the yield its checks call every wasmpatch.Budget of them
+//     fails it (microseconds later; no other goroutine writes the
+//     module's globals). wazero's own mechanism, WithCloseOnContextDone, starts a
 //     goroutine per call (about 1 µs and 3 allocations), which this
 //     avoids.
 //   - The scheduler: Go cannot preempt compiled wasm, so a guest that

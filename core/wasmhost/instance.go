@@ -85,10 +85,8 @@ type instance struct {
 	// seq counts call starts and ends: odd while a call runs. The
 	// watchdog compares it between ticks to spot a call that does not end.
 	seq atomic.Uint64
-	// budget is wasmpatch's budget global: the checks left before the
-	// module calls yield. The watchdog zeroes it to interrupt a call; no
-	// other Go code writes it.
-	budget      api.MutableGlobal
+	// interrupted marks a call the watchdog found past its deadline: the
+	// yield the module calls every wasmpatch.Budget checks fails it.
 	interrupted atomic.Bool
 
 	// epoch is the last op of the plugin's log applied to this instance.
@@ -165,12 +163,12 @@ func (p *Plugin) newInstance() (*instance, error) {
 			in.fns[i] = f
 		}
 	}
-	g, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
-	if !ok || in.mem == nil {
+	// The budget global proves the module was patched (its checks call
+	// yield); only the module itself writes it.
+	if _, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal); !ok || in.mem == nil {
 		in.close()
 		return nil, &failure{kind: "instantiate", detail: "module lost its memory or interrupt global"}
 	}
-	in.budget = g
 	h.watch(in)
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		if err := in.callRaw(f, abi.ExportInitialize); err != nil {

@@ -20,9 +20,10 @@
 // The host's yield lets other goroutines run (runtime.Gosched) and returns
 // the new budget, Budget, or, when the call has run past its deadline,
 // fails the call. (Returning the budget rather than setting the global
-// leaves the host a single writer of it, its watchdog, which the race
-// detector can check.) To interrupt a call, the host marks it and sets
-// the budget to 0 from another goroutine; the next check calls yield.
+// leaves the module the only writer of it.) To interrupt a call, the host
+// marks it; the yield its checks call within Budget of them fails it. A
+// host that also wrote the global from another goroutine, to be quicker,
+// would race the module's own writes.
 //
 // Why a yield at all: Go cannot preempt a goroutine while it runs code
 // that wazero compiled (the preemption signal finds no Go function at the
@@ -38,12 +39,8 @@
 // channel on every call, whatever the context: about 1 µs and 3
 // allocations per call on this project's machines, more than the whole
 // budget of a route. The check added here costs a load, a subtraction, a
-// store and a not-taken branch per loop iteration, and nothing per call.
-// wazero's compiler reloads a global at every loop header (it only
-// forwards a global's value along a straight path), so a store made by
-// another goroutine is seen on the next iteration. A store lost to a
-// race with the module's own decrement delays the interrupt by at most
-// Budget checks.
+// store and a not-taken branch per loop iteration, and nothing per call;
+// an interrupt waits at most Budget checks.
 //
 // A function without loops ends or calls; every cycle of calls passes the
 // entry check of a function that calls, or the loop head such a function
