@@ -72,8 +72,8 @@ func (b *Broker) Rebalance(ctx context.Context, typ, vhostPattern, queuePattern 
 	share := (len(queues) + len(running) - 1) / len(running)
 	var moved []ledQueue
 	for _, q := range queues {
-		if led[q.leader] <= share || b.cluster.Load() == nil {
-			continue
+		if led[q.leader] <= share || len(running) == 1 {
+			continue // a node of its own leads every queue it has
 		}
 		to := ""
 		for _, m := range running {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,13 +150,6 @@ func mustBind(t testing.TB, v *vhost.VHost, source, queueName, key string) {
 	}
 }
 
-func mustBindExchange(t testing.TB, v *vhost.VHost, source, dest, key string) {
-	t.Helper()
-	if err := v.Bind(source, exchange.Destination{Kind: exchange.ToExchange, Name: dest}, key, nil, nil); err != nil {
-		t.Fatalf("bind %s -> %s: %v", source, dest, err)
-	}
-}
-
 // msg builds a message; persistent sets delivery-mode 2.
 func msg(t testing.TB, exchangeName, key, body string, persistent bool) *message.Message {
 	t.Helper()
@@ -209,45 +201,4 @@ func bodies(t testing.TB, q *queue.Queue) []string {
 		}
 		out = append(out, string(d.Entry.Msg.Body))
 	}
-}
-
-// consumer is a queue.Consumer with a prefetch: it records what it is
-// given and takes nothing once credit is used up.
-type consumer struct {
-	mu       sync.Mutex
-	credit   int // -1: unlimited
-	got      []queue.Delivery
-	noAck    bool
-	notified chan struct{} // a delivery arrived (buffered, 1)
-}
-
-func newConsumer(credit int) *consumer {
-	return &consumer{credit: credit, notified: make(chan struct{}, 1)}
-}
-
-func (c *consumer) Deliver(d queue.Delivery) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.credit == 0 {
-		return false
-	}
-	if c.credit > 0 {
-		c.credit--
-	}
-	c.got = append(c.got, d)
-	select {
-	case c.notified <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-func (c *consumer) Cancelled()      {}
-func (c *consumer) NoAck() bool     { return c.noAck }
-func (c *consumer) Exclusive() bool { return false }
-
-func (c *consumer) deliveries() []queue.Delivery {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]queue.Delivery(nil), c.got...)
 }

@@ -19,13 +19,6 @@ func (v *VHost) keeps(durable bool) bool {
 	return v.store != nil && (durable || v.cluster != nil)
 }
 
-func args(t protocol.Table) protocol.Table {
-	if t == nil {
-		return protocol.Table{}
-	}
-	return t
-}
-
 // AfterSync calls done once everything written so far is on disk (at once
 // without a store). Publishers use it to confirm persistent messages.
 func (v *VHost) AfterSync(done func(error)) {
