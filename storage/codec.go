@@ -15,6 +15,9 @@ type Message struct {
 	Flags      uint16 // the content header's property flags
 	Props      []byte // the encoded properties that follow the flags
 	Body       []byte
+	// Keep, when set, holds Body while the store still has to write it
+	// (a logged body, written by the committer after PutEntry returns).
+	Keep BodyHolder
 }
 
 // Entry is one message's place in one queue: the key is (queue id, priority,
@@ -34,6 +37,10 @@ type Entry struct {
 	// kept instead (Spill); Msg.Body is then not stored, and ScanQueue
 	// leaves it nil for the caller to read from the queue's Spill.
 	Spill SpillRef
+	// Logged, on an entry read back, is where the body log keeps its body
+	// (bodylog.go); PutEntry logs the body of a persistent inline entry
+	// of Options.BodyLogMin bytes or more itself, and fills it in.
+	Logged BodyRef
 	// Lent says Msg.Body is a buffer the caller's BodyLender returned
 	// (ScanQueueInto), which the caller now owns.
 	Lent bool
@@ -51,7 +58,8 @@ const (
 	entryShared     = 1 << 2 // msgID and body length follow instead of the message
 	entryExpires    = 1 << 3 // ExpiresAt follows
 	entrySpilled    = 1 << 4 // a spill reference follows; the message has no body
-	entryKnownFlags = entryPersistent | entryDelivered | entryShared | entryExpires | entrySpilled
+	entryLogged     = 1 << 5 // a body log reference follows; the message has no body
+	entryKnownFlags = entryPersistent | entryDelivered | entryShared | entryExpires | entrySpilled | entryLogged
 )
 
 var errBadValue = errors.New("malformed value")
@@ -85,6 +93,32 @@ func putMessage(b []byte, m *Message) {
 	n += binary.PutUvarint(b[n:], uint64(len(m.Props)))
 	n += copy(b[n:], m.Props)
 	copy(b[n:], m.Body)
+}
+
+// loggedMessageLen is the encoded length of shared message m whose body is
+// at r in the body log.
+func loggedMessageLen(m *Message, r BodyRef) int {
+	return uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len)) + messageLen(m) - len(m.Body)
+}
+
+// putLoggedMessage encodes m, whose body is at r, into b, which is exactly
+// loggedMessageLen long:
+//
+//	uvarint segment | uvarint offset | uvarint length | message without its body
+func putLoggedMessage(b []byte, m *Message, r BodyRef) {
+	n := binary.PutUvarint(b, uint64(r.Seg))
+	n += binary.PutUvarint(b[n:], uint64(r.Off))
+	n += binary.PutUvarint(b[n:], uint64(r.Len))
+	bodiless := *m
+	bodiless.Body = nil
+	putMessage(b[n:], &bodiless)
+}
+
+// decodeLoggedMessage splits a logged message value into its body's place
+// and the message without its body.
+func decodeLoggedMessage(v []byte) (BodyRef, []byte, error) {
+	r, rest, err := decodeSpillRef(v)
+	return BodyRef(r), rest, err
 }
 
 // readLen reads a uvarint length and the bytes it counts from the front of b.
@@ -143,8 +177,16 @@ func entryHeaderLen(e *Entry) int {
 		n += 8 + uvarintLen(uint64(sharedBodyLen(e)))
 	} else if r := e.Spill; r.Spilled() {
 		n += uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len))
+	} else if r := e.Logged; r.Logged() {
+		n += uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len))
 	}
 	return n
+}
+
+// bodyElsewhere reports whether an inline entry's body is kept outside its
+// value (spilled or logged).
+func (e *Entry) bodyElsewhere() bool {
+	return e.MsgID == 0 && (e.Spill.Spilled() || e.Logged.Logged())
 }
 
 func sharedBodyLen(e *Entry) int {
@@ -159,7 +201,7 @@ func entryLen(e *Entry) int {
 	n := entryHeaderLen(e)
 	if e.MsgID == 0 {
 		n += messageLen(e.Msg)
-		if e.Spill.Spilled() {
+		if e.bodyElsewhere() {
 			n -= len(e.Msg.Body)
 		}
 	}
@@ -172,6 +214,7 @@ func entryLen(e *Entry) int {
 //	    shared: msgID (8, BE) | uvarint body length
 //	    inline: message
 //	    spilled: uvarint segment | uvarint offset | uvarint length | message without its body
+//	    logged: uvarint segment | uvarint offset | uvarint length | message without its body
 func putEntry(b []byte, e *Entry) {
 	var f byte
 	if e.Persistent {
@@ -187,8 +230,12 @@ func putEntry(b []byte, e *Entry) {
 		f |= entryExpires
 	}
 	spilled := e.MsgID == 0 && e.Spill.Spilled()
+	logged := e.MsgID == 0 && !spilled && e.Logged.Logged()
 	if spilled {
 		f |= entrySpilled
+	}
+	if logged {
+		f |= entryLogged
 	}
 	b[0] = f
 	n := 1 + binary.PutUvarint(b[1:], uint64(e.Deliveries))
@@ -202,10 +249,14 @@ func putEntry(b []byte, e *Entry) {
 		binary.PutUvarint(b[n:], uint64(sharedBodyLen(e)))
 		return
 	}
-	if spilled {
-		n += binary.PutUvarint(b[n:], uint64(e.Spill.Seg))
-		n += binary.PutUvarint(b[n:], uint64(e.Spill.Off))
-		n += binary.PutUvarint(b[n:], uint64(e.Spill.Len))
+	if spilled || logged {
+		r := e.Spill
+		if logged {
+			r = SpillRef(e.Logged)
+		}
+		n += binary.PutUvarint(b[n:], uint64(r.Seg))
+		n += binary.PutUvarint(b[n:], uint64(r.Off))
+		n += binary.PutUvarint(b[n:], uint64(r.Len))
 		m := *e.Msg
 		m.Body = nil
 		putMessage(b[n:], &m)
@@ -222,6 +273,7 @@ type entryHeader struct {
 	msgID      uint64
 	bodyLen    int      // shared entries: the recorded body length
 	spill      SpillRef // spilled entries: where the body is
+	logged     BodyRef  // logged entries: where the body is
 	msg        []byte   // inline entries: the encoded message
 }
 
@@ -245,16 +297,25 @@ func decodeEntryHeader(b []byte) (entryHeader, error) {
 		b = b[8:]
 	}
 	if h.flags&entryShared == 0 {
-		if h.flags&entrySpilled != 0 {
+		switch h.flags & (entrySpilled | entryLogged) {
+		case entrySpilled | entryLogged:
+			return h, errBadValue
+		case entrySpilled:
 			var err error
 			if h.spill, b, err = decodeSpillRef(b); err != nil {
 				return h, err
 			}
+		case entryLogged:
+			r, rest, err := decodeSpillRef(b)
+			if err != nil {
+				return h, err
+			}
+			h.logged, b = BodyRef(r), rest
 		}
 		h.msg = b
 		return h, nil
 	}
-	if h.flags&entrySpilled != 0 {
+	if h.flags&(entrySpilled|entryLogged) != 0 {
 		return h, errBadValue
 	}
 	if len(b) < 8 {
@@ -290,6 +351,9 @@ func decodeSpillRef(b []byte) (SpillRef, []byte, error) {
 func (h *entryHeader) inlineBodyLen() (int, error) {
 	if h.spill.Spilled() {
 		return h.spill.Len, nil
+	}
+	if h.logged.Logged() {
+		return h.logged.Len, nil
 	}
 	_, b, err := readLen(h.msg)
 	if err != nil {
@@ -330,6 +394,7 @@ func decodeEntry(v, msg []byte, lend BodyLender) (*Entry, error) {
 		ExpiresAt:  h.expiresAt,
 		MsgID:      h.msgID,
 		Spill:      h.spill,
+		Logged:     h.logged,
 	}}
 	enc := h.msg
 	if h.shared() {

@@ -52,16 +52,26 @@ func crashKeep() map[uint64]bool {
 	return keep
 }
 
-// crashBody is id's body: mostly small, and one in five from 8 to 64 KiB,
-// which the store keeps in blob files once flushed.
+// crashBody is id's body: mostly small, one in five from 8 to 64 KiB,
+// which the store keeps in blob files once flushed, and among them one in
+// 25 from 256 KiB to 1.25 MiB and one in 200 of 16 MiB, which inline
+// entries keep in the body log.
 func crashBody(id uint64) []byte {
-	n := 16 + int(id*7919%900)
-	if id%5 == 0 {
-		n = separateValuesFrom + int(id*7919%(56<<10))
-	}
-	b := bytes.Repeat([]byte{byte('a' + id%26)}, n)
+	b := bytes.Repeat([]byte{byte('a' + id%26)}, crashBodyLen(id))
 	copy(b, fmt.Sprintf("msg-%d-", id))
 	return b
+}
+
+func crashBodyLen(id uint64) int {
+	switch {
+	case id%200 == 0:
+		return 16 << 20
+	case id%25 == 0:
+		return DefaultBodyLogMin + int(id*7919%(1<<20))
+	case id%5 == 0:
+		return separateValuesFrom + int(id*7919%(56<<10))
+	}
+	return 16 + int(id*7919%900)
 }
 
 func TestCrashChild(t *testing.T) {
@@ -165,7 +175,7 @@ func TestCrashChild(t *testing.T) {
 
 				sem <- struct{}{}
 				txn = s.Begin()
-				txn.DeleteEntry(q, 0, old, Deleted{MsgID: msgID})
+				txn.DeleteEntry(q, 0, old, Deleted{MsgID: msgID, Size: crashBodyLen(old)})
 				if r.IntN(2) == 0 {
 					intent("d %d %d", q, old)
 					txn.Commit(true, func(err error) {
@@ -214,6 +224,7 @@ func TestCrash(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	const rounds = 6
 	var blobs uint64
+	var logged int
 	for round := 0; round < rounds; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
 		cmd.Env = append(os.Environ(), crashEnv+"="+dir)
@@ -284,16 +295,21 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		t.Logf("round %d: killed after %v; acknowledged %d puts, %d deletes, %d moves", round, delay, puts, dels, moves)
-		blobs += crashCheck(t, dir, msgs)
+		b, l := crashCheck(t, dir, msgs)
+		blobs += b
+		logged += l
 	}
 	if blobs == 0 {
 		t.Error("no round left a blob file: the large bodies were not flushed")
 	}
+	if logged == 0 {
+		t.Error("no round left a logged entry: the body log was not exercised")
+	}
 }
 
 // crashCheck opens the store the child left and checks it against msgs. It
-// returns how many blob files the store holds.
-func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) (blobs uint64) {
+// returns how many blob files the store holds, and how many logged entries.
+func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) (blobs uint64, logged int) {
 	t.Helper()
 	s, err := Open(dir, Options{Logger: zerolog.Nop()})
 	must(t, err)
@@ -303,6 +319,23 @@ func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) (blobs ui
 	if st.MissingMessages != 0 {
 		t.Errorf("%d entries point at missing messages", st.MissingMessages)
 	}
+	// A process crash never damages the body log, and Recover leaves no
+	// segment nothing refers to.
+	if st.DamagedBodies != 0 {
+		t.Errorf("%d logged entries lost their bodies", st.DamagedBodies)
+	}
+	s.bodies.mu.Lock()
+	for _, seg := range s.bodies.segs {
+		if seg.live == 0 {
+			t.Errorf("body log segment %s is kept with no entry referring to it", seg.name)
+		}
+	}
+	s.bodies.mu.Unlock()
+	s.c.mu.Lock()
+	for _, q := range s.c.logged {
+		logged += len(q)
+	}
+	s.c.mu.Unlock()
 	// where[id] lists the queues holding id.
 	where := map[uint64][]uint64{}
 	for q := range crashKeep() {
@@ -349,5 +382,5 @@ func crashCheck(t *testing.T, dir string, msgs map[uint64]*crashState) (blobs ui
 	if checked == 0 {
 		t.Log("nothing acknowledged yet")
 	}
-	return s.db.Metrics().BlobFiles.LiveCount
+	return s.db.Metrics().BlobFiles.LiveCount, logged
 }

@@ -50,6 +50,9 @@
 //	0x09 esc(vhost) esc(exchange)      held message (the delay store), per
 //	     kind(1) due(8) seq(8)         exchange and kind (1 durable, 2
 //	                                   transient), in due order (held.go)
+//	0x0A msgID(8)                      a shared message whose body is in
+//	                                   the body log (below), instead of
+//	                                   0x03: never both
 //
 // esc(s) is s with every 0x00 byte written as 0x00 0xFF, followed by the
 // terminator 0x00 0x01. It keeps names in byte order, and an escaped name is
@@ -94,13 +97,19 @@
 // An entry is
 //
 //	flags (1 byte): 0x01 persistent, 0x02 delivered, 0x04 shared, 0x08 expires,
-//	                0x10 spilled
+//	                0x10 spilled, 0x20 logged
 //	uvarint deliveries
 //	expires-at (8 bytes, big-endian unix ms)       if flag 0x08
 //	shared:  msgID (8 bytes) | uvarint body length if flag 0x04
 //	spilled: uvarint segment | uvarint offset |    if flag 0x10 (never with 0x04)
 //	         uvarint body length | message without its body
+//	logged:  uvarint segment | uvarint offset |    if flag 0x20 (never with 0x04
+//	         uvarint body length | message         or 0x10)
+//	         without its body
 //	inline:  message                               otherwise
+//
+// A logged message (0x0A) is uvarint segment | uvarint offset | uvarint
+// body length | message without its body.
 //
 // A shared entry records its body length so that QueueLevels and Recover
 // count bytes without reading the message. A spilled entry's body is in
@@ -394,13 +403,53 @@
 // its queue's lock serializes it, and the file writes and reads happen
 // under that lock, as the queue's other reads of the store do.
 //
+// # The body log
+//
+// A persistent inline entry's body of Options.BodyLogMin bytes or more
+// (256 KiB by default), and a shared message's, is not in Pebble: it is a
+// record in a segment file of the data directory's bodies folder
+// (00000001.body, ...), and the entry (flag 0x20) or message (0x0A) says
+// where: segment, offset, length. A record is the body's CRC-32C and
+// length (4 bytes each, big-endian) and the body. Through Pebble such a
+// body was written twice (the WAL, then a blob file at the flush) and
+// copied some six times; here it is written once, by the committer, just
+// before the batch holding its entry is applied, and not at all when the
+// entry is deleted in that same batch (a message acked before its write
+// was due). See bodylog.go for the steps.
+//
+// The invariants, and what a crash can leave:
+//
+//   - A record is written before its entry is applied, and fsynced before
+//     the WAL fsync that makes its entry durable: no durable entry refers
+//     to a body that is not. A process crash can leave records with no
+//     entry (written, the batch not applied): Recover deletes the segments
+//     nothing refers to, and a segment some entry still refers to keeps
+//     that garbage until its last body goes.
+//   - Each segment counts its live bodies (reserved and not deleted); one
+//     other than the segment being appended to is deleted once it has none
+//     and the batch holding its last delete is fsynced (under SyncNever,
+//     applied), so no crash brings back an entry whose body is gone.
+//   - A new run never appends to an old segment.
+//   - A machine crash can lose a record whose entry was only written
+//     through (a persistent message that nobody waited for); Recover
+//     checks each logged entry's record header (the file, its length, the
+//     recorded length), deletes the entries whose record is not in place
+//     and logs each segment's loss at error level by its file name
+//     (RecoveryStats.DamagedBodies). A read checks the CRC: a body damaged
+//     on disk is refused with ErrBodyDamaged naming the file and offset,
+//     never delivered.
+//   - Transient entries (paged out of memory) never use the body log: they
+//     go to spill files (below), which never survive a restart.
+//
 // # Memory
 //
 // Beyond Pebble's block cache (CacheSize) and memtables (up to two of
 // MemTableSize), the store holds the open commit batch (at most about
-// 4*MaxBatchBytes, by the backpressure above, plus one Txn), the batch being
+// 4*MaxBatchBytes, by the backpressure above, plus one Txn, and the bodies
+// of the logged entries in them, which the store holds until written), the batch being
 // committed, batches whose callbacks have not run yet, pooled Txn batches
 // (each trimmed to 1 MiB when reused), about 40 bytes per shared message
-// for its count, and per Raft group opened a few hundred bytes (its bounds,
+// for its count, about 100 bytes per logged entry or message (where its
+// body is), and per Raft group opened a few hundred bytes (its bounds,
 // hard state and conf state).
 package storage

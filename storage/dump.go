@@ -90,6 +90,13 @@ func describe(k, v []byte) string {
 				return fmt.Sprintf("message %d = %s", binary.BigEndian.Uint64(k[1:]), formatMessage(&m))
 			}
 		}
+	case prefixLoggedMessage:
+		if len(k) == messageKeyLen {
+			var m Message
+			if r, enc, err := decodeLoggedMessage(v); err == nil && decodeMessage(enc, &m) == nil {
+				return fmt.Sprintf("message %d = logged=%s@%d+%d %s", binary.BigEndian.Uint64(k[1:]), segmentName(r.Seg), r.Off, r.Len, formatMessage(&m))
+			}
+		}
 	case prefixEntry:
 		if qid, prio, seq, ok := parseEntryKey(k); ok && isMarkKey(k) {
 			if n, size := binary.Uvarint(v); size == len(v) && size > 0 {
@@ -154,6 +161,9 @@ func formatEntry(e *Entry) string {
 	}
 	if r := e.Spill; r.Spilled() {
 		fmt.Fprintf(&b, "spilled=%d@%d+%d ", r.Seg, r.Off, r.Len)
+	}
+	if r := e.Logged; r.Logged() {
+		fmt.Fprintf(&b, "logged=%s@%d+%d ", segmentName(r.Seg), r.Off, r.Len)
 	}
 	if e.MsgID != 0 {
 		fmt.Fprintf(&b, "msg=%d", e.MsgID)

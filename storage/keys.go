@@ -16,6 +16,8 @@ const (
 	prefixRef     byte = 0x05 // 0x05 qid prio seq    -> msgID (entries of shared messages only)
 	prefixHeld    byte = 0x06 // 0x06 due seq         -> held record (the delay store)
 	prefixRaft    byte = 0x07 // 0x07 group kind ...   -> a Raft group's log entry, hard state or snapshot
+	// 0x08 is streams (stream.go), 0x09 the delay store (held.go).
+	prefixLoggedMessage byte = 0x0A // 0x0A msgID -> a shared message whose body is in the body log
 )
 
 // System keys.
@@ -212,6 +214,13 @@ func markOf(k, ek []byte) bool {
 func putMessageKey(k []byte, id uint64) {
 	k[0] = prefixMessage
 	binary.BigEndian.PutUint64(k[1:], id)
+}
+
+// putLoggedMessageKey writes the key of shared message id whose body is
+// in the body log: the same as its putMessageKey but for the prefix.
+func putLoggedMessageKey(k []byte, id uint64) {
+	putMessageKey(k, id)
+	k[0] = prefixLoggedMessage
 }
 
 func messageKey(id uint64) []byte {

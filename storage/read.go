@@ -103,18 +103,72 @@ func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender) (*Entry, error) 
 		return nil, err
 	}
 	if !h.shared() {
-		return decodeEntry(v, nil, lend)
+		e, err := decodeEntry(v, nil, lend)
+		if err == nil && e.Logged.Logged() {
+			err = s.readLogged(e, lend)
+		}
+		return e, err
 	}
 	putMessageKey(mk, h.msgID)
 	mv, closer, err := s.db.Get(mk)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return s.loadLoggedShared(v, mk, h.msgID, lend)
+	}
 	if err != nil {
-		if errors.Is(err, pebble.ErrNotFound) {
-			err = fmt.Errorf("%w: message %d", ErrMissingMessage, h.msgID)
-		}
 		return nil, err
 	}
 	defer closer.Close()
 	return decodeEntry(v, mv, lend)
+}
+
+// loadLoggedShared decodes shared entry value v whose message is not under
+// 0x03: it may be under 0x0A, with its body in the body log.
+func (s *Store) loadLoggedShared(v, mk []byte, msgID uint64, lend BodyLender) (*Entry, error) {
+	putLoggedMessageKey(mk, msgID)
+	mv, closer, err := s.db.Get(mk)
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			err = fmt.Errorf("%w: message %d", ErrMissingMessage, msgID)
+		}
+		return nil, err
+	}
+	defer closer.Close()
+	ref, enc, err := decodeLoggedMessage(mv)
+	if err != nil {
+		return nil, fmt.Errorf("message %d: %w", msgID, err)
+	}
+	e, err := decodeEntry(v, enc, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The body is read as a logged entry's would be; the entry is still a
+	// shared one (Logged stays zero: it is the message's record).
+	e.Logged = ref
+	err = s.readLogged(e, lend)
+	e.Logged = BodyRef{}
+	return e, err
+}
+
+// readLogged reads a logged entry's body from the body log into a buffer
+// from lend, or one of its own.
+func (s *Store) readLogged(e *Entry, lend BodyLender) error {
+	n := e.Logged.Len
+	var buf []byte
+	lent := false
+	if lend != nil {
+		if b, ok := lend(n); ok && len(b) == n {
+			buf, lent = b, true
+		}
+	}
+	if !lent {
+		buf = make([]byte, n)
+	}
+	if err := s.bodies.read(e.Logged, buf); err != nil {
+		s.log.Error().Err(err).Msg("reading a logged body")
+		return err
+	}
+	e.Msg.Body, e.Lent = buf, lent
+	return nil
 }
 
 // Level describes one priority level of a queue: how many entries it holds,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,9 @@ type RecoveryStats struct {
 	Messages        int64 // shared messages kept (referenced)
 	Unreferenced    int64 // shared messages deleted for lack of references
 	MissingMessages int64 // entries whose shared message is missing (should be 0)
+	DamagedBodies   int64 // logged entries whose body log record is missing or damaged (should be 0)
+	BodySegments    int   // body log segments kept
+	UnusedSegments  int   // body log segments deleted for lack of references
 	Held            int64 // records of the delay store's first format (0x06), which the broker moves to 0x09
 	Queues          map[uint64][]Level
 	Elapsed         time.Duration
@@ -80,6 +84,10 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 	go s.logRecoveryProgress(&prog, start, recoverProgressAfter, stop)
 
 	refs := make(map[uint64]refState)
+	logged := make(map[uint64]map[entryPos]loggedEntry)
+	live := make(map[uint32]int)  // logged bodies per body log segment
+	smallest := 0                 // the smallest logged body
+	damaged := map[string]int64{} // damaged logged bodies, by the first error of each segment
 	b := s.db.NewBatch()
 	flush := func(sync bool) error {
 		if b.Empty() && !sync {
@@ -149,13 +157,37 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 			break
 		}
 		transient = !h.persistent()
-		if transient {
+		lost := false // a logged entry without its body
+		if !transient && h.logged.Logged() {
+			if cerr := s.bodies.check(h.logged); cerr != nil {
+				// Gone for good: deleted like a transient entry (with
+				// its mark), and reported below by segment.
+				lost = true
+				damaged[segmentError(cerr)]++
+				st.DamagedBodies++
+			} else {
+				q := logged[qid]
+				if q == nil {
+					q = make(map[entryPos]loggedEntry)
+					logged[qid] = q
+				}
+				q[entryPos{prio, seq}] = loggedEntry{ref: h.logged}
+				live[h.logged.Seg]++
+				if smallest == 0 || h.logged.Len < smallest {
+					smallest = h.logged.Len
+				}
+			}
+		}
+		if transient || lost {
 			b.Delete(it.Key(), nil)
 			if h.shared() {
 				putEntryKey(rk[:], prefixRef, qid, prio, seq)
 				b.Delete(rk[:], nil)
 			}
-			st.Transient++
+			if transient {
+				st.Transient++
+			}
+			transient = true // its mark goes too
 		} else {
 			size := h.bodyLen
 			if h.shared() {
@@ -186,38 +218,14 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		return st, err
 	}
 
-	// Shared messages: delete those nothing references.
+	// Shared messages: delete those nothing references, and those whose
+	// logged body is gone (their entries are then dangling, below).
 	found := make(map[uint64]bool, len(refs))
-	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixMessage}, UpperBound: []byte{prefixMessage + 1}})
-	if err != nil {
-		return st, err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if len(k) != messageKeyLen {
-			err = fmt.Errorf("storage: malformed message key %q", k)
-			break
+	loggedMsgs := make(map[uint64]loggedEntry)
+	for _, prefix := range []byte{prefixMessage, prefixLoggedMessage} {
+		if err = s.recoverMessages(prefix, b, flush, refs, found, loggedMsgs, live, &st, &prog, damaged); err != nil {
+			return st, err
 		}
-		id := binary.BigEndian.Uint64(k[1:])
-		if _, used := refs[id]; used {
-			found[id] = true
-			st.Messages++
-		} else {
-			b.Delete(k, nil)
-			st.Unreferenced++
-			if b.Len() >= 1<<20 {
-				if err = flush(false); err != nil {
-					break
-				}
-			}
-		}
-		prog.messages.Add(1)
-	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
 	}
 	for id, r := range refs {
 		if !found[id] {
@@ -276,6 +284,10 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		return st, err
 	}
 
+	for first, n := range damaged {
+		s.log.Error().Int64("entries", n).Str("first", first).Msg("deleting persistent entries whose body log record is missing or damaged")
+	}
+
 	if err := flush(true); err != nil {
 		return st, err
 	}
@@ -289,11 +301,86 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		}
 	}
 
+	// Segments nothing refers to go once the deletions are synced.
+	unused, errs := s.bodies.recovered(live, smallest)
+	for _, err := range errs {
+		s.log.Warn().Err(err).Msg("deleting an unused body log segment")
+	}
+	st.UnusedSegments = unused
+	st.BodySegments = len(s.bodies.segments())
+
 	s.c.mu.Lock()
 	s.c.refs = refs
+	s.c.logged = logged
+	s.c.loggedMsgs = loggedMsgs
 	s.c.mu.Unlock()
 	s.recovered.Store(true)
 	return st, nil
+}
+
+// recoverMessages goes through the shared messages under prefix (0x03, or
+// 0x0A with the body logged): it deletes those nothing references, and
+// marks the rest found, but for a logged one whose body record is not in
+// place, which it deletes and reports, leaving its entries dangling.
+func (s *Store) recoverMessages(prefix byte, b *pebble.Batch, flush func(bool) error, refs map[uint64]refState,
+	found map[uint64]bool, loggedMsgs map[uint64]loggedEntry, live map[uint32]int, st *RecoveryStats,
+	prog *recoveryProgress, damaged map[string]int64) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != messageKeyLen {
+			err = fmt.Errorf("storage: malformed message key %q", k)
+			break
+		}
+		id := binary.BigEndian.Uint64(k[1:])
+		prog.messages.Add(1)
+		_, used := refs[id]
+		if used && prefix == prefixLoggedMessage {
+			ref, _, derr := decodeLoggedMessage(it.Value())
+			if derr == nil {
+				derr = s.bodies.check(ref)
+			}
+			if derr == nil {
+				loggedMsgs[id] = loggedEntry{ref: ref}
+				live[ref.Seg]++
+			} else {
+				damaged[segmentError(derr)]++
+				st.DamagedBodies++
+				used = false
+			}
+		}
+		if used {
+			found[id] = true
+			st.Messages++
+			continue
+		}
+		b.Delete(k, nil)
+		if _, ref := refs[id]; !ref {
+			st.Unreferenced++
+		}
+		if b.Len() >= 1<<20 {
+			if err = flush(false); err != nil {
+				break
+			}
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// segmentError is the text of a body log check's error, as a key that
+// groups the damaged entries of one segment (its name comes first).
+func segmentError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, " offset "); i > 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 func (s *Store) logRecoveryProgress(p *recoveryProgress, start time.Time, after time.Duration, stop chan struct{}) {

@@ -34,13 +34,17 @@ import (
 // bodies are in spill files. Version 2 entries read as they are; the
 // version is raised so that a Warren that knows only version 2 refuses the
 // store with this message rather than with a malformed entry.
-const FormatVersion = 3
+//
+// Version 4 added logged entries (entry flag 0x20; bodylog.go), whose
+// bodies are in the body log, for the same reason.
+const FormatVersion = 4
 
 // upgrades says, for each earlier version Open upgrades, what the upgrade
 // does, for the log.
 var upgrades = map[uint64]string{
-	1: "delivery marks and spill files are written from now on; the entries stay as they are",
-	2: "spill files are written from now on; the entries stay as they are",
+	1: "delivery marks, spill files and the body log are written from now on; the entries stay as they are",
+	2: "spill files and the body log are written from now on; the entries stay as they are",
+	3: "large persistent bodies go to the body log from now on; the entries stay as they are",
 }
 
 // SyncMode says whether durable commits wait for an fsync.
@@ -88,6 +92,10 @@ type Options struct {
 	// MaxBatchBytes commits the pending batch as soon as it is this large;
 	// 0 = 4 MiB.
 	MaxBatchBytes int
+	// BodyLogMin is the smallest body of a persistent entry that goes to
+	// the body log instead of Pebble (bodylog.go); 0 = DefaultBodyLogMin,
+	// negative = none does.
+	BodyLogMin int
 	// WALDamage says what Open does when the newest write-ahead log holds
 	// valid records after a damaged one (see waldamage.go); the zero value
 	// refuses to open.
@@ -138,6 +146,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.BodyLogMin == 0 {
+		o.BodyLogMin = DefaultBodyLogMin
 	}
 	if o.blobRewriteAge <= 0 {
 		o.blobRewriteAge = defaultBlobRewriteAge
@@ -197,6 +208,8 @@ type Store struct {
 
 	space spaceState
 	spill spillState // the Spills' folder and totals (spill.go)
+	// bodies is the body log: large persistent bodies (bodylog.go).
+	bodies bodyLog
 
 	raftLogs raftLogs // the RaftLogs handed out, one per group (raftlog.go)
 
@@ -249,6 +262,12 @@ func Open(dir string, o Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
+	s.bodies.init(o.FS, dir, max(o.BodyLogMin, 0))
+	if err := s.bodies.open(); err != nil {
+		s.bodies.close()
+		lock.Close()
+		return nil, err
+	}
 	po := &pebble.Options{
 		FS:                 s.wal,
 		Lock:               lock,
@@ -285,6 +304,7 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 	}
 	if err != nil {
+		s.bodies.close()
 		lock.Close()
 		if errors.Is(err, os.ErrPermission) {
 			return nil, &dirError{fmt.Sprintf("data directory %s is not accessible: %v", dir, err), ErrAccess, err}
@@ -301,6 +321,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if err != nil {
 		s.db.Close()
+		s.bodies.close()
 		s.lock.Close()
 		return nil, err
 	}
@@ -456,6 +477,7 @@ func (s *Store) Close() error {
 		s.closed = true
 		s.closeMu.Unlock()
 		err := s.db.Close()
+		s.bodies.close()
 		if lerr := s.lock.Close(); err == nil {
 			err = lerr
 		}
@@ -545,6 +567,10 @@ func (s *Store) Stats() map[string]any {
 		"shared_messages":           c.refCount(),
 		"spill_bytes":               s.spill.bytes.Load(),
 		"spilled_bodies":            s.spill.bodies.Load(),
+		"body_log_bytes":            s.bodies.bytes.Load(),
+		"body_log_bodies":           s.bodies.bodies.Load(),
+		"body_log_writes":           s.bodies.writes.Load(),
+		"body_log_skipped":          s.bodies.skipped.Load(),
 		"pebble_disk_bytes":         m.DiskSpaceUsage(),
 		"pebble_read_amp":           m.ReadAmp(),
 		"pebble_memtable_size":      m.MemTable.Size,
@@ -634,7 +660,7 @@ func (s *Store) Figures() (f Figures, ok bool) {
 	return Figures{
 		Commits: c.stats.commits.Load(), Syncs: c.stats.syncs.Load() + c.stats.intervalSyncs.Load(),
 		CommitErrors: c.stats.errors.Load(), CommittedBytes: c.stats.bytes.Load(),
-		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage() + uint64(max(0, s.spill.bytes.Load())),
+		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage() + uint64(max(0, s.spill.bytes.Load())) + uint64(max(0, s.bodies.bytes.Load())),
 		CompactionDebt: m.Compact.EstimatedDebt, ReadAmp: m.ReadAmp(),
 		Flushes: m.Flush.Count, Compactions: m.Compact.Count,
 		CacheBytes: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,

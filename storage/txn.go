@@ -47,10 +47,18 @@ type commitBatch struct {
 	// are deleted, the memtable is flushed so compactions can give the
 	// space back (see reclaim).
 	deleted int64
-	err     error // the result of applying it, for the callbacks
+	// bodies are the logged bodies of its Txns' entries, written by the
+	// committer before the batch is applied (bodylog.go).
+	bodies    []*pendingBody
+	bodyBytes int   // their size
+	err       error // the result of applying it, for the callbacks
 }
 
 func (b *commitBatch) empty() bool { return b.txns == 0 && b.b.Empty() }
+
+// size is what the batch will write: its Pebble batch and its logged
+// bodies. Backpressure and the MaxBatchBytes trigger count both.
+func (b *commitBatch) size() int { return b.b.Len() + b.bodyBytes }
 
 type waiter struct {
 	done func(error)
@@ -90,6 +98,11 @@ type committer struct {
 	closing     bool
 	closed      bool
 	refs        map[uint64]refState // shared messages' reference counts
+	// logged is every logged entry, by queue, with where its body is
+	// (bodylog.go). Entries of Options.BodyLogMin bytes or more only.
+	logged map[uint64]map[entryPos]loggedEntry
+	// loggedMsgs is every shared message whose body is logged.
+	loggedMsgs map[uint64]loggedEntry
 
 	kick chan struct{} // wakes the committer (buffered, 1)
 	done chan struct{} // closed when the committer exits
@@ -101,6 +114,9 @@ type committer struct {
 	// deletedUnflushed is the bytes of entries deleted since reclaim last
 	// flushed. Only the committer goroutine uses it.
 	deletedUnflushed int64
+	// syncedAll says the last apply fsynced the WAL, so everything applied
+	// is durable. Only the committer goroutine uses it.
+	syncedAll bool
 
 	// The callback goroutine's queue of applied batches.
 	cb struct {
@@ -124,6 +140,8 @@ func (c *committer) init(s *Store) {
 	c.swapped.L = &c.mu
 	c.maxPending = 4 * s.opts.MaxBatchBytes
 	c.refs = make(map[uint64]refState)
+	c.logged = make(map[uint64]map[entryPos]loggedEntry)
+	c.loggedMsgs = make(map[uint64]loggedEntry)
 	c.kick = make(chan struct{}, 1)
 	c.done = make(chan struct{})
 	c.cb.cond.L = &c.cb.mu
@@ -179,7 +197,7 @@ func (c *committer) newBatchLocked() *commitBatch {
 // sealLocked moves the open batch to the sealed queue.
 func (c *committer) sealLocked() {
 	c.sealed = append(c.sealed, c.open)
-	c.sealedBytes += c.open.b.Len()
+	c.sealedBytes += c.open.size()
 	c.open = c.newBatchLocked()
 	c.swapped.Broadcast()
 }
@@ -204,22 +222,46 @@ func (c *committer) nextLocked() (*commitBatch, time.Duration) {
 		b := c.sealed[0]
 		c.sealed[0] = nil
 		c.sealed = c.sealed[1:]
-		c.sealedBytes -= b.b.Len()
+		c.sealedBytes -= b.size()
 		c.swapped.Broadcast()
+		c.takeLocked(b)
 		return b, 0
 	}
 	o := c.open
 	if o.empty() {
 		return nil, 0
 	}
-	if !o.durable && o.b.Len() < c.s.opts.MaxBatchBytes && !c.closing && c.flushWant <= c.applied {
+	if !o.durable && o.size() < c.s.opts.MaxBatchBytes && !c.closing && c.flushWant <= c.applied {
 		if wait := time.Until(o.first.Add(c.s.opts.CommitInterval)); wait > 0 {
 			return nil, wait
 		}
 	}
 	c.open = c.newBatchLocked()
 	c.swapped.Broadcast()
+	c.takeLocked(o)
 	return o, 0
+}
+
+// takeLocked marks the pending bodies of b, which the committer takes, as
+// no longer cancellable: a delete committed from now on lands in a later
+// batch, so b's entries need their bodies.
+func (c *committer) takeLocked(b *commitBatch) {
+	for _, p := range b.bodies {
+		p.taken = true
+		if p.msgID != 0 {
+			if le, ok := c.loggedMsgs[p.msgID]; ok && le.pend == p {
+				le.pend = nil
+				c.loggedMsgs[p.msgID] = le
+			}
+			continue
+		}
+		if q := c.logged[p.qid]; q != nil {
+			if le, ok := q[p.pos]; ok && le.pend == p {
+				le.pend = nil
+				q[p.pos] = le
+			}
+		}
+	}
 }
 
 func (s *Store) commitLoop() {
@@ -273,6 +315,12 @@ func (s *Store) apply(b *pebble.Batch, fsync bool) error {
 	if s.opts.Sync == SyncAlways && !c.unsyncedSince.IsZero() && time.Since(c.unsyncedSince) >= s.opts.SyncInterval {
 		fsync = true // this batch carries the fsync the earlier ones are due
 	}
+	if fsync {
+		// The bodies the WAL's entries point at are durable first.
+		if err := s.bodies.sync(); err != nil {
+			return err
+		}
+	}
 	var err error
 	s.wal.fsync.Store(fsync)
 	if b != nil {
@@ -290,6 +338,7 @@ func (s *Store) apply(b *pebble.Batch, fsync bool) error {
 	if fsync {
 		c.stats.syncs.Add(1)
 		c.unsyncedSince = time.Time{}
+		c.syncedAll = true
 	} else if c.unsyncedSince.IsZero() {
 		c.unsyncedSince = time.Now()
 	}
@@ -307,6 +356,7 @@ func (s *Store) intervalSync() {
 		s.fail(err)
 		return
 	}
+	s.deleteBodySegments(s.c.applied)
 	s.c.stats.intervalSyncs.Add(1)
 	if f := s.opts.afterIntervalSync; f != nil {
 		f()
@@ -337,8 +387,13 @@ func (s *Store) commitBatch(b *commitBatch) {
 		err = s.waitForSpace()
 	}
 	if err == nil && s.failed.Load() == nil {
+		err = s.writeBodies(b)
+	}
+	s.releaseBodies(b)
+	if err == nil && s.failed.Load() == nil {
 		sync := b.durable && s.opts.Sync == SyncAlways
 		n := b.b.Len()
+		c.syncedAll = false
 		if !b.b.Empty() {
 			err = s.apply(b.b, sync)
 		} else if sync {
@@ -354,7 +409,12 @@ func (s *Store) commitBatch(b *commitBatch) {
 			err = s.fail(err)
 		} else {
 			s.reclaim(b.deleted)
+			if c.syncedAll || s.opts.Sync == SyncNever {
+				s.deleteBodySegments(b.lastSeq)
+			}
 		}
+	} else if err != nil && s.failed.Load() == nil {
+		err = s.fail(err)
 	}
 	c.mu.Lock()
 	c.applied = b.lastSeq
@@ -373,6 +433,40 @@ func (s *Store) commitBatch(b *commitBatch) {
 	c.cb.queue = append(c.cb.queue, b)
 	c.cb.cond.Signal()
 	c.cb.mu.Unlock()
+}
+
+// writeBodies writes the logged bodies of b's entries that no delete
+// cancelled, before b is applied (bodylog.go).
+func (s *Store) writeBodies(b *commitBatch) error {
+	for _, p := range b.bodies {
+		if p.cancelled {
+			s.bodies.skipped.Add(1)
+			continue
+		}
+		if err := s.bodies.write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseBodies lets go of b's pending bodies, written or not: the
+// committer is done with them.
+func (s *Store) releaseBodies(b *commitBatch) {
+	for _, p := range b.bodies {
+		if !p.cancelled && p.keep != nil {
+			p.keep.Release()
+		}
+		p.keep, p.body = nil, nil
+	}
+}
+
+// deleteBodySegments deletes the body log's segments emptied by Txns up
+// to seq, which are applied and synced.
+func (s *Store) deleteBodySegments(seq uint64) {
+	for _, err := range s.bodies.deleteSynced(seq) {
+		s.log.Warn().Err(err).Msg("deleting a body log segment")
+	}
 }
 
 // callbackLoop runs the callbacks of applied batches in order, then
@@ -399,6 +493,8 @@ func (c *committer) callbackLoop() {
 				b.waiters[j] = waiter{}
 			}
 			b.b.Reset()
+			clear(b.bodies)
+			b.bodies, b.bodyBytes = b.bodies[:0], 0
 			b.waiters = b.waiters[:0]
 			b.drops = b.drops[:0]
 			b.durable, b.txns, b.lastSeq, b.err, b.deleted = false, 0, 0, nil, 0
@@ -521,6 +617,13 @@ func (c *committer) deleteIfUnusedLocked(id uint64, o *commitBatch) {
 		o.first = time.Now()
 	}
 	var k [messageKeyLen]byte
+	if le, ok := c.loggedMsgs[id]; ok {
+		delete(c.loggedMsgs, id)
+		putLoggedMessageKey(k[:], id)
+		o.b.Delete(k[:], nil)
+		c.unlogLocked(le, o, c.seq+1)
+		return
+	}
 	putMessageKey(k[:], id)
 	o.b.Delete(k[:], nil)
 }
@@ -539,7 +642,26 @@ type Txn struct {
 	cands []uint64 // scratch: messages whose references dropped
 	// deleted is the body bytes of the entries it deletes.
 	deleted int64
+	// logOps are its operations on logged entries, in order: puts with
+	// their pending bodies, deletes that may be of one, queue deletions.
+	logOps []logOp
 }
+
+type logOp struct {
+	kind logOpKind
+	qid  uint64
+	pos  entryPos
+	pend *pendingBody // logPut
+}
+
+type logOpKind uint8
+
+const (
+	logPut        logOpKind = iota + 1 // an entry whose body is logged
+	logPutMessage                      // a shared message whose body is logged
+	logDelete                          // an entry deleted (logged or not: the committer knows)
+	logDrop                            // every entry of a queue deleted
+)
 
 type newMsg struct {
 	id   uint64
@@ -570,19 +692,41 @@ func (s *Store) Begin() *Txn {
 // released with ReleaseRef) the message is kept even if its existing
 // references are all deleted. Pass 0 when every reference is added in this
 // same Txn.
+//
+// A body of Options.BodyLogMin bytes or more goes to the body log, and the
+// message under its own key (0x0A instead of 0x03); the store holds m.Keep,
+// when set, until the body is written.
 func (t *Txn) PutMessage(id uint64, m *Message, refs int) {
+	t.msgs = append(t.msgs, newMsg{id, int32(refs)})
+	t.index = true
+	if t.s.bodies.logs(len(m.Body)) {
+		if ref, ok := t.reserveBody(m, 0, entryPos{}, id); ok {
+			op := t.b.SetDeferred(messageKeyLen, loggedMessageLen(m, ref))
+			putLoggedMessageKey(op.Key, id)
+			putLoggedMessage(op.Value, m, ref)
+			op.Finish()
+			return
+		}
+	}
 	op := t.b.SetDeferred(messageKeyLen, messageLen(m))
 	putMessageKey(op.Key, id)
 	putMessage(op.Value, m)
 	op.Finish()
-	t.msgs = append(t.msgs, newMsg{id, int32(refs)})
-	t.index = true
 }
 
 // PutEntry adds e at (qid, prio, seq). An entry of a shared message
 // (e.MsgID != 0) counts a new reference to it (or fulfils one promised by
 // PutMessage).
+//
+// The body of a persistent inline entry of Options.BodyLogMin bytes or more
+// goes to the body log (bodylog.go) and e.Logged says where; the store
+// holds e.Msg.Keep, when set, until the body is written. A Logged passed
+// in is ignored: each logged entry has a record of its own.
 func (t *Txn) PutEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
+	e.Logged = BodyRef{}
+	if e.MsgID == 0 && e.Persistent && e.Msg != nil && !e.Spill.Spilled() && t.s.bodies.logs(len(e.Msg.Body)) {
+		t.logBody(qid, entryPos{prio, seq}, e)
+	}
 	t.putEntry(qid, prio, seq, e)
 	if e.MsgID != 0 {
 		op := t.b.SetDeferred(entryKeyLen, 8)
@@ -592,6 +736,59 @@ func (t *Txn) PutEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
 		t.refs = append(t.refs, refOp{qid: qid, msgID: e.MsgID, pos: t.pos, put: true, entry: true})
 	}
 	t.pos++
+}
+
+// logBody reserves the body log record of e's body and keeps the body as
+// a pending write; on an error the body stays in the entry, in Pebble.
+func (t *Txn) logBody(qid uint64, pos entryPos, e *Entry) {
+	if ref, ok := t.reserveBody(e.Msg, qid, pos, 0); ok {
+		e.Logged = ref
+	}
+}
+
+// reserveBody reserves the body log record of m's body, for the entry at
+// (qid, pos) or the shared message msgID, and keeps the body as a pending
+// write. It reports false, having logged why, when the body log refuses.
+func (t *Txn) reserveBody(m *Message, qid uint64, pos entryPos, msgID uint64) (BodyRef, bool) {
+	ref, err := t.s.bodies.reserve(len(m.Body))
+	if err != nil {
+		t.s.log.Error().Err(err).Msg("the body log refused a body; it goes to the index instead")
+		return BodyRef{}, false
+	}
+	p := &pendingBody{ref: ref, qid: qid, pos: pos, msgID: msgID, body: m.Body, keep: m.Keep}
+	if p.keep != nil {
+		p.keep.Hold()
+	}
+	kind := logPut
+	if msgID != 0 {
+		kind = logPutMessage
+	}
+	t.logOps = append(t.logOps, logOp{kind: kind, qid: qid, pos: pos, pend: p})
+	return ref, true
+}
+
+// bodyBytes is the size of the Txn's pending logged bodies.
+func (t *Txn) bodyBytes() int {
+	n := 0
+	for _, op := range t.logOps {
+		if op.pend != nil {
+			n += len(op.pend.body)
+		}
+	}
+	return n
+}
+
+// dropPending gives back the reservations and holds of a Txn whose puts
+// will not be committed.
+func (t *Txn) dropPending() {
+	for _, op := range t.logOps {
+		if op.kind == logPut || op.kind == logPutMessage {
+			t.s.bodies.unreserve(op.pend.ref)
+			if op.pend.keep != nil {
+				op.pend.keep.Release()
+			}
+		}
+	}
 }
 
 // UpdateEntry rewrites the entry at (qid, prio, seq) (delivery state,
@@ -643,6 +840,9 @@ func (t *Txn) DeleteEntry(qid uint64, prio uint8, seq uint64, d Deleted) {
 	}
 	t.b.Delete(k[:entryKeyLen], nil)
 	t.deleted += int64(d.Size)
+	if t.s.bodies.mayBeLogged(d.Size) {
+		t.logOps = append(t.logOps, logOp{kind: logDelete, qid: qid, pos: entryPos{prio, seq}})
+	}
 	msgID := d.MsgID
 	if msgID != 0 {
 		k[0] = prefixRef
@@ -677,6 +877,7 @@ func (t *Txn) DeleteQueue(qid uint64) {
 	lo[0], hi[0] = prefixRef, prefixRef
 	t.b.DeleteRange(lo, hi, nil)
 	t.drops = append(t.drops, dropOp{qid, t.pos})
+	t.logOps = append(t.logOps, logOp{kind: logDrop, qid: qid})
 	t.pos++
 	t.index = true
 }
@@ -698,12 +899,17 @@ func (t *Txn) DeleteHeld(due int64, seq uint64) {
 }
 
 // Abort discards the Txn without writing anything.
-func (t *Txn) Abort() { t.release() }
+func (t *Txn) Abort() {
+	t.dropPending()
+	t.release()
+}
 
 func (t *Txn) release() {
 	t.b.Reset()
 	t.pos, t.index, t.deleted = 0, false, 0
 	t.msgs, t.refs, t.drops, t.cands = t.msgs[:0], t.refs[:0], t.drops[:0], t.cands[:0]
+	clear(t.logOps)
+	t.logOps = t.logOps[:0]
 	t.s.c.txnPool.Put(t)
 }
 
@@ -733,11 +939,12 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	// Writes wait while those before them are more than maxPending: the
 	// sealed batches count too, or a run of large Txns (each a batch of
 	// its own) would queue in memory without bound while the DB lags.
-	for !c.closed && (!c.open.empty() || len(c.sealed) > 0) && c.open.b.Len()+c.sealedBytes+t.b.Len() > c.maxPending {
+	for !c.closed && (!c.open.empty() || len(c.sealed) > 0) && c.open.size()+c.sealedBytes+t.b.Len()+t.bodyBytes() > c.maxPending {
 		c.swapped.Wait()
 	}
 	if c.closed {
 		c.mu.Unlock()
+		t.dropPending()
 		t.release()
 		if ch != nil {
 			ch <- ErrClosed
@@ -767,7 +974,7 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 		kick = true
 	}
 	if failed == nil {
-		before := o.b.Len()
+		before := o.size()
 		switch {
 		case handOver:
 			o.b, t.b = t.b, o.b // o is empty: the Txn keeps an empty batch
@@ -775,15 +982,20 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 			o.b.Apply(t.b, nil)
 		}
 		o.deleted += t.deleted
+		c.applyLoggedMessagesLocked(t, o)
 		c.applyRefsLocked(t, o)
+		c.applyLoggedLocked(t, o, c.seq+1)
 		if len(t.drops) > 0 {
 			for _, d := range t.drops {
 				o.drops = append(o.drops, d.qid)
 			}
 		}
-		if max := s.opts.MaxBatchBytes; before < max && o.b.Len() >= max {
+		if max := s.opts.MaxBatchBytes; before < max && o.size() >= max {
 			kick = true
 		}
+	}
+	if failed != nil {
+		t.dropPending()
 	}
 	o.txns++
 	c.seq++
@@ -840,6 +1052,74 @@ func (c *committer) applyRefsLocked(t *Txn, o *commitBatch) {
 	for _, id := range t.cands {
 		c.deleteIfUnusedLocked(id, o)
 	}
+}
+
+// applyLoggedLocked applies a Txn's operations on logged entries, in its
+// order: a put hangs its pending body on o and enters the index; a delete
+// of a logged entry counts its body released, and cancels its write when
+// the put is in o too (both then land in one Pebble batch); a queue
+// deletion does that for each of the queue's logged entries. seq is the
+// Txn's commit seq.
+func (c *committer) applyLoggedLocked(t *Txn, o *commitBatch, seq uint64) {
+	for _, op := range t.logOps {
+		switch op.kind {
+		case logPutMessage: // applyLoggedMessagesLocked's
+		case logPut:
+			p := op.pend
+			p.batch = o
+			o.bodies = append(o.bodies, p)
+			o.bodyBytes += len(p.body)
+			q := c.logged[op.qid]
+			if q == nil {
+				q = make(map[entryPos]loggedEntry)
+				c.logged[op.qid] = q
+			}
+			q[op.pos] = loggedEntry{ref: p.ref, pend: p}
+		case logDelete:
+			q := c.logged[op.qid]
+			le, ok := q[op.pos]
+			if !ok {
+				continue
+			}
+			delete(q, op.pos)
+			if len(q) == 0 {
+				delete(c.logged, op.qid)
+			}
+			c.unlogLocked(le, o, seq)
+		case logDrop:
+			for _, le := range c.logged[op.qid] {
+				c.unlogLocked(le, o, seq)
+			}
+			delete(c.logged, op.qid)
+		}
+	}
+}
+
+// applyLoggedMessagesLocked hangs the pending bodies of a Txn's logged
+// shared messages on o and enters them in the index, before the Txn's
+// references are counted (which may delete them at once).
+func (c *committer) applyLoggedMessagesLocked(t *Txn, o *commitBatch) {
+	for _, op := range t.logOps {
+		if op.kind == logPutMessage {
+			p := op.pend
+			p.batch = o
+			o.bodies = append(o.bodies, p)
+			o.bodyBytes += len(p.body)
+			c.loggedMsgs[p.msgID] = loggedEntry{ref: p.ref, pend: p}
+		}
+	}
+}
+
+// unlogLocked counts a logged entry's body released by the Txn of commit
+// seq, cancelling its write if it is still pending in o.
+func (c *committer) unlogLocked(le loggedEntry, o *commitBatch, seq uint64) {
+	if p := le.pend; p != nil && !p.taken && p.batch == o && !p.cancelled {
+		p.cancelled = true
+		if p.keep != nil {
+			p.keep.Release()
+		}
+	}
+	c.s.bodies.released(le.ref, seq)
 }
 
 // droppedAfter reports whether the Txn deletes queue qid after position pos.

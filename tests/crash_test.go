@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
@@ -48,6 +49,19 @@ func TestStreamKillDuringPublishingAndConsuming(t *testing.T) {
 	killDuringPublishing(t, killLoad{rounds: 4, args: streamArgs, size: 1 << 10, stream: true}).mustHold(t)
 }
 
+// TestKillDuringLargePersistentPublishing is the same with 1 MiB and
+// 16 MiB bodies, which the store keeps in its body log rather than in
+// Pebble: a confirm still means the body is on disk, and an ack that the
+// broker processed still stays.
+func TestKillDuringLargePersistentPublishing(t *testing.T) {
+	t.Run("1MiB", func(t *testing.T) {
+		killDuringPublishing(t, killLoad{rounds: 3, bodySize: 1 << 20}).mustHold(t)
+	})
+	t.Run("16MiB", func(t *testing.T) {
+		killDuringPublishing(t, killLoad{rounds: 2, bodySize: 16 << 20}).mustHold(t)
+	})
+}
+
 // TestKillCheckSeesLossesAndAcksBack checks the checker, with builds broken
 // on purpose: one that confirms a quorum publish before it is committed
 // (warren_unsafe_confirm) must be seen losing confirmed messages, and one
@@ -83,7 +97,16 @@ type killLoad struct {
 	rounds int
 	args   amqp.Table
 	size   int
-	stream bool // the queues are streams: consumers read from "next", acks keep
+	// bodySize pads each body to about this many bytes: the message's
+	// name, a newline, then padding.
+	bodySize int
+	stream   bool // the queues are streams: consumers read from "next", acks keep
+}
+
+// killName is the name a body of killDuringPublishing carries.
+func killName(body string) string {
+	name, _, _ := strings.Cut(body, "\n")
+	return name
 }
 
 // killReport is what killDuringPublishing found.
@@ -157,6 +180,13 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 	if load.size > 0 {
 		pad = amqp.Table{"pad": strings.Repeat("x", load.size)}
 	}
+	bodyPad := bytes.Repeat([]byte("0123456789abcdef"), load.bodySize/16+1)
+	// The consumer makes sure of its acks every ackEvery messages: large
+	// messages come a few per second.
+	ackEvery := 20
+	if load.bodySize >= 1<<20 {
+		ackEvery = 1
+	}
 	for round := 0; round < rounds; round++ {
 		p := start()
 		_, ch := dialProcess(t, p)
@@ -193,8 +223,12 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 				}
 				for i := 0; ; i++ {
 					body := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					payload := []byte(body)
+					if load.bodySize > len(payload) {
+						payload = append(append(payload, '\n'), bodyPad[:load.bodySize-len(payload)-1]...)
+					}
 					dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, key, false, false,
-						amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte(body), Headers: pad})
+						amqp.Publishing{DeliveryMode: amqp.Persistent, Body: payload, Headers: pad})
 					if err != nil {
 						return
 					}
@@ -208,8 +242,8 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 				}
 			}(w)
 		}
-		// A consumer acks crash-q's messages one by one and, every 20 acks,
-		// makes a synchronous call: once it returns, the broker has
+		// A consumer acks crash-q's messages one by one and, every ackEvery
+		// acks, makes a synchronous call: once it returns, the broker has
 		// processed the acks before it (a channel's frames are handled in
 		// order).
 		wg.Add(1)
@@ -234,14 +268,14 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 			}
 			var pending []string
 			for d := range deliveries {
-				body := string(d.Body)
+				body := killName(string(d.Body))
 				mu.Lock()
 				acked[body], ackRound[body] = time.Time{}, round
 				mu.Unlock()
 				if d.Ack(false) != nil {
 					return
 				}
-				if pending = append(pending, body); len(pending) < 20 {
+				if pending = append(pending, body); len(pending) < ackEvery {
 					continue
 				}
 				if _, err := ch.QueueDeclarePassive("crash-q", true, false, false, false, nil); err != nil {
@@ -282,7 +316,11 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 			read = streamBodies
 		}
 		for _, body := range read(t, ch, q) {
-			found[q+"/"+body]++
+			name := killName(body)
+			found[q+"/"+name]++
+			if load.bodySize > len(name) && (len(body) != load.bodySize || body[len(name)+1:] != string(bodyPad[:load.bodySize-len(name)-1])) {
+				t.Errorf("message %s in %s came back with a different body (%d bytes)", name, q, len(body))
+			}
 		}
 	}
 	mu.Lock()

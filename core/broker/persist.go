@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/cluster"
+	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/hold"
 	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/storage"
@@ -30,7 +31,7 @@ func (b *Broker) openStore() error {
 	}
 	start := time.Now()
 	st, err := storage.Open(cfg.DataDir, storage.Options{Sync: sync, SyncInterval: time.Duration(cfg.SyncInterval),
-		WALDamage: walDamage, Logger: b.log, CacheSize: int64(cfg.CacheSize)})
+		WALDamage: walDamage, Logger: b.log, CacheSize: int64(cfg.CacheSize), BodyLogMin: bodyLogMin(cfg.BodyLogMin)})
 	if err != nil {
 		return err
 	}
@@ -311,4 +312,13 @@ func (b *Broker) restoreVHost(name string, queues []storedQueue, levels map[uint
 		}
 	}
 	return nil
+}
+
+// bodyLogMin is storage.body_log_min as the store takes it: 0 turns the
+// body log off, which the store spells -1.
+func bodyLogMin(n config.Size) int {
+	if n == 0 {
+		return -1
+	}
+	return int(n)
 }

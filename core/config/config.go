@@ -107,6 +107,10 @@ type Storage struct {
 	QueueMemoryBytes    Size `toml:"queue_memory_bytes"`
 	// CacheSize is the store's block cache.
 	CacheSize Size `toml:"cache_size"`
+	// BodyLogMin is the smallest body of a persistent message the store
+	// writes once to its body log rather than to Pebble; 0 turns the body
+	// log off.
+	BodyLogMin Size `toml:"body_log_min"`
 }
 
 type Defaults struct {
@@ -198,7 +202,8 @@ func Default() Config {
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
 			MaxBodySize: defaultMaxBodySize},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
-			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20},
+			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20,
+			BodyLogMin: 256 << 10},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
 			FrameMax: 131072, ChannelMax: 2047, Heartbeat: Duration(60 * time.Second),
@@ -309,6 +314,11 @@ const (
 	// minCacheSize is a few of Pebble's blocks; a cache smaller holds
 	// nothing worth having.
 	minCacheSize = 1 << 20
+	// minBodyLogMin and maxBodyLogMin bound storage.body_log_min: below
+	// 8 KiB a body costs less in Pebble's batches than a write of its own,
+	// and no frame carries more than 1 GiB.
+	minBodyLogMin = 8 << 10
+	maxBodyLogMin = 1 << 30
 	// defaultMaxBodySize is RabbitMQ's management.http.max_body_size when
 	// rabbitmq.conf does not set it (its schema, since 3.11.24 and
 	// 3.12.7); minBodySize lets the API's small requests through (a
@@ -416,6 +426,9 @@ func (s Storage) validate() error {
 	}
 	if s.CacheSize < minCacheSize || s.CacheSize > math.MaxInt64 {
 		return fmt.Errorf("storage.cache_size: %d must be between %d (1MiB) and %d", uint64(s.CacheSize), minCacheSize, int64(math.MaxInt64))
+	}
+	if s.BodyLogMin != 0 && (s.BodyLogMin < minBodyLogMin || s.BodyLogMin > maxBodyLogMin) {
+		return fmt.Errorf("storage.body_log_min: %d must be 0 (off) or between %d (8KiB) and %d (1GiB)", uint64(s.BodyLogMin), minBodyLogMin, maxBodyLogMin)
 	}
 	return nil
 }

@@ -208,6 +208,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"storage", "cache_size = 0", "between 1048576 (1MiB)"},
 		{"storage", `cache_size = "1KiB"`, "between 1048576 (1MiB)"},
 		{"storage", `cache_size = "8388608TiB"`, "between 1048576 (1MiB)"},
+		{"storage", `body_log_min = "1KiB"`, "storage.body_log_min: 1024 must be 0 (off) or between 8192 (8KiB)"},
+		{"storage", `body_log_min = "2GiB"`, "storage.body_log_min: 2147483648 must be 0 (off)"},
 		{"storage", `data_dir = ""`, "must not be empty"},
 		{"cluster", `change_timeout = "0s"`, "must be positive"},
 		{"cluster", `change_timeout = "-1s"`, "must be positive"},

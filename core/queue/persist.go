@@ -54,7 +54,7 @@ func (q *Queue) commit() {
 
 // StoredMessage is the storage form of a message.
 func StoredMessage(m *message.Message) *storage.Message {
-	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body, Keep: m}
 }
 
 // StoreShared stores m once for the n durable queues about to take it and

@@ -41,6 +41,7 @@ const (
 	storageClose
 	storageCommitter
 	storageIDs
+	storageBodyLog
 	messageBodies
 	connServer
 	connConsumers
@@ -109,6 +110,7 @@ var ranks = [numRanks]rank{
 	holdQueue:             {name: "hold.Queue.mu"},
 	storageCommitter:      {name: "storage.committer.mu"},
 	storageIDs:            {name: "storage.Store.ids.mu"},
+	storageBodyLog:        {name: "storage.bodyLog.mu"},
 	storageClose:          {name: "storage.Store.closeMu"},
 	messageBodies:         {name: "message.Bodies.mu"},
 	connServer:            {name: "conn.Server.mu"},
@@ -175,6 +177,7 @@ type (
 	HoldQueue             struct{}
 	StorageCommitter      struct{}
 	StorageIDs            struct{}
+	StorageBodyLog        struct{}
 	StorageClose          struct{}
 	MessageBodies         struct{}
 	ConnServer            struct{}
@@ -235,6 +238,7 @@ func (StorageRaftLog) rankID() rankID        { return storageRaftLog }
 func (HoldQueue) rankID() rankID             { return holdQueue }
 func (StorageCommitter) rankID() rankID      { return storageCommitter }
 func (StorageIDs) rankID() rankID            { return storageIDs }
+func (StorageBodyLog) rankID() rankID        { return storageBodyLog }
 func (StorageClose) rankID() rankID          { return storageClose }
 func (MessageBodies) rankID() rankID         { return messageBodies }
 func (ConnServer) rankID() rankID            { return connServer }
