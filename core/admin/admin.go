@@ -54,13 +54,14 @@
 // and a body larger than admin.max_body_size RabbitMQ's 400 "Exceeded
 // HTTP request body size limit", refused before it is read (bounds.go).
 // A request's context ends when its answer could no longer be sent (the
-// listener's write timeout, see core/broker's ServeAdmin) or its client
-// goes away; a definitions import still being checked then stops, one
-// being applied finishes. A request body's unknown fields are
-// ignored, as RabbitMQ ignores them; a body that is not JSON, or a field
-// with the wrong type or value, is a 400 whose reason names the field.
-// PUT answers 201 when it created something and 204 when it changed or
-// confirmed something that existed; DELETE answers 204. An object that does
+// listener's write timeout, see core/broker's ServeAdmin; a CPU profile's
+// is later, pprof.go) or its client goes away; a definitions import
+// still being checked then stops, one being applied finishes. A request
+// body's unknown fields are ignored, as RabbitMQ ignores them; a body
+// that is not JSON, or a field with the wrong type or value, is a 400
+// whose reason names the field. PUT answers 201 when it created
+// something and 204 when it changed or confirmed something that existed;
+// DELETE answers 204. An object that does
 // not exist is RabbitMQ's 404 {"error":"Object Not Found","reason":"Not
 // Found"}; a refusal from the broker itself carries its AMQP meaning (404
 // not_found for a missing exchange named in a binding, 400 bad_request for

@@ -404,13 +404,13 @@ func untilAnswerDue(h http.Handler) http.Handler {
 // untilAnswerDue bounded it.
 type unboundedKey struct{}
 
-// AnswerDueLater moves the deadline of an answer that takes longer by
-// design (a CPU profile of minutes) extra later than the usual
-// adminWriteTimeout from now: the connection's write deadline, and the
-// returned context's, which ends then or when the client goes away.
-// Work for the answer honours that context instead of the request's;
-// cancel releases it. A request served without ServeAdmin (a test's
-// handler) gets the same from its own context.
+// AnswerDueLater gives an answer that takes longer by design (a CPU
+// profile of minutes) extra time past the usual adminWriteTimeout, from
+// now: the connection's write deadline moves, and the returned context
+// ends then or when the client goes away. Work for the answer honours
+// that context instead of the request's; cancel releases it. A request
+// served without ServeAdmin (a test's server) gets the same, its own
+// context standing for the unbounded one.
 func AnswerDueLater(w http.ResponseWriter, r *http.Request, extra time.Duration) (ctx context.Context, cancel context.CancelFunc, err error) {
 	due := time.Now().Add(adminWriteTimeout + extra)
 	if err := http.NewResponseController(w).SetWriteDeadline(due); err != nil {
