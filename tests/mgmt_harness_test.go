@@ -40,9 +40,10 @@ type mgmt struct {
 func (m *mgmt) isWarren() bool { return m.s.b != nil }
 
 // startMgmt serves the API of the broker under test and makes the test's
-// vhost. It skips when only WARREN_REFERENCE_URL is set: that reference
-// has no API the tests know of.
-func startMgmt(t testing.TB) *mgmt {
+// vhost; tweak changes Warren's configuration (not the reference's). It
+// skips when only WARREN_REFERENCE_URL is set: that reference has no API
+// the tests know of.
+func startMgmt(t testing.TB, tweak ...func(*config.Config)) *mgmt {
 	t.Helper()
 	var m *mgmt
 	switch {
@@ -51,7 +52,7 @@ func startMgmt(t testing.TB) *mgmt {
 	case reference() != "":
 		t.Skip("set WARREN_REFERENCE_ADMIN_URL to run the management tests against the reference")
 	default:
-		s := startWarren(t, func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" })
+		s := startWarren(t, append([]func(*config.Config){func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" }}, tweak...)...)
 		if err := s.b.ServeAdmin(admin.Handler(s.b)); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/warren/core/admin"
+	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -388,6 +389,16 @@ var adminRows = []adminRow{
 	{route: "POST /api/definitions", path: "/api/definitions", body: `{}`, tag: "administrator", ok: 204},
 	{route: "POST /api/definitions/{vhost}", path: "/api/definitions/{v}", body: `{}`, tag: "administrator", ok: 204},
 
+	// The runtime's profiles (admin.profiling is on for this table). cpu
+	// profiles for a second each time a row asks with every permission.
+	{route: "GET /api/warren/pprof/cpu", path: "/api/warren/pprof/cpu?seconds=1", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/heap", path: "/api/warren/pprof/heap", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/allocs", path: "/api/warren/pprof/allocs", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/mutex", path: "/api/warren/pprof/mutex", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/block", path: "/api/warren/pprof/block", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/goroutine", path: "/api/warren/pprof/goroutine", tag: "administrator", ok: 200, warrenOnly: true},
+	{route: "GET /api/warren/pprof/threadcreate", path: "/api/warren/pprof/threadcreate", tag: "administrator", ok: 200, warrenOnly: true},
+
 	{route: "GET /metrics", path: "/metrics", ok: 200, public: true, warrenOnly: true},
 	{route: "GET /", path: "/", ok: 200, public: true, warrenOnly: true},
 	{route: "GET /ui/{asset}", path: "/ui/main.js", ok: 200, public: true, warrenOnly: true},
@@ -396,7 +407,7 @@ var adminRows = []adminRow{
 // TestEveryAdminRouteAsksPermissions runs adminRows, and fails when a
 // route of the API has no row.
 func TestEveryAdminRouteAsksPermissions(t *testing.T) {
-	m := startMgmt(t)
+	m := startMgmt(t, func(c *config.Config) { c.Admin.Profiling = true })
 	if m.isWarren() {
 		var missing []string
 		for _, p := range admin.Patterns() {

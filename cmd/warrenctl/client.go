@@ -29,17 +29,28 @@ func (c *client) get(path string, out any) error {
 }
 
 func (c *client) request(method, path string, body, out any, header http.Header) error {
+	data, err := c.send(method, path, body, header, 0)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// send makes one request and returns the answer's body; an answer of 300
+// or more is an error with the API's reason. An answer that takes longer
+// by design (a CPU profile) has extra added to the timeout.
+func (c *client) send(method, path string, body any, header http.Header, extra time.Duration) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.SetBasicAuth(c.user, c.password)
 	for k, vs := range header {
@@ -52,27 +63,29 @@ func (c *client) request(method, path string, body, out any, header http.Header)
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	hc := &http.Client{Timeout: timeout}
+	hc := &http.Client{Timeout: timeout + extra}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach the admin API at %s: %v", c.base, err)
+		return nil, fmt.Errorf("cannot reach the admin API at %s: %v", c.base, err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err := c.checkProduct(resp, data); err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
 		var e struct{ Error, Reason string }
 		if json.Unmarshal(data, &e) == nil && e.Reason != "" {
-			return fmt.Errorf("%s (%s)", e.Reason, resp.Status)
+			return nil, fmt.Errorf("%s (%s)", e.Reason, resp.Status)
 		}
-		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		return nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}
-	if out != nil {
-		return json.Unmarshal(data, out)
+	if err != nil {
+		// A cut-off answer: a JSON one would fail to decode anyway, but
+		// a profile's bytes would pass for whole.
+		return nil, fmt.Errorf("%s %s: the answer was cut off: %v", method, path, err)
 	}
-	return nil
+	return data, nil
 }
 
 // checkProduct refuses an answer that is not Warren's, naming what

@@ -93,6 +93,10 @@ Plugins:
   plugins configure NAME KEY VALUE | plugins reset NAME KEY
 Definitions (FILE - is stdout or stdin):
   export_definitions FILE | import_definitions FILE
+Profiles, for go tool pprof (written to stdout; the broker needs
+admin.profiling = true, the user the administrator tag):
+  profile cpu [DURATION] > cpu.pb.gz (1s to 5m, 30s by default)
+  profile heap|allocs|mutex|block|goroutine|threadcreate > FILE
 `
 
 func main() {

@@ -10,7 +10,8 @@
 // vhosts.go, users.go, queues.go, exchanges.go, bindings.go,
 // connections.go, policies.go, plugins.go, definitions.go, health.go;
 // Warren's own under /api/warren/: cluster.go, quorum.go for queues'
-// members, limits.go for the alarms' limits; metrics.go for /metrics),
+// members, limits.go for the alarms' limits, pprof.go for the runtime's
+// profiles; metrics.go for /metrics),
 // and the machinery they share:
 // access.go (who may do what), paging.go (RabbitMQ's pagination, filter
 // and sort), stats.go (message_stats and the *_details objects), tables.go
@@ -53,13 +54,14 @@
 // and a body larger than admin.max_body_size RabbitMQ's 400 "Exceeded
 // HTTP request body size limit", refused before it is read (bounds.go).
 // A request's context ends when its answer could no longer be sent (the
-// listener's write timeout, see core/broker's ServeAdmin) or its client
-// goes away; a definitions import still being checked then stops, one
-// being applied finishes. A request body's unknown fields are
-// ignored, as RabbitMQ ignores them; a body that is not JSON, or a field
-// with the wrong type or value, is a 400 whose reason names the field.
-// PUT answers 201 when it created something and 204 when it changed or
-// confirmed something that existed; DELETE answers 204. An object that does
+// listener's write timeout, see core/broker's ServeAdmin; a CPU profile's
+// is later, pprof.go) or its client goes away; a definitions import
+// still being checked then stops, one being applied finishes. A request
+// body's unknown fields are ignored, as RabbitMQ ignores them; a body
+// that is not JSON, or a field with the wrong type or value, is a 400
+// whose reason names the field. PUT answers 201 when it created
+// something and 204 when it changed or confirmed something that existed;
+// DELETE answers 204. An object that does
 // not exist is RabbitMQ's 404 {"error":"Object Not Found","reason":"Not
 // Found"}; a refusal from the broker itself carries its AMQP meaning (404
 // not_found for a missing exchange named in a binding, 400 bad_request for
@@ -103,7 +105,7 @@ import (
 // Handler returns the admin API for a broker.
 func Handler(b *broker.Broker) http.Handler {
 	cfg := b.Config().Admin
-	return serverHeader(bounded(int64(cfg.MaxBodySize), refuseForgeable(routes(&api{b: b, realm: cfg.Realm}))))
+	return serverHeader(bounded(int64(cfg.MaxBodySize), refuseForgeable(routes(&api{b: b, realm: cfg.Realm, profiling: cfg.Profiling}))))
 }
 
 // Patterns lists every route the API serves, as "METHOD /path/{param}".
@@ -137,6 +139,7 @@ func routes(a *api) *router {
 	a.routeCluster(mux)
 	a.routeQuorum(mux)
 	a.routeDefinitions(mux)
+	a.routePprof(mux)
 	a.handle(mux, "GET /api/extensions", management, func(*call) (any, error) { return []any{}, nil }) // no UI extensions
 	// The login page asks it before anyone has logged in: no OAuth here.
 	mux.Handle("GET /api/auth", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -149,8 +152,9 @@ func routes(a *api) *router {
 }
 
 type api struct {
-	b     *broker.Broker
-	realm string
+	b         *broker.Broker
+	realm     string
+	profiling bool // admin.profiling: the pprof routes answer
 }
 
 // call is one authenticated request: what a handler gets.
@@ -167,7 +171,8 @@ func (c *call) path(name string) string { return c.r.PathValue(name) }
 func (c *call) query(name string) string { return c.r.URL.Query().Get(name) }
 
 // handlerFunc is an endpoint: its answer is written as JSON with 200, or
-// as an *answer's status; nil is a 204.
+// as an *answer's status; nil is a 204; an http.Handler answers for
+// itself (a profile, which is not JSON).
 type handlerFunc func(c *call) (any, error)
 
 // answer is a response other than 200 with a JSON body.
@@ -236,6 +241,8 @@ func (a *api) wrap(need access, f handlerFunc) http.Handler {
 				return
 			}
 			writeJSON(w, out.status, out.body)
+		case http.Handler:
+			out.ServeHTTP(w, r)
 		default:
 			writeJSON(w, http.StatusOK, out)
 		}
@@ -278,6 +285,11 @@ func notAuthorised(reason string) error {
 	return &reasonError{kind: errNotAuthorised, reason: reason}
 }
 
+// notFound is a 404 that says more than RabbitMQ's "Not Found".
+func notFound(reason string) error {
+	return &reasonError{kind: errNotFound, reason: reason}
+}
+
 // reasonError is an API-level refusal with RabbitMQ's reason text.
 type reasonError struct {
 	kind   error
@@ -295,8 +307,11 @@ func writeFailure(w http.ResponseWriter, err error) {
 	var re *reasonError
 	if errors.As(err, &re) {
 		status, kind := http.StatusBadRequest, "bad_request"
-		if errors.Is(re.kind, errNotAuthorised) {
+		switch {
+		case errors.Is(re.kind, errNotAuthorised):
 			status, kind = http.StatusUnauthorized, "not_authorised"
+		case errors.Is(re.kind, errNotFound):
+			status, kind = http.StatusNotFound, "not_found"
 		}
 		if re.name != "" {
 			kind = re.name

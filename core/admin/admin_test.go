@@ -20,14 +20,18 @@ import (
 	"github.com/warrenmq/warren/core/config"
 )
 
-// newBroker starts a broker with AMQP on a free loopback port; the tests
-// call its admin handler directly.
-func newBroker(t testing.TB) *broker.Broker {
+// newBroker starts a broker with AMQP on a free loopback port, its
+// configuration changed by tweak; the tests call its admin handler
+// directly.
+func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	t.Helper()
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	b, err := broker.New(cfg, zerolog.New(io.Discard))
 	if err != nil {
 		t.Fatal(err)

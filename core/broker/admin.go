@@ -390,10 +390,38 @@ const (
 // stops then instead of running on for nobody.
 func untilAnswerDue(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), adminWriteTimeout)
+		// The context as net/http made it (it ends when the client goes
+		// away) is kept for AnswerDueLater, which cannot lengthen the
+		// timeout set here.
+		unbounded := context.WithValue(r.Context(), unboundedKey{}, r.Context())
+		ctx, cancel := context.WithTimeout(unbounded, adminWriteTimeout)
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// unboundedKey holds, in an admin request's context, its context before
+// untilAnswerDue bounded it.
+type unboundedKey struct{}
+
+// AnswerDueLater gives an answer that takes longer by design (a CPU
+// profile of minutes) extra time past the usual adminWriteTimeout, from
+// now: the connection's write deadline moves, and the returned context
+// ends then or when the client goes away. Work for the answer honours
+// that context instead of the request's; cancel releases it. A request
+// served without ServeAdmin (a test's server) gets the same, its own
+// context standing for the unbounded one.
+func AnswerDueLater(w http.ResponseWriter, r *http.Request, extra time.Duration) (ctx context.Context, cancel context.CancelFunc, err error) {
+	due := time.Now().Add(adminWriteTimeout + extra)
+	if err := http.NewResponseController(w).SetWriteDeadline(due); err != nil {
+		return nil, nil, err
+	}
+	parent, ok := r.Context().Value(unboundedKey{}).(context.Context)
+	if !ok {
+		parent = r.Context()
+	}
+	ctx, cancel = context.WithDeadline(parent, due)
+	return ctx, cancel, nil
 }
 
 // connLimitListener bounds the connections a listener has open at once.

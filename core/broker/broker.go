@@ -345,6 +345,7 @@ func (b *Broker) Start() error {
 	b.watching.Store(true)
 	go b.watchResources()
 	go b.sampleStats()
+	b.startProfiling()
 	return nil
 }
 
@@ -452,6 +453,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.admin != nil {
 		_ = b.admin.Close()
 	}
+	b.stopProfiling()
 	close(b.stop)
 	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {
 		b.log.Warn().Msg("shutdown: some connections are still busy in the broker; stopping without them")

@@ -84,6 +84,11 @@ type Admin struct {
 	// 400 before it is read. The default is RabbitMQ's, 10,000,000
 	// bytes, which holds some 80,000 bindings of a definitions import.
 	MaxBodySize Size `toml:"max_body_size"`
+	// Profiling serves the Go runtime's CPU, heap, mutex, block and
+	// goroutine profiles to administrators (core/admin's pprof.go), and
+	// has the runtime sample mutex contention and blocking while the
+	// broker runs, which costs a little on every contended lock and wait.
+	Profiling bool `toml:"profiling"`
 }
 
 type Storage struct {

@@ -200,6 +200,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"admin", "max_body_size = 0", "between 1024 (1KiB) and 1073741824 (1GiB)"},
 		{"admin", `max_body_size = "2GiB"`, "between 1024 (1KiB) and 1073741824 (1GiB)"},
 		{"admin", `max_body_size = "99999999TiB"`, "too large"},
+		{"admin", `profiling = "yes"`, "type boolean"},
+		{"admin", "profiling = 1", "type boolean"},
 		{"storage", `sync_interval = "0s"`, "between 1ms and 1h0m0s"},
 		{"storage", `sync_interval = "1us"`, "between 1ms and 1h0m0s"},
 		{"storage", `sync_interval = "2h"`, "between 1ms and 1h0m0s"},
