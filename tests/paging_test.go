@@ -12,6 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/config"
 )
 
@@ -190,5 +191,57 @@ func TestPagedLargeBodiesStayIntact(t *testing.T) {
 	}
 	if names := spillFiles(); len(names) > 0 {
 		t.Fatalf("spill files left after draining: %v", names)
+	}
+}
+
+// TestPagingByNodeMemory: with resources.memory_paging_ratio bounding the
+// bodies all queues keep to 8 MiB and no bound per queue, one queue holds
+// up to the node's bound, further messages (in it or in another queue) go
+// to the store, and everything drains in order, intact.
+func TestPagingByNodeMemory(t *testing.T) {
+	const bound = 8 << 20
+	s := startWarren(t, func(c *config.Config) {
+		c.Storage.QueueMemoryBytes = 0
+		c.Resources.MemoryHighWatermark = 0 // paging takes its fraction of a watermark of 0.4
+		c.Resources.MemoryPagingRatio = bound / (0.4 * float64(broker.SystemMemory()))
+	})
+	if _, limit := s.b.QueuedMemory(); limit < bound-1024 || limit > bound+1024 {
+		t.Fatalf("the paging bound is %d bytes, want %d", limit, bound)
+	}
+	_, ch := confirmChannel(t, s)
+	const size, n = 256 << 10, 60 // 15 MiB per queue
+	body := func(q string, i int) []byte {
+		b := make([]byte, size)
+		copy(b, fmt.Sprintf("%s-%d-", q, i))
+		b[size-1] = byte(i)
+		return b
+	}
+	queues := []string{declareQueue(t, s, ch, "node-paging-a", nil), declareQueue(t, s, ch, "node-paging-b", nil)}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 2*n))
+	for _, q := range queues {
+		for i := range n {
+			if err := ch.PublishWithContext(context.Background(), "", q, false, false, amqp.Publishing{Body: body(q, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 2 * n {
+		if c := <-confirms; !c.Ack {
+			t.Fatal("nacked")
+		}
+	}
+	// The bound holds give or take what the queues have not reported yet
+	// (256 KiB each) and a message each.
+	if used, _ := s.b.QueuedMemory(); used > bound+2*(256<<10)+2*size {
+		t.Fatalf("the queues keep %d bytes in memory, bound %d", used, bound)
+	}
+	for _, q := range queues {
+		deliveries := consume(t, ch, q, true)
+		for i := range n {
+			d := receive(t, deliveries)
+			if string(d.Body) != string(body(q, i)) {
+				t.Fatalf("%s: message %d came back as %.20q (%d bytes)", q, i, d.Body, len(d.Body))
+			}
+		}
 	}
 }

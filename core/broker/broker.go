@@ -85,6 +85,9 @@ type Broker struct {
 	// The resource alarms' limits in bytes (0: none), changeable at run
 	// time, and the watcher's latest reading.
 	memLimit, diskLimit atomic.Uint64
+	// paging bounds the bodies all queues keep in memory: a fraction of
+	// memLimit (setPagingLimit).
+	paging *queue.Paging
 	resources           atomic.Pointer[ResourceState]
 	// watching is set once the watcher runs (Start); resample asks it to
 	// sample now, and it closes the channel sent once the alarm agrees
@@ -159,6 +162,8 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		b.groups.Store(cluster.NewGroups(log))
 	}
 	b.memLimit.Store(memoryLimitFor(cfg.Resources.MemoryHighWatermark))
+	b.paging = queue.NewPaging(0)
+	b.setPagingLimit()
 	b.diskLimit.Store(uint64(cfg.Resources.DiskFreeLimit))
 	b.srv = &conn.Server{
 		Limits: conn.Limits{
@@ -283,7 +288,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 		return v
 	}
 	c := vhost.Config{Name: name, Types: b.types, QueueTypes: b.queueTypes, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
-		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes)}}
+		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes), Node: b.paging}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
 	}

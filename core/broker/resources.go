@@ -475,6 +475,21 @@ func (b *Broker) publishResources(w *resourceWatch) {
 // unknown.
 func SystemMemory() uint64 { return systemMemory() }
 
+// setPagingLimit sets the bound on the bodies all queues keep in memory:
+// resources.memory_paging_ratio of the memory watermark, or of what a
+// watermark of 0.4 would be when the alarm is off.
+func (b *Broker) setPagingLimit() {
+	watermark := b.memLimit.Load()
+	if watermark == 0 {
+		watermark = memoryLimitFor(defaultPagingWatermark)
+	}
+	b.paging.SetLimit(int64(b.cfg.Resources.MemoryPagingRatio * float64(watermark)))
+}
+
+// defaultPagingWatermark is the watermark paging takes its fraction of when
+// the memory alarm is off: the default memory_high_watermark.
+const defaultPagingWatermark = 0.4
+
 // memoryLimitFor turns a watermark (a fraction of the machine's memory)
 // into bytes; 0 when either is unknown or zero.
 func memoryLimitFor(watermark float64) uint64 {
@@ -501,6 +516,7 @@ func (b *Broker) SetMemoryWatermark(value float64, absolute bool) error {
 		b.memLimit.Store(memoryLimitFor(value))
 	}
 	b.log.Info().Uint64("bytes", b.memLimit.Load()).Msg("memory watermark set")
+	b.setPagingLimit()
 	b.inForce()
 	return nil
 }
@@ -513,4 +529,11 @@ func (b *Broker) SetDiskFreeLimit(bytes uint64) {
 	b.diskLimit.Store(bytes)
 	b.log.Info().Uint64("bytes", bytes).Msg("disk free limit set")
 	b.inForce()
+}
+
+// QueuedMemory is what the queues report keeping of their messages in
+// memory, all together, and the bound past which they page new messages
+// out (0: none).
+func (b *Broker) QueuedMemory() (used, limit int64) {
+	return b.paging.Used(), b.paging.Limit()
 }

@@ -107,7 +107,8 @@ type Storage struct {
 	// keep the damaged file, start without those records).
 	WALDamage string `toml:"wal_damage"`
 	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
-	// queue keeps in memory; past either, the rest wait in the store.
+	// queue keeps in memory; past either, the rest wait in the store. The
+	// bodies all queues keep are bounded by resources.memory_paging_ratio.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
 	QueueMemoryBytes    Size `toml:"queue_memory_bytes"`
 	// CacheSize is the store's block cache.
@@ -143,6 +144,11 @@ type Resources struct {
 	// MemoryHighWatermark is the fraction of system memory above which
 	// publishers are blocked; 0 disables the alarm.
 	MemoryHighWatermark float64 `toml:"memory_high_watermark"`
+	// MemoryPagingRatio is the fraction of the memory watermark the
+	// queues' bodies may take in memory, all queues together, before they
+	// page new messages out to the store (RabbitMQ's
+	// vm_memory_high_watermark_paging_ratio); 0 turns it off.
+	MemoryPagingRatio float64 `toml:"memory_paging_ratio"`
 	// DiskFreeLimit blocks publishers when the data directory's disk has
 	// less free space; 0 disables the alarm.
 	DiskFreeLimit Size `toml:"disk_free_limit"`
@@ -207,7 +213,7 @@ func Default() Config {
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
 			MaxBodySize: defaultMaxBodySize},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
-			QueueMemoryMessages: 65536, QueueMemoryBytes: 64 << 20, CacheSize: 64 << 20,
+			QueueMemoryMessages: 65536, CacheSize: 64 << 20,
 			BodyLogMin: 256 << 10},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
@@ -215,7 +221,7 @@ func Default() Config {
 			MaxHandshakes: 1024, MaxMessageSize: 128 << 20, HandshakeTimeout: Duration(10 * time.Second),
 			ShutdownTimeout: Duration(10 * time.Second),
 		},
-		Resources: Resources{MemoryHighWatermark: 0.4, DiskFreeLimit: 50_000_000},
+		Resources: Resources{MemoryHighWatermark: 0.4, MemoryPagingRatio: 0.5, DiskFreeLimit: 50_000_000},
 		Plugins:   Plugins{},
 		Cluster:   Cluster{ChangeTimeout: Duration(10 * time.Second)},
 	}
@@ -486,6 +492,9 @@ func (r Resources) validate() error {
 	// Written so that NaN fails too: every comparison with NaN is false.
 	if w := r.MemoryHighWatermark; !(w >= 0 && w < 1) {
 		return fmt.Errorf("resources.memory_high_watermark: %v must be a fraction in [0, 1) (0 disables the alarm)", w)
+	}
+	if p := r.MemoryPagingRatio; !(p >= 0 && p <= 1) {
+		return fmt.Errorf("resources.memory_paging_ratio: %v must be a fraction in [0, 1] (0 turns paging by the node's memory off)", p)
 	}
 	return nil
 }

@@ -63,6 +63,9 @@ func (l *level) putBack(e Entry) {
 type memory struct {
 	msgs  int
 	bytes int64
+	// unreported is the change in bytes not yet told to the node's
+	// Paging (paging.go).
+	unreported int64
 }
 
 // MemoryLimit bounds the ready messages a queue keeps in memory; past it,
@@ -70,18 +73,24 @@ type memory struct {
 // consumers have drained the queue enough to read them back. Zero fields
 // mean no bound of that kind.
 type MemoryLimit struct {
-	Messages int
-	Bytes    int64
+	Messages int   // per queue
+	Bytes    int64 // per queue
+	// Node, when set, bounds the bytes all the node's queues keep
+	// (Paging).
+	Node *Paging
 }
 
 // pageInBatch is how many entries one read from the store brings back.
 const pageInBatch = 1024
 
 // overMemory reports whether the queue's in-memory part is at its bound.
+// A queue holding nothing is never over the node's bound: it keeps one
+// message rather than write it out to read it straight back.
 func (q *Queue) overMemory() bool {
 	lim := q.memLimit
 	return q.store != nil && ((lim.Messages > 0 && q.mem.msgs >= lim.Messages) ||
-		(lim.Bytes > 0 && q.mem.bytes >= lim.Bytes))
+		(lim.Bytes > 0 && q.mem.bytes >= lim.Bytes) ||
+		(lim.Node != nil && q.mem.msgs > 0 && lim.Node.over()))
 }
 
 // wantsPageIn reports whether a level should read back from the store: it
@@ -95,7 +104,8 @@ func (q *Queue) wantsPageIn(l *level) bool {
 		return true
 	}
 	lim := q.memLimit
-	return (lim.Messages == 0 || q.mem.msgs < lim.Messages/2) && (lim.Bytes == 0 || q.mem.bytes < lim.Bytes/2)
+	return (lim.Messages == 0 || q.mem.msgs < lim.Messages/2) && (lim.Bytes == 0 || q.mem.bytes < lim.Bytes/2) &&
+		(lim.Node == nil || lim.Node.low())
 }
 
 // pageIn reads the oldest paged entries of l back into memory, at least
@@ -132,8 +142,7 @@ func (q *Queue) pageIn(l *level) error {
 		}
 		l.fresh.push(e)
 		size := int64(e.Msg.Size())
-		q.mem.msgs++
-		q.mem.bytes += int64(e.Msg.MemSize())
+		q.memAdd(&e)
 		l.pagedCount--
 		l.pagedBytes -= size
 		l.pagedFrom = seq + 1

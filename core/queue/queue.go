@@ -25,8 +25,9 @@
 // With a Store (see persist.go), a durable queue writes each persistent
 // message to its index, marks its first delivery, and deletes it when it is
 // acked or leaves; any queue pages its newest messages out to the store
-// once it outgrows its MemoryLimit and reads them back as it drains (see
-// level.go). Entries that left for a dead-letter exchange are deleted by
+// once it outgrows its MemoryLimit, or once the node's queues together
+// hold their Paging bound, and reads them back as it drains (see level.go
+// and paging.go). Entries that left for a dead-letter exchange are deleted by
 // the vhost, in the same Txn that stores them in their new queue.
 package queue
 
@@ -403,8 +404,7 @@ func (q *Queue) push(e Entry) {
 	}
 	l.fresh.push(e)
 	e.Msg.Hold() // released when it leaves for good (forget)
-	q.mem.msgs++
-	q.mem.bytes += int64(e.Msg.MemSize())
+	q.memAdd(&e)
 }
 
 // head returns the level holding the next message to leave, with that
@@ -429,8 +429,7 @@ func (q *Queue) popFrom(l *level) Entry {
 	e := l.pop()
 	q.ready--
 	q.readyBytes -= int64(e.Msg.Size())
-	q.mem.msgs--
-	q.mem.bytes -= int64(e.Msg.MemSize())
+	q.memSub(&e)
 	return e
 }
 
@@ -794,8 +793,7 @@ func (q *Queue) Requeue(entries []Entry) {
 		q.levels[e.Level].putBack(e)
 		q.ready++
 		q.readyBytes += int64(e.Msg.Size())
-		q.mem.msgs++
-		q.mem.bytes += int64(e.Msg.MemSize())
+		q.memAdd(&e)
 	}
 	q.dispatch()
 	q.enforceLimits()
@@ -857,7 +855,7 @@ func (q *Queue) dropReady(fromStore bool) {
 		q.spill.Reset() // its bodies were the paged entries'
 	}
 	q.ready, q.readyBytes = 0, 0
-	q.mem = memory{}
+	q.memReset()
 }
 
 // forgetPaged deletes the paged entries from the store, reading them in

@@ -1,0 +1,83 @@
+package queue
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestPagingByNodeMemory: queues sharing a node's Paging keep messages in
+// memory until their total reaches its limit, whichever queue holds them;
+// then each pages its new messages out, keeps its order, and reads them
+// back once the node's total is under half the limit. Purging and deleting
+// give the memory back.
+func TestPagingByNodeMemory(t *testing.T) {
+	st := memStore(t)
+	const size = 64 << 10
+	const limit = 4 << 20 // 64 messages of 64 KiB, give or take their overhead
+	node := NewPaging(limit)
+	mk := func() *Queue {
+		q, _ := newQueue(t, nil, func(c *Config) {
+			c.Store = st
+			c.Memory = MemoryLimit{Node: node}
+		})
+		return q
+	}
+	a, b := mk(), mk()
+	body := func(q string, i int) string { return fmt.Sprintf("%s%0*d", q, size-1, i) }
+	// One queue alone may take the whole limit: no per-queue bound.
+	const n = 100
+	for i := range n {
+		a.Enqueue(msg(t, body("a", i), 0, false))
+	}
+	held := func(q *Queue) (int, int64) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.mem.msgs, q.mem.bytes
+	}
+	am, ab := held(a)
+	if ab < limit-2*reportStep || ab > limit+2*size {
+		t.Fatalf("queue a holds %d bytes (%d messages) in memory; the node's limit is %d", ab, am, limit)
+	}
+	// The node is at its limit: the other queue keeps one message and
+	// pages the rest.
+	for i := range 10 {
+		b.Enqueue(msg(t, body("b", i), 0, false))
+	}
+	if bm, _ := held(b); bm != 1 {
+		t.Fatalf("queue b holds %d messages with the node at its limit, want 1", bm)
+	}
+	if used := node.Used(); used > limit+2*reportStep+2*size {
+		t.Fatalf("the node holds %d bytes, limit %d", used, limit)
+	}
+	// Everything comes back in order, and the node's memory goes with it.
+	for _, c := range []struct {
+		q    *Queue
+		name string
+		n    int
+	}{{a, "a", n}, {b, "b", 10}} {
+		for i := range c.n {
+			d, _, ok := c.q.Get(true)
+			if !ok || string(d.Entry.Msg.Body) != body(c.name, i) {
+				t.Fatalf("queue %s message %d: %v", c.name, i, ok)
+			}
+			if used := node.Used(); used > limit+2*reportStep+2*size {
+				t.Fatalf("queue %s after %d gets: the node holds %d bytes, limit %d", c.name, i+1, used, limit)
+			}
+		}
+	}
+	if used := node.Used(); used < -2*reportStep || used > 2*reportStep {
+		t.Errorf("the node holds %d bytes with its queues empty", used)
+	}
+	// Purge and delete take back what their queues reported.
+	for i := range 20 {
+		a.Enqueue(msg(t, body("a", i), 0, false))
+		b.Enqueue(msg(t, body("b", i), 0, false))
+	}
+	a.Purge()
+	if _, err := b.Delete(false, false); err != nil {
+		t.Fatal(err)
+	}
+	if used := node.Used(); used != 0 {
+		t.Errorf("the node holds %d bytes after a purge and a delete", used)
+	}
+}
