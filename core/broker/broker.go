@@ -87,8 +87,8 @@ type Broker struct {
 	memLimit, diskLimit atomic.Uint64
 	// paging bounds the bodies all queues keep in memory: a fraction of
 	// memLimit (setPagingLimit).
-	paging *queue.Paging
-	resources           atomic.Pointer[ResourceState]
+	paging    *queue.Paging
+	resources atomic.Pointer[ResourceState]
 	// watching is set once the watcher runs (Start); resample asks it to
 	// sample now, and it closes the channel sent once the alarm agrees
 	// (inForce).
@@ -288,7 +288,8 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 		return v
 	}
 	c := vhost.Config{Name: name, Types: b.types, QueueTypes: b.queueTypes, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
-		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes), Node: b.paging}}
+		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes),
+			StoredBytes: int64(b.cfg.Storage.QueueMemoryStoredBytes), Node: b.paging}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
 	}

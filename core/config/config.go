@@ -111,6 +111,10 @@ type Storage struct {
 	// bodies all queues keep are bounded by resources.memory_paging_ratio.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
 	QueueMemoryBytes    Size `toml:"queue_memory_bytes"`
+	// QueueMemoryStoredBytes bounds, per queue, the bytes of messages
+	// kept in memory that are in the store already (persistent messages
+	// of durable queues).
+	QueueMemoryStoredBytes Size `toml:"queue_memory_stored_bytes"`
 	// CacheSize is the store's block cache.
 	CacheSize Size `toml:"cache_size"`
 	// BodyLogMin is the smallest body of a persistent message the store
@@ -213,7 +217,7 @@ func Default() Config {
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
 			MaxBodySize: defaultMaxBodySize},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
-			QueueMemoryMessages: 65536, CacheSize: 64 << 20,
+			QueueMemoryMessages: 65536, QueueMemoryStoredBytes: 64 << 20, CacheSize: 64 << 20,
 			BodyLogMin: 256 << 10},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
@@ -434,6 +438,9 @@ func (s Storage) validate() error {
 	// Both sizes are handed on as int64.
 	if s.QueueMemoryBytes > math.MaxInt64 {
 		return fmt.Errorf("storage.queue_memory_bytes: %d is more than the most, %d (0 means no bound)", uint64(s.QueueMemoryBytes), int64(math.MaxInt64))
+	}
+	if s.QueueMemoryStoredBytes > math.MaxInt64 {
+		return fmt.Errorf("storage.queue_memory_stored_bytes: %d is more than the most, %d (0 means no bound)", uint64(s.QueueMemoryStoredBytes), int64(math.MaxInt64))
 	}
 	if s.CacheSize < minCacheSize || s.CacheSize > math.MaxInt64 {
 		return fmt.Errorf("storage.cache_size: %d must be between %d (1MiB) and %d", uint64(s.CacheSize), minCacheSize, int64(math.MaxInt64))

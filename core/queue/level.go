@@ -75,6 +75,13 @@ type memory struct {
 type MemoryLimit struct {
 	Messages int   // per queue
 	Bytes    int64 // per queue
+	// StoredBytes bounds, per queue, the bytes of messages kept in memory
+	// that are in the store already (persistent ones, or paged and read
+	// back): dropping such a body costs nothing, and reading a large one
+	// back costs less than the fresh memory that holding a growing
+	// backlog takes (BENCHMARKS.md, "Large persistent bodies written
+	// once").
+	StoredBytes int64
 	// Node, when set, bounds the bytes all the node's queues keep
 	// (Paging).
 	Node *Paging
@@ -84,12 +91,14 @@ type MemoryLimit struct {
 const pageInBatch = 1024
 
 // overMemory reports whether the queue's in-memory part is at its bound.
-// A queue holding nothing is never over the node's bound: it keeps one
-// message rather than write it out to read it straight back.
-func (q *Queue) overMemory() bool {
+// stored says the message in question is in the store already. A queue
+// holding nothing is never over the node's bound: it keeps one message
+// rather than write it out to read it straight back.
+func (q *Queue) overMemory(stored bool) bool {
 	lim := q.memLimit
 	return q.store != nil && ((lim.Messages > 0 && q.mem.msgs >= lim.Messages) ||
 		(lim.Bytes > 0 && q.mem.bytes >= lim.Bytes) ||
+		(stored && lim.StoredBytes > 0 && q.mem.bytes >= lim.StoredBytes) ||
 		(lim.Node != nil && q.mem.msgs > 0 && lim.Node.over()))
 }
 
@@ -105,7 +114,7 @@ func (q *Queue) wantsPageIn(l *level) bool {
 	}
 	lim := q.memLimit
 	return (lim.Messages == 0 || q.mem.msgs < lim.Messages/2) && (lim.Bytes == 0 || q.mem.bytes < lim.Bytes/2) &&
-		(lim.Node == nil || lim.Node.low())
+		(lim.StoredBytes == 0 || q.mem.bytes < lim.StoredBytes/2) && (lim.Node == nil || lim.Node.low())
 }
 
 // pageIn reads the oldest paged entries of l back into memory, at least
@@ -149,7 +158,7 @@ func (q *Queue) pageIn(l *level) error {
 		read++
 		// Up to the memory bound, in bytes as in messages: a batch of
 		// 1 MiB messages is not read back 1,024 at a time.
-		return !q.overMemory()
+		return !q.overMemory(true)
 	})
 	if err == nil && read == 0 {
 		// The store holds none of what the count says: trust the store.

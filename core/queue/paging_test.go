@@ -81,3 +81,40 @@ func TestPagingByNodeMemory(t *testing.T) {
 		t.Errorf("the node holds %d bytes after a purge and a delete", used)
 	}
 }
+
+// TestStoredBytesBoundsOnlyStoredMessages: StoredBytes pages out the
+// persistent messages of a durable queue, which are in the store anyway,
+// while transient ones stay in memory up to the node's bound.
+func TestStoredBytesBoundsOnlyStoredMessages(t *testing.T) {
+	const size, stored = 64 << 10, 256 << 10
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = memStore(t)
+		c.Durable = true
+		c.Memory = MemoryLimit{StoredBytes: stored, Node: NewPaging(64 << 20)}
+	})
+	body := func(i int) string { return fmt.Sprintf("%0*d", size, i) }
+	for i := range 20 {
+		q.Enqueue(msg(t, body(i), 0, true))
+	}
+	q.mu.Lock()
+	persistentHeld := q.mem.bytes
+	q.mu.Unlock()
+	if persistentHeld > stored+2*size {
+		t.Fatalf("%d bytes of persistent messages in memory, stored bound %d", persistentHeld, stored)
+	}
+	q.Purge()
+	for i := range 20 {
+		q.Enqueue(msg(t, body(i), 0, false))
+	}
+	q.mu.Lock()
+	transientHeld := q.mem.msgs
+	q.mu.Unlock()
+	if transientHeld != 20 {
+		t.Fatalf("%d of 20 transient messages in memory, with the node far from its bound", transientHeld)
+	}
+	for i := range 20 {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(i) {
+			t.Fatalf("message %d: %v", i, ok)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func (q *Queue) Restore(levels []storage.Level) error {
 	}
 	for i := range q.levels {
 		l := &q.levels[i]
-		for l.pagedCount > 0 && !q.overMemory() {
+		for l.pagedCount > 0 && !q.overMemory(true) {
 			before := l.pagedCount
 			if err := q.pageIn(l); err != nil {
 				return err

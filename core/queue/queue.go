@@ -391,7 +391,7 @@ func (q *Queue) push(e Entry) {
 	size := int64(e.Msg.Size())
 	q.ready++
 	q.readyBytes += size
-	if l.pagedCount > 0 || q.overMemory() {
+	if l.pagedCount > 0 || q.overMemory(e.Stored) {
 		if !e.Stored {
 			q.storeEntry(&e, false)
 		}

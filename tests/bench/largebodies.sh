@@ -11,7 +11,10 @@
 #
 # SIZES (default "1048576 16777216") and DURATION (default 15s) choose the
 # load; the -qos and -confirm window is 20 for 1 MiB, 4 for 16 MiB, as in
-# BENCHMARKS.md's earlier large-message runs.
+# BENCHMARKS.md's earlier large-message runs. MODE=transient publishes
+# transient messages without confirms, as fast as the producer can, into a
+# non-durable queue, and reports each broker's peak resident memory
+# (VmHWM: Warren's is of its run, RabbitMQ's since it started).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -51,13 +54,16 @@ written() { awk '/^write_bytes/ {print $2}' "/proc/$1/io"; }
 run() { # label url pid size
 	local label=$1 url=$2 pid=$3 size=$4 window=20
 	[ "$size" -ge $((8 << 20)) ] && window=4
-	local before out consumed after
+	local before out consumed after load="-persistent -durable -confirm $window"
+	[ "${MODE:-persistent}" = transient ] && load=""
 	before=$(written "$pid")
-	out=$("$work/warrenperf" -url "$url" -broker-pid "$pid" -size "$size" -persistent -durable \
-		-queue "large-$size" -qos "$window" -confirm "$window" -duration "$duration" | grep '^summary')
+	# shellcheck disable=SC2086
+	out=$("$work/warrenperf" -url "$url" -broker-pid "$pid" -size "$size" $load \
+		-queue "large-$size" -qos "$window" -duration "$duration" | grep '^summary')
 	after=$(written "$pid")
 	consumed=$(echo "$out" | sed -n 's/.*; consumed \([0-9]*\) = .*/\1/p')
 	echo "$out" | sed "s/^summary:/$label size=$size/"
+	echo "$label size=$size peak_rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")"
 	if [ -n "$consumed" ] && [ "$consumed" -gt 0 ]; then
 		echo "$label size=$size disk_written_per_msg=$(((after - before) / consumed)) body=$size ratio=$(echo "scale=2; ($after - $before) / $consumed / $size" | bc)"
 	fi
