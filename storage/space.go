@@ -187,15 +187,16 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// waitForSpace returns once the disk has DiskReserve free, holding the
+// waitForSpace returns once the disk has DiskReserve free, and room for
+// the batch's logged bodies (bodies bytes, written before it), holding the
 // committer meanwhile (see "Disk space"). It returns an error only when the
 // store closes while writes are held.
-func (s *Store) waitForSpace() error {
+func (s *Store) waitForSpace(bodies int) error {
 	c := &s.c
 	var timer *time.Timer
 	for {
 		free, ok := s.diskFree()
-		need := s.writeFloor()
+		need := s.writeFloor() + uint64(bodies)
 		if !ok || free >= need {
 			if s.space.held.Swap(nil) != nil {
 				s.log.Info().Uint64("free", free).Uint64("needed", need).Msg("disk space available again: writes resume")

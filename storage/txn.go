@@ -384,7 +384,7 @@ func (s *Store) commitBatch(b *commitBatch) {
 	if p := s.failed.Load(); p != nil {
 		err = *p
 	} else if !b.b.Empty() || b.durable {
-		err = s.waitForSpace()
+		err = s.waitForSpace(b.bodyBytes) // the logged bodies are written first
 	}
 	if err == nil && s.failed.Load() == nil {
 		err = s.writeBodies(b)
