@@ -400,8 +400,11 @@
 // body. Spill files are never synced and never read after a restart: Open
 // deletes the spill folder before anything reads the index, and Recover
 // deletes the entries that referred to it. A Spill has no lock of its own;
-// its queue's lock serializes it, and the file writes and reads happen
-// under that lock, as the queue's other reads of the store do.
+// its queue's lock serializes it, and the reads happen under that lock, as
+// the queue's other reads of the store do. The writes do not: Reserve
+// places a body under the lock, and the queue writes it once it has
+// released the lock (SpillWrite); a read before that takes the body from
+// memory and cancels the write.
 //
 // # The body log
 //

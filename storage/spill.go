@@ -32,7 +32,8 @@ import (
 // an idle queue keeps no file.
 //
 // A Spill has no lock: its owner (a queue, under its lock) serializes
-// every call. Nothing of it survives a restart: Open deletes the spill
+// every call but SpillWrite.Write, the file write Reserve leaves for the
+// owner to make once it has released its lock. Nothing of it survives a restart: Open deletes the spill
 // folder, whose bodies belonged to transient entries Recover deletes.
 type Spill struct {
 	s       *Store
@@ -43,6 +44,9 @@ type Spill struct {
 	segs    map[uint32]*spillSegment // by number: those with live bodies, and cur
 	spare   *spillSegment            // no live body, kept to be written over
 	live    int                      // live bodies in all segments
+	// pending are the bodies Reserve placed whose SpillWrite is not
+	// settled yet (settle).
+	pending map[SpillRef]*SpillWrite
 }
 
 // SpillRef says where a spilled body is: segment, offset and length. A
@@ -96,26 +100,60 @@ func (s *Store) NewSpill() *Spill {
 	return &Spill{s: s, id: s.spill.ids.Add(1), segSize: spillSegmentSize, segs: make(map[uint32]*spillSegment)}
 }
 
-// Write appends body to the spill and returns where it is. On an error
-// nothing is kept, and the caller keeps the body elsewhere.
+// Write appends body to the spill and returns where it is: Reserve, then
+// the write at once. On an error nothing is kept.
 func (sp *Spill) Write(body []byte) (SpillRef, error) {
+	ref, w, err := sp.Reserve(body, nil)
+	if err != nil {
+		return SpillRef{}, err
+	}
+	w.Write()
+	if err := w.err; err != nil {
+		sp.Release(ref)
+		return SpillRef{}, fmt.Errorf("storage: spill %s: %w", w.name, err)
+	}
+	return ref, nil
+}
+
+// A SpillWrite is a body Reserve placed in a Spill and did not write yet:
+// the Spill's owner calls Write once it has released its lock, so that a
+// queue's consumers do not wait for the file. Until then the body stays
+// in memory, held by keep: a Read of it meanwhile takes it from there and
+// cancels the write; a Read while it is being written waits for it.
+type SpillWrite struct {
+	f     vfs.File
+	name  string
+	off   int64
+	body  []byte
+	keep  BodyHolder
+	state atomic.Int32 // spillPending, then spillWriting and spillWritten or spillFailed, or spillCancelled
+	done  chan struct{} // closed once written (or failed)
+	err   error         // the write's, set before done closes
+	log   *Store
+}
+
+const (
+	spillPending int32 = iota
+	spillWriting
+	spillWritten
+	spillFailed // the body is still held, for the read
+	spillCancelled
+)
+
+// Reserve places body at the end of the spill, counts it live and
+// returns where it is, with the write to make (SpillWrite.Write) outside
+// the owner's lock. keep, when set, holds body until then. On an error
+// nothing is kept, and the caller keeps the body elsewhere.
+func (sp *Spill) Reserve(body []byte, keep BodyHolder) (SpillRef, *SpillWrite, error) {
 	if len(body) == 0 {
-		return SpillRef{}, errors.New("storage: spilling an empty body")
+		return SpillRef{}, nil, errors.New("storage: spilling an empty body")
 	}
 	if sp.cur == nil || (sp.cur.size > 0 && sp.cur.size+int64(len(body)) > sp.segSize) {
 		if err := sp.startSegment(); err != nil {
-			return SpillRef{}, err
+			return SpillRef{}, nil, err
 		}
 	}
 	seg := sp.cur
-	if _, err := seg.f.WriteAt(body, seg.size); err != nil {
-		// The segment may hold part of the body: write no more to it.
-		sp.cur = nil
-		if seg.live == 0 {
-			sp.retire(seg)
-		}
-		return SpillRef{}, fmt.Errorf("storage: spill %s: %w", seg.name, err)
-	}
 	ref := SpillRef{Seg: seg.num, Off: seg.size, Len: len(body)}
 	seg.size += int64(len(body))
 	if seg.size > seg.disk {
@@ -125,7 +163,66 @@ func (sp *Spill) Write(body []byte) (SpillRef, error) {
 	seg.live++
 	sp.live++
 	sp.s.spill.bodies.Add(1)
-	return ref, nil
+	w := &SpillWrite{f: seg.f, name: seg.name, off: ref.Off, body: body, keep: keep, done: make(chan struct{}), log: sp.s}
+	if keep != nil {
+		keep.Hold()
+	}
+	if sp.pending == nil {
+		sp.pending = make(map[SpillRef]*SpillWrite)
+	}
+	sp.pending[ref] = w
+	return ref, w, nil
+}
+
+// Write writes the body, unless a Read took it from memory first. It
+// takes no lock; the Spill's owner need not hold its own.
+func (w *SpillWrite) Write() {
+	if !w.state.CompareAndSwap(spillPending, spillWriting) {
+		return
+	}
+	if _, err := w.f.WriteAt(w.body, w.off); err != nil {
+		// The body stays in memory, held, for the read to take: a
+		// failed write loses nothing.
+		w.err = err
+		w.log.log.Error().Err(err).Str("file", w.name).Msg("writing a spilled body; it stays in memory")
+		w.state.Store(spillFailed)
+		close(w.done)
+		return
+	}
+	w.state.Store(spillWritten)
+	w.drop()
+	close(w.done)
+}
+
+// drop lets go of the body.
+func (w *SpillWrite) drop() {
+	if w.keep != nil {
+		w.keep.Release()
+	}
+	w.body, w.keep = nil, nil
+}
+
+// settle resolves the pending write of ref, if any, before its body is
+// read or released: it cancels a write not begun, or waits for one begun,
+// and when the body is still in memory (cancelled, or its write failed)
+// copies it into dst when dst is not nil and reports that it did.
+func (sp *Spill) settle(ref SpillRef, dst []byte) (fromMemory bool) {
+	w := sp.pending[ref]
+	if w == nil {
+		return false
+	}
+	delete(sp.pending, ref)
+	if !w.state.CompareAndSwap(spillPending, spillCancelled) {
+		<-w.done
+		if w.state.Load() != spillFailed {
+			return false
+		}
+	}
+	if dst != nil {
+		copy(dst, w.body)
+	}
+	w.drop()
+	return dst != nil
 }
 
 // startSegment makes a new segment the one written to: the spare, or a
@@ -170,6 +267,9 @@ func (sp *Spill) Read(ref SpillRef, dst []byte) error {
 	if len(dst) != ref.Len {
 		return fmt.Errorf("storage: spill read of %d bytes into %d", ref.Len, len(dst))
 	}
+	if sp.settle(ref, dst) {
+		return nil
+	}
 	if _, err := seg.f.ReadAt(dst, ref.Off); err != nil {
 		sp.s.log.Error().Err(err).Str("file", seg.name).Msg("reading a spilled body")
 		return fmt.Errorf("storage: spill %s: %w", seg.name, err)
@@ -179,6 +279,7 @@ func (sp *Spill) Read(ref SpillRef, dst []byte) error {
 
 // Release says the body ref refers to is no longer needed.
 func (sp *Spill) Release(ref SpillRef) {
+	sp.settle(ref, nil)
 	seg := sp.segs[ref.Seg]
 	if seg == nil || seg.live == 0 || ref.Off+int64(ref.Len) > seg.size {
 		return
@@ -201,6 +302,9 @@ func (sp *Spill) Release(ref SpillRef) {
 // Reset releases every body and deletes every file: for a queue whose
 // paged entries are all gone at once (a purge, a delete), or read back.
 func (sp *Spill) Reset() {
+	for ref := range sp.pending {
+		sp.settle(ref, nil)
+	}
 	sp.s.spill.bodies.Add(-int64(sp.live))
 	sp.live = 0
 	sp.cur = nil

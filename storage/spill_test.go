@@ -133,3 +133,44 @@ func TestOpenClearsSpills(t *testing.T) {
 		t.Fatalf("write after a reopen: %v", err)
 	}
 }
+
+// TestSpillReadBeforeWrite: a body Reserve placed is read from memory
+// when the read comes before its write, which then does nothing; a read
+// after the write reads the file; the holds on the bodies end either way.
+func TestSpillReadBeforeWrite(t *testing.T) {
+	s, fs := openRecovered(t, nil)
+	defer s.Close()
+	sp := s.NewSpill()
+	h := &countingHolder{}
+	a, b := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000)
+	ra, wa, err := sp.Reserve(a, h)
+	must(t, err)
+	rb, wb, err := sp.Reserve(b, h)
+	must(t, err)
+	if h.holds.Load() != 2 {
+		t.Fatalf("%d holds on two pending bodies", h.holds.Load())
+	}
+	got := make([]byte, 1000)
+	must(t, sp.Read(ra, got)) // before its write: from memory
+	if !bytes.Equal(got, a) || h.holds.Load() != 1 {
+		t.Fatalf("read before the write: %q..., %d holds", got[:4], h.holds.Load())
+	}
+	wa.Write() // cancelled: writes nothing
+	wb.Write()
+	if h.holds.Load() != 0 {
+		t.Fatalf("%d holds after the writes", h.holds.Load())
+	}
+	must(t, sp.Read(rb, got))
+	if !bytes.Equal(got, b) {
+		t.Fatalf("read after the write: %q...", got[:4])
+	}
+	// The first body's place in the file was never written.
+	f, err := fs.Open(sp.segs[ra.Seg].name)
+	must(t, err)
+	defer f.Close()
+	onDisk := make([]byte, 1000)
+	if _, err := f.ReadAt(onDisk, ra.Off); err != nil || bytes.Equal(onDisk, a) {
+		t.Fatalf("the cancelled write reached the file (%v)", err)
+	}
+	sp.Reset()
+}

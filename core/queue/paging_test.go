@@ -2,7 +2,9 @@ package queue
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestPagingByNodeMemory: queues sharing a node's Paging keep messages in
@@ -116,5 +118,58 @@ func TestStoredBytesBoundsOnlyStoredMessages(t *testing.T) {
 		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(i) {
 			t.Fatalf("message %d: %v", i, ok)
 		}
+	}
+}
+
+// TestSpillWritesOutsideTheLock: transient bodies paged out while
+// publishers and a consumer work the queue at once (the spill's writes
+// are made after the queue's lock is released, and a read may come first)
+// come back intact and in each publisher's order. Run under -race in CI.
+func TestSpillWritesOutsideTheLock(t *testing.T) {
+	const size, publishers, each = 64 << 10, 2, 150
+	q, _ := newQueue(t, nil, func(c *Config) {
+		c.Store = memStore(t)
+		c.Memory = MemoryLimit{Bytes: 4 * size}
+	})
+	body := func(p, i int) string { return fmt.Sprintf("%d-%0*d", p, size, i) }
+	done := make(chan struct{})
+	for p := range publishers {
+		go func() {
+			for i := range each {
+				q.Enqueue(msg(t, body(p, i), 0, false))
+			}
+			done <- struct{}{}
+		}()
+	}
+	next := make([]int, publishers)
+	got, finished := 0, 0
+	deadline := time.Now().Add(time.Minute)
+	for got < publishers*each {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages after a minute", got, publishers*each)
+		}
+		select {
+		case <-done:
+			finished++
+		default:
+		}
+		d, _, ok := q.Get(true)
+		if !ok {
+			if finished == publishers && q.Stats().Ready == 0 {
+				t.Fatalf("the queue ran dry after %d of %d messages", got, publishers*each)
+			}
+			runtime.Gosched()
+			continue
+		}
+		var p, i int
+		if _, err := fmt.Sscanf(string(d.Entry.Msg.Body[:2]), "%d-", &p); err != nil || p < 0 || p >= publishers {
+			t.Fatalf("message %d: a body that is no publisher's: %.20q", got, d.Entry.Msg.Body)
+		}
+		i = next[p]
+		if string(d.Entry.Msg.Body) != body(p, i) {
+			t.Fatalf("publisher %d: message %d came back as %.30q", p, i, d.Entry.Msg.Body)
+		}
+		next[p]++
+		got++
 	}
 }

@@ -80,8 +80,11 @@ func (q *Queue) storeEntry(e *Entry, persistent bool) {
 			q.spill = q.store.NewSpill()
 		}
 		// On an error the body goes to Pebble with the rest, as before.
-		if ref, err := q.spill.Write(e.Msg.Body); err == nil {
+		// The file write waits until the lock is released
+		// (unlockCollect), so consumers do not wait for it.
+		if ref, w, err := q.spill.Reserve(e.Msg.Body, e.Msg); err == nil {
 			se.Spill = ref
+			q.spillWrites = append(q.spillWrites, w)
 		}
 	}
 	q.txn().PutEntry(q.qid, e.Level, e.Seq, &se)

@@ -154,17 +154,20 @@ type Queue struct {
 	lastUsed    int64
 	now         func() int64
 
-	order    uint64          // unique per queue: the order the vhost locks queues in
-	store    Store           // nil: memory only
-	persists bool            // durable, not exclusive, with a store
-	qid      uint64          // the queue's id in the store; 0 until first needed
-	qidSeen  atomic.Uint64   // qid, for QID without the lock
-	tx       *storage.Txn    // writes of the operation in progress
-	spill    *storage.Spill  // large transient bodies paged out; nil until needed
-	bodies   *message.Bodies // the pool bodies read back are read into; nil: allocated
-	writes   *Writes         // the enqueuing run's, during EnqueueFrom's dispatch
-	memLimit MemoryLimit
-	mem      memory // ready entries held in memory
+	order    uint64         // unique per queue: the order the vhost locks queues in
+	store    Store          // nil: memory only
+	persists bool           // durable, not exclusive, with a store
+	qid      uint64         // the queue's id in the store; 0 until first needed
+	qidSeen  atomic.Uint64  // qid, for QID without the lock
+	tx       *storage.Txn   // writes of the operation in progress
+	spill    *storage.Spill // large transient bodies paged out; nil until needed
+	// spillWrites are the bodies placed in spill this operation, written
+	// once the lock is released (unlockCollect).
+	spillWrites []*storage.SpillWrite
+	bodies      *message.Bodies // the pool bodies read back are read into; nil: allocated
+	writes      *Writes         // the enqueuing run's, during EnqueueFrom's dispatch
+	memLimit    MemoryLimit
+	mem         memory // ready entries held in memory
 
 	// The two latest depth samples (ready, unacked), for the rates of
 	// change the admin API shows; under mu.
@@ -233,7 +236,12 @@ func (q *Queue) unlockCollect() []Dead {
 	q.commit()
 	dead := q.dead
 	q.dead = nil
+	writes := q.spillWrites
+	q.spillWrites = nil
 	q.mu.Unlock()
+	for _, w := range writes {
+		w.Write()
+	}
 	return dead
 }
 
