@@ -58,7 +58,7 @@ func TestKillDuringLargePersistentPublishing(t *testing.T) {
 		killDuringPublishing(t, killLoad{rounds: 3, bodySize: 1 << 20}).mustHold(t)
 	})
 	t.Run("16MiB", func(t *testing.T) {
-		killDuringPublishing(t, killLoad{rounds: 2, bodySize: 16 << 20}).mustHold(t)
+		killDuringPublishing(t, killLoad{rounds: 2, bodySize: 16 << 20, extra: 2 * time.Second}).mustHold(t)
 	})
 }
 
@@ -100,7 +100,10 @@ type killLoad struct {
 	// bodySize pads each body to about this many bytes: the message's
 	// name, a newline, then padding.
 	bodySize int
-	stream   bool // the queues are streams: consumers read from "next", acks keep
+	// extra lengthens each round: 16 MiB messages come a few a second,
+	// and a round must see acks ackSettleTime old.
+	extra  time.Duration
+	stream bool // the queues are streams: consumers read from "next", acks keep
 }
 
 // killName is the name a body of killDuringPublishing carries.
@@ -293,7 +296,7 @@ func killDuringPublishing(t *testing.T, load killLoad) killReport {
 		// The load runs for a random while, long enough for acks to be
 		// older than ackSettleTime; the kill is the event under test, not
 		// a synchronization.
-		time.Sleep(ackSettleTime + time.Duration(500+rand.Intn(1000))*time.Millisecond)
+		time.Sleep(ackSettleTime + load.extra + time.Duration(500+rand.Intn(1000))*time.Millisecond)
 		mu.Lock() // no confirm or ack is recorded after the kill is decided
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		kills = append(kills, time.Now())
