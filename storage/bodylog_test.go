@@ -204,6 +204,13 @@ func TestBodyLogSegments(t *testing.T) {
 	if got := s.bodies.bodies.Load(); got != before || h.holds.Load() != 0 {
 		t.Errorf("after an abort: %d live bodies (was %d), %d holds", got, before, h.holds.Load())
 	}
+	// An entry written over releases the body it had.
+	before = s.bodies.bodies.Load()
+	putLarge(t, s, 1, 20, largeBody('o', n), nil)
+	putLarge(t, s, 1, 20, largeBody('p', n), nil)
+	if got := s.bodies.bodies.Load(); got != before+1 {
+		t.Errorf("%d live bodies after an entry was put twice, want %d", got, before+1)
+	}
 	// Deleting the queue releases the rest.
 	txn = s.Begin()
 	txn.DeleteQueue(1)

@@ -1074,6 +1074,9 @@ func (c *committer) applyLoggedLocked(t *Txn, o *commitBatch, seq uint64) {
 				q = make(map[entryPos]loggedEntry)
 				c.logged[op.qid] = q
 			}
+			if old, ok := q[op.pos]; ok {
+				c.unlogLocked(old, o, seq) // the entry is written over
+			}
 			q[op.pos] = loggedEntry{ref: p.ref, pend: p}
 		case logDelete:
 			q := c.logged[op.qid]
