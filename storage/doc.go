@@ -448,11 +448,11 @@
 //
 // Beyond Pebble's block cache (CacheSize) and memtables (up to two of
 // MemTableSize), the store holds the open commit batch (at most about
-// 4*MaxBatchBytes, by the backpressure above, plus one Txn, and the bodies
-// of the logged entries in them, which the store holds until written), the batch being
-// committed, batches whose callbacks have not run yet, pooled Txn batches
-// (each trimmed to 1 MiB when reused), about 40 bytes per shared message
-// for its count, about 100 bytes per logged entry or message (where its
-// body is), and per Raft group opened a few hundred bytes (its bounds,
-// hard state and conf state).
+// 4*MaxBatchBytes, by the backpressure above, plus one Txn; the logged
+// bodies waiting in the batches count in that bound, and are held until
+// written), the batch being committed, batches whose callbacks have not
+// run yet, pooled Txn batches (each trimmed to 1 MiB when reused), about
+// 40 bytes per shared message for its count, about 100 bytes per logged
+// entry or message (where its body is), and per Raft group opened a few
+// hundred bytes (its bounds, hard state and conf state).
 package storage
