@@ -126,7 +126,7 @@ type SpillWrite struct {
 	off   int64
 	body  []byte
 	keep  BodyHolder
-	state atomic.Int32 // spillPending, then spillWriting and spillWritten or spillFailed, or spillCancelled
+	state atomic.Int32  // spillPending, then spillWriting and spillWritten or spillFailed, or spillCancelled
 	done  chan struct{} // closed once written (or failed)
 	err   error         // the write's, set before done closes
 	log   *Store
