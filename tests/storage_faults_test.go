@@ -203,28 +203,12 @@ func TestFullDisk(t *testing.T) {
 	if free := freeBytes(t, mnt); free < 25e6 {
 		t.Errorf("the alarm let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
 	}
-	for _, bad := range []string{"no space left", "commit failed", "panic", "writes held"} {
-		if strings.Contains(p.logText(), bad) {
-			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
-		}
-	}
+	noFailedWrites(t, p, "writes held")
 
 	// A consumer drains all but the last 100 confirmed messages, acking.
 	_, ch := dialProcess(t, p)
 	keep := 100
-	got := map[int]bool{}
-	for len(got) < len(confirmed)-keep {
-		m, ok, err := ch.Get("full-q", false)
-		if err != nil || !ok {
-			t.Fatalf("get after %d: ok=%v err=%v", len(got), ok, err)
-		}
-		var i int
-		fmt.Sscanf(string(m.Body[:8]), "%d", &i)
-		got[i] = true
-		if err := m.Ack(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drainAcking(t, ch, "full-q", len(confirmed)-keep)
 	q, err := ch.QueueDeclarePassive("full-q", true, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -474,26 +458,9 @@ func TestFullDiskLargeBodies(t *testing.T) {
 	if free := freeBytes(t, mnt); free < 25e6 {
 		t.Errorf("the alarm let the disk fall to %d MB free, half the 50 MB limit", free/1e6)
 	}
-	for _, bad := range []string{"no space left", "commit failed", "panic", "writes held", "body log refused"} {
-		if strings.Contains(p.logText(), bad) {
-			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
-		}
-	}
+	noFailedWrites(t, p, "writes held", "body log refused")
 	_, ch := dialProcess(t, p)
-	keep := 20
-	got := map[int]bool{}
-	for len(got) < len(confirmed)-keep {
-		m, ok, err := ch.Get("full-large", false)
-		if err != nil || !ok {
-			t.Fatalf("get after %d: ok=%v err=%v", len(got), ok, err)
-		}
-		var i int
-		fmt.Sscanf(string(m.Body[:8]), "%d", &i)
-		got[i] = true
-		if err := m.Ack(false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	got := drainAcking(t, ch, "full-large", len(confirmed)-20)
 	// The emptied segments go once their deletes are synced: the alarm
 	// clears.
 	eventually(t, "the disk alarm to clear after draining", func() bool {
@@ -514,4 +481,35 @@ func TestFullDiskLargeBodies(t *testing.T) {
 			t.Errorf("confirmed message %d lost", i)
 		}
 	}
+}
+
+// noFailedWrites fails the test if the broker's log says a write failed
+// (or any of more, such as a write held for space).
+func noFailedWrites(t *testing.T, p *process, more ...string) {
+	t.Helper()
+	for _, bad := range append([]string{"no space left", "commit failed", "panic"}, more...) {
+		if strings.Contains(p.logText(), bad) {
+			t.Fatalf("a write failed or waited before the alarm (%q in the log)", bad)
+		}
+	}
+}
+
+// drainAcking gets and acks n messages of queue q, whose bodies start with
+// their number in 8 digits (fillUntilBlocked's), and returns the numbers.
+func drainAcking(t *testing.T, ch *amqp.Channel, q string, n int) map[int]bool {
+	t.Helper()
+	got := map[int]bool{}
+	for len(got) < n {
+		m, ok, err := ch.Get(q, false)
+		if err != nil || !ok {
+			t.Fatalf("get after %d: ok=%v err=%v", len(got), ok, err)
+		}
+		var i int
+		fmt.Sscanf(string(m.Body[:8]), "%d", &i)
+		got[i] = true
+		if err := m.Ack(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
 }
