@@ -100,21 +100,6 @@ func (s *Store) NewSpill() *Spill {
 	return &Spill{s: s, id: s.spill.ids.Add(1), segSize: spillSegmentSize, segs: make(map[uint32]*spillSegment)}
 }
 
-// Write appends body to the spill and returns where it is: Reserve, then
-// the write at once. On an error nothing is kept.
-func (sp *Spill) Write(body []byte) (SpillRef, error) {
-	ref, w, err := sp.Reserve(body, nil)
-	if err != nil {
-		return SpillRef{}, err
-	}
-	w.Write()
-	if err := w.err; err != nil {
-		sp.Release(ref)
-		return SpillRef{}, fmt.Errorf("storage: spill %s: %w", w.name, err)
-	}
-	return ref, nil
-}
-
 // A SpillWrite is a body Reserve placed in a Spill and did not write yet:
 // the Spill's owner calls Write once it has released its lock, so that a
 // queue's consumers do not wait for the file. Until then the body stays

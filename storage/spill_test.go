@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -26,7 +27,7 @@ func TestSpillSegments(t *testing.T) {
 	body := func(b byte) []byte { return bytes.Repeat([]byte{b}, 40) }
 	write := func(b byte) SpillRef {
 		t.Helper()
-		r, err := sp.Write(body(b))
+		r, err := writeSpill(sp, body(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestSpillSegments(t *testing.T) {
 	write(8)
 	sp.Reset()
 	check("Reset", 0, 0, 0)
-	if _, err := sp.Write(nil); err == nil {
+	if _, err := writeSpill(sp, nil); err == nil {
 		t.Fatal("an empty body spills")
 	}
 }
@@ -116,7 +117,7 @@ func equalRefs(a, b []SpillRef) bool {
 func TestOpenClearsSpills(t *testing.T) {
 	s, fs := openMem(t, nil)
 	sp := s.NewSpill()
-	if _, err := sp.Write([]byte("body")); err != nil {
+	if _, err := writeSpill(sp, []byte("body")); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(spillFiles(t, fs)); n != 1 {
@@ -129,7 +130,7 @@ func TestOpenClearsSpills(t *testing.T) {
 		t.Fatalf("%d spill files after a reopen, want 0", n)
 	}
 	sp = s.NewSpill()
-	if _, err := sp.Write([]byte("again")); err != nil {
+	if _, err := writeSpill(sp, []byte("again")); err != nil {
 		t.Fatalf("write after a reopen: %v", err)
 	}
 }
@@ -173,4 +174,19 @@ func TestSpillReadBeforeWrite(t *testing.T) {
 		t.Fatalf("the cancelled write reached the file (%v)", err)
 	}
 	sp.Reset()
+}
+
+// writeSpill appends body to sp and returns where it is: Reserve, then
+// the write at once. On an error nothing is kept.
+func writeSpill(sp *Spill, body []byte) (SpillRef, error) {
+	ref, w, err := sp.Reserve(body, nil)
+	if err != nil {
+		return SpillRef{}, err
+	}
+	w.Write()
+	if err := w.err; err != nil {
+		sp.Release(ref)
+		return SpillRef{}, fmt.Errorf("storage: spill %s: %w", w.name, err)
+	}
+	return ref, nil
 }
