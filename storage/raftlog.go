@@ -73,9 +73,12 @@ type raftState struct {
 	// starting at 1 could not be told from one compacted up to 1.
 	dummyStored bool
 	hs          *raftpb.HardState // nil: none saved
-	snapIndex   uint64
-	conf        *raftpb.ConfState // the snapshot's; never nil
-	bytes       uint64            // keys and values of the entries offset+1..last
+	// hsUnsaved: hs moved only its commit index since it was written,
+	// and goes to disk with the log's next write (Save).
+	hsUnsaved bool
+	snapIndex uint64
+	conf      *raftpb.ConfState // the snapshot's; never nil
+	bytes     uint64            // keys and values of the entries offset+1..last
 }
 
 // raftLogs are the RaftLogs a store handed out: one per group, so that no
@@ -155,6 +158,12 @@ func (l *RaftLog) load() error {
 	}
 	md := snap.GetMetadata()
 	st.snapIndex, st.conf = md.GetIndex(), md.GetConfState()
+	if st.hs != nil && st.hs.GetCommit() < st.snapIndex {
+		// The commit index is written late (Save), and a snapshot holds
+		// only what was committed: Raft refuses a commit index below it.
+		c := st.snapIndex
+		st.hs.Commit = &c
+	}
 	st.offset, st.offsetTerm = md.GetIndex(), md.GetTerm()
 	st.last, st.lastTerm = st.offset, st.offsetTerm
 	return l.scan(0, 1<<64-1, func(index uint64, v []byte) (bool, error) {
@@ -429,12 +438,20 @@ func (l *RaftLog) SetApplied(index uint64) {
 // Applied is the index SetApplied last recorded (0 if never).
 func (l *RaftLog) Applied() uint64 { return l.applied.Load() }
 
-// begin starts a write; the caller holds wmu.
+// begin starts a write; the caller holds wmu. A hard state kept back
+// (Save) is written with it.
 func (l *RaftLog) begin() (*raftWrite, error) {
 	if l.deleted {
 		return nil, ErrRaftLogDeleted
 	}
-	return &raftWrite{l: l, t: l.s.Begin(), next: l.st}, nil
+	w := &raftWrite{l: l, t: l.s.Begin(), next: l.st}
+	if w.next.hsUnsaved {
+		if _, err := w.set(raftKey(l.group, raftHardState), w.next.hs); err != nil {
+			return nil, w.abort(err)
+		}
+		w.next.hsUnsaved = false
+	}
+	return w, nil
 }
 
 func (w *raftWrite) abort(err error) error {
@@ -489,9 +506,27 @@ func (w *raftWrite) setDummy(index, term uint64) error {
 // appended, replacing any entries from the first one's index on (those
 // before the dummy are skipped); a non-empty hard state replaces the saved
 // one. Any argument may be nil or empty.
+//
+// A hard state that moves only the commit index, with nothing else to
+// save, is not written at once: it goes to disk with the log's next
+// write, as etcd leaves such a state unsynced (raft.MustSync). A group
+// that commits what it appended would otherwise sync twice per round of
+// proposals, once for the entries and once more when they commit. A
+// commit index on disk behind the truth is safe: a member relearns it
+// from its leader, a sole member at its next election, and load raises
+// one below the snapshot's index to it.
 func (l *RaftLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
+	if len(ents) == 0 && raft.IsEmptySnap(snap) && !raft.IsEmptyHardState(hs) && l.movesCommitOnly(hs) {
+		if l.deleted {
+			return ErrRaftLogDeleted
+		}
+		l.mu.Lock()
+		l.st.hs, l.st.hsUnsaved = proto.Clone(hs).(*raftpb.HardState), true
+		l.mu.Unlock()
+		return nil
+	}
 	w, err := l.begin()
 	if err != nil {
 		return err
@@ -511,6 +546,28 @@ func (l *RaftLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.
 		}
 	}
 	return w.commit()
+}
+
+// Flush writes a hard state Save kept back, durably: a member stopping
+// cleanly flushes, so that it restarts knowing its commit index.
+func (l *RaftLog) Flush() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if !l.st.hsUnsaved {
+		return nil
+	}
+	w, err := l.begin()
+	if err != nil {
+		return err
+	}
+	return w.commit()
+}
+
+// movesCommitOnly says hs differs from the saved hard state in its
+// commit index alone; the caller holds wmu.
+func (l *RaftLog) movesCommitOnly(hs *raftpb.HardState) bool {
+	cur := l.st.hs
+	return cur != nil && hs.GetTerm() == cur.GetTerm() && hs.GetVote() == cur.GetVote()
 }
 
 func (w *raftWrite) applySnapshot(snap *raftpb.Snapshot) error {

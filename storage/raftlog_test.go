@@ -44,6 +44,11 @@ type raftModel struct {
 	ms    *raft.MemoryStorage
 	l     *RaftLog
 	term  uint64 // the term new entries get
+	// disk is the hard state as written (nil: none yet); unsaved says
+	// the RaftLog holds a newer one that moved only its commit index,
+	// which goes to disk with the next write.
+	disk    *raftpb.HardState
+	unsaved bool
 }
 
 func newRaftModel(t *testing.T, r *rand.Rand, s *Store, group uint64) *raftModel {
@@ -58,6 +63,31 @@ func (m *raftModel) open(s *Store) {
 		m.t.Fatalf("RaftLog(%d): %v", m.group, err)
 	}
 	m.l = l
+	if hs := m.reopened(); hs != nil {
+		must(m.t, m.ms.SetHardState(hs))
+		m.unsaved = false
+	}
+}
+
+// reopened is the hard state a RaftLog opened from the disk holds: the
+// one written, its commit index raised to the snapshot's.
+func (m *raftModel) reopened() *raftpb.HardState {
+	if m.disk == nil {
+		return nil
+	}
+	hs := clone(m.disk)
+	if _, _, snapIndex := m.bounds(); hs.GetCommit() < snapIndex {
+		hs.Commit = proto.Uint64(snapIndex)
+	}
+	return hs
+}
+
+// wrote records that the RaftLog committed a write: the hard state it
+// held is on disk.
+func (m *raftModel) wrote() {
+	if hs, _, _ := m.ms.InitialState(); m.unsaved || m.disk != nil || !raft.IsEmptyHardState(hs) {
+		m.disk, m.unsaved = clone(hs), false
+	}
 }
 
 // bounds are MemoryStorage's: the dummy's index, the last index, the
@@ -155,14 +185,23 @@ func (m *raftModel) save() {
 			})
 		}
 	}
+	cur, _, _ := m.ms.InitialState()
+	if cur != nil {
+		cur = clone(cur)
+	}
 	var hs *raftpb.HardState
-	switch m.r.IntN(4) {
+	switch m.r.IntN(5) {
 	case 0:
 		hs = &raftpb.HardState{}
 	case 1, 2:
 		hs = &raftpb.HardState{Term: proto.Uint64(m.term), Vote: proto.Uint64(m.r.Uint64N(4)), Commit: proto.Uint64(m.r.Uint64N(last + 1))}
+	case 3:
+		// Only the commit index moves, as Raft's commits do: kept back.
+		if cur != nil && !raft.IsEmptyHardState(cur) {
+			hs = clone(cur)
+			hs.Commit = proto.Uint64(m.pick(int64(snapIndex), int64(last)))
+		}
 	}
-
 	var want error
 	panicked := false
 	if !raft.IsEmptySnap(snap) {
@@ -174,8 +213,17 @@ func (m *raftModel) save() {
 			m.ms.SetHardState(clone(hs))
 		}
 	}
+	commitOnly := len(ents) == 0 && raft.IsEmptySnap(snap) && !raft.IsEmptyHardState(hs) && m.disk != nil &&
+		hs.GetTerm() == cur.GetTerm() && hs.GetVote() == cur.GetVote()
 	err := m.l.Save(hs, ents, snap)
 	m.sameErr(fmt.Sprintf("Save(%v, %d entries from %d, snapshot %d)", hs, len(ents), firstIndex(ents), snap.GetMetadata().GetIndex()), err, want, panicked)
+	switch {
+	case err != nil:
+	case commitOnly:
+		m.unsaved = true
+	default:
+		m.wrote()
+	}
 }
 
 func firstIndex(ents []*raftpb.Entry) uint64 {
@@ -209,6 +257,9 @@ func (m *raftModel) createSnapshot() {
 	}
 	panicked := panics(func() { want, wantErr = m.ms.CreateSnapshot(i, mcs, data) })
 	m.sameErr(fmt.Sprintf("CreateSnapshot(%d)", i), err, wantErr, panicked)
+	if err == nil {
+		m.wrote()
+	}
 	if err == nil && !sameSnapshot(got, want) {
 		m.t.Fatalf("group %d: CreateSnapshot(%d) = %v, MemoryStorage's %v", m.group, i, got, want)
 	}
@@ -225,7 +276,11 @@ func (m *raftModel) compact() {
 	i := m.pick(int64(offset)-1, int64(last)+1)
 	var want error
 	panicked := panics(func() { want = m.ms.Compact(i) })
-	m.sameErr(fmt.Sprintf("Compact(%d)", i), m.l.Compact(i), want, panicked)
+	err := m.l.Compact(i)
+	m.sameErr(fmt.Sprintf("Compact(%d)", i), err, want, panicked)
+	if err == nil {
+		m.wrote()
+	}
 }
 
 // read calls one read method with random arguments.
@@ -289,6 +344,12 @@ func (m *raftModel) check(l *RaftLog) {
 	}
 	hs, cs, err := l.InitialState()
 	whs, wcs, _ := m.ms.InitialState()
+	if l != saved {
+		// Opened from the disk (after a crash): what was written.
+		if d := m.reopened(); d != nil {
+			whs = d
+		}
+	}
 	if err != nil || (hs == nil) != (whs == nil) || !proto.Equal(hs, whs) || !proto.Equal(cs, wcs) {
 		m.t.Fatalf("group %d: InitialState %v %v %v, MemoryStorage %v %v", m.group, hs, cs, err, whs, wcs)
 	}

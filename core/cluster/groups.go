@@ -106,8 +106,14 @@ type Groups struct {
 	// group's first campaign went unheard.
 	fastElections atomic.Uint64
 	wake          chan struct{}
-	stopCh        chan struct{}
-	done          chan struct{}
+	// lazyPoke wakes the loop for lazy proposals (ProposeLazily) that
+	// no other input brought it to take within lazyWithin; lazyArmed
+	// (under mu) says it is set.
+	lazyPoke   *time.Timer
+	lazyArmed  bool
+	lazyWithin time.Duration // lazyWithin; tests change it
+	stopCh     chan struct{}
+	done       chan struct{}
 
 	batches map[*Group][]*proposal // the loop's, empty between steps
 	// passStart is when the loop's current pass began (the loop's);
@@ -137,6 +143,10 @@ const (
 	// machine acts for clients again. Longer than a pass takes, shorter
 	// than an election timeout.
 	stallAfter = 2 * time.Second
+	// lazyWithin is how long a lazy proposal (ProposeLazily) may wait in
+	// the inbox for another input to wake the loop: a quorum queue's
+	// acks wait for the next publish, and share its entry's fsync.
+	lazyWithin = 5 * time.Millisecond
 )
 
 // ErrGroupStopped answers what is proposed to a group this node no longer
@@ -323,7 +333,7 @@ type groupReport struct {
 
 func newGroups(self uint64, log zerolog.Logger) *Groups {
 	return &Groups{self: self, runID: newRun(), log: log.With().Str("component", "groups").Logger(),
-		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
+		byID: map[uint64]*Group{}, wake: make(chan struct{}, 1), lazyWithin: lazyWithin, stopCh: make(chan struct{}), done: make(chan struct{}),
 		batches: map[*Group][]*proposal{}}
 }
 
@@ -580,6 +590,17 @@ func (g *Group) Propose(cmd []byte, done func(index uint64, err error)) {
 	g.host.propose(g, &proposal{cmd: cmd, done: done})
 }
 
+// ProposeLazily is Propose for a command that may wait, lazyWithin at
+// most, for something else to wake the loop: it is then saved in the
+// same pass, with one fsync, as what came with it. A quorum queue's
+// consumer acks this way while its publisher keeps it busy: a message
+// then costs one save, not two (its publish and its ack), and nobody
+// waits, since an ack has no answer to hear. It keeps its place among
+// the proposer's other proposals, as any proposal does.
+func (g *Group) ProposeLazily(cmd []byte, done func(index uint64, err error)) {
+	g.host.proposeWith(g, &proposal{cmd: cmd, done: done}, true)
+}
+
 // ProposeAsLeader is Propose for a decision the leader makes from its own
 // view (that a member's node is down, say): a member that is not the
 // leader, or stops being the leader it was in that term before the
@@ -656,7 +677,11 @@ func (g *Group) Stop() {
 	}
 }
 
-func (h *Groups) propose(g *Group, p *proposal) {
+func (h *Groups) propose(g *Group, p *proposal) { h.proposeWith(g, p, false) }
+
+// proposeWith hands the loop a proposal, waking it at once or, for a
+// lazy one, within lazyWithin.
+func (h *Groups) proposeWith(g *Group, p *proposal, lazy bool) {
 	h.mu.Lock()
 	if h.closed || g.stopped {
 		h.mu.Unlock()
@@ -667,6 +692,26 @@ func (h *Groups) propose(g *Group, p *proposal) {
 	p.seq = g.nextSeq
 	p.deadline = time.Now().Add(proposeTimeout)
 	h.inbox = append(h.inbox, groupInput{g: g, prop: p})
+	if lazy {
+		if !h.lazyArmed {
+			h.lazyArmed = true
+			if h.lazyPoke == nil {
+				h.lazyPoke = time.AfterFunc(h.lazyWithin, h.pokeLazy)
+			} else {
+				h.lazyPoke.Reset(h.lazyWithin)
+			}
+		}
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	h.poke()
+}
+
+// pokeLazy wakes the loop for the lazy proposals it has not taken.
+func (h *Groups) pokeLazy() {
+	h.mu.Lock()
+	h.lazyArmed = false
 	h.mu.Unlock()
 	h.poke()
 }
@@ -859,6 +904,11 @@ func (h *Groups) step(live map[uint64]*Group, touched map[*Group]bool) int {
 	h.mu.Lock()
 	inbox := h.inbox
 	h.inbox = nil
+	if h.lazyArmed {
+		// Taken now with the rest: the timer need not wake the loop.
+		h.lazyArmed = false
+		h.lazyPoke.Stop()
+	}
 	h.mu.Unlock()
 	// A group's proposals that arrived together go to Raft as one
 	// MsgProp: one append to each follower carries them all, rather
@@ -999,6 +1049,7 @@ func (h *Groups) handle(live map[uint64]*Group, touched map[*Group]bool, in grou
 			delete(live, g.id)
 			delete(touched, g)
 			g.fail(ErrGroupStopped)
+			g.flushLog()
 		}
 		close(in.stop)
 		return
@@ -1148,6 +1199,7 @@ func (g *Group) fail(err error) {
 func (h *Groups) shutdown(live map[uint64]*Group) {
 	for _, g := range live {
 		g.fail(ErrStopped)
+		g.flushLog()
 	}
 	h.mu.Lock()
 	inbox := h.inbox
@@ -1339,6 +1391,19 @@ func (g *Group) applyEarly(rd raft.Ready) bool {
 func (r groupReady) needsSave() bool {
 	rd := r.rd
 	return !raft.IsEmptyHardState(rd.HardState) || len(rd.Entries) > 0 || !raft.IsEmptySnap(rd.Snapshot)
+}
+
+// flushLog writes what the member's log keeps back (the commit index
+// of storage.RaftLog's Save), for a member that stops cleanly to restart
+// knowing its commit. A log deleted with its group has nothing to keep.
+func (g *Group) flushLog() {
+	f, ok := g.cache.LogStore.(interface{ Flush() error })
+	if !ok || g.failed {
+		return
+	}
+	if err := f.Flush(); err != nil {
+		g.host.log.Debug().Err(err).Uint64("group", g.id).Msg("cannot write a stopping group's commit index; it relearns it at its next start")
+	}
 }
 
 func (g *Group) save(rd raft.Ready) error {

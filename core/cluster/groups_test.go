@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/warrenmq/warren/storage"
@@ -450,6 +451,9 @@ func runThenSaveCommit(t *testing.T, dir string, id uint64, at func(snap, first,
 	if err := log.Save(hs, nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := log.Flush(); err != nil { // a commit index alone is kept back
+		t.Fatal(err)
+	}
 	return want
 }
 
@@ -815,4 +819,83 @@ func TestGroupResyncsAfterAStall(t *testing.T) {
 		b := machines[1].batches()
 		return len(b) > 0 && b[len(b)-1]
 	})
+}
+
+// savesLog is a memLog that records the commands of each Save.
+type savesLog struct {
+	memLog
+	mu    sync.Mutex
+	saves [][]string
+}
+
+func (l *savesLog) Save(hs *raftpb.HardState, ents []*raftpb.Entry, snap *raftpb.Snapshot) error {
+	var cmds []string
+	for _, e := range ents {
+		if _, cmd, ok := entryTag(e); ok && len(cmd) > 0 {
+			cmds = append(cmds, string(cmd))
+		}
+	}
+	if len(cmds) > 0 {
+		l.mu.Lock()
+		l.saves = append(l.saves, cmds)
+		l.mu.Unlock()
+	}
+	return l.memLog.Save(hs, ents, snap)
+}
+
+func (l *savesLog) saved() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.saves)
+}
+
+// A lazy proposal waits for the next input and is saved with it, in its
+// place among its proposer's proposals; with nothing else coming, it is
+// taken within lazyWithin.
+func TestGroupProposeLazily(t *testing.T) {
+	h := NewGroups(zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	defer h.Stop()
+	h.lazyWithin = time.Hour // nothing but the next proposal takes it
+	log := &savesLog{memLog: memLog{raft.NewMemoryStorage()}}
+	m := &groupJournal{}
+	g, err := h.Start(GroupConfig{ID: 9, Members: []uint64{h.Self()}, Log: log, Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proposeTo(g, "first"); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	g.ProposeLazily([]byte("ack"), func(_ uint64, err error) { acked <- err })
+	h.mu.Lock()
+	waits := h.lazyArmed && len(h.inbox) == 1 // only the loop's ticker could take it meanwhile
+	h.mu.Unlock()
+	if !waits {
+		t.Fatal("a lazy proposal woke the loop")
+	}
+	if _, err := proposeTo(g, "publish"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.commands(), []string{"first", "ack", "publish"}; !slices.Equal(got, want) {
+		t.Fatalf("applied %q, want %q", got, want)
+	}
+	if !slices.ContainsFunc(log.saved(), func(cmds []string) bool { return slices.Equal(cmds, []string{"ack", "publish"}) }) {
+		t.Fatalf("the lazy proposal was not saved with the next: saves %q", log.saved())
+	}
+
+	h.mu.Lock()
+	h.lazyWithin = 5 * time.Millisecond
+	h.mu.Unlock()
+	g.ProposeLazily([]byte("alone"), func(_ uint64, err error) { acked <- err })
+	select {
+	case err := <-acked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lazy proposal with nothing after it was never taken")
+	}
 }

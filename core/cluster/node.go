@@ -787,6 +787,21 @@ func (n *Node) Stop() {
 	n.tr.close()
 }
 
+// save persists a Ready. The metadata group's state machine records what
+// it applied, durably, and must not find its log's commit behind that at
+// a restart, so a commit index the log keeps back (storage.RaftLog's
+// Save, for small groups' sake) is written at once here: the metadata
+// group changes seldom enough for the second sync not to matter.
+func (n *Node) save(rd raft.Ready) error {
+	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+		return err
+	}
+	if f, ok := n.cfg.Log.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
 // run is the node's loop: it ticks Raft and handles each Ready in the
 // order Raft requires (persist, send, apply, advance).
 func (n *Node) run(campaign bool) {
@@ -807,7 +822,7 @@ func (n *Node) run(campaign bool) {
 		case <-ticker.C:
 			n.raft.Tick()
 		case rd := <-n.raft.Ready():
-			if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
+			if err := n.save(rd); err != nil {
 				n.log.Error().Err(err).Msg("cannot persist the Raft log; this node stops taking part")
 				return
 			}

@@ -212,11 +212,27 @@ var ErrNoLog = reply.Internal("this node runs no member of the quorum queue")
 
 // commit hands an entry to the log.
 func (q *Queue) commit(entry []byte, done func(index uint64, err error)) {
-	if b := q.log.Load(); b != nil {
-		b.Propose(entry, done)
+	q.commitWith(entry, false, done)
+}
+
+// lazyLog is a Log that takes entries which may wait a moment for others
+// to share their save (cluster.Group.ProposeLazily).
+type lazyLog interface {
+	ProposeLazily(entry []byte, done func(index uint64, err error))
+}
+
+// commitWith hands an entry to the log, lazily if it may wait.
+func (q *Queue) commitWith(entry []byte, lazy bool, done func(index uint64, err error)) {
+	b := q.log.Load()
+	if b == nil {
+		done(0, ErrNoLog)
 		return
 	}
-	done(0, ErrNoLog)
+	if l, ok := b.Log.(lazyLog); ok && lazy {
+		l.ProposeLazily(entry, done)
+		return
+	}
+	b.Propose(entry, done)
 }
 
 // Reset empties the queue's state, this node's member of its group having
@@ -629,15 +645,28 @@ func (q *Queue) Get(noAck bool) (queue.Delivery, int, bool) {
 // come while earlier ones are being committed are gathered into the next
 // entries, so a consumer acking one message at a time costs an entry per
 // commit round, not per ack.
+//
+// An ack made while the queue has nothing ready goes lazily
+// (cluster.Group.ProposeLazily): it waits a few milliseconds at most for
+// the next publish and shares its save, so a consumer that keeps up with
+// its publisher costs the log one fsync per message, not two. Nobody
+// waits for it: the consumer's credit matters only once a message is
+// ready, and the publish that makes one is applied after the ack. A
+// requeue or a reject goes at once (it hands a message on), and so does
+// an ack while messages wait, since it may be what lets the next one go.
+// A crash may lose a lazy ack of the last few milliseconds: the message
+// is delivered again, as any unacked one is.
 func (q *Queue) settle(how How, entries []queue.Entry) {
 	var byHolder []pending
 	q.mu.Lock()
+	ready, _ := q.m.Ready()
+	lazy := how == Ack && ready == 0
 	for _, e := range entries {
 		c := q.holder[e.Seq]
 		delete(q.holder, e.Seq)
 		i := slices.IndexFunc(byHolder, func(p pending) bool { return p.consumer == c })
 		if i < 0 {
-			byHolder = append(byHolder, pending{how: how, consumer: c})
+			byHolder = append(byHolder, pending{how: how, consumer: c, lazy: lazy})
 			i = len(byHolder) - 1
 		}
 		byHolder[i].ids = append(byHolder[i].ids, e.Seq)
@@ -653,6 +682,7 @@ func (q *Queue) post(ps ...pending) {
 		n := len(q.settles)
 		if p.entry == nil && n > 0 && q.settles[n-1].merges(p) {
 			q.settles[n-1].ids = append(q.settles[n-1].ids, p.ids...)
+			q.settles[n-1].lazy = q.settles[n-1].lazy && p.lazy
 			continue
 		}
 		q.settles = append(q.settles, p)
@@ -688,6 +718,7 @@ type pending struct {
 	consumer ConsumerID
 	ids      []uint64
 	entry    []byte
+	lazy     bool          // may wait for another entry's save (settle)
 	done     chan struct{} // closed once committed, or given up
 	// answer hears how a proposed entry went, which is not proposed
 	// again: its proposer decides.
@@ -748,7 +779,7 @@ func (q *Queue) flushSettles() {
 // or cannot be (an entry propose queued, once); then its waiter, if any,
 // hears.
 func (q *Queue) proposeSettle(p pending) {
-	q.commit(p.bytes(), func(index uint64, err error) {
+	q.commitWith(p.bytes(), p.lazy, func(index uint64, err error) {
 		if p.answer != nil {
 			p.answer(index, err)
 		} else if err != nil && q.retry != nil && q.retry(err) {

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -655,5 +656,70 @@ func TestConsumerAddedWhileCatchingUpGetsItsMessages(t *testing.T) {
 	}
 	if got := s.deliveries(); len(got) != 2 || string(got[0].Entry.Msg.Body) != "m1" || string(got[1].Entry.Msg.Body) != "m2" {
 		t.Fatalf("got %d deliveries", len(got))
+	}
+}
+
+// lazyRecordingLog is a memLog that is also a lazy log (cluster.Group's
+// ProposeLazily), and records which settlements came lazily.
+type lazyRecordingLog struct {
+	memLog
+	rmu  sync.Mutex
+	kind []string // "eager" or "lazy", per settlement entry, in order
+}
+
+func (l *lazyRecordingLog) record(entry []byte, how string) {
+	if entry[0] == opSettle || entry[0] == opSettleBy {
+		l.rmu.Lock()
+		l.kind = append(l.kind, how)
+		l.rmu.Unlock()
+	}
+}
+
+func (l *lazyRecordingLog) Propose(entry []byte, done func(uint64, error)) {
+	l.record(entry, "eager")
+	l.memLog.Propose(entry, done)
+}
+
+func (l *lazyRecordingLog) ProposeLazily(entry []byte, done func(uint64, error)) {
+	l.record(entry, "lazy")
+	l.memLog.Propose(entry, done)
+}
+
+func (l *lazyRecordingLog) kinds() []string {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	return slices.Clone(l.kind)
+}
+
+// An ack goes lazily (it may wait for the next publish and share its
+// save) only while nothing is ready: an ack while messages wait may be
+// what lets the next go, and a requeue hands its message on.
+func TestSettlementsGoLazilyOnlyWhenNothingWaits(t *testing.T) {
+	l := &lazyRecordingLog{}
+	q := NewQueue(QueueConfig{Name: "q", VHost: "/", Log: l, Machine: DefaultConfig()})
+	l.q = q
+	for _, body := range []string{"a", "b"} {
+		if err := publish(t, q, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	settle := func(how string, do func([]queue.Entry)) {
+		t.Helper()
+		d, _, ok := q.Get(false)
+		if !ok {
+			t.Fatal("get found nothing")
+		}
+		do([]queue.Entry{d.Entry})
+		want = append(want, how)
+		if !poll.Within(5*time.Second, func() bool { return slices.Equal(l.kinds(), want) }) {
+			t.Fatalf("settlements went %v, want %v", l.kinds(), want)
+		}
+	}
+	settle("eager", q.Ack)     // "b" waits
+	settle("eager", q.Requeue) // nothing waits, but "b" goes back
+	settle("lazy", q.Ack)      // "b" acked, nothing waits
+	if ready, unacked := q.Counts(); ready != 0 || unacked != 0 {
+		t.Fatalf("ready %d unacked %d after the acks", ready, unacked)
 	}
 }
