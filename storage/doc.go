@@ -320,6 +320,15 @@
 // the follower lacks. A crash between CreateSnapshot and Compact leaves a
 // snapshot over a log not yet compacted, which costs only space.
 //
+// One exception: a Save whose hard state moves only the commit index, with
+// nothing else to save, writes nothing; the state waits in memory and goes
+// with the log's next write (or Flush), as etcd leaves such a state
+// unsynced (raft.MustSync). Otherwise a group that commits what it has
+// just appended would sync twice per round. A crash can so leave a commit
+// index behind the truth, which Raft tolerates (the leader, or a sole
+// member's next election, commits it again); one below the snapshot's
+// index, which Raft would refuse, is raised to it when the log is opened.
+//
 // The first and last index and their terms, the hard state, the
 // snapshot's index and conf state and the log's size are kept in memory, so
 // raft's most frequent calls read no disk; Entries, the other terms and the

@@ -26,7 +26,9 @@ import (
 //   - one ticker ticks every group;
 //   - the groups that have something to persist in the same pass save it
 //     at once, and the store's commit pipeline syncs their batches with
-//     one fsync;
+//     one fsync; a lazy proposal (ProposeLazily: a quorum queue's acks)
+//     waits, lazyWithin at most, for another input to wake the loop, so
+//     that it shares that pass's save rather than costing one of its own;
 //   - their messages share each peer's connection (transport.go), so one
 //     flush carries the heartbeats of every group that has one due.
 //
