@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -416,5 +417,56 @@ func TestBodyLogShared(t *testing.T) {
 	commit(t, txn)
 	if s.bodies.writes.Load() != writes && s.bodies.skipped.Load() == 0 {
 		t.Errorf("a message dropped before its batch was taken was written")
+	}
+}
+
+// TestScanQueueDeletesReadsNoBody: what a purge of paged entries needs of
+// them (Deleted) comes without reading their bodies from the body log:
+// with every logged body damaged, ScanQueue refuses the queue (the
+// self-check) and ScanQueueDeletes gives each entry's id, mark and size,
+// which then delete them and free the log.
+func TestScanQueueDeletesReadsNoBody(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openBodyLog(t, fs, Options{})
+	const n, m = 300 << 10, 400 << 10
+	ref := putLarge(t, s, 1, 1, largeBody('a', n), nil)
+	txn := s.Begin()
+	txn.PutEntry(1, 0, 2, &Entry{Persistent: true, Msg: &Message{Body: []byte("small")}})
+	txn.MarkDelivered(1, 0, 2, 1)
+	txn.PutMessage(50, &Message{Exchange: "fan", Body: largeBody('b', m)}, 0)
+	txn.PutEntry(1, 0, 3, &Entry{Persistent: true, MsgID: 50})
+	commit(t, txn)
+	must(t, s.Close())
+	name := fs.PathJoin("data", bodyLogDirName, segmentName(ref.Seg))
+	f, err := fs.OpenReadWrite(name, vfs.WriteCategoryUnspecified)
+	must(t, err)
+	for _, at := range []int64{ref.Off + bodyHeaderLen + 1000, ref.Off + 2*bodyHeaderLen + n + 1000} {
+		_, err = f.WriteAt([]byte{'X'}, at)
+		must(t, err)
+	}
+	must(t, f.Close())
+
+	s = openBodyLog(t, fs, Options{})
+	defer s.Close()
+	if err := s.ScanQueue(1, 0, 0, 0, func(uint64, *Entry) bool { return true }); !errors.Is(err, ErrBodyDamaged) {
+		t.Fatalf("ScanQueue over damaged bodies: %v, want ErrBodyDamaged", err)
+	}
+	var got []Deleted
+	must(t, s.ScanQueueDeletes(1, 0, 0, 0, func(_ uint64, d Deleted) bool { got = append(got, d); return true }))
+	want := []Deleted{{Size: n}, {Marked: true, Size: len("small")}, {MsgID: 50, Size: m}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ScanQueueDeletes: %+v, want %+v", got, want)
+	}
+	if live := s.bodies.bodies.Load(); live != 2 {
+		t.Fatalf("%d live bodies before the deletes, want 2", live)
+	}
+	txn = s.Begin()
+	for i, d := range got {
+		txn.DeleteEntry(1, 0, uint64(i+1), d)
+	}
+	commit(t, txn)
+	commit(t, s.Begin())
+	if live := s.bodies.bodies.Load(); live != 0 {
+		t.Errorf("%d live bodies after deleting with what ScanQueueDeletes gave", live)
 	}
 }

@@ -364,7 +364,9 @@
 // and queue deletions are range deletions, which Pebble skips in one step.
 // ScanQueueInto reads bodies into buffers its caller lends (a queue's
 // pooled buffers), so a large body read back is copied once, out of
-// Pebble's block, and never left for the GC.
+// Pebble's block, and never left for the GC. ScanQueueDeletes, for a
+// caller that deletes what it scans, reads no body from the body log: an
+// entry's reference says its length.
 //
 // # Pebble settings
 //

@@ -28,6 +28,35 @@ func (s *Store) ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn fun
 // ScanQueueInto is ScanQueue reading bodies into buffers lend returns
 // (Entry.Lent); with a nil lend it is ScanQueue.
 func (s *Store) ScanQueueInto(qid uint64, prio uint8, from uint64, limit int, lend BodyLender, fn func(seq uint64, e *Entry) bool) error {
+	return s.scanQueue(qid, prio, from, limit, lend, true, fn)
+}
+
+// ScanQueueDeletes is ScanQueue for a caller that deletes the entries it
+// scans (a purge of paged messages): fn gets what DeleteEntry needs of
+// each, and no body is read from the body log to learn its length.
+func (s *Store) ScanQueueDeletes(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, d Deleted) bool) error {
+	return s.scanQueue(qid, prio, from, limit, nil, false, func(seq uint64, e *Entry) bool {
+		return fn(seq, Deleted{MsgID: e.MsgID, Marked: e.Delivered, Size: e.bodyLen()})
+	})
+}
+
+// bodyLen is the length of the body of an entry read back, wherever the
+// body is.
+func (e *Entry) bodyLen() int {
+	switch {
+	case e.Logged.Logged():
+		return e.Logged.Len
+	case e.Spill.Spilled():
+		return e.Spill.Len
+	case e.Msg != nil:
+		return len(e.Msg.Body)
+	}
+	return 0
+}
+
+// scanQueue is ScanQueueInto; without bodies, a logged body is not read,
+// and the entry's Logged (a shared message's too) says where it is.
+func (s *Store) scanQueue(qid uint64, prio uint8, from uint64, limit int, lend BodyLender, bodies bool, fn func(seq uint64, e *Entry) bool) error {
 	done, err := s.read()
 	if err != nil {
 		return err
@@ -55,7 +84,7 @@ func (s *Store) ScanQueueInto(qid uint64, prio uint8, from uint64, limit int, le
 			break
 		}
 		var e *Entry
-		if e, err = s.loadEntry(v, mk[:], lend); err != nil {
+		if e, err = s.loadEntry(v, mk[:], lend, bodies); err != nil {
 			err = fmt.Errorf("storage: queue %d entry %d/%d: %w", qid, prio, seq, err)
 			break
 		}
@@ -97,14 +126,14 @@ func applyMark(e *Entry, it *pebble.Iterator) error {
 var ErrMissingMessage = errors.New("shared message missing")
 
 // loadEntry decodes entry value v, reading a shared message from the DB.
-func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender) (*Entry, error) {
+func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender, bodies bool) (*Entry, error) {
 	h, err := decodeEntryHeader(v)
 	if err != nil {
 		return nil, err
 	}
 	if !h.shared() {
 		e, err := decodeEntry(v, nil, lend)
-		if err == nil && e.Logged.Logged() {
+		if err == nil && e.Logged.Logged() && bodies {
 			err = s.readLogged(e, lend)
 		}
 		return e, err
@@ -112,7 +141,7 @@ func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender) (*Entry, error) 
 	putMessageKey(mk, h.msgID)
 	mv, closer, err := s.db.Get(mk)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return s.loadLoggedShared(v, mk, h.msgID, lend)
+		return s.loadLoggedShared(v, mk, h.msgID, lend, bodies)
 	}
 	if err != nil {
 		return nil, err
@@ -123,7 +152,7 @@ func (s *Store) loadEntry(v []byte, mk []byte, lend BodyLender) (*Entry, error) 
 
 // loadLoggedShared decodes shared entry value v whose message is not under
 // 0x03: it may be under 0x0A, with its body in the body log.
-func (s *Store) loadLoggedShared(v, mk []byte, msgID uint64, lend BodyLender) (*Entry, error) {
+func (s *Store) loadLoggedShared(v, mk []byte, msgID uint64, lend BodyLender, bodies bool) (*Entry, error) {
 	putLoggedMessageKey(mk, msgID)
 	mv, closer, err := s.db.Get(mk)
 	if err != nil {
@@ -140,6 +169,10 @@ func (s *Store) loadLoggedShared(v, mk []byte, msgID uint64, lend BodyLender) (*
 	e, err := decodeEntry(v, enc, nil)
 	if err != nil {
 		return nil, err
+	}
+	if !bodies {
+		e.Logged = ref
+		return e, nil
 	}
 	// The body is read as a logged entry's would be; the entry is still a
 	// shared one (Logged stays zero: it is the message's record).

@@ -17,7 +17,7 @@ import (
 type Store interface {
 	Begin() *storage.Txn
 	NewID() uint64
-	ScanQueue(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, e *storage.Entry) bool) error
+	ScanQueueDeletes(qid uint64, prio uint8, from uint64, limit int, fn func(seq uint64, d storage.Deleted) bool) error
 	ScanQueueInto(qid uint64, prio uint8, from uint64, limit int, lend storage.BodyLender, fn func(seq uint64, e *storage.Entry) bool) error
 	NewSpill() *storage.Spill
 }

@@ -867,15 +867,15 @@ func (q *Queue) dropReady(fromStore bool) {
 }
 
 // forgetPaged deletes the paged entries from the store, reading them in
-// batches; q.mu is held.
+// batches (not their bodies in the body log); q.mu is held.
 func (q *Queue) forgetPaged() {
 	for i := range q.levels {
 		l := &q.levels[i]
 		for l.pagedCount > 0 {
 			q.commit()
 			n := 0
-			_ = q.store.ScanQueue(q.qid, l.prio, l.pagedFrom, pageInBatch, func(seq uint64, se *storage.Entry) bool {
-				q.txn().DeleteEntry(q.qid, l.prio, seq, storage.Deleted{MsgID: se.MsgID, Marked: se.Delivered, Size: len(se.Msg.Body)})
+			_ = q.store.ScanQueueDeletes(q.qid, l.prio, l.pagedFrom, pageInBatch, func(seq uint64, d storage.Deleted) bool {
+				q.txn().DeleteEntry(q.qid, l.prio, seq, d)
 				l.pagedFrom = seq + 1
 				n++
 				return true
