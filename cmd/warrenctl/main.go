@@ -47,6 +47,7 @@ Listings (columns optional, as rabbitmqctl's):
 Objects:
   close_connection NAME REASON | close_all_connections [-p VHOST] REASON
   purge_queue [-p VHOST] NAME
+  purge_delayed [-p VHOST] EXCHANGE (the messages a delayed-message exchange holds)
   delete_queue [-p VHOST] NAME [--if-empty] [--if-unused]
   delete_exchange [-p VHOST] NAME
 Access:
