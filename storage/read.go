@@ -170,13 +170,12 @@ func (s *Store) loadLoggedShared(v, mk []byte, msgID uint64, lend BodyLender, bo
 	if err != nil {
 		return nil, err
 	}
+	e.Logged = ref
 	if !bodies {
-		e.Logged = ref
-		return e, nil
+		return e, nil // Logged says where the body is, and its length
 	}
 	// The body is read as a logged entry's would be; the entry is still a
 	// shared one (Logged stays zero: it is the message's record).
-	e.Logged = ref
 	err = s.readLogged(e, lend)
 	e.Logged = BodyRef{}
 	return e, err

@@ -790,8 +790,8 @@ func (n *Node) Stop() {
 // save persists a Ready. The metadata group's state machine records what
 // it applied, durably, and must not find its log's commit behind that at
 // a restart, so a commit index the log keeps back (storage.RaftLog's
-// Save, for small groups' sake) is written at once here: the metadata
-// group changes seldom enough for the second sync not to matter.
+// Save, for small groups' sake) is written at once here, as it was
+// before Save kept it back: one synced write, as many as then.
 func (n *Node) save(rd raft.Ready) error {
 	if err := n.cfg.Log.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
 		return err

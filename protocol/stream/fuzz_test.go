@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"testing/iotest"
 )
 
 // FuzzDecode checks that any bytes decode to a command or to one of the
@@ -53,7 +54,7 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add(mustHex("00002001 0017 0001"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		whole := readAll(t, bytes.NewReader(data))
-		split := readAll(t, &oneByteReader{b: data})
+		split := readAll(t, iotest.OneByteReader(bytes.NewReader(data)))
 		if !reflect.DeepEqual(whole, split) {
 			t.Fatalf("whole read %d frames, split %d", len(whole), len(split))
 		}

@@ -6,22 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
-
-// oneByteReader returns one byte per Read, the worst a socket can do.
-type oneByteReader struct{ b []byte }
-
-func (r *oneByteReader) Read(p []byte) (int, error) {
-	if len(r.b) == 0 {
-		return 0, io.EOF
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	p[0] = r.b[0]
-	r.b = r.b[1:]
-	return 1, nil
-}
 
 func TestFrameReader(t *testing.T) {
 	var stream []byte
@@ -29,7 +15,7 @@ func TestFrameReader(t *testing.T) {
 	for _, c := range cmds {
 		stream = AppendFrame(stream, c)
 	}
-	for _, rd := range []io.Reader{bytes.NewReader(stream), &oneByteReader{b: stream}} {
+	for _, rd := range []io.Reader{bytes.NewReader(stream), iotest.OneByteReader(bytes.NewReader(stream))} {
 		r := NewFrameReader(rd, DefaultFrameMax)
 		for _, c := range cmds {
 			frame, err := r.ReadFrame()
