@@ -79,6 +79,10 @@ func build(exchange, routingKey string, flags uint16, props, body []byte, fromCl
 	if flags == 0 {
 		return m, nil
 	}
+	if flags == FlagAMQP10 && len(props) == 0 && !fromClient {
+		m.Persistent = true // a stream's, read back
+		return m, nil
+	}
 	view, err := protocol.ScanProperties(flags, props)
 	if err != nil {
 		return nil, &reply.Error{Code: protocol.SyntaxError, Text: err.Error()}
@@ -94,6 +98,25 @@ func build(exchange, routingKey string, flags uint16, props, body []byte, fromCl
 	}
 	return m, nil
 }
+
+// FlagAMQP10 marks a message the stream protocol published: its body is
+// the AMQP 1.0 message as the client encoded it (protocol/amqp10), and it
+// has no AMQP 0-9-1 properties. It is bit 0 of the property flags, which
+// AMQP 0-9-1 never sets on basic properties (it would announce a second
+// flags word), so no message a client published over AMQP carries it.
+// Only a stream takes such a message, and it converts it for an AMQP
+// 0-9-1 reader; nothing writes it to an AMQP socket as it is.
+const FlagAMQP10 = 0x0001
+
+// NewAMQP10 builds a message the stream protocol published to the stream
+// named routingKey: body is the AMQP 1.0 message, retained, not copied.
+// It is persistent, as everything a stream keeps is.
+func NewAMQP10(routingKey string, body []byte) *Message {
+	return &Message{RoutingKey: routingKey, Flags: FlagAMQP10, Body: body, Persistent: true, TTL: NoTTL}
+}
+
+// IsAMQP10 reports whether m is an AMQP 1.0 message (FlagAMQP10).
+func (m *Message) IsAMQP10() bool { return m.Flags == FlagAMQP10 }
 
 // ParseExpiration reads an expiration property as RabbitMQ does: a decimal
 // count of milliseconds up to MaxTTL. Anything else is 406, in RabbitMQ's

@@ -110,7 +110,23 @@ type reader struct {
 
 type entry struct {
 	offset uint64
+	ts     int64 // unix ms it was appended at
 	m      *message.Message
+}
+
+// A Reader is a consumer that reads the stream as the stream protocol
+// does: each message with its offset and the time it was appended, as
+// stored (an AMQP 1.0 message the stream protocol published stays one,
+// message.FlagAMQP10), in rounds it sends as one chunk. Consume, Cancel
+// and Kick serve it as any consumer; Deliver is not called.
+type Reader interface {
+	queue.Consumer
+	// Read takes the message at offset. It runs with the stream's lock
+	// held and returns false, having taken nothing, when the reader can
+	// take no more now; the stream then waits for a Kick.
+	Read(offset uint64, ts int64, m *message.Message) bool
+	// RoundDone ends a round of Reads; it runs without the stream's lock.
+	RoundDone()
 }
 
 // ErrDeleted answers what is asked of a deleted stream.
@@ -418,6 +434,26 @@ func (s *Stream) Consume(c queue.Consumer, from Offset, added func()) error {
 	return nil
 }
 
+// Position is the offset a consumer starting from would start at now.
+func (s *Stream) Position(from Offset) (uint64, error) {
+	at, err := s.position(from)
+	if err != nil || from.Kind != Next {
+		return at, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stable, nil
+}
+
+// Bounds are the oldest offset retained, the offset after the last
+// readable one, and the first offset of the last batch written (RabbitMQ's
+// last chunk); first == end for an empty stream.
+func (s *Stream) Bounds() (first, end, lastChunk uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first(), s.stable, max(s.lastChunk, s.first())
+}
+
 // position is the offset from names now.
 func (s *Stream) position(from Offset) (uint64, error) {
 	s.mu.Lock()
@@ -527,11 +563,18 @@ func (s *Stream) deliver() (more bool) {
 				continue // the store's error is the writer's too; the reader waits
 			}
 		}
+		rd, isReader := r.c.(Reader)
 		s.mu.Lock()
 		if s.readers[r.c] == r {
 			for len(r.buf) > 0 {
 				e := r.buf[0]
-				if !r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(e.m, e.offset), Seq: e.offset}}) {
+				var took bool
+				if isReader {
+					took = rd.Read(e.offset, e.ts, e.m)
+				} else {
+					took = r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(forAMQP091(e.m), e.offset), Seq: e.offset}})
+				}
+				if !took {
 					r.blocked = true
 					break
 				}
@@ -542,6 +585,9 @@ func (s *Stream) deliver() (more bool) {
 			more = more || !r.blocked && r.pos < s.stable
 		}
 		s.mu.Unlock()
+		if isReader {
+			rd.RoundDone()
+		}
 	}
 	return more
 }
@@ -550,7 +596,7 @@ func (s *Stream) deliver() (more bool) {
 // retention dropped moves on to the oldest retained.
 func (s *Stream) readAt(r *reader, stable uint64) error {
 	want := int(min(uint64(readAhead), stable-r.pos))
-	return s.cfg.Store.ScanStream(s.cfg.ID, r.pos, want, func(offset uint64, _ int64, m *storage.Message) bool {
+	return s.cfg.Store.ScanStream(s.cfg.ID, r.pos, want, func(offset uint64, ts int64, m *storage.Message) bool {
 		if offset >= stable {
 			return false
 		}
@@ -558,7 +604,7 @@ func (s *Stream) readAt(r *reader, stable uint64) error {
 		if err != nil {
 			return false
 		}
-		r.buf = append(r.buf, entry{offset: offset, m: msg})
+		r.buf = append(r.buf, entry{offset: offset, ts: ts, m: msg})
 		return true
 	})
 }

@@ -267,6 +267,15 @@ func (s *Queue) Release() {
 // Close stops the stream's goroutines (the vhost closing).
 func (s *Queue) Close(time.Time) { s.s.Close() }
 
+// Log is the stream's log on this node, for the stream protocol's
+// readers; nil when this node holds no replica of it.
+func (s *Queue) Log() *stream.Stream {
+	if !s.Here() {
+		return nil
+	}
+	return s.s
+}
+
 // Enqueue appends m; done hears once it is synced.
 func (s *Queue) Enqueue(m *message.Message, done func(error)) {
 	s.counters.Inc(stats.PublishIn)
