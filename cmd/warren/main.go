@@ -1,13 +1,14 @@
 // Command warren runs the Warren AMQP 0-9-1 broker.
 //
-//	warren [-config broker.toml] [-listen ADDR]... [-admin ADDR] [-data DIR]
+//	warren [-config broker.toml] [-listen ADDR]... [-admin ADDR] [-stream ADDR] [-data DIR]
 //
 // Without -config it uses the built-in defaults (AMQP on 127.0.0.1:5672,
 // the admin API and web UI on 127.0.0.1:15672, vhost "/", guest/guest from
 // loopback, data in ./data). Flags override the file: -listen, given once
 // or more (an IPv4 and an IPv6 address, say), replaces amqp.listen; -admin
-// replaces admin.listen, so Warren can start beside a RabbitMQ on other
-// ports without a configuration file. SIGINT or SIGTERM shut the broker down cleanly, within
+// replaces admin.listen and -stream stream.listen (the stream protocol's
+// 5552), so Warren can start beside a RabbitMQ on other ports without a
+// configuration file. SIGINT or SIGTERM shut the broker down cleanly, within
 // limits.shutdown_timeout: clients are told 320 CONNECTION_FORCED. SIGHUP
 // reloads the plugins' settings ([plugins.settings.NAME]) from the
 // configuration file, if one was given; the rest of the file is read only
@@ -48,6 +49,7 @@ func run() error {
 	var listen listenFlag
 	flag.Var(&listen, "listen", "AMQP listen address, overriding amqp.listen; repeat it to listen on several")
 	adminAddr := flag.String("admin", "", `admin API and web UI listen address, overriding admin.listen ("off" disables it)`)
+	streamAddr := flag.String("stream", "", `stream protocol listen address, overriding stream.listen ("off" disables it)`)
 	dataDir := flag.String("data", "", "data directory, overriding storage.data_dir")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown (for performance work)")
@@ -73,6 +75,13 @@ func run() error {
 		cfg.Admin.Listen = ""
 	default:
 		cfg.Admin.Listen = *adminAddr
+	}
+	switch *streamAddr {
+	case "":
+	case "off":
+		cfg.Stream.Listen = nil
+	default:
+		cfg.Stream.Listen = config.Addrs{*streamAddr}
 	}
 	if *dataDir != "" {
 		cfg.Storage.DataDir = *dataDir

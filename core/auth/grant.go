@@ -24,6 +24,17 @@ import (
 //	publish to X                     write X
 //	list or drop X's held messages   read X
 //
+// and over the stream protocol, as RabbitMQ's stream plugin asks:
+//
+//	create or delete stream S        configure S (a queue)
+//	declare a publisher of S         write S
+//	subscribe to S, store or query   read S
+//	an offset, query a publisher's
+//	sequence, S's statistics
+//	S's metadata                     read or write S
+//	route in super stream X          write X (an exchange)
+//	list X's partitions              read or write X
+//
 // and, where the user has a topic permission on a topic exchange (topic.go):
 //
 //	publish to X with key K          K matches the write expression
@@ -154,6 +165,29 @@ func (g Grant) DeleteQueue(name string) error { return g.configure(KindQueue, na
 
 // ReadQueue checks a consume, a get or a purge of queue name.
 func (g Grant) ReadQueue(name string) error { return g.read(KindQueue, name) }
+
+// PublishToStream checks a stream-protocol publisher of stream name: it
+// writes to the stream itself, a queue.
+func (g Grant) PublishToStream(name string) error { return g.write(KindQueue, name) }
+
+// DescribeStream checks a look at stream name's metadata: a user who may
+// read it or write to it may.
+func (g Grant) DescribeStream(name string) error { return g.readOrWrite(KindQueue, name) }
+
+// RouteSuperStream checks a question of where a routing key goes in super
+// stream name (its exchange): what a publisher to it asks.
+func (g Grant) RouteSuperStream(name string) error { return g.write(KindExchange, name) }
+
+// DescribeSuperStream checks a listing of super stream name's partitions.
+func (g Grant) DescribeSuperStream(name string) error { return g.readOrWrite(KindExchange, name) }
+
+// readOrWrite passes with either permission; its refusal names read.
+func (g Grant) readOrWrite(kind, name string) error {
+	if g.perm != nil && (g.perm.CanRead(name) || g.perm.CanWrite(name)) {
+		return nil
+	}
+	return g.refuse("read", kind, name)
+}
 
 // Publish checks a publish to exchange name.
 func (g Grant) Publish(name string) error { return g.write(KindExchange, name) }

@@ -38,6 +38,7 @@ import (
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/core/streamqueue"
 	"github.com/warrenmq/warren/core/vhost"
 	"github.com/warrenmq/warren/storage"
@@ -95,6 +96,9 @@ type Broker struct {
 	watching atomic.Bool
 	resample chan chan struct{}
 	started  time.Time
+
+	// streams serves RabbitMQ's stream protocol (streams.go).
+	streams *streamproto.Server
 
 	listeners []net.Listener
 	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
@@ -182,6 +186,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Version: Version,
 		Bodies:  message.NewBodies(pooledBodies),
 	}
+	b.streams = newStreamServer(cfg, log, b)
 	if err := b.openStore(); err != nil {
 		return nil, err
 	}
@@ -330,7 +335,7 @@ func (b *Broker) Start() error {
 			b.closeListeners()
 			return fmt.Errorf("amqp listener %s: %w", addr, err)
 		}
-		b.serve(ln, "amqp")
+		b.serve(ln, "amqp", b.srv.Serve)
 	}
 	if len(b.cfg.AMQPS.Listen) > 0 {
 		cert, err := tls.LoadX509KeyPair(b.cfg.AMQPS.CertFile, b.cfg.AMQPS.KeyFile)
@@ -344,8 +349,12 @@ func (b *Broker) Start() error {
 				b.closeListeners()
 				return fmt.Errorf("amqps listener %s: %w", addr, err)
 			}
-			b.serve(ln, "amqps")
+			b.serve(ln, "amqps", b.srv.Serve)
 		}
+	}
+	if err := b.startStreamListeners(); err != nil {
+		b.closeListeners()
+		return err
 	}
 	b.wg.Add(2)
 	b.watching.Store(true)
@@ -355,7 +364,7 @@ func (b *Broker) Start() error {
 	return nil
 }
 
-func (b *Broker) serve(ln net.Listener, proto string) {
+func (b *Broker) serve(ln net.Listener, proto string, handle func(net.Conn)) {
 	b.listeners = append(b.listeners, ln)
 	b.recordListener(proto, ln.Addr())
 	b.log.Info().Str("listener", proto).Str("addr", ln.Addr().String()).Msg("accepting connections")
@@ -375,7 +384,7 @@ func (b *Broker) serve(ln net.Listener, proto string) {
 			if tcp, ok := nc.(*net.TCPConn); ok {
 				_ = tcp.SetNoDelay(true)
 			}
-			go b.srv.Serve(nc)
+			go handle(nc)
 		}
 	}()
 }
@@ -461,8 +470,13 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.stopProfiling()
 	close(b.stop)
+	streamsClosed := make(chan bool, 1)
+	go func() { streamsClosed <- b.streams.CloseAll("broker shutdown", start.Add(budget/2)) }()
 	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {
 		b.log.Warn().Msg("shutdown: some connections are still busy in the broker; stopping without them")
+	}
+	if !<-streamsClosed {
+		b.log.Warn().Msg("shutdown: some stream connections did not close in time; their sockets were closed")
 	}
 
 	done := make(chan struct{})

@@ -38,6 +38,7 @@ type Config struct {
 	AMQP        AMQP        `toml:"amqp"`
 	AMQPS       AMQPS       `toml:"amqps"`
 	Admin       Admin       `toml:"admin"`
+	Stream      Stream      `toml:"stream"`
 	Storage     Storage     `toml:"storage"`
 	Defaults    Defaults    `toml:"defaults"`
 	Limits      Limits      `toml:"limits"`
@@ -63,6 +64,57 @@ type AMQPS struct {
 	Listen   Addrs  `toml:"listen"` // none disables TLS
 	CertFile string `toml:"cert_file"`
 	KeyFile  string `toml:"key_file"`
+}
+
+// Stream is RabbitMQ's stream protocol (core/streamproto), on by default
+// as RabbitMQ's rabbitmq_stream plugin listens when enabled.
+type Stream struct {
+	// Listen is where plain stream connections are taken (RabbitMQ's
+	// 5552); none disables them.
+	Listen Addrs `toml:"listen"`
+	// TLSListen takes stream connections over TLS (RabbitMQ's 5551),
+	// with amqps.cert_file and amqps.key_file; none disables it.
+	TLSListen Addrs `toml:"tls_listen"`
+	// AdvertisedHost and AdvertisedPort are the host and port metadata
+	// gives clients for this node; "" and 0 derive them from the first
+	// listener (a loopback address advertises "localhost", an unspecified
+	// one the machine's host name).
+	AdvertisedHost string `toml:"advertised_host"`
+	AdvertisedPort int    `toml:"advertised_port"`
+	// FrameMax is the largest frame taken and offered (RabbitMQ's
+	// stream.frame_max).
+	FrameMax Size `toml:"frame_max"`
+	// Heartbeat is offered at the handshake; 0 turns heartbeats off.
+	Heartbeat Duration `toml:"heartbeat"`
+	// MaxUnconfirmed is how many published messages one connection may
+	// have waiting for their confirm before the broker stops reading it.
+	MaxUnconfirmed int `toml:"max_unconfirmed"`
+}
+
+func (s Stream) validate() error {
+	for _, l := range []struct {
+		key   string
+		addrs Addrs
+	}{{"stream.listen", s.Listen}, {"stream.tls_listen", s.TLSListen}} {
+		for _, a := range l.addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("%s: %q is not host:port (%v)", l.key, a, err)
+			}
+		}
+	}
+	if s.AdvertisedPort < 0 || s.AdvertisedPort > math.MaxUint16 {
+		return fmt.Errorf("stream.advertised_port: %d must be between 0 (the listener's) and %d", s.AdvertisedPort, math.MaxUint16)
+	}
+	if s.FrameMax < 8192 || s.FrameMax > math.MaxUint32 {
+		return fmt.Errorf("stream.frame_max: %d must be between 8192 and %d", uint64(s.FrameMax), uint32(math.MaxUint32))
+	}
+	if hb := time.Duration(s.Heartbeat); hb < 0 || hb%time.Second != 0 || hb > time.Duration(math.MaxUint32)*time.Second {
+		return fmt.Errorf("stream.heartbeat: %v must be whole seconds, 0s for none", hb)
+	}
+	if s.MaxUnconfirmed < 1 {
+		return fmt.Errorf("stream.max_unconfirmed: %d must be at least 1", s.MaxUnconfirmed)
+	}
+	return nil
 }
 
 type Admin struct {
@@ -216,6 +268,8 @@ func Default() Config {
 		AMQP: AMQP{Listen: Addrs{"127.0.0.1:5672"}},
 		Admin: Admin{Listen: "127.0.0.1:15672", MaxConnections: 128, StatsInterval: Duration(5 * time.Second), Realm: "RabbitMQ Management",
 			MaxBodySize: defaultMaxBodySize},
+		Stream: Stream{Listen: Addrs{"127.0.0.1:5552"}, FrameMax: 1 << 20, Heartbeat: Duration(60 * time.Second),
+			MaxUnconfirmed: 10_000},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryMessages: 65536, QueueMemoryStoredBytes: 64 << 20, CacheSize: 64 << 20,
 			BodyLogMin: 256 << 10},
@@ -378,6 +432,12 @@ func (c *Config) Validate() error {
 	}
 	if len(c.AMQPS.Listen) > 0 && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("amqps: cert_file and key_file are required with amqps.listen")
+	}
+	if err := c.Stream.validate(); err != nil {
+		return err
+	}
+	if len(c.Stream.TLSListen) > 0 && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
+		return errors.New("stream.tls_listen: needs amqps.cert_file and amqps.key_file")
 	}
 	if err := c.Admin.validate(); err != nil {
 		return err

@@ -1,0 +1,51 @@
+// Package streamproto serves RabbitMQ's stream protocol (port 5552) over
+// Warren's streams: the same vhosts, users, permissions and core/stream
+// logs that AMQP 0-9-1 reads, so a stream declared over one protocol is
+// published to and read over the other, at the same offsets.
+// protocol/stream is the codec; this package is the front end.
+//
+// # A connection
+//
+// The client speaks first: PeerProperties, SaslHandshake, SaslAuthenticate
+// (PLAIN, against the broker's users), then the server tunes (frame max,
+// heartbeat) and the client opens a vhost, which needs a permission there.
+// Anything else before Open closes the connection. After Open it declares
+// publishers and publishes, subscribes and gives credit, creates, deletes
+// and asks about streams.
+//
+// Each connection has a reader goroutine, which runs every command to
+// completion in arrival order, and a writer goroutine, which writes what
+// anything appended to the connection's outbound buffer (responses,
+// chunks, confirms gathered per publisher) and sends heartbeats.
+//
+// # Publishing
+//
+// A published message is appended to the stream as the client encoded it
+// (message.FlagAMQP10): a stream-protocol reader gets back the very
+// bytes, an AMQP 0-9-1 reader a conversion (protocol/amqp10). A message is
+// confirmed once the stream synced it. A publisher declared with a
+// reference deduplicates: a publishing id at or below the highest one
+// the stream took for that reference is confirmed and dropped
+// (tracking.go). At most Settings.MaxUnconfirmed messages of a connection
+// wait for their confirm; the reader stops reading until fewer do.
+//
+// # Consuming
+//
+// A subscription is a stream.Reader of the stream's replica on this node.
+// One credit is one chunk: a round of reads the stream makes while the
+// subscription has credit becomes one chunk (its first offset the chunk's
+// id), sent as a Deliver; the client skips the entries of the first chunk
+// below the offset it asked for, as it does with RabbitMQ's chunks.
+//
+// # Errors
+//
+// A command that fails answers with its response code and the connection
+// goes on; a frame that does not decode, or one out of place, closes the
+// connection with the code protocol/stream gives it. Nothing a client
+// sends can take down another connection.
+//
+// # Locks
+//
+// stream.Stream.mu -> subscription.mu (Read runs under the stream's lock)
+// -> outbound.mu; Server.mu is a leaf. LOCKS.md has them in order.
+package streamproto

@@ -1,0 +1,158 @@
+package streamproto
+
+import (
+	"net"
+	"time"
+
+	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/protocol/stream"
+)
+
+// writeTimeout bounds one write to the socket: a client that reads
+// nothing for this long is cut off rather than holding memory.
+const writeTimeout = 30 * time.Second
+
+// outbound is a connection's frames waiting to be written, and the
+// confirms and publish errors gathered per publisher, which go as one
+// frame each however many messages they name. Anything may add to it;
+// the writer goroutine takes it all at once and writes it.
+type outbound struct {
+	mu       lockorder.Mutex[lockorder.StreamprotoOutbound]
+	buf      []byte
+	confirms map[uint8][]uint64
+	errors   map[uint8][]stream.PublishingError
+	closing  bool // a Close was queued: nothing more is taken
+	wake     chan struct{}
+	gone     chan struct{} // closed when the writer stops
+}
+
+func newOutbound() *outbound {
+	return &outbound{confirms: map[uint8][]uint64{}, errors: map[uint8][]stream.PublishingError{}, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+}
+
+func (o *outbound) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closed is closed once the writer stopped: nothing queued goes out.
+func (o *outbound) closed() <-chan struct{} { return o.gone }
+
+// send queues one frame.
+func (o *outbound) send(c stream.Command) {
+	o.mu.Lock()
+	if !o.closing {
+		o.buf = stream.AppendFrame(o.buf, c)
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+// sendClose queues a Close as the last frame.
+func (o *outbound) sendClose(c *stream.Close) {
+	o.mu.Lock()
+	if !o.closing {
+		o.buf = stream.AppendFrame(o.buf, c)
+		o.closing = true
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+// confirm queues a publisher's confirm of a publishing id.
+func (o *outbound) confirm(publisher uint8, id uint64) {
+	o.mu.Lock()
+	o.confirms[publisher] = append(o.confirms[publisher], id)
+	o.mu.Unlock()
+	o.signal()
+}
+
+// fail queues a publisher's error for a publishing id.
+func (o *outbound) fail(publisher uint8, id uint64, code stream.ResponseCode) {
+	o.mu.Lock()
+	o.errors[publisher] = append(o.errors[publisher], stream.PublishingError{PublishingID: id, Code: code})
+	o.mu.Unlock()
+	o.signal()
+}
+
+// take returns everything queued, as bytes to write, and leaves spare (a
+// buffer written before, no longer referenced) as the next buffer; with
+// nothing queued it returns nil and keeps spare out of it.
+func (o *outbound) take(spare []byte) []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
+		return nil
+	}
+	out := o.buf
+	o.buf = spare[:0]
+	for id, ids := range o.confirms {
+		out = stream.AppendFrame(out, &stream.PublishConfirm{PublisherID: id, PublishingIDs: ids})
+		delete(o.confirms, id)
+	}
+	for id, errs := range o.errors {
+		out = stream.AppendFrame(out, &stream.PublishError{PublisherID: id, Errors: errs})
+		delete(o.errors, id)
+	}
+	return out
+}
+
+// write runs the writer: it writes what is queued when woken, a
+// heartbeat after a quiet interval, and ends when done closes or a write
+// fails (the socket is then closed, which ends the reader too).
+func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-chan struct{}) {
+	defer close(o.gone)
+	var spare []byte
+	var tick <-chan time.Time
+	wrote := false
+	for {
+		select {
+		case <-done:
+			// Write what is left (a Close, say) before going.
+			if b := o.take(spare); len(b) > 0 {
+				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+				_, _ = nc.Write(b)
+			}
+			return
+		case d := <-heartbeat:
+			if d > 0 {
+				t := time.NewTicker(d)
+				defer t.Stop()
+				tick = t.C
+			}
+			continue
+		case <-tick:
+			if !wrote {
+				o.send(&stream.Heartbeat{})
+			}
+			wrote = false
+			continue
+		case <-o.wake:
+		}
+		b := o.take(spare)
+		if len(b) == 0 {
+			continue
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := nc.Write(b); err != nil {
+			nc.Close()
+			return
+		}
+		wrote = true
+		o.mu.Lock()
+		closing := o.closing && len(o.buf) == 0
+		o.mu.Unlock()
+		if closing {
+			// The Close went: give the client a moment to answer, then
+			// hang up (the reader ends on the closed socket).
+			time.AfterFunc(time.Second, func() { nc.Close() })
+		}
+		if cap(b) <= 1<<20 {
+			spare = b
+		} else {
+			spare = nil
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package streamproto
+
+import (
+	"errors"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/core/queuetype"
+	"github.com/warrenmq/warren/core/reply"
+	streams "github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/protocol/stream"
+)
+
+// maxReference is the longest publisher or consumer reference, as
+// RabbitMQ bounds it.
+const maxReference = 256
+
+// publisher is a declared publisher: its stream, and for deduplication
+// its reference and the highest publishing id taken.
+type publisher struct {
+	id        uint8
+	stream    string
+	reference string
+	q         queuetype.Queue
+	// highest is the highest publishing id this publisher sent on to the
+	// stream (the reader's); a message at or below it is a resend.
+	highest uint64
+	seen    bool
+}
+
+// lookupStream finds the named stream for a command: its code is
+// CodeStreamDoesNotExist when there is no stream of that name, and
+// CodeStreamNotAvailable when this node cannot serve it.
+func (c *Conn) lookupStream(name string) (queuetype.Queue, stream.ResponseCode) {
+	q, err := c.vh.Queue(name, nil)
+	if err != nil {
+		var re *reply.Error
+		if errors.As(err, &re) && re.Code == protocol.NotFound {
+			return nil, stream.CodeStreamDoesNotExist
+		}
+		return nil, stream.CodeStreamNotAvailable
+	}
+	if q.Type() != queue.Stream {
+		return nil, stream.CodeStreamDoesNotExist
+	}
+	if !q.Here() {
+		return nil, stream.CodeStreamNotAvailable
+	}
+	return q, stream.CodeOK
+}
+
+// permittedStream is lookupStream after a permission check (one of the
+// Grant's methods): CodeAccessRefused when it refuses.
+func (c *Conn) permittedStream(name string, check func(string) error) (queuetype.Queue, stream.ResponseCode) {
+	if err := check(name); err != nil {
+		return nil, refusal(err)
+	}
+	return c.lookupStream(name)
+}
+
+// readableLog is the named stream's log on this node for a reader with
+// read permission: CodeStreamNotAvailable when this node has no replica.
+func (c *Conn) readableLog(name string) (*streams.Stream, stream.ResponseCode) {
+	q, code := c.permittedStream(name, c.grant.ReadQueue)
+	if code != stream.CodeOK {
+		return nil, code
+	}
+	if l, ok := q.(interface{ Log() *streams.Stream }); ok {
+		if log := l.Log(); log != nil {
+			return log, stream.CodeOK
+		}
+	}
+	return nil, stream.CodeStreamNotAvailable
+}
+
+// refusal is the response code for a permission check's error.
+func refusal(err error) stream.ResponseCode {
+	var r *auth.Refusal
+	if errors.As(err, &r) {
+		return stream.CodeAccessRefused
+	}
+	return stream.CodeInternalError
+}
+
+func (c *Conn) declarePublisher(m *stream.DeclarePublisher) {
+	answer := func(code stream.ResponseCode) {
+		c.out.send(&stream.DeclarePublisherResponse{CorrelationID: m.CorrelationID, Code: code})
+	}
+	if _, dup := c.publishers[m.PublisherID]; dup || len(m.Reference) > maxReference {
+		answer(stream.CodePreconditionFailed)
+		return
+	}
+	q, code := c.permittedStream(m.Stream, c.grant.PublishToStream)
+	if code != stream.CodeOK {
+		answer(code)
+		return
+	}
+	p := &publisher{id: m.PublisherID, stream: m.Stream, reference: m.Reference, q: q}
+	if p.reference != "" {
+		p.highest, p.seen = c.srv.tracking.sequence(q.Incarnation(), m.Reference)
+	}
+	c.publishers[m.PublisherID] = p
+	answer(stream.CodeOK)
+}
+
+func (c *Conn) deletePublisher(m *stream.DeletePublisher) {
+	code := stream.CodeOK
+	if _, ok := c.publishers[m.PublisherID]; ok {
+		delete(c.publishers, m.PublisherID)
+	} else {
+		code = stream.CodePublisherDoesNotExist
+	}
+	c.out.send(&stream.DeletePublisherResponse{CorrelationID: m.CorrelationID, Code: code})
+}
+
+func (c *Conn) queryPublisherSequence(m *stream.QueryPublisherSequence) {
+	var seq uint64
+	q, code := c.permittedStream(m.Stream, c.grant.ReadQueue)
+	if code == stream.CodeOK {
+		seq, _ = c.srv.tracking.sequence(q.Incarnation(), m.Reference)
+	}
+	c.out.send(&stream.QueryPublisherSequenceResponse{CorrelationID: m.CorrelationID, Code: code, Sequence: seq})
+}
+
+// publish appends a Publish's messages to the publisher's stream. A
+// message is confirmed once synced; a resend of a deduplicating
+// publisher is confirmed at once and dropped. The reader waits while the
+// connection has MaxUnconfirmed messages unconfirmed.
+func (c *Conn) publish(m *stream.Publish) error {
+	p := c.publishers[m.PublisherID]
+	if p == nil {
+		for _, pm := range m.Messages {
+			c.out.fail(m.PublisherID, pm.PublishingID, stream.CodePublisherDoesNotExist)
+		}
+		return nil
+	}
+	for i := range m.Messages {
+		pm := &m.Messages[i]
+		c.published.Add(1)
+		if p.reference != "" {
+			if p.seen && pm.PublishingID <= p.highest {
+				c.out.confirm(p.id, pm.PublishingID)
+				continue
+			}
+			p.highest, p.seen = pm.PublishingID, true
+		}
+		if pm.SubBatch != nil {
+			// A sub-batch holds several records under one publishing id;
+			// Warren keeps one message per offset and does not split
+			// them yet.
+			c.out.fail(p.id, pm.PublishingID, stream.CodePreconditionFailed)
+			continue
+		}
+		if err := c.waitForConfirms(); err != nil {
+			return err
+		}
+		// The frame's buffer is the reader's: the stream keeps a copy.
+		body := append([]byte(nil), pm.Message...)
+		c.append(p, pm.PublishingID, message.NewAMQP10(p.stream, body))
+	}
+	return nil
+}
+
+// append hands one message to the stream and confirms it, or reports its
+// failure, when the stream answers.
+func (c *Conn) append(p *publisher, id uint64, msg *message.Message) {
+	c.unconfirmed.Add(1)
+	publisherID, incarnation, ref := p.id, p.q.Incarnation(), p.reference
+	p.q.Enqueue(msg, func(err error) {
+		if err != nil {
+			c.out.fail(publisherID, id, stream.CodeInternalError)
+		} else {
+			if ref != "" {
+				c.srv.tracking.confirmed(incarnation, ref, id)
+			}
+			c.confirmedCount.Add(1)
+			c.out.confirm(publisherID, id)
+		}
+		if c.unconfirmed.Add(-1) < int64(c.srv.Settings.MaxUnconfirmed) {
+			select {
+			case c.confirmed <- struct{}{}:
+			default:
+			}
+		}
+	})
+}
+
+// waitForConfirms holds the reader while MaxUnconfirmed messages wait
+// for their confirm; it fails when the connection is going.
+func (c *Conn) waitForConfirms() error {
+	limit := int64(c.srv.Settings.MaxUnconfirmed)
+	for limit > 0 && c.unconfirmed.Load() >= limit {
+		select {
+		case <-c.confirmed:
+		case <-c.out.closed():
+			return errClosed
+		}
+	}
+	return nil
+}

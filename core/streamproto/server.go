@@ -1,0 +1,161 @@
+package streamproto
+
+import (
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/auth"
+	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/protocol/stream"
+)
+
+// RabbitMQVersion is the RabbitMQ release whose stream protocol Warren
+// serves, given as "version" in the peer properties: stream clients turn
+// features on by it (3.11 brings command versions and single active
+// consumers, 3.13 filtering), so it must name what Warren does, not
+// Warren's own release, which goes as "warren_version".
+const RabbitMQVersion = "3.10.8"
+
+// Settings are a stream listener's limits and what it tells clients.
+type Settings struct {
+	// FrameMax is the largest frame accepted and offered in Tune.
+	FrameMax uint32
+	// Heartbeat is offered in Tune; 0 disables heartbeats.
+	Heartbeat time.Duration
+	// HandshakeTimeout bounds the time from accept to Open.
+	HandshakeTimeout time.Duration
+	// AdvertisedHost and AdvertisedPort are what metadata names this node
+	// by (RabbitMQ's advertised_host and advertised_port).
+	AdvertisedHost string
+	AdvertisedPort uint32
+	// MaxUnconfirmed bounds a connection's messages waiting for their
+	// confirm; the reader pauses past it.
+	MaxUnconfirmed int
+}
+
+// VHosts looks up virtual hosts by name.
+type VHosts interface {
+	VHost(name string) (*vhost.VHost, bool)
+}
+
+// Server runs stream-protocol connections against the broker's vhosts and
+// users.
+type Server struct {
+	Settings Settings
+	Users    *auth.Store
+	VHosts   VHosts
+	Log      zerolog.Logger
+	// Version is Warren's release, for the peer properties.
+	Version string
+
+	nextID   atomic.Uint64
+	mu       lockorder.Mutex[lockorder.StreamprotoServer]
+	conns    map[*Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+	tracking tracking
+}
+
+// Serve runs one client connection to its end.
+func (s *Server) Serve(nc net.Conn) {
+	c := s.admit(nc)
+	if c == nil {
+		return
+	}
+	defer s.forget(c)
+	c.run()
+}
+
+func (s *Server) admit(nc net.Conn) *Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		nc.Close()
+		return nil
+	}
+	if s.conns == nil {
+		s.conns = make(map[*Conn]struct{})
+	}
+	c := newConn(s, nc, s.nextID.Add(1))
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return c
+}
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// CloseAll ends every connection (the broker stopping): each is told
+// with a Close, then its socket is closed by the deadline. It reports
+// whether all had ended by then.
+func (s *Server) CloseAll(reason string, deadline time.Time) bool {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(stream.CodeOK, reason)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Until(deadline)):
+	}
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	<-done
+	return false
+}
+
+// Connections lists the open connections (past Open), oldest first.
+func (s *Server) Connections() []ConnInfo {
+	s.mu.Lock()
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	out := make([]ConnInfo, 0, len(conns))
+	for _, c := range conns {
+		if info, ok := c.Info(); ok {
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Close closes the named connection (an operator's request), telling
+// the client why; it reports whether there was one.
+func (s *Server) Close(name, reason string) bool {
+	s.mu.Lock()
+	var found *Conn
+	for c := range s.conns {
+		if c.name == name {
+			found = c
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found == nil {
+		return false
+	}
+	found.closeWith(stream.CodeOK, reason)
+	return true
+}

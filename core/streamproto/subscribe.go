@@ -1,0 +1,225 @@
+package streamproto
+
+import (
+	"hash/crc32"
+	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	streams "github.com/warrenmq/warren/core/stream"
+	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/protocol/amqp10"
+	"github.com/warrenmq/warren/protocol/stream"
+)
+
+// maxChunkRecords bounds the records of one chunk Warren sends: a round
+// of the stream's reads is at most its read-ahead anyway.
+const maxChunkRecords = 1000
+
+// subscription is one Subscribe: a stream.Reader of the stream's log on
+// this node. One credit is one chunk.
+type subscription struct {
+	c         *Conn
+	id        uint8
+	stream    string
+	log       *streams.Stream
+	mu        lockorder.Mutex[lockorder.StreamprotoSubscription]
+	credit    int
+	records   []record // read in this round, not sent yet
+	refused   bool     // a Read was refused: the stream waits for a Kick
+	cancelled bool
+}
+
+type record struct {
+	offset uint64
+	ts     int64
+	m      *message.Message
+}
+
+// The stream calls these (stream.Reader).
+
+func (s *subscription) Deliver(queue.Delivery) bool { return false }
+func (s *subscription) NoAck() bool                 { return false }
+func (s *subscription) Exclusive() bool             { return false }
+
+// Cancelled: the stream was deleted. The client hears of it as RabbitMQ
+// tells it, with a MetadataUpdate.
+func (s *subscription) Cancelled() {
+	s.mu.Lock()
+	s.cancelled = true
+	s.mu.Unlock()
+	s.c.out.send(&stream.MetadataUpdate{Code: stream.CodeStreamNotAvailable, Stream: s.stream})
+}
+
+// Read takes a message into the round's chunk while there is credit.
+func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.cancelled {
+		s.refused = true
+		return false
+	}
+	s.records = append(s.records, record{offset: offset, ts: ts, m: m})
+	return true
+}
+
+// RoundDone sends the round's records as one chunk, spending a credit,
+// and has the stream go on when it refused a Read only because the
+// chunk was full.
+func (s *subscription) RoundDone() {
+	s.mu.Lock()
+	records := s.records
+	s.records = nil
+	if len(records) > 0 {
+		s.credit--
+	}
+	kick := s.refused && s.credit > 0 && !s.cancelled
+	if kick {
+		s.refused = false
+	}
+	s.mu.Unlock()
+	if len(records) > 0 {
+		s.c.out.send(&stream.Deliver{SubscriptionID: s.id, Chunk: chunkOf(records)})
+		s.c.delivered.Add(uint64(len(records)))
+	}
+	if kick {
+		s.log.Kick()
+	}
+}
+
+// addCredit grants more chunks and has the stream go on if it waited.
+func (s *subscription) addCredit(n uint16) {
+	s.mu.Lock()
+	s.credit += int(n)
+	kick := s.refused
+	s.refused = false
+	s.mu.Unlock()
+	if kick {
+		s.log.Kick()
+	}
+}
+
+// cancel leaves the stream.
+func (s *subscription) cancel() {
+	s.log.Cancel(s)
+}
+
+// chunkOf builds the chunk of records: each message as the stream
+// protocol carries it, an AMQP 1.0 message (one published over AMQP 0-9-1
+// converted as RabbitMQ converts it).
+func chunkOf(records []record) []byte {
+	var data []byte
+	for _, r := range records {
+		data = stream.AppendEntry(data, stream.Entry{Body: amqp10Of(r.m)})
+	}
+	h := stream.ChunkHeader{
+		Type:       stream.ChunkUser,
+		NumEntries: uint16(len(records)),
+		NumRecords: uint32(len(records)),
+		Timestamp:  records[0].ts,
+		ChunkID:    records[0].offset,
+		CRC:        crc32.ChecksumIEEE(data),
+		DataLength: uint32(len(data)),
+	}
+	return stream.AppendChunk(nil, h, data)
+}
+
+// amqp10Of is m as an AMQP 1.0 message.
+func amqp10Of(m *message.Message) []byte {
+	if m.IsAMQP10() {
+		return m.Body
+	}
+	p, err := m.Properties()
+	if err != nil {
+		p = protocol.Properties{} // New checked them: not reached
+	}
+	am := amqp10.FromAMQP091(p, m.Body)
+	am.SetRouting(m.Exchange, m.RoutingKey)
+	return am.Append(nil)
+}
+
+// offsetOf is a Subscribe's offset specification as the stream takes it
+// (the codec refuses a type it does not know).
+func offsetOf(spec stream.OffsetSpec) streams.Offset {
+	switch spec.Type {
+	case stream.OffsetFirst:
+		return streams.Offset{Kind: streams.First}
+	case stream.OffsetLast:
+		return streams.Offset{Kind: streams.Last}
+	case stream.OffsetOffset:
+		return streams.Offset{Kind: streams.At, N: spec.Offset}
+	case stream.OffsetTimestamp:
+		return streams.Offset{Kind: streams.Time, Time: time.UnixMilli(spec.Timestamp)}
+	}
+	return streams.Offset{Kind: streams.Next}
+}
+
+func (c *Conn) subscribe(m *stream.Subscribe) {
+	answer := func(code stream.ResponseCode) {
+		c.out.send(&stream.SubscribeResponse{CorrelationID: m.CorrelationID, Code: code})
+	}
+	if _, dup := c.subs[m.SubscriptionID]; dup {
+		answer(stream.CodeSubscriptionIDAlreadyExists)
+		return
+	}
+	log, code := c.readableLog(m.Stream)
+	if code != stream.CodeOK {
+		answer(code)
+		return
+	}
+	sub := &subscription{c: c, id: m.SubscriptionID, stream: m.Stream, log: log, credit: int(m.Credit)}
+	err := log.Consume(sub, offsetOf(m.Offset), func() {
+		c.subs[m.SubscriptionID] = sub
+		answer(stream.CodeOK)
+	})
+	if err != nil {
+		answer(stream.CodeStreamNotAvailable)
+	}
+}
+
+func (c *Conn) credit(m *stream.Credit) {
+	sub := c.subs[m.SubscriptionID]
+	if sub == nil {
+		c.out.send(&stream.CreditResponse{Code: stream.CodeSubscriptionIDDoesNotExist, SubscriptionID: m.SubscriptionID})
+		return
+	}
+	sub.addCredit(m.Credit)
+}
+
+func (c *Conn) unsubscribe(m *stream.Unsubscribe) {
+	code := stream.CodeOK
+	if sub := c.subs[m.SubscriptionID]; sub != nil {
+		sub.cancel()
+		delete(c.subs, m.SubscriptionID)
+	} else {
+		code = stream.CodeSubscriptionIDDoesNotExist
+	}
+	c.out.send(&stream.UnsubscribeResponse{CorrelationID: m.CorrelationID, Code: code})
+}
+
+func (c *Conn) storeOffset(m *stream.StoreOffset) {
+	if len(m.Reference) == 0 || len(m.Reference) > maxReference {
+		return // no response: a bad reference is dropped, as RabbitMQ does
+	}
+	if q, code := c.permittedStream(m.Stream, c.grant.ReadQueue); code == stream.CodeOK {
+		c.srv.tracking.storeOffset(q.Incarnation(), m.Reference, m.Offset)
+	}
+}
+
+func (c *Conn) queryOffset(m *stream.QueryOffset) {
+	answer := func(code stream.ResponseCode, offset uint64) {
+		c.out.send(&stream.QueryOffsetResponse{CorrelationID: m.CorrelationID, Code: code, Offset: offset})
+	}
+	q, code := c.permittedStream(m.Stream, c.grant.ReadQueue)
+	if code != stream.CodeOK {
+		answer(code, 0)
+		return
+	}
+	offset, ok := c.srv.tracking.offset(q.Incarnation(), m.Reference)
+	if !ok {
+		answer(stream.CodeNoOffset, 0)
+		return
+	}
+	answer(stream.CodeOK, offset)
+}
