@@ -20,6 +20,7 @@ import (
 func TestRunJSON(t *testing.T) {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Stream.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	b, err := broker.New(cfg, zerolog.New(io.Discard))

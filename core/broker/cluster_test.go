@@ -587,6 +587,7 @@ func benchEachRole(b *testing.B, run func(*testing.B, *Broker)) {
 func benchBroker(b *testing.B, cluster func(*config.Config)) *Broker {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Stream.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = b.TempDir()
 	if cluster != nil {

@@ -34,6 +34,7 @@ func tryBroker(t testing.TB, dir string, tweak ...func(*config.Config)) (*Broker
 	t.Helper()
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Stream.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = dir
 	for _, f := range tweak {
