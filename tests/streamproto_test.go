@@ -247,6 +247,43 @@ func TestStreamProtocolAndAMQPShareAStream(t *testing.T) {
 	}
 }
 
+// The broker lists stream connections, publishers and consumers with
+// their figures.
+func TestStreamProtocolListings(t *testing.T) {
+	s := startWarren(t)
+	env := streamEnv(t, s)
+	name := uniq(t, "list")
+	if err := env.DeclareStream(name, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.NewProducer(name, stream.NewProducerOptions().SetProducerName("lister"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendConfirmed(t, p, "l", 5)
+	var c collector
+	consumer, err := env.NewConsumer(name, c.handle, stream.NewConsumerOptions().SetOffset(stream.OffsetSpecification{}.First()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	poll.Until(t, 10*time.Second, "five messages", func() bool { return c.count() >= 5 })
+	srv := s.b.Streams()
+	conns := srv.Connections()
+	if len(conns) < 2 || conns[0].User != "guest" || conns[0].VHost != "/" || conns[0].RecvOctets == 0 {
+		t.Fatalf("connections: %+v", conns)
+	}
+	pubs := srv.Publishers()
+	if len(pubs) != 1 || pubs[0].Stream != name || pubs[0].Reference != "lister" || pubs[0].Published != 5 || pubs[0].Confirmed != 5 {
+		t.Fatalf("publishers: %+v", pubs)
+	}
+	poll.Until(t, 10*time.Second, "the consumer listed at offset 5", func() bool {
+		cons := srv.Consumers()
+		return len(cons) == 1 && cons[0].Stream == name && cons[0].Offset == 5 && cons[0].Consumed == 5
+	})
+}
+
 // A named producer deduplicates: the sequence it last had confirmed is
 // kept, and a resend at or below it is confirmed and dropped.
 func TestStreamProtocolDeduplication(t *testing.T) {

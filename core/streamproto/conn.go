@@ -12,6 +12,7 @@ import (
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/vhost"
+	"github.com/warrenmq/warren/internal/lockorder"
 	"github.com/warrenmq/warren/protocol/stream"
 )
 
@@ -52,7 +53,9 @@ type Conn struct {
 	opened    atomic.Pointer[ConnInfo]
 	connected time.Time
 
-	// The reader's own.
+	// The reader's, which alone changes them, under mu so that listings
+	// may read them.
+	mu         lockorder.Mutex[lockorder.StreamprotoConn]
 	publishers map[uint8]*publisher
 	subs       map[uint8]*subscription
 
@@ -63,6 +66,27 @@ type Conn struct {
 	// Counters for listings.
 	published, confirmedCount, delivered atomic.Uint64
 	recvOct, sendOct                     atomic.Uint64
+}
+
+// PublisherInfo is a publisher as listings show it.
+type PublisherInfo struct {
+	Conn      string // the connection's name
+	ID        uint8
+	Stream    string
+	Reference string
+	// Messages published, confirmed and refused (publish errors).
+	Published, Confirmed, Errored uint64
+}
+
+// ConsumerInfo is a subscription as listings show it.
+type ConsumerInfo struct {
+	Conn       string // the connection's name
+	ID         uint8
+	Stream     string
+	Credit     int
+	Offset     uint64 // the next offset it will be sent
+	Consumed   uint64 // messages sent
+	Properties map[string]string
 }
 
 // ConnInfo is an open connection as listings show it.
@@ -81,6 +105,7 @@ type ConnInfo struct {
 	Confirmed        uint64
 	Delivered        uint64
 	RecvOctets       uint64
+	SendOctets       uint64
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *Conn {
@@ -120,7 +145,10 @@ func (c *Conn) Info() (ConnInfo, bool) {
 	}
 	info := *p
 	info.Published, info.Confirmed, info.Delivered = c.published.Load(), c.confirmedCount.Load(), c.delivered.Load()
-	info.RecvOctets = c.recvOct.Load()
+	info.RecvOctets, info.SendOctets = c.recvOct.Load(), c.out.sent.Load()
+	c.mu.Lock()
+	info.Publishers, info.Subscriptions = len(c.publishers), len(c.subs)
+	c.mu.Unlock()
 	return info, true
 }
 
@@ -145,11 +173,43 @@ func (c *Conn) run() {
 // end lets go of everything the connection holds: subscriptions leave
 // their streams, publishers' unconfirmed messages are forgotten.
 func (c *Conn) end() {
-	for id, sub := range c.subs {
-		sub.cancel()
-		delete(c.subs, id)
-	}
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[uint8]*subscription{}
 	clear(c.publishers)
+	c.mu.Unlock()
+	for _, sub := range subs {
+		sub.cancel()
+	}
+}
+
+// Publishers lists the connection's publishers.
+func (c *Conn) Publishers() []PublisherInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]PublisherInfo, 0, len(c.publishers))
+	for _, p := range c.publishers {
+		out = append(out, PublisherInfo{
+			Conn: c.name, ID: p.id, Stream: p.stream, Reference: p.reference,
+			Published: p.published.Load(), Confirmed: p.confirmed.Load(), Errored: p.errored.Load(),
+		})
+	}
+	return out
+}
+
+// Consumers lists the connection's subscriptions.
+func (c *Conn) Consumers() []ConsumerInfo {
+	c.mu.Lock()
+	subs := make([]*subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	out := make([]ConsumerInfo, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, s.info())
+	}
+	return out
 }
 
 // read runs commands until the connection ends.

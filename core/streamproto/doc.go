@@ -47,5 +47,7 @@
 // # Locks
 //
 // stream.Stream.mu -> subscription.mu (Read runs under the stream's lock)
-// -> outbound.mu; Server.mu is a leaf. LOCKS.md has them in order.
+// -> outbound.mu. Server.mu, Conn.mu (the publisher and subscription
+// maps, which only the reader changes, held for listings to read them)
+// and tracking.mu are leaves. LOCKS.md has them in order.
 package streamproto

@@ -2,6 +2,7 @@ package streamproto
 
 import (
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/warren/internal/lockorder"
@@ -24,6 +25,7 @@ type outbound struct {
 	closing  bool // a Close was queued: nothing more is taken
 	wake     chan struct{}
 	gone     chan struct{} // closed when the writer stops
+	sent     atomic.Uint64 // bytes written
 }
 
 func newOutbound() *outbound {
@@ -136,7 +138,9 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 			continue
 		}
 		_ = nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := nc.Write(b); err != nil {
+		n, err := nc.Write(b)
+		o.sent.Add(uint64(n))
+		if err != nil {
 			nc.Close()
 			return
 		}

@@ -2,6 +2,7 @@ package streamproto
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/message"
@@ -28,6 +29,8 @@ type publisher struct {
 	// stream (the reader's); a message at or below it is a resend.
 	highest uint64
 	seen    bool
+	// For listings; the confirms are counted from the stream's callbacks.
+	published, confirmed, errored atomic.Uint64
 }
 
 // lookupStream finds the named stream for a command: its code is
@@ -101,14 +104,18 @@ func (c *Conn) declarePublisher(m *stream.DeclarePublisher) {
 	if p.reference != "" {
 		p.highest, p.seen = c.srv.tracking.sequence(q.Incarnation(), m.Reference)
 	}
+	c.mu.Lock()
 	c.publishers[m.PublisherID] = p
+	c.mu.Unlock()
 	answer(stream.CodeOK)
 }
 
 func (c *Conn) deletePublisher(m *stream.DeletePublisher) {
 	code := stream.CodeOK
 	if _, ok := c.publishers[m.PublisherID]; ok {
+		c.mu.Lock()
 		delete(c.publishers, m.PublisherID)
+		c.mu.Unlock()
 	} else {
 		code = stream.CodePublisherDoesNotExist
 	}
@@ -139,8 +146,10 @@ func (c *Conn) publish(m *stream.Publish) error {
 	for i := range m.Messages {
 		pm := &m.Messages[i]
 		c.published.Add(1)
+		p.published.Add(1)
 		if p.reference != "" {
 			if p.seen && pm.PublishingID <= p.highest {
+				p.confirmed.Add(1)
 				c.out.confirm(p.id, pm.PublishingID)
 				continue
 			}
@@ -150,6 +159,7 @@ func (c *Conn) publish(m *stream.Publish) error {
 			// A sub-batch holds several records under one publishing id;
 			// Warren keeps one message per offset and does not split
 			// them yet.
+			p.errored.Add(1)
 			c.out.fail(p.id, pm.PublishingID, stream.CodePreconditionFailed)
 			continue
 		}
@@ -170,8 +180,10 @@ func (c *Conn) append(p *publisher, id uint64, msg *message.Message) {
 	publisherID, incarnation, ref := p.id, p.q.Incarnation(), p.reference
 	p.q.Enqueue(msg, func(err error) {
 		if err != nil {
+			p.errored.Add(1)
 			c.out.fail(publisherID, id, stream.CodeInternalError)
 		} else {
+			p.confirmed.Add(1)
 			if ref != "" {
 				c.srv.tracking.confirmed(incarnation, ref, id)
 			}

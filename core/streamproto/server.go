@@ -125,20 +125,46 @@ func (s *Server) CloseAll(reason string, deadline time.Time) bool {
 
 // Connections lists the open connections (past Open), oldest first.
 func (s *Server) Connections() []ConnInfo {
-	s.mu.Lock()
-	conns := make([]*Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	conns := s.openConns()
 	out := make([]ConnInfo, 0, len(conns))
 	for _, c := range conns {
 		if info, ok := c.Info(); ok {
 			out = append(out, info)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// Publishers lists every connection's publishers.
+func (s *Server) Publishers() []PublisherInfo {
+	var out []PublisherInfo
+	for _, c := range s.openConns() {
+		out = append(out, c.Publishers()...)
+	}
+	return out
+}
+
+// Consumers lists every connection's subscriptions.
+func (s *Server) Consumers() []ConsumerInfo {
+	var out []ConsumerInfo
+	for _, c := range s.openConns() {
+		out = append(out, c.Consumers()...)
+	}
+	return out
+}
+
+// openConns are the connections past Open, oldest first.
+func (s *Server) openConns() []*Conn {
+	s.mu.Lock()
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		if c.opened.Load() != nil {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+	return conns
 }
 
 // Close closes the named connection (an operator's request), telling

@@ -29,6 +29,15 @@ type subscription struct {
 	records   []record // read in this round, not sent yet
 	refused   bool     // a Read was refused: the stream waits for a Kick
 	cancelled bool
+	next      uint64 // the offset after the last one read
+	consumed  uint64
+	props     map[string]string
+}
+
+func (s *subscription) info() ConsumerInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ConsumerInfo{Conn: s.c.name, ID: s.id, Stream: s.stream, Credit: s.credit, Offset: s.next, Consumed: s.consumed, Properties: s.props}
 }
 
 type record struct {
@@ -61,6 +70,8 @@ func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 		return false
 	}
 	s.records = append(s.records, record{offset: offset, ts: ts, m: m})
+	s.next = offset + 1
+	s.consumed++
 	return true
 }
 
@@ -168,9 +179,11 @@ func (c *Conn) subscribe(m *stream.Subscribe) {
 		answer(code)
 		return
 	}
-	sub := &subscription{c: c, id: m.SubscriptionID, stream: m.Stream, log: log, credit: int(m.Credit)}
+	sub := &subscription{c: c, id: m.SubscriptionID, stream: m.Stream, log: log, credit: int(m.Credit), props: m.Properties}
 	err := log.Consume(sub, offsetOf(m.Offset), func() {
+		c.mu.Lock()
 		c.subs[m.SubscriptionID] = sub
+		c.mu.Unlock()
 		answer(stream.CodeOK)
 	})
 	if err != nil {
@@ -191,7 +204,9 @@ func (c *Conn) unsubscribe(m *stream.Unsubscribe) {
 	code := stream.CodeOK
 	if sub := c.subs[m.SubscriptionID]; sub != nil {
 		sub.cancel()
+		c.mu.Lock()
 		delete(c.subs, m.SubscriptionID)
+		c.mu.Unlock()
 	} else {
 		code = stream.CodeSubscriptionIDDoesNotExist
 	}

@@ -47,6 +47,7 @@ const (
 	messageBodies
 	connServer
 	streamprotoServer
+	streamprotoConn
 	streamprotoTracking
 	connConsumers
 	connLive
@@ -121,6 +122,7 @@ var ranks = [numRanks]rank{
 	messageBodies:           {name: "message.Bodies.mu"},
 	connServer:              {name: "conn.Server.mu"},
 	streamprotoServer:       {name: "streamproto.Server.mu"},
+	streamprotoConn:         {name: "streamproto.Conn.mu"},
 	streamprotoTracking:     {name: "streamproto.tracking.mu"},
 	connConsumers:           {name: "conn.Conn.consumersMu"},
 	connLive:                {name: "conn.Conn.liveMu"},
@@ -176,6 +178,7 @@ type (
 	StreamprotoSubscription struct{}
 	StreamprotoOutbound     struct{}
 	StreamprotoServer       struct{}
+	StreamprotoConn         struct{}
 	StreamprotoTracking     struct{}
 	RemoteSource            struct{}
 	ConnChannel             struct{}
@@ -241,6 +244,7 @@ func (StreamStream) rankID() rankID            { return streamStream }
 func (StreamprotoSubscription) rankID() rankID { return streamprotoSubscription }
 func (StreamprotoOutbound) rankID() rankID     { return streamprotoOutbound }
 func (StreamprotoServer) rankID() rankID       { return streamprotoServer }
+func (StreamprotoConn) rankID() rankID         { return streamprotoConn }
 func (StreamprotoTracking) rankID() rankID     { return streamprotoTracking }
 func (RemoteSource) rankID() rankID            { return remoteSource }
 func (ConnChannel) rankID() rankID             { return connChannel }
