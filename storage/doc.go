@@ -47,6 +47,10 @@
 //	0x08 sid(8) 0x01 offset(8)         a stream's message: timestamp(8)
 //	                                   then the message (stream.go)
 //	0x08 sid(8) 0x02 first(8)          a stream's segment record
+//	0x08 sid(8) 0x03 0(8)              a replicated stream's state
+//	0x08 sid(8) 0x04 kind(1) name      a publisher's last sequence (kind
+//	                                   1) or a consumer's offset (kind 2)
+//	                                   the stream protocol tracks by name
 //	0x09 esc(vhost) esc(exchange)      held message (the delay store), per
 //	     kind(1) due(8) seq(8)         exchange and kind (1 durable, 2
 //	                                   transient), in due order (held.go)

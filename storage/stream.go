@@ -20,6 +20,9 @@ import (
 //	                                   bytes(8) count(8)
 //	0x08 sid(8) 0x03 0(8)              a replicated stream's state:
 //	                                   applied(8) holeFrom(8) holeTo(8)
+//	0x08 sid(8) 0x04 kind(1) name      what the stream tracks for a name:
+//	                                   value(8); kind 1 a publisher's last
+//	                                   sequence, 2 a consumer's offset
 //
 // sid comes from NewID, as a queue id. A stream's data goes with
 // DeleteStream; retention deletes whole segments (DeleteStreamBefore).
@@ -29,6 +32,7 @@ const (
 	streamMessage byte = 0x01
 	streamSegment byte = 0x02
 	streamState   byte = 0x03
+	streamTracked byte = 0x04
 
 	streamKeyLen     = 1 + 8 + 1 + 8
 	segmentRecordLen = 8 * 4
@@ -135,6 +139,79 @@ func (s *Store) ReadStreamState(sid uint64) (StreamState, error) {
 	}
 	return StreamState{Applied: binary.BigEndian.Uint64(v), HoleFrom: binary.BigEndian.Uint64(v[8:]),
 		HoleTo: binary.BigEndian.Uint64(v[16:])}, nil
+}
+
+// Tracking is what a stream tracks by name for the stream protocol (each
+// name at most 256 bytes): deduplicating publishers' last sequences and
+// consumers' stored offsets.
+type Tracking struct {
+	Sequences map[string]uint64
+	Offsets   map[string]uint64
+}
+
+// The kinds of tracking record.
+const (
+	trackedSequence byte = 1
+	trackedOffset   byte = 2
+)
+
+func trackedKey(sid uint64, kind byte, name string) []byte {
+	k := make([]byte, 11, 11+len(name))
+	k[0] = prefixStream
+	binary.BigEndian.PutUint64(k[1:], sid)
+	k[9], k[10] = streamTracked, kind
+	return append(k, name...)
+}
+
+func putTracked(t *Txn, sid uint64, kind byte, name string, v uint64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	t.b.Set(trackedKey(sid, kind, name), b[:], nil)
+}
+
+// PutStreamSequence records a publisher's last sequence.
+func (t *Txn) PutStreamSequence(sid uint64, name string, seq uint64) {
+	putTracked(t, sid, trackedSequence, name, seq)
+}
+
+// PutStreamOffset records a consumer's stored offset.
+func (t *Txn) PutStreamOffset(sid uint64, name string, offset uint64) {
+	putTracked(t, sid, trackedOffset, name, offset)
+}
+
+// DeleteStreamTracking deletes every tracking record of a stream (a
+// replica taking them from a snapshot).
+func (t *Txn) DeleteStreamTracking(sid uint64) {
+	lo := trackedKey(sid, 0, "")[:10]
+	t.b.DeleteRange(lo, prefixEnd(lo), nil)
+}
+
+// ReadStreamTracking reads what a stream tracks.
+func (s *Store) ReadStreamTracking(sid uint64) (Tracking, error) {
+	out := Tracking{Sequences: map[string]uint64{}, Offsets: map[string]uint64{}}
+	done, err := s.read()
+	if err != nil {
+		return out, err
+	}
+	defer done()
+	s.c.waitApplied()
+	lo := trackedKey(sid, 0, "")[:10]
+	err = s.iterate(lo, prefixEnd(lo), func(k, v []byte) (bool, error) {
+		if len(k) < 11 || len(v) != 8 {
+			return false, fmt.Errorf("storage: malformed stream tracking record %q", k)
+		}
+		name, n := string(k[11:]), binary.BigEndian.Uint64(v)
+		switch k[10] {
+		case trackedSequence:
+			out.Sequences[name] = n
+		case trackedOffset:
+			out.Offsets[name] = n
+		default:
+			return false, fmt.Errorf("storage: stream tracking record of unknown kind %d", k[10])
+		}
+		return true, nil
+	})
+	return out, err
 }
 
 // AppendMessage appends m's encoding to b: the form stream messages are

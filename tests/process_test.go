@@ -55,6 +55,7 @@ type process struct {
 	cmd     *exec.Cmd
 	addr    string // AMQP listener
 	admin   string // admin listener
+	stream  string // stream protocol listener
 	logMu   sync.Mutex
 	log     strings.Builder
 	exited  chan struct{}
@@ -134,6 +135,8 @@ func (p *process) readLog(r io.Reader, ready chan struct{}) {
 					p.addr = addr
 				case "admin":
 					p.admin = addr
+				case "stream":
+					p.stream = addr
 				}
 			}
 			if rec["message"] == "Warren started" && !signalled {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,8 +11,9 @@ import (
 	"github.com/warrenmq/warren/storage"
 )
 
-// An append entry and a snapshot read back as written; one of a later
-// version is refused by name; any bytes decode without a panic.
+// Every kind of log entry and both snapshot versions read back as
+// written; a later kind or version is refused by name; any bytes decode
+// without a panic.
 func TestEntriesRoundTrip(t *testing.T) {
 	m, err := message.New("x", "k", 0, nil, []byte("body"))
 	if err != nil {
@@ -21,19 +23,44 @@ func TestEntriesRoundTrip(t *testing.T) {
 	if err != nil || ts != 1_700_000_000_123 || got.Exchange != "x" || got.RoutingKey != "k" || !bytes.Equal(got.Body, []byte("body")) {
 		t.Fatalf("append read back %d %+v (%v)", ts, got, err)
 	}
-	segs := []storage.Segment{{First: 0, Last: 9, Timestamp: 5, Bytes: 100, Count: 10}, {First: 10, Last: 10, Timestamp: 6, Bytes: 1, Count: 1}}
-	next, gotSegs, err := decodeSnapshot(encodeSnapshot(11, segs))
-	if err != nil || next != 11 || !reflect.DeepEqual(gotSegs, segs) {
-		t.Fatalf("snapshot read back %d %+v (%v)", next, gotSegs, err)
+	e, err := decodeEntry(encodeAppendFrom(5, Writer{Name: "pub-1", Seq: 77}, m))
+	if err != nil || e.kind != entryAppendFrom || e.ts != 5 || e.writer != (Writer{Name: "pub-1", Seq: 77}) || string(e.m.Body) != "body" {
+		t.Fatalf("append from a publisher read back %+v (%v)", e, err)
 	}
+	e, err = decodeEntry(encodeTrackOffset("reader", 1234))
+	if err != nil || e.kind != entryTrackOffset || e.writer.Name != "reader" || e.offset != 1234 {
+		t.Fatalf("a stored offset read back %+v (%v)", e, err)
+	}
+	if _, _, err := decodeAppend(encodeTrackOffset("reader", 1)); err == nil {
+		t.Fatal("a stored offset read as an append")
+	}
+
+	segs := []storage.Segment{{First: 0, Last: 9, Timestamp: 5, Bytes: 100, Count: 10}, {First: 10, Last: 10, Timestamp: 6, Bytes: 1, Count: 1}}
+	tracked := storage.Tracking{Sequences: map[string]uint64{"p": 3, "q": 9}, Offsets: map[string]uint64{"c": 4}}
+	next, gotSegs, gotTracked, err := decodeSnapshot(encodeSnapshot(11, segs, tracked))
+	if err != nil || next != 11 || !reflect.DeepEqual(gotSegs, segs) || !reflect.DeepEqual(gotTracked, tracked) {
+		t.Fatalf("snapshot read back %d %+v %+v (%v)", next, gotSegs, gotTracked, err)
+	}
+	// A snapshot an earlier release wrote (version 1: no tracking).
+	v1 := []byte{snapshotVersion}
+	v1 = binary.BigEndian.AppendUint64(v1, 11)
+	v1 = binary.AppendUvarint(v1, 1)
+	for _, n := range []uint64{0, 9, 5, 100, 10} {
+		v1 = binary.BigEndian.AppendUint64(v1, n)
+	}
+	next, gotSegs, gotTracked, err = decodeSnapshot(v1)
+	if err != nil || next != 11 || !reflect.DeepEqual(gotSegs, segs[:1]) || len(gotTracked.Sequences)+len(gotTracked.Offsets) != 0 {
+		t.Fatalf("a version 1 snapshot read back %d %+v %+v (%v)", next, gotSegs, gotTracked, err)
+	}
+
 	later := encodeAppend(1, m)
-	later[0] = entryAppend + 1
-	if _, _, err := decodeAppend(later); err == nil || !strings.Contains(err.Error(), "version 2") {
+	later[0] = entryLatest + 1
+	if _, err := decodeEntry(later); err == nil || !strings.Contains(err.Error(), "kind 4") {
 		t.Fatalf("a later entry: %v", err)
 	}
-	laterSnap := encodeSnapshot(1, nil)
-	laterSnap[0] = snapshotVersion + 1
-	if _, _, err := decodeSnapshot(laterSnap); err == nil || !strings.Contains(err.Error(), "version 2") {
+	laterSnap := encodeSnapshot(1, nil, storage.Tracking{})
+	laterSnap[0] = snapshotVersionTracking + 1
+	if _, _, _, err := decodeSnapshot(laterSnap); err == nil || !strings.Contains(err.Error(), "version 3") {
 		t.Fatalf("a later snapshot: %v", err)
 	}
 }
@@ -44,14 +71,16 @@ func FuzzDecodeEntries(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(encodeAppend(7, m))
-	f.Add(encodeSnapshot(3, []storage.Segment{{First: 1, Last: 2, Count: 2}}))
+	f.Add(encodeAppendFrom(7, Writer{Name: "p", Seq: 1}, m))
+	f.Add(encodeTrackOffset("c", 3))
+	f.Add(encodeSnapshot(3, []storage.Segment{{First: 1, Last: 2, Count: 2}}, storage.Tracking{Sequences: map[string]uint64{"p": 1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if next, segs, err := decodeSnapshot(b); err == nil {
-			again, segs2, err := decodeSnapshot(encodeSnapshot(next, segs))
-			if err != nil || again != next || !reflect.DeepEqual(segs, segs2) {
-				t.Fatalf("snapshot %d %v read back as %d %v (%v)", next, segs, again, segs2, err)
+		if next, segs, tracked, err := decodeSnapshot(b); err == nil {
+			again, segs2, tracked2, err := decodeSnapshot(encodeSnapshot(next, segs, tracked))
+			if err != nil || again != next || !reflect.DeepEqual(segs, segs2) || !reflect.DeepEqual(tracked, tracked2) {
+				t.Fatalf("snapshot %d %v %v read back as %d %v %v (%v)", next, segs, tracked, again, segs2, tracked2, err)
 			}
 		}
-		_, _, _ = decodeAppend(b)
+		_, _ = decodeEntry(b)
 	})
 }

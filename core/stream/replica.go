@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
@@ -74,22 +76,33 @@ func (s *Stream) SetReplica(log Log, fetch Fetch) {
 	}
 }
 
-// propose is Append for a replica.
-func (s *Stream) propose(m *message.Message, done func(error)) {
-	entry := encodeAppend(s.cfg.Now().UnixMilli(), m)
+// propose is AppendFrom for a replica: the resend is recognised where the
+// entry is applied, by every replica alike.
+func (s *Stream) propose(m *message.Message, w Writer, done func(error)) {
+	var entry []byte
+	if w.Name == "" {
+		entry = encodeAppend(s.cfg.Now().UnixMilli(), m)
+	} else {
+		entry = encodeAppendFrom(s.cfg.Now().UnixMilli(), w, m)
+	}
 	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
 }
 
-// The version bytes of an append entry and of a snapshot: a later one is
-// refused by name, not misread. encodeAppend and decodeAppend, Snapshot
-// (encodeSnapshot) and decodeSnapshot are the only places they are
-// written and read.
+// The kinds (and versions) of log entry, and the versions of a snapshot:
+// a later one is refused by name, not misread. The encode and decode
+// functions below, and Snapshot (encodeSnapshot), are the only places
+// they are written and read.
 const (
-	entryAppend     = 1
-	snapshotVersion = 1
+	entryAppend      = 1 // a message
+	entryAppendFrom  = 2 // a message from a deduplicating publisher
+	entryTrackOffset = 3 // a consumer's stored offset
+	entryLatest      = entryTrackOffset
+
+	snapshotVersion         = 1 // next offset and segments
+	snapshotVersionTracking = 2 // and what is tracked by name
 )
 
-// encodeAppend is an append entry: version, timestamp, then the message.
+// encodeAppend is an append entry: kind, timestamp, then the message.
 func encodeAppend(ts int64, m *message.Message) []byte {
 	sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
 	b := make([]byte, 9, 9+64+len(m.Props)+len(m.Body))
@@ -98,19 +111,94 @@ func encodeAppend(ts int64, m *message.Message) []byte {
 	return storage.AppendMessage(b, &sm)
 }
 
+// encodeAppendFrom is an append entry with its publisher: kind,
+// timestamp, the publisher's name (uvarint length) and sequence, then the
+// message.
+func encodeAppendFrom(ts int64, w Writer, m *message.Message) []byte {
+	sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+	b := make([]byte, 9, 9+binary.MaxVarintLen64+len(w.Name)+8+64+len(m.Props)+len(m.Body))
+	b[0] = entryAppendFrom
+	binary.BigEndian.PutUint64(b[1:], uint64(ts))
+	b = appendName(b, w.Name)
+	b = binary.BigEndian.AppendUint64(b, w.Seq)
+	return storage.AppendMessage(b, &sm)
+}
+
+// encodeTrackOffset is a stored offset's entry: kind, the consumer's
+// name, the offset.
+func encodeTrackOffset(name string, offset uint64) []byte {
+	b := appendName([]byte{entryTrackOffset}, name)
+	return binary.BigEndian.AppendUint64(b, offset)
+}
+
+func appendName(b []byte, name string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(name))), name...)
+}
+
+// readName reads appendName's encoding from the front of b.
+func readName(b []byte) (string, []byte, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
+}
+
 var errBadEntry = errors.New("stream: malformed log entry")
+
+// logEntry is a decoded log entry: a message (with its publisher, for
+// entryAppendFrom), or a stored offset.
+type logEntry struct {
+	kind   byte
+	ts     int64
+	m      *storage.Message // its fields alias the entry
+	writer Writer
+	offset uint64 // entryTrackOffset: the offset stored under writer.Name
+}
+
+// decodeEntry reads any log entry.
+func decodeEntry(b []byte) (logEntry, error) {
+	if len(b) == 0 {
+		return logEntry{}, errBadEntry
+	}
+	e := logEntry{kind: b[0]}
+	switch e.kind {
+	case entryAppend, entryAppendFrom:
+		if len(b) < 9 {
+			return logEntry{}, errBadEntry
+		}
+		e.ts = int64(binary.BigEndian.Uint64(b[1:]))
+		rest := b[9:]
+		if e.kind == entryAppendFrom {
+			name, after, ok := readName(rest)
+			if !ok || len(after) < 8 {
+				return logEntry{}, errBadEntry
+			}
+			e.writer = Writer{Name: name, Seq: binary.BigEndian.Uint64(after)}
+			rest = after[8:]
+		}
+		m, err := storage.DecodeMessage(rest)
+		e.m = m
+		return e, err
+	case entryTrackOffset:
+		name, after, ok := readName(b[1:])
+		if !ok || len(after) != 8 {
+			return logEntry{}, errBadEntry
+		}
+		e.writer, e.offset = Writer{Name: name}, binary.BigEndian.Uint64(after)
+		return e, nil
+	}
+	return logEntry{}, fmt.Errorf("stream: a log entry of kind %d, this release knows up to %d (written by a later one?)", b[0], entryLatest)
+}
 
 // decodeAppend reads an append entry: the message as it is stored, its
 // fields aliasing b.
 func decodeAppend(b []byte) (int64, *storage.Message, error) {
-	if len(b) > 0 && b[0] != entryAppend {
-		return 0, nil, fmt.Errorf("stream: a log entry of version %d, this release knows %d (written by a later one?)", b[0], entryAppend)
+	e, err := decodeEntry(b)
+	if err == nil && e.m == nil {
+		err = errBadEntry
 	}
-	if len(b) < 9 {
-		return 0, nil, errBadEntry
-	}
-	m, err := storage.DecodeMessage(b[9:])
-	return int64(binary.BigEndian.Uint64(b[1:])), m, err
+	return e.ts, e.m, err
 }
 
 // Apply stores the entry committed at index (cluster.GroupMachine).
@@ -125,7 +213,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		s.mu.Unlock()
 		return nil
 	}
-	ts, m, err := decodeAppend(cmd)
+	e, err := decodeEntry(cmd)
 	if err == nil {
 		err = s.refusing()
 	}
@@ -133,14 +221,26 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		s.mu.Unlock()
 		return err
 	}
-	offset := s.next
-	s.next++
 	tx := s.cfg.Store.Begin()
-	s.place(tx, offset, ts, m)
-	s.placed(tx)
+	switch {
+	case e.kind == entryTrackOffset:
+		s.offsets[e.writer.Name] = e.offset
+		tx.PutStreamOffset(s.cfg.ID, e.writer.Name, e.offset)
+	case s.resend(e.writer):
+		// Every replica has taken the same sequences: each drops it.
+	default:
+		offset := s.next
+		s.next++
+		s.place(tx, offset, e.ts, e.m)
+		s.placed(tx)
+		if e.writer.Name != "" {
+			s.track(e.writer)
+			tx.PutStreamSequence(s.cfg.ID, e.writer.Name, e.writer.Seq)
+		}
+		s.lastChunk = offset
+		s.settle()
+	}
 	tx.PutStreamState(s.cfg.ID, s.state())
-	s.lastChunk = offset
-	s.settle()
 	s.mu.Unlock()
 	// Reads wait for what was committed before them (the store's
 	// read-your-writes), so the offset is readable at once.
@@ -186,14 +286,16 @@ func (s *Stream) failIf(err error) {
 func (s *Stream) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return encodeSnapshot(s.next, s.segments), nil
+	return encodeSnapshot(s.next, s.segments, storage.Tracking{Sequences: s.sequences, Offsets: s.offsets}), nil
 }
 
-// encodeSnapshot is a snapshot of next and the segments: version, next
-// offset, a count, then each segment's five numbers.
-func encodeSnapshot(next uint64, segments []storage.Segment) []byte {
+// encodeSnapshot is a snapshot of next, the segments and what is tracked:
+// version, next offset, a count, each segment's five numbers, then the
+// sequences and the offsets, each a count and (name, value) pairs, names
+// sorted so that replicas write the same bytes.
+func encodeSnapshot(next uint64, segments []storage.Segment, tracked storage.Tracking) []byte {
 	b := make([]byte, 0, 1+8+binary.MaxVarintLen64+len(segments)*40)
-	b = append(b, snapshotVersion)
+	b = append(b, snapshotVersionTracking)
 	b = binary.BigEndian.AppendUint64(b, next)
 	b = binary.AppendUvarint(b, uint64(len(segments)))
 	for _, seg := range segments {
@@ -203,28 +305,57 @@ func encodeSnapshot(next uint64, segments []storage.Segment) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(seg.Bytes))
 		b = binary.BigEndian.AppendUint64(b, uint64(seg.Count))
 	}
+	for _, m := range []map[string]uint64{tracked.Sequences, tracked.Offsets} {
+		b = binary.AppendUvarint(b, uint64(len(m)))
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			b = binary.BigEndian.AppendUint64(appendName(b, name), m[name])
+		}
+	}
 	return b
 }
 
-func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, err error) {
-	if len(b) > 0 && b[0] != snapshotVersion {
-		return 0, nil, fmt.Errorf("stream: a snapshot of version %d, this release knows %d (written by a later one?)", b[0], snapshotVersion)
+// decodeSnapshot reads either version; one of version 1 tracks nothing.
+func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, tracked storage.Tracking, err error) {
+	tracked = storage.Tracking{Sequences: map[string]uint64{}, Offsets: map[string]uint64{}}
+	if len(b) > 0 && b[0] != snapshotVersion && b[0] != snapshotVersionTracking {
+		return 0, nil, tracked, fmt.Errorf("stream: a snapshot of version %d, this release knows up to %d (written by a later one?)", b[0], snapshotVersionTracking)
 	}
 	if len(b) < 9 {
-		return 0, nil, errBadEntry
+		return 0, nil, tracked, errBadEntry
 	}
+	version := b[0]
 	next = binary.BigEndian.Uint64(b[1:])
 	n, k := binary.Uvarint(b[9:])
 	b = b[9+max(k, 0):]
-	if k <= 0 || uint64(len(b)) != n*40 {
-		return 0, nil, errBadEntry
+	if k <= 0 || n > uint64(len(b))/40 || version == snapshotVersion && uint64(len(b)) != n*40 {
+		return 0, nil, tracked, errBadEntry
 	}
-	for ; len(b) > 0; b = b[40:] {
+	for i := uint64(0); i < n; i, b = i+1, b[40:] {
 		segs = append(segs, storage.Segment{First: binary.BigEndian.Uint64(b), Last: binary.BigEndian.Uint64(b[8:]),
 			Timestamp: int64(binary.BigEndian.Uint64(b[16:])), Bytes: int64(binary.BigEndian.Uint64(b[24:])),
 			Count: int64(binary.BigEndian.Uint64(b[32:]))})
 	}
-	return next, segs, nil
+	if version == snapshotVersion {
+		return next, segs, tracked, nil
+	}
+	for _, m := range []map[string]uint64{tracked.Sequences, tracked.Offsets} {
+		count, k := binary.Uvarint(b)
+		if k <= 0 || count > uint64(len(b)) {
+			return 0, nil, tracked, errBadEntry
+		}
+		b = b[k:]
+		for range count {
+			name, after, ok := readName(b)
+			if !ok || len(after) < 8 {
+				return 0, nil, tracked, errBadEntry
+			}
+			m[name], b = binary.BigEndian.Uint64(after), after[8:]
+		}
+	}
+	if len(b) != 0 {
+		return 0, nil, tracked, errBadEntry
+	}
+	return next, segs, tracked, nil
 }
 
 // Restore takes a snapshot's shape (cluster.GroupMachine). At a start it
@@ -233,7 +364,7 @@ func decodeSnapshot(b []byte) (next uint64, segs []storage.Segment, err error) {
 // the snapshot's segments, drops what the others dropped, and copies the
 // offsets it lacks.
 func (s *Stream) Restore(index uint64, data []byte) error {
-	next, segs, err := decodeSnapshot(data)
+	next, segs, tracked, err := decodeSnapshot(data)
 	if err != nil {
 		return err
 	}
@@ -260,6 +391,14 @@ func (s *Stream) Restore(index uint64, data []byte) error {
 	}
 	for _, seg := range segs {
 		tx.PutStreamSegment(s.cfg.ID, seg)
+	}
+	s.sequences, s.offsets = tracked.Sequences, tracked.Offsets
+	tx.DeleteStreamTracking(s.cfg.ID)
+	for name, seq := range s.sequences {
+		tx.PutStreamSequence(s.cfg.ID, name, seq)
+	}
+	for name, offset := range s.offsets {
+		tx.PutStreamOffset(s.cfg.ID, name, offset)
 	}
 	if next > 0 {
 		s.lastChunk = next - 1

@@ -79,6 +79,11 @@ type Stream struct {
 	failed    error // the store refused a write: nothing more is taken
 	readers   map[queue.Consumer]*reader
 	deleted   bool
+	// What the stream protocol tracks by name (tracking.go): the last
+	// sequence taken from each deduplicating publisher (pending ones
+	// included), and each consumer's stored offset.
+	sequences map[string]uint64
+	offsets   map[string]uint64
 
 	// A replica of a replicated stream (replica.go): appends go to log;
 	// applied is the last log index stored; holeFrom..holeTo-1 are
@@ -95,9 +100,11 @@ type Stream struct {
 }
 
 type pending struct {
-	m    *message.Message
-	ts   int64
-	done func(error)
+	m      *message.Message // nil: a publisher's resend, stored as nothing
+	offset uint64
+	ts     int64
+	writer Writer
+	done   func(error)
 }
 
 // reader is a consumer's place in the stream.
@@ -155,6 +162,11 @@ func Open(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream %q in vhost %q: %w", cfg.Name, cfg.VHost, err)
 	}
+	tracked, err := cfg.Store.ReadStreamTracking(cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("stream %q in vhost %q: %w", cfg.Name, cfg.VHost, err)
+	}
+	s.sequences, s.offsets = tracked.Sequences, tracked.Offsets
 	if st != (storage.StreamState{}) {
 		s.applied, s.holeFrom, s.holeTo = st.Applied, st.HoleFrom, st.HoleTo
 		s.settle()
@@ -167,7 +179,13 @@ func Open(cfg Config) (*Stream, error) {
 
 // Append adds m at the next offset; done runs once it is synced (a
 // publisher's confirm), with an error if the store refused it.
-func (s *Stream) Append(m *message.Message, done func(error)) {
+func (s *Stream) Append(m *message.Message, done func(error)) { s.AppendFrom(m, Writer{}, done) }
+
+// AppendFrom is Append for a message a deduplicating publisher sent
+// (tracking.go): one whose sequence is at or below the last the stream
+// took from that publisher is a resend, stored as nothing; its done runs
+// once what came before it is synced.
+func (s *Stream) AppendFrom(m *message.Message, w Writer, done func(error)) {
 	s.mu.Lock()
 	if err := s.refusing(); err != nil {
 		s.mu.Unlock()
@@ -176,11 +194,18 @@ func (s *Stream) Append(m *message.Message, done func(error)) {
 	}
 	if s.log != nil {
 		s.mu.Unlock()
-		s.propose(m, done)
+		s.propose(m, w, done)
 		return
 	}
-	s.next++
-	s.pending = append(s.pending, pending{m: m, ts: s.cfg.Now().UnixMilli(), done: done})
+	p := pending{m: m, ts: s.cfg.Now().UnixMilli(), writer: w, done: done}
+	if s.resend(w) {
+		p.m = nil
+	} else {
+		p.offset = s.next
+		s.next++
+		s.track(w)
+	}
+	s.pending = append(s.pending, p)
 	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()
@@ -216,11 +241,21 @@ func (s *Stream) write() {
 			}
 			return
 		}
-		first := s.next - uint64(len(batch))
 		tx := s.cfg.Store.Begin()
-		for i, p := range batch {
+		first, placed := uint64(0), 0
+		for _, p := range batch {
+			if p.m == nil {
+				continue
+			}
+			if placed == 0 {
+				first = p.offset
+			}
+			placed++
 			sm := storage.Message{Exchange: p.m.Exchange, RoutingKey: p.m.RoutingKey, Flags: p.m.Flags, Props: p.m.Props, Body: p.m.Body}
-			s.place(tx, first+uint64(i), p.ts, &sm)
+			s.place(tx, p.offset, p.ts, &sm)
+			if p.writer.Name != "" {
+				tx.PutStreamSequence(s.cfg.ID, p.writer.Name, p.writer.Seq)
+			}
 		}
 		s.placed(tx)
 		s.mu.Unlock()
@@ -229,8 +264,8 @@ func (s *Stream) write() {
 		s.mu.Lock()
 		if err != nil {
 			s.failed = err
-		} else {
-			s.stable = first + uint64(len(batch))
+		} else if placed > 0 {
+			s.stable = first + uint64(placed)
 			s.lastChunk = first
 		}
 		s.mu.Unlock()

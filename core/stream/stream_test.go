@@ -64,6 +64,22 @@ func openStore(t testing.TB, fs vfs.FS) *storage.Store {
 	return st
 }
 
+// reopen closes s and its store and opens both again from fs, as a
+// restart does; the test's end closes them.
+func reopen(t *testing.T, fs vfs.FS, s *Stream, st *storage.Store) (*Stream, *storage.Store) {
+	t.Helper()
+	s.Close()
+	st.Close()
+	st = openStore(t, fs)
+	t.Cleanup(func() { st.Close() })
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, st
+}
+
 // clock is a settable time.
 type clock struct {
 	mu  sync.Mutex
@@ -322,15 +338,7 @@ func TestStreamReopenAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendAll(t, s, 0, 100)
-	s.Close()
-	st.Close()
-
-	st = openStore(t, fs)
-	defer st.Close()
-	s, err = Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st = reopen(t, fs, s, st)
 	appendAll(t, s, 100, 101)
 	k := &sink{credit: 1000}
 	if err := s.Consume(k, Offset{Kind: At, N: 98}, nil); err != nil {

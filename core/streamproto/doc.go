@@ -25,9 +25,12 @@
 // bytes, an AMQP 0-9-1 reader a conversion (protocol/amqp10). A message is
 // confirmed once the stream synced it. A publisher declared with a
 // reference deduplicates: a publishing id at or below the highest one
-// the stream took for that reference is confirmed and dropped
-// (tracking.go). At most Settings.MaxUnconfirmed messages of a connection
-// wait for their confirm; the reader stops reading until fewer do.
+// the stream took for that reference is confirmed and dropped. The
+// stream itself tracks the references' sequences and the consumers'
+// stored offsets (core/stream's tracking.go), stored with its messages
+// and replicated with them, so they outlive a restart and a new leader.
+// At most Settings.MaxUnconfirmed messages of a connection wait for their
+// confirm; the reader stops reading until fewer do.
 //
 // # Consuming
 //
@@ -47,7 +50,7 @@
 // # Locks
 //
 // stream.Stream.mu -> subscription.mu (Read runs under the stream's lock)
-// -> outbound.mu. Server.mu, Conn.mu (the publisher and subscription
+// -> outbound.mu. Server.mu and Conn.mu (the publisher and subscription
 // maps, which only the reader changes, held for listings to read them)
-// and tracking.mu are leaves. LOCKS.md has them in order.
+// are leaves. LOCKS.md has them in order.
 package streamproto

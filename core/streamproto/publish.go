@@ -19,18 +19,20 @@ import (
 const maxReference = 256
 
 // publisher is a declared publisher: its stream, and for deduplication
-// its reference and the highest publishing id taken.
+// its reference, which the stream tracks (stream.Writer).
 type publisher struct {
 	id        uint8
 	stream    string
 	reference string
-	q         queuetype.Queue
-	// highest is the highest publishing id this publisher sent on to the
-	// stream (the reader's); a message at or below it is a resend.
-	highest uint64
-	seen    bool
+	to        appender
 	// For listings; the confirms are counted from the stream's callbacks.
 	published, confirmed, errored atomic.Uint64
+}
+
+// appender is a stream queue as a publisher appends to it
+// (streamqueue.Queue).
+type appender interface {
+	AppendFrom(m *message.Message, w streams.Writer, done func(error))
 }
 
 // lookupStream finds the named stream for a command: its code is
@@ -100,10 +102,12 @@ func (c *Conn) declarePublisher(m *stream.DeclarePublisher) {
 		answer(code)
 		return
 	}
-	p := &publisher{id: m.PublisherID, stream: m.Stream, reference: m.Reference, q: q}
-	if p.reference != "" {
-		p.highest, p.seen = c.srv.tracking.sequence(q.Incarnation(), m.Reference)
+	to, ok := q.(appender)
+	if !ok {
+		answer(stream.CodeStreamNotAvailable)
+		return
 	}
+	p := &publisher{id: m.PublisherID, stream: m.Stream, reference: m.Reference, to: to}
 	c.mu.Lock()
 	c.publishers[m.PublisherID] = p
 	c.mu.Unlock()
@@ -124,17 +128,17 @@ func (c *Conn) deletePublisher(m *stream.DeletePublisher) {
 
 func (c *Conn) queryPublisherSequence(m *stream.QueryPublisherSequence) {
 	var seq uint64
-	q, code := c.permittedStream(m.Stream, c.grant.ReadQueue)
+	log, code := c.readableLog(m.Stream)
 	if code == stream.CodeOK {
-		seq, _ = c.srv.tracking.sequence(q.Incarnation(), m.Reference)
+		seq, _ = log.Sequence(m.Reference)
 	}
 	c.out.send(&stream.QueryPublisherSequenceResponse{CorrelationID: m.CorrelationID, Code: code, Sequence: seq})
 }
 
 // publish appends a Publish's messages to the publisher's stream. A
 // message is confirmed once synced; a resend of a deduplicating
-// publisher is confirmed at once and dropped. The reader waits while the
-// connection has MaxUnconfirmed messages unconfirmed.
+// publisher is confirmed and dropped by the stream. The reader waits
+// while the connection has MaxUnconfirmed messages unconfirmed.
 func (c *Conn) publish(m *stream.Publish) error {
 	p := c.publishers[m.PublisherID]
 	if p == nil {
@@ -147,14 +151,6 @@ func (c *Conn) publish(m *stream.Publish) error {
 		pm := &m.Messages[i]
 		c.published.Add(1)
 		p.published.Add(1)
-		if p.reference != "" {
-			if p.seen && pm.PublishingID <= p.highest {
-				p.confirmed.Add(1)
-				c.out.confirm(p.id, pm.PublishingID)
-				continue
-			}
-			p.highest, p.seen = pm.PublishingID, true
-		}
 		if pm.SubBatch != nil {
 			// A sub-batch holds several records under one publishing id;
 			// Warren keeps one message per offset and does not split
@@ -177,16 +173,17 @@ func (c *Conn) publish(m *stream.Publish) error {
 // failure, when the stream answers.
 func (c *Conn) append(p *publisher, id uint64, msg *message.Message) {
 	c.unconfirmed.Add(1)
-	publisherID, incarnation, ref := p.id, p.q.Incarnation(), p.reference
-	p.q.Enqueue(msg, func(err error) {
+	var w streams.Writer
+	if p.reference != "" {
+		w = streams.Writer{Name: p.reference, Seq: id}
+	}
+	publisherID := p.id
+	p.to.AppendFrom(msg, w, func(err error) {
 		if err != nil {
 			p.errored.Add(1)
 			c.out.fail(publisherID, id, stream.CodeInternalError)
 		} else {
 			p.confirmed.Add(1)
-			if ref != "" {
-				c.srv.tracking.confirmed(incarnation, ref, id)
-			}
 			c.confirmedCount.Add(1)
 			c.out.confirm(publisherID, id)
 		}

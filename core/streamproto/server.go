@@ -59,7 +59,6 @@ type Server struct {
 	conns    map[*Conn]struct{}
 	closed   bool
 	wg       sync.WaitGroup
-	tracking tracking
 }
 
 // Serve runs one client connection to its end.

@@ -128,12 +128,10 @@ func (c *Conn) delete(m *stream.Delete) {
 		answer(stream.CodeStreamDoesNotExist)
 		return
 	}
-	incarnation := q.Incarnation()
 	if _, err := c.vh.DeleteQueue(m.Stream, nil, false, false); err != nil {
 		answer(codeOf(err))
 		return
 	}
-	c.srv.tracking.forget(incarnation)
 	answer(stream.CodeOK)
 }
 
@@ -368,10 +366,7 @@ func (c *Conn) deleteSuperStream(m *stream.DeleteSuperStream) {
 	}
 	for _, b := range bindings {
 		if q, err := c.vh.Queue(b.queue, nil); err == nil && q.Type() == queue.Stream {
-			incarnation := q.Incarnation()
-			if _, err := c.vh.DeleteQueue(b.queue, nil, false, false); err == nil {
-				c.srv.tracking.forget(incarnation)
-			}
+			_, _ = c.vh.DeleteQueue(b.queue, nil, false, false)
 		}
 	}
 	answer(stream.CodeOK)

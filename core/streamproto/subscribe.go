@@ -217,8 +217,8 @@ func (c *Conn) storeOffset(m *stream.StoreOffset) {
 	if len(m.Reference) == 0 || len(m.Reference) > maxReference {
 		return // no response: a bad reference is dropped, as RabbitMQ does
 	}
-	if q, code := c.permittedStream(m.Stream, c.grant.ReadQueue); code == stream.CodeOK {
-		c.srv.tracking.storeOffset(q.Incarnation(), m.Reference, m.Offset)
+	if log, code := c.readableLog(m.Stream); code == stream.CodeOK {
+		log.StoreOffset(m.Reference, m.Offset, nil)
 	}
 }
 
@@ -226,12 +226,12 @@ func (c *Conn) queryOffset(m *stream.QueryOffset) {
 	answer := func(code stream.ResponseCode, offset uint64) {
 		c.out.send(&stream.QueryOffsetResponse{CorrelationID: m.CorrelationID, Code: code, Offset: offset})
 	}
-	q, code := c.permittedStream(m.Stream, c.grant.ReadQueue)
+	log, code := c.readableLog(m.Stream)
 	if code != stream.CodeOK {
 		answer(code, 0)
 		return
 	}
-	offset, ok := c.srv.tracking.offset(q.Incarnation(), m.Reference)
+	offset, ok := log.Offset(m.Reference)
 	if !ok {
 		answer(stream.CodeNoOffset, 0)
 		return

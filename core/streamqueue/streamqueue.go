@@ -277,9 +277,13 @@ func (s *Queue) Log() *stream.Stream {
 }
 
 // Enqueue appends m; done hears once it is synced.
-func (s *Queue) Enqueue(m *message.Message, done func(error)) {
+func (s *Queue) Enqueue(m *message.Message, done func(error)) { s.AppendFrom(m, stream.Writer{}, done) }
+
+// AppendFrom is Enqueue for the stream protocol's publishers, which may
+// deduplicate (stream.Writer): a resend is confirmed and not stored.
+func (s *Queue) AppendFrom(m *message.Message, w stream.Writer, done func(error)) {
 	s.counters.Inc(stats.PublishIn)
-	s.s.Append(m, func(err error) {
+	s.s.AppendFrom(m, w, func(err error) {
 		if err != nil {
 			err = reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
 		}

@@ -48,7 +48,6 @@ const (
 	connServer
 	streamprotoServer
 	streamprotoConn
-	streamprotoTracking
 	connConsumers
 	connLive
 	connIOCounts
@@ -123,7 +122,6 @@ var ranks = [numRanks]rank{
 	connServer:              {name: "conn.Server.mu"},
 	streamprotoServer:       {name: "streamproto.Server.mu"},
 	streamprotoConn:         {name: "streamproto.Conn.mu"},
-	streamprotoTracking:     {name: "streamproto.tracking.mu"},
 	connConsumers:           {name: "conn.Conn.consumersMu"},
 	connLive:                {name: "conn.Conn.liveMu"},
 	connIOCounts:            {name: "conn.ioCounts.mu"},
@@ -179,7 +177,6 @@ type (
 	StreamprotoOutbound     struct{}
 	StreamprotoServer       struct{}
 	StreamprotoConn         struct{}
-	StreamprotoTracking     struct{}
 	RemoteSource            struct{}
 	ConnChannel             struct{}
 	ConnConfirms            struct{}
@@ -245,7 +242,6 @@ func (StreamprotoSubscription) rankID() rankID { return streamprotoSubscription 
 func (StreamprotoOutbound) rankID() rankID     { return streamprotoOutbound }
 func (StreamprotoServer) rankID() rankID       { return streamprotoServer }
 func (StreamprotoConn) rankID() rankID         { return streamprotoConn }
-func (StreamprotoTracking) rankID() rankID     { return streamprotoTracking }
 func (RemoteSource) rankID() rankID            { return remoteSource }
 func (ConnChannel) rankID() rankID             { return connChannel }
 func (ConnConfirms) rankID() rankID            { return connConfirms }

@@ -1,0 +1,107 @@
+package stream
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/warrenmq/warren/core/message"
+)
+
+// appendFrom appends body as w's message and waits for its done.
+func appendFrom(t *testing.T, s *Stream, w Writer, body string) {
+	t.Helper()
+	m, err := message.New("", "s", 0, nil, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	s.AppendFrom(m, w, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatalf("append %s: %v", body, err)
+	}
+}
+
+// storeOffset stores an offset and waits until it is written.
+func storeOffset(t *testing.T, s *Stream, name string, offset uint64) {
+	t.Helper()
+	done := make(chan error, 1)
+	s.StoreOffset(name, offset, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A deduplicating publisher's resends are confirmed and stored as
+// nothing, and its last sequence and a consumer's stored offset survive
+// a reopen of the store.
+func TestStreamTrackingSurvivesAReopen(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openStore(t, fs)
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{1, 2, 3, 2, 3, 4} {
+		appendFrom(t, s, Writer{Name: "p", Seq: seq}, fmt.Sprintf("p%d", seq))
+	}
+	appendFrom(t, s, Writer{}, "anon") // no name: never a resend
+	appendFrom(t, s, Writer{Name: "q", Seq: 1}, "q1")
+	storeOffset(t, s, "reader", 3)
+	if got := fmt.Sprint(readAll(t, s, 6)); got != "[p1@0 p2@1 p3@2 p4@3 anon@4 q1@5]" {
+		t.Fatalf("stored %s", got)
+	}
+	s, _ = reopen(t, fs, s, st)
+	if seq, ok := s.Sequence("p"); !ok || seq != 4 {
+		t.Fatalf("p's sequence after a reopen: %d %v", seq, ok)
+	}
+	if off, ok := s.Offset("reader"); !ok || off != 3 {
+		t.Fatalf("the stored offset after a reopen: %d %v", off, ok)
+	}
+	if _, ok := s.Offset("nobody"); ok {
+		t.Fatal("an offset never stored was found")
+	}
+	appendFrom(t, s, Writer{Name: "p", Seq: 4}, "again")
+	appendFrom(t, s, Writer{Name: "p", Seq: 5}, "p5")
+	if got := fmt.Sprint(readAll(t, s, 7)); got != "[p1@0 p2@1 p3@2 p4@3 anon@4 q1@5 p5@6]" {
+		t.Fatalf("after a reopen: %s", got)
+	}
+}
+
+// In a replicated stream every replica drops the same resends, and a
+// replica that catches up from a snapshot takes what is tracked with it:
+// so a new leader deduplicates as the old one did.
+func TestReplicasTrackAlike(t *testing.T) {
+	g, _ := newReplicas(t, 3, Config{})
+	for _, seq := range []uint64{1, 2, 2, 3} {
+		appendFrom(t, g.replicas[0], Writer{Name: "p", Seq: seq}, fmt.Sprintf("p%d", seq))
+	}
+	storeOffset(t, g.replicas[0], "reader", 1)
+	g.mu.Lock()
+	g.down[2] = true
+	g.mu.Unlock()
+	appendFrom(t, g.replicas[1], Writer{Name: "p", Seq: 4}, "p4")
+	storeOffset(t, g.replicas[1], "reader", 2)
+	g.catchUp(t, 2)
+	for i, r := range g.replicas {
+		if got := fmt.Sprint(readAll(t, r, 4)); got != "[p1@0 p2@1 p3@2 p4@3]" {
+			t.Fatalf("replica %d holds %s", i, got)
+		}
+		if seq, _ := r.Sequence("p"); seq != 4 {
+			t.Fatalf("replica %d: p's sequence %d", i, seq)
+		}
+		if off, _ := r.Offset("reader"); off != 2 {
+			t.Fatalf("replica %d: stored offset %d", i, off)
+		}
+	}
+	// The replica that caught up is now the one proposing (a new
+	// leader): a resend is dropped by every replica.
+	appendFrom(t, g.replicas[2], Writer{Name: "p", Seq: 3}, "resent")
+	appendFrom(t, g.replicas[2], Writer{Name: "p", Seq: 5}, "p5")
+	for i, r := range g.replicas {
+		if got := fmt.Sprint(readAll(t, r, 5)); got != "[p1@0 p2@1 p3@2 p4@3 p5@4]" {
+			t.Fatalf("replica %d after the new leader's resend: %s", i, got)
+		}
+	}
+}
