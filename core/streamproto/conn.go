@@ -1,6 +1,7 @@
 package streamproto
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -80,12 +81,15 @@ type PublisherInfo struct {
 
 // ConsumerInfo is a subscription as listings show it.
 type ConsumerInfo struct {
-	Conn       string // the connection's name
-	ID         uint8
-	Stream     string
-	Credit     int
-	Offset     uint64 // the next offset it will be sent
-	Consumed   uint64 // messages sent
+	Conn     string // the connection's name
+	ID       uint8
+	Stream   string
+	Credit   int
+	Offset   uint64 // the next offset it will be sent
+	Consumed uint64 // messages sent
+	// Lag is how many offsets the stream holds past Offset (RabbitMQ's
+	// offset_lag, there the committed offset less the consumer's).
+	Lag        uint64
 	Properties map[string]string
 }
 
@@ -95,6 +99,7 @@ type ConnInfo struct {
 	Name             string
 	User, VHost      string
 	Peer, Local      string
+	TLS              bool
 	ClientProperties map[string]string
 	FrameMax         uint32
 	Heartbeat        uint32 // seconds
@@ -439,6 +444,11 @@ func (c *Conn) authenticate(m *stream.SaslAuthenticate) error {
 	return nil
 }
 
+func isTLS(nc net.Conn) bool {
+	_, ok := nc.(*tls.Conn)
+	return ok
+}
+
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
@@ -484,7 +494,7 @@ func (c *Conn) open(m *stream.Open) error {
 	c.stage = stageOpen
 	c.opened.Store(&ConnInfo{
 		ID: c.id, Name: c.name, User: c.user.Name, VHost: vh.Name,
-		Peer: c.nc.RemoteAddr().String(), Local: c.nc.LocalAddr().String(),
+		Peer: c.nc.RemoteAddr().String(), Local: c.nc.LocalAddr().String(), TLS: isTLS(c.nc),
 		ClientProperties: c.peer, FrameMax: c.frameMax, Heartbeat: c.hbSecs, ConnectedAt: c.connected,
 	})
 	c.out.send(&stream.OpenResponse{CorrelationID: m.CorrelationID, Code: stream.CodeOK, Properties: map[string]string{

@@ -151,11 +151,13 @@ func (c *Conn) publish(m *stream.Publish) error {
 		pm := &m.Messages[i]
 		c.published.Add(1)
 		p.published.Add(1)
+		c.srv.totals.published.Add(1)
 		if pm.SubBatch != nil {
 			// A sub-batch holds several records under one publishing id;
 			// Warren keeps one message per offset and does not split
 			// them yet.
 			p.errored.Add(1)
+			c.srv.totals.errored.Add(1)
 			c.out.fail(p.id, pm.PublishingID, stream.CodePreconditionFailed)
 			continue
 		}
@@ -181,9 +183,11 @@ func (c *Conn) append(p *publisher, id uint64, msg *message.Message) {
 	p.to.AppendFrom(msg, w, func(err error) {
 		if err != nil {
 			p.errored.Add(1)
+			c.srv.totals.errored.Add(1)
 			c.out.fail(publisherID, id, stream.CodeInternalError)
 		} else {
 			p.confirmed.Add(1)
+			c.srv.totals.confirmed.Add(1)
 			c.confirmedCount.Add(1)
 			c.out.confirm(publisherID, id)
 		}

@@ -59,6 +59,28 @@ type Server struct {
 	conns    map[*Conn]struct{}
 	closed   bool
 	wg       sync.WaitGroup
+	totals   totals
+}
+
+// totals count every connection's messages since the server started, so
+// that they only grow (a connection's own counts go when it does).
+type totals struct {
+	published, confirmed, errored, delivered atomic.Uint64
+}
+
+// Totals are the server's message counts since it started: published
+// (every message of a Publish, to a declared publisher), confirmed,
+// errored (refused after publishing) and delivered to subscriptions.
+type Totals struct {
+	Published, Confirmed, Errored, Delivered uint64
+}
+
+// Totals reads the server's message counts.
+func (s *Server) Totals() Totals {
+	return Totals{
+		Published: s.totals.published.Load(), Confirmed: s.totals.confirmed.Load(),
+		Errored: s.totals.errored.Load(), Delivered: s.totals.delivered.Load(),
+	}
 }
 
 // Serve runs one client connection to its end.

@@ -34,10 +34,16 @@ type subscription struct {
 	props     map[string]string
 }
 
+// info is the subscription as listings show it. The stream's bounds are
+// read after s.mu is let go: the stream's lock comes before it.
 func (s *subscription) info() ConsumerInfo {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return ConsumerInfo{Conn: s.c.name, ID: s.id, Stream: s.stream, Credit: s.credit, Offset: s.next, Consumed: s.consumed, Properties: s.props}
+	info := ConsumerInfo{Conn: s.c.name, ID: s.id, Stream: s.stream, Credit: s.credit, Offset: s.next, Consumed: s.consumed, Properties: s.props}
+	s.mu.Unlock()
+	if _, end, _ := s.log.Bounds(); end > info.Offset {
+		info.Lag = end - info.Offset
+	}
+	return info
 }
 
 type record struct {
@@ -93,6 +99,7 @@ func (s *subscription) RoundDone() {
 	if len(records) > 0 {
 		s.c.out.send(&stream.Deliver{SubscriptionID: s.id, Chunk: chunkOf(records)})
 		s.c.delivered.Add(uint64(len(records)))
+		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {
 		s.log.Kick()
