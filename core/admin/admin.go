@@ -132,6 +132,7 @@ func routes(a *api) *router {
 	a.routeExchanges(mux)
 	a.routeBindings(mux)
 	a.routeConnections(mux)
+	a.routeStreams(mux)
 	a.routePolicies(mux)
 	a.routePlugins(mux)
 	a.routeHealth(mux)

@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"errors"
 	"net"
 	"strconv"
 
 	"github.com/warrenmq/warren/core/conn"
+	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/internal/tablejson"
 )
 
@@ -104,7 +106,22 @@ func (a *api) visibleConnections(c *call) ([]conn.ConnInfo, error) {
 	return out, nil
 }
 
-var connectionLister = lister[conn.ConnInfo]{name: func(x conn.ConnInfo) string { return x.Name }}
+// connRow is one row of /api/connections: an AMQP connection or a
+// stream-protocol one, which RabbitMQ lists there too (protocol
+// "stream").
+type connRow struct {
+	amqp   *conn.ConnInfo
+	stream *streamproto.ConnInfo
+}
+
+func (r connRow) name() string {
+	if r.amqp != nil {
+		return r.amqp.Name
+	}
+	return r.stream.Name
+}
+
+var connectionLister = lister[connRow]{name: connRow.name}
 
 func (a *api) connections(c *call) (any, error) {
 	p, err := pagingOf(c.r.URL.Query())
@@ -115,9 +132,33 @@ func (a *api) connections(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	streams := a.visibleStreamConnections(c, c.path("vhost"))
+	rows := make([]connRow, 0, len(cs)+len(streams))
+	for i := range cs {
+		rows = append(rows, connRow{amqp: &cs[i]})
+	}
+	for i := range streams {
+		rows = append(rows, connRow{stream: &streams[i]})
+	}
 	node := a.b.NodeName()
 	// Only the page's rows are rendered, unless the sort needs them all.
-	return list(cs, p, connectionLister, func(ci conn.ConnInfo) connectionJSON { return a.connectionView(ci, node) })
+	return list(rows, p, connectionLister, func(r connRow) any {
+		if r.amqp != nil {
+			return a.connectionView(*r.amqp, node)
+		}
+		return streamConnectionView(*r.stream, node)
+	})
+}
+
+// findAnyStreamConnection is the stream connection named by the path's
+// name, in any vhost, if the user may see it.
+func (a *api) findAnyStreamConnection(c *call) (streamproto.ConnInfo, bool) {
+	for _, ci := range a.visibleStreamConnections(c, "") {
+		if ci.Name == c.path("name") {
+			return ci, true
+		}
+	}
+	return streamproto.ConnInfo{}, false
 }
 
 func (a *api) findConnection(c *call) (conn.ConnInfo, error) {
@@ -135,6 +176,11 @@ func (a *api) findConnection(c *call) (conn.ConnInfo, error) {
 
 func (a *api) connection(c *call) (any, error) {
 	ci, err := a.findConnection(c)
+	if errors.Is(err, errNotFound) {
+		if sc, ok := a.findAnyStreamConnection(c); ok {
+			return streamConnectionView(sc, a.b.NodeName()), nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -146,20 +192,30 @@ func (a *api) connection(c *call) (any, error) {
 // not an administrator may close only its own connections.
 func (a *api) closeConnection(c *call) (any, error) {
 	ci, err := a.findConnection(c)
+	if errors.Is(err, errNotFound) {
+		if sc, ok := a.findAnyStreamConnection(c); ok {
+			return a.closeStream(c, sc)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !c.isAdmin() && ci.User != c.u.Name {
 		return nil, notAuthorised("Not administrator user")
 	}
-	reason := c.r.Header.Get("X-Reason")
-	if reason == "" {
-		reason = "Closed via management plugin"
-	}
-	if !a.b.Server().CloseConnection(ci.Name, reason) {
+	if !a.b.Server().CloseConnection(ci.Name, closeReason(c)) {
 		return nil, errNotFound
 	}
 	return nil, nil
+}
+
+// closeReason is the X-Reason header a DELETE of a connection gives its
+// client, RabbitMQ's default without one.
+func closeReason(c *call) string {
+	if reason := c.r.Header.Get("X-Reason"); reason != "" {
+		return reason
+	}
+	return "Closed via management plugin"
 }
 
 // channelJSON is a channel as RabbitMQ lists it.
@@ -213,6 +269,9 @@ func (a *api) visibleChannels(c *call) ([]conn.ChannelInfo, error) {
 	}
 	if connName != "" {
 		if _, err := a.findConnection(c); err != nil {
+			if _, ok := a.findAnyStreamConnection(c); ok && errors.Is(err, errNotFound) {
+				return nil, nil // a stream connection has no channels
+			}
 			return nil, err
 		}
 	}

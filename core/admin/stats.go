@@ -54,9 +54,9 @@ func messageStats(v stats.Values, r stats.Rates) map[string]any {
 }
 
 // orEmpty gives a nil map as {} for objects RabbitMQ always shows.
-func orEmpty(m map[string]any) map[string]any {
+func orEmpty[M ~map[K]V, K comparable, V any](m M) M {
 	if m == nil {
-		return map[string]any{}
+		return M{}
 	}
 	return m
 }
