@@ -73,6 +73,65 @@ var listings = map[string]listing{
 		columns:  []string{"queue_name", "channel_pid", "consumer_tag", "ack_required", "prefetch_count", "active", "exclusive", "arguments"},
 		fields:   map[string]string{"queue_name": "queue.name", "channel_pid": "channel_details.name"},
 	},
+	// The stream plugin's, as rabbitmq-streams names their columns (its
+	// INFO_ITEMS, CONSUMER_INFO_ITEMS and PUBLISHER_INFO_ITEMS). A
+	// connection's pid is its name here. Warren has no TLS details to
+	// show: the ssl_* and peer_cert_* columns are empty.
+	"list_stream_connections": {
+		what:     "stream connections",
+		path:     func(*opts) string { return "/api/stream/connections" },
+		defaults: []string{"conn_name"},
+		columns: []string{"auth_mechanism", "client_properties", "conn_name", "connected_at", "connection_state", "frame_max",
+			"heartbeat", "host", "peer_cert_issuer", "peer_cert_subject", "peer_cert_validity", "peer_host", "peer_port", "port",
+			"ssl", "ssl_cipher", "ssl_hash", "ssl_key_exchange", "ssl_protocol", "subscriptions", "user", "vhost"},
+		fields:  map[string]string{"conn_name": "name", "connection_state": "state", "heartbeat": "timeout"},
+		augment: countSubscriptions,
+	},
+	"list_stream_consumers": {
+		what: "stream consumers", perVHost: true,
+		path: func(o *opts) string { return "/api/stream/consumers/" + vhostPath(o) },
+		defaults: []string{"connection_pid", "subscription_id", "stream", "messages_consumed", "offset", "offset_lag",
+			"credits", "properties"},
+		columns: []string{"connection_pid", "subscription_id", "stream", "messages_consumed", "offset", "offset_lag",
+			"credits", "properties"},
+		fields: map[string]string{"connection_pid": "connection_details.name", "stream": "queue.name", "messages_consumed": "consumed"},
+	},
+	"list_stream_publishers": {
+		what: "stream publishers", perVHost: true,
+		path: func(o *opts) string { return "/api/stream/publishers/" + vhostPath(o) },
+		defaults: []string{"connection_pid", "publisher_id", "stream", "reference", "messages_published",
+			"messages_confirmed", "messages_errored"},
+		columns: []string{"connection_pid", "publisher_id", "stream", "reference", "messages_published",
+			"messages_confirmed", "messages_errored"},
+		fields: map[string]string{"connection_pid": "connection_details.name", "stream": "queue.name",
+			"messages_published": "published", "messages_confirmed": "confirmed", "messages_errored": "errored"},
+	},
+}
+
+// countSubscriptions gives each stream connection its subscriptions, a
+// column rabbitmq-streams has and the API's connection does not: the
+// connection's consumers, counted.
+func countSubscriptions(c *client, cols []string, conns []map[string]any) error {
+	if !slices.Contains(cols, "subscriptions") {
+		return nil
+	}
+	var consumers []struct {
+		Conn struct {
+			Name string `json:"name"`
+		} `json:"connection_details"`
+	}
+	if err := c.get("/api/stream/consumers", &consumers); err != nil {
+		return err
+	}
+	per := map[string]int{}
+	for _, k := range consumers {
+		per[k.Conn.Name]++
+	}
+	for _, conn := range conns {
+		name, _ := conn["name"].(string)
+		conn["subscriptions"] = per[name]
+	}
+	return nil
 }
 
 func list(c *client, o *opts, out io.Writer, l listing, args []string) error {

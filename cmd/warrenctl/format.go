@@ -20,6 +20,9 @@ type listing struct {
 	defaults []string
 	columns  []string
 	fields   map[string]string // column → API field path, when not the same
+	// augment, when set, adds to the API's rows fields it does not have
+	// that a chosen column needs.
+	augment func(c *client, cols []string, raw []map[string]any) error
 }
 
 // rows fetches the listing and keeps the chosen columns, in order.
@@ -27,6 +30,11 @@ func (l listing) rows(c *client, o *opts, cols []string) ([][]any, error) {
 	var raw []map[string]any
 	if err := c.get(l.path(o), &raw); err != nil {
 		return nil, err
+	}
+	if l.augment != nil {
+		if err := l.augment(c, cols, raw); err != nil {
+			return nil, err
+		}
 	}
 	out := make([][]any, len(raw))
 	for i, r := range raw {

@@ -44,6 +44,8 @@ Listings (columns optional, as rabbitmqctl's):
   list_queues [-p VHOST] [COLUMN...]       list_exchanges [-p VHOST] [COLUMN...]
   list_bindings [-p VHOST] [COLUMN...]     list_connections [COLUMN...]
   list_channels [COLUMN...]                list_consumers [-p VHOST] [COLUMN...]
+  list_stream_connections [COLUMN...]      list_stream_consumers [-p VHOST] [COLUMN...]
+  list_stream_publishers [-p VHOST] [COLUMN...]
 Objects:
   close_connection NAME REASON | close_all_connections [-p VHOST] REASON
   purge_queue [-p VHOST] NAME

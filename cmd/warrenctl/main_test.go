@@ -50,6 +50,19 @@ func newBroker(t *testing.T, tweak ...func(*config.Config)) (*broker.Broker, str
 	return b, srv.URL
 }
 
+// ctlMust runs warrenctl against url, failing t if it fails, and gives
+// its output.
+func ctlMust(t *testing.T, url string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := ctl(t, url, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out
+	}
+}
+
 // ctl runs warrenctl against url. Its timeout is long: under -race,
 // enabling a plugin compiles it ten times slower than a user waits.
 func ctl(t *testing.T, url string, args ...string) (string, error) {
@@ -509,14 +522,7 @@ func TestObjectVerbs(t *testing.T) {
 	if _, err := ch.Consume("work", "worker-1", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	ctlOK := func(args ...string) string {
-		t.Helper()
-		out, err := ctl(t, url, args...)
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return out
-	}
+	ctlOK := ctlMust(t, url)
 	waitFor := func(what string, args []string, want string) {
 		t.Helper()
 		if !poll.Within(10*time.Second, func() bool { return strings.Contains(ctlOK(args...), want) }) {
