@@ -83,10 +83,13 @@ func names[T any](rows []T, name func(T) string) []string {
 
 func connName(r streamConnRow) string { return r.Name }
 
-func TestStreamManagementRoutes(t *testing.T) {
-	m := startWarrenMgmt(t)
-	env := streamEnv(t, m.s)
-	name := uniq(t, "smgmt")
+// streamTraffic declares a stream, has a producer named admin-ref
+// publish three confirmed messages to it and a consumer read them from
+// the first; both stay open until the test ends.
+func streamTraffic(t *testing.T, s *server) (name string) {
+	t.Helper()
+	env := streamEnv(t, s)
+	name = uniq(t, "smgmt")
 	if err := env.DeclareStream(name, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +97,51 @@ func TestStreamManagementRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { _ = p.Close() })
 	sendConfirmed(t, p, "s", 3)
 	var col collector
 	consumer, err := env.NewConsumer(name, col.handle, stream.NewConsumerOptions().SetOffset(stream.OffsetSpecification{}.First()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer consumer.Close()
+	t.Cleanup(func() { _ = consumer.Close() })
 	poll.Until(t, 10*time.Second, "three messages consumed", func() bool { return col.count() >= 3 })
+	return name
+}
+
+// /metrics counts the stream protocol's connections, publishers,
+// consumers and messages.
+func TestStreamMetrics(t *testing.T) {
+	m := startWarrenMgmt(t)
+	streamTraffic(t, m.s)
+	_, families := scrapeMetrics(t, m.s)
+	value := func(name string) float64 {
+		f := family(t, families, name)
+		if len(f.Metric) != 1 {
+			t.Fatalf("%s: %v", name, f.Metric)
+		}
+		if c := f.Metric[0].GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return f.Metric[0].GetGauge().GetValue()
+	}
+	for name, want := range map[string]float64{
+		"warren_stream_publishers": 1, "warren_stream_consumers": 1,
+		"warren_stream_messages_published_total": 3, "warren_stream_messages_confirmed_total": 3,
+		"warren_stream_messages_errored_total": 0, "warren_stream_messages_consumed_total": 3,
+	} {
+		if got := value(name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := value("warren_stream_connections"); got < 2 {
+		t.Errorf("warren_stream_connections = %v, want the producer's and the consumer's at least", got)
+	}
+}
+
+func TestStreamManagementRoutes(t *testing.T) {
+	m := startWarrenMgmt(t)
+	name := streamTraffic(t, m.s)
 
 	// Publishers: everyone's, the vhost's, the stream's.
 	var pubs []streamPublisherRow

@@ -109,6 +109,19 @@ var (
 	channelsOpened    = desc("warren_channels_opened_total", "Channels opened.")
 	channelsClosed    = desc("warren_channels_closed_total", "Channels closed.")
 
+	// The stream protocol (core/streamproto), in RabbitMQ 3.10's terms
+	// where it has them: rabbitmq_global_publishers, _consumers,
+	// _messages_received_total, _messages_confirmed_total and
+	// _messages_delivered_total with protocol="stream"; its connections are
+	// in rabbitmq_connections, which warren_connections (AMQP) is not.
+	streamConnections = desc("warren_stream_connections", "Open stream-protocol connections (past Open).")
+	streamPublishers  = desc("warren_stream_publishers", "Stream-protocol publishers.")
+	streamConsumers   = desc("warren_stream_consumers", "Stream-protocol subscriptions.")
+	streamPublished   = desc("warren_stream_messages_published_total", "Messages stream-protocol publishers sent.")
+	streamConfirmed   = desc("warren_stream_messages_confirmed_total", "Of those, messages confirmed to the publisher.")
+	streamErrored     = desc("warren_stream_messages_errored_total", "Of those, messages refused with a publish error.")
+	streamConsumed    = desc("warren_stream_messages_consumed_total", "Messages delivered to stream-protocol subscriptions.")
+
 	// Resources.
 	memoryUsed     = desc("warren_memory_used_bytes", "Memory as the memory alarm counts it: resident set less heap the Go runtime has freed.")
 	memoryLimit    = desc("warren_memory_watermark_bytes", "The memory alarm's watermark; 0 when the alarm is off.")
@@ -240,6 +253,17 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(connectionsClosed, churn.ConnectionsClosed)
 	counter(channelsOpened, churn.ChannelsOpened)
 	counter(channelsClosed, churn.ChannelsClosed)
+
+	if streams := b.Streams(); streams != nil {
+		gauge(streamConnections, float64(len(streams.Connections())))
+		gauge(streamPublishers, float64(len(streams.Publishers())))
+		gauge(streamConsumers, float64(len(streams.Consumers())))
+		totals := streams.Totals()
+		counter(streamPublished, totals.Published)
+		counter(streamConfirmed, totals.Confirmed)
+		counter(streamErrored, totals.Errored)
+		counter(streamConsumed, totals.Delivered)
+	}
 
 	r := b.Resources()
 	gauge(memoryUsed, float64(r.MemoryUsed))
