@@ -33,6 +33,7 @@ const pages = {
   exchanges: lists.exchanges,
   queues: lists.queues,
   consumers: lists.consumers,
+  streams: lists.streams,
   queue: queue.render,
   exchange: exchange.render,
   node: detail.node,
@@ -53,6 +54,7 @@ const pages = {
 const nav = [
   ["overview", "Overview"], ["connections", "Connections"], ["channels", "Channels"],
   ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
+  ["streams", "Streams"],
   ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
 ];
 const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies", "cluster"]);

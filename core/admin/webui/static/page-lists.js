@@ -169,3 +169,65 @@ export function consumers(ctx) {
   });
   return mount(ctx, "Consumers", t);
 }
+
+// streams: the stream protocol's connections, publishers and consumers,
+// as RabbitMQ's stream management plugin shows them (/api/stream/...).
+export async function streams(ctx) {
+  const scoped = (kind) => () => (ctx.vhost() ? api.path("stream", kind, ctx.vhost()) : api.path("stream", kind));
+  const status = h("div", { hidden: true, id: "stream-connections-msg" });
+  const conns = new Table({
+    id: "stream-connections", sort: "name", empty: "No stream connections.",
+    fetchPage: serverPage(api, scoped("connections")),
+    columns: [
+      { label: "Name", key: "name", render: (c) => c.name },
+      vhostCol,
+      { label: "User", key: "user", render: (c) => c.user },
+      { label: "State", key: "state", render: (c) => c.state },
+      { label: "TLS", key: "ssl", render: (c) => (c.ssl ? "yes" : "no") },
+      { label: "Client", render: (c) => clientName(c.client_properties) },
+      { label: "From client", key: "recv_oct", className: "num", render: (c) => num(c.recv_oct) },
+      { label: "To client", key: "send_oct", className: "num", render: (c) => num(c.send_oct) },
+      { label: "Heartbeat", key: "timeout", className: "num", render: (c) => num(c.timeout) },
+      { label: "Connected", key: "connected_at", render: (c) => time(c.connected_at) },
+      { label: "", render: (c) => dangerButton("Close", "", async () => {
+        await api.del(api.path("stream", "connections", c.vhost, c.name), { headers: { "X-Reason": "Closed via the Warren management UI" } });
+        conns.reload();
+        return "Closed " + c.name + ".";
+      }, status) },
+    ],
+  });
+  const connCol = { label: "Connection", key: "connection_details.name", render: (x) => x.connection_details.name };
+  const streamCol = { label: "Stream", key: "queue.name", render: (x) => link(x.queue.name, "queue", x.queue.vhost, x.queue.name) };
+  const pubs = new Table({
+    id: "stream-publishers", sort: "connection_details.name", empty: "No stream publishers.",
+    nameOf: (p) => p.connection_details.name,
+    fetchAll: () => api.get(scoped("publishers")()),
+    columns: [
+      connCol,
+      { label: "ID", key: "publisher_id", className: "num", render: (p) => num(p.publisher_id) },
+      { label: "Reference", key: "reference", render: (p) => p.reference },
+      streamCol,
+      { label: "Published", key: "published", className: "num", render: (p) => num(p.published) },
+      { label: "Confirmed", key: "confirmed", className: "num", render: (p) => num(p.confirmed) },
+      { label: "Errored", key: "errored", className: "num", render: (p) => num(p.errored) },
+    ],
+  });
+  const cons = new Table({
+    id: "stream-consumers", sort: "connection_details.name", empty: "No stream consumers.",
+    nameOf: (k) => k.connection_details.name,
+    fetchAll: () => api.get(scoped("consumers")()),
+    columns: [
+      connCol,
+      { label: "Subscription ID", key: "subscription_id", className: "num", render: (k) => num(k.subscription_id) },
+      streamCol,
+      { label: "Consumed", key: "consumed", className: "num", render: (k) => num(k.consumed) },
+      { label: "Offset", key: "offset", className: "num", render: (k) => num(k.offset) },
+      { label: "Offset lag", key: "offset_lag", className: "num", render: (k) => num(k.offset_lag) },
+      { label: "Credits", key: "credits", className: "num", render: (k) => num(k.credits) },
+    ],
+  });
+  ctx.main.append(h("h2", {}, "Stream connections"), conns.el, status,
+    h("h2", {}, "Stream publishers"), pubs.el, h("h2", {}, "Stream consumers"), cons.el);
+  ctx.every(() => Promise.all([conns.reload(), pubs.reload(), cons.reload()]));
+  return Promise.all([conns.reload(), pubs.reload(), cons.reload()]);
+}
