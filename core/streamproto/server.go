@@ -54,12 +54,12 @@ type Server struct {
 	// Version is Warren's release, for the peer properties.
 	Version string
 
-	nextID   atomic.Uint64
-	mu       lockorder.Mutex[lockorder.StreamprotoServer]
-	conns    map[*Conn]struct{}
-	closed   bool
-	wg       sync.WaitGroup
-	totals   totals
+	nextID atomic.Uint64
+	mu     lockorder.Mutex[lockorder.StreamprotoServer]
+	conns  map[*Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	totals totals
 }
 
 // totals count every connection's messages since the server started, so
