@@ -77,8 +77,9 @@ func TestStreamProtocolKillDuringBatchedPublishing(t *testing.T) {
 	}
 	var mu sync.Mutex
 	confirmed := map[int64]bool{}
+	confirmations := producer.NotifyPublishConfirmation() // before any send: the client's handler reads it
 	go func() {
-		for batch := range producer.NotifyPublishConfirmation() {
+		for batch := range confirmations {
 			mu.Lock()
 			for _, c := range batch {
 				if c.IsConfirmed() {
