@@ -21,6 +21,7 @@ require (
 
 require (
 	github.com/michaelklishin/rabbit-hole/v2 v2.12.0
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/rabbitmq/rabbitmq-stream-go-client v1.8.3
 )
 
@@ -50,8 +51,8 @@ require (
 	github.com/getsentry/sentry-go v0.27.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
-	github.com/golang/snappy v1.0.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/golang/snappy v1.0.0
+	github.com/klauspost/compress v1.20.1
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect

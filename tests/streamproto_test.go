@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strconv"
@@ -103,10 +104,15 @@ func TestStreamProtocolPublishAndConsume(t *testing.T) {
 	if err := env.DeclareStream(name, &stream.StreamOptions{MaxLengthBytes: stream.ByteCapacity{}.MB(100)}); err != nil {
 		t.Fatalf("declare: %v", err)
 	}
-	// The environment takes StreamAlreadyExists as success; the raw
-	// client in TestStreamProtocolErrors sees the code itself.
-	if err := env.DeclareStream(name, nil); err != nil {
+	// Again with the same arguments: the environment takes
+	// StreamAlreadyExists as success (the raw client in
+	// TestStreamProtocolErrors sees the code itself); with others,
+	// PRECONDITION_FAILED, as RabbitMQ answers.
+	if err := env.DeclareStream(name, &stream.StreamOptions{MaxLengthBytes: stream.ByteCapacity{}.MB(100)}); err != nil {
 		t.Fatalf("declaring it again: %v", err)
+	}
+	if err := env.DeclareStream(name, nil); err != stream.PreconditionFailed {
+		t.Fatalf("declaring it with other arguments: %v, want PreconditionFailed", err)
 	}
 	p, err := env.NewProducer(name, nil)
 	if err != nil {
@@ -282,6 +288,111 @@ func TestStreamProtocolListings(t *testing.T) {
 		cons := srv.Consumers()
 		return len(cons) == 1 && cons[0].Stream == name && cons[0].Offset == 5 && cons[0].Consumed == 5
 	})
+}
+
+// A producer that batches into sub-entries, with each compression the
+// clients offer, has every message stored once at its own offset; a
+// deduplicating one's sub-batch sent again is dropped whole.
+func TestStreamProtocolSubBatches(t *testing.T) {
+	s := startWarren(t)
+	env := streamEnv(t, s)
+	for _, comp := range []stream.Compression{
+		stream.Compression{}.None(), stream.Compression{}.Gzip(), stream.Compression{}.Snappy(),
+		stream.Compression{}.Lz4(), stream.Compression{}.Zstd(),
+	} {
+		name := uniq(t, "sub-"+comp.String())
+		if err := env.DeclareStream(name, nil); err != nil {
+			t.Fatal(err)
+		}
+		p, err := env.NewProducer(name, stream.NewProducerOptions().SetSubEntrySize(50).SetCompression(comp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendConfirmed(t, p, "sub", 500)
+		_ = p.Close()
+		got := readStreamBodies(t, env, name, 500)
+		for i, b := range got {
+			if b != fmt.Sprintf("sub-%d", i) {
+				t.Fatalf("%s: offset %d holds %q", comp, i, b)
+			}
+		}
+	}
+
+	// A sub-batch under a publishing id the stream has is dropped whole.
+	raw := dialStream(t, s)
+	name := uniq(t, "sub-dedup")
+	if code := raw.call(&wire.Create{Stream: name}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	if code := raw.call(&wire.DeclarePublisher{PublisherID: 1, Reference: "batcher", Stream: name}); code != wire.CodeOK {
+		t.Fatal(code)
+	}
+	subBatch := func(id uint64, bodies ...string) wire.PublishedMessage {
+		var data []byte
+		for _, b := range bodies {
+			data = append(binary.BigEndian.AppendUint32(data, uint32(len(b))), b...)
+		}
+		return wire.PublishedMessage{PublishingID: id, Message: data,
+			SubBatch: &wire.SubBatch{Records: uint16(len(bodies)), UncompressedSize: uint32(len(data))}}
+	}
+	for _, batch := range [][]wire.PublishedMessage{
+		{subBatch(1, "a", "b", "c")},
+		{subBatch(1, "a", "b", "c"), subBatch(2, "d")},
+	} {
+		raw.send(&wire.Publish{PublisherID: 1, Messages: batch})
+	}
+	confirmed := 0
+	for confirmed < 3 {
+		if c, ok := raw.next().(*wire.PublishConfirm); ok {
+			confirmed += len(c.PublishingIDs)
+		}
+	}
+	// A sub-batch whose records do not add up is refused.
+	bad := subBatch(3, "e")
+	bad.SubBatch.Records = 2
+	raw.send(&wire.Publish{PublisherID: 1, Messages: []wire.PublishedMessage{bad}})
+	if e, ok := raw.next().(*wire.PublishError); !ok || len(e.Errors) != 1 || e.Errors[0].Code != wire.CodePreconditionFailed {
+		t.Fatalf("a bad sub-batch: %#v", e)
+	}
+	var c collector
+	consumer, err := env.NewConsumer(name, c.handle, stream.NewConsumerOptions().SetOffset(stream.OffsetSpecification{}.First()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	poll.Until(t, 10*time.Second, "four messages", func() bool { return c.count() >= 4 })
+	if seq, err := env.QuerySequence("batcher", name); err != nil || seq != 2 {
+		t.Fatalf("sequence %d (%v)", seq, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.messages) != 4 {
+		t.Fatalf("%d messages, want a b c d", len(c.messages))
+	}
+}
+
+// A producer is told when its stream is deleted, by this door or
+// another, and the client closes it.
+func TestStreamProtocolProducerHearsOfDeletion(t *testing.T) {
+	s := startWarren(t)
+	env := streamEnv(t, s)
+	name := uniq(t, "deleted")
+	if err := env.DeclareStream(name, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.NewProducer(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := p.NotifyClose()
+	_, ch := channel(t, s)
+	if _, err := ch.QueueDelete(name, false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	ev := poll.Receive(t, 10*time.Second, "the producer's close", closed)
+	if ev.StreamName != name {
+		t.Fatalf("closed for %q", ev.StreamName)
+	}
 }
 
 // A named producer deduplicates: the sequence it last had confirmed is

@@ -23,8 +23,10 @@ func TestEntriesRoundTrip(t *testing.T) {
 	if err != nil || ts != 1_700_000_000_123 || got.Exchange != "x" || got.RoutingKey != "k" || !bytes.Equal(got.Body, []byte("body")) {
 		t.Fatalf("append read back %d %+v (%v)", ts, got, err)
 	}
-	e, err := decodeEntry(encodeAppendFrom(5, Writer{Name: "pub-1", Seq: 77}, m))
-	if err != nil || e.kind != entryAppendFrom || e.ts != 5 || e.writer != (Writer{Name: "pub-1", Seq: 77}) || string(e.m.Body) != "body" {
+	m2, _ := message.New("y", "k2", 0, nil, []byte("second"))
+	e, err := decodeEntry(encodeAppendFrom(5, Writer{Name: "pub-1", Seq: 77}, []*message.Message{m, m2}))
+	if err != nil || e.kind != entryAppendFrom || e.ts != 5 || e.writer != (Writer{Name: "pub-1", Seq: 77}) ||
+		len(e.ms) != 2 || string(e.ms[0].Body) != "body" || string(e.ms[1].Body) != "second" || e.ms[1].Exchange != "y" {
 		t.Fatalf("append from a publisher read back %+v (%v)", e, err)
 	}
 	e, err = decodeEntry(encodeTrackOffset("reader", 1234))
@@ -71,7 +73,7 @@ func FuzzDecodeEntries(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(encodeAppend(7, m))
-	f.Add(encodeAppendFrom(7, Writer{Name: "p", Seq: 1}, m))
+	f.Add(encodeAppendFrom(7, Writer{Name: "p", Seq: 1}, []*message.Message{m, m}))
 	f.Add(encodeTrackOffset("c", 3))
 	f.Add(encodeSnapshot(3, []storage.Segment{{First: 1, Last: 2, Count: 2}}, storage.Tracking{Sequences: map[string]uint64{"p": 1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -78,12 +78,12 @@ func (s *Stream) SetReplica(log Log, fetch Fetch) {
 
 // propose is AppendFrom for a replica: the resend is recognised where the
 // entry is applied, by every replica alike.
-func (s *Stream) propose(m *message.Message, w Writer, done func(error)) {
+func (s *Stream) propose(ms []*message.Message, w Writer, done func(error)) {
 	var entry []byte
-	if w.Name == "" {
-		entry = encodeAppend(s.cfg.Now().UnixMilli(), m)
+	if w.Name == "" && len(ms) == 1 {
+		entry = encodeAppend(s.cfg.Now().UnixMilli(), ms[0])
 	} else {
-		entry = encodeAppendFrom(s.cfg.Now().UnixMilli(), w, m)
+		entry = encodeAppendFrom(s.cfg.Now().UnixMilli(), w, ms)
 	}
 	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
 }
@@ -94,7 +94,7 @@ func (s *Stream) propose(m *message.Message, w Writer, done func(error)) {
 // they are written and read.
 const (
 	entryAppend      = 1 // a message
-	entryAppendFrom  = 2 // a message from a deduplicating publisher
+	entryAppendFrom  = 2 // messages from a publisher, under one sequence
 	entryTrackOffset = 3 // a consumer's stored offset
 	entryLatest      = entryTrackOffset
 
@@ -111,17 +111,28 @@ func encodeAppend(ts int64, m *message.Message) []byte {
 	return storage.AppendMessage(b, &sm)
 }
 
-// encodeAppendFrom is an append entry with its publisher: kind,
-// timestamp, the publisher's name (uvarint length) and sequence, then the
-// message.
-func encodeAppendFrom(ts int64, w Writer, m *message.Message) []byte {
-	sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
-	b := make([]byte, 9, 9+binary.MaxVarintLen64+len(w.Name)+8+64+len(m.Props)+len(m.Body))
+// encodeAppendFrom is an append entry of a publisher's messages under one
+// sequence: kind, timestamp, the publisher's name (uvarint length, empty
+// for none) and sequence, a count, then each message after its length
+// (uvarint).
+func encodeAppendFrom(ts int64, w Writer, ms []*message.Message) []byte {
+	size := 9 + 2*binary.MaxVarintLen64 + len(w.Name) + 8
+	for _, m := range ms {
+		size += binary.MaxVarintLen64 + 64 + len(m.Props) + len(m.Body)
+	}
+	b := make([]byte, 9, size)
 	b[0] = entryAppendFrom
 	binary.BigEndian.PutUint64(b[1:], uint64(ts))
 	b = appendName(b, w.Name)
 	b = binary.BigEndian.AppendUint64(b, w.Seq)
-	return storage.AppendMessage(b, &sm)
+	b = binary.AppendUvarint(b, uint64(len(ms)))
+	var one []byte
+	for _, m := range ms {
+		sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+		one = storage.AppendMessage(one[:0], &sm)
+		b = append(binary.AppendUvarint(b, uint64(len(one))), one...)
+	}
+	return b
 }
 
 // encodeTrackOffset is a stored offset's entry: kind, the consumer's
@@ -146,12 +157,12 @@ func readName(b []byte) (string, []byte, bool) {
 
 var errBadEntry = errors.New("stream: malformed log entry")
 
-// logEntry is a decoded log entry: a message (with its publisher, for
-// entryAppendFrom), or a stored offset.
+// logEntry is a decoded log entry: messages (one for entryAppend; with
+// their publisher, for entryAppendFrom), or a stored offset.
 type logEntry struct {
 	kind   byte
 	ts     int64
-	m      *storage.Message // its fields alias the entry
+	ms     []*storage.Message // their fields alias the entry
 	writer Writer
 	offset uint64 // entryTrackOffset: the offset stored under writer.Name
 }
@@ -169,17 +180,37 @@ func decodeEntry(b []byte) (logEntry, error) {
 		}
 		e.ts = int64(binary.BigEndian.Uint64(b[1:]))
 		rest := b[9:]
-		if e.kind == entryAppendFrom {
-			name, after, ok := readName(rest)
-			if !ok || len(after) < 8 {
+		if e.kind == entryAppend {
+			m, err := storage.DecodeMessage(rest)
+			e.ms = []*storage.Message{m}
+			return e, err
+		}
+		name, after, ok := readName(rest)
+		if !ok || len(after) < 8 {
+			return logEntry{}, errBadEntry
+		}
+		e.writer = Writer{Name: name, Seq: binary.BigEndian.Uint64(after)}
+		count, k := binary.Uvarint(after[8:])
+		rest = after[8+max(k, 0):]
+		if k <= 0 || count > uint64(len(rest)) {
+			return logEntry{}, errBadEntry
+		}
+		for range count {
+			n, k := binary.Uvarint(rest)
+			if k <= 0 || n > uint64(len(rest)-k) {
 				return logEntry{}, errBadEntry
 			}
-			e.writer = Writer{Name: name, Seq: binary.BigEndian.Uint64(after)}
-			rest = after[8:]
+			m, err := storage.DecodeMessage(rest[k : k+int(n)])
+			if err != nil {
+				return logEntry{}, err
+			}
+			e.ms = append(e.ms, m)
+			rest = rest[k+int(n):]
 		}
-		m, err := storage.DecodeMessage(rest)
-		e.m = m
-		return e, err
+		if len(rest) != 0 {
+			return logEntry{}, errBadEntry
+		}
+		return e, nil
 	case entryTrackOffset:
 		name, after, ok := readName(b[1:])
 		if !ok || len(after) != 8 {
@@ -195,10 +226,13 @@ func decodeEntry(b []byte) (logEntry, error) {
 // fields aliasing b.
 func decodeAppend(b []byte) (int64, *storage.Message, error) {
 	e, err := decodeEntry(b)
-	if err == nil && e.m == nil {
+	if err == nil && len(e.ms) != 1 {
 		err = errBadEntry
 	}
-	return e.ts, e.m, err
+	if err != nil {
+		return 0, nil, err
+	}
+	return e.ts, e.ms[0], nil
 }
 
 // Apply stores the entry committed at index (cluster.GroupMachine).
@@ -228,16 +262,18 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		tx.PutStreamOffset(s.cfg.ID, e.writer.Name, e.offset)
 	case s.resend(e.writer):
 		// Every replica has taken the same sequences: each drops it.
-	default:
-		offset := s.next
-		s.next++
-		s.place(tx, offset, e.ts, e.m)
+	case len(e.ms) > 0:
+		first := s.next
+		for _, m := range e.ms {
+			s.place(tx, s.next, e.ts, m)
+			s.next++
+		}
 		s.placed(tx)
 		if e.writer.Name != "" {
 			s.track(e.writer)
 			tx.PutStreamSequence(s.cfg.ID, e.writer.Name, e.writer.Seq)
 		}
-		s.lastChunk = offset
+		s.lastChunk = first
 		s.settle()
 	}
 	tx.PutStreamState(s.cfg.ID, s.state())

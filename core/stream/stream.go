@@ -84,6 +84,8 @@ type Stream struct {
 	// included), and each consumer's stored offset.
 	sequences map[string]uint64
 	offsets   map[string]uint64
+	// onDelete are told when the stream is deleted (OnDelete).
+	onDelete map[*func()]struct{}
 
 	// A replica of a replicated stream (replica.go): appends go to log;
 	// applied is the last log index stored; holeFrom..holeTo-1 are
@@ -103,8 +105,8 @@ type pending struct {
 	m      *message.Message // nil: a publisher's resend, stored as nothing
 	offset uint64
 	ts     int64
-	writer Writer
-	done   func(error)
+	writer Writer      // set on the first message of a publisher's batch
+	done   func(error) // nil on all but the last message of a batch
 }
 
 // reader is a consumer's place in the stream.
@@ -186,6 +188,13 @@ func (s *Stream) Append(m *message.Message, done func(error)) { s.AppendFrom(m, 
 // took from that publisher is a resend, stored as nothing; its done runs
 // once what came before it is synced.
 func (s *Stream) AppendFrom(m *message.Message, w Writer, done func(error)) {
+	s.AppendBatchFrom([]*message.Message{m}, w, done)
+}
+
+// AppendBatchFrom is AppendFrom for several messages under one sequence
+// (a stream-protocol sub-batch): all are stored, at consecutive offsets,
+// or, for a resend, none. done runs once.
+func (s *Stream) AppendBatchFrom(ms []*message.Message, w Writer, done func(error)) {
 	s.mu.Lock()
 	if err := s.refusing(); err != nil {
 		s.mu.Unlock()
@@ -194,18 +203,26 @@ func (s *Stream) AppendFrom(m *message.Message, w Writer, done func(error)) {
 	}
 	if s.log != nil {
 		s.mu.Unlock()
-		s.propose(m, w, done)
+		s.propose(ms, w, done)
 		return
 	}
-	p := pending{m: m, ts: s.cfg.Now().UnixMilli(), writer: w, done: done}
-	if s.resend(w) {
-		p.m = nil
+	ts := s.cfg.Now().UnixMilli()
+	if s.resend(w) || len(ms) == 0 {
+		s.pending = append(s.pending, pending{ts: ts, done: done})
 	} else {
-		p.offset = s.next
-		s.next++
+		for i, m := range ms {
+			p := pending{m: m, offset: s.next, ts: ts}
+			if i == 0 {
+				p.writer = w
+			}
+			if i == len(ms)-1 {
+				p.done = done
+			}
+			s.pending = append(s.pending, p)
+			s.next++
+		}
 		s.track(w)
 	}
-	s.pending = append(s.pending, p)
 	start := !s.writing
 	s.writing = true
 	s.mu.Unlock()
@@ -237,7 +254,9 @@ func (s *Stream) write() {
 			s.writing = false
 			s.mu.Unlock()
 			for _, p := range batch {
-				p.done(ErrDeleted)
+				if p.done != nil {
+					p.done(ErrDeleted)
+				}
 			}
 			return
 		}
@@ -270,7 +289,9 @@ func (s *Stream) write() {
 		}
 		s.mu.Unlock()
 		for _, p := range batch {
-			p.done(err)
+			if p.done != nil {
+				p.done(err)
+			}
 		}
 		s.signal()
 	}
@@ -670,6 +691,24 @@ func (s *Stream) Stats() queue.Stats {
 	return queue.Stats{Ready: int(s.stable - s.first()), ReadyBytes: bytes, Consumers: len(s.readers)}
 }
 
+// OnDelete has fn called, without the stream's lock, when the stream is
+// deleted (a stream-protocol publisher is told so, as a consumer is by
+// Cancelled); the function it returns stops that.
+func (s *Stream) OnDelete(fn func()) (stop func()) {
+	key := &fn
+	s.mu.Lock()
+	if s.onDelete == nil {
+		s.onDelete = map[*func()]struct{}{}
+	}
+	s.onDelete[key] = struct{}{}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.onDelete, key)
+		s.mu.Unlock()
+	}
+}
+
 // Segments is a copy of the stream's segment records.
 func (s *Stream) Segments() []storage.Segment {
 	s.mu.Lock()
@@ -697,10 +736,15 @@ func (s *Stream) Delete() error {
 	s.mu.Lock()
 	readers := s.readers
 	s.readers = map[queue.Consumer]*reader{}
+	watchers := s.onDelete
+	s.onDelete = nil
 	s.mu.Unlock()
 	s.Close()
 	for c := range readers {
 		c.Cancelled()
+	}
+	for fn := range watchers {
+		(*fn)()
 	}
 	tx := s.cfg.Store.Begin()
 	tx.DeleteStream(s.cfg.ID)

@@ -105,3 +105,46 @@ func TestReplicasTrackAlike(t *testing.T) {
 		}
 	}
 }
+
+// appendBatch appends bodies as one sub-batch of w and waits.
+func appendBatch(t *testing.T, s *Stream, w Writer, bodies ...string) {
+	t.Helper()
+	var ms []*message.Message
+	for _, b := range bodies {
+		m, err := message.New("", "s", 0, nil, []byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	done := make(chan error, 1)
+	s.AppendBatchFrom(ms, w, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A publisher's sub-batch is stored whole at consecutive offsets or, sent
+// again, not at all: on a stream of one node and on every replica.
+func TestBatchesAreStoredWholeOrNotAtAll(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	defer st.Close()
+	one, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	g, _ := newReplicas(t, 2, Config{})
+	for name, s := range map[string]*Stream{"one node": one, "replicated": g.replicas[0]} {
+		appendBatch(t, s, Writer{Name: "p", Seq: 1}, "a", "b", "c")
+		appendBatch(t, s, Writer{Name: "p", Seq: 1}, "a", "b", "c")
+		appendBatch(t, s, Writer{Name: "p", Seq: 2}, "d")
+		appendBatch(t, s, Writer{}, "e", "f")
+		if got := fmt.Sprint(readAll(t, s, 6)); got != "[a@0 b@1 c@2 d@3 e@4 f@5]" {
+			t.Fatalf("%s: %s", name, got)
+		}
+	}
+	if got := fmt.Sprint(readAll(t, g.replicas[1], 6)); got != "[a@0 b@1 c@2 d@3 e@4 f@5]" {
+		t.Fatalf("the other replica: %s", got)
+	}
+}

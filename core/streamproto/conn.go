@@ -181,6 +181,9 @@ func (c *Conn) end() {
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = map[uint8]*subscription{}
+	for _, p := range c.publishers {
+		p.unwatch()
+	}
 	clear(c.publishers)
 	c.mu.Unlock()
 	for _, sub := range subs {

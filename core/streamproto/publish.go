@@ -25,6 +25,7 @@ type publisher struct {
 	stream    string
 	reference string
 	to        appender
+	unwatch   func() // stops OnDelete's call
 	// For listings; the confirms are counted from the stream's callbacks.
 	published, confirmed, errored atomic.Uint64
 }
@@ -32,7 +33,8 @@ type publisher struct {
 // appender is a stream queue as a publisher appends to it
 // (streamqueue.Queue).
 type appender interface {
-	AppendFrom(m *message.Message, w streams.Writer, done func(error))
+	AppendBatchFrom(ms []*message.Message, w streams.Writer, done func(error))
+	Log() *streams.Stream
 }
 
 // lookupStream finds the named stream for a command: its code is
@@ -107,7 +109,18 @@ func (c *Conn) declarePublisher(m *stream.DeclarePublisher) {
 		answer(stream.CodeStreamNotAvailable)
 		return
 	}
+	log := to.Log()
+	if log == nil {
+		answer(stream.CodeStreamNotAvailable)
+		return
+	}
 	p := &publisher{id: m.PublisherID, stream: m.Stream, reference: m.Reference, to: to}
+	// A publisher learns of its stream's deletion, however it is
+	// deleted, as RabbitMQ tells it: a MetadataUpdate.
+	name := m.Stream
+	p.unwatch = log.OnDelete(func() {
+		c.out.send(&stream.MetadataUpdate{Code: stream.CodeStreamNotAvailable, Stream: name})
+	})
 	c.mu.Lock()
 	c.publishers[m.PublisherID] = p
 	c.mu.Unlock()
@@ -116,7 +129,8 @@ func (c *Conn) declarePublisher(m *stream.DeclarePublisher) {
 
 func (c *Conn) deletePublisher(m *stream.DeletePublisher) {
 	code := stream.CodeOK
-	if _, ok := c.publishers[m.PublisherID]; ok {
+	if p, ok := c.publishers[m.PublisherID]; ok {
+		p.unwatch()
 		c.mu.Lock()
 		delete(c.publishers, m.PublisherID)
 		c.mu.Unlock()
@@ -152,35 +166,43 @@ func (c *Conn) publish(m *stream.Publish) error {
 		c.published.Add(1)
 		p.published.Add(1)
 		c.srv.totals.published.Add(1)
-		if pm.SubBatch != nil {
-			// A sub-batch holds several records under one publishing id;
-			// Warren keeps one message per offset and does not split
-			// them yet.
-			p.errored.Add(1)
-			c.srv.totals.errored.Add(1)
-			c.out.fail(p.id, pm.PublishingID, stream.CodePreconditionFailed)
-			continue
+		var msgs []*message.Message
+		if pm.SubBatch == nil {
+			// The frame's buffer is the reader's: the stream keeps a copy.
+			msgs = []*message.Message{message.NewAMQP10(p.stream, append([]byte(nil), pm.Message...))}
+		} else {
+			// A sub-batch's records are stored one per offset, all or
+			// none, and confirmed under its one publishing id.
+			records, err := subBatchRecords(pm.SubBatch, pm.Message)
+			if err != nil {
+				c.log.Info().Err(err).Str("stream", p.stream).Msg("a sub-batch refused")
+				p.errored.Add(1)
+				c.srv.totals.errored.Add(1)
+				c.out.fail(p.id, pm.PublishingID, stream.CodePreconditionFailed)
+				continue
+			}
+			for _, r := range records {
+				msgs = append(msgs, message.NewAMQP10(p.stream, r))
+			}
 		}
 		if err := c.waitForConfirms(); err != nil {
 			return err
 		}
-		// The frame's buffer is the reader's: the stream keeps a copy.
-		body := append([]byte(nil), pm.Message...)
-		c.append(p, pm.PublishingID, message.NewAMQP10(p.stream, body))
+		c.append(p, pm.PublishingID, msgs)
 	}
 	return nil
 }
 
-// append hands one message to the stream and confirms it, or reports its
-// failure, when the stream answers.
-func (c *Conn) append(p *publisher, id uint64, msg *message.Message) {
+// append hands a publishing id's messages to the stream and confirms
+// them, or reports their failure, when the stream answers.
+func (c *Conn) append(p *publisher, id uint64, msgs []*message.Message) {
 	c.unconfirmed.Add(1)
 	var w streams.Writer
 	if p.reference != "" {
 		w = streams.Writer{Name: p.reference, Seq: id}
 	}
 	publisherID := p.id
-	p.to.AppendFrom(msg, w, func(err error) {
+	p.to.AppendBatchFrom(msgs, w, func(err error) {
 		if err != nil {
 			p.errored.Add(1)
 			c.srv.totals.errored.Add(1)

@@ -99,10 +99,9 @@ func (c *Conn) create(m *stream.Create) {
 		answer(stream.CodeAccessRefused) // amq.* is the broker's, as for a queue
 		return
 	}
-	if c.vh.HasQueue(m.Stream) {
-		answer(stream.CodeStreamAlreadyExists)
-		return
-	}
+	// A stream of that name with the same arguments already exists; with
+	// others, the declare's 406 is PRECONDITION_FAILED, as RabbitMQ
+	// answers.
 	d, err := c.vh.Declare(topology.QueueDef{Name: m.Stream, Durable: true, Args: args}, false)
 	switch {
 	case err != nil:

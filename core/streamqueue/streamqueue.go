@@ -277,13 +277,17 @@ func (s *Queue) Log() *stream.Stream {
 }
 
 // Enqueue appends m; done hears once it is synced.
-func (s *Queue) Enqueue(m *message.Message, done func(error)) { s.AppendFrom(m, stream.Writer{}, done) }
+func (s *Queue) Enqueue(m *message.Message, done func(error)) {
+	s.AppendBatchFrom([]*message.Message{m}, stream.Writer{}, done)
+}
 
-// AppendFrom is Enqueue for the stream protocol's publishers, which may
-// deduplicate (stream.Writer): a resend is confirmed and not stored.
-func (s *Queue) AppendFrom(m *message.Message, w stream.Writer, done func(error)) {
-	s.counters.Inc(stats.PublishIn)
-	s.s.AppendFrom(m, w, func(err error) {
+// AppendBatchFrom is Enqueue for the stream protocol's publishers: a
+// message, or a sub-batch's messages under one sequence, of a publisher
+// that may deduplicate (stream.Writer): a resend is confirmed and not
+// stored.
+func (s *Queue) AppendBatchFrom(ms []*message.Message, w stream.Writer, done func(error)) {
+	s.counters.Add(stats.PublishIn, uint64(len(ms)))
+	s.s.AppendBatchFrom(ms, w, func(err error) {
 		if err != nil {
 			err = reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
 		}
