@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The stream protocol, Warren against RabbitMQ 3.10.8's stream plugin on
+# the same machine, with the official Go client's load tool
+# (rabbitmq-stream-go-client v1.8.3's perfTest), brokers alternating:
+#
+#   tests/bench/streamproto.sh            # as root; DURATION=30 ROUNDS=1
+#
+# Scenarios: one publisher (batches of 100) and one consumer from first,
+# 1 KB and 16 B bodies; one publisher and ten consumers, 1 KB. Each run
+# has a stream of its own. Per run it prints the tool's averages
+# (published, confirmed and consumed msg/s, mean latency) and the
+# broker's CPU seconds over the run, from /proc/PID/stat, with the CPU
+# per published message. Warren listens for streams on 5562, RabbitMQ
+# (node sbench@localhost, Debian's rabbitmq-server) on 5563.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+DURATION=${DURATION:-30}
+ROUNDS=${ROUNDS:-1}
+work=$(mktemp -d)
+chmod 755 "$work" # the rabbitmq user reads its node's directory inside
+r=$work/rabbitmq
+cleanup() {
+	[ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null || true
+	(cd /var/lib/rabbitmq && runuser -u rabbitmq -- env HOME="$r" RABBITMQ_CONF_ENV_FILE="$r/env.conf" \
+		/usr/lib/rabbitmq/bin/rabbitmqctl -n sbench@localhost stop >/dev/null 2>&1) || true
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "--- building warren and perfTest"
+(cd "$root" && go build -o "$work/warren" ./cmd/warren)
+mod=$(cd "$root" && go mod download -json github.com/rabbitmq/rabbitmq-stream-go-client@v1.8.3 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+cp -r "$mod" "$work/client" && chmod -R u+w "$work/client"
+(cd "$work/client" && GOFLAGS=-mod=mod go build -o "$work/perf" ./perfTest)
+
+echo "--- starting Warren (5562) and RabbitMQ (5563)"
+"$work/warren" -listen 127.0.0.1:5692 -stream 127.0.0.1:5562 -admin off -data "$work/wdata" >"$work/warren.log" 2>&1 &
+wpid=$!
+mkdir -p "$r/mnesia" "$r/log"
+echo "[rabbitmq_stream]." >"$r/enabled_plugins"
+cat >"$r/rabbitmq.conf" <<CONF
+listeners.tcp.default = 5693
+stream.listeners.tcp.1 = 5563
+stream.advertised_host = localhost
+stream.advertised_port = 5563
+CONF
+: >"$r/env.conf"
+chown -R rabbitmq:rabbitmq "$r"
+(cd /var/lib/rabbitmq && runuser -u rabbitmq -- env HOME="$r" RABBITMQ_NODENAME=sbench@localhost \
+	RABBITMQ_MNESIA_BASE="$r/mnesia" RABBITMQ_LOG_BASE="$r/log" RABBITMQ_ENABLED_PLUGINS_FILE="$r/enabled_plugins" \
+	RABBITMQ_CONFIG_FILE="$r/rabbitmq" RABBITMQ_CONF_ENV_FILE="$r/env.conf" RABBITMQ_DIST_PORT=25693 \
+	/usr/lib/rabbitmq/bin/rabbitmq-server >"$r/out.log" 2>&1 &)
+for _ in $(seq 120); do
+	(echo >/dev/tcp/127.0.0.1/5562) 2>/dev/null && (echo >/dev/tcp/127.0.0.1/5563) 2>/dev/null && break
+	sleep 1
+done
+rpid=$(ss -ltnpH 'sport = :5563' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
+[ -n "$rpid" ] || { echo "RabbitMQ did not start" >&2; cat "$r/out.log" >&2; exit 1; }
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+run() { # broker port pid scenario consumers body
+	local broker=$1 port=$2 pid=$3 scenario=$4 consumers=$5 body=$6
+	local stream="bench-$broker-$scenario-$RANDOM"
+	local t0 t1 line
+	t0=$(ticks "$pid")
+	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
+		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --time "$DURATION" \
+		--no-color 2>&1 | grep 'publish' | tail -1)
+	t1=$(ticks "$pid")
+	local pub conf cons lat cpu
+	pub=$(sed -n 's/.*publish *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	conf=$(sed -n 's/.*confirm *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	cons=$(sed -n 's/.*consume *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	lat=$(sed -n 's/.*latency *\([0-9,]*\) ms.*/\1/p' <<<"$line" | tr -d ,)
+	cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN{printf "%.1f", t/hz}')
+	awk -v b="$broker" -v s="$scenario" -v p="$pub" -v c="$conf" -v k="$cons" -v l="$lat" -v cpu="$cpu" -v d="$DURATION" \
+		'BEGIN{printf "%-8s %-14s published %9.0f  confirmed %9.0f  consumed %9.0f msg/s  latency %5s ms  cpu %6.1f s  %7.1f us/msg\n",
+			b, s, p, c, k, l, cpu, (p > 0 ? cpu * 1e6 / (p * d) : 0)}'
+}
+
+echo "--- runs of ${DURATION}s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+	for sc in ${SCENARIOS:-"1KB-1c 1 992" "16B-1c 1 8" "1KB-10c 10 992"}; do
+		set -- $sc
+		run warren 5562 "$wpid" "$1" "$2" "$3"
+		run rabbitmq 5563 "$rpid" "$1" "$2" "$3"
+	done
+done
