@@ -179,13 +179,13 @@ func (c *Conn) run() {
 // their streams, publishers' unconfirmed messages are forgotten.
 func (c *Conn) end() {
 	c.mu.Lock()
-	subs := c.subs
-	c.subs = map[uint8]*subscription{}
-	for _, p := range c.publishers {
+	subs, pubs := c.subs, c.publishers
+	c.subs, c.publishers = map[uint8]*subscription{}, map[uint8]*publisher{}
+	c.mu.Unlock()
+	// Each takes its stream's lock, which comes before mu.
+	for _, p := range pubs {
 		p.unwatch()
 	}
-	clear(c.publishers)
-	c.mu.Unlock()
 	for _, sub := range subs {
 		sub.cancel()
 	}
