@@ -138,7 +138,15 @@ func TestStreamProtocolKillDuringBatchedPublishing(t *testing.T) {
 	}
 	const after = 200 // more than the kill could have left unsent
 	n := int(last) + after
+	// The confirms are read while sending: the client's Send blocks on
+	// a confirmation channel nobody reads.
 	confirms := producer.NotifyPublishConfirmation()
+	var got atomic.Int64
+	go func() {
+		for batch := range confirms {
+			got.Add(int64(len(batch)))
+		}
+	}()
 	for i := 1; i <= n; i++ {
 		m := samqp.NewMessage([]byte(strconv.Itoa(i)))
 		m.SetPublishingId(int64(i))
@@ -146,10 +154,7 @@ func TestStreamProtocolKillDuringBatchedPublishing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := 0
-	for got < n {
-		got += len(poll.Receive(t, 30*time.Second, "the resends' confirms", confirms))
-	}
+	poll.Until(t, 60*time.Second, "the resends' confirms", func() bool { return got.Load() >= int64(n) })
 	bodies := readStreamBodies(t, env, name, n)
 	if err := streamCrashCheck(bodies, acked, n); err != nil {
 		t.Fatal(err)
