@@ -64,9 +64,9 @@ type Conn struct {
 	// wakes a reader waiting for it to fall (MaxUnconfirmed).
 	unconfirmed atomic.Int64
 	confirmed   chan struct{}
-	// Counters for listings.
-	published, confirmedCount, delivered atomic.Uint64
-	recvOct, sendOct                     atomic.Uint64
+	// recvOct counts the bytes read, for listings (outbound counts those
+	// written).
+	recvOct atomic.Uint64
 }
 
 // PublisherInfo is a publisher as listings show it.
@@ -106,9 +106,6 @@ type ConnInfo struct {
 	ConnectedAt      time.Time
 	Publishers       int
 	Subscriptions    int
-	Published        uint64
-	Confirmed        uint64
-	Delivered        uint64
 	RecvOctets       uint64
 	SendOctets       uint64
 }
@@ -136,9 +133,7 @@ type countingReader struct {
 
 func (c countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
-	if c.n != nil {
-		c.n.Add(uint64(n))
-	}
+	c.n.Add(uint64(n))
 	return n, err
 }
 
@@ -149,7 +144,6 @@ func (c *Conn) Info() (ConnInfo, bool) {
 		return ConnInfo{}, false
 	}
 	info := *p
-	info.Published, info.Confirmed, info.Delivered = c.published.Load(), c.confirmedCount.Load(), c.delivered.Load()
 	info.RecvOctets, info.SendOctets = c.recvOct.Load(), c.out.sent.Load()
 	c.mu.Lock()
 	info.Publishers, info.Subscriptions = len(c.publishers), len(c.subs)

@@ -163,7 +163,6 @@ func (c *Conn) publish(m *stream.Publish) error {
 	}
 	for i := range m.Messages {
 		pm := &m.Messages[i]
-		c.published.Add(1)
 		p.published.Add(1)
 		c.srv.totals.published.Add(1)
 		var msgs []*message.Message
@@ -210,7 +209,6 @@ func (c *Conn) append(p *publisher, id uint64, msgs []*message.Message) {
 		} else {
 			p.confirmed.Add(1)
 			c.srv.totals.confirmed.Add(1)
-			c.confirmedCount.Add(1)
 			c.out.confirm(publisherID, id)
 		}
 		if c.unconfirmed.Add(-1) < int64(c.srv.Settings.MaxUnconfirmed) {

@@ -98,7 +98,6 @@ func (s *subscription) RoundDone() {
 	s.mu.Unlock()
 	if len(records) > 0 {
 		s.c.out.send(&stream.Deliver{SubscriptionID: s.id, Chunk: chunkOf(records)})
-		s.c.delivered.Add(uint64(len(records)))
 		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {
