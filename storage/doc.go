@@ -44,13 +44,17 @@
 //	0x07 group(8) 0x03                 the group's Raft snapshot
 //	0x07 group(8) 0x04                 uint64: the index its state machine
 //	                                   applied last (RaftLog.SetApplied)
-//	0x08 sid(8) 0x01 offset(8)         a stream's message: timestamp(8)
-//	                                   then the message (stream.go)
+//	0x08 sid(8) 0x01 offset(8)         a stream's message in format 4:
+//	                                   timestamp(8) then the message; Open
+//	                                   rewrites them into chunks
 //	0x08 sid(8) 0x02 first(8)          a stream's segment record
 //	0x08 sid(8) 0x03 0(8)              a replicated stream's state
 //	0x08 sid(8) 0x04 kind(1) name      a publisher's last sequence (kind
 //	                                   1) or a consumer's offset (kind 2)
 //	                                   the stream protocol tracks by name
+//	0x08 sid(8) 0x05 first(8)          a stream's chunk: where its record
+//	                                   is in the stream's files (below),
+//	                                   its count and timestamp (stream.go)
 //	0x09 esc(vhost) esc(exchange)      held message (the delay store), per
 //	     kind(1) due(8) seq(8)         exchange and kind (1 durable, 2
 //	                                   transient), in due order (held.go)
@@ -458,6 +462,31 @@
 //     never delivered.
 //   - Transient entries (paged out of memory) never use the body log: they
 //     go to spill files (below), which never survive a restart.
+//
+// # Stream files
+//
+// A stream's messages are not in Pebble either: each write of a stream
+// (the messages appended meanwhile, at consecutive offsets) is a chunk
+// record in a file of the stream's folder, streams/<sid in hex>/<first
+// offset>.chunks, and Pebble holds the chunk's index record (0x05) and
+// the segment records retention works by. A file holds the chunks whose
+// offsets lie between its name and the next file's; a new one starts
+// where a segment starts. A record is a header (payload CRC-32C, payload
+// length, first offset) and the messages, each with its timestamp. See
+// streamlog.go for the steps; the invariants are the body log's:
+//
+//   - A chunk is written before its index record is applied, and fsynced
+//     (with a new file's folder) before the WAL fsync that makes the index
+//     durable. A process crash can leave chunks past the last indexed one
+//     and files with no index record: Open deletes the files (and folders)
+//     nothing refers to; a tail of garbage stays, unread, in a file that
+//     is still referred to.
+//   - Retention and deletion drop index records first; the files wholly
+//     below the cut (or all of a deleted stream's) are deleted once that
+//     Txn is fsynced, and closed once no read uses them.
+//   - A read checks the header against the index and the CRC: a chunk
+//     damaged or missing on disk is refused with ErrChunkDamaged naming
+//     the file and the offsets, never delivered.
 //
 // # Memory
 //

@@ -128,6 +128,11 @@ func describe(k, v []byte) string {
 			return line
 		}
 	case prefixStream:
+		if c, err := parseChunkIndex(k, v); err == nil {
+			sid, _, _, _ := parseStreamKey(k)
+			return fmt.Sprintf("stream %d chunk first=%d count=%d ts=%d file=%s pos=%d len=%d", sid, c.first, c.count, c.ts,
+				streamFileName(c.file), c.pos, c.length)
+		}
 		if sid, kind, n, ok := parseStreamKey(k); ok && len(v) >= 8 {
 			ts := int64(binary.BigEndian.Uint64(v))
 			if kind == streamSegment && len(v) == segmentRecordLen {

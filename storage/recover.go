@@ -246,7 +246,9 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 	}
 
 	// Streams whose queue is not kept (deleted while the process died
-	// between the metadata and the data) go, as unknown queues' entries.
+	// between the metadata and the data) go, as unknown queues' entries;
+	// their files once that is synced.
+	var unknownStreams []uint64
 	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixStream}, UpperBound: []byte{prefixStream + 1}})
 	if err != nil {
 		return st, err
@@ -260,6 +262,7 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		lo, hi := queueSpan(prefixStream, sid)
 		if !keepQueues[sid] {
 			b.DeleteRange(lo, hi, nil)
+			unknownStreams = append(unknownStreams, sid)
 			st.UnknownQueues++
 		}
 		ok = it.SeekGE(hi)
@@ -301,7 +304,13 @@ func (s *Store) recover(keepQueues map[uint64]bool, start time.Time) (RecoverySt
 		}
 	}
 
-	// Segments nothing refers to go once the deletions are synced.
+	// Segments and stream files nothing refers to go once the deletions
+	// are synced.
+	for _, sid := range unknownStreams {
+		if err := s.streams.remove(sid); err != nil {
+			s.log.Warn().Err(err).Msg("deleting an unknown stream's files")
+		}
+	}
 	unused, errs := s.bodies.recovered(live, smallest)
 	for _, err := range errs {
 		s.log.Warn().Err(err).Msg("deleting an unused body log segment")

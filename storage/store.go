@@ -37,7 +37,10 @@ import (
 //
 // Version 4 added logged entries (entry flag 0x20; bodylog.go), whose
 // bodies are in the body log, for the same reason.
-const FormatVersion = 4
+//
+// Version 5 keeps streams' messages in chunks in the streams' files
+// (streamlog.go); Open rewrites an earlier store's (streamupgrade.go).
+const FormatVersion = 5
 
 // upgrades says, for each earlier version Open upgrades, what the upgrade
 // does, for the log.
@@ -45,6 +48,7 @@ var upgrades = map[uint64]string{
 	1: "delivery marks, spill files and the body log are written from now on; the entries stay as they are",
 	2: "spill files and the body log are written from now on; the entries stay as they are",
 	3: "large persistent bodies go to the body log from now on; the entries stay as they are",
+	4: "streams' messages are rewritten into chunks in the streams' files",
 }
 
 // SyncMode says whether durable commits wait for an fsync.
@@ -109,6 +113,9 @@ type Options struct {
 	// disk space.
 	afterIntervalSync func()
 	afterHold         func()
+	// skipStreamSync, for the crash tests' self-check, leaves stream files
+	// unsynced when the WAL is synced.
+	skipStreamSync bool
 	// blobRewriteAge and nudgeInterval, for tests, replace
 	// defaultBlobRewriteAge and defaultNudgeInterval (reclaim.go); a
 	// negative nudgeInterval turns the nudges off.
@@ -210,6 +217,8 @@ type Store struct {
 	spill spillState // the Spills' folder and totals (spill.go)
 	// bodies is the body log: large persistent bodies (bodylog.go).
 	bodies bodyLog
+	// streams are the streams' files (streamlog.go).
+	streams streamLogs
 
 	raftLogs raftLogs // the RaftLogs handed out, one per group (raftlog.go)
 
@@ -263,6 +272,7 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.bodies.init(o.FS, dir, max(o.BodyLogMin, 0))
+	s.streams.init(o.FS, dir)
 	if err := s.bodies.open(); err != nil {
 		s.bodies.close()
 		lock.Close()
@@ -319,9 +329,13 @@ func Open(dir string, o Options) (*Store, error) {
 	if err == nil {
 		err = s.wal.failure() // the format and id writes went to the WAL
 	}
+	if err == nil {
+		err = s.streams.open(s.db)
+	}
 	if err != nil {
 		s.db.Close()
 		s.bodies.close()
+		s.streams.close()
 		s.lock.Close()
 		return nil, err
 	}
@@ -425,6 +439,13 @@ func (s *Store) checkFormat() error {
 		}
 		closer.Close()
 		if what, ok := upgrades[got]; ok {
+			if got < 5 {
+				n, err := s.rewriteStreamMessages()
+				if err != nil {
+					return fmt.Errorf("data directory %s: upgrading its streams to format %d: %w", s.dir, FormatVersion, err)
+				}
+				s.log.Info().Int("streams", n).Msg("streams' messages rewritten into stream files")
+			}
 			if err := s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
 				return fmt.Errorf("data directory %s: upgrading the format version: %w", s.dir, err)
 			}
@@ -478,6 +499,7 @@ func (s *Store) Close() error {
 		s.closeMu.Unlock()
 		err := s.db.Close()
 		s.bodies.close()
+		s.streams.close()
 		if lerr := s.lock.Close(); err == nil {
 			err = lerr
 		}
@@ -571,6 +593,8 @@ func (s *Store) Stats() map[string]any {
 		"body_log_bodies":           s.bodies.bodies.Load(),
 		"body_log_writes":           s.bodies.writes.Load(),
 		"body_log_skipped":          s.bodies.skipped.Load(),
+		"stream_file_bytes":         s.streams.bytes.Load(),
+		"stream_chunk_writes":       s.streams.writes.Load(),
 		"pebble_disk_bytes":         m.DiskSpaceUsage(),
 		"pebble_read_amp":           m.ReadAmp(),
 		"pebble_memtable_size":      m.MemTable.Size,
@@ -660,7 +684,7 @@ func (s *Store) Figures() (f Figures, ok bool) {
 	return Figures{
 		Commits: c.stats.commits.Load(), Syncs: c.stats.syncs.Load() + c.stats.intervalSyncs.Load(),
 		CommitErrors: c.stats.errors.Load(), CommittedBytes: c.stats.bytes.Load(),
-		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage() + uint64(max(0, s.spill.bytes.Load())) + uint64(max(0, s.bodies.bytes.Load())),
+		WALBytesWritten: m.WAL.BytesWritten, DiskBytes: m.DiskSpaceUsage() + uint64(max(0, s.spill.bytes.Load())) + uint64(max(0, s.bodies.bytes.Load())) + uint64(max(0, s.streams.bytes.Load())),
 		CompactionDebt: m.Compact.EstimatedDebt, ReadAmp: m.ReadAmp(),
 		Flushes: m.Flush.Count, Compactions: m.Compact.Count,
 		CacheBytes: m.BlockCache.Size, CacheHits: m.BlockCache.Hits, CacheMisses: m.BlockCache.Misses,

@@ -393,7 +393,7 @@ func TestFormatVersionMismatch(t *testing.T) {
 	if !errors.Is(err, ErrFormatVersion) {
 		t.Fatalf("Open of a version 7 store: %v", err)
 	}
-	if want := "data directory data has format version 7; this Warren reads version 4"; err.Error() != want {
+	if want := "data directory data has format version 7; this Warren reads version 5"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 	// The failed Open released the lock.

@@ -9,13 +9,16 @@ import (
 )
 
 // Streams: append-only logs of messages (RabbitMQ's stream queues). A
-// stream's messages are keyed by offset, dense from its first retained
-// offset to its last; they are grouped in segments, the unit retention
-// drops, each with a record of its first offset and timestamp, its last
-// offset, bytes and count:
+// stream's messages are dense from its first retained offset to its last,
+// written in chunks (the messages of one write, at consecutive offsets) to
+// the stream's files outside Pebble (streamlog.go); Pebble holds an index
+// record per chunk. They are grouped in segments, the unit retention drops,
+// each with a record of its first offset and timestamp, its last offset,
+// bytes and count:
 //
-//	0x08 sid(8) 0x01 offset(8)         a message: timestamp(8, unix ms) then
-//	                                   the message (as putMessage writes it)
+//	0x08 sid(8) 0x01 offset(8)         a message of format 4 (timestamp(8)
+//	                                   then the message): read only to be
+//	                                   rewritten into chunks (Open)
 //	0x08 sid(8) 0x02 first(8)          a segment: timestamp(8) last(8)
 //	                                   bytes(8) count(8)
 //	0x08 sid(8) 0x03 0(8)              a replicated stream's state:
@@ -23,6 +26,13 @@ import (
 //	0x08 sid(8) 0x04 kind(1) name      what the stream tracks for a name:
 //	                                   value(8); kind 1 a publisher's last
 //	                                   sequence, 2 a consumer's offset
+//	0x08 sid(8) 0x05 first(8)          a chunk: file(8) position(8)
+//	                                   length(4) count(4) timestamp(8):
+//	                                   its record is in the stream's file
+//	                                   named file, at position, with a
+//	                                   payload of length bytes; it holds
+//	                                   offsets first..first+count-1, the
+//	                                   first appended at timestamp
 //
 // sid comes from NewID, as a queue id. A stream's data goes with
 // DeleteStream; retention deletes whole segments (DeleteStreamBefore).
@@ -33,11 +43,43 @@ const (
 	streamSegment byte = 0x02
 	streamState   byte = 0x03
 	streamTracked byte = 0x04
+	streamChunk   byte = 0x05
 
 	streamKeyLen     = 1 + 8 + 1 + 8
 	segmentRecordLen = 8 * 4
 	stateRecordLen   = 8 * 3
+	chunkIndexLen    = 8 + 8 + 4 + 4 + 8
+
+	// maxChunkBytes and maxChunkMessages bound a chunk: a larger write is
+	// split, so that a reader never reads more than this at once.
+	maxChunkBytes    = 1 << 20
+	maxChunkMessages = 4096
 )
+
+// chunkIndex is a chunk's index record (0x05).
+type chunkIndex struct {
+	first  uint64
+	file   uint64 // the first offset of its file: the file's name
+	pos    int64
+	length uint32 // of its payload
+	count  uint32
+	ts     int64
+}
+
+func parseChunkIndex(k, v []byte) (chunkIndex, error) {
+	_, kind, first, ok := parseStreamKey(k)
+	if !ok || kind != streamChunk || len(v) != chunkIndexLen {
+		return chunkIndex{}, fmt.Errorf("storage: malformed stream chunk record %q", k)
+	}
+	c := chunkIndex{first: first, file: binary.BigEndian.Uint64(v), pos: int64(binary.BigEndian.Uint64(v[8:])),
+		length: binary.BigEndian.Uint32(v[16:]), count: binary.BigEndian.Uint32(v[20:]), ts: int64(binary.BigEndian.Uint64(v[24:]))}
+	if c.count == 0 {
+		return chunkIndex{}, fmt.Errorf("storage: stream chunk record %q of no message", k)
+	}
+	return c, nil
+}
+
+func (c chunkIndex) end() uint64 { return c.first + uint64(c.count) }
 
 func putStreamKey(k []byte, sid uint64, kind byte, n uint64) {
 	k[0] = prefixStream
@@ -67,13 +109,47 @@ type Segment struct {
 	Count       int64
 }
 
-// PutStreamMessage appends a message at offset with its timestamp.
-func (t *Txn) PutStreamMessage(sid, offset uint64, timestamp int64, m *Message) {
-	op := t.b.SetDeferred(streamKeyLen, 8+messageLen(m))
-	putStreamKey(op.Key, sid, streamMessage, offset)
-	binary.BigEndian.PutUint64(op.Value, uint64(timestamp))
-	putMessage(op.Value[8:], m)
-	op.Finish()
+// PutStreamChunk writes recs, messages at consecutive offsets, as one
+// chunk (or more: a chunk is split at maxChunkBytes, maxChunkMessages and
+// where a file of the stream ends). newSegment says recs[0] starts a
+// segment: a new file starts there (streamlog.go). The chunk's record is
+// written by the committer before the Txn is applied; the messages' fields
+// are read until then, and must not change.
+func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord) {
+	t.s.streams.placeChunks(sid, newSegment, recs, func(p *pendingChunk, first uint64, index []byte) {
+		t.chunks = append(t.chunks, p)
+		op := t.b.SetDeferred(streamKeyLen, chunkIndexLen)
+		putStreamKey(op.Key, sid, streamChunk, first)
+		copy(op.Value, index)
+		op.Finish()
+	})
+}
+
+// placeChunks splits recs into chunks (PutStreamChunk), places each in its
+// file and hands it to put with its first offset and index record.
+func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, put func(p *pendingChunk, first uint64, index []byte)) {
+	var index [chunkIndexLen]byte
+	for len(recs) > 0 {
+		first := recs[0].Offset
+		end := l.fileEnd(sid, first)
+		n, size := 0, 0
+		for n < len(recs) && n < maxChunkMessages && recs[n].Offset < end && (n == 0 || size < maxChunkBytes) {
+			size += messageLen(recs[n].Msg)
+			n++
+		}
+		if n == 0 {
+			panic(fmt.Sprintf("storage: stream %d: a chunk at offset %d crosses its file's end %d", sid, first, end))
+		}
+		rec := encodeChunk(recs[:n])
+		sf, pos := l.place(sid, first, recs[n-1].Offset, newSegment, len(rec))
+		binary.BigEndian.PutUint64(index[:], sf.first)
+		binary.BigEndian.PutUint64(index[8:], uint64(pos))
+		binary.BigEndian.PutUint32(index[16:], uint32(len(rec)-chunkHeaderLen))
+		binary.BigEndian.PutUint32(index[20:], uint32(n))
+		binary.BigEndian.PutUint64(index[24:], uint64(recs[0].Timestamp))
+		put(&pendingChunk{file: sf, pos: pos, rec: rec}, first, index[:])
+		recs, newSegment = recs[n:], false
+	}
 }
 
 // PutStreamSegment writes (or rewrites, as it grows) a segment's record.
@@ -89,9 +165,18 @@ func (t *Txn) PutStreamSegment(sid uint64, s Segment) {
 
 // DeleteStreamBefore deletes a stream's messages and segment records
 // below offset: the segments retention dropped.
+// A chunk holding offset and some below it stays whole (a replica whose
+// segments were cut elsewhere than its chunks: reads start at the first
+// segment's offset). The stream files wholly below what is deleted go once
+// the Txn is synced.
 func (t *Txn) DeleteStreamBefore(sid, offset uint64) {
-	t.b.DeleteRange(streamKey(sid, streamMessage, 0), streamKey(sid, streamMessage, offset), nil)
+	cut := offset
+	if first, ok, err := t.s.StreamChunkStart(sid, offset); err == nil && ok {
+		cut = first
+	}
+	t.b.DeleteRange(streamKey(sid, streamChunk, 0), streamKey(sid, streamChunk, cut), nil)
 	t.b.DeleteRange(streamKey(sid, streamSegment, 0), streamKey(sid, streamSegment, offset), nil)
+	t.streamDrops = append(t.streamDrops, streamDrop{sid: sid, cut: cut})
 }
 
 // DeleteStreamSegments deletes every segment record of a stream (a
@@ -234,10 +319,19 @@ func DecodeMessage(b []byte) (*Message, error) {
 	return m, nil
 }
 
-// DeleteStream deletes everything a stream stored.
+// DeleteStream deletes everything a stream stored; its files go once the
+// Txn is synced.
 func (t *Txn) DeleteStream(sid uint64) {
 	lo, hi := queueSpan(prefixStream, sid)
 	t.b.DeleteRange(lo, hi, nil)
+	t.streamDrops = append(t.streamDrops, streamDrop{sid: sid, whole: true})
+}
+
+// streamDrop is a Txn's deletion of a stream's chunks below cut, or of the
+// whole stream: their files are doomed as the committer takes it.
+type streamDrop struct {
+	sid, cut uint64
+	whole    bool
 }
 
 // StreamSegments returns a stream's segment records, oldest first.
@@ -262,8 +356,8 @@ func (s *Store) StreamSegments(sid uint64) ([]Segment, error) {
 }
 
 // ScanStream calls fn with a stream's messages from offset from, in
-// order, until fn returns false or limit were read. m is a private copy
-// fn may keep.
+// order, until fn returns false or limit were read (or, when from is gone
+// to retention, from the oldest retained). m is a private copy fn may keep.
 func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, timestamp int64, m *Message) bool) error {
 	done, err := s.read()
 	if err != nil {
@@ -271,40 +365,72 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 	}
 	defer done()
 	s.c.waitApplied()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: streamKey(sid, streamChunk, 0), UpperBound: prefixEnd(streamKey(sid, streamChunk, 0)[:10])})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	ok := it.SeekLT(streamKey(sid, streamChunk, from+1))
+	if !ok {
+		ok = it.First()
+	}
 	n := 0
-	return s.iterate(streamKey(sid, streamMessage, from), prefixEnd(streamKey(sid, streamMessage, 0)[:10]), func(k, v []byte) (bool, error) {
-		_, _, offset, ok := parseStreamKey(k)
-		if !ok || len(v) < 8 {
-			return false, fmt.Errorf("storage: malformed stream message %q", k)
+	for ; ok && n < limit; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
 		}
-		m := new(Message)
-		if err := decodeMessage(append([]byte(nil), v[8:]...), m); err != nil {
-			return false, fmt.Errorf("storage: stream message %d of stream %d: %w", offset, sid, err)
+		c, err := parseChunkIndex(it.Key(), v)
+		if err != nil {
+			return err
 		}
-		n++
-		return fn(offset, int64(binary.BigEndian.Uint64(v)), m) && n < limit, nil
-	})
+		if c.end() <= from {
+			continue
+		}
+		payload, gone, err := s.streams.readChunk(sid, c)
+		if err != nil {
+			return err
+		}
+		if gone {
+			return nil // retention took it meanwhile: the next read starts after
+		}
+		more := true
+		if err := decodeChunk(c, payload, from, func(offset uint64, ts int64, m *Message) bool {
+			n++
+			more = fn(offset, ts, m) && n < limit
+			return more
+		}); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return it.Error()
 }
 
 // StreamTimestamp is the timestamp of the message at offset (ok false:
 // there is none).
 func (s *Store) StreamTimestamp(sid, offset uint64) (ts int64, ok bool, err error) {
+	err = s.ScanStream(sid, offset, 1, func(o uint64, t int64, _ *Message) bool {
+		ts, ok = t, o == offset
+		return false
+	})
+	return ts, ok, err
+}
+
+// StreamChunkStart is the first offset of the chunk holding offset (ok
+// false: none holds it).
+func (s *Store) StreamChunkStart(sid, offset uint64) (first uint64, ok bool, err error) {
 	done, err := s.read()
 	if err != nil {
 		return 0, false, err
 	}
 	defer done()
 	s.c.waitApplied()
-	v, closer, err := s.db.Get(streamKey(sid, streamMessage, offset))
-	if err != nil {
-		if errors.Is(err, pebble.ErrNotFound) {
-			return 0, false, nil
-		}
+	c, found, err := lastChunkBelow(s.db, sid, offset+1)
+	if err != nil || !found || c.end() <= offset {
 		return 0, false, err
 	}
-	defer closer.Close()
-	if len(v) < 8 {
-		return 0, false, fmt.Errorf("storage: malformed stream message %d of stream %d", offset, sid)
-	}
-	return int64(binary.BigEndian.Uint64(v)), true, nil
+	return c.first, true, nil
 }

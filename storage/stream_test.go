@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// streamRecords are messages from to to-1, each with body m<offset> and
+// timestamp 1000+offset.
+func streamRecords(from, to uint64) []StreamRecord {
+	var recs []StreamRecord
+	for o := from; o < to; o++ {
+		recs = append(recs, StreamRecord{Offset: o, Timestamp: int64(1000 + o), Msg: &Message{RoutingKey: "k", Body: []byte(fmt.Sprint("m", o))}})
+	}
+	return recs
+}
+
 // A stream's messages and segments: written in order, read from any
 // offset, timestamps found by offset, whole segments dropped from the
 // front, and the stream's data kept by Recover while its id is kept,
@@ -15,9 +25,7 @@ func TestStreamMessagesAndSegments(t *testing.T) {
 	put := func(id uint64, from, to uint64) {
 		t.Helper()
 		tx := s.Begin()
-		for o := from; o < to; o++ {
-			tx.PutStreamMessage(id, o, int64(1000+o), &Message{RoutingKey: "k", Body: []byte(fmt.Sprint("m", o))})
-		}
+		tx.PutStreamChunk(id, true, streamRecords(from, to))
 		tx.PutStreamSegment(id, Segment{First: from, Last: to - 1, Timestamp: int64(1000 + from), Bytes: int64(to - from), Count: int64(to - from)})
 		commit(t, tx)
 	}

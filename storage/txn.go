@@ -50,15 +50,19 @@ type commitBatch struct {
 	// bodies are the logged bodies of its Txns' entries, written by the
 	// committer before the batch is applied (bodylog.go).
 	bodies    []*pendingBody
-	bodyBytes int   // their size
-	err       error // the result of applying it, for the callbacks
+	bodyBytes int // their size
+	// chunks are the stream chunks its Txns put, written by the committer
+	// before the batch is applied (streamlog.go); chunkBytes their size.
+	chunks     []*pendingChunk
+	chunkBytes int
+	err        error // the result of applying it, for the callbacks
 }
 
 func (b *commitBatch) empty() bool { return b.txns == 0 && b.b.Empty() }
 
 // size is what the batch will write: its Pebble batch and its logged
 // bodies. Backpressure and the MaxBatchBytes trigger count both.
-func (b *commitBatch) size() int { return b.b.Len() + b.bodyBytes }
+func (b *commitBatch) size() int { return b.b.Len() + b.bodyBytes + b.chunkBytes }
 
 type waiter struct {
 	done func(error)
@@ -316,9 +320,15 @@ func (s *Store) apply(b *pebble.Batch, fsync bool) error {
 		fsync = true // this batch carries the fsync the earlier ones are due
 	}
 	if fsync {
-		// The bodies the WAL's entries point at are durable first.
+		// The bodies and chunks the WAL's entries point at are durable
+		// first.
 		if err := s.bodies.sync(); err != nil {
 			return err
+		}
+		if !s.opts.skipStreamSync {
+			if err := s.streams.sync(); err != nil {
+				return err
+			}
 		}
 	}
 	var err error
@@ -384,12 +394,19 @@ func (s *Store) commitBatch(b *commitBatch) {
 	if p := s.failed.Load(); p != nil {
 		err = *p
 	} else if !b.b.Empty() || b.durable {
-		err = s.waitForSpace(b.bodyBytes) // the logged bodies are written first
+		err = s.waitForSpace(b.bodyBytes + b.chunkBytes) // the logged bodies and chunks are written first
 	}
 	if err == nil && s.failed.Load() == nil {
 		err = s.writeBodies(b)
 	}
 	s.releaseBodies(b)
+	if err == nil && s.failed.Load() == nil {
+		err = s.writeChunks(b)
+	} else {
+		for _, p := range b.chunks {
+			s.streams.release(p.file)
+		}
+	}
 	if err == nil && s.failed.Load() == nil {
 		sync := b.durable && s.opts.Sync == SyncAlways
 		n := b.b.Len()
@@ -467,6 +484,23 @@ func (s *Store) deleteBodySegments(seq uint64) {
 	for _, err := range s.bodies.deleteSynced(seq) {
 		s.log.Warn().Err(err).Msg("deleting a body log segment")
 	}
+	for _, err := range s.streams.deleteSynced(seq) {
+		s.log.Warn().Err(err).Msg("deleting a stream file")
+	}
+}
+
+// writeChunks writes b's stream chunks before b is applied (streamlog.go);
+// each write lets go of its file, written or not.
+func (s *Store) writeChunks(b *commitBatch) error {
+	var err error
+	for _, p := range b.chunks {
+		if err != nil {
+			s.streams.release(p.file)
+			continue
+		}
+		err = s.streams.write(p)
+	}
+	return err
 }
 
 // callbackLoop runs the callbacks of applied batches in order, then
@@ -495,6 +529,8 @@ func (c *committer) callbackLoop() {
 			b.b.Reset()
 			clear(b.bodies)
 			b.bodies, b.bodyBytes = b.bodies[:0], 0
+			clear(b.chunks)
+			b.chunks, b.chunkBytes = b.chunks[:0], 0
 			b.waiters = b.waiters[:0]
 			b.drops = b.drops[:0]
 			b.durable, b.txns, b.lastSeq, b.err, b.deleted = false, 0, 0, nil, 0
@@ -645,6 +681,10 @@ type Txn struct {
 	// logOps are its operations on logged entries, in order: puts with
 	// their pending bodies, deletes that may be of one, queue deletions.
 	logOps []logOp
+	// chunks are its pending stream chunks, streamDrops its deletions of
+	// streams' chunks (stream.go).
+	chunks      []*pendingChunk
+	streamDrops []streamDrop
 }
 
 type logOp struct {
@@ -767,6 +807,15 @@ func (t *Txn) reserveBody(m *Message, qid uint64, pos entryPos, msgID uint64) (B
 	return ref, true
 }
 
+// chunkBytes is the size of the Txn's pending stream chunks.
+func (t *Txn) chunkBytes() int {
+	n := 0
+	for _, p := range t.chunks {
+		n += len(p.rec)
+	}
+	return n
+}
+
 // bodyBytes is the size of the Txn's pending logged bodies.
 func (t *Txn) bodyBytes() int {
 	n := 0
@@ -781,6 +830,9 @@ func (t *Txn) bodyBytes() int {
 // dropPending gives back the reservations and holds of a Txn whose puts
 // will not be committed.
 func (t *Txn) dropPending() {
+	for _, p := range t.chunks {
+		t.s.streams.release(p.file) // its place stays a gap in the file
+	}
 	for _, op := range t.logOps {
 		if op.kind == logPut || op.kind == logPutMessage {
 			t.s.bodies.unreserve(op.pend.ref)
@@ -910,6 +962,8 @@ func (t *Txn) release() {
 	t.msgs, t.refs, t.drops, t.cands = t.msgs[:0], t.refs[:0], t.drops[:0], t.cands[:0]
 	clear(t.logOps)
 	t.logOps = t.logOps[:0]
+	clear(t.chunks)
+	t.chunks, t.streamDrops = t.chunks[:0], t.streamDrops[:0]
 	t.s.c.txnPool.Put(t)
 }
 
@@ -939,7 +993,7 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 	// Writes wait while those before them are more than maxPending: the
 	// sealed batches count too, or a run of large Txns (each a batch of
 	// its own) would queue in memory without bound while the DB lags.
-	for !c.closed && (!c.open.empty() || len(c.sealed) > 0) && c.open.size()+c.sealedBytes+t.b.Len()+t.bodyBytes() > c.maxPending {
+	for !c.closed && (!c.open.empty() || len(c.sealed) > 0) && c.open.size()+c.sealedBytes+t.b.Len()+t.bodyBytes()+t.chunkBytes() > c.maxPending {
 		c.swapped.Wait()
 	}
 	if c.closed {
@@ -985,6 +1039,13 @@ func (t *Txn) commit(durable bool, done func(error), ch chan error) {
 		c.applyLoggedMessagesLocked(t, o)
 		c.applyRefsLocked(t, o)
 		c.applyLoggedLocked(t, o, c.seq+1)
+		for _, p := range t.chunks {
+			o.chunks = append(o.chunks, p)
+			o.chunkBytes += len(p.rec)
+		}
+		for _, d := range t.streamDrops {
+			s.streams.doom(d.sid, d.cut, d.whole, c.seq+1)
+		}
 		if len(t.drops) > 0 {
 			for _, d := range t.drops {
 				o.drops = append(o.drops, d.qid)

@@ -264,11 +264,12 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		// Every replica has taken the same sequences: each drops it.
 	case len(e.ms) > 0:
 		first := s.next
+		var c chunk
 		for _, m := range e.ms {
-			s.place(tx, s.next, e.ts, m)
+			s.place(tx, &c, s.next, e.ts, m)
 			s.next++
 		}
-		s.placed(tx)
+		s.placed(tx, &c)
 		if e.writer.Name != "" {
 			s.track(e.writer)
 			tx.PutStreamSequence(s.cfg.ID, e.writer.Name, e.writer.Seq)
@@ -507,12 +508,16 @@ func (s *Stream) fill() {
 			s.settle()
 		}
 		start, to := s.holeFrom, s.holeFrom
+		var recs []storage.StreamRecord
 		for _, f := range got {
 			if f.Offset != to || f.Offset >= s.holeTo {
 				continue
 			}
-			tx.PutStreamMessage(s.cfg.ID, f.Offset, f.Timestamp, f.Msg)
+			recs = append(recs, storage.StreamRecord{Offset: f.Offset, Timestamp: f.Timestamp, Msg: f.Msg})
 			to++
+		}
+		if len(recs) > 0 {
+			tx.PutStreamChunk(s.cfg.ID, false, recs)
 		}
 		st := s.state()
 		st.HoleFrom = to

@@ -262,6 +262,7 @@ func (s *Stream) write() {
 		}
 		tx := s.cfg.Store.Begin()
 		first, placed := uint64(0), 0
+		var c chunk
 		for _, p := range batch {
 			if p.m == nil {
 				continue
@@ -270,13 +271,12 @@ func (s *Stream) write() {
 				first = p.offset
 			}
 			placed++
-			sm := storage.Message{Exchange: p.m.Exchange, RoutingKey: p.m.RoutingKey, Flags: p.m.Flags, Props: p.m.Props, Body: p.m.Body}
-			s.place(tx, p.offset, p.ts, &sm)
+			s.place(tx, &c, p.offset, p.ts, storageMessage(p.m))
 			if p.writer.Name != "" {
 				tx.PutStreamSequence(s.cfg.ID, p.writer.Name, p.writer.Seq)
 			}
 		}
-		s.placed(tx)
+		s.placed(tx, &c)
 		s.mu.Unlock()
 
 		err := tx.CommitWait()
@@ -297,10 +297,32 @@ func (s *Stream) write() {
 	}
 }
 
-// place writes the message at offset into tx, growing the last segment
-// or starting a new one (the one it leaves is written as it is); placed
-// ends the batch. mu is held.
-func (s *Stream) place(tx *storage.Txn, offset uint64, ts int64, m *storage.Message) {
+// chunk is the messages of a write not yet put: they go to the store as
+// one chunk (or more, storage.Txn.PutStreamChunk), a new one at each
+// segment's start.
+type chunk struct {
+	recs       []storage.StreamRecord
+	newSegment bool // recs[0] starts a segment
+}
+
+// put puts c's messages into tx and empties it.
+func (c *chunk) put(tx *storage.Txn, sid uint64) {
+	if len(c.recs) > 0 {
+		tx.PutStreamChunk(sid, c.newSegment, c.recs)
+	}
+	c.recs, c.newSegment = c.recs[:0], false
+}
+
+// storageMessage is m as the store keeps it.
+func storageMessage(m *message.Message) *storage.Message {
+	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+}
+
+// place adds the message at offset to c, growing the last segment or
+// starting a new one (the one it leaves is written as it is, and c put, so
+// that no chunk crosses a segment's start); placed ends the batch. mu is
+// held.
+func (s *Stream) place(tx *storage.Txn, c *chunk, offset uint64, ts int64, m *storage.Message) {
 	n := len(s.segments)
 	if n == 0 || s.segments[n-1].Bytes >= s.cfg.SegmentBytes {
 		if n > 0 {
@@ -308,17 +330,20 @@ func (s *Stream) place(tx *storage.Txn, offset uint64, ts int64, m *storage.Mess
 		}
 		s.segments = append(s.segments, storage.Segment{First: offset, Timestamp: ts})
 		n++
+		c.put(tx, s.cfg.ID)
+		c.newSegment = true
 	}
 	seg := &s.segments[n-1]
 	seg.Last = offset
 	seg.Bytes += int64(len(m.Body))
 	seg.Count++
-	tx.PutStreamMessage(s.cfg.ID, offset, ts, m)
+	c.recs = append(c.recs, storage.StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
 }
 
-// placed ends a batch of place calls: the last segment's record is
-// written, and retention applied. mu is held.
-func (s *Stream) placed(tx *storage.Txn) {
+// placed ends a batch of place calls: the chunk is put, the last
+// segment's record written, and retention applied. mu is held.
+func (s *Stream) placed(tx *storage.Txn, c *chunk) {
+	c.put(tx, s.cfg.ID)
 	if n := len(s.segments); n > 0 {
 		tx.PutStreamSegment(s.cfg.ID, s.segments[n-1])
 	}

@@ -44,6 +44,7 @@ const (
 	storageCommitter
 	storageIDs
 	storageBodyLog
+	storageStreamLogs
 	messageBodies
 	connServer
 	streamprotoServer
@@ -117,6 +118,7 @@ var ranks = [numRanks]rank{
 	storageCommitter:        {name: "storage.committer.mu"},
 	storageIDs:              {name: "storage.Store.ids.mu"},
 	storageBodyLog:          {name: "storage.bodyLog.mu"},
+	storageStreamLogs:       {name: "storage.streamLogs.mu"},
 	storageClose:            {name: "storage.Store.closeMu"},
 	messageBodies:           {name: "message.Bodies.mu"},
 	connServer:              {name: "conn.Server.mu"},
@@ -190,6 +192,7 @@ type (
 	StorageCommitter        struct{}
 	StorageIDs              struct{}
 	StorageBodyLog          struct{}
+	StorageStreamLogs       struct{}
 	StorageClose            struct{}
 	MessageBodies           struct{}
 	ConnServer              struct{}
@@ -255,6 +258,7 @@ func (HoldQueue) rankID() rankID               { return holdQueue }
 func (StorageCommitter) rankID() rankID        { return storageCommitter }
 func (StorageIDs) rankID() rankID              { return storageIDs }
 func (StorageBodyLog) rankID() rankID          { return storageBodyLog }
+func (StorageStreamLogs) rankID() rankID       { return storageStreamLogs }
 func (StorageClose) rankID() rankID            { return storageClose }
 func (MessageBodies) rankID() rankID           { return messageBodies }
 func (ConnServer) rankID() rankID              { return connServer }
