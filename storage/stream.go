@@ -355,9 +355,11 @@ func (s *Store) StreamSegments(sid uint64) ([]Segment, error) {
 	return out, err
 }
 
-// ScanStream calls fn with a stream's messages from offset from, in
-// order, until fn returns false or limit were read (or, when from is gone
-// to retention, from the oldest retained). m is a private copy fn may keep.
+// ScanStream calls fn with a stream's messages from offset from (or, when
+// from is gone to retention, from the oldest retained), in order, until fn
+// returns false, or limit were read and a chunk ended: a chunk is read
+// whole, so it is decoded once however the reader's limit falls. m is a
+// private copy fn may keep.
 func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, timestamp int64, m *Message) bool) error {
 	done, err := s.read()
 	if err != nil {
@@ -397,7 +399,7 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 		more := true
 		if err := decodeChunk(c, payload, from, func(offset uint64, ts int64, m *Message) bool {
 			n++
-			more = fn(offset, ts, m) && n < limit
+			more = fn(offset, ts, m)
 			return more
 		}); err != nil {
 			return err

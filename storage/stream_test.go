@@ -34,14 +34,25 @@ func TestStreamMessagesAndSegments(t *testing.T) {
 	put(other, 0, 5)
 
 	var got []string
-	if err := s.ScanStream(sid, 7, 5, func(o uint64, ts int64, m *Message) bool {
+	if err := s.ScanStream(sid, 7, 2, func(o uint64, ts int64, m *Message) bool {
 		got = append(got, fmt.Sprintf("%d@%d:%s", o, ts, m.Body))
 		return true
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Two asked for: the rest of the first chunk is read with them.
+	if fmt.Sprint(got) != "[7@1007:m7 8@1008:m8 9@1009:m9]" {
+		t.Fatalf("scan from 7, 2 of them: %v", got)
+	}
+	got = got[:0]
+	if err := s.ScanStream(sid, 7, 5, func(o uint64, ts int64, m *Message) bool {
+		got = append(got, fmt.Sprintf("%d@%d:%s", o, ts, m.Body))
+		return len(got) < 5
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if fmt.Sprint(got) != "[7@1007:m7 8@1008:m8 9@1009:m9 10@1010:m10 11@1011:m11]" {
-		t.Fatalf("scan from 7, 5 of them: %v", got)
+		t.Fatalf("scan from 7 until the reader stops at 5: %v", got)
 	}
 	if ts, ok, err := s.StreamTimestamp(sid, 15); err != nil || !ok || ts != 1015 {
 		t.Fatalf("timestamp of 15: %d %v %v", ts, ok, err)

@@ -16,9 +16,13 @@ const writeTimeout = 30 * time.Second
 // outbound is a connection's frames waiting to be written, and the
 // confirms and publish errors gathered per publisher, which go as one
 // frame each however many messages they name. Anything may add to it;
-// the writer goroutine takes it all at once and writes it.
+// the writer goroutine takes it all at once and writes it, in one
+// writev. A frame built whole elsewhere (a Deliver's chunk) is queued as
+// it is, not copied: segs holds it, and the small frames queued before
+// it, in order; buf holds the small frames after the last of segs.
 type outbound struct {
 	mu       lockorder.Mutex[lockorder.StreamprotoOutbound]
+	segs     net.Buffers
 	buf      []byte
 	confirms map[uint8][]uint64
 	errors   map[uint8][]stream.PublishingError
@@ -52,6 +56,21 @@ func (o *outbound) send(c stream.Command) {
 	o.signal()
 }
 
+// sendFrame queues a frame built whole (DeliverFrame), which the writer
+// writes as it is.
+func (o *outbound) sendFrame(frame []byte) {
+	o.mu.Lock()
+	if !o.closing {
+		if len(o.buf) > 0 {
+			o.segs = append(o.segs, o.buf)
+			o.buf = nil
+		}
+		o.segs = append(o.segs, frame)
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
 // sendClose queues a Close as the last frame.
 func (o *outbound) sendClose(c *stream.Close) {
 	o.mu.Lock()
@@ -79,15 +98,18 @@ func (o *outbound) fail(publisher uint8, id uint64, code stream.ResponseCode) {
 	o.signal()
 }
 
-// take returns everything queued, as bytes to write, and leaves spare (a
-// buffer written before, no longer referenced) as the next buffer; with
+// take returns everything queued, as buffers to write in order, the last
+// of them small (the small frames, in spare's place: a buffer written
+// before, no longer referenced, which becomes the next buffer); with
 // nothing queued it returns nil and keeps spare out of it.
-func (o *outbound) take(spare []byte) []byte {
+func (o *outbound) take(spare []byte) (net.Buffers, []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
-		return nil
+	if len(o.segs) == 0 && len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
+		return nil, nil
 	}
+	segs := o.segs
+	o.segs = nil
 	out := o.buf
 	o.buf = spare[:0]
 	for id, ids := range o.confirms {
@@ -98,7 +120,10 @@ func (o *outbound) take(spare []byte) []byte {
 		out = stream.AppendFrame(out, &stream.PublishError{PublisherID: id, Errors: errs})
 		delete(o.errors, id)
 	}
-	return out
+	if len(out) > 0 {
+		segs = append(segs, out)
+	}
+	return segs, out
 }
 
 // write runs the writer: it writes what is queued when woken, a
@@ -113,9 +138,9 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 		select {
 		case <-done:
 			// Write what is left (a Close, say) before going.
-			if b := o.take(spare); len(b) > 0 {
+			if bufs, _ := o.take(spare); len(bufs) > 0 {
 				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-				_, _ = nc.Write(b)
+				_, _ = bufs.WriteTo(nc)
 			}
 			return
 		case d := <-heartbeat:
@@ -133,12 +158,12 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 			continue
 		case <-o.wake:
 		}
-		b := o.take(spare)
-		if len(b) == 0 {
+		bufs, b := o.take(spare)
+		if len(bufs) == 0 {
 			continue
 		}
 		_ = nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		n, err := nc.Write(b)
+		n, err := bufs.WriteTo(nc)
 		o.sent.Add(uint64(n))
 		if err != nil {
 			nc.Close()
@@ -146,7 +171,7 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 		}
 		wrote = true
 		o.mu.Lock()
-		closing := o.closing && len(o.buf) == 0
+		closing := o.closing && len(o.buf) == 0 && len(o.segs) == 0
 		o.mu.Unlock()
 		if closing {
 			// The Close went: give the client a moment to answer, then

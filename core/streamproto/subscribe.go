@@ -1,7 +1,6 @@
 package streamproto
 
 import (
-	"hash/crc32"
 	"time"
 
 	"github.com/warrenmq/warren/core/message"
@@ -97,7 +96,7 @@ func (s *subscription) RoundDone() {
 	}
 	s.mu.Unlock()
 	if len(records) > 0 {
-		s.c.out.send(&stream.Deliver{SubscriptionID: s.id, Chunk: chunkOf(records)})
+		s.c.out.sendFrame(deliverFrame(s.id, records))
 		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {
@@ -122,24 +121,15 @@ func (s *subscription) cancel() {
 	s.log.Cancel(s)
 }
 
-// chunkOf builds the chunk of records: each message as the stream
-// protocol carries it, an AMQP 1.0 message (one published over AMQP 0-9-1
-// converted as RabbitMQ converts it).
-func chunkOf(records []record) []byte {
-	var data []byte
-	for _, r := range records {
-		data = stream.AppendEntry(data, stream.Entry{Body: amqp10Of(r.m)})
+// deliverFrame is the Deliver frame of a chunk of records: each message
+// as the stream protocol carries it, an AMQP 1.0 message (one published
+// over AMQP 0-9-1 converted as RabbitMQ converts it).
+func deliverFrame(subscriptionID uint8, records []record) []byte {
+	bodies := make([][]byte, len(records))
+	for i, r := range records {
+		bodies[i] = amqp10Of(r.m)
 	}
-	h := stream.ChunkHeader{
-		Type:       stream.ChunkUser,
-		NumEntries: uint16(len(records)),
-		NumRecords: uint32(len(records)),
-		Timestamp:  records[0].ts,
-		ChunkID:    records[0].offset,
-		CRC:        crc32.ChecksumIEEE(data),
-		DataLength: uint32(len(data)),
-	}
-	return stream.AppendChunk(nil, h, data)
+	return stream.DeliverFrame(subscriptionID, stream.ChunkHeader{Type: stream.ChunkUser, Timestamp: records[0].ts, ChunkID: records[0].offset}, bodies)
 }
 
 // amqp10Of is m as an AMQP 1.0 message.

@@ -100,3 +100,19 @@ func TestChunkErrors(t *testing.T) {
 		}
 	}
 }
+
+// DeliverFrame encodes the same frame as a Deliver with AppendChunk.
+func TestDeliverFrameMatchesDeliver(t *testing.T) {
+	bodies := [][]byte{[]byte("one"), {}, []byte("three")}
+	h := ChunkHeader{Type: ChunkUser, Timestamp: 1234, ChunkID: 77}
+	var data []byte
+	for _, b := range bodies {
+		data = AppendEntry(data, Entry{Body: b})
+	}
+	want := h
+	want.NumEntries, want.NumRecords = 3, 3
+	d := &Deliver{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)}
+	if got, exp := DeliverFrame(9, h, bodies), AppendFrame(nil, d); !bytes.Equal(got, exp) {
+		t.Fatalf("DeliverFrame\n got %x\nwant %x", got, exp)
+	}
+}

@@ -1,5 +1,12 @@
 package stream
 
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
 // The consuming side: Subscribe, Deliver, Credit, Unsubscribe,
 // StoreOffset, QueryOffset, ConsumerUpdate and ResolveOffsetSpec.
 
@@ -74,6 +81,33 @@ func (c *Deliver) Append(dst []byte) []byte {
 		dst = appendU64(dst, c.CommittedChunkID)
 	}
 	return append(dst, c.Chunk...)
+}
+
+// DeliverFrame is a whole Deliver frame (version 1, size prefix
+// included) carrying a chunk of simple entries, one per body, built in
+// one buffer of its exact size: the bodies are copied once and the frame
+// goes to the socket as it is. h's NumEntries, NumRecords, DataLength and
+// CRC are set from bodies; the caller sets the rest.
+func DeliverFrame(subscriptionID uint8, h ChunkHeader, bodies [][]byte) []byte {
+	const prefix = sizePrefix + 2 + 2 + 1
+	n := 0
+	for _, b := range bodies {
+		if len(b) > math.MaxInt32 {
+			panic(fmt.Sprintf("stream: entry of %d bytes exceeds 2^31-1", len(b)))
+		}
+		n += 4 + len(b)
+	}
+	frame := make([]byte, prefix+ChunkHeaderSize, prefix+ChunkHeaderSize+n)
+	for _, b := range bodies {
+		frame = append(appendU32(frame, uint32(len(b))), b...)
+	}
+	data := frame[prefix+ChunkHeaderSize:]
+	h.NumEntries, h.NumRecords = uint16(len(bodies)), uint32(len(bodies))
+	h.DataLength, h.CRC = uint32(len(data)), crc32.ChecksumIEEE(data)
+	head := appendU8(appendHeader(frame[:sizePrefix], KeyDeliver, 1), subscriptionID)
+	h.Append(head)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-sizePrefix))
+	return frame
 }
 
 func decodeDeliver(r *reader, version uint16) Command {
