@@ -411,6 +411,52 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 	return it.Error()
 }
 
+// StreamChunk returns the messages of the chunk holding offset from, all
+// of them, or of the first chunk after it (from is gone to retention);
+// none past the end. Readers that read the same chunk can share what it
+// returns: the messages are private copies no one changes.
+func (s *Store) StreamChunk(sid, from uint64) ([]StreamRecord, error) {
+	done, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	s.c.waitApplied()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: streamKey(sid, streamChunk, 0), UpperBound: prefixEnd(streamKey(sid, streamChunk, 0)[:10])})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	ok := it.SeekLT(streamKey(sid, streamChunk, from+1))
+	if !ok {
+		ok = it.First()
+	}
+	for ; ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		c, err := parseChunkIndex(it.Key(), v)
+		if err != nil {
+			return nil, err
+		}
+		if c.end() <= from {
+			continue
+		}
+		payload, gone, err := s.streams.readChunk(sid, c)
+		if err != nil || gone {
+			return nil, err
+		}
+		recs := make([]StreamRecord, 0, c.count)
+		err = decodeChunk(c, payload, 0, func(offset uint64, ts int64, m *Message) bool {
+			recs = append(recs, StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
+			return true
+		})
+		return recs, err
+	}
+	return nil, it.Error()
+}
+
 // StreamTimestamp is the timestamp of the message at offset (ok false:
 // there is none).
 func (s *Store) StreamTimestamp(sid, offset uint64) (ts int64, ok bool, err error) {

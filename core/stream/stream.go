@@ -41,8 +41,6 @@ import (
 // (RabbitMQ's 500 MB).
 const DefaultSegmentBytes = 500_000_000
 
-// readAhead is how many messages a reader takes from the store at once.
-const readAhead = 256
 
 // Config is what a Stream needs.
 type Config struct {
@@ -96,6 +94,11 @@ type Stream struct {
 	applied          uint64
 	holeFrom, holeTo uint64
 	filling          bool
+	// cache is the chunks run's goroutine read last, shared by the readers
+	// at the same place (chunkAt); cacheNext the one replaced next.
+	cache     [chunkCache][]entry
+	cacheNext int
+
 	// beforeFillCommit, for tests, runs when a hole's copies from from to
 	// to are written into a Txn and not yet committed.
 	beforeFillCommit func(from, to uint64)
@@ -113,7 +116,9 @@ type pending struct {
 type reader struct {
 	c       queue.Consumer
 	pos     uint64  // the next offset to deliver
-	buf     []entry // read ahead from pos; the run goroutine's
+	buf     []entry // read ahead from pos; the run goroutine's; shared, read only
+	// failedAt is 1 + the offset a read last failed at (logged once).
+	failedAt uint64
 	blocked bool    // its last delivery was refused: waits for a Kick
 }
 
@@ -638,10 +643,18 @@ func (s *Stream) deliver() (more bool) {
 	}
 	stable := s.stable
 	s.mu.Unlock()
+	if len(due) == 0 {
+		clear(s.cache[:]) // the readers are at the end: what they read goes
+	}
 	for _, r := range due {
 		if len(r.buf) == 0 {
 			if err := s.readAt(r, stable); err != nil {
-				continue // the store's error is the writer's too; the reader waits
+				if r.failedAt != r.pos+1 {
+					r.failedAt = r.pos + 1
+					s.cfg.Log.Error().Err(err).Str("queue", s.Name).Str("vhost", s.VHost).Uint64("offset", r.pos).
+						Msg("a stream reader cannot read on: the store refused")
+				}
+				continue // it waits; a write to the store would fail too
 			}
 		}
 		rd, isReader := r.c.(Reader)
@@ -659,8 +672,7 @@ func (s *Stream) deliver() (more bool) {
 					r.blocked = true
 					break
 				}
-				r.buf[0] = entry{}
-				r.buf = r.buf[1:]
+				r.buf = r.buf[1:] // shared with other readers (readAt): left as it is
 				r.pos = e.offset + 1
 			}
 			more = more || !r.blocked && r.pos < s.stable
@@ -673,21 +685,54 @@ func (s *Stream) deliver() (more bool) {
 	return more
 }
 
-// readAt fills r.buf from r.pos, up to stable; a reader whose offset
-// retention dropped moves on to the oldest retained.
+// readAt fills r.buf from r.pos, up to stable, with the chunk holding
+// r.pos; a reader whose offset retention dropped moves on to the oldest
+// retained. Readers at the same place share the chunk, read once
+// (s.cache): r.buf is read only.
 func (s *Stream) readAt(r *reader, stable uint64) error {
-	want := int(min(uint64(readAhead), stable-r.pos))
-	return s.cfg.Store.ScanStream(s.cfg.ID, r.pos, want, func(offset uint64, ts int64, m *storage.Message) bool {
-		if offset >= stable {
-			return false
+	c, err := s.chunkAt(r.pos)
+	if err != nil || len(c) == 0 || c[0].offset >= stable {
+		return err
+	}
+	i, j := 0, len(c)
+	if r.pos > c[0].offset {
+		i = int(r.pos - c[0].offset)
+	}
+	if c[j-1].offset >= stable {
+		j = int(stable - c[0].offset)
+	}
+	r.buf = c[i:j:j]
+	return nil
+}
+
+// chunkCache is how many chunks the delivering goroutine keeps for the
+// readers that follow.
+const chunkCache = 4
+
+// chunkAt is the chunk holding offset (or the first after it): from
+// s.cache, or read from the store into it. run's goroutine only.
+func (s *Stream) chunkAt(offset uint64) ([]entry, error) {
+	for _, c := range s.cache {
+		if len(c) > 0 && c[0].offset <= offset && offset <= c[len(c)-1].offset {
+			return c, nil
 		}
+	}
+	recs, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	c := make([]entry, 0, len(recs))
+	for _, rec := range recs {
+		m := rec.Msg
 		msg, err := message.New(m.Exchange, m.RoutingKey, m.Flags, m.Props, m.Body)
 		if err != nil {
-			return false
+			return nil, fmt.Errorf("stream %q in vhost %q, offset %d: %w", s.Name, s.VHost, rec.Offset, err)
 		}
-		r.buf = append(r.buf, entry{offset: offset, ts: ts, m: msg})
-		return true
-	})
+		c = append(c, entry{offset: rec.Offset, ts: rec.Timestamp, m: msg})
+	}
+	s.cache[s.cacheNext] = c
+	s.cacheNext = (s.cacheNext + 1) % chunkCache
+	return c, nil
 }
 
 // withOffset is m with the x-stream-offset header a stream's deliveries

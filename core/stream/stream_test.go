@@ -358,3 +358,39 @@ func TestStreamReopenAndDelete(t *testing.T) {
 		t.Fatalf("a deleted stream's segments stayed: %+v", segs)
 	}
 }
+
+// Readers at different places in the same chunks share what the stream
+// read (chunkAt): each still gets every message from its start, in
+// order, within its own credit.
+func TestStreamReadersShareChunks(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	defer st.Close()
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appendAll(t, s, 0, 3000) // one batch, a few chunks
+	starts := []uint64{0, 0, 5, 1500}
+	sinks := make([]*sink, len(starts))
+	for i, at := range starts {
+		sinks[i] = &sink{credit: 7 + i}
+		if err := s.Consume(sinks[i], Offset{Kind: At, N: at}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, k := range sinks {
+		want := 3000 - int(starts[i])
+		waitFor(t, fmt.Sprintf("reader %d has all %d", i, want), func() bool {
+			k.settle(50)
+			s.Kick()
+			return k.count() >= want
+		})
+		for j, b := range bodies(k.settle(0)) {
+			o := int(starts[i]) + j
+			if b != fmt.Sprintf("m%d@%d", o, o) {
+				t.Fatalf("reader %d, delivery %d: %s, want m%d@%d", i, j, b, o, o)
+			}
+		}
+	}
+}
