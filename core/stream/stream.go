@@ -6,9 +6,13 @@
 //
 // Invariants:
 //   - Offsets are dense: the messages readable are exactly first..stable-1,
-//     each stored under its offset (storage/stream.go). A replica filling
-//     a hole (replica.go) also holds the offsets after the hole; stable
-//     stops at the hole until its copies are committed.
+//     stored in chunks, a write's messages at consecutive offsets, that
+//     never cross a segment's start (storage/stream.go, streamlog.go). A
+//     replica filling a hole (replica.go) also holds the offsets after
+//     the hole; stable stops at the hole until its copies are committed.
+//   - What an offset holds never changes, so the delivering goroutine
+//     keeps the chunks it read last and readers at the same place share
+//     them (chunkAt), read only.
 //   - A message is confirmed to its publisher, and readable by consumers,
 //     only once the batch holding it is synced (stable moved past it): no
 //     consumer ever sees an offset that a crash could take back. A

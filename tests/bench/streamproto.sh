@@ -5,9 +5,11 @@
 #
 #   tests/bench/streamproto.sh            # as root; DURATION=30 ROUNDS=1
 #
-# Scenarios (SCENARIOS="name,consumers,body ..."): one publisher
+# Scenarios (SCENARIOS="name,consumers,body[,rate] ..."): one publisher
 # (batches of 100) and no consumer, 1 KB; one publisher and one consumer
-# from first, 1 KB and 16 B bodies; one publisher and ten consumers, 1 KB.
+# from first, 1 KB and 16 B bodies; one publisher and ten consumers, 1 KB;
+# one publisher at a fixed 20,000 msg/s and one consumer, 1 KB (the
+# tool's mean end-to-end latency; it reports no percentiles).
 # Each run has a stream of its own.
 #
 # perfTest is built with 1 MiB socket buffers (SetReadBuffer and
@@ -70,13 +72,13 @@ rpid=$(ss -ltnpH 'sport = :5563' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
 
-run() { # broker port pid scenario consumers body
-	local broker=$1 port=$2 pid=$3 scenario=$4 consumers=$5 body=$6
+run() { # broker port pid scenario consumers body [rate]
+	local broker=$1 port=$2 pid=$3 scenario=$4 consumers=$5 body=$6 rate=${7:-0}
 	local stream="bench-$broker-$scenario-$RANDOM"
 	local t0 t1 line
 	t0=$(ticks "$pid")
 	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
-		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --time "$DURATION" \
+		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --rate "$rate" --time "$DURATION" \
 		--no-color 2>&1 | grep 'publish' | tail -1)
 	t1=$(ticks "$pid")
 	local pub conf cons lat cpu
@@ -92,9 +94,9 @@ run() { # broker port pid scenario consumers body
 
 echo "--- runs of ${DURATION}s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
-	for sc in ${SCENARIOS:-1KB-0c,0,992 1KB-1c,1,992 16B-1c,1,8 1KB-10c,10,992}; do
-		IFS=, read -r name consumers body <<<"$sc"
-		run warren 5562 "$wpid" "$name" "$consumers" "$body"
-		run rabbitmq 5563 "$rpid" "$name" "$consumers" "$body"
+	for sc in ${SCENARIOS:-1KB-0c,0,992 1KB-1c,1,992 16B-1c,1,8 1KB-10c,10,992 1KB-1c-20k,1,992,20000}; do
+		IFS=, read -r name consumers body rate <<<"$sc"
+		run warren 5562 "$wpid" "$name" "$consumers" "$body" "$rate"
+		run rabbitmq 5563 "$rpid" "$name" "$consumers" "$body" "$rate"
 	done
 done
