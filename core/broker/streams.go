@@ -29,6 +29,7 @@ func newStreamServer(cfg config.Config, log zerolog.Logger, b *Broker) *streampr
 		VHosts:  b,
 		Log:     log,
 		Version: Version,
+		Admit:   b.srv.AdmitOther,
 	}
 }
 

@@ -46,6 +46,7 @@
 package conn
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,7 @@ import (
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/topology"
 	"github.com/warrenmq/warren/core/vhost"
 )
 
@@ -218,6 +220,47 @@ func (s *Server) admit(c *Conn, vh, user string, vhostLimit, userLimit int64) (r
 	s.openedBy[user]++
 	s.churn.connectionsOpened.Add(1)
 	return nil
+}
+
+// AdmitOther counts a connection of another protocol (the stream
+// protocol's) to vh by user, unless that is one over vh's max-connections
+// or the user's: those count every protocol's connections, as RabbitMQ's
+// connection tracking does. The broker's own MaxConnections bounds AMQP
+// connections only. release uncounts it (once however often called).
+func (s *Server) AdmitOther(vh, user string) (release func(), refused error) {
+	vhostLimit, userLimit := int64(-1), int64(-1)
+	if v, ok := s.VHosts.VHost(vh); ok {
+		vhostLimit = orNone(v.Limit(topology.LimitMaxConnections))
+	}
+	if u, ok := s.Users.User(user); ok {
+		userLimit = orNone(u.Limit(auth.UserMaxConnections))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case vhostLimit >= 0 && int64(s.openedIn[vh]) >= vhostLimit:
+		return nil, fmt.Errorf("vhost connection limit (%d) is reached for vhost '%s'", vhostLimit, vh)
+	case userLimit >= 0 && int64(s.openedBy[user]) >= userLimit:
+		return nil, fmt.Errorf("user connection limit (%d) is reached for user '%s'", userLimit, user)
+	}
+	if s.openedIn == nil {
+		s.openedIn, s.openedBy = make(map[string]int), make(map[string]int)
+	}
+	s.openedIn[vh]++
+	s.openedBy[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.openedIn[vh]--; s.openedIn[vh] == 0 {
+				delete(s.openedIn, vh)
+			}
+			if s.openedBy[user]--; s.openedBy[user] == 0 {
+				delete(s.openedBy, user)
+			}
+		})
+	}, nil
 }
 
 // openChannel counts a channel of user unless that is one over their

@@ -53,6 +53,7 @@ type Conn struct {
 	hbSecs    uint32
 	opened    atomic.Pointer[ConnInfo]
 	connected time.Time
+	admitted  func() // uncounts the connection (Server.Admit)
 
 	// The reader's, which alone changes them, under mu so that listings
 	// may read them.
@@ -164,6 +165,9 @@ func (c *Conn) run() {
 		c.log.Debug().Err(err).Msg("stream connection ended")
 	}
 	c.end()
+	if c.admitted != nil {
+		c.admitted()
+	}
 	close(c.done)
 	<-writerDone
 	c.nc.Close()
@@ -486,6 +490,13 @@ func (c *Conn) open(m *stream.Open) error {
 	grant, ok := c.srv.Users.Grant(m.VirtualHost, c.user.Name)
 	if !ok {
 		return refuse("access to vhost '" + m.VirtualHost + "' refused for user '" + c.user.Name + "'")
+	}
+	if c.srv.Admit != nil {
+		release, err := c.srv.Admit(vh.Name, c.user.Name)
+		if err != nil {
+			return refuse(err.Error())
+		}
+		c.admitted = release
 	}
 	c.vh, c.grant = vh, grant
 	c.stage = stageOpen

@@ -53,6 +53,10 @@ type Server struct {
 	Log      zerolog.Logger
 	// Version is Warren's release, for the peer properties.
 	Version string
+	// Admit, when set, counts an opened connection against its vhost's
+	// and user's max-connections (shared with AMQP's connections, as
+	// RabbitMQ counts every protocol's); release uncounts it.
+	Admit func(vhost, user string) (release func(), refused error)
 
 	nextID atomic.Uint64
 	mu     lockorder.Mutex[lockorder.StreamprotoServer]
