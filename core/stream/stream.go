@@ -45,7 +45,6 @@ import (
 // (RabbitMQ's 500 MB).
 const DefaultSegmentBytes = 500_000_000
 
-
 // Config is what a Stream needs.
 type Config struct {
 	Name, VHost string
@@ -118,12 +117,12 @@ type pending struct {
 
 // reader is a consumer's place in the stream.
 type reader struct {
-	c       queue.Consumer
-	pos     uint64  // the next offset to deliver
-	buf     []entry // read ahead from pos; the run goroutine's; shared, read only
+	c   queue.Consumer
+	pos uint64  // the next offset to deliver
+	buf []entry // read ahead from pos; the run goroutine's; shared, read only
 	// failedAt is 1 + the offset a read last failed at (logged once).
 	failedAt uint64
-	blocked bool    // its last delivery was refused: waits for a Kick
+	blocked  bool // its last delivery was refused: waits for a Kick
 }
 
 type entry struct {
