@@ -328,24 +328,48 @@ type pendingChunk struct {
 	rec  []byte
 }
 
-// write writes p's record, creating its file (and folders) first when it
-// is new; then lets go of p's reference.
-func (l *streamLogs) write(p *pendingChunk) error {
-	defer l.release(p.file)
+// write writes the records of run, pending chunks of one file placed one
+// after the other, with one write (a replica applies a chunk per Raft
+// entry: over AMQP, one message each), creating the file (and folders)
+// first when it is new; then lets go of their references.
+func (l *streamLogs) write(run []*pendingChunk) error {
+	sf := run[0].file
+	defer func() {
+		for _, p := range run {
+			l.release(p.file)
+		}
+	}()
 	l.mu.Lock()
-	f, err := l.createLocked(p.file)
+	f, err := l.createLocked(sf)
 	if err == nil {
-		p.file.unsynced = true
+		sf.unsynced = true
 	}
 	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(p.rec, p.pos); err != nil {
-		return fmt.Errorf("storage: stream file %s: %w", p.file.name, err)
+	b := run[0].rec
+	if len(run) > 1 {
+		n := 0
+		for _, p := range run {
+			n += len(p.rec)
+		}
+		b = make([]byte, 0, n)
+		for _, p := range run {
+			b = append(b, p.rec...)
+		}
 	}
-	l.writes.Add(1)
+	if _, err := f.WriteAt(b, run[0].pos); err != nil {
+		return fmt.Errorf("storage: stream file %s: %w", sf.name, err)
+	}
+	l.writes.Add(uint64(len(run)))
 	return nil
+}
+
+// contiguous reports whether q's record comes right after p's in the same
+// file.
+func contiguous(p, q *pendingChunk) bool {
+	return p.file == q.file && p.pos+int64(len(p.rec)) == q.pos
 }
 
 // createLocked returns sf's file, creating it (and its folders) when it

@@ -278,3 +278,22 @@ func TestStreamFormat4Rewritten(t *testing.T) {
 		t.Errorf("the upgrade was not logged: %s", logged.String())
 	}
 }
+
+// Many Txns of a chunk each (a replica applying Raft entries), committed
+// into one batch, are written together and read back as written.
+func TestStreamChunksOfManyTxns(t *testing.T) {
+	s, fs := openRecovered(t, nil)
+	const sid = 6
+	for o := uint64(0); o < 300; o++ {
+		tx := s.Begin()
+		tx.PutStreamChunk(sid, o == 0, streamRecords(o, o+1))
+		tx.Commit(false, nil)
+	}
+	commit(t, s.Begin())
+	wantRange(t, scanAll(t, s, sid, 0), 0, 300)
+	wantRange(t, scanAll(t, s, sid, 123), 123, 300)
+	must(t, s.Close())
+	s = openKeeping(t, fs, sid)
+	defer s.Close()
+	wantRange(t, scanAll(t, s, sid, 0), 0, 300)
+}

@@ -75,7 +75,7 @@ func (s *Store) rewriteStream(sid uint64) error {
 			return
 		}
 		s.streams.placeChunks(sid, starts[recs[0].Offset], recs, func(p *pendingChunk, first uint64, index []byte) {
-			if err := s.streams.write(p); err != nil && werr == nil {
+			if err := s.streams.write([]*pendingChunk{p}); err != nil && werr == nil {
 				werr = err
 			}
 			b.Set(streamKey(sid, streamChunk, first), index, nil)

@@ -493,15 +493,25 @@ func (s *Store) deleteBodySegments(seq uint64) {
 // each write lets go of its file, written or not.
 func (s *Store) writeChunks(b *commitBatch) error {
 	var err error
-	for _, p := range b.chunks {
-		if err != nil {
-			s.streams.release(p.file)
-			continue
+	for i := 0; i < len(b.chunks); {
+		j := i + 1
+		for j < len(b.chunks) && j-i < maxChunkRun && contiguous(b.chunks[j-1], b.chunks[j]) {
+			j++
 		}
-		err = s.streams.write(p)
+		if err != nil {
+			for _, p := range b.chunks[i:j] {
+				s.streams.release(p.file)
+			}
+		} else {
+			err = s.streams.write(b.chunks[i:j])
+		}
+		i = j
 	}
 	return err
 }
+
+// maxChunkRun bounds the chunks one write gathers.
+const maxChunkRun = 256
 
 // callbackLoop runs the callbacks of applied batches in order, then
 // recycles the batches.
