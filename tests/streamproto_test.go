@@ -779,3 +779,42 @@ func TestStreamConnectionsCountTowardLimits(t *testing.T) {
 		t.Fatalf("a stream connection over the user's limit: code %#x", code)
 	}
 }
+
+// Consumers reading the same chunks at once get them built once and sent
+// to each (the broker shares the records and their encoded chunk): each
+// gets every message, in order, and the client's CRC check passes.
+func TestStreamProtocolConsumersShareChunks(t *testing.T) {
+	s := startWarren(t)
+	env := streamEnv(t, s)
+	name := uniq(t, "share")
+	if err := env.DeclareStream(name, nil); err != nil {
+		t.Fatalf("declare: %v", err)
+	}
+	p, err := env.NewProducer(name, nil)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	const n = 3000
+	sendConfirmed(t, p, "m", n)
+	cs := make([]*collector, 3)
+	for i := range cs {
+		cs[i] = &collector{}
+		c, err := env.NewConsumer(name, cs[i].handle, stream.NewConsumerOptions().
+			SetOffset(stream.OffsetSpecification{}.First()).SetCRCCheck(true))
+		if err != nil {
+			t.Fatalf("consumer %d: %v", i, err)
+		}
+		defer c.Close()
+	}
+	for i, col := range cs {
+		poll.Until(t, 20*time.Second, fmt.Sprintf("consumer %d has every message", i), func() bool { return col.count() >= n })
+		col.mu.Lock()
+		for j := range n {
+			if col.offsets[j] != int64(j) || string(col.messages[j].GetData()) != fmt.Sprintf("m-%d", j) {
+				col.mu.Unlock()
+				t.Fatalf("consumer %d, message %d: offset %d body %q", i, j, col.offsets[j], col.messages[j].GetData())
+			}
+		}
+		col.mu.Unlock()
+	}
+}

@@ -56,16 +56,17 @@ func (o *outbound) send(c stream.Command) {
 	o.signal()
 }
 
-// sendFrame queues a frame built whole (DeliverFrame), which the writer
-// writes as it is.
-func (o *outbound) sendFrame(frame []byte) {
+// sendFrame queues a frame built elsewhere, in parts (a Deliver's head
+// and its chunk, which other connections may send too), which the writer
+// writes as they are and never changes.
+func (o *outbound) sendFrame(parts ...[]byte) {
 	o.mu.Lock()
 	if !o.closing {
 		if len(o.buf) > 0 {
 			o.segs = append(o.segs, o.buf)
 			o.buf = nil
 		}
-		o.segs = append(o.segs, frame)
+		o.segs = append(o.segs, parts...)
 	}
 	o.mu.Unlock()
 	o.signal()

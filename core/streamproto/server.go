@@ -58,6 +58,9 @@ type Server struct {
 	// RabbitMQ counts every protocol's); release uncounts it.
 	Admit func(vhost, user string) (release func(), refused error)
 
+	// lastChunk is the Deliver chunk built last (chunkOf).
+	lastChunk atomic.Pointer[builtChunk]
+
 	nextID atomic.Uint64
 	mu     lockorder.Mutex[lockorder.StreamprotoServer]
 	conns  map[*Conn]struct{}

@@ -96,7 +96,8 @@ func (s *subscription) RoundDone() {
 	}
 	s.mu.Unlock()
 	if len(records) > 0 {
-		s.c.out.sendFrame(deliverFrame(s.id, records))
+		chunk := s.c.srv.chunkOf(records)
+		s.c.out.sendFrame(stream.DeliverHead(s.id, len(chunk)), chunk)
 		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {
@@ -121,15 +122,33 @@ func (s *subscription) cancel() {
 	s.log.Cancel(s)
 }
 
-// deliverFrame is the Deliver frame of a chunk of records: each message
-// as the stream protocol carries it, an AMQP 1.0 message (one published
-// over AMQP 0-9-1 converted as RabbitMQ converts it).
-func deliverFrame(subscriptionID uint8, records []record) []byte {
-	bodies := make([][]byte, len(records))
+// chunkOf is the chunk of records as Deliver carries it: each message as
+// the stream protocol carries it, an AMQP 1.0 message (one published over
+// AMQP 0-9-1 converted as RabbitMQ converts it). The chunk built last is
+// kept for the next subscription that sends the same records: readers at
+// the same place in a stream share their messages (core/stream), and an
+// unchanging message with its offset names the records.
+func (srv *Server) chunkOf(records []record) []byte {
+	n := len(records)
+	if b := srv.lastChunk.Load(); b != nil && b.n == n && b.offset == records[0].offset && b.first == records[0].m && b.last == records[n-1].m {
+		return b.chunk
+	}
+	bodies := make([][]byte, n)
 	for i, r := range records {
 		bodies[i] = amqp10Of(r.m)
 	}
-	return stream.DeliverFrame(subscriptionID, stream.ChunkHeader{Type: stream.ChunkUser, Timestamp: records[0].ts, ChunkID: records[0].offset}, bodies)
+	chunk := stream.ChunkOf(stream.ChunkHeader{Type: stream.ChunkUser, Timestamp: records[0].ts, ChunkID: records[0].offset}, bodies)
+	srv.lastChunk.Store(&builtChunk{first: records[0].m, last: records[n-1].m, offset: records[0].offset, n: n, chunk: chunk})
+	return chunk
+}
+
+// builtChunk is the chunk a subscription built last, and what names its
+// records.
+type builtChunk struct {
+	first, last *message.Message
+	offset      uint64
+	n           int
+	chunk       []byte
 }
 
 // amqp10Of is m as an AMQP 1.0 message.

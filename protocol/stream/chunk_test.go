@@ -101,8 +101,9 @@ func TestChunkErrors(t *testing.T) {
 	}
 }
 
-// DeliverFrame encodes the same frame as a Deliver with AppendChunk.
-func TestDeliverFrameMatchesDeliver(t *testing.T) {
+// DeliverHead and ChunkOf encode the same frame as a Deliver with
+// AppendChunk.
+func TestDeliverHeadAndChunkOfMatchDeliver(t *testing.T) {
 	bodies := [][]byte{[]byte("one"), {}, []byte("three")}
 	h := ChunkHeader{Type: ChunkUser, Timestamp: 1234, ChunkID: 77}
 	var data []byte
@@ -112,7 +113,8 @@ func TestDeliverFrameMatchesDeliver(t *testing.T) {
 	want := h
 	want.NumEntries, want.NumRecords = 3, 3
 	d := &Deliver{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)}
-	if got, exp := DeliverFrame(9, h, bodies), AppendFrame(nil, d); !bytes.Equal(got, exp) {
-		t.Fatalf("DeliverFrame\n got %x\nwant %x", got, exp)
+	chunk := ChunkOf(h, bodies)
+	if got, exp := append(DeliverHead(9, len(chunk)), chunk...), AppendFrame(nil, d); !bytes.Equal(got, exp) {
+		t.Fatalf("DeliverHead and ChunkOf\n got %x\nwant %x", got, exp)
 	}
 }

@@ -83,13 +83,11 @@ func (c *Deliver) Append(dst []byte) []byte {
 	return append(dst, c.Chunk...)
 }
 
-// DeliverFrame is a whole Deliver frame (version 1, size prefix
-// included) carrying a chunk of simple entries, one per body, built in
-// one buffer of its exact size: the bodies are copied once and the frame
-// goes to the socket as it is. h's NumEntries, NumRecords, DataLength and
-// CRC are set from bodies; the caller sets the rest.
-func DeliverFrame(subscriptionID uint8, h ChunkHeader, bodies [][]byte) []byte {
-	const prefix = sizePrefix + 2 + 2 + 1
+// ChunkOf is a chunk as Deliver carries it, built in one buffer of its
+// size: h, then a simple entry per body. h's NumEntries, NumRecords,
+// DataLength and CRC are set from bodies; the caller sets the rest. Several
+// subscriptions can send the same chunk, each behind its own DeliverHead.
+func ChunkOf(h ChunkHeader, bodies [][]byte) []byte {
 	n := 0
 	for _, b := range bodies {
 		if len(b) > math.MaxInt32 {
@@ -97,17 +95,24 @@ func DeliverFrame(subscriptionID uint8, h ChunkHeader, bodies [][]byte) []byte {
 		}
 		n += 4 + len(b)
 	}
-	frame := make([]byte, prefix+ChunkHeaderSize, prefix+ChunkHeaderSize+n)
+	chunk := make([]byte, ChunkHeaderSize, ChunkHeaderSize+n)
 	for _, b := range bodies {
-		frame = append(appendU32(frame, uint32(len(b))), b...)
+		chunk = append(appendU32(chunk, uint32(len(b))), b...)
 	}
-	data := frame[prefix+ChunkHeaderSize:]
+	data := chunk[ChunkHeaderSize:]
 	h.NumEntries, h.NumRecords = uint16(len(bodies)), uint32(len(bodies))
 	h.DataLength, h.CRC = uint32(len(data)), crc32.ChecksumIEEE(data)
-	head := appendU8(appendHeader(frame[:sizePrefix], KeyDeliver, 1), subscriptionID)
-	h.Append(head)
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-sizePrefix))
-	return frame
+	h.Append(chunk[:0])
+	return chunk
+}
+
+// DeliverHead is the start of a Deliver frame (version 1, size prefix
+// included) whose chunk, chunkLen bytes, follows it on the wire.
+func DeliverHead(subscriptionID uint8, chunkLen int) []byte {
+	head := make([]byte, sizePrefix, sizePrefix+5)
+	head = appendU8(appendHeader(head, KeyDeliver, 1), subscriptionID)
+	binary.BigEndian.PutUint32(head, uint32(len(head)-sizePrefix+chunkLen))
+	return head
 }
 
 func decodeDeliver(r *reader, version uint16) Command {
