@@ -64,6 +64,10 @@ type options struct {
 	channels   int  // producers (consumers) per connection
 	queues     int  // queues, NAME-0..NAME-(n-1) when more than one
 	json       bool // the summary as JSON
+	// streamURL, when set, runs the stream protocol instead (stream.go);
+	// streamBatch is the producers' batch size.
+	streamURL   string
+	streamBatch int
 }
 
 func main() {
@@ -95,6 +99,8 @@ func main() {
 	flag.IntVar(&o.channels, "channels", 1, "channels per producer and consumer connection, each publishing (consuming) on its own")
 	flag.IntVar(&o.queues, "queues", 1, "queues to spread producers and consumers over: -queue's name with -0, -1, ... appended when more than one")
 	flag.BoolVar(&o.json, "json", false, "print the summary as one JSON object (the per-second lines go to stderr)")
+	flag.StringVar(&o.streamURL, "stream-url", "", "speak the stream protocol to this broker (rabbitmq-stream://guest:guest@127.0.0.1:5552/) on the stream -queue, declared afresh; consumers start at -stream-offset (default next)")
+	flag.IntVar(&o.streamBatch, "stream-batch", 100, "with -stream-url, the most messages a producer's client sends in one frame")
 	flag.Parse()
 	o.channels, o.queues = max(o.channels, 1), max(o.queues, 1)
 	if o.body != "zeros" && o.body != "random" {
@@ -183,7 +189,14 @@ func run(o options) error {
 	if o.json {
 		progress = os.Stderr
 	}
-	if !o.predeclare {
+	switch {
+	case o.predeclare:
+	case o.streamURL != "":
+		o.queueType = "stream" // every consumer reads every message
+		if err := declareStream(o); err != nil {
+			return err
+		}
+	default:
 		if err := declare(o); err != nil {
 			return err
 		}
@@ -198,10 +211,18 @@ func run(o options) error {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
+			if o.streamURL != "" {
+				consumeStream(ctx, o, st, ready)
+				return
+			}
 			consume(ctx, o, st, i, ready)
 		}()
 	}
-	for i := 0; i < o.consumers*o.channels; i++ {
+	readyWanted := o.consumers * o.channels
+	if o.streamURL != "" {
+		readyWanted = o.consumers
+	}
+	for i := 0; i < readyWanted; i++ {
 		if err := <-ready; err != nil {
 			return err
 		}
@@ -218,6 +239,12 @@ func run(o options) error {
 		producers.Add(1)
 		go func() {
 			defer producers.Done()
+			if o.streamURL != "" {
+				if err := produceStream(pctx, o, st); err != nil {
+					errs <- err
+				}
+				return
+			}
 			if err := produce(pctx, o, st, i, errs); err != nil {
 				errs <- err
 			}
@@ -622,7 +649,7 @@ func summary(o options, st *stats, publishing, total, brokerCPU, clientCPU time.
 		o.producers, o.consumers, o.channels, o.queues, o.size, o.confirm, o.persistent, o.autoAck, o.qos)
 	fmt.Fprintf(output, "summary: published %d in %.1fs = %.0f msg/s; consumed %d = %.0f msg/s\n",
 		p, publishing.Seconds(), sum.PublishRate, c, sum.ConsumeRate)
-	if o.confirm > 0 {
+	if o.confirm > 0 || o.streamURL != "" {
 		fmt.Fprintf(output, "summary: confirmed %d, nacked %d\n", sum.Confirmed, sum.Nacked)
 	}
 	if l := sum.Latency; l != nil {

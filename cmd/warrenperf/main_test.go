@@ -67,3 +67,44 @@ func TestMessageBody(t *testing.T) {
 		t.Fatalf("-body random: %d bytes, %d of them zero", len(random), bytes.Count(random, []byte{0}))
 	}
 }
+
+// TestRunStreamJSON runs the stream protocol (-stream-url) against an
+// in-process broker: two producers, two consumers from first that each
+// read every message, both latencies sampled.
+func TestRunStreamJSON(t *testing.T) {
+	cfg := config.Default()
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Stream.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Admin.Listen = ""
+	cfg.Storage.DataDir = t.TempDir()
+	b, err := broker.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+
+	var out bytes.Buffer
+	output, progress = &out, io.Discard
+	defer func() { output, progress = os.Stdout, os.Stdout }()
+	o := options{
+		streamURL: "rabbitmq-stream://guest:guest@" + b.StreamAddr() + "/", streamBatch: 50, offset: "first",
+		producers: 2, consumers: 2, channels: 1, queues: 1, size: 16, duration: 30e9, queue: "perf-stream",
+		pmessages: 300, json: true,
+	}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	if sum.Published != 600 || sum.Confirmed != 600 || sum.Consumed != 1200 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if sum.Latency == nil || sum.ConfirmLatency == nil || sum.ConfirmLatency.Samples == 0 {
+		t.Fatalf("latencies %+v %+v", sum.Latency, sum.ConfirmLatency)
+	}
+}
