@@ -9,7 +9,10 @@
 # (batches of 100) and no consumer, 1 KB; one publisher and one consumer
 # from first, 1 KB and 16 B bodies; one publisher and ten consumers, 1 KB;
 # one publisher at a fixed 20,000 msg/s and one consumer, 1 KB (the
-# tool's mean end-to-end latency; it reports no percentiles).
+# tool's mean end-to-end latency; it reports no percentiles). Then, for
+# percentiles, warrenperf -stream-url at fixed rates (RATES, messages a
+# second, default "1000 10000"), 1 KB, one consumer: publish-to-delivery
+# and publish-to-confirm p50/p99, and the broker's CPU per message.
 # Each run has a stream of its own.
 #
 # perfTest is built with 1 MiB socket buffers (SetReadBuffer and
@@ -38,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "--- building warren and perfTest"
-(cd "$root" && go build -o "$work/warren" ./cmd/warren)
+(cd "$root" && go build -o "$work/warren" ./cmd/warren && go build -o "$work/warrenperf" ./cmd/warrenperf)
 mod=$(cd "$root" && go mod download -json github.com/rabbitmq/rabbitmq-stream-go-client@v1.8.3 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
 cp -r "$mod" "$work/client" && chmod -R u+w "$work/client"
 sed -i 's/envOpts := stream.NewEnvironmentOptions()./envOpts := stream.NewEnvironmentOptions().SetReadBuffer(1 << 20).SetWriteBuffer(1 << 20)./' \
@@ -98,5 +101,20 @@ for round in $(seq "$ROUNDS"); do
 		IFS=, read -r name consumers body rate <<<"$sc"
 		run warren 5562 "$wpid" "$name" "$consumers" "$body" "$rate"
 		run rabbitmq 5563 "$rpid" "$name" "$consumers" "$body" "$rate"
+	done
+done
+
+latency() { # broker port pid rate
+	local broker=$1 port=$2 pid=$3 rate=$4
+	"$work/warrenperf" -stream-url "rabbitmq-stream://guest:guest@localhost:$port/" -queue "lat-$broker-$rate-$RANDOM" \
+		-producers 1 -consumers 1 -size 1000 -rate "$rate" -duration "${DURATION}s" -broker-pid "$pid" -json 2>/dev/null |
+		jq -r --arg b "$broker" --arg r "$rate" '"\($b|.[0:8]) \($r) msg/s: delivered \(.consume_rate|floor) msg/s, latency p50 \(.latency_ms.p50*100|floor/100) p99 \(.latency_ms.p99*100|floor/100) ms, confirm p50 \(.confirm_latency_ms.p50*100|floor/100) p99 \(.confirm_latency_ms.p99*100|floor/100) ms, broker \(.broker_cpu_us_per_message*10|floor/10) us/msg"'
+}
+
+echo "--- warrenperf at fixed rates, ${DURATION}s each"
+for round in $(seq "$ROUNDS"); do
+	for rate in ${RATES:-1000 10000}; do
+		latency warren 5562 "$wpid" "$rate"
+		latency rabbitmq 5563 "$rpid" "$rate"
 	done
 done

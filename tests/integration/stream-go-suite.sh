@@ -35,7 +35,15 @@
 #   -compare FILE     after the run, print the specs whose result differs
 #                     from FILE (a saved run, e.g.
 #                     stream-go-suite.rabbitmq-3.10.8.txt) and exit 1 if a
-#                     spec that passes there does not pass here.
+#                     spec that passes there does not pass here. A spec
+#                     that fails here and passes there is run once more
+#                     (against a fresh broker) before that is decided:
+#                     some specs are timing-bound whatever the broker (the
+#                     Reliable Producer's "Delete the stream should close
+#                     the producer" waits twice a random 3-11 s under a
+#                     20 s timeout, and failed 1 run in 20 against either).
+#                     A spec that passes the second time is reported PASS,
+#                     its first failure kept in the result file as a note.
 #   -results FILE     with -compare and no broker mode: compare FILE (a
 #                     saved run) instead of running anything.
 #   -o FILE           also write the result lines to FILE.
@@ -409,7 +417,30 @@ fi
 echo "($(($(date +%s) - start))s, client $version, broker $mode)"
 [ -z "$out_file" ] || cp "$work/results.txt" "$out_file"
 crc=0
-if [ -n "$compare_file" ]; then
+if [ -n "$compare_file" ] && [ "$rc" = 0 ]; then
+	# The specs that pass in the baseline and failed here, run once more.
+	awk 'FNR == 1 { f++ } f == 1 && $1 == "PASS" { base[$2] = 1 } f == 2 && $1 == "FAIL" && ($2 in base) { print $2 }' \
+		"$compare_file" "$work/results.txt" >"$work/again.txt"
+	if [ -s "$work/again.txt" ]; then
+		echo "--- running again once: $(tr '\n' ' ' <"$work/again.txt")"
+		mv "$work/specs.tsv" "$work/specs.run.tsv"
+		awk -F'\t' 'FNR == NR { again[$1] = 1; next } $1 in again' "$work/again.txt" "$work/specs.run.tsv" >"$work/specs.tsv"
+		timeout -k 90 "$total_timeout" unshare --net -- bash "$self" --inner "$work" "$mode" "$spec_timeout" \
+			>"$work/again.results.txt" 2>>"$work/inner.err" || true
+		mv "$work/specs.run.tsv" "$work/specs.tsv"
+		cat "$work/again.results.txt"
+		# A spec that passed the second time replaces its failure, which
+		# stays as a note.
+		awk 'FNR == NR { if ($1 == "PASS") passed[$2] = 1; next }
+			$1 ~ /^(PASS|FAIL|SKIP)$/ { skipping = ($1 == "FAIL" && ($2 in passed)) }
+			skipping && $1 == "FAIL" { sub(/^FAIL/, "PASS"); print $0 " -- failed once, passed when run again"; next }
+			skipping { print "    (first run) " substr($0, 5); next }
+			{ print }' "$work/again.results.txt" "$work/results.txt" >"$work/results.merged.txt"
+		mv "$work/results.merged.txt" "$work/results.txt"
+		[ -z "$out_file" ] || cp "$work/results.txt" "$out_file"
+	fi
+	compare "$compare_file" "$work/results.txt" || crc=$?
+elif [ -n "$compare_file" ]; then
 	compare "$compare_file" "$work/results.txt" || crc=$?
 fi
 [ "$rc" = 0 ] || exit 3 # build, broker start, -total-timeout, ended early
