@@ -12,9 +12,12 @@ import (
 	"github.com/warrenmq/warren/protocol/stream"
 )
 
-// maxChunkRecords bounds the records of one chunk Warren sends: a round
-// of the stream's reads is at most its read-ahead anyway.
-const maxChunkRecords = 1000
+// maxChunkRecords bounds the records of one chunk Warren sends (one
+// credit's worth). The stream reads a stored chunk whole, which holds a
+// write's messages, up to 4,096; clients count on a credit bringing a
+// few hundred at most (the Go client's "Manual Credit Strategy" spec
+// drains one credit's chunk at 10 ms a message within 3 s).
+const maxChunkRecords = 256
 
 // subscription is one Subscribe: a stream.Reader of the stream's log on
 // this node. One credit is one chunk.
