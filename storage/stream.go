@@ -361,54 +361,16 @@ func (s *Store) StreamSegments(sid uint64) ([]Segment, error) {
 // whole, so it is decoded once however the reader's limit falls. m is a
 // private copy fn may keep.
 func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, timestamp int64, m *Message) bool) error {
-	done, err := s.read()
-	if err != nil {
-		return err
-	}
-	defer done()
-	s.c.waitApplied()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: streamKey(sid, streamChunk, 0), UpperBound: prefixEnd(streamKey(sid, streamChunk, 0)[:10])})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	ok := it.SeekLT(streamKey(sid, streamChunk, from+1))
-	if !ok {
-		ok = it.First()
-	}
 	n := 0
-	for ; ok && n < limit; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		c, err := parseChunkIndex(it.Key(), v)
-		if err != nil {
-			return err
-		}
-		if c.end() <= from {
-			continue
-		}
-		payload, gone, err := s.streams.readChunk(sid, c)
-		if err != nil {
-			return err
-		}
-		if gone {
-			return nil // retention took it meanwhile: the next read starts after
-		}
+	return s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
 		more := true
-		if err := decodeChunk(c, payload, from, func(offset uint64, ts int64, m *Message) bool {
+		err := decodeChunk(c, payload, from, func(offset uint64, ts int64, m *Message) bool {
 			n++
 			more = fn(offset, ts, m)
 			return more
-		}); err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
-	}
-	return it.Error()
+		})
+		return more && n < limit, err
+	})
 }
 
 // StreamChunk returns the messages of the chunk holding offset from, all
@@ -416,15 +378,31 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 // none past the end. Readers that read the same chunk can share what it
 // returns: the messages are private copies no one changes.
 func (s *Store) StreamChunk(sid, from uint64) ([]StreamRecord, error) {
+	var recs []StreamRecord
+	err := s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
+		recs = make([]StreamRecord, 0, c.count)
+		return false, decodeChunk(c, payload, 0, func(offset uint64, ts int64, m *Message) bool {
+			recs = append(recs, StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
+			return true
+		})
+	})
+	return recs, err
+}
+
+// streamChunks calls fn with sid's chunks, read and checked, from the one
+// holding offset from (or the first after it), until fn returns false or
+// an error; it stops, with no error, at a chunk retention deleted since
+// the index was read (the next read starts after it).
+func (s *Store) streamChunks(sid, from uint64, fn func(c chunkIndex, payload []byte) (bool, error)) error {
 	done, err := s.read()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer done()
 	s.c.waitApplied()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: streamKey(sid, streamChunk, 0), UpperBound: prefixEnd(streamKey(sid, streamChunk, 0)[:10])})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer it.Close()
 	ok := it.SeekLT(streamKey(sid, streamChunk, from+1))
@@ -434,27 +412,24 @@ func (s *Store) StreamChunk(sid, from uint64) ([]StreamRecord, error) {
 	for ; ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c, err := parseChunkIndex(it.Key(), v)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if c.end() <= from {
 			continue
 		}
 		payload, gone, err := s.streams.readChunk(sid, c)
 		if err != nil || gone {
-			return nil, err
+			return err
 		}
-		recs := make([]StreamRecord, 0, c.count)
-		err = decodeChunk(c, payload, 0, func(offset uint64, ts int64, m *Message) bool {
-			recs = append(recs, StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
-			return true
-		})
-		return recs, err
+		if more, err := fn(c, payload); err != nil || !more {
+			return err
+		}
 	}
-	return nil, it.Error()
+	return it.Error()
 }
 
 // StreamTimestamp is the timestamp of the message at offset (ok false:
