@@ -430,13 +430,8 @@ func publish(ctx context.Context, o options, st *stats, ch *amqp.Channel, key st
 		mode = amqp.Persistent
 	}
 	msg := amqp.Publishing{DeliveryMode: mode, Body: o.messageBody(), Headers: o.messageHeaders()}
-	var tick *time.Ticker
-	var pace pacer
-	if o.rate > 0 {
-		pace = pacer{rate: int64(o.rate), start: time.Now()}
-		tick = time.NewTicker(pace.interval())
-		defer tick.Stop()
-	}
+	g := newGate(o.rate)
+	defer g.stop()
 	// Stopping, the loop is left for the wait below: the confirms still in
 	// flight are counted before the summary.
 publishing:
@@ -444,12 +439,8 @@ publishing:
 		if ctx.Err() != nil {
 			break
 		}
-		for tick != nil && !pace.take(time.Now()) {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				break publishing
-			}
+		if !g.wait(ctx) {
+			break publishing
 		}
 		if window != nil {
 			select {

@@ -18,19 +18,7 @@ import (
 // producer channels on one connection, two queues, confirms, and the
 // summary as JSON with both latencies sampled.
 func TestRunJSON(t *testing.T) {
-	cfg := config.Default()
-	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
-	cfg.Stream.Listen = nil
-	cfg.Admin.Listen = ""
-	cfg.Storage.DataDir = t.TempDir()
-	b, err := broker.New(cfg, zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Shutdown(context.Background())
+	b := startBroker(t, nil)
 
 	var out bytes.Buffer
 	output, progress = &out, io.Discard
@@ -72,19 +60,7 @@ func TestMessageBody(t *testing.T) {
 // in-process broker: two producers, two consumers from first that each
 // read every message, both latencies sampled.
 func TestRunStreamJSON(t *testing.T) {
-	cfg := config.Default()
-	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
-	cfg.Stream.Listen = config.Addrs{"127.0.0.1:0"}
-	cfg.Admin.Listen = ""
-	cfg.Storage.DataDir = t.TempDir()
-	b, err := broker.New(cfg, zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Shutdown(context.Background())
+	b := startBroker(t, config.Addrs{"127.0.0.1:0"})
 
 	var out bytes.Buffer
 	output, progress = &out, io.Discard
@@ -107,4 +83,24 @@ func TestRunStreamJSON(t *testing.T) {
 	if sum.Latency == nil || sum.ConfirmLatency == nil || sum.ConfirmLatency.Samples == 0 {
 		t.Fatalf("latencies %+v %+v", sum.Latency, sum.ConfirmLatency)
 	}
+}
+
+// startBroker starts an in-process broker on loopback, its stream
+// listener on stream (nil: none), stopped with the test.
+func startBroker(t *testing.T, stream config.Addrs) *broker.Broker {
+	t.Helper()
+	cfg := config.Default()
+	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.Stream.Listen = stream
+	cfg.Admin.Listen = ""
+	cfg.Storage.DataDir = t.TempDir()
+	b, err := broker.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Shutdown(context.Background()) })
+	return b
 }

@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // minTick is the shortest wait between a producer's sends. A ticker at a
 // higher rate's own interval cannot keep up (Go's timers and the client's
@@ -36,4 +39,37 @@ func (p *pacer) take(now time.Time) bool {
 	}
 	p.sent++
 	return true
+}
+
+// gate paces a producer to -rate (none: no wait).
+type gate struct {
+	tick *time.Ticker
+	pace pacer
+}
+
+func newGate(rate int) *gate {
+	g := &gate{}
+	if rate > 0 {
+		g.pace = pacer{rate: int64(rate), start: time.Now()}
+		g.tick = time.NewTicker(g.pace.interval())
+	}
+	return g
+}
+
+// wait returns once the next message may go, false when ctx ended first.
+func (g *gate) wait(ctx context.Context) bool {
+	for g.tick != nil && !g.pace.take(time.Now()) {
+		select {
+		case <-g.tick.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+func (g *gate) stop() {
+	if g.tick != nil {
+		g.tick.Stop()
+	}
 }

@@ -111,24 +111,15 @@ func produceStream(ctx context.Context, o options, st *stats) error {
 			}
 		}
 	}()
-	var tick *time.Ticker
-	var pace pacer
-	if o.rate > 0 {
-		pace = pacer{rate: int64(o.rate), start: time.Now()}
-		tick = time.NewTicker(pace.interval())
-		defer tick.Stop()
-	}
+	g := newGate(o.rate)
+	defer g.stop()
 sending:
 	for n := 0; o.pmessages == 0 || n < o.pmessages; n++ {
 		if ctx.Err() != nil {
 			break
 		}
-		for tick != nil && !pace.take(time.Now()) {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				break sending
-			}
+		if !g.wait(ctx) {
+			break sending
 		}
 		body := o.messageBody()
 		if o.size >= 8 {
