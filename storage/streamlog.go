@@ -72,6 +72,8 @@ type streamLogs struct {
 	// files of a stream not among them finds damage.
 	deleted map[uint64]bool
 	madeDir bool
+	// unsynced are the files written since their last fsync.
+	unsynced []*streamFile
 	// dirsUnsynced are the folders that gained an entry since their last
 	// fsync.
 	dirsUnsynced map[string]struct{}
@@ -342,7 +344,10 @@ func (l *streamLogs) write(run []*pendingChunk) error {
 	l.mu.Lock()
 	f, err := l.createLocked(sf)
 	if err == nil {
-		sf.unsynced = true
+		if !sf.unsynced {
+			sf.unsynced = true
+			l.unsynced = append(l.unsynced, sf)
+		}
 	}
 	l.mu.Unlock()
 	if err != nil {
@@ -427,15 +432,15 @@ func (l *streamLogs) release(sf *streamFile) {
 func (l *streamLogs) sync() error {
 	l.mu.Lock()
 	var files []*streamFile
-	for _, sl := range l.streams {
-		for _, sf := range sl.files {
-			if sf.unsynced && sf.f != nil {
-				sf.unsynced = false
-				sf.refs++
-				files = append(files, sf)
-			}
+	for _, sf := range l.unsynced {
+		sf.unsynced = false
+		if sf.f != nil {
+			sf.refs++
+			files = append(files, sf)
 		}
 	}
+	clear(l.unsynced)
+	l.unsynced = l.unsynced[:0]
 	var dirs []string
 	for d := range l.dirsUnsynced {
 		dirs = append(dirs, d)
