@@ -39,6 +39,8 @@ type streamPublisherRow struct {
 }
 
 type streamConsumerRow struct {
+	Active            bool                  `json:"active"`
+	ActivityStatus    string                `json:"activity_status"`
 	ConnectionDetails streamConnDetailsJSON `json:"connection_details"`
 	Consumed          uint64                `json:"consumed"`
 	Credits           *int                  `json:"credits"`
@@ -180,7 +182,8 @@ func TestStreamManagementRoutes(t *testing.T) {
 	})
 	k := cons[0]
 	if k.SubscriptionID == nil || k.Credits == nil || k.Consumed != 3 || k.OffsetLag == nil || *k.OffsetLag != 0 ||
-		k.Properties == nil || k.Queue != (streamQueueJSON{Name: name, VHost: "/"}) || k.ConnectionDetails.User != "guest" {
+		k.Properties == nil || k.Queue != (streamQueueJSON{Name: name, VHost: "/"}) || k.ConnectionDetails.User != "guest" ||
+		!k.Active || k.ActivityStatus != "up" {
 		t.Fatalf("consumer: %+v", k)
 	}
 	consConn := k.ConnectionDetails.Name

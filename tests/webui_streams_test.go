@@ -24,7 +24,7 @@ func TestWebUIStreams(t *testing.T) {
 	if pubs := br.text(t, `#stream-publishers tbody`); !strings.Contains(pubs, name) || !strings.Contains(pubs, "admin-ref") {
 		t.Errorf("stream publishers: %q", pubs)
 	}
-	if cons := br.text(t, `#stream-consumers tbody`); !strings.Contains(cons, name) {
+	if cons := br.text(t, `#stream-consumers tbody`); !strings.Contains(cons, name) || !strings.Contains(cons, "up") {
 		t.Errorf("stream consumers: %q", cons)
 	}
 	if errs := br.pageErrors(); len(errs) > 0 {

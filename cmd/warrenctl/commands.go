@@ -93,7 +93,7 @@ var listings = map[string]listing{
 		defaults: []string{"connection_pid", "subscription_id", "stream", "messages_consumed", "offset", "offset_lag",
 			"credits", "properties"},
 		columns: []string{"connection_pid", "subscription_id", "stream", "messages_consumed", "offset", "offset_lag",
-			"credits", "properties"},
+			"credits", "properties", "active", "activity_status"},
 		fields: map[string]string{"connection_pid": "connection_details.name", "stream": "queue.name", "messages_consumed": "consumed"},
 	},
 	"list_stream_publishers": {

@@ -176,6 +176,8 @@ type streamPublisherJSON struct {
 }
 
 type streamConsumerJSON struct {
+	Active            bool              `json:"active"`
+	ActivityStatus    string            `json:"activity_status"`
 	ConnectionDetails streamConnDetails `json:"connection_details"`
 	Consumed          uint64            `json:"consumed"`
 	Credits           int               `json:"credits"`
@@ -285,7 +287,7 @@ func (a *api) streamConsumers(c *call) (any, error) {
 	for _, k := range a.b.Streams().Consumers() {
 		if d, q, ok := s.details(k.Conn, k.Stream); ok {
 			out = append(out, streamConsumerJSON{
-				ConnectionDetails: d, Consumed: k.Consumed, Credits: k.Credit, Offset: k.Offset, OffsetLag: k.Lag,
+				Active: k.Active, ActivityStatus: k.ActivityStatus(), ConnectionDetails: d, Consumed: k.Consumed, Credits: k.Credit, Offset: k.Offset, OffsetLag: k.Lag,
 				Properties: orEmpty(k.Properties), Queue: q, SubscriptionID: k.ID,
 			})
 		}

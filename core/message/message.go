@@ -79,8 +79,8 @@ func build(exchange, routingKey string, flags uint16, props, body []byte, fromCl
 	if flags == 0 {
 		return m, nil
 	}
-	if flags == FlagAMQP10 && len(props) == 0 && !fromClient {
-		m.Persistent = true // a stream's, read back
+	if flags == FlagAMQP10 && !fromClient {
+		m.Persistent = true // a stream's, read back; props is its filter value
 		return m, nil
 	}
 	view, err := protocol.ScanProperties(flags, props)
@@ -101,7 +101,8 @@ func build(exchange, routingKey string, flags uint16, props, body []byte, fromCl
 
 // FlagAMQP10 marks a message the stream protocol published: its body is
 // the AMQP 1.0 message as the client encoded it (protocol/amqp10), and it
-// has no AMQP 0-9-1 properties. It is bit 0 of the property flags, which
+// has no AMQP 0-9-1 properties: its Props hold its filter value
+// (StreamFilterValue), empty without one. It is bit 0 of the property flags, which
 // AMQP 0-9-1 never sets on basic properties (it would announce a second
 // flags word), so no message a client published over AMQP carries it.
 // Only a stream takes such a message, and it converts it for an AMQP
@@ -109,14 +110,40 @@ func build(exchange, routingKey string, flags uint16, props, body []byte, fromCl
 const FlagAMQP10 = 0x0001
 
 // NewAMQP10 builds a message the stream protocol published to the stream
-// named routingKey: body is the AMQP 1.0 message, retained, not copied.
-// It is persistent, as everything a stream keeps is.
-func NewAMQP10(routingKey string, body []byte) *Message {
-	return &Message{RoutingKey: routingKey, Flags: FlagAMQP10, Body: body, Persistent: true, TTL: NoTTL}
+// named routingKey, with filterValue ("" for none, as publish v1 gives):
+// body is the AMQP 1.0 message, retained, not copied. It is persistent,
+// as everything a stream keeps is.
+func NewAMQP10(routingKey, filterValue string, body []byte) *Message {
+	m := &Message{RoutingKey: routingKey, Flags: FlagAMQP10, Body: body, Persistent: true, TTL: NoTTL}
+	if filterValue != "" {
+		m.Props = []byte(filterValue)
+	}
+	return m
 }
 
 // IsAMQP10 reports whether m is an AMQP 1.0 message (FlagAMQP10).
 func (m *Message) IsAMQP10() bool { return m.Flags == FlagAMQP10 }
+
+// StreamFilterHeader is the header that gives an AMQP 0-9-1 message its
+// stream filter value, as RabbitMQ 3.13 reads it.
+const StreamFilterHeader = "x-stream-filter-value"
+
+// StreamFilterValue is the value a stream's filtering (RabbitMQ 3.13's)
+// matches m by: the filter value a stream-protocol publisher gave it, or
+// an AMQP 0-9-1 message's StreamFilterHeader when a string; "" when it
+// has none.
+func (m *Message) StreamFilterValue() string {
+	if m.IsAMQP10() {
+		return string(m.Props)
+	}
+	switch v := m.Headers()[StreamFilterHeader].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
 
 // ParseExpiration reads an expiration property as RabbitMQ does: a decimal
 // count of milliseconds up to MaxTTL. Anything else is 406, in RabbitMQ's

@@ -63,6 +63,11 @@ type Conn struct {
 
 	// unconfirmed counts messages waiting for their confirm; confirmed
 	// wakes a reader waiting for it to fall (MaxUnconfirmed).
+	// ConsumerUpdates sent and not answered, by correlation id, and the
+	// id sent last: sacGroups.mu's (sac.go).
+	sacRequests    map[uint32]sacRequest
+	sacCorrelation uint32
+
 	unconfirmed atomic.Int64
 	confirmed   chan struct{}
 	// recvOct counts the bytes read, for listings (outbound counts those
@@ -92,6 +97,21 @@ type ConsumerInfo struct {
 	// offset_lag, there the committed offset less the consumer's).
 	Lag        uint64
 	Properties map[string]string
+	// Active is false for a single active consumer that waits its turn;
+	// SingleActive marks one (sac.go).
+	Active, SingleActive bool
+}
+
+// ActivityStatus is RabbitMQ's word for a consumer's state: up, or a
+// single active consumer's single_active or waiting.
+func (ci ConsumerInfo) ActivityStatus() string {
+	switch {
+	case !ci.SingleActive:
+		return "up"
+	case ci.Active:
+		return "single_active"
+	}
+	return "waiting"
 }
 
 // ConnInfo is an open connection as listings show it.
@@ -338,8 +358,7 @@ func (c *Conn) handle(cmd stream.Command) error {
 	case *stream.ResolveOffsetSpec:
 		c.resolveOffsetSpec(m)
 	case *stream.ConsumerUpdateResponse:
-		// Single active consumers are not served yet: no update is sent,
-		// so an answer is not expected. Ignore it.
+		c.srv.sac.answered(c, m)
 	default:
 		return c.outOfPlace(cmd)
 	}
@@ -349,7 +368,7 @@ func (c *Conn) handle(cmd stream.Command) error {
 // commandVersions are the versions of each command Warren serves.
 var commandVersions = []stream.CommandVersion{
 	{Key: stream.KeyDeclarePublisher, MinVersion: 1, MaxVersion: 1},
-	{Key: stream.KeyPublish, MinVersion: 1, MaxVersion: 1},
+	{Key: stream.KeyPublish, MinVersion: 1, MaxVersion: 2},
 	{Key: stream.KeyQueryPublisherSequence, MinVersion: 1, MaxVersion: 1},
 	{Key: stream.KeyDeletePublisher, MinVersion: 1, MaxVersion: 1},
 	{Key: stream.KeySubscribe, MinVersion: 1, MaxVersion: 1},
@@ -369,6 +388,10 @@ var commandVersions = []stream.CommandVersion{
 	{Key: stream.KeyHeartbeat, MinVersion: 1, MaxVersion: 1},
 	{Key: stream.KeyExchangeCommandVersions, MinVersion: 1, MaxVersion: 1},
 	{Key: stream.KeyStreamStats, MinVersion: 1, MaxVersion: 1},
+	{Key: stream.KeyRoute, MinVersion: 1, MaxVersion: 1},
+	{Key: stream.KeyPartitions, MinVersion: 1, MaxVersion: 1},
+	{Key: stream.KeyCreateSuperStream, MinVersion: 1, MaxVersion: 1},
+	{Key: stream.KeyDeleteSuperStream, MinVersion: 1, MaxVersion: 1},
 }
 
 // handshake runs a command before Open.

@@ -40,6 +40,11 @@
 // id), sent as a Deliver; the client skips the entries of the first chunk
 // below the offset it asked for, as it does with RabbitMQ's chunks.
 //
+// A subscription with filter values (filter.N, match-unfiltered) is not
+// sent a chunk in which no message has one of them (filter.go); a single
+// active consumer reads only while its group has it active, from where
+// its client's answer to a ConsumerUpdate says (sac.go).
+//
 // # Errors
 //
 // A command that fails answers with its response code and the connection
@@ -49,8 +54,8 @@
 //
 // # Locks
 //
-// stream.Stream.mu -> subscription.mu (Read runs under the stream's lock)
-// -> outbound.mu. Server.mu and Conn.mu (the publisher and subscription
+// sacGroups.mu -> stream.Stream.mu -> subscription.mu (Read runs under
+// the stream's lock) -> outbound.mu. Server.mu and Conn.mu (the publisher and subscription
 // maps, which only the reader changes, held for listings to read them)
 // are leaves. LOCKS.md has them in order.
 package streamproto

@@ -168,7 +168,7 @@ func (c *Conn) publish(m *stream.Publish) error {
 		var msgs []*message.Message
 		if pm.SubBatch == nil {
 			// The frame's buffer is the reader's: the stream keeps a copy.
-			msgs = []*message.Message{message.NewAMQP10(p.stream, append([]byte(nil), pm.Message...))}
+			msgs = []*message.Message{message.NewAMQP10(p.stream, pm.FilterValue, append([]byte(nil), pm.Message...))}
 		} else {
 			// A sub-batch's records are stored one per offset, all or
 			// none, and confirmed under its one publishing id.
@@ -181,7 +181,7 @@ func (c *Conn) publish(m *stream.Publish) error {
 				continue
 			}
 			for _, r := range records {
-				msgs = append(msgs, message.NewAMQP10(p.stream, r))
+				msgs = append(msgs, message.NewAMQP10(p.stream, pm.FilterValue, r))
 			}
 		}
 		if err := c.waitForConfirms(); err != nil {

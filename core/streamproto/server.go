@@ -18,9 +18,10 @@ import (
 // RabbitMQVersion is the RabbitMQ release whose stream protocol Warren
 // serves, given as "version" in the peer properties: stream clients turn
 // features on by it (3.11 brings command versions and single active
-// consumers, 3.13 filtering), so it must name what Warren does, not
-// Warren's own release, which goes as "warren_version".
-const RabbitMQVersion = "3.10.8"
+// consumers, 3.13 super stream management and, with Publish v2 among
+// the command versions, filtering), so it must name what Warren does,
+// not Warren's own release, which goes as "warren_version".
+const RabbitMQVersion = "3.13.7"
 
 // Settings are a stream listener's limits and what it tells clients.
 type Settings struct {
@@ -60,6 +61,8 @@ type Server struct {
 
 	// lastChunk is the Deliver chunk built last (chunkOf).
 	lastChunk atomic.Pointer[builtChunk]
+	// sac coordinates single active consumers (sac.go).
+	sac sacGroups
 
 	nextID atomic.Uint64
 	mu     lockorder.Mutex[lockorder.StreamprotoServer]

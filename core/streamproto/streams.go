@@ -169,9 +169,12 @@ func (c *Conn) streamStats(m *stream.StreamStats) {
 		return
 	}
 	first, end, last := log.Bounds()
-	stats := map[string]int64{"first_chunk_id": -1, "committed_chunk_id": -1}
+	// A stream's readable chunks are committed ones (a replica reads
+	// only what a majority has), so the last is also the committed one.
+	stats := map[string]int64{"first_chunk_id": -1, "last_chunk_id": -1, "committed_chunk_id": -1}
 	if end > first {
 		stats["first_chunk_id"] = int64(first)
+		stats["last_chunk_id"] = int64(last)
 		stats["committed_chunk_id"] = int64(last)
 	}
 	answer(stream.CodeOK, stats)

@@ -34,13 +34,24 @@ type subscription struct {
 	next      uint64 // the offset after the last one read
 	consumed  uint64
 	props     map[string]string
+	filter    *filter // nil: every chunk is sent
+
+	// A single active consumer's (sac.go): group is nil for any other.
+	// active is written under sacGroups.mu and mu both; from, reading
+	// and gone are sacGroups.mu's.
+	group   *sacKey
+	active  bool
+	from    streams.Offset // the offset Subscribe asked for
+	reading bool           // a reader of its stream
+	gone    bool           // unsubscribed
 }
 
 // info is the subscription as listings show it. The stream's bounds are
 // read after s.mu is let go: the stream's lock comes before it.
 func (s *subscription) info() ConsumerInfo {
 	s.mu.Lock()
-	info := ConsumerInfo{Conn: s.c.name, ID: s.id, Stream: s.stream, Credit: s.credit, Offset: s.next, Consumed: s.consumed, Properties: s.props}
+	info := ConsumerInfo{Conn: s.c.name, ID: s.id, Stream: s.stream, Credit: s.credit, Offset: s.next, Consumed: s.consumed, Properties: s.props,
+		Active: s.group == nil || s.active, SingleActive: s.group != nil}
 	s.mu.Unlock()
 	if _, end, _ := s.log.Bounds(); end > info.Offset {
 		info.Lag = end - info.Offset
@@ -73,7 +84,7 @@ func (s *subscription) Cancelled() {
 func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.cancelled {
+	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.cancelled || s.group != nil && !s.active {
 		s.refused = true
 		return false
 	}
@@ -90,6 +101,9 @@ func (s *subscription) RoundDone() {
 	s.mu.Lock()
 	records := s.records
 	s.records = nil
+	if len(records) > 0 && s.filter != nil && !s.filter.wants(records) {
+		records = nil // skipped whole, spending no credit
+	}
 	if len(records) > 0 {
 		s.credit--
 	}
@@ -120,8 +134,12 @@ func (s *subscription) addCredit(n uint16) {
 	}
 }
 
-// cancel leaves the stream.
+// cancel leaves the stream, and a single active consumer its group.
 func (s *subscription) cancel() {
+	if s.group != nil {
+		s.c.srv.sac.leave(s)
+		return
+	}
 	s.log.Cancel(s)
 }
 
@@ -197,7 +215,25 @@ func (c *Conn) subscribe(m *stream.Subscribe) {
 		answer(code)
 		return
 	}
-	sub := &subscription{c: c, id: m.SubscriptionID, stream: m.Stream, log: log, credit: int(m.Credit), props: m.Properties}
+	sac, name := m.Properties["single-active-consumer"] == "true", m.Properties["name"]
+	if sac && name == "" {
+		c.log.Info().Str("stream", m.Stream).Msg("a single active consumer without a name refused")
+		answer(stream.CodePreconditionFailed)
+		return
+	}
+	sub := &subscription{c: c, id: m.SubscriptionID, stream: m.Stream, log: log, credit: int(m.Credit), props: m.Properties, filter: filterOf(m.Properties)}
+	if sac {
+		// It reads nothing until its group makes it active and its
+		// client answers with where to start (sac.go).
+		sub.group = &sacKey{vhost: c.vh.Name, stream: m.Stream, name: name}
+		sub.from = offsetOf(m.Offset)
+		c.mu.Lock()
+		c.subs[m.SubscriptionID] = sub
+		c.mu.Unlock()
+		answer(stream.CodeOK)
+		c.srv.sac.register(sub, c.partitionIndex(m.Properties["super-stream"], m.Stream))
+		return
+	}
 	err := log.Consume(sub, offsetOf(m.Offset), func() {
 		c.mu.Lock()
 		c.subs[m.SubscriptionID] = sub

@@ -27,6 +27,7 @@ const (
 	authStore
 	queueQueue
 	quorumQueue
+	streamprotoSAC
 	streamStream
 	streamprotoSubscription
 	streamprotoOutbound
@@ -102,6 +103,7 @@ var ranks = [numRanks]rank{
 	authStore:               {name: "auth.Store.mu"},
 	queueQueue:              {name: "queue.Queue.mu", nests: true},
 	quorumQueue:             {name: "quorum.Queue.mu"},
+	streamprotoSAC:          {name: "streamproto.sacGroups.mu"},
 	streamStream:            {name: "stream.Stream.mu"},
 	streamprotoSubscription: {name: "streamproto.subscription.mu"},
 	streamprotoOutbound:     {name: "streamproto.outbound.mu"},
@@ -174,6 +176,7 @@ type (
 	AuthStore               struct{}
 	QueueQueue              struct{}
 	QuorumQueue             struct{}
+	StreamprotoSAC          struct{}
 	StreamStream            struct{}
 	StreamprotoSubscription struct{}
 	StreamprotoOutbound     struct{}
@@ -240,6 +243,7 @@ func (ExchangeRegistry) rankID() rankID        { return exchangeRegistry }
 func (AuthStore) rankID() rankID               { return authStore }
 func (QueueQueue) rankID() rankID              { return queueQueue }
 func (QuorumQueue) rankID() rankID             { return quorumQueue }
+func (StreamprotoSAC) rankID() rankID          { return streamprotoSAC }
 func (StreamStream) rankID() rankID            { return streamStream }
 func (StreamprotoSubscription) rankID() rankID { return streamprotoSubscription }
 func (StreamprotoOutbound) rankID() rankID     { return streamprotoOutbound }

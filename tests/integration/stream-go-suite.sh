@@ -34,7 +34,8 @@
 #                     for v1.8.3).
 #   -compare FILE     after the run, print the specs whose result differs
 #                     from FILE (a saved run, e.g.
-#                     stream-go-suite.rabbitmq-3.10.8.txt) and exit 1 if a
+#                     stream-go-suite.rabbitmq-3.10.8.txt, or Warren's own,
+#                     stream-go-suite.warren.txt, which CI uses) and exit 1 if a
 #                     spec that passes there does not pass here. A spec
 #                     that fails here and passes there is run once more
 #                     (against a fresh broker) before that is decided:

@@ -224,6 +224,7 @@ export async function streams(ctx) {
       { label: "Offset", key: "offset", className: "num", render: (k) => num(k.offset) },
       { label: "Offset lag", key: "offset_lag", className: "num", render: (k) => num(k.offset_lag) },
       { label: "Credits", key: "credits", className: "num", render: (k) => num(k.credits) },
+      { label: "Status", key: "activity_status", render: (k) => k.activity_status },
     ],
   });
   ctx.main.append(h("h2", {}, "Stream connections"), conns.el, status,
