@@ -580,7 +580,13 @@ func dialStreamAs(t testing.TB, s *server, user, password, vhost string) *rawStr
 // openStreamAs is dialStreamAs that returns Open's code.
 func openStreamAs(t testing.TB, s *server, user, password, vhost string) (*rawStream, wire.ResponseCode) {
 	t.Helper()
-	nc, err := net.Dial("tcp", s.b.StreamAddr())
+	return openStreamAt(t, s.b.StreamAddr(), user, password, vhost)
+}
+
+// openStreamAt is openStreamAs of the stream listener at addr.
+func openStreamAt(t testing.TB, addr, user, password, vhost string) (*rawStream, wire.ResponseCode) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

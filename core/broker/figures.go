@@ -31,6 +31,7 @@ const (
 	callFigures byte = 1
 	callMemory  byte = 4 // after callTopology and callDeliver (topology.go)
 	callClients byte = 5
+	callStream  byte = 6 // the stream protocol's advertised host and port (streams.go)
 )
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
@@ -110,6 +111,8 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 		return json.Marshal(b.Memory())
 	case callClients:
 		return json.Marshal(b.srv.ClientCounts())
+	case callStream:
+		return json.Marshal(b.streamEndpointHere())
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -25,12 +26,50 @@ func newStreamServer(cfg config.Config, log zerolog.Logger, b *Broker) *streampr
 			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),
 			MaxUnconfirmed:   cfg.Stream.MaxUnconfirmed,
 		},
-		Users:   b.users,
-		VHosts:  b,
-		Log:     log,
-		Version: Version,
-		Admit:   b.srv.AdmitOther,
+		Users:    b.users,
+		VHosts:   b,
+		Log:      log,
+		Version:  Version,
+		Admit:    b.srv.AdmitOther,
+		Endpoint: b.streamEndpoint,
 	}
+}
+
+// streamEndpoint is what a node advertises to stream clients, as the
+// stream protocol's metadata names it.
+type streamEndpoint struct {
+	Host string
+	Port uint32 // 0: it serves no stream protocol
+}
+
+// streamEndpointHere is this node's.
+func (b *Broker) streamEndpointHere() streamEndpoint {
+	return streamEndpoint{Host: b.streams.Settings.AdvertisedHost, Port: b.streams.Settings.AdvertisedPort}
+}
+
+// streamEndpoint is the stream host and port the node named node
+// advertises: this node's own, or a member's, asked of it (callStream)
+// each time, since a member restarted may listen elsewhere and metadata
+// is asked rarely (a client's new publisher or consumer). ok is false
+// for a member that is down, does not answer, or serves no stream
+// protocol.
+func (b *Broker) streamEndpoint(node string) (host string, port uint32, ok bool) {
+	if node == b.NodeName() {
+		e := b.streamEndpointHere()
+		return e.Host, e.Port, e.Port != 0
+	}
+	n := b.cluster.Load()
+	if n == nil || !n.Alive(node) {
+		return "", 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	e, err := askMember[streamEndpoint](ctx, b, node, callStream, "stream endpoint")
+	if err != nil {
+		b.log.Debug().Err(err).Str("node", node).Msg("a member's stream endpoint not learned")
+		return "", 0, false
+	}
+	return e.Host, e.Port, e.Port != 0
 }
 
 // Streams is the stream-protocol server, for the admin API's listings.

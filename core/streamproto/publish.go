@@ -41,6 +41,16 @@ type appender interface {
 // CodeStreamDoesNotExist when there is no stream of that name, and
 // CodeStreamNotAvailable when this node cannot serve it.
 func (c *Conn) lookupStream(name string) (queuetype.Queue, stream.ResponseCode) {
+	q, code := c.findStream(name)
+	if code == stream.CodeOK && !q.Here() {
+		return nil, stream.CodeStreamNotAvailable
+	}
+	return q, code
+}
+
+// findStream is the named stream of the connection's vhost, wherever its
+// replicas are.
+func (c *Conn) findStream(name string) (queuetype.Queue, stream.ResponseCode) {
 	q, err := c.vh.Queue(name, nil)
 	if err != nil {
 		var re *reply.Error
@@ -51,9 +61,6 @@ func (c *Conn) lookupStream(name string) (queuetype.Queue, stream.ResponseCode) 
 	}
 	if q.Type() != queue.Stream {
 		return nil, stream.CodeStreamDoesNotExist
-	}
-	if !q.Here() {
-		return nil, stream.CodeStreamNotAvailable
 	}
 	return q, stream.CodeOK
 }

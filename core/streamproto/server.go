@@ -58,6 +58,11 @@ type Server struct {
 	// and user's max-connections (shared with AMQP's connections, as
 	// RabbitMQ counts every protocol's); release uncounts it.
 	Admit func(vhost, user string) (release func(), refused error)
+	// Endpoint, when set, gives the host and port the node named node
+	// advertises for the stream protocol (this node's own included);
+	// ok is false when it cannot be learned now. Metadata names a
+	// replicated stream's leader and replicas by it.
+	Endpoint func(node string) (host string, port uint32, ok bool)
 
 	// lastChunk is the Deliver chunk built last (chunkOf).
 	lastChunk atomic.Pointer[builtChunk]

@@ -139,22 +139,72 @@ func (c *Conn) self() stream.Broker {
 	return stream.Broker{Reference: 0, Host: c.srv.Settings.AdvertisedHost, Port: c.srv.Settings.AdvertisedPort}
 }
 
-// metadata answers with this node as every stream's leader: a node of
-// its own serves all of its streams.
+// metadata names each stream's leader and replicas by the host and
+// port their nodes advertise, as RabbitMQ answers: a publisher connects
+// to the leader, a consumer to a replica. A stream of a node of its own
+// has this node for its leader and no replicas; a replicated one has its
+// Raft group's leader and its other members that are up, wherever they
+// are, so that a client asking a node without a replica learns where to
+// go. A stream whose leader is unknown now (an election) is
+// STREAM_NOT_AVAILABLE. This node is always the first broker named.
 func (c *Conn) metadata(m *stream.Metadata) {
 	resp := &stream.MetadataResponse{CorrelationID: m.CorrelationID, Brokers: []stream.Broker{c.self()}}
-	for _, name := range m.Streams {
-		sm := stream.StreamMetadata{Stream: name, Leader: 0xffff}
-		if err := c.grant.DescribeStream(name); err != nil {
-			sm.Code = refusal(err)
-		} else if _, code := c.lookupStream(name); code != stream.CodeOK {
-			sm.Code = code
-		} else {
-			sm.Code, sm.Leader = stream.CodeOK, 0
+	refs := map[string]uint16{}
+	ref := func(node string) (uint16, bool) {
+		if r, ok := refs[node]; ok {
+			return r, true
 		}
-		resp.Streams = append(resp.Streams, sm)
+		if c.srv.Endpoint == nil {
+			return 0, false
+		}
+		host, port, ok := c.srv.Endpoint(node)
+		if !ok {
+			return 0, false
+		}
+		r := uint16(0)
+		if self := resp.Brokers[0]; host != self.Host || port != self.Port {
+			r = uint16(len(resp.Brokers))
+			resp.Brokers = append(resp.Brokers, stream.Broker{Reference: r, Host: host, Port: port})
+		}
+		refs[node] = r
+		return r, true
+	}
+	for _, name := range m.Streams {
+		resp.Streams = append(resp.Streams, c.streamMetadata(name, ref))
 	}
 	c.out.send(resp)
+}
+
+// streamMetadata is one stream's part of a metadata answer; ref gives a
+// node's broker reference.
+func (c *Conn) streamMetadata(name string, ref func(node string) (uint16, bool)) stream.StreamMetadata {
+	sm := stream.StreamMetadata{Stream: name, Leader: 0xffff}
+	if err := c.grant.DescribeStream(name); err != nil {
+		sm.Code = refusal(err)
+		return sm
+	}
+	q, code := c.findStream(name)
+	if code != stream.CodeOK {
+		sm.Code = code
+		return sm
+	}
+	view, replicated := q.Status()
+	if !replicated {
+		sm.Code, sm.Leader = stream.CodeOK, 0
+		return sm
+	}
+	leader, ok := ref(view.Leader)
+	if view.Leader == "" || !ok {
+		sm.Code = stream.CodeStreamNotAvailable
+		return sm
+	}
+	sm.Code, sm.Leader = stream.CodeOK, leader
+	for _, node := range view.Online {
+		if r, ok := ref(node); ok && node != view.Leader && !slices.Contains(sm.Replicas, r) {
+			sm.Replicas = append(sm.Replicas, r)
+		}
+	}
+	return sm
 }
 
 // streamStats gives a stream's first and committed chunk ids, as
