@@ -400,3 +400,44 @@ func TestStreamProtocolStepDownUnansweredThenGone(t *testing.T) {
 		t.Fatalf("the second consumer: %+v, want active", u)
 	}
 }
+
+// A client that reads Deliver version 2 (it says so in
+// ExchangeCommandVersions) gets it, with the stream's committed chunk
+// id; one that does not gets version 1.
+func TestStreamProtocolDeliverVersion2(t *testing.T) {
+	s := startWarren(t)
+	_, ch := channel(t, s)
+	name := uniq(t, "deliver2")
+	if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	// One confirmed at a time: each is a write, and a chunk, of its own.
+	for i := range 10 {
+		publishConfirmed(t, ch, "", name, amqp.Publishing{Body: []byte(fmt.Sprint(i))})
+	}
+	first := func(c *rawStream) *wire.Deliver {
+		if code := c.call(&wire.Subscribe{SubscriptionID: 1, Stream: name, Offset: wire.OffsetSpec{Type: wire.OffsetFirst}, Credit: 1}); code != wire.CodeOK {
+			t.Fatalf("subscribe: %v", code)
+		}
+		for {
+			if d, ok := c.next().(*wire.Deliver); ok {
+				return d
+			}
+		}
+	}
+	v2 := dialStream(t, s)
+	if code := v2.call(&wire.ExchangeCommandVersions{Commands: []wire.CommandVersion{
+		{Key: wire.KeyDeliver, MinVersion: 1, MaxVersion: 2}, {Key: wire.KeyPublish, MinVersion: 1, MaxVersion: 2},
+	}}); code != wire.CodeOK {
+		t.Fatalf("exchange command versions: %v", code)
+	}
+	if d := first(v2); d.Version != 2 || d.CommittedChunkID != 9 {
+		t.Fatalf("deliver version %d, committed chunk id %d; want version 2, 9 (the last message's own chunk)", d.Version, d.CommittedChunkID)
+	}
+	if d := first(dialStream(t, s)); d.Version != 1 {
+		t.Fatalf("deliver version %d to a client that did not ask for 2", d.Version)
+	}
+}

@@ -68,6 +68,10 @@ type Conn struct {
 	sacRequests    map[uint32]sacRequest
 	sacCorrelation uint32
 
+	// deliverVersion is the Deliver version the client reads, 0 (1)
+	// unless it said 2 (ExchangeCommandVersions); read as chunks go.
+	deliverVersion atomic.Uint32
+
 	unconfirmed atomic.Int64
 	confirmed   chan struct{}
 	// recvOct counts the bytes read, for listings (outbound counts those
@@ -354,6 +358,13 @@ func (c *Conn) handle(cmd stream.Command) error {
 	case *stream.DeleteSuperStream:
 		c.deleteSuperStream(m)
 	case *stream.ExchangeCommandVersions:
+		// A client that reads Deliver version 2 gets it, with the
+		// committed chunk id, as RabbitMQ 3.11+ sends it.
+		for _, cv := range m.Commands {
+			if cv.Key == stream.KeyDeliver && cv.MaxVersion >= 2 {
+				c.deliverVersion.Store(2)
+			}
+		}
 		c.out.send(&stream.ExchangeCommandVersionsResponse{CorrelationID: m.CorrelationID, Code: stream.CodeOK, Commands: commandVersions})
 	case *stream.ResolveOffsetSpec:
 		c.resolveOffsetSpec(m)

@@ -114,7 +114,11 @@ func (s *subscription) RoundDone() {
 	s.mu.Unlock()
 	if len(records) > 0 {
 		chunk := s.c.srv.chunkOf(records)
-		s.c.out.sendFrame(stream.DeliverHead(s.id, len(chunk)), chunk)
+		head := stream.Deliver{Version: uint16(s.c.deliverVersion.Load()), SubscriptionID: s.id}
+		if head.Version >= 2 {
+			_, _, head.CommittedChunkID = s.log.Bounds()
+		}
+		s.c.out.sendFrame(stream.DeliverHead(head, len(chunk)), chunk)
 		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {

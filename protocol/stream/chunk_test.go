@@ -112,9 +112,13 @@ func TestDeliverHeadAndChunkOfMatchDeliver(t *testing.T) {
 	}
 	want := h
 	want.NumEntries, want.NumRecords = 3, 3
-	d := &Deliver{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)}
 	chunk := ChunkOf(h, bodies)
-	if got, exp := append(DeliverHead(9, len(chunk)), chunk...), AppendFrame(nil, d); !bytes.Equal(got, exp) {
-		t.Fatalf("DeliverHead and ChunkOf\n got %x\nwant %x", got, exp)
+	for _, d := range []*Deliver{
+		{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)},
+		{Version: 2, SubscriptionID: 9, CommittedChunkID: 1 << 40, Chunk: AppendChunk(nil, want, data)},
+	} {
+		if got, exp := append(DeliverHead(*d, len(chunk)), chunk...), AppendFrame(nil, d); !bytes.Equal(got, exp) {
+			t.Fatalf("version %d: DeliverHead and ChunkOf\n got %x\nwant %x", d.Version, got, exp)
+		}
 	}
 }

@@ -106,11 +106,17 @@ func ChunkOf(h ChunkHeader, bodies [][]byte) []byte {
 	return chunk
 }
 
-// DeliverHead is the start of a Deliver frame (version 1, size prefix
-// included) whose chunk, chunkLen bytes, follows it on the wire.
-func DeliverHead(subscriptionID uint8, chunkLen int) []byte {
-	head := make([]byte, sizePrefix, sizePrefix+5)
-	head = appendU8(appendHeader(head, KeyDeliver, 1), subscriptionID)
+// DeliverHead is the start of a Deliver frame (size prefix included)
+// whose chunk, chunkLen bytes, follows it on the wire: d's version,
+// subscription and, in version 2, committed chunk id; d.Chunk is not
+// read.
+func DeliverHead(d Deliver, chunkLen int) []byte {
+	head := make([]byte, sizePrefix, sizePrefix+13)
+	v := max(d.Version, 1)
+	head = appendU8(appendHeader(head, KeyDeliver, v), d.SubscriptionID)
+	if v >= 2 {
+		head = appendU64(head, d.CommittedChunkID)
+	}
 	binary.BigEndian.PutUint32(head, uint32(len(head)-sizePrefix+chunkLen))
 	return head
 }
