@@ -824,3 +824,32 @@ func TestStreamProtocolConsumersShareChunks(t *testing.T) {
 		col.mu.Unlock()
 	}
 }
+
+// The Node client answers the server's Tune with a Tune (key 0x0014, no
+// response bit); RabbitMQ takes that as the answer, and so does Warren.
+func TestStreamProtocolTuneAnsweredWithTune(t *testing.T) {
+	s := startWarren(t)
+	nc, err := net.Dial("tcp", s.b.StreamAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &rawStream{t: t, nc: nc, r: wire.NewFrameReader(nc, wire.DefaultFrameMax)}
+	for _, step := range []wire.Command{
+		&wire.PeerProperties{},
+		&wire.SaslHandshake{},
+		&wire.SaslAuthenticate{Mechanism: "PLAIN", Data: []byte("\x00guest\x00guest")},
+	} {
+		if code := c.call(step); code != wire.CodeOK {
+			t.Fatalf("%s: code %#x", step.Key(), code)
+		}
+	}
+	tune, ok := c.next().(*wire.Tune)
+	if !ok {
+		t.Fatal("no tune")
+	}
+	c.send(&wire.Tune{FrameMax: tune.FrameMax, Heartbeat: 0})
+	if code := c.call(&wire.Open{VirtualHost: "/"}); code != wire.CodeOK {
+		t.Fatalf("open after a Tune answered with a Tune: code %#x", code)
+	}
+}

@@ -430,6 +430,13 @@ func (c *Conn) handshake(cmd stream.Command) error {
 			return c.outOfPlace(cmd)
 		}
 		return c.tune(m)
+	case *stream.Tune:
+		// The Node client answers Tune with a Tune (key 0x0014, no
+		// response bit), which RabbitMQ takes as the answer too.
+		if c.stage != stageAuthenticated {
+			return c.outOfPlace(cmd)
+		}
+		return c.tune(&stream.TuneResponse{FrameMax: m.FrameMax, Heartbeat: m.Heartbeat})
 	case *stream.Open:
 		if c.stage != stageTuned {
 			return c.outOfPlace(cmd)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the Ginkgo test suites that ship in
 # github.com/rabbitmq/rabbitmq-stream-go-client (pkg/stream, pkg/ha,
-# pkg/integration_test) against a broker and prints one line per spec:
+# pkg/integration_test), and the examples that ship with the Node stream
+# client (rabbitmq-stream-js-client, from npm), against a broker and
+# prints one line per spec (an example is a spec "js/example/FILE:1"):
 #
 #   PASS pkg/stream/environment_test.go:175 Environment test ... Connection Vhost not exist
 #   FAIL pkg/...:N <full spec text>          (then indented failure details)
@@ -56,6 +58,11 @@
 #   -spec-timeout S   seconds one spec may take (default 240).
 #   -total-timeout S  seconds the whole run may take (default 2700).
 #   -keep             keep the work directory (logs, JSON reports).
+#   -js VERSION       the Node client's version (default 1.0.0); "" leaves
+#                     its examples out. They need node and npm; each runs
+#                     as it ships (they connect to localhost:5552, some as
+#                     user rabbit, which the run creates) and passes when
+#                     it exits 0 having printed what JS_EXAMPLES says.
 #
 # Each spec runs in its own test process (ginkgo -focus-file FILE:LINE), so
 # a spec that hangs or leaves connections behind cannot take the rest of
@@ -73,6 +80,20 @@ set -euo pipefail
 # Specs skipped in every run: "location reason". Keep the reason short; it
 # is printed on the SKIP line.
 SKIP_BUILTIN=$(cat <<'EOF'
+EOF
+)
+
+# The Node client's examples that run against one broker: "file<TAB>a
+# line it prints when it worked" (autoreconnect_example.js and
+# cluster_example.js need a cluster of containers).
+JS_EXAMPLES=$(cat <<'EOF'
+index.js	Received message Test message
+src/deduplication_example.js	Publishing id is 7 (must be 7)
+src/offset_tracking_example.js	Done consuming, first offset was 0, last offset was 99
+src/offset_tracking_send.js	Publishing 100 messages
+src/offset_tracking_receive.js	Marker found
+src/single_active_consumer_update_example.js	Messages consumed by the second consumer: 51
+src/superstream_example.js	Received message Test message 3
 EOF
 )
 
@@ -186,6 +207,13 @@ inner() {
 		exit 3
 	fi
 
+	# The user the Node client's examples log in as.
+	curl -sf -m 5 -u guest:guest -X PUT -H 'content-type: application/json' \
+		-d '{"password":"rabbit","tags":"administrator"}' http://127.0.0.1:15672/api/users/rabbit >/dev/null &&
+		curl -sf -m 5 -u guest:guest -X PUT -H 'content-type: application/json' \
+			-d '{"configure":".*","write":".*","read":".*"}' http://127.0.0.1:15672/api/permissions/%2F/rabbit >/dev/null ||
+		echo "could not create user rabbit for the Node client's examples" >&2
+
 	local loc pkg bin file line text rep out ginkgo_to status
 	ginkgo_to=$((spec_timeout - 20))
 	[ "$ginkgo_to" -ge 10 ] || ginkgo_to=10
@@ -198,6 +226,10 @@ inner() {
 		fi
 		rep=$work/reports/${loc//\//_}.json
 		out=$work/reports/${loc//\//_}.log
+		if [ "$pkg" = js ]; then
+			js_verdict "$loc" "$file" "$text" "$out"
+			continue
+		fi
 		(cd "$work/suite/$pkg" && timeout -k 10 "$spec_timeout" "$work/bin/$bin" \
 			"-ginkgo.focus-file=^$file\$:$line" -ginkgo.no-color -ginkgo.v \
 			"-ginkgo.timeout=${ginkgo_to}s" -ginkgo.grace-period=10s \
@@ -207,6 +239,22 @@ inner() {
 		wait $! && status=0 || status=$?
 		verdict "$loc" "$file" "$line" "$text" "$rep" "$out" "$status" || true
 	done <"$work/specs.tsv"
+}
+
+# Runs one of the Node client's examples and prints its result line.
+js_verdict() {
+	local loc=$1 file=$2 text=$3 out=$4 want status
+	want=$(awk -F'\t' -v f="$file" '$1 == f { print $2; exit }' <<<"$JS_EXAMPLES")
+	(cd "$work/js/example" && RABBITMQ_USER=rabbit RABBITMQ_PASSWORD=rabbit \
+		timeout -k 10 60 node "$file") >"$out" 2>&1 &
+	wait $! && status=0 || status=$?
+	if [ "$status" = 0 ] && grep -qF -- "$want" "$out"; then
+		echo "PASS $loc $text"
+	else
+		echo "FAIL $loc $text"
+		echo "    exit $status; expected the line: $want"
+		grep -v '^\s*$' "$out" | tail -n 10 | sed 's/^/    /'
+	fi
 }
 
 # One result line (plus details for a failure) from a spec's JSON report.
@@ -270,6 +318,7 @@ if [ "${1:-}" = "--inner" ]; then
 	exit 0
 fi
 
+js_version=1.0.0
 mode="" version=v1.8.3 compare_file="" results_file="" out_file="" focus=""
 skip_file="" spec_timeout=240 total_timeout=2700 keep="" warren_config="" warren_bin=""
 while [ $# -gt 0 ]; do
@@ -287,6 +336,7 @@ while [ $# -gt 0 ]; do
 	-spec-timeout) spec_timeout=$2; shift 2 ;;
 	-total-timeout) total_timeout=$2; shift 2 ;;
 	-keep) keep=1; shift ;;
+	-js) js_version=$2; shift 2 ;;
 	*) usage ;;
 	esac
 done
@@ -341,6 +391,24 @@ for pkg in stream ha integration_test; do
 		    ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" ") | gsub("[\t\n]"; " ")) ]
 		| @tsv' "$work/dry-$pkg.json"
 done | sort -t "$(printf '\t')" -k2,2 -k4,4 -k5,5n >"$work/specs.all.tsv" # in source order
+# The Node client and its examples, installed from npm (before the
+# namespace, which has no network); one spec line per example.
+if [ -n "$js_version" ]; then
+	for tool in node npm; do
+		command -v "$tool" >/dev/null ||
+			{ echo "$0: needs $tool for the Node client's examples (-js \"\" leaves them out)" >&2; exit 3; }
+	done
+	(
+		mkdir -p "$work/js" && cd "$work/js" &&
+			npm install --silent --no-save "rabbitmq-stream-js-client@$js_version" &&
+			cp -r node_modules/rabbitmq-stream-js-client/example example && cd example &&
+			npm pkg set "dependencies.rabbitmq-stream-js-client=$js_version" && npm install --silent
+	) >"$work/build-js.log" 2>&1 ||
+		{ echo "installing the Node client failed:" >&2; tail -n 30 "$work/build-js.log" >&2; exit 3; }
+	while IFS=$'\t' read -r file _; do
+		printf 'js/example/%s:1\tjs\tnode\t%s\t1\tNode stream client %s example %s\n' "$file" "$file" "$js_version" "$file"
+	done <<<"$JS_EXAMPLES" >>"$work/specs.all.tsv"
+fi
 if [ -n "$focus" ]; then
 	awk -F'\t' -v re="$focus" '($1 " " $6) ~ re' "$work/specs.all.tsv" >"$work/specs.tsv"
 else
