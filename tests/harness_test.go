@@ -23,9 +23,10 @@ import (
 // WARREN_REFERENCE_URL is set, whatever broker that URL reaches (RabbitMQ),
 // so the same test shows what the reference does.
 type server struct {
-	b   *broker.Broker // nil for the reference broker
-	url string
-	t   testing.TB
+	b      *broker.Broker // nil for the reference broker
+	url    string
+	stream string // the reference's stream listener, host:port (streamproto_test.go)
+	t      testing.TB
 
 	mu        sync.Mutex
 	queues    []string // to delete from the reference broker at the end

@@ -52,7 +52,7 @@ func (u *sacUpdates) list() []string {
 func TestStreamProtocolSingleActiveConsumer(t *testing.T) {
 	s := startWarren(t)
 	env := streamEnv(t, s)
-	name := uniq(t, "sac")
+	name := streamName(t, s, "sac")
 	if err := env.DeclareStream(name, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +125,10 @@ func TestStreamProtocolSingleActiveConsumer(t *testing.T) {
 // steps down from partition 1 before the second is told to read it; when
 // the second goes, the first reads all three again.
 func TestStreamProtocolSuperStreamSingleActiveConsumers(t *testing.T) {
-	s := startWarren(t)
+	s := startStreams(t)
+	needsRabbitMQ(t, s, "3.13")
 	env := streamEnv(t, s)
-	super := uniq(t, "invoices")
+	super := streamName(t, s, "invoices")
 	if err := env.DeclareSuperStream(super, stream.NewPartitionsOptions(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +225,10 @@ func copyCounts(m map[string]int) map[string]int {
 // A single active consumer needs a name: without one, Subscribe answers
 // PRECONDITION_FAILED, as RabbitMQ does.
 func TestStreamProtocolSingleActiveConsumerNeedsAName(t *testing.T) {
-	s := startWarren(t)
+	s := startStreams(t)
+	needsRabbitMQ(t, s, "3.11")
 	env := streamEnv(t, s)
-	name := uniq(t, "sacname")
+	name := streamName(t, s, "sacname")
 	if err := env.DeclareStream(name, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -255,9 +257,10 @@ func TestStreamProtocolSingleActiveConsumerNeedsAName(t *testing.T) {
 // publish (v2) or an AMQP 0-9-1 message's x-stream-filter-value header;
 // match-unfiltered asks for messages without a value too.
 func TestStreamProtocolFiltering(t *testing.T) {
-	s := startWarren(t)
+	s := startStreams(t)
+	needsRabbitMQ(t, s, "3.13")
 	env := streamEnv(t, s)
-	name := uniq(t, "filter")
+	name := streamName(t, s, "filter")
 	if err := env.DeclareStream(name, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -362,9 +365,10 @@ func countUnvalued(c *collector) int {
 // group's next consumer be chosen all the same: the partition is not
 // left without a reader.
 func TestStreamProtocolStepDownUnansweredThenGone(t *testing.T) {
-	s := startWarren(t)
+	s := startStreams(t)
+	needsRabbitMQ(t, s, "3.13")
 	env := streamEnv(t, s)
-	super := uniq(t, "stepdown")
+	super := streamName(t, s, "stepdown")
 	if err := env.DeclareSuperStream(super, stream.NewPartitionsOptions(2)); err != nil {
 		t.Fatal(err)
 	}
@@ -405,9 +409,10 @@ func TestStreamProtocolStepDownUnansweredThenGone(t *testing.T) {
 // ExchangeCommandVersions) gets it, with the stream's committed chunk
 // id; one that does not gets version 1.
 func TestStreamProtocolDeliverVersion2(t *testing.T) {
-	s := startWarren(t)
+	s := startStreams(t)
+	needsRabbitMQ(t, s, "3.11")
 	_, ch := channel(t, s)
-	name := uniq(t, "deliver2")
+	name := streamName(t, s, "deliver2")
 	if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,9 @@ func (c *Conn) create(m *stream.Create) {
 		return
 	}
 	if topology.ReservedName(m.Stream) {
-		answer(stream.CodeAccessRefused) // amq.* is the broker's, as for a queue
+		// amq.* is the broker's; RabbitMQ's stream plugin answers as for
+		// an empty name (rabbit_stream_utils:enforce_correct_name).
+		answer(stream.CodePreconditionFailed)
 		return
 	}
 	// A stream of that name with the same arguments already exists; with
