@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/warrenmq/warren/core/auth"
 	"github.com/warrenmq/warren/core/exchange"
@@ -177,6 +178,10 @@ func (c *Conn) metadata(m *stream.Metadata) {
 	c.out.send(resp)
 }
 
+// leaderWait bounds how long metadata waits for a replicated stream to
+// have a leader: an election takes a few hundred milliseconds.
+const leaderWait = 3 * time.Second
+
 // streamMetadata is one stream's part of a metadata answer; ref gives a
 // node's broker reference.
 func (c *Conn) streamMetadata(name string, ref func(node string) (uint16, bool)) stream.StreamMetadata {
@@ -194,6 +199,13 @@ func (c *Conn) streamMetadata(name string, ref func(node string) (uint16, bool))
 	if !replicated {
 		sm.Code, sm.Leader = stream.CodeOK, 0
 		return sm
+	}
+	// A stream just created, or whose leader just went, elects one
+	// within moments: wait for it a little rather than send the client
+	// away (clients create a stream and ask its metadata at once).
+	for deadline := time.Now().Add(leaderWait); view.Leader == "" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		view, _ = q.Status()
 	}
 	leader, ok := ref(view.Leader)
 	if view.Leader == "" || !ok {
