@@ -25,9 +25,20 @@ func TestEntriesRoundTrip(t *testing.T) {
 	}
 	m2, _ := message.New("y", "k2", 0, nil, []byte("second"))
 	e, err := decodeEntry(encodeAppendFrom(5, Writer{Name: "pub-1", Seq: 77}, []*message.Message{m, m2}))
-	if err != nil || e.kind != entryAppendFrom || e.ts != 5 || e.writer != (Writer{Name: "pub-1", Seq: 77}) ||
-		len(e.ms) != 2 || string(e.ms[0].Body) != "body" || string(e.ms[1].Body) != "second" || e.ms[1].Exchange != "y" {
+	if err != nil || e.kind != entryAppendFrom || e.ts != 5 || len(e.parts) != 1 || e.parts[0].writer != (Writer{Name: "pub-1", Seq: 77}) ||
+		len(e.parts[0].ms) != 2 || string(e.parts[0].ms[0].Body) != "body" || string(e.parts[0].ms[1].Body) != "second" || e.parts[0].ms[1].Exchange != "y" {
 		t.Fatalf("append from a publisher read back %+v (%v)", e, err)
+	}
+	e, err = decodeEntry(encodeAppendBatch(6, []Append{
+		{Msgs: []*message.Message{m}, Writer: Writer{Name: "pub-1", Seq: 78}},
+		{Msgs: []*message.Message{m2, m}, Writer: Writer{}},
+		{Msgs: []*message.Message{m2}, Writer: Writer{Name: "pub-2", Seq: 1}},
+	}))
+	if err != nil || e.kind != entryAppendBatch || e.ts != 6 || len(e.parts) != 3 ||
+		e.parts[0].writer != (Writer{Name: "pub-1", Seq: 78}) || len(e.parts[0].ms) != 1 || string(e.parts[0].ms[0].Body) != "body" ||
+		e.parts[1].writer != (Writer{}) || len(e.parts[1].ms) != 2 || string(e.parts[1].ms[0].Body) != "second" ||
+		e.parts[2].writer != (Writer{Name: "pub-2", Seq: 1}) || e.parts[2].ms[0].RoutingKey != "k2" {
+		t.Fatalf("a batch of appends read back %+v (%v)", e, err)
 	}
 	e, err = decodeEntry(encodeTrackOffset("reader", 1234))
 	if err != nil || e.kind != entryTrackOffset || e.writer.Name != "reader" || e.offset != 1234 {
@@ -57,7 +68,7 @@ func TestEntriesRoundTrip(t *testing.T) {
 
 	later := encodeAppend(1, m)
 	later[0] = entryLatest + 1
-	if _, err := decodeEntry(later); err == nil || !strings.Contains(err.Error(), "kind 4") {
+	if _, err := decodeEntry(later); err == nil || !strings.Contains(err.Error(), "kind 5") {
 		t.Fatalf("a later entry: %v", err)
 	}
 	laterSnap := encodeSnapshot(1, nil, storage.Tracking{})
@@ -75,6 +86,7 @@ func FuzzDecodeEntries(f *testing.F) {
 	f.Add(encodeAppend(7, m))
 	f.Add(encodeAppendFrom(7, Writer{Name: "p", Seq: 1}, []*message.Message{m, m}))
 	f.Add(encodeTrackOffset("c", 3))
+	f.Add(encodeAppendBatch(7, []Append{{Msgs: []*message.Message{m}, Writer: Writer{Name: "p", Seq: 2}}, {Msgs: []*message.Message{m, m}}}))
 	f.Add(encodeSnapshot(3, []storage.Segment{{First: 1, Last: 2, Count: 2}}, storage.Tracking{Sequences: map[string]uint64{"p": 1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if next, segs, tracked, err := decodeSnapshot(b); err == nil {

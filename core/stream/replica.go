@@ -57,10 +57,17 @@ type Fetched struct {
 // fetchBytes is how much one Fetch asks for.
 const fetchBytes = 4 << 20
 
-// snapshotEvery is how many entries a replica applies between snapshots.
-// A snapshot is small (the segment records), so this only bounds how
-// long the log grows, and the messages it holds twice.
-const snapshotEvery = 4096
+// snapshotEvery and snapshotBytes bound how many entries, and how many
+// bytes of them, a replica applies between snapshots. A snapshot is small
+// (the segment records), so they only bound how long the log grows, and
+// the messages it holds twice; the bytes keep the log's entries within
+// the store's memtable (32 MiB at most), so that the log's compaction
+// deletes them before a flush writes them out: a batched Publish frame
+// makes entries of a hundred messages.
+const (
+	snapshotEvery = 4096
+	snapshotBytes = 8 << 20
+)
 
 // SetReplica makes the stream a replica of a replicated stream: appends
 // go to log, and a hole is filled through fetch. Called before the group
@@ -88,6 +95,18 @@ func (s *Stream) propose(ms []*message.Message, w Writer, done func(error)) {
 	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
 }
 
+// proposeAll is AppendAll for a replica: one entry carries every append,
+// so a batch costs the group one entry, one apply and one chunk rather
+// than one of each per publishing id.
+func (s *Stream) proposeAll(as []Append) {
+	entry := encodeAppendBatch(s.cfg.Now().UnixMilli(), as)
+	s.log.Propose(entry, func(_ uint64, err error) {
+		for _, a := range as {
+			a.Done(err)
+		}
+	})
+}
+
 // The kinds (and versions) of log entry, and the versions of a snapshot:
 // a later one is refused by name, not misread. The encode and decode
 // functions below, and Snapshot (encodeSnapshot), are the only places
@@ -96,7 +115,8 @@ const (
 	entryAppend      = 1 // a message
 	entryAppendFrom  = 2 // messages from a publisher, under one sequence
 	entryTrackOffset = 3 // a consumer's stored offset
-	entryLatest      = entryTrackOffset
+	entryAppendBatch = 4 // several publishers' appends, each under its sequence
+	entryLatest      = entryAppendBatch
 
 	snapshotVersion         = 1 // next offset and segments
 	snapshotVersionTracking = 2 // and what is tracked by name
@@ -116,13 +136,43 @@ func encodeAppend(ts int64, m *message.Message) []byte {
 // for none) and sequence, a count, then each message after its length
 // (uvarint).
 func encodeAppendFrom(ts int64, w Writer, ms []*message.Message) []byte {
-	size := 9 + 2*binary.MaxVarintLen64 + len(w.Name) + 8
-	for _, m := range ms {
-		size += binary.MaxVarintLen64 + 64 + len(m.Props) + len(m.Body)
-	}
-	b := make([]byte, 9, size)
+	b := make([]byte, 9, 9+partSize(w, ms))
 	b[0] = entryAppendFrom
 	binary.BigEndian.PutUint64(b[1:], uint64(ts))
+	return appendPart(b, w, ms)
+}
+
+// encodeAppendBatch is an entry of several appends: kind, timestamp, a
+// count (uvarint), then each append as entryAppendFrom carries its one
+// after the timestamp.
+func encodeAppendBatch(ts int64, as []Append) []byte {
+	size := 9 + binary.MaxVarintLen64
+	for _, a := range as {
+		size += partSize(a.Writer, a.Msgs)
+	}
+	b := make([]byte, 9, size)
+	b[0] = entryAppendBatch
+	binary.BigEndian.PutUint64(b[1:], uint64(ts))
+	b = binary.AppendUvarint(b, uint64(len(as)))
+	for _, a := range as {
+		b = appendPart(b, a.Writer, a.Msgs)
+	}
+	return b
+}
+
+// partSize bounds appendPart's length.
+func partSize(w Writer, ms []*message.Message) int {
+	size := 2*binary.MaxVarintLen64 + len(w.Name) + 8
+	for _, m := range ms {
+		size += binary.MaxVarintLen64 + 64 + len(m.Exchange) + len(m.RoutingKey) + len(m.Props) + len(m.Body)
+	}
+	return size
+}
+
+// appendPart appends a publisher's messages under one sequence: the
+// publisher's name (uvarint length, empty for none) and sequence, a
+// count, then each message after its length (uvarint).
+func appendPart(b []byte, w Writer, ms []*message.Message) []byte {
 	b = appendName(b, w.Name)
 	b = binary.BigEndian.AppendUint64(b, w.Seq)
 	b = binary.AppendUvarint(b, uint64(len(ms)))
@@ -157,14 +207,21 @@ func readName(b []byte) (string, []byte, bool) {
 
 var errBadEntry = errors.New("stream: malformed log entry")
 
-// logEntry is a decoded log entry: messages (one for entryAppend; with
-// their publisher, for entryAppendFrom), or a stored offset.
+// logEntry is a decoded log entry: appends (one of one message for
+// entryAppend, one for entryAppendFrom, several for entryAppendBatch), or
+// a stored offset.
 type logEntry struct {
 	kind   byte
 	ts     int64
-	ms     []*storage.Message // their fields alias the entry
-	writer Writer
+	parts  []part
+	writer Writer // entryTrackOffset: the consumer's name
 	offset uint64 // entryTrackOffset: the offset stored under writer.Name
+}
+
+// part is one append of an entry: messages under a publisher's sequence.
+type part struct {
+	writer Writer
+	ms     []*storage.Message // their fields alias the entry
 }
 
 // decodeEntry reads any log entry.
@@ -174,7 +231,7 @@ func decodeEntry(b []byte) (logEntry, error) {
 	}
 	e := logEntry{kind: b[0]}
 	switch e.kind {
-	case entryAppend, entryAppendFrom:
+	case entryAppend, entryAppendFrom, entryAppendBatch:
 		if len(b) < 9 {
 			return logEntry{}, errBadEntry
 		}
@@ -182,30 +239,25 @@ func decodeEntry(b []byte) (logEntry, error) {
 		rest := b[9:]
 		if e.kind == entryAppend {
 			m, err := storage.DecodeMessage(rest)
-			e.ms = []*storage.Message{m}
+			e.parts = []part{{ms: []*storage.Message{m}}}
 			return e, err
 		}
-		name, after, ok := readName(rest)
-		if !ok || len(after) < 8 {
-			return logEntry{}, errBadEntry
-		}
-		e.writer = Writer{Name: name, Seq: binary.BigEndian.Uint64(after)}
-		count, k := binary.Uvarint(after[8:])
-		rest = after[8+max(k, 0):]
-		if k <= 0 || count > uint64(len(rest)) {
-			return logEntry{}, errBadEntry
-		}
-		for range count {
-			n, k := binary.Uvarint(rest)
-			if k <= 0 || n > uint64(len(rest)-k) {
+		parts := uint64(1)
+		if e.kind == entryAppendBatch {
+			var k int
+			parts, k = binary.Uvarint(rest)
+			if k <= 0 || parts > uint64(len(rest)) {
 				return logEntry{}, errBadEntry
 			}
-			m, err := storage.DecodeMessage(rest[k : k+int(n)])
-			if err != nil {
+			rest = rest[k:]
+		}
+		for range parts {
+			var p part
+			var err error
+			if p, rest, err = readPart(rest); err != nil {
 				return logEntry{}, err
 			}
-			e.ms = append(e.ms, m)
-			rest = rest[k+int(n):]
+			e.parts = append(e.parts, p)
 		}
 		if len(rest) != 0 {
 			return logEntry{}, errBadEntry
@@ -222,17 +274,44 @@ func decodeEntry(b []byte) (logEntry, error) {
 	return logEntry{}, fmt.Errorf("stream: a log entry of kind %d, this release knows up to %d (written by a later one?)", b[0], entryLatest)
 }
 
+// readPart reads appendPart's encoding from the front of b.
+func readPart(b []byte) (part, []byte, error) {
+	name, after, ok := readName(b)
+	if !ok || len(after) < 8 {
+		return part{}, nil, errBadEntry
+	}
+	p := part{writer: Writer{Name: name, Seq: binary.BigEndian.Uint64(after)}}
+	count, k := binary.Uvarint(after[8:])
+	rest := after[8+max(k, 0):]
+	if k <= 0 || count > uint64(len(rest)) {
+		return part{}, nil, errBadEntry
+	}
+	for range count {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return part{}, nil, errBadEntry
+		}
+		m, err := storage.DecodeMessage(rest[k : k+int(n)])
+		if err != nil {
+			return part{}, nil, err
+		}
+		p.ms = append(p.ms, m)
+		rest = rest[k+int(n):]
+	}
+	return p, rest, nil
+}
+
 // decodeAppend reads an append entry: the message as it is stored, its
 // fields aliasing b.
 func decodeAppend(b []byte) (int64, *storage.Message, error) {
 	e, err := decodeEntry(b)
-	if err == nil && len(e.ms) != 1 {
+	if err == nil && (e.kind != entryAppend || len(e.parts) != 1 || len(e.parts[0].ms) != 1) {
 		err = errBadEntry
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return e.ts, e.ms[0], nil
+	return e.ts, e.parts[0].ms[0], nil
 }
 
 // Apply stores the entry committed at index (cluster.GroupMachine).
@@ -243,6 +322,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		return nil // stored before a restart
 	}
 	s.applied = index
+	s.appliedBytes += len(cmd)
 	if cmd == nil {
 		s.mu.Unlock()
 		return nil
@@ -260,22 +340,30 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 	case e.kind == entryTrackOffset:
 		s.offsets[e.writer.Name] = e.offset
 		tx.PutStreamOffset(s.cfg.ID, e.writer.Name, e.offset)
-	case s.resend(e.writer):
-		// Every replica has taken the same sequences: each drops it.
-	case len(e.ms) > 0:
+	default:
+		// The entry's messages go to the store as one chunk. A resend
+		// is dropped: every replica has taken the same sequences, so
+		// each drops it alike.
 		first := s.next
 		var c chunk
-		for _, m := range e.ms {
-			s.place(tx, &c, s.next, e.ts, m)
-			s.next++
+		for _, p := range e.parts {
+			if s.resend(p.writer) {
+				continue
+			}
+			for _, m := range p.ms {
+				s.place(tx, &c, s.next, e.ts, m)
+				s.next++
+			}
+			if p.writer.Name != "" {
+				s.track(p.writer)
+				tx.PutStreamSequence(s.cfg.ID, p.writer.Name, p.writer.Seq)
+			}
 		}
 		s.placed(tx, &c)
-		if e.writer.Name != "" {
-			s.track(e.writer)
-			tx.PutStreamSequence(s.cfg.ID, e.writer.Name, e.writer.Seq)
+		if s.next > first {
+			s.lastChunk = first
+			s.settle()
 		}
-		s.lastChunk = first
-		s.settle()
 	}
 	tx.PutStreamState(s.cfg.ID, s.state())
 	s.mu.Unlock()
@@ -323,6 +411,7 @@ func (s *Stream) failIf(err error) {
 func (s *Stream) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.appliedBytes = 0
 	return encodeSnapshot(s.next, s.segments, storage.Tracking{Sequences: s.sequences, Offsets: s.offsets}), nil
 }
 
@@ -452,8 +541,13 @@ func (s *Stream) Restore(index uint64, data []byte) error {
 	return nil
 }
 
-// SnapshotDue: every snapshotEvery entries (cluster.GroupMachine).
-func (s *Stream) SnapshotDue(entries uint64) bool { return entries >= snapshotEvery }
+// SnapshotDue: every snapshotEvery entries or snapshotBytes of them
+// (cluster.GroupMachine).
+func (s *Stream) SnapshotDue(entries uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return entries >= snapshotEvery || s.appliedBytes >= snapshotBytes
+}
 
 // LeaderChanged is nothing to a replica: every replica serves its own
 // node's consumers (cluster.GroupMachine).

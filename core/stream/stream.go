@@ -89,12 +89,14 @@ type Stream struct {
 	onDelete map[*func()]struct{}
 
 	// A replica of a replicated stream (replica.go): appends go to log;
-	// applied is the last log index stored; holeFrom..holeTo-1 are
-	// offsets a snapshot told of that fill is copying from another
+	// applied is the last log index stored, appliedBytes the bytes of
+	// the entries applied since the last snapshot; holeFrom..holeTo-1
+	// are offsets a snapshot told of that fill is copying from another
 	// replica (none when equal).
 	log              Log
 	fetch            Fetch
 	applied          uint64
+	appliedBytes     int
 	holeFrom, holeTo uint64
 	filling          bool
 	// cache is the chunks run's goroutine read last, shared by the readers
@@ -236,6 +238,35 @@ func (s *Stream) AppendBatchFrom(ms []*message.Message, w Writer, done func(erro
 	s.mu.Unlock()
 	if start {
 		go s.write()
+	}
+}
+
+// Append is a publisher's messages under one sequence, for AppendAll;
+// Done hears what AppendBatchFrom's done would.
+type Append struct {
+	Msgs   []*message.Message
+	Writer Writer
+	Done   func(error)
+}
+
+// AppendAll is AppendBatchFrom for several appends at once (a
+// stream-protocol Publish frame's): each is stored, or dropped as a
+// resend, in order. A replica proposes them as one log entry.
+func (s *Stream) AppendAll(as []Append) {
+	s.mu.Lock()
+	err, replicated := s.refusing(), s.log != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		for _, a := range as {
+			a.Done(err)
+		}
+	case replicated && len(as) > 1:
+		s.proposeAll(as)
+	default:
+		for _, a := range as {
+			s.AppendBatchFrom(a.Msgs, a.Writer, a.Done)
+		}
 	}
 }
 

@@ -148,3 +148,58 @@ func TestBatchesAreStoredWholeOrNotAtAll(t *testing.T) {
 		t.Fatalf("the other replica: %s", got)
 	}
 }
+
+// Several publishers' appends at once (AppendAll, a Publish frame) are
+// stored in order, each or, a resend (of before, or of one earlier in
+// the same call), not; every append hears its done. On a stream of one
+// node and on every replica, where they travel as one log entry and make
+// one chunk.
+func TestAppendAllStoresEachAppendOrDropsItsResend(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	defer st.Close()
+	one, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	g, _ := newReplicas(t, 2, Config{})
+	for name, s := range map[string]*Stream{"one node": one, "replicated": g.replicas[0]} {
+		appendFrom(t, s, Writer{Name: "p", Seq: 1}, "p1")
+		var as []Append
+		done := make(chan error, 8)
+		add := func(w Writer, bodies ...string) {
+			var ms []*message.Message
+			for _, b := range bodies {
+				m, err := message.New("", "s", 0, nil, []byte(b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms = append(ms, m)
+			}
+			as = append(as, Append{Msgs: ms, Writer: w, Done: func(err error) { done <- err }})
+		}
+		add(Writer{Name: "p", Seq: 1}, "resent") // taken before
+		add(Writer{Name: "p", Seq: 2}, "p2a", "p2b")
+		add(Writer{}, "anon")
+		add(Writer{Name: "p", Seq: 2}, "again") // taken earlier in this call
+		add(Writer{Name: "q", Seq: 7}, "q7")
+		s.AppendAll(as)
+		for range as {
+			if err := <-done; err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		if got := fmt.Sprint(readAll(t, s, 5)); got != "[p1@0 p2a@1 p2b@2 anon@3 q7@4]" {
+			t.Fatalf("%s: %s", name, got)
+		}
+		if seq, _ := s.Sequence("p"); seq != 2 {
+			t.Fatalf("%s: p's sequence %d", name, seq)
+		}
+	}
+	if got := fmt.Sprint(readAll(t, g.replicas[1], 5)); got != "[p1@0 p2a@1 p2b@2 anon@3 q7@4]" {
+		t.Fatalf("the other replica: %s", got)
+	}
+	if n := len(g.log); n != 2 {
+		t.Fatalf("the replicated stream's log has %d entries, want 2 (an append, then the call's one)", n)
+	}
+}

@@ -33,7 +33,7 @@ type publisher struct {
 // appender is a stream queue as a publisher appends to it
 // (streamqueue.Queue).
 type appender interface {
-	AppendBatchFrom(ms []*message.Message, w streams.Writer, done func(error))
+	AppendAll(as []streams.Append)
 	Log() *streams.Stream
 }
 
@@ -156,10 +156,12 @@ func (c *Conn) queryPublisherSequence(m *stream.QueryPublisherSequence) {
 	c.out.send(&stream.QueryPublisherSequenceResponse{CorrelationID: m.CorrelationID, Code: code, Sequence: seq})
 }
 
-// publish appends a Publish's messages to the publisher's stream. A
-// message is confirmed once synced; a resend of a deduplicating
-// publisher is confirmed and dropped by the stream. The reader waits
-// while the connection has MaxUnconfirmed messages unconfirmed.
+// publish appends a Publish's messages to the publisher's stream, all
+// at once (a replicated stream's one log entry). A message is confirmed
+// once synced; a resend of a deduplicating publisher is confirmed and
+// dropped by the stream. The reader waits while the connection has
+// MaxUnconfirmed messages unconfirmed, having handed over what it
+// gathered.
 func (c *Conn) publish(m *stream.Publish) error {
 	p := c.publishers[m.PublisherID]
 	if p == nil {
@@ -168,6 +170,7 @@ func (c *Conn) publish(m *stream.Publish) error {
 		}
 		return nil
 	}
+	var as []streams.Append
 	for i := range m.Messages {
 		pm := &m.Messages[i]
 		p.published.Add(1)
@@ -191,24 +194,32 @@ func (c *Conn) publish(m *stream.Publish) error {
 				msgs = append(msgs, message.NewAMQP10(p.stream, pm.FilterValue, r))
 			}
 		}
-		if err := c.waitForConfirms(); err != nil {
-			return err
+		if c.atUnconfirmedLimit() {
+			p.to.AppendAll(as)
+			as = nil
+			if err := c.waitForConfirms(); err != nil {
+				return err
+			}
 		}
-		c.append(p, pm.PublishingID, msgs)
+		as = append(as, c.appendOf(p, pm.PublishingID, msgs))
+	}
+	if len(as) > 0 {
+		p.to.AppendAll(as)
 	}
 	return nil
 }
 
-// append hands a publishing id's messages to the stream and confirms
-// them, or reports their failure, when the stream answers.
-func (c *Conn) append(p *publisher, id uint64, msgs []*message.Message) {
+// appendOf is a publishing id's messages as the stream takes them, to
+// confirm them, or report their failure, when it answers; it counts them
+// unconfirmed.
+func (c *Conn) appendOf(p *publisher, id uint64, msgs []*message.Message) streams.Append {
 	c.unconfirmed.Add(1)
 	var w streams.Writer
 	if p.reference != "" {
 		w = streams.Writer{Name: p.reference, Seq: id}
 	}
 	publisherID := p.id
-	p.to.AppendBatchFrom(msgs, w, func(err error) {
+	return streams.Append{Msgs: msgs, Writer: w, Done: func(err error) {
 		if err != nil {
 			p.errored.Add(1)
 			c.srv.totals.errored.Add(1)
@@ -224,14 +235,20 @@ func (c *Conn) append(p *publisher, id uint64, msgs []*message.Message) {
 			default:
 			}
 		}
-	})
+	}}
+}
+
+// atUnconfirmedLimit reports whether MaxUnconfirmed messages wait for
+// their confirm.
+func (c *Conn) atUnconfirmedLimit() bool {
+	limit := int64(c.srv.Settings.MaxUnconfirmed)
+	return limit > 0 && c.unconfirmed.Load() >= limit
 }
 
 // waitForConfirms holds the reader while MaxUnconfirmed messages wait
 // for their confirm; it fails when the connection is going.
 func (c *Conn) waitForConfirms() error {
-	limit := int64(c.srv.Settings.MaxUnconfirmed)
-	for limit > 0 && c.unconfirmed.Load() >= limit {
+	for c.atUnconfirmedLimit() {
 		select {
 		case <-c.confirmed:
 		case <-c.out.closed():

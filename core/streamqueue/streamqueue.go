@@ -278,21 +278,26 @@ func (s *Queue) Log() *stream.Stream {
 
 // Enqueue appends m; done hears once it is synced.
 func (s *Queue) Enqueue(m *message.Message, done func(error)) {
-	s.AppendBatchFrom([]*message.Message{m}, stream.Writer{}, done)
+	s.AppendAll([]stream.Append{{Msgs: []*message.Message{m}, Done: done}})
 }
 
-// AppendBatchFrom is Enqueue for the stream protocol's publishers: a
-// message, or a sub-batch's messages under one sequence, of a publisher
-// that may deduplicate (stream.Writer): a resend is confirmed and not
-// stored.
-func (s *Queue) AppendBatchFrom(ms []*message.Message, w stream.Writer, done func(error)) {
-	s.counters.Add(stats.PublishIn, uint64(len(ms)))
-	s.s.AppendBatchFrom(ms, w, func(err error) {
-		if err != nil {
-			err = reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
+// AppendAll appends a stream-protocol Publish frame's messages: each
+// publishing id's, or a sub-batch's, of a publisher that may deduplicate
+// (stream.Writer), a resend being confirmed and not stored; a replicated
+// stream proposes them as one log entry. Each Done hears once its
+// messages are synced.
+func (s *Queue) AppendAll(as []stream.Append) {
+	for i, a := range as {
+		s.counters.Add(stats.PublishIn, uint64(len(a.Msgs)))
+		done := a.Done
+		as[i].Done = func(err error) {
+			if err != nil {
+				err = reply.Internal("stream '%s' in vhost '%s': %v", s.name, s.h.Name(), err)
+			}
+			done(err)
 		}
-		done(err)
-	})
+	}
+	s.s.AppendAll(as)
 }
 
 // refuses is RabbitMQ's answer (540) to what a stream does not do.
