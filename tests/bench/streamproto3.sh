@@ -31,10 +31,21 @@ rmqctl() { # node args...
 		/usr/lib/rabbitmq/bin/rabbitmqctl -n "$n@localhost" "$@")
 }
 stop_all() {
-	for p in "$work"/w*/pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+	local p i
+	for p in "$work"/w*/pid; do
+		if [ -f "$p" ]; then kill "$(cat "$p")" 2>/dev/null || true; fi
+	done
 	for i in 1 2 3; do rmqctl "s$i" stop >/dev/null 2>&1 || true; done
 }
 trap 'stop_all; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+# A node left running by an earlier run would take this run's load (and
+# its streams would fill the disk): refuse to start beside one.
+for port in 5701 5702 5703 5721 5722 5723 5681 5682 5683 5591 5592 5593; do
+	if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "port $port is in use: a broker of an earlier run still running?" >&2
+		exit 1
+	fi
+done
 
 echo "--- building warren and perfTest"
 (cd "$root" && go build -o "$work/warren" ./cmd/warren)
@@ -88,6 +99,7 @@ for sc in $SCENARIOS; do
 	run warren 5721 "$name" "$consumers" "$body" $wpids
 done
 for p in "$work"/w*/pid; do kill "$(cat "$p")"; done
+rm -f "$work"/w*/pid
 sleep 3
 
 [ "${ONLY:-}" != warren ] || exit 0
