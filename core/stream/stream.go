@@ -169,6 +169,9 @@ func Open(cfg Config) (*Stream, error) {
 	if n := len(segs); n > 0 {
 		s.next = segs[n-1].Last + 1
 		s.stable, s.lastChunk = s.next, segs[n-1].Last
+		if first, ok, err := cfg.Store.StreamChunkStart(cfg.ID, segs[n-1].Last); err == nil && ok {
+			s.lastChunk = first // the last chunk's start, as before the restart
+		}
 	}
 	st, err := cfg.Store.ReadStreamState(cfg.ID)
 	if err != nil {
@@ -324,7 +327,7 @@ func (s *Stream) write() {
 			s.failed = err
 		} else if placed > 0 {
 			s.stable = first + uint64(placed)
-			s.lastChunk = first
+			s.lastChunk = c.last
 		}
 		s.mu.Unlock()
 		for _, p := range batch {
@@ -337,17 +340,26 @@ func (s *Stream) write() {
 }
 
 // chunk is the messages of a write not yet put: they go to the store as
-// one chunk (or more, storage.Txn.PutStreamChunk), a new one at each
-// segment's start.
+// chunks of at most chunkRecords (storage.Txn.PutStreamChunk may split
+// them further), a new one at each segment's start.
 type chunk struct {
 	recs       []storage.StreamRecord
-	newSegment bool // recs[0] starts a segment
+	newSegment bool   // recs[0] starts a segment
+	last       uint64 // the first offset of the chunk put last
 }
+
+// chunkRecords bounds a stored chunk as a Deliver chunk is bounded (a
+// credit brings at most 256 records), so that a chunk is what RabbitMQ's
+// clients take one for: the offset specification last and the stream
+// stats' last_chunk_id name the start of the last one, near the end
+// however large the write that made it.
+const chunkRecords = 256
 
 // put puts c's messages into tx and empties it.
 func (c *chunk) put(tx *storage.Txn, sid uint64) {
 	if len(c.recs) > 0 {
 		tx.PutStreamChunk(sid, c.newSegment, c.recs)
+		c.last = c.recs[0].Offset
 	}
 	c.recs, c.newSegment = c.recs[:0], false
 }
@@ -377,6 +389,9 @@ func (s *Stream) place(tx *storage.Txn, c *chunk, offset uint64, ts int64, m *st
 	seg.Bytes += int64(len(m.Body))
 	seg.Count++
 	c.recs = append(c.recs, storage.StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
+	if len(c.recs) >= chunkRecords {
+		c.put(tx, s.cfg.ID)
+	}
 }
 
 // placed ends a batch of place calls: the chunk is put, the last

@@ -203,3 +203,34 @@ func TestAppendAllStoresEachAppendOrDropsItsResend(t *testing.T) {
 		t.Fatalf("the replicated stream's log has %d entries, want 2 (an append, then the call's one)", n)
 	}
 }
+
+// A write is stored as chunks of at most chunkRecords: the offset
+// specification last and the stats' last chunk name the start of the
+// last one, however many messages the write held, before and after a
+// reopen.
+func TestLastChunkIsBoundedByChunkRecords(t *testing.T) {
+	fs := vfs.NewMem()
+	st := openStore(t, fs)
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for i := range 1000 {
+		bodies = append(bodies, fmt.Sprint(i))
+	}
+	appendBatch(t, s, Writer{Name: "p", Seq: 1}, bodies...)
+	const want = 768 // 1,000 in chunks of 256 (chunkRecords, a Deliver's bound)
+	check := func(when string) {
+		t.Helper()
+		if at, err := s.Position(Offset{Kind: Last}); err != nil || at != want {
+			t.Fatalf("%s: last is %d (%v), want %d", when, at, err, want)
+		}
+		if _, _, last := s.Bounds(); last != want {
+			t.Fatalf("%s: the last chunk starts at %d, want %d", when, last, want)
+		}
+	}
+	check("written")
+	s, _ = reopen(t, fs, s, st)
+	check("reopened")
+}
