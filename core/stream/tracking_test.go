@@ -124,18 +124,27 @@ func appendBatch(t *testing.T, s *Stream, w Writer, bodies ...string) {
 	}
 }
 
-// A publisher's sub-batch is stored whole at consecutive offsets or, sent
-// again, not at all: on a stream of one node and on every replica.
-func TestBatchesAreStoredWholeOrNotAtAll(t *testing.T) {
+// oneAndReplicated is a stream of one node and a group of two replicas,
+// as the streams to append to by name ("one node", "replicated": the
+// first replica).
+func oneAndReplicated(t *testing.T) (*group, map[string]*Stream) {
+	t.Helper()
 	st := openStore(t, vfs.NewMem())
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	one, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer one.Close()
+	t.Cleanup(one.Close)
 	g, _ := newReplicas(t, 2, Config{})
-	for name, s := range map[string]*Stream{"one node": one, "replicated": g.replicas[0]} {
+	return g, map[string]*Stream{"one node": one, "replicated": g.replicas[0]}
+}
+
+// A publisher's sub-batch is stored whole at consecutive offsets or, sent
+// again, not at all: on a stream of one node and on every replica.
+func TestBatchesAreStoredWholeOrNotAtAll(t *testing.T) {
+	g, streams := oneAndReplicated(t)
+	for name, s := range streams {
 		appendBatch(t, s, Writer{Name: "p", Seq: 1}, "a", "b", "c")
 		appendBatch(t, s, Writer{Name: "p", Seq: 1}, "a", "b", "c")
 		appendBatch(t, s, Writer{Name: "p", Seq: 2}, "d")
@@ -155,15 +164,8 @@ func TestBatchesAreStoredWholeOrNotAtAll(t *testing.T) {
 // node and on every replica, where they travel as one log entry and make
 // one chunk.
 func TestAppendAllStoresEachAppendOrDropsItsResend(t *testing.T) {
-	st := openStore(t, vfs.NewMem())
-	defer st.Close()
-	one, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer one.Close()
-	g, _ := newReplicas(t, 2, Config{})
-	for name, s := range map[string]*Stream{"one node": one, "replicated": g.replicas[0]} {
+	g, streams := oneAndReplicated(t)
+	for name, s := range streams {
 		appendFrom(t, s, Writer{Name: "p", Seq: 1}, "p1")
 		var as []Append
 		done := make(chan error, 8)

@@ -27,6 +27,8 @@
 # (node sbench@localhost, Debian's rabbitmq-server) on 5563.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=streamperf.sh
+. "$root/tests/bench/streamperf.sh"
 DURATION=${DURATION:-30}
 ROUNDS=${ROUNDS:-1}
 work=$(mktemp -d)
@@ -42,12 +44,7 @@ trap cleanup EXIT
 
 echo "--- building warren and perfTest"
 (cd "$root" && go build -o "$work/warren" ./cmd/warren && go build -o "$work/warrenperf" ./cmd/warrenperf)
-mod=$(cd "$root" && go mod download -json github.com/rabbitmq/rabbitmq-stream-go-client@v1.8.3 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-cp -r "$mod" "$work/client" && chmod -R u+w "$work/client"
-sed -i 's/envOpts := stream.NewEnvironmentOptions()./envOpts := stream.NewEnvironmentOptions().SetReadBuffer(1 << 20).SetWriteBuffer(1 << 20)./' \
-	"$work/client/perfTest/cmd/silent.go"
-grep -q 'SetReadBuffer(1 << 20)' "$work/client/perfTest/cmd/silent.go" || { echo "perfTest: the socket buffer patch did not apply" >&2; exit 1; }
-(cd "$work/client" && GOFLAGS=-mod=mod go build -o "$work/perf" ./perfTest)
+build_perf
 
 echo "--- starting Warren (5562) and RabbitMQ (5563)"
 "$work/warren" -listen 127.0.0.1:5692 -stream 127.0.0.1:5562 -admin off -data "$work/wdata" >"$work/warren.log" 2>&1 &
@@ -72,35 +69,12 @@ for _ in $(seq 120); do
 done
 rpid=$(ss -ltnpH 'sport = :5563' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 [ -n "$rpid" ] || { echo "RabbitMQ did not start" >&2; cat "$r/out.log" >&2; exit 1; }
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
-
-run() { # broker port pid scenario consumers body [rate]
-	local broker=$1 port=$2 pid=$3 scenario=$4 consumers=$5 body=$6 rate=${7:-0}
-	local stream="bench-$broker-$scenario-$RANDOM"
-	local t0 t1 line
-	t0=$(ticks "$pid")
-	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
-		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --rate "$rate" --time "$DURATION" \
-		--no-color 2>&1 | grep 'publish' | tail -1)
-	t1=$(ticks "$pid")
-	local pub conf cons lat cpu
-	pub=$(sed -n 's/.*publish *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	conf=$(sed -n 's/.*confirm *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	cons=$(sed -n 's/.*consume *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	lat=$(sed -n 's/.*latency *\([0-9,]*\) ms.*/\1/p' <<<"$line" | tr -d ,)
-	cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN{printf "%.1f", t/hz}')
-	awk -v b="$broker" -v s="$scenario" -v p="$pub" -v c="$conf" -v k="$cons" -v l="$lat" -v cpu="$cpu" -v d="$DURATION" \
-		'BEGIN{printf "%-8s %-14s published %9.0f  confirmed %9.0f  consumed %9.0f msg/s  latency %5s ms  cpu %6.1f s  %7.1f us/msg\n",
-			b, s, p, c, k, l, cpu, (p > 0 ? cpu * 1e6 / (p * d) : 0)}'
-}
-
 echo "--- runs of ${DURATION}s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$ROUNDS"); do
 	for sc in ${SCENARIOS:-1KB-0c,0,992 1KB-1c,1,992 16B-1c,1,8 1KB-10c,10,992 1KB-1c-20k,1,992,20000}; do
 		IFS=, read -r name consumers body rate <<<"$sc"
-		run warren 5562 "$wpid" "$name" "$consumers" "$body" "$rate"
-		run rabbitmq 5563 "$rpid" "$name" "$consumers" "$body" "$rate"
+		perf_run warren 5562 "$name" "$consumers" "$body" "${rate:-0}" "$wpid"
+		perf_run rabbitmq 5563 "$name" "$consumers" "$body" "${rate:-0}" "$rpid"
 	done
 done
 

@@ -19,11 +19,12 @@
 # RabbitMQ: AMQP 5681..5683, stream 5591..5593, nodes s1..s3@localhost.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=streamperf.sh
+. "$root/tests/bench/streamperf.sh"
 DURATION=${DURATION:-20}
 SCENARIOS=${SCENARIOS:-1KB-0c,0,992 1KB-1c,1,992 16B-1c,1,8}
 work=$(mktemp -d)
 chmod 755 "$work"
-hz=$(getconf CLK_TCK)
 rmqctl() { # node args...
 	local n=$1
 	shift
@@ -49,34 +50,9 @@ done
 
 echo "--- building warren and perfTest"
 (cd "$root" && go build -o "$work/warren" ./cmd/warren)
-mod=$(cd "$root" && go mod download -json github.com/rabbitmq/rabbitmq-stream-go-client@v1.8.3 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-cp -r "$mod" "$work/client" && chmod -R u+w "$work/client"
-sed -i 's/envOpts := stream.NewEnvironmentOptions()./envOpts := stream.NewEnvironmentOptions().SetReadBuffer(1 << 20).SetWriteBuffer(1 << 20)./' \
-	"$work/client/perfTest/cmd/silent.go"
-grep -q 'SetReadBuffer(1 << 20)' "$work/client/perfTest/cmd/silent.go" || { echo "perfTest: the socket buffer patch did not apply" >&2; exit 1; }
-(cd "$work/client" && GOFLAGS=-mod=mod go build -o "$work/perf" ./perfTest)
+build_perf
 
-ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
 wait_port() { for _ in $(seq 120); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 1; done; return 1; }
-
-run() { # broker port scenario consumers body pids...
-	local broker=$1 port=$2 scenario=$3 consumers=$4 body=$5
-	shift 5
-	local stream="bench3-$broker-$scenario-$RANDOM" t0 t1 line pub conf cons lat cpu
-	t0=$(ticks "$@")
-	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
-		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --time "$DURATION" \
-		--no-color 2>&1 | tee "$work/perf-$broker-$scenario.log" | grep "publish" | tail -1 || true)
-	t1=$(ticks "$@")
-	pub=$(sed -n 's/.*publish *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	conf=$(sed -n 's/.*confirm *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	cons=$(sed -n 's/.*consume *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
-	lat=$(sed -n 's/.*latency *\([0-9,]*\) ms.*/\1/p' <<<"$line" | tr -d ,)
-	cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN{printf "%.1f", t/hz}')
-	awk -v b="$broker" -v s="$scenario" -v p="$pub" -v c="$conf" -v k="$cons" -v l="$lat" -v cpu="$cpu" -v d="$DURATION" \
-		'BEGIN{printf "%-8s %-8s published %9.0f  confirmed %9.0f  consumed %9.0f msg/s  latency %5s ms  cluster cpu %6.1f s  %7.1f us/msg\n",
-			b, s, p, c, k, l, cpu, (p > 0 ? cpu * 1e6 / (p * d) : 0)}'
-}
 
 echo "--- Warren: three nodes"
 for i in 1 2 3; do
@@ -96,7 +72,7 @@ echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for sc in $SCENARIOS; do
 	IFS=, read -r name consumers body <<<"$sc"
 	# shellcheck disable=SC2086
-	run warren 5721 "$name" "$consumers" "$body" $wpids
+	perf_run warren 5721 "$name" "$consumers" "$body" 0 $wpids
 done
 for p in "$work"/w*/pid; do kill "$(cat "$p")"; done
 rm -f "$work"/w*/pid
@@ -134,5 +110,5 @@ echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for sc in $SCENARIOS; do
 	IFS=, read -r name consumers body <<<"$sc"
 	# shellcheck disable=SC2086
-	run rabbitmq 5591 "$name" "$consumers" "$body" $rpids
+	perf_run rabbitmq 5591 "$name" "$consumers" "$body" 0 $rpids
 done

@@ -1,0 +1,46 @@
+# Shared by streamproto.sh and streamproto3.sh (sourced, not run): the Go
+# stream client's perfTest, built with 1 MiB socket buffers (the client's
+# 8 KiB default leaves either broker waiting on the receive window), and
+# one perfTest run with the brokers' CPU summed. They set work, root,
+# DURATION.
+
+# build_perf builds perfTest from rabbitmq-stream-go-client v1.8.3 into
+# $work/perf.
+build_perf() {
+	local mod
+	mod=$(cd "$root" && go mod download -json github.com/rabbitmq/rabbitmq-stream-go-client@v1.8.3 | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+	cp -r "$mod" "$work/client" && chmod -R u+w "$work/client"
+	sed -i 's/envOpts := stream.NewEnvironmentOptions()./envOpts := stream.NewEnvironmentOptions().SetReadBuffer(1 << 20).SetWriteBuffer(1 << 20)./' \
+		"$work/client/perfTest/cmd/silent.go"
+	grep -q 'SetReadBuffer(1 << 20)' "$work/client/perfTest/cmd/silent.go" ||
+		{ echo "perfTest: the socket buffer patch did not apply" >&2; return 1; }
+	(cd "$work/client" && GOFLAGS=-mod=mod go build -o "$work/perf" ./perfTest)
+}
+
+# ticks is the CPU ticks the processes pids have used.
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+
+# perf_run runs perfTest for DURATION seconds, one publisher in batches of
+# 100, against the broker on localhost:port, and prints the rates it
+# reports with the CPU of pids per message published:
+#
+#   perf_run broker port scenario consumers body rate pid...
+perf_run() {
+	local broker=$1 port=$2 scenario=$3 consumers=$4 body=$5 rate=$6
+	shift 6
+	local stream="bench-$broker-$scenario-$RANDOM" hz t0 t1 line pub conf cons lat cpu
+	hz=$(getconf CLK_TCK)
+	t0=$(ticks "$@")
+	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
+		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --rate "$rate" --time "$DURATION" \
+		--no-color 2>&1 | tee "$work/perf-$broker-$scenario.log" | grep "publish" | tail -1 || true)
+	t1=$(ticks "$@")
+	pub=$(sed -n 's/.*publish *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	conf=$(sed -n 's/.*confirm *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	cons=$(sed -n 's/.*consume *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	lat=$(sed -n 's/.*latency *\([0-9,]*\) ms.*/\1/p' <<<"$line" | tr -d ,)
+	cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN{printf "%.1f", t/hz}')
+	awk -v b="$broker" -v s="$scenario" -v p="$pub" -v c="$conf" -v k="$cons" -v l="$lat" -v cpu="$cpu" -v d="$DURATION" \
+		'BEGIN{printf "%-8s %-14s published %9.0f  confirmed %9.0f  consumed %9.0f msg/s  latency %5s ms  cpu %6.1f s  %7.1f us/msg\n",
+			b, s, p, c, k, l, cpu, (p > 0 ? cpu * 1e6 / (p * d) : 0)}'
+}
