@@ -294,7 +294,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 	}
 	c := vhost.Config{Name: name, Types: b.types, QueueTypes: b.queueTypes, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes),
-			StoredBytes: int64(b.cfg.Storage.QueueMemoryStoredBytes), Node: b.paging}}
+			StoredMessages: b.cfg.Storage.QueueMemoryStoredMessages, StoredBytes: int64(b.cfg.Storage.QueueMemoryStoredBytes), Node: b.paging}}
 	if b.cfg.Cluster.Enabled() {
 		c.Cluster = topologyLink{b: b}
 	}

@@ -159,14 +159,17 @@ type Storage struct {
 	// keep the damaged file, start without those records).
 	WALDamage string `toml:"wal_damage"`
 	// QueueMemoryMessages and QueueMemoryBytes bound the ready messages one
-	// queue keeps in memory; past either, the rest wait in the store. The
-	// bodies all queues keep are bounded by resources.memory_paging_ratio.
+	// queue keeps in memory; past either, the rest wait in the store. None
+	// by default: what all queues keep is bounded by
+	// resources.memory_paging_ratio.
 	QueueMemoryMessages int  `toml:"queue_memory_messages"`
 	QueueMemoryBytes    Size `toml:"queue_memory_bytes"`
-	// QueueMemoryStoredBytes bounds, per queue, the bytes of messages
-	// kept in memory that are in the store already (persistent messages
-	// of durable queues).
-	QueueMemoryStoredBytes Size `toml:"queue_memory_stored_bytes"`
+	// QueueMemoryStoredMessages and QueueMemoryStoredBytes bound, per
+	// queue, the messages kept in memory that are in the store already
+	// (persistent messages of durable queues): paging those out writes
+	// nothing.
+	QueueMemoryStoredMessages int  `toml:"queue_memory_stored_messages"`
+	QueueMemoryStoredBytes    Size `toml:"queue_memory_stored_bytes"`
 	// CacheSize is the store's block cache.
 	CacheSize Size `toml:"cache_size"`
 	// BodyLogMin is the smallest body of a persistent message the store
@@ -271,7 +274,7 @@ func Default() Config {
 		Stream: Stream{Listen: Addrs{"127.0.0.1:5552"}, FrameMax: 1 << 20, Heartbeat: Duration(60 * time.Second),
 			MaxUnconfirmed: 10_000},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
-			QueueMemoryMessages: 65536, QueueMemoryStoredBytes: 64 << 20, CacheSize: 64 << 20,
+			QueueMemoryStoredMessages: 65536, QueueMemoryStoredBytes: 64 << 20, CacheSize: 64 << 20,
 			BodyLogMin: 256 << 10},
 		Defaults: Defaults{VHost: "/", User: "guest", Password: "guest", LoopbackUsers: []string{"guest"}},
 		Limits: Limits{
@@ -494,6 +497,9 @@ func (s Storage) validate() error {
 	}
 	if s.QueueMemoryMessages < 0 {
 		return fmt.Errorf("storage.queue_memory_messages: %d must not be negative (0 means no bound)", s.QueueMemoryMessages)
+	}
+	if s.QueueMemoryStoredMessages < 0 {
+		return fmt.Errorf("storage.queue_memory_stored_messages: %d must not be negative (0 means no bound)", s.QueueMemoryStoredMessages)
 	}
 	// Both sizes are handed on as int64.
 	if s.QueueMemoryBytes > math.MaxInt64 {

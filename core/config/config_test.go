@@ -206,6 +206,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"storage", `sync_interval = "1us"`, "between 1ms and 1h0m0s"},
 		{"storage", `sync_interval = "2h"`, "between 1ms and 1h0m0s"},
 		{"storage", "queue_memory_messages = -1", "must not be negative"},
+		{"storage", "queue_memory_stored_messages = -1", "storage.queue_memory_stored_messages: -1 must not be negative"},
 		{"storage", `queue_memory_bytes = "9223372036854775808"`, "more than the most"},
 		{"storage", `queue_memory_stored_bytes = "9223372036854775808"`, "storage.queue_memory_stored_bytes: 9223372036854775808 is more than the most"},
 		{"resources", "memory_paging_ratio = 1.5", "resources.memory_paging_ratio: 1.5 must be a fraction in [0, 1]"},

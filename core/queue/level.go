@@ -75,13 +75,17 @@ type memory struct {
 type MemoryLimit struct {
 	Messages int   // per queue
 	Bytes    int64 // per queue
-	// StoredBytes bounds, per queue, the bytes of messages kept in memory
-	// that are in the store already (persistent ones, or paged and read
-	// back): dropping such a body costs nothing, and reading a large one
-	// back costs less than the fresh memory that holding a growing
-	// backlog takes (BENCHMARKS.md, "Large persistent bodies written
-	// once").
-	StoredBytes int64
+	// StoredMessages and StoredBytes bound, per queue, the messages kept
+	// in memory when the one in question is in the store already (a
+	// persistent one, or one paged and read back): dropping it costs
+	// nothing, and reading a large one back costs less than the fresh
+	// memory that holding a growing backlog takes (BENCHMARKS.md, "Large
+	// persistent bodies written once"). A transient message would have
+	// to be written to be paged out, which at saturation cost more than
+	// the rest of its way through the broker ("Transient messages page
+	// by the node's memory"): those are bounded by Node alone.
+	StoredMessages int
+	StoredBytes    int64
 	// Node, when set, bounds the bytes all the node's queues keep
 	// (Paging).
 	Node *Paging
@@ -98,6 +102,7 @@ func (q *Queue) overMemory(stored bool) bool {
 	lim := q.memLimit
 	return q.store != nil && ((lim.Messages > 0 && q.mem.msgs >= lim.Messages) ||
 		(lim.Bytes > 0 && q.mem.bytes >= lim.Bytes) ||
+		(stored && lim.StoredMessages > 0 && q.mem.msgs >= lim.StoredMessages) ||
 		(stored && lim.StoredBytes > 0 && q.mem.bytes >= lim.StoredBytes) ||
 		(lim.Node != nil && q.mem.msgs > 0 && lim.Node.over()))
 }
@@ -114,6 +119,7 @@ func (q *Queue) wantsPageIn(l *level) bool {
 	}
 	lim := q.memLimit
 	return (lim.Messages == 0 || q.mem.msgs < lim.Messages/2) && (lim.Bytes == 0 || q.mem.bytes < lim.Bytes/2) &&
+		(lim.StoredMessages == 0 || q.mem.msgs < lim.StoredMessages/2) &&
 		(lim.StoredBytes == 0 || q.mem.bytes < lim.StoredBytes/2) && (lim.Node == nil || lim.Node.low())
 }
 
@@ -125,8 +131,10 @@ func (q *Queue) wantsPageIn(l *level) bool {
 func (q *Queue) pageIn(l *level) error {
 	q.commit()
 	want := pageInBatch
-	if lim := q.memLimit.Messages; lim > 0 && lim/2 < want {
-		want = max(1, lim/2)
+	for _, lim := range [...]int{q.memLimit.Messages, q.memLimit.StoredMessages} {
+		if lim > 0 && lim/2 < want {
+			want = max(1, lim/2)
+		}
 	}
 	var read int
 	err := q.store.ScanQueueInto(q.qid, l.prio, l.pagedFrom, want, q.lendBody, func(seq uint64, se *storage.Entry) bool {

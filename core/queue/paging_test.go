@@ -84,40 +84,88 @@ func TestPagingByNodeMemory(t *testing.T) {
 	}
 }
 
-// TestStoredBytesBoundsOnlyStoredMessages: StoredBytes pages out the
-// persistent messages of a durable queue, which are in the store anyway,
-// while transient ones stay in memory up to the node's bound.
-func TestStoredBytesBoundsOnlyStoredMessages(t *testing.T) {
-	const size, stored = 64 << 10, 256 << 10
+// TestStoredBoundsOnlyStoredMessages: StoredBytes and StoredMessages
+// page out the persistent messages of a durable queue, which are in the
+// store anyway, while transient ones (which paging would have to write)
+// stay in memory up to the node's bound.
+func TestStoredBoundsOnlyStoredMessages(t *testing.T) {
+	const size = 64 << 10
+	for _, c := range []struct {
+		name  string
+		limit MemoryLimit
+		held  int // the most persistent messages kept in memory
+	}{
+		{"bytes", MemoryLimit{StoredBytes: 4 * size}, 4 + 1},
+		{"messages", MemoryLimit{StoredMessages: 4}, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, _ := newQueue(t, nil, func(cfg *Config) {
+				cfg.Store = memStore(t)
+				cfg.Durable = true
+				cfg.Memory = c.limit
+				cfg.Memory.Node = NewPaging(64 << 20)
+			})
+			body := func(i int) string { return fmt.Sprintf("%0*d", size, i) }
+			held := func() int {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				return q.mem.msgs
+			}
+			for i := range 20 {
+				q.Enqueue(msg(t, body(i), 0, true))
+			}
+			if n := held(); n > c.held {
+				t.Fatalf("%d persistent messages in memory, want at most %d", n, c.held)
+			}
+			q.Purge()
+			for i := range 20 {
+				q.Enqueue(msg(t, body(i), 0, false))
+			}
+			if n := held(); n != 20 {
+				t.Fatalf("%d of 20 transient messages in memory, with the node far from its bound", n)
+			}
+			for i := range 20 {
+				if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(i) {
+					t.Fatalf("message %d: %v", i, ok)
+				}
+			}
+		})
+	}
+}
+
+// TestTinyMessagesCountTowardsTheNodeBound: with no bound per queue, a
+// backlog of tiny transient messages is bounded by the node's Paging,
+// which counts each message's bookkeeping (entryMemory) beside its body;
+// counting bodies alone, a 1 MiB bound would hold 65,536 16-byte
+// messages.
+func TestTinyMessagesCountTowardsTheNodeBound(t *testing.T) {
+	const limit = 1 << 20
+	node := NewPaging(limit)
 	q, _ := newQueue(t, nil, func(c *Config) {
 		c.Store = memStore(t)
-		c.Durable = true
-		c.Memory = MemoryLimit{StoredBytes: stored, Node: NewPaging(64 << 20)}
+		c.Memory = MemoryLimit{Node: node}
 	})
-	body := func(i int) string { return fmt.Sprintf("%0*d", size, i) }
-	for i := range 20 {
-		q.Enqueue(msg(t, body(i), 0, true))
+	const n = 20000
+	for i := range n {
+		q.Enqueue(msg(t, fmt.Sprintf("%016d", i), 0, false))
 	}
 	q.mu.Lock()
-	persistentHeld := q.mem.bytes
+	held := q.mem.msgs
 	q.mu.Unlock()
-	if persistentHeld > stored+2*size {
-		t.Fatalf("%d bytes of persistent messages in memory, stored bound %d", persistentHeld, stored)
+	most := (limit + 2*reportStep) / (16 + entryMemory)
+	if held > most || held < limit/2/(16+entryMemory) {
+		t.Fatalf("%d of %d 16-byte messages in memory; the node's bound of %d bytes holds about %d", held, n, limit, limit/(16+entryMemory))
 	}
-	q.Purge()
-	for i := range 20 {
-		q.Enqueue(msg(t, body(i), 0, false))
+	if got := q.MemoryBytes(); got != int64(held)*(16+entryMemory) {
+		t.Fatalf("MemoryBytes %d for %d messages of 16 bytes", got, held)
 	}
-	q.mu.Lock()
-	transientHeld := q.mem.msgs
-	q.mu.Unlock()
-	if transientHeld != 20 {
-		t.Fatalf("%d of 20 transient messages in memory, with the node far from its bound", transientHeld)
-	}
-	for i := range 20 {
-		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != body(i) {
+	for i := range n {
+		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != fmt.Sprintf("%016d", i) {
 			t.Fatalf("message %d: %v", i, ok)
 		}
+	}
+	if used := node.Used(); used != 0 {
+		t.Fatalf("the node still counts %d bytes with the queue empty", used)
 	}
 }
 

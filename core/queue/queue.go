@@ -955,12 +955,13 @@ type Stats struct {
 	HasUtilisation      bool
 }
 
-// MemoryBytes is what the messages the queue holds in memory take (their
-// MemSize): those paged out to the store are not counted.
+// MemoryBytes is what the ready messages the queue holds in memory take
+// (their MemSize and entryMemory each): those paged out to the store are
+// not counted.
 func (q *Queue) MemoryBytes() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.mem.bytes
+	return footprint(q.mem.msgs, q.mem.bytes)
 }
 
 func (q *Queue) Stats() Stats {
