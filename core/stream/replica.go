@@ -361,7 +361,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		}
 		s.placed(tx, &c)
 		if s.next > first {
-			s.lastChunk = c.last
+			s.lastChunk = lastChunkOf(c.last, s.next)
 			s.settle()
 		}
 	}

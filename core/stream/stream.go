@@ -170,7 +170,7 @@ func Open(cfg Config) (*Stream, error) {
 		s.next = segs[n-1].Last + 1
 		s.stable, s.lastChunk = s.next, segs[n-1].Last
 		if first, ok, err := cfg.Store.StreamChunkStart(cfg.ID, segs[n-1].Last); err == nil && ok {
-			s.lastChunk = first // the last chunk's start, as before the restart
+			s.lastChunk = lastChunkOf(first, s.next) // as before the restart
 		}
 	}
 	st, err := cfg.Store.ReadStreamState(cfg.ID)
@@ -327,7 +327,7 @@ func (s *Stream) write() {
 			s.failed = err
 		} else if placed > 0 {
 			s.stable = first + uint64(placed)
-			s.lastChunk = c.last
+			s.lastChunk = lastChunkOf(c.last, s.stable)
 		}
 		s.mu.Unlock()
 		for _, p := range batch {
@@ -340,20 +340,31 @@ func (s *Stream) write() {
 }
 
 // chunk is the messages of a write not yet put: they go to the store as
-// chunks of at most chunkRecords (storage.Txn.PutStreamChunk may split
-// them further), a new one at each segment's start.
+// one chunk (or more, storage.Txn.PutStreamChunk), a new one at each
+// segment's start.
 type chunk struct {
 	recs       []storage.StreamRecord
 	newSegment bool   // recs[0] starts a segment
 	last       uint64 // the first offset of the chunk put last
 }
 
-// chunkRecords bounds a stored chunk as a Deliver chunk is bounded (a
-// credit brings at most 256 records), so that a chunk is what RabbitMQ's
-// clients take one for: the offset specification last and the stream
-// stats' last_chunk_id name the start of the last one, near the end
-// however large the write that made it.
+// chunkRecords is the most records of a chunk as clients see one: a
+// credit brings at most that many (a Deliver), and the offset
+// specification last and the stream stats' last_chunk_id name the start
+// of the last such chunk, near the end however large the write that made
+// it. A stored chunk is as large as its write, since a reader takes a
+// chunk's records from any offset in it: what the clients see is the
+// stored chunk cut every chunkRecords from its start (lastChunkOf).
 const chunkRecords = 256
+
+// lastChunkOf is the start of the last chunk clients see of a stored
+// chunk that starts at start and ends before end.
+func lastChunkOf(start, end uint64) uint64 {
+	if end <= start {
+		return start
+	}
+	return start + (end-1-start)/chunkRecords*chunkRecords
+}
 
 // put puts c's messages into tx and empties it.
 func (c *chunk) put(tx *storage.Txn, sid uint64) {
@@ -389,9 +400,6 @@ func (s *Stream) place(tx *storage.Txn, c *chunk, offset uint64, ts int64, m *st
 	seg.Bytes += int64(len(m.Body))
 	seg.Count++
 	c.recs = append(c.recs, storage.StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
-	if len(c.recs) >= chunkRecords {
-		c.put(tx, s.cfg.ID)
-	}
 }
 
 // placed ends a batch of place calls: the chunk is put, the last

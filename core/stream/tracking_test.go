@@ -206,10 +206,11 @@ func TestAppendAllStoresEachAppendOrDropsItsResend(t *testing.T) {
 	}
 }
 
-// A write is stored as chunks of at most chunkRecords: the offset
-// specification last and the stats' last chunk name the start of the
-// last one, however many messages the write held, before and after a
-// reopen.
+// A write is stored as one chunk, and clients see it cut every
+// chunkRecords: the offset specification last and the stats' last chunk
+// name the start of the last such part, however many messages the write
+// held, before and after a reopen; a smaller write after it is a chunk of
+// its own.
 func TestLastChunkIsBoundedByChunkRecords(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openStore(t, fs)
@@ -222,8 +223,10 @@ func TestLastChunkIsBoundedByChunkRecords(t *testing.T) {
 		bodies = append(bodies, fmt.Sprint(i))
 	}
 	appendBatch(t, s, Writer{Name: "p", Seq: 1}, bodies...)
-	const want = 768 // 1,000 in chunks of 256 (chunkRecords, a Deliver's bound)
-	check := func(when string) {
+	if first, ok, err := st.StreamChunkStart(1, 999); err != nil || !ok || first != 0 {
+		t.Fatalf("offset 999 is in a stored chunk from %d (%v, %v), want the write's one chunk from 0", first, ok, err)
+	}
+	check := func(when string, want uint64) {
 		t.Helper()
 		if at, err := s.Position(Offset{Kind: Last}); err != nil || at != want {
 			t.Fatalf("%s: last is %d (%v), want %d", when, at, err, want)
@@ -232,7 +235,11 @@ func TestLastChunkIsBoundedByChunkRecords(t *testing.T) {
 			t.Fatalf("%s: the last chunk starts at %d, want %d", when, last, want)
 		}
 	}
-	check("written")
+	check("written", 768) // 1,000 cut every 256 (chunkRecords, a Deliver's bound)
+	s, st = reopen(t, fs, s, st)
+	check("reopened", 768)
+	appendBatch(t, s, Writer{Name: "p", Seq: 2}, "a", "b")
+	check("a write of two after it", 1000)
 	s, _ = reopen(t, fs, s, st)
-	check("reopened")
+	check("reopened again", 1000)
 }
