@@ -63,11 +63,14 @@ import (
 // version is the cluster protocol's: a node refuses a peer of another,
 // rather than have either misread the other's messages. Version 2 came
 // with ordered proposals (proposals.go), whose tags a node of version 1
-// would read as other numbers: the nodes of a cluster run releases of
+// would read as other numbers; version 3 with a replicated stream's
+// batched appends (core/stream's entryAppendBatch), which a node of
+// version 2 could not apply, and the node call that asks a node where
+// its stream protocol listens. The nodes of a cluster run releases of
 // one version, and a change of it takes every node down and up again.
 const (
 	magic          = "WRNC"
-	version        = 2
+	version        = 3
 	nonceLen       = 32
 	macLen         = sha256.Size
 	frameRaft      = 1
