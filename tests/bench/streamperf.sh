@@ -44,3 +44,28 @@ perf_run() {
 		'BEGIN{printf "%-8s %-14s published %9.0f  confirmed %9.0f  consumed %9.0f msg/s  latency %5s ms  cpu %6.1f s  %7.1f us/msg\n",
 			b, s, p, c, k, l, cpu, (p > 0 ? cpu * 1e6 / (p * d) : 0)}'
 }
+
+# drain_run fills a stream for DURATION seconds with one publisher
+# (batches of 100), then has consumers read it from first for DURATION
+# seconds with no publisher, and prints the consumed rate with the CPU of
+# pids per message consumed: what delivery costs when nothing else
+# competes for the two cores.
+#
+#   drain_run broker port scenario consumers body pid...
+drain_run() {
+	local broker=$1 port=$2 scenario=$3 consumers=$4 body=$5
+	shift 5
+	local stream="drain-$broker-$scenario-$RANDOM" hz t0 t1 line cons cpu
+	hz=$(getconf CLK_TCK)
+	"$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
+		--publishers 1 --consumers 0 --batch-size 100 --fixed-body "$body" --time "$DURATION" --no-color >/dev/null 2>&1 || true
+	t0=$(ticks "$@")
+	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
+		--publishers 0 --consumers "$consumers" --time "$DURATION" --no-color 2>&1 |
+		tee "$work/drain-$broker-$scenario.log" | grep "consume" | tail -1 || true)
+	t1=$(ticks "$@")
+	cons=$(sed -n 's/.*consume *\([0-9,.]*\) msg\/s.*/\1/p' <<<"$line" | tr -d ,)
+	cpu=$(awk -v t="$((t1 - t0))" -v hz="$hz" 'BEGIN{printf "%.1f", t/hz}')
+	awk -v b="$broker" -v s="$scenario" -v k="$cons" -v cpu="$cpu" -v d="$DURATION" \
+		'BEGIN{printf "%-8s %-14s drained   %9.0f msg/s  cpu %6.1f s  %7.2f us/msg\n", b, s, k, cpu, (k > 0 ? cpu * 1e6 / (k * d) : 0)}'
+}

@@ -13,7 +13,11 @@
 # percentiles, warrenperf -stream-url at fixed rates (RATES, messages a
 # second, default "1000 10000"), 1 KB, one consumer: publish-to-delivery
 # and publish-to-confirm p50/p99, and the broker's CPU per message.
-# Each run has a stream of its own.
+# Then drains (DRAINS="name,consumers,body ...", default one and ten
+# consumers of 1 KB and one of 16 B; DRAINS="" for none): a stream filled
+# for DURATION seconds first, read from first with no publisher, the
+# consumed rate and the broker's CPU per message consumed. Each run has a
+# stream of its own.
 #
 # perfTest is built with 1 MiB socket buffers (SetReadBuffer and
 # SetWriteBuffer on its environment): the client's default of 8 KiB
@@ -90,5 +94,14 @@ for round in $(seq "$ROUNDS"); do
 	for rate in ${RATES:-1000 10000}; do
 		latency warren 5562 "$wpid" "$rate"
 		latency rabbitmq 5563 "$rpid" "$rate"
+	done
+done
+
+echo "--- drains: a filled stream read from first, ${DURATION}s each"
+for round in $(seq "$ROUNDS"); do
+	for sc in ${DRAINS-1KB-1c,1,992 1KB-10c,10,992 16B-1c,1,8}; do
+		IFS=, read -r name consumers body <<<"$sc"
+		drain_run warren 5562 "$name" "$consumers" "$body" "$wpid"
+		drain_run rabbitmq 5563 "$name" "$consumers" "$body" "$rpid"
 	done
 done
