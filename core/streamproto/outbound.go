@@ -56,17 +56,17 @@ func (o *outbound) send(c stream.Command) {
 	o.signal()
 }
 
-// sendFrame queues a frame built elsewhere, in parts (a Deliver's head
-// and its chunk, which other connections may send too), which the writer
-// writes as they are and never changes.
-func (o *outbound) sendFrame(parts ...[]byte) {
+// sendFrame queues a frame built elsewhere: a head of its own and a
+// body in parts (a Deliver's chunk, which other connections may send
+// too), which the writer writes as they are and never changes.
+func (o *outbound) sendFrame(head []byte, parts [][]byte) {
 	o.mu.Lock()
 	if !o.closing {
 		if len(o.buf) > 0 {
 			o.segs = append(o.segs, o.buf)
 			o.buf = nil
 		}
-		o.segs = append(o.segs, parts...)
+		o.segs = append(append(o.segs, head), parts...)
 	}
 	o.mu.Unlock()
 	o.signal()

@@ -118,7 +118,7 @@ func (s *subscription) RoundDone() {
 		if head.Version >= 2 {
 			_, _, head.CommittedChunkID = s.log.Bounds()
 		}
-		s.c.out.sendFrame(stream.DeliverHead(head, len(chunk)), chunk)
+		s.c.out.sendFrame(stream.DeliverHead(head, chunk.size), chunk.parts)
 		s.c.srv.totals.delivered.Add(uint64(len(records)))
 	}
 	if kick {
@@ -149,22 +149,24 @@ func (s *subscription) cancel() {
 
 // chunkOf is the chunk of records as Deliver carries it: each message as
 // the stream protocol carries it, an AMQP 1.0 message (one published over
-// AMQP 0-9-1 converted as RabbitMQ converts it). The chunk built last is
-// kept for the next subscription that sends the same records: readers at
-// the same place in a stream share their messages (core/stream), and an
-// unchanging message with its offset names the records.
-func (srv *Server) chunkOf(records []record) []byte {
+// AMQP 0-9-1 converted as RabbitMQ converts it), in parts that alias the
+// messages (stream.ChunkParts). The chunk built last is kept for the next
+// subscription that sends the same records: readers at the same place in
+// a stream share their messages (core/stream), and an unchanging message
+// with its offset names the records.
+func (srv *Server) chunkOf(records []record) *builtChunk {
 	n := len(records)
 	if b := srv.lastChunk.Load(); b != nil && b.n == n && b.offset == records[0].offset && b.first == records[0].m && b.last == records[n-1].m {
-		return b.chunk
+		return b
 	}
 	bodies := make([][]byte, n)
 	for i, r := range records {
 		bodies[i] = amqp10Of(r.m)
 	}
-	chunk := stream.ChunkOf(stream.ChunkHeader{Type: stream.ChunkUser, Timestamp: records[0].ts, ChunkID: records[0].offset}, bodies)
-	srv.lastChunk.Store(&builtChunk{first: records[0].m, last: records[n-1].m, offset: records[0].offset, n: n, chunk: chunk})
-	return chunk
+	b := &builtChunk{first: records[0].m, last: records[n-1].m, offset: records[0].offset, n: n}
+	b.parts, b.size = stream.ChunkParts(stream.ChunkHeader{Type: stream.ChunkUser, Timestamp: records[0].ts, ChunkID: records[0].offset}, bodies)
+	srv.lastChunk.Store(b)
+	return b
 }
 
 // builtChunk is the chunk a subscription built last, and what names its
@@ -173,7 +175,8 @@ type builtChunk struct {
 	first, last *message.Message
 	offset      uint64
 	n           int
-	chunk       []byte
+	parts       [][]byte // written one after the other, never changed
+	size        int
 }
 
 // amqp10Of is m as an AMQP 1.0 message.

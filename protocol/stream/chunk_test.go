@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -101,24 +102,51 @@ func TestChunkErrors(t *testing.T) {
 	}
 }
 
-// DeliverHead and ChunkOf encode the same frame as a Deliver with
-// AppendChunk.
-func TestDeliverHeadAndChunkOfMatchDeliver(t *testing.T) {
-	bodies := [][]byte{[]byte("one"), {}, []byte("three")}
-	h := ChunkHeader{Type: ChunkUser, Timestamp: 1234, ChunkID: 77}
-	var data []byte
-	for _, b := range bodies {
-		data = AppendEntry(data, Entry{Body: b})
-	}
-	want := h
-	want.NumEntries, want.NumRecords = 3, 3
-	chunk := ChunkOf(h, bodies)
-	for _, d := range []*Deliver{
-		{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)},
-		{Version: 2, SubscriptionID: 9, CommittedChunkID: 1 << 40, Chunk: AppendChunk(nil, want, data)},
+// DeliverHead and ChunkParts encode the same frame as a Deliver with
+// AppendChunk, whatever the mix of small and large bodies, and a large
+// body is written from where it lies, not copied.
+func TestDeliverHeadAndChunkPartsMatchDeliver(t *testing.T) {
+	large := func(c byte, n int) []byte { return bytes.Repeat([]byte{c}, n) }
+	for _, c := range []struct {
+		name   string
+		bodies [][]byte
+	}{
+		{"small", [][]byte{[]byte("one"), {}, []byte("three")}},
+		{"none", nil},
+		{"one large", [][]byte{large('a', 4096)}},
+		{"large first and last", [][]byte{large('a', 300), []byte("x"), large('b', 1000)}},
+		{"large in the middle", [][]byte{[]byte("x"), large('a', 300), large('b', 300), []byte("y")}},
+		{"at the inline bound", [][]byte{large('a', inlineBody), large('b', inlineBody+1)}},
 	} {
-		if got, exp := append(DeliverHead(*d, len(chunk)), chunk...), AppendFrame(nil, d); !bytes.Equal(got, exp) {
-			t.Fatalf("version %d: DeliverHead and ChunkOf\n got %x\nwant %x", d.Version, got, exp)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			h := ChunkHeader{Type: ChunkUser, Timestamp: 1234, ChunkID: 77}
+			var data []byte
+			for _, b := range c.bodies {
+				data = AppendEntry(data, Entry{Body: b})
+			}
+			want := h
+			want.NumEntries, want.NumRecords = uint16(len(c.bodies)), uint32(len(c.bodies))
+			parts, size := ChunkParts(h, c.bodies)
+			chunk := bytes.Join(parts, nil)
+			if len(chunk) != size {
+				t.Fatalf("size %d, the parts hold %d bytes", size, len(chunk))
+			}
+			for _, d := range []*Deliver{
+				{SubscriptionID: 9, Chunk: AppendChunk(nil, want, data)},
+				{Version: 2, SubscriptionID: 9, CommittedChunkID: 1 << 40, Chunk: AppendChunk(nil, want, data)},
+			} {
+				if got, exp := append(DeliverHead(*d, size), chunk...), AppendFrame(nil, d); !bytes.Equal(got, exp) {
+					t.Fatalf("version %d: DeliverHead and ChunkParts\n got %x\nwant %x", d.Version, got, exp)
+				}
+			}
+			for _, b := range c.bodies {
+				if len(b) <= inlineBody {
+					continue
+				}
+				if !slices.ContainsFunc(parts, func(p []byte) bool { return len(p) == len(b) && &p[0] == &b[0] }) {
+					t.Fatalf("a body of %d bytes was copied", len(b))
+				}
+			}
+		})
 	}
 }

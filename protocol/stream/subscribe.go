@@ -83,27 +83,57 @@ func (c *Deliver) Append(dst []byte) []byte {
 	return append(dst, c.Chunk...)
 }
 
-// ChunkOf is a chunk as Deliver carries it, built in one buffer of its
-// size: h, then a simple entry per body. h's NumEntries, NumRecords,
-// DataLength and CRC are set from bodies; the caller sets the rest. Several
-// subscriptions can send the same chunk, each behind its own DeliverHead.
-func ChunkOf(h ChunkHeader, bodies [][]byte) []byte {
-	n := 0
+// inlineBody is the largest body ChunkParts copies: a larger one is
+// written from where it lies, which saves its copy, and a smaller one
+// costs less to copy than a writev's entry of its own.
+const inlineBody = 256
+
+// ChunkParts is a chunk as Deliver carries it, in parts to write one
+// after the other (a writev): h, then a simple entry per body, where a
+// body of more than inlineBody bytes is a part of its own, not copied.
+// h's NumEntries, NumRecords, DataLength and CRC are set from bodies; the
+// caller sets the rest. The parts alias bodies, which must not change
+// while they are written; several subscriptions can send the same parts,
+// each behind its own DeliverHead. size is the chunk's length.
+func ChunkParts(h ChunkHeader, bodies [][]byte) (parts [][]byte, size int) {
+	data, copied, large := 0, 0, 0
 	for _, b := range bodies {
 		if len(b) > math.MaxInt32 {
 			panic(fmt.Sprintf("stream: entry of %d bytes exceeds 2^31-1", len(b)))
 		}
-		n += 4 + len(b)
+		data += 4 + len(b)
+		if len(b) <= inlineBody {
+			copied += len(b)
+		} else {
+			large++
+		}
 	}
-	chunk := make([]byte, ChunkHeaderSize, ChunkHeaderSize+n)
+	// buf holds the header, every length and the copied bodies; its
+	// capacity is exact, so it never moves and the parts taken from it
+	// stay its.
+	buf := make([]byte, ChunkHeaderSize, ChunkHeaderSize+4*len(bodies)+copied)
+	parts = make([][]byte, 0, 2*large+1)
+	run := 0 // where buf's part being filled starts
 	for _, b := range bodies {
-		chunk = append(appendU32(chunk, uint32(len(b))), b...)
+		buf = appendU32(buf, uint32(len(b)))
+		if len(b) <= inlineBody {
+			buf = append(buf, b...)
+			continue
+		}
+		parts = append(parts, buf[run:len(buf):len(buf)], b)
+		run = len(buf)
 	}
-	data := chunk[ChunkHeaderSize:]
+	if run < len(buf) || len(parts) == 0 {
+		parts = append(parts, buf[run:])
+	}
+	crc := crc32.ChecksumIEEE(parts[0][ChunkHeaderSize:])
+	for _, p := range parts[1:] {
+		crc = crc32.Update(crc, crc32.IEEETable, p)
+	}
 	h.NumEntries, h.NumRecords = uint16(len(bodies)), uint32(len(bodies))
-	h.DataLength, h.CRC = uint32(len(data)), crc32.ChecksumIEEE(data)
-	h.Append(chunk[:0])
-	return chunk
+	h.DataLength, h.CRC = uint32(data), crc
+	h.Append(buf[:0])
+	return parts, ChunkHeaderSize + data
 }
 
 // DeliverHead is the start of a Deliver frame (size prefix included)
