@@ -60,12 +60,17 @@ func (p *Paging) low() bool {
 // messages in one queue took 205 MB resident.
 const entryMemory = 192
 
-// footprint is what n messages of body bytes take in memory.
+// footprint is what n messages of the given bytes take in memory.
 func footprint(n int, bytes int64) int64 { return bytes + int64(n)*entryMemory }
+
+// memBytes is what a queue counts of e's message in memory: its body
+// (MemSize) and its properties, which a message carrying large headers
+// holds beside a small body. Neither changes while the message lives.
+func memBytes(e *Entry) int64 { return int64(e.Msg.MemSize() + len(e.Msg.Props)) }
 
 // memAdd counts e's message into the queue's memory; q.mu is held.
 func (q *Queue) memAdd(e *Entry) {
-	n := int64(e.Msg.MemSize())
+	n := memBytes(e)
 	q.mem.msgs++
 	q.mem.bytes += n
 	q.report(footprint(1, n))
@@ -73,7 +78,7 @@ func (q *Queue) memAdd(e *Entry) {
 
 // memSub counts e's message out of the queue's memory; q.mu is held.
 func (q *Queue) memSub(e *Entry) {
-	n := int64(e.Msg.MemSize())
+	n := memBytes(e)
 	q.mem.msgs--
 	q.mem.bytes -= n
 	q.report(-footprint(1, n))

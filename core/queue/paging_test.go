@@ -3,8 +3,12 @@ package queue
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // TestPagingByNodeMemory: queues sharing a node's Paging keep messages in
@@ -135,37 +139,54 @@ func TestStoredBoundsOnlyStoredMessages(t *testing.T) {
 
 // TestTinyMessagesCountTowardsTheNodeBound: with no bound per queue, a
 // backlog of tiny transient messages is bounded by the node's Paging,
-// which counts each message's bookkeeping (entryMemory) beside its body;
-// counting bodies alone, a 1 MiB bound would hold 65,536 16-byte
-// messages.
+// which counts each message's bookkeeping (entryMemory) and properties
+// beside its body; counting bodies alone, a 1 MiB bound would hold 65,536
+// 16-byte messages, whatever headers they carried.
 func TestTinyMessagesCountTowardsTheNodeBound(t *testing.T) {
 	const limit = 1 << 20
-	node := NewPaging(limit)
-	q, _ := newQueue(t, nil, func(c *Config) {
-		c.Store = memStore(t)
-		c.Memory = MemoryLimit{Node: node}
-	})
-	const n = 20000
-	for i := range n {
-		q.Enqueue(msg(t, fmt.Sprintf("%016d", i), 0, false))
-	}
-	q.mu.Lock()
-	held := q.mem.msgs
-	q.mu.Unlock()
-	most := (limit + 2*reportStep) / (16 + entryMemory)
-	if held > most || held < limit/2/(16+entryMemory) {
-		t.Fatalf("%d of %d 16-byte messages in memory; the node's bound of %d bytes holds about %d", held, n, limit, limit/(16+entryMemory))
-	}
-	if got := q.MemoryBytes(); got != int64(held)*(16+entryMemory) {
-		t.Fatalf("MemoryBytes %d for %d messages of 16 bytes", got, held)
-	}
-	for i := range n {
-		if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != fmt.Sprintf("%016d", i) {
-			t.Fatalf("message %d: %v", i, ok)
-		}
-	}
-	if used := node.Used(); used != 0 {
-		t.Fatalf("the node still counts %d bytes with the queue empty", used)
+	for _, c := range []struct {
+		name    string
+		headers int // bytes of header value
+	}{{"bare", 0}, {"with 2 KiB of headers", 2048}} {
+		t.Run(c.name, func(t *testing.T) {
+			node := NewPaging(limit)
+			q, _ := newQueue(t, nil, func(cfg *Config) {
+				cfg.Store = memStore(t)
+				cfg.Memory = MemoryLimit{Node: node}
+			})
+			p := protocol.Properties{}
+			if c.headers > 0 {
+				p.Flags |= protocol.FlagHeaders
+				p.Headers = protocol.Table{"h": strings.Repeat("x", c.headers)}
+			}
+			props, _ := p.Append(nil)
+			each := int64(16 + len(props) + entryMemory)
+			const n = 20000
+			for i := range n {
+				m, err := message.New("", "q", p.Flags, props, fmt.Appendf(nil, "%016d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				q.Enqueue(m)
+			}
+			q.mu.Lock()
+			held := q.mem.msgs
+			q.mu.Unlock()
+			if most := (limit + 2*reportStep) / each; int64(held) > most || int64(held) < limit/2/each {
+				t.Fatalf("%d of %d 16-byte messages in memory; the node's bound of %d bytes holds about %d", held, n, limit, limit/each)
+			}
+			if got := q.MemoryBytes(); got != int64(held)*each {
+				t.Fatalf("MemoryBytes %d for %d messages of %d bytes each", got, held, each)
+			}
+			for i := range n {
+				if d, _, ok := q.Get(true); !ok || string(d.Entry.Msg.Body) != fmt.Sprintf("%016d", i) {
+					t.Fatalf("message %d: %v", i, ok)
+				}
+			}
+			if used := node.Used(); used != 0 {
+				t.Fatalf("the node still counts %d bytes with the queue empty", used)
+			}
+		})
 	}
 }
 
