@@ -180,6 +180,36 @@ func TestClusterStreamNotAMember(t *testing.T) {
 	got := readStream(t, outsider, "pair", 200)
 	sameLog(t, "n3 (no replica) and n1", got, readStream(t, nodes[0], "pair", 200))
 
+	// A consumer's stream filter reaches the member: from first, the
+	// one message with the value is the first delivered.
+	_, ch = outsider.dial(t)
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", "pair", false, false,
+		amqp.Publishing{Body: []byte("filtered"), Headers: amqp.Table{"x-stream-filter-value": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := dc.WaitContext(context.Background()); !ok || err != nil {
+		t.Fatalf("confirm: %v %v", ok, err)
+	}
+	if err := ch.Qos(10, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ch.Consume("pair", "", false, false, false, false, amqp.Table{"x-stream-offset": "first", "x-stream-filter": "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-ds:
+		if string(d.Body) != "filtered" || d.Headers["x-stream-offset"] != int64(200) {
+			t.Fatalf("a filtered consumer through a member was first delivered %q at %v", d.Body, d.Headers["x-stream-offset"])
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a filtered consumer through a member was delivered nothing")
+	}
+
 	// What a stream refuses, it refuses through a member too.
 	_, ch = outsider.dial(t)
 	if _, _, err := ch.Get("pair", false); err == nil {

@@ -119,9 +119,10 @@ type pending struct {
 
 // reader is a consumer's place in the stream.
 type reader struct {
-	c   queue.Consumer
-	pos uint64  // the next offset to deliver
-	buf []entry // read ahead from pos; the run goroutine's; shared, read only
+	c      queue.Consumer
+	filter *Filter // nil: every message; else the others are passed over
+	pos    uint64  // the next offset to deliver
+	buf    []entry // read ahead from pos; the run goroutine's; shared, read only
 	// failedAt is 1 + the offset a read last failed at (logged once).
 	failedAt uint64
 	blocked  bool // its last delivery was refused: waits for a Kick
@@ -557,6 +558,13 @@ func ParseOffset(x any, now time.Time) (Offset, error) {
 // Consume attaches a consumer at from; deliveries start after added
 // (basic.consume-ok).
 func (s *Stream) Consume(c queue.Consumer, from Offset, added func()) error {
+	return s.ConsumeFiltered(c, from, nil, added)
+}
+
+// ConsumeFiltered is Consume for a consumer that is delivered only the
+// messages f wants (an AMQP 0-9-1 consumer's x-stream-filter); the others
+// are passed over, spending none of its credit. A nil f wants every one.
+func (s *Stream) ConsumeFiltered(c queue.Consumer, from Offset, f *Filter, added func()) error {
 	start, err := s.position(from)
 	if err != nil {
 		return err
@@ -569,7 +577,7 @@ func (s *Stream) Consume(c queue.Consumer, from Offset, added func()) error {
 	if from.Kind == Next {
 		start = s.stable
 	}
-	s.readers[c] = &reader{c: c, pos: start}
+	s.readers[c] = &reader{c: c, pos: start, filter: f}
 	if added != nil {
 		added()
 	}
@@ -720,7 +728,9 @@ func (s *Stream) deliver() (more bool) {
 			for len(r.buf) > 0 {
 				e := r.buf[0]
 				var took bool
-				if isReader {
+				if r.filter != nil && !r.filter.Wants(e.m) {
+					took = true // passed over
+				} else if isReader {
 					took = rd.Read(e.offset, e.ts, e.m)
 				} else {
 					took = r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(forAMQP091(e.m), e.offset), Seq: e.offset}})

@@ -1,6 +1,10 @@
 package streamproto
 
-import "strings"
+import (
+	"strings"
+
+	streams "github.com/warrenmq/warren/core/stream"
+)
 
 // filter is a subscription's stream filtering, as RabbitMQ 3.13 has it:
 // the subscription properties filter.<n> name the filter values wanted,
@@ -10,10 +14,7 @@ import "strings"
 // no message matches, exactly rather than by a Bloom filter. Either way
 // a chunk is sent whole or not at all, so its offsets stay contiguous,
 // and the client filters the messages of a chunk sent (its post-filter).
-type filter struct {
-	values          map[string]bool
-	matchUnfiltered bool
-}
+type filter struct{ streams.Filter }
 
 // filterOf is the filter Subscribe's properties ask for, nil for none.
 func filterOf(props map[string]string) *filter {
@@ -21,23 +22,22 @@ func filterOf(props map[string]string) *filter {
 	for k, v := range props {
 		if strings.HasPrefix(k, "filter.") {
 			if f == nil {
-				f = &filter{values: map[string]bool{}}
+				f = &filter{streams.Filter{Values: map[string]bool{}}}
 			}
-			f.values[v] = true
+			f.Values[v] = true
 		}
 	}
 	if f != nil {
-		f.matchUnfiltered = props["match-unfiltered"] == "true"
+		f.MatchUnfiltered = props["match-unfiltered"] == "true"
 	}
 	return f
 }
 
-// wants reports whether a chunk of records is to be sent: one of them has
-// a value asked for, or has none while unfiltered ones are asked for.
+// wants reports whether a chunk of records is to be sent: one of them is
+// a message the filter wants.
 func (f *filter) wants(records []record) bool {
 	for _, r := range records {
-		v := r.m.StreamFilterValue()
-		if v == "" && f.matchUnfiltered || v != "" && f.values[v] {
+		if f.Wants(r.m) {
 			return true
 		}
 	}

@@ -331,7 +331,11 @@ func (src local) Consume(c queue.Consumer, added func()) error {
 	if err != nil {
 		return err
 	}
-	return src.s.s.Consume(c, from, added)
+	f, err := src.s.filterArgs(c)
+	if err != nil {
+		return err
+	}
+	return src.s.s.ConsumeFiltered(c, from, f, added)
 }
 
 func (src local) Cancel(c queue.Consumer)         { src.s.s.Cancel(c) }
@@ -357,9 +361,14 @@ func (src elsewhere) Consume(c queue.Consumer, added func()) error {
 	if _, err := src.s.checkConsumer(c); err != nil {
 		return err
 	}
+	if _, err := src.s.filterArgs(c); err != nil {
+		return err
+	}
 	args := protocol.Table{}
-	if x := offsetArg(c); x != nil {
-		args["x-stream-offset"] = x
+	for _, k := range []string{"x-stream-offset", "x-stream-filter", "x-stream-match-unfiltered"} {
+		if x := consumerArg(c, k); x != nil {
+			args[k] = x
+		}
 	}
 	return src.Source.ConsumeWith(c, added, args)
 }
@@ -399,9 +408,53 @@ func (s *Queue) checkConsumer(c queue.Consumer) (stream.Offset, error) {
 
 // offsetArg is the consumer's x-stream-offset argument, nil when it has
 // none.
-func offsetArg(c queue.Consumer) any {
+func offsetArg(c queue.Consumer) any { return consumerArg(c, "x-stream-offset") }
+
+// consumerArg is the consumer's argument k, nil when it has none.
+func consumerArg(c queue.Consumer, k string) any {
 	if a, ok := c.(interface{ Arguments() protocol.Table }); ok {
-		return a.Arguments()["x-stream-offset"]
+		return a.Arguments()[k]
 	}
 	return nil
+}
+
+// filterArgs reads the filter a consumer asks for, as RabbitMQ 3.13 does:
+// x-stream-filter, a string or an array of strings (the values wanted),
+// and x-stream-match-unfiltered, a boolean (messages without a value as
+// well), which counts only with x-stream-filter. nil when it asks for
+// none. Where RabbitMQ overlooks a value of another type, it is 406 here,
+// naming the argument: such a consumer would read every message.
+// RabbitMQ filters by chunk and its clients filter again; Warren passes
+// over each message the filter does not want.
+func (s *Queue) filterArgs(c queue.Consumer) (*stream.Filter, error) {
+	bad := func(k string, v any, want string) error {
+		return reply.PreconditionFailed("invalid arg '%s' for queue '%s' in vhost '%s': %v is not %s", k, s.name, s.h.Name(), v, want)
+	}
+	x := consumerArg(c, "x-stream-filter")
+	if x == nil {
+		return nil, nil
+	}
+	f := &stream.Filter{Values: map[string]bool{}}
+	switch v := x.(type) {
+	case string:
+		f.Values[v] = true
+	case []any:
+		for _, e := range v {
+			str, ok := e.(string)
+			if !ok {
+				return nil, bad("x-stream-filter", e, "a string")
+			}
+			f.Values[str] = true
+		}
+	default:
+		return nil, bad("x-stream-filter", x, "a string or an array of strings")
+	}
+	switch v := consumerArg(c, "x-stream-match-unfiltered").(type) {
+	case nil:
+	case bool:
+		f.MatchUnfiltered = v
+	default:
+		return nil, bad("x-stream-match-unfiltered", v, "a boolean")
+	}
+	return f, nil
 }
