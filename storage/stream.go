@@ -140,7 +140,7 @@ func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecor
 		if n == 0 {
 			panic(fmt.Sprintf("storage: stream %d: a chunk at offset %d crosses its file's end %d", sid, first, end))
 		}
-		rec := encodeChunkInto(l.buffer(chunkHeaderLen+n*2*binary.MaxVarintLen64+size), recs[:n])
+		rec := l.encodeChunk(recs[:n])
 		sf, pos := l.place(sid, first, recs[n-1].Offset, newSegment, len(rec))
 		binary.BigEndian.PutUint64(index[:], sf.first)
 		binary.BigEndian.PutUint64(index[8:], uint64(pos))

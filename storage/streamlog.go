@@ -705,20 +705,13 @@ type StreamRecord struct {
 }
 
 // encodeChunk is the record of recs (consecutive offsets): header, then
-// payload.
-func encodeChunk(recs []StreamRecord) []byte { return encodeChunkInto(nil, recs) }
-
-// encodeChunkInto is encodeChunk into buf when it has room.
-func encodeChunkInto(buf []byte, recs []StreamRecord) []byte {
+// payload, in a recycled buffer when one is at hand (buffer).
+func (l *streamLogs) encodeChunk(recs []StreamRecord) []byte {
 	n := chunkHeaderLen
 	for i := range recs {
 		n += 2*binary.MaxVarintLen64 + messageLen(recs[i].Msg)
 	}
-	b := buf[:0]
-	if cap(b) < n {
-		b = make([]byte, 0, n)
-	}
-	b = b[:chunkHeaderLen]
+	b := l.buffer(n)[:chunkHeaderLen]
 	base := recs[0].Timestamp
 	for i := range recs {
 		m := recs[i].Msg

@@ -193,7 +193,7 @@ func TestStreamOrphanFilesDeleted(t *testing.T) {
 	for _, name := range []string{orphan, fs.PathJoin(lone, streamFileName(0))} {
 		f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
 		must(t, err)
-		_, err = f.Write(encodeChunk(streamRecords(10, 12)))
+		_, err = f.Write((&streamLogs{}).encodeChunk(streamRecords(10, 12)))
 		must(t, err)
 		must(t, f.Close())
 	}

@@ -956,8 +956,8 @@ type Stats struct {
 }
 
 // MemoryBytes is what the ready messages the queue holds in memory take
-// (their MemSize and entryMemory each): those paged out to the store are
-// not counted.
+// (memBytes and entryMemory each): those paged out to the store are not
+// counted.
 func (q *Queue) MemoryBytes() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()

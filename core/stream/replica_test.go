@@ -189,10 +189,7 @@ func TestReplicaReplaysWithoutDuplicates(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openStore(t, fs)
 	g := &group{log: map[uint64][]byte{}, down: map[int]bool{}}
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	g.replicas = []*Stream{s}
 	s.SetReplica(g, nil)
 	appendAll(t, s, 0, 20)
@@ -202,10 +199,7 @@ func TestReplicaReplaysWithoutDuplicates(t *testing.T) {
 
 	st = openStore(t, fs)
 	defer st.Close()
-	s, err = Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openStream(t, st)
 	defer s.Close()
 	// The snapshot was taken at index 20: a start restores it, then
 	// replays the entries after an earlier one (here all of them).

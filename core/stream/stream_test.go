@@ -64,6 +64,16 @@ func openStore(t testing.TB, fs vfs.FS) *storage.Store {
 	return st
 }
 
+// openStream opens stream "s" (id 1) on st.
+func openStream(t testing.TB, st *storage.Store) *Stream {
+	t.Helper()
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // reopen closes s and its store and opens both again from fs, as a
 // restart does; the test's end closes them.
 func reopen(t *testing.T, fs vfs.FS, s *Stream, st *storage.Store) (*Stream, *storage.Store) {
@@ -72,10 +82,7 @@ func reopen(t *testing.T, fs vfs.FS, s *Stream, st *storage.Store) (*Stream, *st
 	st.Close()
 	st = openStore(t, fs)
 	t.Cleanup(func() { st.Close() })
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openStream(t, st)
 	t.Cleanup(s.Close)
 	return s, st
 }
@@ -211,10 +218,7 @@ func TestStreamOffsets(t *testing.T) {
 func TestStreamCredit(t *testing.T) {
 	st := openStore(t, vfs.NewMem())
 	defer st.Close()
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	defer s.Close()
 	appendAll(t, s, 0, 10)
 	k := &sink{credit: 3}
@@ -333,10 +337,7 @@ func TestStreamRetention(t *testing.T) {
 func TestStreamReopenAndDelete(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openStore(t, fs)
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	appendAll(t, s, 0, 100)
 	s, st = reopen(t, fs, s, st)
 	appendAll(t, s, 100, 101)
@@ -365,10 +366,7 @@ func TestStreamReopenAndDelete(t *testing.T) {
 func TestStreamReadersShareChunks(t *testing.T) {
 	st := openStore(t, vfs.NewMem())
 	defer st.Close()
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	defer s.Close()
 	appendAll(t, s, 0, 3000) // one batch, a few chunks
 	starts := []uint64{0, 0, 5, 1500}

@@ -39,10 +39,7 @@ func storeOffset(t *testing.T, s *Stream, name string, offset uint64) {
 func TestStreamTrackingSurvivesAReopen(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openStore(t, fs)
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	for _, seq := range []uint64{1, 2, 3, 2, 3, 4} {
 		appendFrom(t, s, Writer{Name: "p", Seq: seq}, fmt.Sprintf("p%d", seq))
 	}
@@ -131,10 +128,7 @@ func oneAndReplicated(t *testing.T) (*group, map[string]*Stream) {
 	t.Helper()
 	st := openStore(t, vfs.NewMem())
 	t.Cleanup(func() { st.Close() })
-	one, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	one := openStream(t, st)
 	t.Cleanup(one.Close)
 	g, _ := newReplicas(t, 2, Config{})
 	return g, map[string]*Stream{"one node": one, "replicated": g.replicas[0]}
@@ -214,10 +208,7 @@ func TestAppendAllStoresEachAppendOrDropsItsResend(t *testing.T) {
 func TestLastChunkIsBoundedByChunkRecords(t *testing.T) {
 	fs := vfs.NewMem()
 	st := openStore(t, fs)
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStream(t, st)
 	var bodies []string
 	for i := range 1000 {
 		bodies = append(bodies, fmt.Sprint(i))
