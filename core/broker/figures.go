@@ -32,6 +32,7 @@ const (
 	callMemory  byte = 4 // after callTopology and callDeliver (topology.go)
 	callClients byte = 5
 	callStream  byte = 6 // the stream protocol's advertised host and port (streams.go)
+	callSAC     byte = 7 // a single-active-consumer message (streams.go)
 )
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
@@ -113,6 +114,8 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 		return json.Marshal(b.srv.ClientCounts())
 	case callStream:
 		return json.Marshal(b.streamEndpointHere())
+	case callSAC:
+		return nil, b.streams.HandleSAC(payload[1:])
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

@@ -32,7 +32,26 @@ func newStreamServer(cfg config.Config, log zerolog.Logger, b *Broker) *streampr
 		Version:  Version,
 		Admit:    b.srv.AdmitOther,
 		Endpoint: b.streamEndpoint,
+		Node:     b.NodeName(),
+		Call:     b.callSAC,
+		NodeUp:   b.nodeUp,
 	}
+}
+
+// nodeUp says whether the node named is up, as the cluster sees it.
+func (b *Broker) nodeUp(node string) bool {
+	n := b.cluster.Load()
+	return n != nil && n.Alive(node)
+}
+
+// callSAC sends a single-active-consumer message to the node named.
+func (b *Broker) callSAC(ctx context.Context, node string, payload []byte) error {
+	n := b.cluster.Load()
+	if n == nil {
+		return fmt.Errorf("no node %q: this node is in no cluster", node)
+	}
+	_, err := n.Call(ctx, node, append([]byte{callSAC}, payload...))
+	return err
 }
 
 // streamEndpoint is what a node advertises to stream clients, as the

@@ -65,8 +65,9 @@ import (
 // with ordered proposals (proposals.go), whose tags a node of version 1
 // would read as other numbers; version 3 with a replicated stream's
 // batched appends (core/stream's entryAppendBatch), which a node of
-// version 2 could not apply, and the node call that asks a node where
-// its stream protocol listens. The nodes of a cluster run releases of
+// version 2 could not apply, and the node calls that ask a node where
+// its stream protocol listens and carry single-active-consumer messages
+// (no release has had version 3 without them). The nodes of a cluster run releases of
 // one version, and a change of it takes every node down and up again.
 const (
 	magic          = "WRNC"

@@ -64,7 +64,7 @@ type Conn struct {
 	// unconfirmed counts messages waiting for their confirm; confirmed
 	// wakes a reader waiting for it to fall (MaxUnconfirmed).
 	// ConsumerUpdates sent and not answered, by correlation id, and the
-	// id sent last: sacGroups.mu's (sac.go).
+	// id sent last: sacAgent.mu's (sac.go).
 	sacRequests    map[uint32]sacRequest
 	sacCorrelation uint32
 
@@ -369,7 +369,7 @@ func (c *Conn) handle(cmd stream.Command) error {
 	case *stream.ResolveOffsetSpec:
 		c.resolveOffsetSpec(m)
 	case *stream.ConsumerUpdateResponse:
-		c.srv.sac.answered(c, m)
+		c.srv.answered(c, m)
 	default:
 		return c.outOfPlace(cmd)
 	}

@@ -43,7 +43,8 @@
 // A subscription with filter values (filter.N, match-unfiltered) is not
 // sent a chunk in which no message has one of them (filter.go); a single
 // active consumer reads only while its group has it active, from where
-// its client's answer to a ConsumerUpdate says (sac.go).
+// its client's answer to a ConsumerUpdate says. A group spans the cluster:
+// the node leading the stream coordinates it (sac.go, saccoord.go).
 //
 // # Errors
 //
@@ -54,8 +55,9 @@
 //
 // # Locks
 //
-// sacGroups.mu -> stream.Stream.mu -> subscription.mu (Read runs under
-// the stream's lock) -> outbound.mu. Server.mu and Conn.mu (the publisher and subscription
-// maps, which only the reader changes, held for listings to read them)
-// are leaves. LOCKS.md has them in order.
+// sacAgent.mu -> stream.Stream.mu -> subscription.mu (Read runs under
+// the stream's lock) -> outbound.mu; sacAgent.mu and sacCoordinator.mu
+// -> the outboxes' locks. Server.mu and Conn.mu (the publisher and
+// subscription maps, which only the reader changes, held for listings to
+// read them) are leaves. LOCKS.md has them in order.
 package streamproto

@@ -1,6 +1,7 @@
 package streamproto
 
 import (
+	"context"
 	"net"
 	"sort"
 	"sync"
@@ -38,6 +39,9 @@ type Settings struct {
 	// MaxUnconfirmed bounds a connection's messages waiting for their
 	// confirm; the reader pauses past it.
 	MaxUnconfirmed int
+	// SACSyncInterval is how often single active consumers are reported
+	// to their coordinators (sac.go); 0 = a second.
+	SACSyncInterval time.Duration
 }
 
 // VHosts looks up virtual hosts by name.
@@ -63,11 +67,26 @@ type Server struct {
 	// ok is false when it cannot be learned now. Metadata names a
 	// replicated stream's leader and replicas by it.
 	Endpoint func(node string) (host string, port uint32, ok bool)
+	// Node is this node's name in a cluster. Call, when set, sends a
+	// single-active-consumer message to the node named (its HandleSAC),
+	// and NodeUp says whether a node is up; without Call this node
+	// coordinates every group (sac.go).
+	Node   string
+	Call   func(ctx context.Context, node string, payload []byte) error
+	NodeUp func(node string) bool
 
 	// lastChunk is the Deliver chunk built last (chunkOf).
 	lastChunk atomic.Pointer[builtChunk]
-	// sac coordinates single active consumers (sac.go).
-	sac sacGroups
+	// sac is this node's single active consumers, coord the groups it
+	// coordinates, outboxes the messages between them by node (sac.go).
+	sac      sacAgent
+	sacOnce  sync.Once
+	loopOnce sync.Once
+	coord    sacCoordinator
+	outboxMu lockorder.Mutex[lockorder.StreamprotoSACOutboxes]
+	outboxes map[string]*sacOutbox
+	stop     chan struct{} // closed by CloseAll
+	stopOnce sync.Once
 
 	nextID atomic.Uint64
 	mu     lockorder.Mutex[lockorder.StreamprotoServer]
@@ -96,6 +115,12 @@ func (s *Server) Totals() Totals {
 		Published: s.totals.published.Load(), Confirmed: s.totals.confirmed.Load(),
 		Errored: s.totals.errored.Load(), Delivered: s.totals.delivered.Load(),
 	}
+}
+
+// done is closed when the server stops (CloseAll).
+func (s *Server) done() chan struct{} {
+	s.sacOnce.Do(s.initSAC)
+	return s.stop
 }
 
 // Serve runs one client connection to its end.
@@ -137,6 +162,7 @@ func (s *Server) forget(c *Conn) {
 func (s *Server) CloseAll(reason string, deadline time.Time) bool {
 	s.mu.Lock()
 	s.closed = true
+	s.stopOnce.Do(func() { close(s.done()) })
 	conns := make([]*Conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)

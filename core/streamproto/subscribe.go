@@ -37,13 +37,16 @@ type subscription struct {
 	filter    *filter // nil: every chunk is sent
 
 	// A single active consumer's (sac.go): group is nil for any other.
-	// active is written under sacGroups.mu and mu both; from, reading
-	// and gone are sacGroups.mu's.
-	group   *sacKey
-	active  bool
-	from    streams.Offset // the offset Subscribe asked for
-	reading bool           // a reader of its stream
-	gone    bool           // unsubscribed
+	// active is written under sacAgent.mu and mu both; the others are
+	// sacAgent.mu's.
+	group        *sacKey
+	active       bool
+	from         streams.Offset // the offset Subscribe asked for
+	reading      bool           // a reader of its stream
+	gone         bool           // unsubscribed
+	steppingDown bool           // told to step down, not answered
+	partition    int            // its stream's index in its super stream, -1 for none
+	joined       uint64         // its place in the order the node's members joined
 }
 
 // info is the subscription as listings show it. The stream's bounds are
@@ -141,7 +144,7 @@ func (s *subscription) addCredit(n uint16) {
 // cancel leaves the stream, and a single active consumer its group.
 func (s *subscription) cancel() {
 	if s.group != nil {
-		s.c.srv.sac.leave(s)
+		s.c.srv.leave(s)
 		return
 	}
 	s.log.Cancel(s)
@@ -232,13 +235,13 @@ func (c *Conn) subscribe(m *stream.Subscribe) {
 	if sac {
 		// It reads nothing until its group makes it active and its
 		// client answers with where to start (sac.go).
-		sub.group = &sacKey{vhost: c.vh.Name, stream: m.Stream, name: name}
+		sub.group = &sacKey{VHost: c.vh.Name, Stream: m.Stream, Name: name}
 		sub.from = offsetOf(m.Offset)
 		c.mu.Lock()
 		c.subs[m.SubscriptionID] = sub
 		c.mu.Unlock()
 		answer(stream.CodeOK)
-		c.srv.sac.register(sub, c.partitionIndex(m.Properties["super-stream"], m.Stream))
+		c.srv.join(sub, c.partitionIndex(m.Properties["super-stream"], m.Stream))
 		return
 	}
 	err := log.Consume(sub, offsetOf(m.Offset), func() {
