@@ -472,8 +472,11 @@
 // the segment records retention works by. A file holds the chunks whose
 // offsets lie between its name and the next file's; a new one starts
 // where a segment starts. A record is a header (payload CRC-32C, payload
-// length, first offset) and the messages, each with its timestamp. See
-// streamlog.go for the steps; the invariants are the body log's:
+// length, first offset) and the messages, each with its timestamp; or,
+// for a formed chunk (format 6), the form its readers take whole (the
+// stream protocol's chunk, made by the writer: StreamForm), then what
+// the form does not hold of the messages. See streamlog.go for the
+// layouts and the steps; the invariants are the body log's:
 //
 //   - A chunk is written before its index record is applied, and fsynced
 //     (with a new file's folder) before the WAL fsync that makes the index

@@ -40,7 +40,12 @@ import (
 //
 // Version 5 keeps streams' messages in chunks in the streams' files
 // (streamlog.go); Open rewrites an earlier store's (streamupgrade.go).
-const FormatVersion = 5
+//
+// Version 6 adds formed chunks (streamlog.go), stored in the form their
+// readers take. Version 5 chunks read as they are; the version is raised
+// so that a Warren that knows only version 5 refuses the store rather
+// than report its formed chunks damaged.
+const FormatVersion = 6
 
 // upgrades says, for each earlier version Open upgrades, what the upgrade
 // does, for the log.
@@ -49,6 +54,7 @@ var upgrades = map[uint64]string{
 	2: "spill files and the body log are written from now on; the entries stay as they are",
 	3: "large persistent bodies go to the body log from now on; the entries stay as they are",
 	4: "streams' messages are rewritten into chunks in the streams' files",
+	5: "stream chunks published over the stream protocol are stored as it delivers them from now on; the chunks stay as they are",
 }
 
 // SyncMode says whether durable commits wait for an fsync.

@@ -387,13 +387,13 @@ func must(t testing.TB, err error) {
 
 func TestFormatVersionMismatch(t *testing.T) {
 	s, fs := openMem(t, nil)
-	must(t, s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, 7), pebble.Sync))
+	must(t, s.db.Set(keyFormatVersion, binary.BigEndian.AppendUint32(nil, 9), pebble.Sync))
 	s.Close()
 	_, err := Open("data", Options{FS: fs, Logger: zerolog.Nop()})
 	if !errors.Is(err, ErrFormatVersion) {
-		t.Fatalf("Open of a version 7 store: %v", err)
+		t.Fatalf("Open of a version 9 store: %v", err)
 	}
-	if want := "data directory data has format version 7; this Warren reads version 5"; err.Error() != want {
+	if want := "data directory data has format version 9; this Warren reads version 6"; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
 	// The failed Open released the lock.

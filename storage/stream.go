@@ -52,8 +52,11 @@ const (
 
 	// maxChunkBytes and maxChunkMessages bound a chunk: a larger write is
 	// split, so that a reader never reads more than this at once.
-	maxChunkBytes    = 1 << 20
-	maxChunkMessages = 4096
+	// maxFormedMessages bounds a chunk stored with its form (StreamForm),
+	// which its readers take whole.
+	maxChunkBytes     = 1 << 20
+	maxChunkMessages  = 4096
+	maxFormedMessages = 256
 )
 
 // chunkIndex is a chunk's index record (0x05).
@@ -115,8 +118,12 @@ type Segment struct {
 // segment: a new file starts there (streamlog.go). The chunk's record is
 // written by the committer before the Txn is applied; the messages' fields
 // are read until then, and must not change.
-func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord) {
-	t.s.streams.placeChunks(sid, newSegment, recs, func(p *pendingChunk, first uint64, index []byte) {
+//
+// With form, when recs share their exchange, routing key and flags, each
+// chunk of at most maxFormedMessages is stored in the form form makes of
+// it, which StreamChunk returns with its messages (streamlog.go).
+func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm) {
+	t.s.streams.placeChunks(sid, newSegment, recs, form, func(p *pendingChunk, first uint64, index []byte) {
 		t.chunks = append(t.chunks, p)
 		op := t.b.SetDeferred(streamKeyLen, chunkIndexLen)
 		putStreamKey(op.Key, sid, streamChunk, first)
@@ -127,20 +134,33 @@ func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord) {
 
 // placeChunks splits recs into chunks (PutStreamChunk), places each in its
 // file and hands it to put with its first offset and index record.
-func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, put func(p *pendingChunk, first uint64, index []byte)) {
+func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, put func(p *pendingChunk, first uint64, index []byte)) {
 	var index [chunkIndexLen]byte
+	if form != nil && !uniform(recs) {
+		form = nil
+	}
+	most := maxChunkMessages
+	if form != nil {
+		most = maxFormedMessages
+	}
 	for len(recs) > 0 {
 		first := recs[0].Offset
 		end := l.fileEnd(sid, first)
 		n, size := 0, 0
-		for n < len(recs) && n < maxChunkMessages && recs[n].Offset < end && (n == 0 || size < maxChunkBytes) {
+		for n < len(recs) && n < most && recs[n].Offset < end && (n == 0 || size < maxChunkBytes) {
 			size += messageLen(recs[n].Msg)
 			n++
 		}
 		if n == 0 {
 			panic(fmt.Sprintf("storage: stream %d: a chunk at offset %d crosses its file's end %d", sid, first, end))
 		}
-		rec := l.encodeChunk(recs[:n])
+		var rec []byte
+		if form != nil {
+			rec = l.encodeFormedChunk(recs[:n], form)
+		}
+		if rec == nil {
+			rec = l.encodeChunk(recs[:n])
+		}
 		sf, pos := l.place(sid, first, recs[n-1].Offset, newSegment, len(rec))
 		binary.BigEndian.PutUint64(index[:], sf.first)
 		binary.BigEndian.PutUint64(index[8:], uint64(pos))
@@ -375,18 +395,20 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 
 // StreamChunk returns the messages of the chunk holding offset from, all
 // of them, or of the first chunk after it (from is gone to retention);
-// none past the end. Readers that read the same chunk can share what it
-// returns: the messages are private copies no one changes.
-func (s *Store) StreamChunk(sid, from uint64) ([]StreamRecord, error) {
-	var recs []StreamRecord
-	err := s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
+// none past the end; and the chunk's form when it was stored with one
+// (PutStreamChunk). Readers that read the same chunk can share what it
+// returns: the messages are private copies no one changes (a formed
+// chunk's bodies alias its form).
+func (s *Store) StreamChunk(sid, from uint64) (recs []StreamRecord, form []byte, err error) {
+	err = s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
 		recs = make([]StreamRecord, 0, c.count)
+		form = formOf(payload)
 		return false, decodeChunk(c, payload, 0, func(offset uint64, ts int64, m *Message) bool {
 			recs = append(recs, StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
 			return true
 		})
 	})
-	return recs, err
+	return recs, form, err
 }
 
 // streamChunks calls fn with sid's chunks, read and checked, from the one

@@ -25,7 +25,7 @@ func TestStreamMessagesAndSegments(t *testing.T) {
 	put := func(id uint64, from, to uint64) {
 		t.Helper()
 		tx := s.Begin()
-		tx.PutStreamChunk(id, true, streamRecords(from, to))
+		tx.PutStreamChunk(id, true, streamRecords(from, to), nil)
 		tx.PutStreamSegment(id, Segment{First: from, Last: to - 1, Timestamp: int64(1000 + from), Bytes: int64(to - from), Count: int64(to - from)})
 		commit(t, tx)
 	}

@@ -58,6 +58,18 @@ import (
 // and the CRC; a chunk that does not match is reported with its file and
 // position (ErrChunkDamaged), never delivered.
 //
+// A formed chunk (format 6) is stored in the form its readers take whole,
+// which the writer makes (StreamForm: core/stream makes the stream
+// protocol's chunk, header and entries, so that a Deliver is that form as
+// it is, not rebuilt message by message). Its payload starts with
+// formedMarker (a classic payload starts with its first timestamp's
+// difference, 0), then the form's length (uint32) and the form, then what
+// the form does not hold: the messages' exchange, routing key (uvarint
+// length and bytes each) and flags (uint16), which a formed chunk's
+// messages share, and for each message its timestamp's difference from
+// the first (zig-zag varint), its properties (uvarint length and bytes),
+// and where its body is in the form (uvarint position and length).
+//
 // Open loads every stream's files: a file that no index record points
 // into (its chunks' writes outlived their Txn in a crash, or it was
 // doomed and not yet deleted) is deleted, as is a folder left with none.
@@ -704,6 +716,80 @@ type StreamRecord struct {
 	Msg       *Message
 }
 
+// StreamForm appends to dst the form recs are stored in (a formed chunk:
+// see the package doc), setting bodies[i] to where recs[i]'s body starts
+// in what it appended, each body as it is; ok false: recs have no form,
+// and the chunk is stored as any other.
+type StreamForm func(dst []byte, recs []StreamRecord, bodies []int) (out []byte, ok bool)
+
+// formedMarker is a formed chunk payload's first byte.
+const formedMarker = 0xfe
+
+// uniform says whether recs share their exchange, routing key and flags,
+// as a formed chunk's messages must.
+func uniform(recs []StreamRecord) bool {
+	m0 := recs[0].Msg
+	for _, r := range recs[1:] {
+		if m := r.Msg; m.Exchange != m0.Exchange || m.RoutingKey != m0.RoutingKey || m.Flags != m0.Flags {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeFormedChunk is the record of recs in the form form makes of
+// them; nil when form declines.
+func (l *streamLogs) encodeFormedChunk(recs []StreamRecord, form StreamForm) []byte {
+	m0 := recs[0].Msg
+	n := chunkHeaderLen + 1 + 4 + 2*binary.MaxVarintLen64 + len(m0.Exchange) + len(m0.RoutingKey) + 2
+	for i := range recs {
+		m := recs[i].Msg
+		n += 5*binary.MaxVarintLen64 + 64 + len(m.Props) + len(m.Body)
+	}
+	b := append(l.buffer(n)[:chunkHeaderLen], formedMarker, 0, 0, 0, 0)
+	start := len(b)
+	bodies := make([]int, len(recs))
+	b, ok := form(b, recs, bodies)
+	if !ok {
+		l.recycle(b)
+		return nil
+	}
+	binary.BigEndian.PutUint32(b[start-4:], uint32(len(b)-start))
+	b = appendBytes(b, m0.Exchange)
+	b = appendBytes(b, m0.RoutingKey)
+	b = binary.BigEndian.AppendUint16(b, m0.Flags)
+	base := recs[0].Timestamp
+	for i := range recs {
+		m := recs[i].Msg
+		b = binary.AppendVarint(b, recs[i].Timestamp-base)
+		b = appendBytes(b, m.Props)
+		b = binary.AppendUvarint(b, uint64(bodies[i]))
+		b = binary.AppendUvarint(b, uint64(len(m.Body)))
+	}
+	payload := b[chunkHeaderLen:]
+	binary.BigEndian.PutUint32(b, crc32.Checksum(payload, crc32c))
+	binary.BigEndian.PutUint32(b[4:], uint32(len(payload)))
+	binary.BigEndian.PutUint64(b[8:], recs[0].Offset)
+	return b
+}
+
+func appendBytes[T string | []byte](b []byte, s T) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// formOf is a formed chunk payload's form, nil for any other (or one too
+// short to hold its form: decodeChunk reports it).
+func formOf(payload []byte) []byte {
+	if len(payload) < 5 || payload[0] != formedMarker {
+		return nil
+	}
+	n := binary.BigEndian.Uint32(payload[1:])
+	if uint64(n) > uint64(len(payload)-5) {
+		return nil
+	}
+	return payload[5 : 5+n : 5+n]
+}
+
 // encodeChunk is the record of recs (consecutive offsets): header, then
 // payload, in a recycled buffer when one is at hand (buffer).
 func (l *streamLogs) encodeChunk(recs []StreamRecord) []byte {
@@ -732,6 +818,9 @@ func (l *streamLogs) encodeChunk(recs []StreamRecord) []byte {
 // decodeChunk calls fn with each message of c's payload from offset from
 // on, until fn returns false; the messages alias payload.
 func decodeChunk(c chunkIndex, payload []byte, from uint64, fn func(offset uint64, ts int64, m *Message) bool) error {
+	if len(payload) > 0 && payload[0] == formedMarker {
+		return decodeFormedChunk(c, payload, from, fn)
+	}
 	b := payload
 	for i := uint32(0); i < c.count; i++ {
 		d, k := binary.Varint(b)
@@ -758,4 +847,64 @@ func decodeChunk(c chunkIndex, payload []byte, from uint64, fn func(offset uint6
 		}
 	}
 	return nil
+}
+
+// decodeFormedChunk is decodeChunk for a formed chunk: each message's
+// body aliases the form, the rest the payload.
+func decodeFormedChunk(c chunkIndex, payload []byte, from uint64, fn func(offset uint64, ts int64, m *Message) bool) error {
+	bad := func(what string) error {
+		return fmt.Errorf("%w: the formed chunk at offset %d: %s", ErrChunkDamaged, c.first, what)
+	}
+	form := formOf(payload)
+	if form == nil {
+		return bad("its form's length")
+	}
+	b := payload[5+len(form):]
+	exchange, b, ok1 := readBytes(b)
+	routingKey, b, ok2 := readBytes(b)
+	if !ok1 || !ok2 || len(b) < 2 {
+		return bad("its exchange, routing key or flags")
+	}
+	flags := binary.BigEndian.Uint16(b)
+	b = b[2:]
+	ex, rk := string(exchange), string(routingKey)
+	msgs := make([]Message, c.count)
+	for i := uint32(0); i < c.count; i++ {
+		d, k := binary.Varint(b)
+		if k <= 0 {
+			return bad("a timestamp")
+		}
+		props, rest, ok := readBytes(b[k:])
+		if !ok {
+			return bad("a message's properties")
+		}
+		at, k1 := binary.Uvarint(rest)
+		n, k2 := binary.Uvarint(rest[max(k1, 0):])
+		if k1 <= 0 || k2 <= 0 || at > uint64(len(form)) || n > uint64(len(form))-at {
+			return bad("a body's place")
+		}
+		b = rest[k1+k2:]
+		offset := c.first + uint64(i)
+		if offset < from {
+			continue
+		}
+		m := &msgs[i]
+		*m = Message{Exchange: ex, RoutingKey: rk, Flags: flags, Body: form[at : at+n : at+n]}
+		if len(props) > 0 {
+			m.Props = props
+		}
+		if !fn(offset, c.ts+d, m) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readBytes reads appendBytes's encoding from the front of b.
+func readBytes(b []byte) (v, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n) : k+int(n)], b[k+int(n):], true
 }

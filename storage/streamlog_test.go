@@ -63,11 +63,11 @@ func TestStreamChunksInFiles(t *testing.T) {
 	s, fs := openRecovered(t, nil)
 	const sid = 7
 	tx := s.Begin()
-	tx.PutStreamChunk(sid, true, streamRecords(0, 10))
+	tx.PutStreamChunk(sid, true, streamRecords(0, 10), nil)
 	commit(t, tx)
 	tx = s.Begin()
-	tx.PutStreamChunk(sid, false, streamRecords(10, 20))
-	tx.PutStreamChunk(sid, true, streamRecords(20, 20+maxChunkMessages+5)) // a new segment, two chunks
+	tx.PutStreamChunk(sid, false, streamRecords(10, 20), nil)
+	tx.PutStreamChunk(sid, true, streamRecords(20, 20+maxChunkMessages+5), nil) // a new segment, two chunks
 	commit(t, tx)
 	end := uint64(20 + maxChunkMessages + 5)
 
@@ -98,7 +98,7 @@ func TestStreamChunksInFiles(t *testing.T) {
 	s = openKeeping(t, fs, sid)
 	defer s.Close()
 	tx = s.Begin()
-	tx.PutStreamChunk(sid, false, streamRecords(end, end+3))
+	tx.PutStreamChunk(sid, false, streamRecords(end, end+3), nil)
 	commit(t, tx)
 	wantRange(t, scanAll(t, s, sid, 0), 0, end+3)
 }
@@ -112,8 +112,8 @@ func TestStreamFilesDeleted(t *testing.T) {
 	const sid = 9
 	for _, seg := range [][2]uint64{{0, 10}, {10, 20}, {20, 30}} {
 		tx := s.Begin()
-		tx.PutStreamChunk(sid, true, streamRecords(seg[0], seg[0]+5))
-		tx.PutStreamChunk(sid, false, streamRecords(seg[0]+5, seg[1]))
+		tx.PutStreamChunk(sid, true, streamRecords(seg[0], seg[0]+5), nil)
+		tx.PutStreamChunk(sid, false, streamRecords(seg[0]+5, seg[1]), nil)
 		commit(t, tx)
 	}
 	files := s.streams.files(sid)
@@ -151,7 +151,7 @@ func TestStreamChunksSurviveMachineCrash(t *testing.T) {
 			s, fs := openCrashable(t, Options{skipStreamSync: skip})
 			const sid = 3
 			tx := s.Begin()
-			tx.PutStreamChunk(sid, true, streamRecords(0, 50))
+			tx.PutStreamChunk(sid, true, streamRecords(0, 50), nil)
 			tx.PutStreamSegment(sid, Segment{First: 0, Last: 49, Count: 50})
 			commit(t, tx)
 			image := machineCrash(fs)
@@ -184,7 +184,7 @@ func TestStreamOrphanFilesDeleted(t *testing.T) {
 	s, fs := openRecovered(t, nil)
 	const sid = 5
 	tx := s.Begin()
-	tx.PutStreamChunk(sid, true, streamRecords(0, 10))
+	tx.PutStreamChunk(sid, true, streamRecords(0, 10), nil)
 	commit(t, tx)
 	must(t, s.Close())
 	orphan := fs.PathJoin("data", streamDirName, streamDirFor(sid), streamFileName(10))
@@ -207,7 +207,7 @@ func TestStreamOrphanFilesDeleted(t *testing.T) {
 	}
 	wantRange(t, scanAll(t, s, sid, 0), 0, 10)
 	tx = s.Begin()
-	tx.PutStreamChunk(sid, true, streamRecords(10, 12))
+	tx.PutStreamChunk(sid, true, streamRecords(10, 12), nil)
 	commit(t, tx)
 	wantRange(t, scanAll(t, s, sid, 0), 0, 12)
 }
@@ -218,7 +218,7 @@ func TestStreamChunkDamage(t *testing.T) {
 	s, fs := openRecovered(t, nil)
 	const sid = 4
 	tx := s.Begin()
-	tx.PutStreamChunk(sid, true, streamRecords(0, 10))
+	tx.PutStreamChunk(sid, true, streamRecords(0, 10), nil)
 	commit(t, tx)
 	must(t, s.Close())
 	name := fs.PathJoin("data", streamDirName, streamDirFor(sid), streamFileName(0))
@@ -286,7 +286,7 @@ func TestStreamChunksOfManyTxns(t *testing.T) {
 	const sid = 6
 	for o := uint64(0); o < 300; o++ {
 		tx := s.Begin()
-		tx.PutStreamChunk(sid, o == 0, streamRecords(o, o+1))
+		tx.PutStreamChunk(sid, o == 0, streamRecords(o, o+1), nil)
 		tx.Commit(false, nil)
 	}
 	commit(t, s.Begin())
@@ -296,4 +296,98 @@ func TestStreamChunksOfManyTxns(t *testing.T) {
 	s = openKeeping(t, fs, sid)
 	defer s.Close()
 	wantRange(t, scanAll(t, s, sid, 0), 0, 300)
+}
+
+// testForm is a StreamForm for tests: "F", then each body after its
+// length (one byte); it declines a chunk holding a body "no".
+func testForm(dst []byte, recs []StreamRecord, bodies []int) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, 'F')
+	for i, r := range recs {
+		if string(r.Msg.Body) == "no" {
+			return dst, false
+		}
+		dst = append(dst, byte(len(r.Msg.Body)))
+		bodies[i] = len(dst) - start
+		dst = append(dst, r.Msg.Body...)
+	}
+	return dst, true
+}
+
+// Formed chunks: a write is stored in chunks of at most
+// maxFormedMessages, each in its form, which StreamChunk returns beside
+// the messages; the messages read back whole (properties, exchange,
+// routing key, flags, timestamps) from any offset, after a reopen too.
+// Records that do not share their routing key, or that the form declines,
+// are stored as any chunk. A damaged formed chunk is refused by name.
+func TestStreamFormedChunks(t *testing.T) {
+	s, fs := openRecovered(t, nil)
+	const sid = 9
+	recs := streamRecords(0, 600)
+	for i := range recs {
+		recs[i].Msg.Flags, recs[i].Msg.Exchange = 1, "x"
+		if i%3 == 0 {
+			recs[i].Msg.Props = []byte(fmt.Sprint("p", i))
+		}
+	}
+	tx := s.Begin()
+	tx.PutStreamChunk(sid, true, recs, testForm)
+	commit(t, tx)
+	check := func(s *Store) {
+		t.Helper()
+		wantRange(t, scanAll(t, s, sid, 0), 0, 600)
+		for _, at := range []struct{ from, first, n uint64 }{{0, 0, 256}, {300, 256, 256}, {599, 512, 88}} {
+			got, form, err := s.StreamChunk(sid, at.from)
+			must(t, err)
+			if uint64(len(got)) != at.n || got[0].Offset != at.first {
+				t.Fatalf("the chunk of %d: %d messages from %d, want %d from %d", at.from, len(got), got[0].Offset, at.n, at.first)
+			}
+			want, _ := testForm(nil, recs[at.first:at.first+at.n], make([]int, at.n))
+			if !bytes.Equal(form, want) {
+				t.Fatalf("the chunk of %d: form %q..., want %q...", at.from, form[:8], want[:8])
+			}
+			for _, r := range got {
+				m, w := r.Msg, recs[r.Offset].Msg
+				if m.Exchange != "x" || m.RoutingKey != "k" || m.Flags != 1 || !bytes.Equal(m.Props, w.Props) || r.Timestamp != recs[r.Offset].Timestamp {
+					t.Fatalf("message %d read back as %+v, ts %d", r.Offset, m, r.Timestamp)
+				}
+			}
+		}
+	}
+	check(s)
+	must(t, s.Close())
+	s = openKeeping(t, fs, sid)
+	check(s)
+
+	// Not uniform, or declined: stored as any chunk, with no form.
+	mixed := streamRecords(600, 610)
+	mixed[5].Msg.RoutingKey = "other"
+	declined := streamRecords(610, 620)
+	declined[2].Msg.Body = []byte("no")
+	tx = s.Begin()
+	tx.PutStreamChunk(sid, false, mixed, testForm)
+	tx.PutStreamChunk(sid, false, declined, testForm)
+	commit(t, tx)
+	for _, from := range []uint64{600, 610} {
+		got, form, err := s.StreamChunk(sid, from)
+		must(t, err)
+		if len(got) != 10 || form != nil {
+			t.Fatalf("the chunk of %d: %d messages, form %q; want 10 and none", from, len(got), form)
+		}
+	}
+
+	// A byte of a formed chunk's form damaged: refused, naming the file.
+	must(t, s.Close())
+	name := fs.PathJoin("data", streamDirName, streamDirFor(sid), streamFileName(0))
+	f, err := fs.OpenReadWrite(name, vfs.WriteCategoryUnspecified)
+	must(t, err)
+	_, err = f.WriteAt([]byte{'!'}, chunkHeaderLen+10)
+	must(t, err)
+	must(t, f.Close())
+	s = openKeeping(t, fs, sid)
+	defer s.Close()
+	_, _, err = s.StreamChunk(sid, 0)
+	if !errors.Is(err, ErrChunkDamaged) || !strings.Contains(err.Error(), streamFileName(0)) {
+		t.Fatalf("a damaged formed chunk read: %v", err)
+	}
 }

@@ -345,7 +345,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		// is dropped: every replica has taken the same sequences, so
 		// each drops it alike.
 		first := s.next
-		var c chunk
+		c := chunk{form: s.cfg.Form}
 		for _, p := range e.parts {
 			if s.resend(p.writer) {
 				continue
@@ -611,7 +611,7 @@ func (s *Stream) fill() {
 			to++
 		}
 		if len(recs) > 0 {
-			tx.PutStreamChunk(s.cfg.ID, false, recs)
+			tx.PutStreamChunk(s.cfg.ID, false, recs, s.cfg.Form)
 		}
 		st := s.state()
 		st.HoleFrom = to

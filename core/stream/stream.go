@@ -60,6 +60,10 @@ type Config struct {
 	Now func() time.Time
 	// Log hears what a replica does on its own (copying what it lacks).
 	Log zerolog.Logger
+	// Form, when set, is the form the stream's chunks are stored in, for
+	// ChunkReaders to take whole (storage.StreamForm); nil stores every
+	// chunk as messages only.
+	Form storage.StreamForm
 }
 
 // Stream is one stream queue.
@@ -101,7 +105,7 @@ type Stream struct {
 	filling          bool
 	// cache is the chunks run's goroutine read last, shared by the readers
 	// at the same place (chunkAt); cacheNext the one replaced next.
-	cache     [chunkCache][]entry
+	cache     [chunkCache]*cachedChunk
 	cacheNext int
 
 	// beforeFillCommit, for tests, runs when a hole's copies from from to
@@ -123,6 +127,11 @@ type reader struct {
 	filter *Filter // nil: every message; else the others are passed over
 	pos    uint64  // the next offset to deliver
 	buf    []entry // read ahead from pos; the run goroutine's; shared, read only
+	// form is the form of buf's chunk, when it has one and buf runs to its
+	// end (the whole rest of the chunk is readable); first is the chunk's
+	// first offset. The run goroutine's.
+	form  []byte
+	first uint64
 	// failedAt is 1 + the offset a read last failed at (logged once).
 	failedAt uint64
 	blocked  bool // its last delivery was refused: waits for a Kick
@@ -148,6 +157,26 @@ type Reader interface {
 	// RoundDone ends a round of Reads; it runs without the stream's lock.
 	RoundDone()
 }
+
+// A ChunkReader is a Reader that can take a chunk whole, in the form it
+// is stored in (Config.Form), rather than message by message.
+type ChunkReader interface {
+	Reader
+	// ReadChunk offers the chunk of offsets first..last, in its form,
+	// from offset from (first, or later for a reader that starts inside
+	// it). It runs with the stream's lock held, as Read, and ends the
+	// round's reads when it takes the chunk.
+	ReadChunk(form []byte, first, from, last uint64) ChunkRead
+}
+
+// ChunkRead is what a ChunkReader does with a chunk.
+type ChunkRead int
+
+const (
+	ChunkTaken    ChunkRead = iota // taken whole: its RoundDone sends it
+	ChunkRefused                   // nothing taken: no room now, wait for a Kick
+	ChunkDeclined                  // not this way: offer the messages one by one
+)
 
 // ErrDeleted answers what is asked of a deleted stream.
 var ErrDeleted = errors.New("stream: deleted")
@@ -305,7 +334,7 @@ func (s *Stream) write() {
 		}
 		tx := s.cfg.Store.Begin()
 		first, placed := uint64(0), 0
-		var c chunk
+		c := chunk{form: s.cfg.Form}
 		for _, p := range batch {
 			if p.m == nil {
 				continue
@@ -345,8 +374,9 @@ func (s *Stream) write() {
 // segment's start.
 type chunk struct {
 	recs       []storage.StreamRecord
-	newSegment bool   // recs[0] starts a segment
-	last       uint64 // the first offset of the chunk put last
+	newSegment bool               // recs[0] starts a segment
+	last       uint64             // the first offset of the chunk put last
+	form       storage.StreamForm // Config.Form
 }
 
 // chunkRecords is the most records of a chunk as clients see one: a
@@ -370,7 +400,7 @@ func lastChunkOf(start, end uint64) uint64 {
 // put puts c's messages into tx and empties it.
 func (c *chunk) put(tx *storage.Txn, sid uint64) {
 	if len(c.recs) > 0 {
-		tx.PutStreamChunk(sid, c.newSegment, c.recs)
+		tx.PutStreamChunk(sid, c.newSegment, c.recs, c.form)
 		c.last = c.recs[0].Offset
 	}
 	c.recs, c.newSegment = c.recs[:0], false
@@ -723,9 +753,19 @@ func (s *Stream) deliver() (more bool) {
 			}
 		}
 		rd, isReader := r.c.(Reader)
+		cr, isChunkReader := r.c.(ChunkReader)
 		s.mu.Lock()
 		if s.readers[r.c] == r {
-			for len(r.buf) > 0 {
+			if isChunkReader && r.form != nil && r.filter == nil && len(r.buf) > 0 {
+				last := r.buf[len(r.buf)-1].offset
+				switch cr.ReadChunk(r.form, r.first, r.buf[0].offset, last) {
+				case ChunkTaken:
+					r.buf, r.form, r.pos = nil, nil, last+1
+				case ChunkRefused:
+					r.blocked = true
+				}
+			}
+			for len(r.buf) > 0 && !r.blocked {
 				e := r.buf[0]
 				var took bool
 				if r.filter != nil && !r.filter.Wants(e.m) {
@@ -757,16 +797,19 @@ func (s *Stream) deliver() (more bool) {
 // retained. Readers at the same place share the chunk, read once
 // (s.cache): r.buf is read only.
 func (s *Stream) readAt(r *reader, stable uint64) error {
-	c, err := s.chunkAt(r.pos)
-	if err != nil || len(c) == 0 || c[0].offset >= stable {
+	cc, err := s.chunkAt(r.pos)
+	if err != nil || cc == nil || len(cc.entries) == 0 || cc.entries[0].offset >= stable {
 		return err
 	}
+	c := cc.entries
 	i, j := 0, len(c)
 	if r.pos > c[0].offset {
 		i = int(r.pos - c[0].offset)
 	}
+	r.form, r.first = cc.form, c[0].offset
 	if c[j-1].offset >= stable {
 		j = int(stable - c[0].offset)
+		r.form = nil // not all of it is readable yet
 	}
 	r.buf = c[i:j:j]
 	return nil
@@ -778,28 +821,35 @@ const chunkCache = 4
 
 // chunkAt is the chunk holding offset (or the first after it): from
 // s.cache, or read from the store into it. run's goroutine only.
-func (s *Stream) chunkAt(offset uint64) ([]entry, error) {
+func (s *Stream) chunkAt(offset uint64) (*cachedChunk, error) {
 	for _, c := range s.cache {
-		if len(c) > 0 && c[0].offset <= offset && offset <= c[len(c)-1].offset {
+		if c != nil && c.entries[0].offset <= offset && offset <= c.entries[len(c.entries)-1].offset {
 			return c, nil
 		}
 	}
-	recs, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
+	recs, form, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
-	c := make([]entry, 0, len(recs))
+	c := &cachedChunk{entries: make([]entry, 0, len(recs)), form: form}
 	for _, rec := range recs {
 		m := rec.Msg
 		msg, err := message.New(m.Exchange, m.RoutingKey, m.Flags, m.Props, m.Body)
 		if err != nil {
 			return nil, fmt.Errorf("stream %q in vhost %q, offset %d: %w", s.Name, s.VHost, rec.Offset, err)
 		}
-		c = append(c, entry{offset: rec.Offset, ts: rec.Timestamp, m: msg})
+		c.entries = append(c.entries, entry{offset: rec.Offset, ts: rec.Timestamp, m: msg})
 	}
 	s.cache[s.cacheNext] = c
 	s.cacheNext = (s.cacheNext + 1) % chunkCache
 	return c, nil
+}
+
+// cachedChunk is a chunk read from the store: its messages, and its form
+// when it was stored with one (Config.Form).
+type cachedChunk struct {
+	entries []entry
+	form    []byte
 }
 
 // withOffset is m with the x-stream-offset header a stream's deliveries

@@ -38,7 +38,12 @@
 // One credit is one chunk: a round of reads the stream makes while the
 // subscription has credit becomes one chunk (its first offset the chunk's
 // id), sent as a Deliver; the client skips the entries of the first chunk
-// below the offset it asked for, as it does with RabbitMQ's chunks.
+// below the offset it asked for, as it does with RabbitMQ's chunks. A
+// chunk of messages the stream protocol published is stored as a Deliver
+// carries it (streamqueue's deliverForm), and a subscription takes it
+// whole and sends it as it is (stream.ChunkReader), decoding and encoding
+// nothing; it reads message by message only where it filters, or where
+// it read part of the chunk before.
 //
 // A subscription with filter values (filter.N, match-unfiltered) is not
 // sent a chunk in which no message has one of them (filter.go); a single

@@ -243,7 +243,7 @@ func (srv *Server) answered(c *Conn, m *stream.ConsumerUpdateResponse) {
 func (srv *Server) deactivate(sub *subscription) {
 	sub.mu.Lock()
 	sub.active = false
-	sub.records = nil
+	sub.records, sub.stored = nil, nil
 	sub.mu.Unlock()
 	if sub.reading {
 		sub.reading = false

@@ -29,6 +29,8 @@ type subscription struct {
 	mu        lockorder.Mutex[lockorder.StreamprotoSubscription]
 	credit    int
 	records   []record // read in this round, not sent yet
+	stored    []byte   // or a chunk taken whole in this round, as stored (ReadChunk)
+	storedN   uint64   // the messages of it past the reader's position
 	refused   bool     // a Read was refused: the stream waits for a Kick
 	cancelled bool
 	next      uint64 // the offset after the last one read
@@ -87,7 +89,7 @@ func (s *subscription) Cancelled() {
 func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.cancelled || s.group != nil && !s.active {
+	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.stored != nil || s.cancelled || s.group != nil && !s.active {
 		s.refused = true
 		return false
 	}
@@ -97,11 +99,50 @@ func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 	return true
 }
 
+// ReadChunk takes a chunk whole, in the form it was stored in, which is
+// the chunk a Deliver carries (streamqueue's deliverForm): no message is
+// decoded or encoded again. A subscription that filters, that has records
+// of this round already, or that was sent offsets of this chunk before
+// (it starts inside it, having read the offsets before from an earlier
+// Deliver) reads the messages one by one instead. One that starts inside
+// it afresh is sent all of it, as RabbitMQ sends the chunk holding the
+// subscription's offset: the client skips the entries before it.
+func (s *subscription) ReadChunk(form []byte, first, from, last uint64) streams.ChunkRead {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.filter != nil || len(s.records) > 0 || s.stored != nil || from > first && s.consumed > 0 {
+		return streams.ChunkDeclined
+	}
+	if s.credit <= 0 || s.cancelled || s.group != nil && !s.active {
+		s.refused = true
+		return streams.ChunkRefused
+	}
+	s.stored, s.storedN = form, last-from+1
+	s.next = last + 1
+	s.consumed += s.storedN
+	return streams.ChunkTaken
+}
+
 // RoundDone sends the round's records as one chunk, spending a credit,
 // and has the stream go on when it refused a Read only because the
 // chunk was full.
 func (s *subscription) RoundDone() {
 	s.mu.Lock()
+	if stored := s.stored; stored != nil {
+		n := s.storedN
+		s.stored, s.storedN = nil, 0
+		s.credit--
+		kick := s.refused && s.credit > 0 && !s.cancelled
+		if kick {
+			s.refused = false
+		}
+		s.mu.Unlock()
+		s.send([][]byte{stored}, len(stored), n)
+		if kick {
+			s.log.Kick()
+		}
+		return
+	}
 	records := s.records
 	s.records = nil
 	if len(records) > 0 && s.filter != nil && !s.filter.wants(records) {
@@ -117,16 +158,21 @@ func (s *subscription) RoundDone() {
 	s.mu.Unlock()
 	if len(records) > 0 {
 		chunk := s.c.srv.chunkOf(records)
-		head := stream.Deliver{Version: uint16(s.c.deliverVersion.Load()), SubscriptionID: s.id}
-		if head.Version >= 2 {
-			_, _, head.CommittedChunkID = s.log.Bounds()
-		}
-		s.c.out.sendFrame(stream.DeliverHead(head, chunk.size), chunk.parts)
-		s.c.srv.totals.delivered.Add(uint64(len(records)))
+		s.send(chunk.parts, chunk.size, uint64(len(records)))
 	}
 	if kick {
 		s.log.Kick()
 	}
+}
+
+// send sends a chunk, in parts of size bytes in all, of n messages.
+func (s *subscription) send(parts [][]byte, size int, n uint64) {
+	head := stream.Deliver{Version: uint16(s.c.deliverVersion.Load()), SubscriptionID: s.id}
+	if head.Version >= 2 {
+		_, _, head.CommittedChunkID = s.log.Bounds()
+	}
+	s.c.out.sendFrame(stream.DeliverHead(head, size), parts)
+	s.c.srv.totals.delivered.Add(n)
 }
 
 // addCredit grants more chunks and has the stream go on if it waited.

@@ -104,7 +104,7 @@ var argsCompared = []string{"x-queue-type", "x-max-length-bytes", "x-max-age", "
 // older Warren accepted (a value it cannot read, such as an x-max-age of
 // "0s", is no limit).
 func config(h queuetype.Host, def topology.QueueDef) stream.Config {
-	cfg := stream.Config{Name: def.Name, VHost: h.Name()}
+	cfg := stream.Config{Name: def.Name, VHost: h.Name(), Form: deliverForm}
 	if n, ok := queue.Integer(def.Args["x-max-length-bytes"]); ok && n > 0 {
 		cfg.MaxBytes = n
 	}

@@ -1,0 +1,162 @@
+package stream
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/storage"
+)
+
+// testForm is a Config.Form for tests: the chunk's offsets, then each
+// body after its length (one byte).
+func testForm(dst []byte, recs []storage.StreamRecord, bodies []int) ([]byte, bool) {
+	start := len(dst)
+	dst = fmt.Appendf(dst, "%d-%d|", recs[0].Offset, recs[len(recs)-1].Offset)
+	for i, r := range recs {
+		dst = append(dst, byte(len(r.Msg.Body)))
+		bodies[i] = len(dst) - start
+		dst = append(dst, r.Msg.Body...)
+	}
+	return dst, true
+}
+
+// chunkSink is a ChunkReader with a credit of chunks (or Read rounds),
+// which logs what it takes; declining, it takes messages one by one.
+type chunkSink struct {
+	mu        sync.Mutex
+	credit    int
+	declining bool
+	log       []string // "chunk first from last" or "read offset"
+	forms     [][]byte
+	taken     bool // this round took something
+}
+
+func (k *chunkSink) ReadChunk(form []byte, first, from, last uint64) ChunkRead {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.declining {
+		return ChunkDeclined
+	}
+	if k.credit == 0 {
+		return ChunkRefused
+	}
+	k.credit--
+	k.log = append(k.log, fmt.Sprintf("chunk %d %d %d", first, from, last))
+	k.forms = append(k.forms, form)
+	return ChunkTaken
+}
+
+func (k *chunkSink) Read(offset uint64, _ int64, _ *message.Message) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.credit == 0 {
+		return false
+	}
+	k.taken = true
+	k.log = append(k.log, fmt.Sprintf("read %d", offset))
+	return true
+}
+
+func (k *chunkSink) RoundDone() {
+	k.mu.Lock()
+	if k.taken {
+		k.credit--
+		k.taken = false
+	}
+	k.mu.Unlock()
+}
+
+func (k *chunkSink) Deliver(queue.Delivery) bool { return false }
+func (k *chunkSink) Cancelled()                  {}
+func (k *chunkSink) NoAck() bool                 { return false }
+func (k *chunkSink) Exclusive() bool             { return false }
+
+func (k *chunkSink) give(n int) {
+	k.mu.Lock()
+	k.credit += n
+	k.mu.Unlock()
+}
+
+func (k *chunkSink) lines() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.log...)
+}
+
+// A stream with a Form stores its chunks of at most 256 messages in it,
+// and a ChunkReader takes each whole, in its form, from the chunk's
+// start or, fresh, from inside it; with no credit it waits for a Kick;
+// declining, it reads the messages one by one, as a stream without a
+// Form offers them.
+func TestStreamChunkReaders(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	defer st.Close()
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st, Form: testForm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var as []Append
+	var wg sync.WaitGroup
+	var ms []*message.Message
+	for i := range 600 {
+		ms = append(ms, message.NewAMQP10("s", "", []byte(fmt.Sprint("m", i))))
+	}
+	wg.Add(1)
+	as = append(as, Append{Msgs: ms, Done: func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		wg.Done()
+	}})
+	s.AppendAll(as)
+	wg.Wait()
+
+	consume := func(k *chunkSink, at uint64) {
+		t.Helper()
+		if err := s.Consume(k, Offset{Kind: At, N: at}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// From the start: three chunks, whole, in their stored form.
+	whole := &chunkSink{credit: 10}
+	consume(whole, 0)
+	waitFor(t, "three chunks", func() bool { return len(whole.lines()) == 3 })
+	if got, want := fmt.Sprint(whole.lines()), "[chunk 0 0 255 chunk 256 256 511 chunk 512 512 599]"; got != want {
+		t.Fatalf("took %s, want %s", got, want)
+	}
+	for i, first := range []uint64{0, 256, 512} {
+		_, form, err := st.StreamChunk(1, first)
+		if err != nil || !bytes.Equal(whole.forms[i], form) || !bytes.HasPrefix(form, fmt.Appendf(nil, "%d-", first)) {
+			t.Fatalf("chunk %d's form %.12q, stored %.12q (%v)", i, whole.forms[i], form, err)
+		}
+	}
+
+	// Fresh from inside a chunk: all of it, then the next; one credit at
+	// a time, each after a Kick.
+	inside := &chunkSink{credit: 1}
+	consume(inside, 300)
+	waitFor(t, "the chunk holding 300", func() bool { return len(inside.lines()) == 1 })
+	inside.give(1)
+	s.Kick()
+	waitFor(t, "the next chunk", func() bool { return len(inside.lines()) == 2 })
+	if got, want := fmt.Sprint(inside.lines()), "[chunk 256 300 511 chunk 512 512 599]"; got != want {
+		t.Fatalf("took %s, want %s", got, want)
+	}
+
+	// Declining: message by message, from 590.
+	declining := &chunkSink{credit: 100, declining: true}
+	consume(declining, 590)
+	waitFor(t, "ten reads", func() bool { return len(declining.lines()) == 10 })
+	for i, l := range declining.lines() {
+		if l != fmt.Sprint("read ", 590+i) {
+			t.Fatalf("read %d: %s", i, l)
+		}
+	}
+}
