@@ -489,7 +489,11 @@
 //     Txn is fsynced, and closed once no read uses them.
 //   - A read checks the header against the index and the CRC: a chunk
 //     damaged or missing on disk is refused with ErrChunkDamaged naming
-//     the file and the offsets, never delivered.
+//     the file and the offsets, never delivered. The one exception is a
+//     formed chunk sent from its file unread (StreamFormed, for
+//     sendfile): its form carries its own checksum (the stream protocol's
+//     chunk CRC), which its reader checks, as RabbitMQ's clients check the
+//     chunks RabbitMQ sends unread.
 //
 // # Memory
 //

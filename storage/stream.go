@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Streams: append-only logs of messages (RabbitMQ's stream queues). A
@@ -49,6 +51,7 @@ const (
 	segmentRecordLen = 8 * 4
 	stateRecordLen   = 8 * 3
 	chunkIndexLen    = 8 + 8 + 4 + 4 + 8
+	formedIndexLen   = chunkIndexLen + 4 // and the form's length: a formed chunk's
 
 	// maxChunkBytes and maxChunkMessages bound a chunk: a larger write is
 	// split, so that a reader never reads more than this at once.
@@ -67,15 +70,24 @@ type chunkIndex struct {
 	length uint32 // of its payload
 	count  uint32
 	ts     int64
+	// formLen is a formed chunk's form's length (0 for any other chunk):
+	// the form lies in the file at pos+formedAt (streamlog.go).
+	formLen uint32
 }
 
 func parseChunkIndex(k, v []byte) (chunkIndex, error) {
 	_, kind, first, ok := parseStreamKey(k)
-	if !ok || kind != streamChunk || len(v) != chunkIndexLen {
+	if !ok || kind != streamChunk || len(v) != chunkIndexLen && len(v) != formedIndexLen {
 		return chunkIndex{}, fmt.Errorf("storage: malformed stream chunk record %q", k)
 	}
 	c := chunkIndex{first: first, file: binary.BigEndian.Uint64(v), pos: int64(binary.BigEndian.Uint64(v[8:])),
 		length: binary.BigEndian.Uint32(v[16:]), count: binary.BigEndian.Uint32(v[20:]), ts: int64(binary.BigEndian.Uint64(v[24:]))}
+	if len(v) == formedIndexLen {
+		c.formLen = binary.BigEndian.Uint32(v[32:])
+		if uint64(c.formLen)+formedAt-chunkHeaderLen > uint64(c.length) {
+			return chunkIndex{}, fmt.Errorf("storage: stream chunk record %q: a form past its chunk", k)
+		}
+	}
 	if c.count == 0 {
 		return chunkIndex{}, fmt.Errorf("storage: stream chunk record %q of no message", k)
 	}
@@ -125,7 +137,7 @@ type Segment struct {
 func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm) {
 	t.s.streams.placeChunks(sid, newSegment, recs, form, func(p *pendingChunk, first uint64, index []byte) {
 		t.chunks = append(t.chunks, p)
-		op := t.b.SetDeferred(streamKeyLen, chunkIndexLen)
+		op := t.b.SetDeferred(streamKeyLen, len(index))
 		putStreamKey(op.Key, sid, streamChunk, first)
 		copy(op.Value, index)
 		op.Finish()
@@ -135,7 +147,7 @@ func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, f
 // placeChunks splits recs into chunks (PutStreamChunk), places each in its
 // file and hands it to put with its first offset and index record.
 func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, put func(p *pendingChunk, first uint64, index []byte)) {
-	var index [chunkIndexLen]byte
+	var index [formedIndexLen]byte
 	if form != nil && !uniform(recs) {
 		form = nil
 	}
@@ -167,7 +179,12 @@ func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecor
 		binary.BigEndian.PutUint32(index[16:], uint32(len(rec)-chunkHeaderLen))
 		binary.BigEndian.PutUint32(index[20:], uint32(n))
 		binary.BigEndian.PutUint64(index[24:], uint64(recs[0].Timestamp))
-		put(&pendingChunk{file: sf, pos: pos, rec: rec}, first, index[:])
+		indexLen := chunkIndexLen
+		if form := formOf(rec[chunkHeaderLen:]); form != nil {
+			binary.BigEndian.PutUint32(index[32:], uint32(len(form)))
+			indexLen = formedIndexLen
+		}
+		put(&pendingChunk{file: sf, pos: pos, rec: rec}, first, index[:indexLen])
 		recs, newSegment = recs[n:], false
 	}
 }
@@ -410,6 +427,62 @@ func (s *Store) StreamChunk(sid, from uint64) (recs []StreamRecord, form []byte,
 	})
 	return recs, form, err
 }
+
+// FormedChunk is a formed chunk's form where it lies in its stream file,
+// held open (retention waits to delete the file) until Release: a reader
+// sends it from the file as it is, without reading it into memory. Its
+// bytes are not checked here: the form carries its own checksum for its
+// reader to check (the stream protocol's chunk CRC, which its clients
+// check, as they do RabbitMQ's chunks, which RabbitMQ sends unread).
+type FormedChunk struct {
+	First uint64 // its first offset
+	Count int    // its messages
+	Len   int    // its form's length
+	l     *streamLogs
+	sf    *streamFile
+	off   int64
+	once  sync.Once
+}
+
+// StreamFormed finds the chunk holding offset from (or the first after
+// it, from being gone to retention): ok is false when there is none, or
+// it is not formed. A chunk it returns is held until Release.
+func (s *Store) StreamFormed(sid, from uint64) (fc *FormedChunk, ok bool, err error) {
+	done, err := s.read()
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	s.c.waitApplied()
+	c, found, err := lastChunkBelow(s.db, sid, from+1)
+	if err != nil || !found || c.end() <= from || c.formLen == 0 {
+		return nil, false, err
+	}
+	sf, gone, err := s.streams.acquire(sid, c.file, c.first)
+	if err != nil || gone {
+		return nil, false, err
+	}
+	return &FormedChunk{First: c.first, Count: int(c.count), Len: int(c.formLen), l: &s.streams, sf: sf, off: c.pos + formedAt}, true, nil
+}
+
+// Fd is the open file the form lies in, and where: for sendfile. ok is
+// false when the file has no descriptor (an in-memory filesystem): read
+// it with ReadAt instead.
+func (fc *FormedChunk) Fd() (fd uintptr, off int64, ok bool) {
+	fd = fc.sf.f.Fd()
+	return fd, fc.off, fd != vfs.InvalidFd
+}
+
+// ReadAt reads the form into p, len(p) == fc.Len.
+func (fc *FormedChunk) ReadAt(p []byte) error {
+	if err := readFull(fc.sf.f, p[:fc.Len], fc.off); err != nil {
+		return fmt.Errorf("%w: %s, the chunk at offset %d: %v", ErrChunkDamaged, fc.sf.name, fc.First, err)
+	}
+	return nil
+}
+
+// Release lets go of the file; more calls do nothing.
+func (fc *FormedChunk) Release() { fc.once.Do(func() { fc.l.release(fc.sf) }) }
 
 // streamChunks calls fn with sid's chunks, read and checked, from the one
 // holding offset from (or the first after it), until fn returns false or

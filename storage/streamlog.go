@@ -722,8 +722,13 @@ type StreamRecord struct {
 // and the chunk is stored as any other.
 type StreamForm func(dst []byte, recs []StreamRecord, bodies []int) (out []byte, ok bool)
 
-// formedMarker is a formed chunk payload's first byte.
-const formedMarker = 0xfe
+// formedMarker is a formed chunk payload's first byte; formedAt is where
+// its form starts in its record (after the record's header, the marker
+// and the form's length).
+const (
+	formedMarker = 0xfe
+	formedAt     = chunkHeaderLen + 1 + 4
+)
 
 // uniform says whether recs share their exchange, routing key and flags,
 // as a formed chunk's messages must.

@@ -359,6 +359,23 @@ func TestStreamFormedChunks(t *testing.T) {
 	s = openKeeping(t, fs, sid)
 	check(s)
 
+	// A formed chunk found by its index alone, held in its file.
+	fc, ok, err := s.StreamFormed(sid, 300)
+	must(t, err)
+	if !ok || fc.First != 256 || fc.Count != 256 {
+		t.Fatalf("the formed chunk of 300: %v %+v", ok, fc)
+	}
+	got := make([]byte, fc.Len)
+	must(t, fc.ReadAt(got))
+	fc.Release()
+	fc.Release() // a second does nothing
+	if want, _ := testForm(nil, recs[256:512], make([]int, 256)); !bytes.Equal(got, want) {
+		t.Fatalf("the formed chunk of 300 read from its file: %.8q..., want %.8q...", got, want)
+	}
+	if _, ok, err := s.StreamFormed(sid, 600); ok || err != nil {
+		t.Fatalf("past the end: %v %v", ok, err)
+	}
+
 	// Not uniform, or declined: stored as any chunk, with no form.
 	mixed := streamRecords(600, 610)
 	mixed[5].Msg.RoutingKey = "other"
@@ -373,6 +390,9 @@ func TestStreamFormedChunks(t *testing.T) {
 		must(t, err)
 		if len(got) != 10 || form != nil {
 			t.Fatalf("the chunk of %d: %d messages, form %q; want 10 and none", from, len(got), form)
+		}
+		if _, ok, err := s.StreamFormed(sid, from); ok || err != nil {
+			t.Fatalf("the chunk of %d found formed: %v %v", from, ok, err)
 		}
 	}
 

@@ -37,7 +37,7 @@ type chunkSink struct {
 	taken     bool // this round took something
 }
 
-func (k *chunkSink) ReadChunk(form []byte, first, from, last uint64) ChunkRead {
+func (k *chunkSink) ReadFormed(fc *Formed, from uint64) ChunkRead {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.declining {
@@ -47,7 +47,12 @@ func (k *chunkSink) ReadChunk(form []byte, first, from, last uint64) ChunkRead {
 		return ChunkRefused
 	}
 	k.credit--
-	k.log = append(k.log, fmt.Sprintf("chunk %d %d %d", first, from, last))
+	k.log = append(k.log, fmt.Sprintf("chunk %d %d %d", fc.First, from, fc.First+uint64(fc.Count)-1))
+	form := make([]byte, fc.Len)
+	if err := fc.ReadAt(form); err != nil {
+		form = []byte(err.Error())
+	}
+	fc.Release()
 	k.forms = append(k.forms, form)
 	return ChunkTaken
 }
@@ -90,10 +95,10 @@ func (k *chunkSink) lines() []string {
 }
 
 // A stream with a Form stores its chunks of at most 256 messages in it,
-// and a ChunkReader takes each whole, in its form, from the chunk's
-// start or, fresh, from inside it; with no credit it waits for a Kick;
-// declining, it reads the messages one by one, as a stream without a
-// Form offers them.
+// and a ChunkReader takes each whole, in its form, as it lies in its file,
+// from the chunk's start or, fresh, from inside it; with no credit it
+// waits for a Kick; declining, it reads the messages one by one, as a
+// stream without a Form offers them.
 func TestStreamChunkReaders(t *testing.T) {
 	st := openStore(t, vfs.NewMem())
 	defer st.Close()

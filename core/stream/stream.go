@@ -105,7 +105,7 @@ type Stream struct {
 	filling          bool
 	// cache is the chunks run's goroutine read last, shared by the readers
 	// at the same place (chunkAt); cacheNext the one replaced next.
-	cache     [chunkCache]*cachedChunk
+	cache     [chunkCache][]entry
 	cacheNext int
 
 	// beforeFillCommit, for tests, runs when a hole's copies from from to
@@ -127,11 +127,6 @@ type reader struct {
 	filter *Filter // nil: every message; else the others are passed over
 	pos    uint64  // the next offset to deliver
 	buf    []entry // read ahead from pos; the run goroutine's; shared, read only
-	// form is the form of buf's chunk, when it has one and buf runs to its
-	// end (the whole rest of the chunk is readable); first is the chunk's
-	// first offset. The run goroutine's.
-	form  []byte
-	first uint64
 	// failedAt is 1 + the offset a read last failed at (logged once).
 	failedAt uint64
 	blocked  bool // its last delivery was refused: waits for a Kick
@@ -162,11 +157,13 @@ type Reader interface {
 // is stored in (Config.Form), rather than message by message.
 type ChunkReader interface {
 	Reader
-	// ReadChunk offers the chunk of offsets first..last, in its form,
-	// from offset from (first, or later for a reader that starts inside
-	// it). It runs with the stream's lock held, as Read, and ends the
-	// round's reads when it takes the chunk.
-	ReadChunk(form []byte, first, from, last uint64) ChunkRead
+	// ReadFormed offers the chunk fc, in its form, as it lies in its file
+	// (unread), from offset from (its first, or later for a reader that
+	// starts inside it). It runs with the stream's lock held, as Read, and
+	// ends the reader's round when it takes the chunk. A chunk taken is
+	// the reader's to Release once sent; the stream releases one not
+	// taken.
+	ReadFormed(fc *Formed, from uint64) ChunkRead
 }
 
 // ChunkRead is what a ChunkReader does with a chunk.
@@ -742,6 +739,16 @@ func (s *Stream) deliver() (more bool) {
 		clear(s.cache[:]) // the readers are at the end: what they read goes
 	}
 	for _, r := range due {
+		if cr, ok := r.c.(ChunkReader); ok && len(r.buf) == 0 && r.filter == nil {
+			// A formed chunk goes from its file as it is, unread.
+			if read := s.readFormed(r, cr, stable); read != ChunkDeclined {
+				cr.RoundDone()
+				s.mu.Lock()
+				more = more || !r.blocked && r.pos < s.stable
+				s.mu.Unlock()
+				continue
+			}
+		}
 		if len(r.buf) == 0 {
 			if err := s.readAt(r, stable); err != nil {
 				if r.failedAt != r.pos+1 {
@@ -753,19 +760,9 @@ func (s *Stream) deliver() (more bool) {
 			}
 		}
 		rd, isReader := r.c.(Reader)
-		cr, isChunkReader := r.c.(ChunkReader)
 		s.mu.Lock()
 		if s.readers[r.c] == r {
-			if isChunkReader && r.form != nil && r.filter == nil && len(r.buf) > 0 {
-				last := r.buf[len(r.buf)-1].offset
-				switch cr.ReadChunk(r.form, r.first, r.buf[0].offset, last) {
-				case ChunkTaken:
-					r.buf, r.form, r.pos = nil, nil, last+1
-				case ChunkRefused:
-					r.blocked = true
-				}
-			}
-			for len(r.buf) > 0 && !r.blocked {
+			for len(r.buf) > 0 {
 				e := r.buf[0]
 				var took bool
 				if r.filter != nil && !r.filter.Wants(e.m) {
@@ -792,24 +789,51 @@ func (s *Stream) deliver() (more bool) {
 	return more
 }
 
+// readFormed offers cr the chunk holding r.pos (or the first after it)
+// as it lies in its file, when it is formed and readable whole.
+func (s *Stream) readFormed(r *reader, cr ChunkReader, stable uint64) ChunkRead {
+	fc, ok, err := s.cfg.Store.StreamFormed(s.cfg.ID, r.pos)
+	if err != nil || !ok {
+		return ChunkDeclined // the messages' read reports an error
+	}
+	end := fc.First + uint64(fc.Count)
+	if end > stable || end <= r.pos {
+		fc.Release()
+		return ChunkDeclined
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	read := ChunkDeclined
+	if s.readers[r.c] == r {
+		read = cr.ReadFormed(fc, max(r.pos, fc.First))
+	}
+	switch read {
+	case ChunkTaken:
+		r.pos = end
+	case ChunkRefused:
+		r.blocked = true
+		fc.Release()
+	default:
+		fc.Release()
+	}
+	return read
+}
+
 // readAt fills r.buf from r.pos, up to stable, with the chunk holding
 // r.pos; a reader whose offset retention dropped moves on to the oldest
 // retained. Readers at the same place share the chunk, read once
 // (s.cache): r.buf is read only.
 func (s *Stream) readAt(r *reader, stable uint64) error {
-	cc, err := s.chunkAt(r.pos)
-	if err != nil || cc == nil || len(cc.entries) == 0 || cc.entries[0].offset >= stable {
+	c, err := s.chunkAt(r.pos)
+	if err != nil || len(c) == 0 || c[0].offset >= stable {
 		return err
 	}
-	c := cc.entries
 	i, j := 0, len(c)
 	if r.pos > c[0].offset {
 		i = int(r.pos - c[0].offset)
 	}
-	r.form, r.first = cc.form, c[0].offset
 	if c[j-1].offset >= stable {
 		j = int(stable - c[0].offset)
-		r.form = nil // not all of it is readable yet
 	}
 	r.buf = c[i:j:j]
 	return nil
@@ -821,35 +845,28 @@ const chunkCache = 4
 
 // chunkAt is the chunk holding offset (or the first after it): from
 // s.cache, or read from the store into it. run's goroutine only.
-func (s *Stream) chunkAt(offset uint64) (*cachedChunk, error) {
+func (s *Stream) chunkAt(offset uint64) ([]entry, error) {
 	for _, c := range s.cache {
-		if c != nil && c.entries[0].offset <= offset && offset <= c.entries[len(c.entries)-1].offset {
+		if len(c) > 0 && c[0].offset <= offset && offset <= c[len(c)-1].offset {
 			return c, nil
 		}
 	}
-	recs, form, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
+	recs, _, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
-	c := &cachedChunk{entries: make([]entry, 0, len(recs)), form: form}
+	c := make([]entry, 0, len(recs))
 	for _, rec := range recs {
 		m := rec.Msg
 		msg, err := message.New(m.Exchange, m.RoutingKey, m.Flags, m.Props, m.Body)
 		if err != nil {
 			return nil, fmt.Errorf("stream %q in vhost %q, offset %d: %w", s.Name, s.VHost, rec.Offset, err)
 		}
-		c.entries = append(c.entries, entry{offset: rec.Offset, ts: rec.Timestamp, m: msg})
+		c = append(c, entry{offset: rec.Offset, ts: rec.Timestamp, m: msg})
 	}
 	s.cache[s.cacheNext] = c
 	s.cacheNext = (s.cacheNext + 1) % chunkCache
 	return c, nil
-}
-
-// cachedChunk is a chunk read from the store: its messages, and its form
-// when it was stored with one (Config.Form).
-type cachedChunk struct {
-	entries []entry
-	form    []byte
 }
 
 // withOffset is m with the x-stream-offset header a stream's deliveries
@@ -937,3 +954,6 @@ func (s *Stream) Delete() error {
 	tx.DeleteStream(s.cfg.ID)
 	return tx.CommitWait()
 }
+
+// Formed is a formed chunk in its file, as a ChunkReader takes it.
+type Formed = storage.FormedChunk

@@ -41,9 +41,11 @@
 // below the offset it asked for, as it does with RabbitMQ's chunks. A
 // chunk of messages the stream protocol published is stored as a Deliver
 // carries it (streamqueue's deliverForm), and a subscription takes it
-// whole and sends it as it is (stream.ChunkReader), decoding and encoding
-// nothing; it reads message by message only where it filters, or where
-// it read part of the chunk before.
+// whole, as it lies in its file, and the writer sends it with sendfile
+// (stream.ChunkReader, sendfile_linux.go): nothing is read, decoded or
+// encoded. It reads message by message only where it filters, or where
+// it read part of the chunk before. A chunk sent this way is not checked
+// against the store's checksum: the client checks the chunk's CRC.
 //
 // A subscription with filter values (filter.N, match-unfiltered) is not
 // sent a chunk in which no message has one of them (filter.go); a single

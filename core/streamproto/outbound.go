@@ -1,10 +1,12 @@
 package streamproto
 
 import (
+	"errors"
 	"net"
 	"sync/atomic"
 	"time"
 
+	streams "github.com/warrenmq/warren/core/stream"
 	"github.com/warrenmq/warren/internal/lockorder"
 	"github.com/warrenmq/warren/protocol/stream"
 )
@@ -19,10 +21,15 @@ const writeTimeout = 30 * time.Second
 // the writer goroutine takes it all at once and writes it, in one
 // writev. A frame built whole elsewhere (a Deliver's chunk) is queued as
 // it is, not copied: segs holds it, and the small frames queued before
-// it, in order; buf holds the small frames after the last of segs.
+// it, in order; buf holds the small frames after the last of segs. A
+// chunk sent from its file (sendFile) is in files, with the number of
+// segs that go before it: the writer sends it with sendfile, and lets go
+// of it once sent, or when the connection ends first.
 type outbound struct {
 	mu       lockorder.Mutex[lockorder.StreamprotoOutbound]
 	segs     net.Buffers
+	files    []filePart
+	stopped  bool // the writer stopped: nothing more is sent
 	buf      []byte
 	confirms map[uint8][]uint64
 	errors   map[uint8][]stream.PublishingError
@@ -72,6 +79,45 @@ func (o *outbound) sendFrame(head []byte, parts [][]byte) {
 	o.signal()
 }
 
+// filePart is a chunk to send from its file after the first at segs.
+type filePart struct {
+	at int
+	fc *streams.Formed
+}
+
+// sendFile queues a frame whose body is a formed chunk in its file (a
+// Deliver's, head its head), sent as it lies there; the outbound lets go
+// of fc once it is sent or will not be.
+func (o *outbound) sendFile(head []byte, fc *streams.Formed) {
+	o.mu.Lock()
+	if o.closing || o.stopped {
+		o.mu.Unlock()
+		fc.Release()
+		return
+	}
+	if len(o.buf) > 0 {
+		o.segs = append(o.segs, o.buf)
+		o.buf = nil
+	}
+	o.segs = append(o.segs, head)
+	o.files = append(o.files, filePart{at: len(o.segs), fc: fc})
+	o.mu.Unlock()
+	o.signal()
+}
+
+// stop ends the outbound, the writer having stopped: the chunks still
+// queued from their files are let go of.
+func (o *outbound) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	files := o.files
+	o.files = nil
+	o.mu.Unlock()
+	for _, f := range files {
+		f.fc.Release()
+	}
+}
+
 // sendClose queues a Close as the last frame.
 func (o *outbound) sendClose(c *stream.Close) {
 	o.mu.Lock()
@@ -103,14 +149,14 @@ func (o *outbound) fail(publisher uint8, id uint64, code stream.ResponseCode) {
 // of them small (the small frames, in spare's place: a buffer written
 // before, no longer referenced, which becomes the next buffer); with
 // nothing queued it returns nil and keeps spare out of it.
-func (o *outbound) take(spare []byte) (net.Buffers, []byte) {
+func (o *outbound) take(spare []byte) (net.Buffers, []filePart, []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.segs) == 0 && len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	segs := o.segs
-	o.segs = nil
+	segs, files := o.segs, o.files
+	o.segs, o.files = nil, nil
 	out := o.buf
 	o.buf = spare[:0]
 	for id, ids := range o.confirms {
@@ -124,7 +170,55 @@ func (o *outbound) take(spare []byte) (net.Buffers, []byte) {
 	if len(out) > 0 {
 		segs = append(segs, out)
 	}
-	return segs, out
+	return segs, files, out
+}
+
+// writeOut writes segs, with files among them where they go; it lets go
+// of every file, sent or not.
+func writeOut(nc net.Conn, segs net.Buffers, files []filePart) (int64, error) {
+	var n int64
+	var err error
+	prev := 0
+	for i, f := range files {
+		if err == nil && f.at > prev {
+			part := segs[prev:f.at:f.at]
+			var k int64
+			k, err = part.WriteTo(nc)
+			n += k
+		}
+		prev = f.at
+		if err == nil {
+			var k int
+			k, err = sendChunkFile(nc, f.fc)
+			n += int64(k)
+		}
+		f.fc.Release()
+		files[i].fc = nil
+	}
+	if err == nil && prev < len(segs) {
+		rest := segs[prev:]
+		var k int64
+		k, err = rest.WriteTo(nc)
+		n += k
+	}
+	return n, err
+}
+
+// sendChunkFile sends fc: with sendfile from its file to a TCP socket,
+// else (TLS, or a file with no descriptor) read and written.
+func sendChunkFile(nc net.Conn, fc *streams.Formed) (int, error) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if fd, off, ok := fc.Fd(); ok {
+			if n, err := sendfile(tc, fd, off, fc.Len); n > 0 || !errors.Is(err, errors.ErrUnsupported) {
+				return n, err
+			}
+		}
+	}
+	b := make([]byte, fc.Len)
+	if err := fc.ReadAt(b); err != nil {
+		return 0, err
+	}
+	return nc.Write(b)
 }
 
 // write runs the writer: it writes what is queued when woken, a
@@ -132,6 +226,7 @@ func (o *outbound) take(spare []byte) (net.Buffers, []byte) {
 // fails (the socket is then closed, which ends the reader too).
 func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-chan struct{}) {
 	defer close(o.gone)
+	defer o.stop()
 	var spare []byte
 	var tick <-chan time.Time
 	wrote := false
@@ -139,9 +234,9 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 		select {
 		case <-done:
 			// Write what is left (a Close, say) before going.
-			if bufs, _ := o.take(spare); len(bufs) > 0 {
+			if bufs, files, _ := o.take(spare); len(bufs) > 0 {
 				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-				_, _ = bufs.WriteTo(nc)
+				_, _ = writeOut(nc, bufs, files)
 			}
 			return
 		case d := <-heartbeat:
@@ -159,12 +254,12 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 			continue
 		case <-o.wake:
 		}
-		bufs, b := o.take(spare)
+		bufs, files, b := o.take(spare)
 		if len(bufs) == 0 {
 			continue
 		}
 		_ = nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		n, err := bufs.WriteTo(nc)
+		n, err := writeOut(nc, bufs, files)
 		o.sent.Add(uint64(n))
 		if err != nil {
 			nc.Close()
@@ -172,7 +267,7 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 		}
 		wrote = true
 		o.mu.Lock()
-		closing := o.closing && len(o.buf) == 0 && len(o.segs) == 0
+		closing := o.closing && len(o.buf) == 0 && len(o.segs) == 0 && len(o.files) == 0
 		o.mu.Unlock()
 		if closing {
 			// The Close went: give the client a moment to answer, then

@@ -243,8 +243,13 @@ func (srv *Server) answered(c *Conn, m *stream.ConsumerUpdateResponse) {
 func (srv *Server) deactivate(sub *subscription) {
 	sub.mu.Lock()
 	sub.active = false
-	sub.records, sub.stored = nil, nil
+	sub.records = nil
+	formed := sub.formed
+	sub.formed = nil
 	sub.mu.Unlock()
+	if formed != nil {
+		formed.Release()
+	}
 	if sub.reading {
 		sub.reading = false
 		sub.log.Cancel(sub)

@@ -28,10 +28,10 @@ type subscription struct {
 	log       *streams.Stream
 	mu        lockorder.Mutex[lockorder.StreamprotoSubscription]
 	credit    int
-	records   []record // read in this round, not sent yet
-	stored    []byte   // or a chunk taken whole in this round, as stored (ReadChunk)
-	storedN   uint64   // the messages of it past the reader's position
-	refused   bool     // a Read was refused: the stream waits for a Kick
+	records   []record        // read in this round, not sent yet
+	formed    *streams.Formed // or a chunk taken whole in this round, as stored (ReadFormed)
+	formedN   uint64          // the messages of it from the reader's position
+	refused   bool            // a Read was refused: the stream waits for a Kick
 	cancelled bool
 	next      uint64 // the offset after the last one read
 	consumed  uint64
@@ -89,7 +89,7 @@ func (s *subscription) Cancelled() {
 func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.stored != nil || s.cancelled || s.group != nil && !s.active {
+	if s.credit <= 0 || len(s.records) >= maxChunkRecords || s.formed != nil || s.cancelled || s.group != nil && !s.active {
 		s.refused = true
 		return false
 	}
@@ -99,27 +99,29 @@ func (s *subscription) Read(offset uint64, ts int64, m *message.Message) bool {
 	return true
 }
 
-// ReadChunk takes a chunk whole, in the form it was stored in, which is
-// the chunk a Deliver carries (streamqueue's deliverForm): no message is
-// decoded or encoded again. A subscription that filters, that has records
-// of this round already, or that was sent offsets of this chunk before
-// (it starts inside it, having read the offsets before from an earlier
-// Deliver) reads the messages one by one instead. One that starts inside
-// it afresh is sent all of it, as RabbitMQ sends the chunk holding the
+// ReadFormed takes a chunk whole, in the form it was stored in, which is
+// the chunk a Deliver carries (streamqueue's deliverForm), from its file:
+// nothing is read, decoded or encoded, and the writer sends it with
+// sendfile. A subscription that filters, that has records of this round
+// already, or that was sent offsets of this chunk before (it starts
+// inside it, having read the offsets before from an earlier Deliver)
+// reads the messages one by one instead. One that starts inside it afresh
+// is sent all of it, as RabbitMQ sends the chunk holding the
 // subscription's offset: the client skips the entries before it.
-func (s *subscription) ReadChunk(form []byte, first, from, last uint64) streams.ChunkRead {
+func (s *subscription) ReadFormed(fc *streams.Formed, from uint64) streams.ChunkRead {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.filter != nil || len(s.records) > 0 || s.stored != nil || from > first && s.consumed > 0 {
+	if s.filter != nil || len(s.records) > 0 || s.formed != nil || from > fc.First && s.consumed > 0 {
 		return streams.ChunkDeclined
 	}
 	if s.credit <= 0 || s.cancelled || s.group != nil && !s.active {
 		s.refused = true
 		return streams.ChunkRefused
 	}
-	s.stored, s.storedN = form, last-from+1
-	s.next = last + 1
-	s.consumed += s.storedN
+	end := fc.First + uint64(fc.Count)
+	s.formed, s.formedN = fc, end-from
+	s.next = end
+	s.consumed += s.formedN
 	return streams.ChunkTaken
 }
 
@@ -128,16 +130,17 @@ func (s *subscription) ReadChunk(form []byte, first, from, last uint64) streams.
 // chunk was full.
 func (s *subscription) RoundDone() {
 	s.mu.Lock()
-	if stored := s.stored; stored != nil {
-		n := s.storedN
-		s.stored, s.storedN = nil, 0
+	if fc := s.formed; fc != nil {
+		n := s.formedN
+		s.formed, s.formedN = nil, 0
 		s.credit--
 		kick := s.refused && s.credit > 0 && !s.cancelled
 		if kick {
 			s.refused = false
 		}
 		s.mu.Unlock()
-		s.send([][]byte{stored}, len(stored), n)
+		s.c.out.sendFile(stream.DeliverHead(s.deliverHead(), fc.Len), fc)
+		s.c.srv.totals.delivered.Add(n)
 		if kick {
 			s.log.Kick()
 		}
@@ -167,12 +170,18 @@ func (s *subscription) RoundDone() {
 
 // send sends a chunk, in parts of size bytes in all, of n messages.
 func (s *subscription) send(parts [][]byte, size int, n uint64) {
+	s.c.out.sendFrame(stream.DeliverHead(s.deliverHead(), size), parts)
+	s.c.srv.totals.delivered.Add(n)
+}
+
+// deliverHead is the head of a Deliver to s, in the version its client
+// reads.
+func (s *subscription) deliverHead() stream.Deliver {
 	head := stream.Deliver{Version: uint16(s.c.deliverVersion.Load()), SubscriptionID: s.id}
 	if head.Version >= 2 {
 		_, _, head.CommittedChunkID = s.log.Bounds()
 	}
-	s.c.out.sendFrame(stream.DeliverHead(head, size), parts)
-	s.c.srv.totals.delivered.Add(n)
+	return head
 }
 
 // addCredit grants more chunks and has the stream go on if it waited.
