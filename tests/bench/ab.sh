@@ -33,13 +33,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-build_rev() { # rev output
-	local src="$work/src-$2"
-	git -C "$root" worktree add --quiet --detach "$src" "$1"
-	(cd "$src" && go build -o "$work/$2" ./cmd/warren)
-}
-build_rev "$old_rev" old
-if [ -n "$new_rev" ]; then build_rev "$new_rev" new; else (cd "$root" && go build -o "$work/new" ./cmd/warren); fi
+# shellcheck source=revs.sh
+. "$root/tests/bench/revs.sh"
+build_revs "$old_rev" "$new_rev"
 (cd "$root" && go build -o "$work/warrenperf" ./cmd/warrenperf)
 
 run_one() { # label scenario
