@@ -274,7 +274,12 @@ func (f *uiFixture) queuePagePublishGetPurge(t *testing.T) {
 		t.Fatalf("after publishing from the UI ui-events holds %d, want 6", n)
 	}
 	// Six small messages and their bookkeeping (about 200 bytes each,
-	// core/queue's entryMemory): a figure in bytes or KiB.
+	// core/queue's entryMemory): a figure in bytes or KiB, once the page
+	// has shown the queue again after the publish (it is empty while the
+	// page reloads).
+	f.br.do(t, "the queue's memory shown",
+		pollJS(`/^[0-9.]+ (B|KiB)$/.test(document.querySelector("#queue-memory").textContent)`),
+	)
 	if m := f.br.text(t, `#queue-memory`); !regexp.MustCompile(`^[0-9.]+ (B|KiB)$`).MatchString(m) {
 		t.Errorf("ui-events' memory shows %q, want what its messages take", m)
 	}
