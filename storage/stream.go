@@ -84,7 +84,7 @@ func parseChunkIndex(k, v []byte) (chunkIndex, error) {
 		length: binary.BigEndian.Uint32(v[16:]), count: binary.BigEndian.Uint32(v[20:]), ts: int64(binary.BigEndian.Uint64(v[24:]))}
 	if len(v) == formedIndexLen {
 		c.formLen = binary.BigEndian.Uint32(v[32:])
-		if uint64(c.formLen)+formedAt-chunkHeaderLen > uint64(c.length) {
+		if uint64(c.formLen)+formedPrefixLen > uint64(c.length) {
 			return chunkIndex{}, fmt.Errorf("storage: stream chunk record %q: a form past its chunk", k)
 		}
 	}
@@ -412,20 +412,19 @@ func (s *Store) ScanStream(sid, from uint64, limit int, fn func(offset uint64, t
 
 // StreamChunk returns the messages of the chunk holding offset from, all
 // of them, or of the first chunk after it (from is gone to retention);
-// none past the end; and the chunk's form when it was stored with one
-// (PutStreamChunk). Readers that read the same chunk can share what it
-// returns: the messages are private copies no one changes (a formed
-// chunk's bodies alias its form).
-func (s *Store) StreamChunk(sid, from uint64) (recs []StreamRecord, form []byte, err error) {
-	err = s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
+// none past the end. Readers that read the same chunk can share what it
+// returns: the messages are private copies no one changes. (A formed
+// chunk's form is StreamFormed's.)
+func (s *Store) StreamChunk(sid, from uint64) ([]StreamRecord, error) {
+	var recs []StreamRecord
+	err := s.streamChunks(sid, from, func(c chunkIndex, payload []byte) (bool, error) {
 		recs = make([]StreamRecord, 0, c.count)
-		form = formOf(payload)
 		return false, decodeChunk(c, payload, 0, func(offset uint64, ts int64, m *Message) bool {
 			recs = append(recs, StreamRecord{Offset: offset, Timestamp: ts, Msg: m})
 			return true
 		})
 	})
-	return recs, form, err
+	return recs, err
 }
 
 // FormedChunk is a formed chunk's form where it lies in its stream file,

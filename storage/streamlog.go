@@ -722,12 +722,13 @@ type StreamRecord struct {
 // and the chunk is stored as any other.
 type StreamForm func(dst []byte, recs []StreamRecord, bodies []int) (out []byte, ok bool)
 
-// formedMarker is a formed chunk payload's first byte; formedAt is where
-// its form starts in its record (after the record's header, the marker
-// and the form's length).
+// formedMarker is a formed chunk payload's first byte; formedPrefixLen
+// is the payload before its form (the marker and the form's length), and
+// formedAt where the form starts in its record.
 const (
-	formedMarker = 0xfe
-	formedAt     = chunkHeaderLen + 1 + 4
+	formedMarker    = 0xfe
+	formedPrefixLen = 1 + 4
+	formedAt        = chunkHeaderLen + formedPrefixLen
 )
 
 // uniform says whether recs share their exchange, routing key and flags,
@@ -785,14 +786,14 @@ func appendBytes[T string | []byte](b []byte, s T) []byte {
 // formOf is a formed chunk payload's form, nil for any other (or one too
 // short to hold its form: decodeChunk reports it).
 func formOf(payload []byte) []byte {
-	if len(payload) < 5 || payload[0] != formedMarker {
+	if len(payload) < formedPrefixLen || payload[0] != formedMarker {
 		return nil
 	}
-	n := binary.BigEndian.Uint32(payload[1:])
-	if uint64(n) > uint64(len(payload)-5) {
+	n := uint64(binary.BigEndian.Uint32(payload[1:]))
+	if n > uint64(len(payload)-formedPrefixLen) {
 		return nil
 	}
-	return payload[5 : 5+n : 5+n]
+	return payload[formedPrefixLen : formedPrefixLen+n : formedPrefixLen+n]
 }
 
 // encodeChunk is the record of recs (consecutive offsets): header, then
@@ -864,7 +865,7 @@ func decodeFormedChunk(c chunkIndex, payload []byte, from uint64, fn func(offset
 	if form == nil {
 		return bad("its form's length")
 	}
-	b := payload[5+len(form):]
+	b := payload[formedPrefixLen+len(form):]
 	exchange, b, ok1 := readBytes(b)
 	routingKey, b, ok2 := readBytes(b)
 	if !ok1 || !ok2 || len(b) < 2 {

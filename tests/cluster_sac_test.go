@@ -123,39 +123,48 @@ func (sc *sacConsumer) unsubscribe() {
 	sc.send(&wire.Unsubscribe{CorrelationID: 1000, SubscriptionID: 1})
 }
 
-func TestClusterStreamProtocolSingleActiveConsumer(t *testing.T) {
-	nodes := threeProcesses(t)
-	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
-	_, ch1 := n1.dial(t)
-	if _, err := ch1.QueueDeclare("sac", true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
+// sacStream starts three nodes and declares stream name on n1, which
+// leads it; ten messages are published to it through pub, a publisher on
+// n1. The events are logged when the test fails.
+func sacStream(t *testing.T, name string) (nodes []*clusterNode, pub *rawStream, events *sacEvents) {
+	t.Helper()
+	nodes = threeProcesses(t)
+	_, ch1 := nodes[0].dial(t)
+	if _, err := ch1.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "n1 leading the stream", func() bool { return leaderOf(n3, "sac") == "n1" })
-	pub, code := openStreamAt(t, n1.stream, "guest", "guest", "/")
+	waitUntil(t, "n1 leading the stream", func() bool { return leaderOf(nodes[2], name) == "n1" })
+	pub, code := openStreamAt(t, nodes[0].stream, "guest", "guest", "/")
 	if code != wire.CodeOK {
 		t.Fatalf("open on n1: %v", code)
 	}
-	if code := pub.call(&wire.DeclarePublisher{PublisherID: 1, Stream: "sac"}); code != wire.CodeOK {
+	if code := pub.call(&wire.DeclarePublisher{PublisherID: 1, Stream: name}); code != wire.CodeOK {
 		t.Fatalf("declare publisher: %v", code)
 	}
 	publishRaw(t, pub, 1, 10)
-
-	// One group across the three nodes: a on n2 subscribes first and
-	// reads; b on n3 and c on n1 wait.
-	var events sacEvents
+	events = &sacEvents{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the consumers heard %v", events.list())
 		}
 	})
-	a := subscribeSAC(t, n2, "a", "sac", &events)
+	return nodes, pub, events
+}
+
+func TestClusterStreamProtocolSingleActiveConsumer(t *testing.T) {
+	nodes, pub, events := sacStream(t, "sac")
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+
+	// One group across the three nodes: a on n2 subscribes first and
+	// reads; b on n3 and c on n1 wait.
+	a := subscribeSAC(t, n2, "a", "sac", events)
 	poll.Until(t, 20*time.Second, "a active, reading the ten", func() bool { return a.count() == 10 })
-	b := subscribeSAC(t, n3, "b", "sac", &events)
+	b := subscribeSAC(t, n3, "b", "sac", events)
 	// The group's order is the order registrations reach the
 	// coordinator, and b's and c's come from different nodes: c
 	// subscribes once b's has had ample time to arrive.
 	time.Sleep(2 * time.Second)
-	c := subscribeSAC(t, n1, "c", "sac", &events)
+	c := subscribeSAC(t, n1, "c", "sac", events)
 	publishRaw(t, pub, 11, 20)
 	poll.Until(t, 20*time.Second, "a reading twenty", func() bool { return a.count() == 20 })
 
@@ -174,7 +183,7 @@ func TestClusterStreamProtocolSingleActiveConsumer(t *testing.T) {
 	// d on n2 waits behind c. The coordinator's node (the leader's, c's
 	// too) dies: the new leader rebuilds the group from what n2 reports,
 	// and d takes over.
-	d := subscribeSAC(t, n2, "d", "sac", &events)
+	d := subscribeSAC(t, n2, "d", "sac", events)
 	publishRaw(t, pub, 21, 30)
 	poll.Until(t, 20*time.Second, "c reading thirty", func() bool { return c.count() == 30 })
 	events.add("n1 killed")
@@ -197,31 +206,11 @@ func TestClusterStreamProtocolSingleActiveConsumer(t *testing.T) {
 // elsewhere; when the node wakes, its member, which still believes
 // itself active, is told to step down, and the other keeps reading.
 func TestClusterStreamProtocolSingleActiveConsumerPaused(t *testing.T) {
-	nodes := threeProcesses(t)
-	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
-	_, ch1 := n1.dial(t)
-	if _, err := ch1.QueueDeclare("sacp", true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "n1 leading the stream", func() bool { return leaderOf(n3, "sacp") == "n1" })
-	pub, code := openStreamAt(t, n1.stream, "guest", "guest", "/")
-	if code != wire.CodeOK {
-		t.Fatalf("open on n1: %v", code)
-	}
-	if code := pub.call(&wire.DeclarePublisher{PublisherID: 1, Stream: "sacp"}); code != wire.CodeOK {
-		t.Fatalf("declare publisher: %v", code)
-	}
-	publishRaw(t, pub, 1, 10)
-
-	var events sacEvents
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the consumers heard %v", events.list())
-		}
-	})
-	a := subscribeSAC(t, n2, "a", "sacp", &events)
+	nodes, pub, events := sacStream(t, "sacp")
+	n2, n3 := nodes[1], nodes[2]
+	a := subscribeSAC(t, n2, "a", "sacp", events)
 	poll.Until(t, 20*time.Second, "a active, reading the ten", func() bool { return a.count() == 10 })
-	b := subscribeSAC(t, n3, "b", "sacp", &events)
+	b := subscribeSAC(t, n3, "b", "sacp", events)
 
 	events.add("n2 paused")
 	if err := n2.cmd.Process.Signal(syscall.SIGSTOP); err != nil {

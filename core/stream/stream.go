@@ -851,7 +851,7 @@ func (s *Stream) chunkAt(offset uint64) ([]entry, error) {
 			return c, nil
 		}
 	}
-	recs, _, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
+	recs, err := s.cfg.Store.StreamChunk(s.cfg.ID, offset)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}

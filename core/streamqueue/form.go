@@ -1,7 +1,6 @@
 package streamqueue
 
 import (
-	"encoding/binary"
 	"hash/crc32"
 
 	"github.com/warrenmq/warren/core/message"
@@ -25,12 +24,11 @@ func deliverForm(dst []byte, recs []storage.StreamRecord, bodies []int) ([]byte,
 		return dst, false // storage.uniform: they share their flags
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, wire.ChunkHeaderSize)...)
+	dst = append(dst, make([]byte, wire.ChunkHeaderSize)...) // the header, once the CRC is known
 	for i := range recs {
 		body := recs[i].Msg.Body
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(body)))
-		bodies[i] = len(dst) - start
-		dst = append(dst, body...)
+		dst = wire.AppendEntry(dst, wire.Entry{Body: body})
+		bodies[i] = len(dst) - len(body) - start
 	}
 	data := dst[start+wire.ChunkHeaderSize:]
 	h := wire.ChunkHeader{Type: wire.ChunkUser, NumEntries: uint16(len(recs)), NumRecords: uint32(len(recs)),
