@@ -64,7 +64,7 @@ require (
 	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/warrenmq/warren/sdk v0.0.0
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.42.0 // indirect
 )
 

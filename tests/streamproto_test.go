@@ -157,6 +157,13 @@ func (c *collector) count() int {
 // confirm.
 func sendConfirmed(t testing.TB, p *stream.Producer, prefix string, n int) {
 	t.Helper()
+	sendConfirmedBodies(t, p, n, func(i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) })
+}
+
+// sendConfirmedBodies publishes n messages, body(i) the i-th's body, and
+// waits for every confirm.
+func sendConfirmedBodies(t testing.TB, p *stream.Producer, n int, body func(i int) []byte) {
+	t.Helper()
 	confirms := p.NotifyPublishConfirmation()
 	var mu sync.Mutex
 	confirmed, failed := 0, 0
@@ -174,7 +181,7 @@ func sendConfirmed(t testing.TB, p *stream.Producer, prefix string, n int) {
 		}
 	}()
 	for i := range n {
-		if err := p.Send(samqp.NewMessage([]byte(fmt.Sprintf("%s-%d", prefix, i)))); err != nil {
+		if err := p.Send(samqp.NewMessage(body(i))); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -961,4 +968,77 @@ func TestStreamProtocolTuneAnsweredWithTune(t *testing.T) {
 	if code := c.call(&wire.Open{VirtualHost: "/"}); code != wire.CodeOK {
 		t.Fatalf("open after a Tune answered with a Tune: code %#x", code)
 	}
+}
+
+// A consumer that stops reading while chunks are owed to it still gets
+// every chunk, whole and in order, once it reads again: the connection's
+// reader writes a Credit's chunks itself only as far as the socket takes
+// them without waiting, and leaves the rest (a chunk cut mid-file, the
+// frames queued after it) to the writer. The client's receive buffer is
+// small and it asks for 16 MB at once, so the socket fills.
+func TestStreamProtocolSlowReaderGetsEveryChunk(t *testing.T) {
+	s := startStreams(t)
+	env := streamEnv(t, s)
+	name := streamName(t, s, "slow-reader")
+	if err := env.DeclareStream(name, nil); err != nil {
+		t.Fatalf("declare: %v", err)
+	}
+	p, err := env.NewProducer(name, nil)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	const n = 4000
+	pad := strings.Repeat("x", 4000)
+	body := func(i int) string { return fmt.Sprintf("m-%06d-%s", i, pad) }
+	sendConfirmedBodies(t, p, n, func(i int) []byte { return []byte(body(i)) })
+
+	c := dialStream(t, s)
+	if err := c.nc.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.call(&wire.Subscribe{SubscriptionID: 1, Stream: name, Offset: wire.OffsetSpec{Type: wire.OffsetFirst}, Credit: 1}); code != wire.CodeOK {
+		t.Fatalf("subscribe: code %#x", code)
+	}
+	// Credits for every chunk at once, with a request among them whose
+	// answer must come too.
+	var burst []byte
+	for i := range n {
+		burst = wire.AppendFrame(burst, &wire.Credit{SubscriptionID: 1, Credit: 1})
+		if i == n/2 {
+			burst = wire.AppendFrame(burst, &wire.QueryOffset{CorrelationID: 999, Reference: "nobody", Stream: name})
+		}
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.nc.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // not reading: the broker's socket fills
+
+	next, answered := uint64(0), false
+	poll.Until(t, 30*time.Second, "every message delivered", func() bool {
+		switch m := c.next().(type) {
+		case *wire.Deliver:
+			h, data, err := wire.ParseChunk(m.Chunk)
+			if err != nil {
+				t.Fatalf("chunk after offset %d: %v", next, err)
+			}
+			if h.ChunkID != next {
+				t.Fatalf("chunk %d, expected %d", h.ChunkID, next)
+			}
+			for range h.NumEntries {
+				e, k, err := wire.ReadEntry(data)
+				if err != nil {
+					t.Fatalf("entry at offset %d: %v", next, err)
+				}
+				if !strings.Contains(string(e.Body), body(int(next))) {
+					t.Fatalf("offset %d: not its body", next)
+				}
+				data = data[k:]
+				next++
+			}
+		case *wire.QueryOffsetResponse:
+			answered = m.CorrelationID == 999
+		}
+		return next == n && answered
+	})
 }

@@ -169,3 +169,75 @@ func TestStreamChunkReaders(t *testing.T) {
 		}
 	}
 }
+
+// Pulls from one goroutine, Kicks from another and appends from a third
+// race to serve one reader, a credit at a time: every offset reaches it
+// once, in order, whichever goroutine served it (run with -race: the
+// reader's place is one goroutine's at a time).
+func TestStreamPullRacesDelivery(t *testing.T) {
+	st := openStore(t, vfs.NewMem())
+	defer st.Close()
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st, Form: testForm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const batches, batch = 40, 50
+	k := &chunkSink{}
+	if err := s.Consume(k, Offset{Kind: First}, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // appends
+		defer wg.Done()
+		for b := range batches {
+			var ms []*message.Message
+			for i := range batch {
+				ms = append(ms, message.NewAMQP10("s", "", []byte(fmt.Sprint("m", b*batch+i))))
+			}
+			done := make(chan error, 1)
+			s.AppendAll([]Append{{Msgs: ms, Done: func(err error) { done <- err }}})
+			if err := <-done; err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	go func() { // kicks
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.Kick()
+			}
+		}
+	}()
+	taken := func() uint64 {
+		lines := k.lines()
+		if len(lines) == 0 {
+			return 0
+		}
+		var first, from, last uint64
+		fmt.Sscanf(lines[len(lines)-1], "chunk %d %d %d", &first, &from, &last)
+		return last + 1
+	}
+	waitFor(t, "every offset taken", func() bool {
+		k.give(1)
+		s.Pull(k)
+		return taken() == batches*batch
+	})
+	close(stop)
+	wg.Wait()
+	next := uint64(0)
+	for _, l := range k.lines() {
+		var first, from, last uint64
+		if _, err := fmt.Sscanf(l, "chunk %d %d %d", &first, &from, &last); err != nil || from != next {
+			t.Fatalf("took %q after offset %d; all: %v", l, next, k.lines())
+		}
+		next = last + 1
+	}
+}

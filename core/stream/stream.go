@@ -21,7 +21,9 @@
 //   - One goroutine writes (write, or a replica's group applying) and
 //     one delivers (run); segments are changed by the writer only (and a
 //     replica's hole filling, which writes only below the entries
-//     applied), under mu.
+//     applied), under mu. A Pull delivers to one reader in its caller's
+//     goroutine; a reader is served by one goroutine at a time (its busy
+//     flag, set and cleared under mu).
 //   - Deliveries are made under mu, as a queue makes them under its lock
 //     (queue.Consumer's contract); the store is read with mu released.
 package stream
@@ -130,6 +132,9 @@ type reader struct {
 	// failedAt is 1 + the offset a read last failed at (logged once).
 	failedAt uint64
 	blocked  bool // its last delivery was refused: waits for a Kick
+	// busy: a goroutine is handing it what it can take (run's deliver,
+	// or a Pull); no other does meanwhile.
+	busy bool
 }
 
 type entry struct {
@@ -695,6 +700,59 @@ func (s *Stream) Kick() {
 	s.signal()
 }
 
+// Pull resumes deliveries to c, whose reader made room (a stream-protocol
+// credit), as Kick does, and hands it the formed chunks it can take in
+// the caller's goroutine: a credit then costs no wake-up of the stream's
+// goroutine and no hand-over between threads, as RabbitMQ's connection
+// process sends the chunks a credit asks for itself. What it cannot take
+// that way (a chunk stored as messages, a filter, records read ahead) is
+// left to the stream's goroutine, as is a reader that goroutine is
+// serving at the time.
+func (s *Stream) Pull(c queue.Consumer) {
+	cr, isChunkReader := c.(ChunkReader)
+	s.mu.Lock()
+	r := s.readers[c]
+	if r == nil {
+		s.mu.Unlock()
+		return
+	}
+	r.blocked = false
+	if !isChunkReader || r.busy || len(r.buf) > 0 || r.filter != nil {
+		s.mu.Unlock()
+		s.signal()
+		return
+	}
+	r.busy = true
+	s.mu.Unlock()
+	handOver := false
+	for range pullChunks {
+		s.mu.Lock()
+		stable := s.stable
+		due := !r.blocked && r.pos < stable && s.readers[c] == r
+		s.mu.Unlock()
+		if !due {
+			break
+		}
+		if s.readFormed(r, cr, stable) == ChunkDeclined {
+			handOver = true
+			break
+		}
+		cr.RoundDone()
+	}
+	s.mu.Lock()
+	r.busy = false
+	// An append or a Kick that came while r was busy left it to this.
+	more := handOver || !r.blocked && r.pos < s.stable
+	s.mu.Unlock()
+	if more {
+		s.signal()
+	}
+}
+
+// pullChunks bounds the chunks one Pull hands over before leaving the
+// rest to the stream's goroutine: the caller is a connection's reader.
+const pullChunks = 16
+
 func (s *Stream) signal() {
 	select {
 	case s.wake <- struct{}{}:
@@ -724,12 +782,13 @@ func (s *Stream) run() {
 }
 
 // deliver hands each reader what it can take and says whether any has
-// more waiting.
+// more waiting. A reader a Pull is serving is left to it.
 func (s *Stream) deliver() (more bool) {
 	s.mu.Lock()
 	var due []*reader
 	for _, r := range s.readers {
-		if !r.blocked && r.pos < s.stable {
+		if !r.blocked && !r.busy && r.pos < s.stable {
+			r.busy = true
 			due = append(due, r)
 		}
 	}
@@ -739,54 +798,62 @@ func (s *Stream) deliver() (more bool) {
 		clear(s.cache[:]) // the readers are at the end: what they read goes
 	}
 	for _, r := range due {
-		if cr, ok := r.c.(ChunkReader); ok && len(r.buf) == 0 && r.filter == nil {
-			// A formed chunk goes from its file as it is, unread.
-			if read := s.readFormed(r, cr, stable); read != ChunkDeclined {
-				cr.RoundDone()
-				s.mu.Lock()
-				more = more || !r.blocked && r.pos < s.stable
-				s.mu.Unlock()
-				continue
-			}
-		}
-		if len(r.buf) == 0 {
-			if err := s.readAt(r, stable); err != nil {
-				if r.failedAt != r.pos+1 {
-					r.failedAt = r.pos + 1
-					s.cfg.Log.Error().Err(err).Str("queue", s.Name).Str("vhost", s.VHost).Uint64("offset", r.pos).
-						Msg("a stream reader cannot read on: the store refused")
-				}
-				continue // it waits; a write to the store would fail too
-			}
-		}
-		rd, isReader := r.c.(Reader)
+		ok := s.serve(r, stable)
 		s.mu.Lock()
-		if s.readers[r.c] == r {
-			for len(r.buf) > 0 {
-				e := r.buf[0]
-				var took bool
-				if r.filter != nil && !r.filter.Wants(e.m) {
-					took = true // passed over
-				} else if isReader {
-					took = rd.Read(e.offset, e.ts, e.m)
-				} else {
-					took = r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(forAMQP091(e.m), e.offset), Seq: e.offset}})
-				}
-				if !took {
-					r.blocked = true
-					break
-				}
-				r.buf = r.buf[1:] // shared with other readers (readAt): left as it is
-				r.pos = e.offset + 1
-			}
-			more = more || !r.blocked && r.pos < s.stable
-		}
+		r.busy = false
+		more = more || ok && !r.blocked && r.pos < s.stable
 		s.mu.Unlock()
-		if isReader {
-			rd.RoundDone()
-		}
 	}
 	return more
+}
+
+// serve hands r what it can take up to stable; r is busy. It returns
+// false when the store refused the read: r waits for the next append or
+// Kick rather than have run go round at once.
+func (s *Stream) serve(r *reader, stable uint64) bool {
+	if cr, ok := r.c.(ChunkReader); ok && len(r.buf) == 0 && r.filter == nil {
+		// A formed chunk goes from its file as it is, unread.
+		if read := s.readFormed(r, cr, stable); read != ChunkDeclined {
+			cr.RoundDone()
+			return true
+		}
+	}
+	if len(r.buf) == 0 {
+		if err := s.readAt(r, stable); err != nil {
+			if r.failedAt != r.pos+1 {
+				r.failedAt = r.pos + 1
+				s.cfg.Log.Error().Err(err).Str("queue", s.Name).Str("vhost", s.VHost).Uint64("offset", r.pos).
+					Msg("a stream reader cannot read on: the store refused")
+			}
+			return false // it waits; a write to the store would fail too
+		}
+	}
+	rd, isReader := r.c.(Reader)
+	s.mu.Lock()
+	if s.readers[r.c] == r {
+		for len(r.buf) > 0 {
+			e := r.buf[0]
+			var took bool
+			if r.filter != nil && !r.filter.Wants(e.m) {
+				took = true // passed over
+			} else if isReader {
+				took = rd.Read(e.offset, e.ts, e.m)
+			} else {
+				took = r.c.Deliver(queue.Delivery{Entry: queue.Entry{Msg: withOffset(forAMQP091(e.m), e.offset), Seq: e.offset}})
+			}
+			if !took {
+				r.blocked = true
+				break
+			}
+			r.buf = r.buf[1:] // shared with other readers (readAt): left as it is
+			r.pos = e.offset + 1
+		}
+	}
+	s.mu.Unlock()
+	if isReader {
+		rd.RoundDone()
+	}
+	return true
 }
 
 // readFormed offers cr the chunk holding r.pos (or the first after it)

@@ -268,8 +268,21 @@ func (c *Conn) read() error {
 			c.closeWith(code, err.Error())
 			return err
 		}
+		// A Credit's chunks are written by this goroutine once the
+		// frames read are served (outbound.hold); anything else first
+		// has them written, since it may wait (a publisher on its
+		// confirms).
+		if _, isCredit := cmd.(*stream.Credit); isCredit {
+			c.out.hold()
+		} else if c.out.held.Load() {
+			c.out.flush(c.nc)
+		}
 		if err := c.handle(cmd); err != nil {
+			c.out.flush(c.nc)
 			return err
+		}
+		if c.out.held.Load() && !c.r.FrameBuffered() {
+			c.out.flush(c.nc)
 		}
 	}
 }

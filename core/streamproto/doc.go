@@ -16,7 +16,14 @@
 // Each connection has a reader goroutine, which runs every command to
 // completion in arrival order, and a writer goroutine, which writes what
 // anything appended to the connection's outbound buffer (responses,
-// chunks, confirms gathered per publisher) and sends heartbeats.
+// chunks, confirms gathered per publisher) and sends heartbeats. The
+// chunks a Credit brings are the exception: the reader takes them from
+// the stream (stream.Pull) and writes them itself, as far as the socket
+// takes them without waiting, leaving the rest to the writer. A drain is
+// then one goroutine's work per chunk, as it is one process's in
+// RabbitMQ, not three goroutines handing it on; and the reader never
+// waits on the socket, so a client that writes before it reads cannot
+// stall it. One goroutine at a time writes (outbound.writing).
 //
 // # Publishing
 //

@@ -3,6 +3,7 @@ package streamproto
 import (
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -17,26 +18,34 @@ const writeTimeout = 30 * time.Second
 
 // outbound is a connection's frames waiting to be written, and the
 // confirms and publish errors gathered per publisher, which go as one
-// frame each however many messages they name. Anything may add to it;
-// the writer goroutine takes it all at once and writes it, in one
-// writev. A frame built whole elsewhere (a Deliver's chunk) is queued as
-// it is, not copied: segs holds it, and the small frames queued before
-// it, in order; buf holds the small frames after the last of segs. A
-// chunk sent from its file (sendFile) is in files, with the number of
-// segs that go before it: the writer sends it with sendfile, and lets go
-// of it once sent, or when the connection ends first.
+// frame each however many messages they name. Anything may add to it.
+// One goroutine at a time writes it (writing): the writer goroutine,
+// woken by what is added, or the connection's reader, which writes the
+// chunks a Credit brought itself (hold, flush) rather than wake the
+// writer for them. A write takes everything queued at once and writes it
+// in one writev. A frame built whole elsewhere (a Deliver's chunk) is
+// queued as it is, not copied: segs holds it, and the small frames
+// queued before it, in order; buf holds the small frames after the last
+// of segs. A chunk sent from its file (sendFile) is in files, with the
+// number of segs that go before it: it is sent with sendfile, and let go
+// of once sent, or when the connection ends first.
 type outbound struct {
 	mu       lockorder.Mutex[lockorder.StreamprotoOutbound]
 	segs     net.Buffers
 	files    []filePart
 	stopped  bool // the writer stopped: nothing more is sent
 	buf      []byte
+	spare    []byte // a small-frame buffer written before, for buf's next
 	confirms map[uint8][]uint64
 	errors   map[uint8][]stream.PublishingError
 	closing  bool // a Close was queued: nothing more is taken
-	wake     chan struct{}
-	gone     chan struct{} // closed when the writer stops
-	sent     atomic.Uint64 // bytes written
+	writing  bool // a goroutine is writing what it took
+	// held: the reader will flush what is queued (hold), so nothing wakes
+	// the writer meanwhile.
+	held atomic.Bool
+	wake chan struct{}
+	gone chan struct{} // closed when the writer stops
+	sent atomic.Uint64 // bytes written
 }
 
 func newOutbound() *outbound {
@@ -44,6 +53,9 @@ func newOutbound() *outbound {
 }
 
 func (o *outbound) signal() {
+	if o.held.Load() {
+		return // the reader flushes it (flush takes it after held is cleared)
+	}
 	select {
 	case o.wake <- struct{}{}:
 	default:
@@ -79,10 +91,12 @@ func (o *outbound) sendFrame(head []byte, parts [][]byte) {
 	o.signal()
 }
 
-// filePart is a chunk to send from its file after the first at segs.
+// filePart is a chunk to send from its file after the first at segs;
+// the first done bytes of it went (a flush the socket stopped).
 type filePart struct {
-	at int
-	fc *streams.Formed
+	at   int
+	done int
+	fc   *streams.Formed
 }
 
 // sendFile queues a frame whose body is a formed chunk in its file (a
@@ -126,7 +140,7 @@ func (o *outbound) sendClose(c *stream.Close) {
 		o.closing = true
 	}
 	o.mu.Unlock()
-	o.signal()
+	o.wakeWriter()
 }
 
 // confirm queues a publisher's confirm of a publishing id.
@@ -145,20 +159,31 @@ func (o *outbound) fail(publisher uint8, id uint64, code stream.ResponseCode) {
 	o.signal()
 }
 
-// take returns everything queued, as buffers to write in order, the last
-// of them small (the small frames, in spare's place: a buffer written
-// before, no longer referenced, which becomes the next buffer); with
-// nothing queued it returns nil and keeps spare out of it.
-func (o *outbound) take(spare []byte) (net.Buffers, []filePart, []byte) {
+// wakeWriter wakes the writer goroutine, held or not.
+func (o *outbound) wakeWriter() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take claims the socket and returns everything queued, as buffers to
+// write in order, the last of them small (the small frames, in spare's
+// place) when there are any, the small frames' buffer, and the chunks to
+// send from files among them. It returns ok false, taking nothing, when
+// nothing is queued or another goroutine is writing; a taker calls
+// release once it wrote.
+func (o *outbound) take() (segs net.Buffers, files []filePart, small []byte, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(o.segs) == 0 && len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
-		return nil, nil, nil
+	if o.writing || len(o.segs) == 0 && len(o.buf) == 0 && len(o.confirms) == 0 && len(o.errors) == 0 {
+		return nil, nil, nil, false
 	}
-	segs, files := o.segs, o.files
+	o.writing = true
+	segs, files = o.segs, o.files
 	o.segs, o.files = nil, nil
 	out := o.buf
-	o.buf = spare[:0]
+	o.buf, o.spare = o.spare[:0], nil
 	for id, ids := range o.confirms {
 		out = stream.AppendFrame(out, &stream.PublishConfirm{PublisherID: id, PublishingIDs: ids})
 		delete(o.confirms, id)
@@ -170,11 +195,93 @@ func (o *outbound) take(spare []byte) (net.Buffers, []filePart, []byte) {
 	if len(out) > 0 {
 		segs = append(segs, out)
 	}
-	return segs, files, out
+	return segs, files, out, true
 }
 
-// writeOut writes segs, with files among them where they go; it lets go
-// of every file, sent or not.
+// release ends a take's write. rest and restFiles are what the socket
+// did not take (a flush that would have waited), put back before
+// anything queued since (or let go of, the writer having stopped); small
+// is the take's small-frame buffer, kept for the next when all went. The
+// writer is woken when anything is left.
+func (o *outbound) release(rest net.Buffers, restFiles []filePart, small []byte) {
+	o.mu.Lock()
+	o.writing = false
+	if o.stopped {
+		o.mu.Unlock()
+		release(restFiles)
+		return
+	}
+	if len(rest) > 0 || len(restFiles) > 0 {
+		for i := range o.files {
+			o.files[i].at += len(rest)
+		}
+		o.segs = append(rest, o.segs...)
+		o.files = append(restFiles, o.files...)
+	} else if cap(small) <= 1<<20 {
+		o.spare = small
+	}
+	more := len(o.segs) > 0 || len(o.buf) > 0 || len(o.confirms) > 0 || len(o.errors) > 0
+	o.mu.Unlock()
+	if more {
+		o.wakeWriter()
+	}
+}
+
+// hold has what is queued from now on wait for the reader's flush: the
+// reader holds the outbound while it serves a Credit, whose chunks it
+// then writes itself.
+func (o *outbound) hold() { o.held.Store(true) }
+
+// flush ends a hold: the reader writes what is queued, as far as the
+// socket takes it without waiting (sendfile_linux.go's writeNow), and
+// leaves the rest to the writer. A reader that waited on the socket
+// would stop reading, and a client that writes before it reads would
+// then wait on it: so it never waits.
+func (o *outbound) flush(nc net.Conn) {
+	o.held.Store(false)
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		o.wakeWriter()
+		return
+	}
+	o.mu.Lock()
+	closing := o.closing || o.stopped
+	o.mu.Unlock()
+	if closing {
+		o.wakeWriter()
+		return
+	}
+	segs, files, small, ok := o.take()
+	if !ok {
+		return // nothing queued, or the writer is writing and will look again
+	}
+	n, rest, restFiles, err := writeNow(tc, segs, files)
+	if errors.Is(err, os.ErrDeadlineExceeded) && n == 0 {
+		// The writer's last deadline passed since: it bounds the writer's
+		// waits, and this one does not wait.
+		_ = tc.SetWriteDeadline(time.Time{})
+		n, rest, restFiles, err = writeNow(tc, rest, restFiles)
+	}
+	o.sent.Add(uint64(n))
+	if err != nil {
+		// The writer meets the same error and ends the connection.
+		release(restFiles)
+		o.release(nil, nil, nil)
+		nc.Close()
+		return
+	}
+	o.release(rest, restFiles, small)
+}
+
+// release lets go of files not sent.
+func release(files []filePart) {
+	for _, f := range files {
+		f.fc.Release()
+	}
+}
+
+// writeOut writes segs, with files among them where they go, waiting on
+// the socket; it lets go of every file, sent or not.
 func writeOut(nc net.Conn, segs net.Buffers, files []filePart) (int64, error) {
 	var n int64
 	var err error
@@ -189,7 +296,7 @@ func writeOut(nc net.Conn, segs net.Buffers, files []filePart) (int64, error) {
 		prev = f.at
 		if err == nil {
 			var k int
-			k, err = sendChunkFile(nc, f.fc)
+			k, err = sendChunkFile(nc, f.fc, f.done)
 			n += int64(k)
 		}
 		f.fc.Release()
@@ -204,12 +311,13 @@ func writeOut(nc net.Conn, segs net.Buffers, files []filePart) (int64, error) {
 	return n, err
 }
 
-// sendChunkFile sends fc: with sendfile from its file to a TCP socket,
-// else (TLS, or a file with no descriptor) read and written.
-func sendChunkFile(nc net.Conn, fc *streams.Formed) (int, error) {
+// sendChunkFile sends fc from its byte from: with sendfile from its file
+// to a TCP socket, else (TLS, or a file with no descriptor) read and
+// written.
+func sendChunkFile(nc net.Conn, fc *streams.Formed, from int) (int, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if fd, off, ok := fc.Fd(); ok {
-			if n, err := sendfile(tc, fd, off, fc.Len); n > 0 || !errors.Is(err, errors.ErrUnsupported) {
+			if n, err := sendfile(tc, fd, off+int64(from), fc.Len-from); n > 0 || !errors.Is(err, errors.ErrUnsupported) {
 				return n, err
 			}
 		}
@@ -218,7 +326,7 @@ func sendChunkFile(nc net.Conn, fc *streams.Formed) (int, error) {
 	if err := fc.ReadAt(b); err != nil {
 		return 0, err
 	}
-	return nc.Write(b)
+	return nc.Write(b[from:])
 }
 
 // write runs the writer: it writes what is queued when woken, a
@@ -227,14 +335,14 @@ func sendChunkFile(nc net.Conn, fc *streams.Formed) (int, error) {
 func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-chan struct{}) {
 	defer close(o.gone)
 	defer o.stop()
-	var spare []byte
 	var tick <-chan time.Time
-	wrote := false
+	var sentAtTick uint64
 	for {
 		select {
 		case <-done:
-			// Write what is left (a Close, say) before going.
-			if bufs, files, _ := o.take(spare); len(bufs) > 0 {
+			// Write what is left (a Close, say) before going. The reader
+			// has ended: nothing else writes.
+			if bufs, files, _, ok := o.take(); ok {
 				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 				_, _ = writeOut(nc, bufs, files)
 			}
@@ -247,37 +355,36 @@ func (o *outbound) write(nc net.Conn, heartbeat <-chan time.Duration, done <-cha
 			}
 			continue
 		case <-tick:
-			if !wrote {
+			// Quiet since the last tick (whoever wrote): a heartbeat.
+			if sent := o.sent.Load(); sent == sentAtTick {
 				o.send(&stream.Heartbeat{})
+				o.wakeWriter()
+			} else {
+				sentAtTick = sent
 			}
-			wrote = false
 			continue
 		case <-o.wake:
 		}
-		bufs, files, b := o.take(spare)
-		if len(bufs) == 0 {
+		bufs, files, small, ok := o.take()
+		if !ok {
 			continue
 		}
 		_ = nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		n, err := writeOut(nc, bufs, files)
 		o.sent.Add(uint64(n))
 		if err != nil {
+			o.release(nil, nil, nil)
 			nc.Close()
 			return
 		}
-		wrote = true
 		o.mu.Lock()
 		closing := o.closing && len(o.buf) == 0 && len(o.segs) == 0 && len(o.files) == 0
 		o.mu.Unlock()
+		o.release(nil, nil, small)
 		if closing {
 			// The Close went: give the client a moment to answer, then
 			// hang up (the reader ends on the closed socket).
 			time.AfterFunc(time.Second, func() { nc.Close() })
-		}
-		if cap(b) <= 1<<20 {
-			spare = b
-		} else {
-			spare = nil
 		}
 	}
 }

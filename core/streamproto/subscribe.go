@@ -184,15 +184,16 @@ func (s *subscription) deliverHead() stream.Deliver {
 	return head
 }
 
-// addCredit grants more chunks and has the stream go on if it waited.
+// addCredit grants more chunks and, if the stream waited, has it go on:
+// the chunks the credit brings are sent from this goroutine (Pull).
 func (s *subscription) addCredit(n uint16) {
 	s.mu.Lock()
 	s.credit += int(n)
-	kick := s.refused
+	pull := s.refused
 	s.refused = false
 	s.mu.Unlock()
-	if kick {
-		s.log.Kick()
+	if pull {
+		s.log.Pull(s)
 	}
 }
 

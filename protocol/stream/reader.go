@@ -77,6 +77,16 @@ func (r *FrameReader) ReadFrame() ([]byte, error) {
 // should flush first.
 func (r *FrameReader) Buffered() int { return r.w - r.r }
 
+// FrameBuffered says whether a whole frame is buffered: the next
+// ReadFrame returns without reading from the stream. When it is false a
+// server flushes what it owes before reading on.
+func (r *FrameReader) FrameBuffered() bool {
+	if r.w-r.r < sizePrefix {
+		return false
+	}
+	return uint64(r.w-r.r) >= sizePrefix+uint64(binary.BigEndian.Uint32(r.buf[r.r:]))
+}
+
 // maxEmptyReads bounds how often a Read may return nothing before the
 // reader gives up, as bufio does, so a broken io.Reader cannot spin us.
 const maxEmptyReads = 100

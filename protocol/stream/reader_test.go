@@ -97,3 +97,38 @@ func TestFrameReaderEOF(t *testing.T) {
 		t.Fatalf("empty stream: %v", err)
 	}
 }
+
+// TestFrameReaderFrameBuffered: a frame counts as buffered only whole,
+// its size prefix included.
+func TestFrameReaderFrameBuffered(t *testing.T) {
+	two := AppendFrame(AppendFrame(nil, &Credit{SubscriptionID: 1, Credit: 1}), &Credit{SubscriptionID: 1, Credit: 2})
+	r := NewFrameReader(bytes.NewReader(two), DefaultFrameMax)
+	if r.FrameBuffered() {
+		t.Fatal("nothing read yet, and a frame buffered")
+	}
+	if _, err := r.ReadFrame(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.FrameBuffered() {
+		t.Fatal("the second frame came with the first, and is not buffered")
+	}
+	if _, err := r.ReadFrame(); err != nil {
+		t.Fatal(err)
+	}
+	if r.FrameBuffered() {
+		t.Fatal("both frames read, and a frame buffered")
+	}
+
+	// The first frame and part of the second's size prefix, then part of
+	// its body: buffered bytes, but not a frame.
+	first := len(two) / 2
+	for _, cut := range []int{first + 2, first + 6} {
+		r = NewFrameReader(io.MultiReader(bytes.NewReader(two[:cut]), bytes.NewReader(two[cut:])), DefaultFrameMax)
+		if _, err := r.ReadFrame(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Buffered() == 0 || r.FrameBuffered() {
+			t.Fatalf("cut at %d: %d bytes buffered, a frame buffered %v", cut, r.Buffered(), r.FrameBuffered())
+		}
+	}
+}
