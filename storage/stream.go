@@ -55,11 +55,16 @@ const (
 
 	// maxChunkBytes and maxChunkMessages bound a chunk: a larger write is
 	// split, so that a reader never reads more than this at once.
-	// maxFormedMessages bounds a chunk stored with its form (StreamForm),
-	// which its readers take whole.
-	maxChunkBytes     = 1 << 20
-	maxChunkMessages  = 4096
-	maxFormedMessages = 256
+	maxChunkBytes    = 1 << 20
+	maxChunkMessages = 4096
+)
+
+// FormedMessages is the most messages of a chunk stored with its form
+// (StreamForm), which its readers take whole, unless the writer asks for
+// more (PutStreamChunkOf); MaxFormedMessages is the most it can ask for.
+const (
+	FormedMessages    = 256
+	MaxFormedMessages = maxChunkMessages
 )
 
 // chunkIndex is a chunk's index record (0x05).
@@ -132,10 +137,17 @@ type Segment struct {
 // are read until then, and must not change.
 //
 // With form, when recs share their exchange, routing key and flags, each
-// chunk of at most maxFormedMessages is stored in the form form makes of
+// chunk of at most FormedMessages is stored in the form form makes of
 // it, which StreamChunk returns with its messages (streamlog.go).
 func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm) {
-	t.s.streams.placeChunks(sid, newSegment, recs, form, func(p *pendingChunk, first uint64, index []byte) {
+	t.PutStreamChunkOf(sid, newSegment, recs, form, FormedMessages)
+}
+
+// PutStreamChunkOf is PutStreamChunk with formed chunks of at most
+// formed messages (1 to MaxFormedMessages; maxChunkBytes still bounds
+// them).
+func (t *Txn) PutStreamChunkOf(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, formed int) {
+	t.s.streams.placeChunks(sid, newSegment, recs, form, min(max(formed, 1), MaxFormedMessages), func(p *pendingChunk, first uint64, index []byte) {
 		t.chunks = append(t.chunks, p)
 		op := t.b.SetDeferred(streamKeyLen, len(index))
 		putStreamKey(op.Key, sid, streamChunk, first)
@@ -146,14 +158,14 @@ func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, f
 
 // placeChunks splits recs into chunks (PutStreamChunk), places each in its
 // file and hands it to put with its first offset and index record.
-func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, put func(p *pendingChunk, first uint64, index []byte)) {
+func (l *streamLogs) placeChunks(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, formed int, put func(p *pendingChunk, first uint64, index []byte)) {
 	var index [formedIndexLen]byte
 	if form != nil && !uniform(recs) {
 		form = nil
 	}
 	most := maxChunkMessages
 	if form != nil {
-		most = maxFormedMessages
+		most = formed
 	}
 	for len(recs) > 0 {
 		first := recs[0].Offset

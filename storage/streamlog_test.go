@@ -341,7 +341,7 @@ func formedForm(t *testing.T, s *Store, sid, from uint64) []byte {
 }
 
 // Formed chunks: a write is stored in chunks of at most
-// maxFormedMessages, each in its form, which StreamChunk returns beside
+// FormedMessages, each in its form, which StreamChunk returns beside
 // the messages; the messages read back whole (properties, exchange,
 // routing key, flags, timestamps) from any offset, after a reopen too.
 // Records that do not share their routing key, or that the form declines,
@@ -418,6 +418,24 @@ func TestStreamFormedChunks(t *testing.T) {
 		if form := formedForm(t, s, sid, from); len(got) != 10 || form != nil {
 			t.Fatalf("the chunk of %d: %d messages, form %q; want 10 and none", from, len(got), form)
 		}
+	}
+
+	// A writer asking for larger formed chunks gets them, up to what
+	// maxChunkBytes allows.
+	larger := streamRecords(620, 1220)
+	for i := range larger {
+		larger[i].Msg.Flags, larger[i].Msg.Exchange = 1, "x"
+	}
+	tx = s.Begin()
+	tx.PutStreamChunkOf(sid, false, larger, testForm, 512)
+	commit(t, tx)
+	for _, at := range []struct{ from, first, n uint64 }{{620, 620, 512}, {1200, 1132, 88}} {
+		fc, ok, err := s.StreamFormed(sid, at.from)
+		must(t, err)
+		if !ok || fc.First != at.first || uint64(fc.Count) != at.n {
+			t.Fatalf("PutStreamChunkOf 512, the formed chunk of %d: %v %+v, want %d from %d", at.from, ok, fc, at.n, at.first)
+		}
+		fc.Release()
 	}
 
 	// A byte of a formed chunk's form damaged: refused, naming the file.

@@ -74,7 +74,7 @@ func (s *Store) rewriteStream(sid uint64) error {
 		if len(recs) == 0 || werr != nil {
 			return
 		}
-		s.streams.placeChunks(sid, starts[recs[0].Offset], recs, nil, func(p *pendingChunk, first uint64, index []byte) {
+		s.streams.placeChunks(sid, starts[recs[0].Offset], recs, nil, FormedMessages, func(p *pendingChunk, first uint64, index []byte) {
 			if err := s.streams.write([]*pendingChunk{p}); err != nil && werr == nil {
 				werr = err
 			}

@@ -26,6 +26,23 @@ func testForm(dst []byte, recs []storage.StreamRecord, bodies []int) ([]byte, bo
 	return dst, true
 }
 
+// openFormed opens stream 1 of a store in memory with testForm; both
+// close when the test ends.
+func openFormed(t *testing.T) (*Stream, *storage.Store) {
+	t.Helper()
+	st := openStore(t, vfs.NewMem())
+	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st, Form: testForm})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		st.Close()
+	})
+	return s, st
+}
+
 // chunkSink is a ChunkReader with a credit of chunks (or Read rounds),
 // which logs what it takes; declining, it takes messages one by one.
 type chunkSink struct {
@@ -100,13 +117,7 @@ func (k *chunkSink) lines() []string {
 // waits for a Kick; declining, it reads the messages one by one, as a
 // stream without a Form offers them.
 func TestStreamChunkReaders(t *testing.T) {
-	st := openStore(t, vfs.NewMem())
-	defer st.Close()
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st, Form: testForm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, st := openFormed(t)
 	var as []Append
 	var wg sync.WaitGroup
 	var ms []*message.Message
@@ -175,13 +186,7 @@ func TestStreamChunkReaders(t *testing.T) {
 // once, in order, whichever goroutine served it (run with -race: the
 // reader's place is one goroutine's at a time).
 func TestStreamPullRacesDelivery(t *testing.T) {
-	st := openStore(t, vfs.NewMem())
-	defer st.Close()
-	s, err := Open(Config{Name: "s", VHost: "/", ID: 1, Store: st, Form: testForm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openFormed(t)
 	const batches, batch = 40, 50
 	k := &chunkSink{}
 	if err := s.Consume(k, Offset{Kind: First}, nil); err != nil {
@@ -239,5 +244,60 @@ func TestStreamPullRacesDelivery(t *testing.T) {
 			t.Fatalf("took %q after offset %d; all: %v", l, next, k.lines())
 		}
 		next = last + 1
+	}
+}
+
+// The formed-chunk limit doubles after a write cut at it and halves
+// after one of under half of it, within storage's bounds.
+func TestFormedLimit(t *testing.T) {
+	for _, c := range []struct{ limit, wrote, want int }{
+		{256, 1, 256},      // at the floor
+		{256, 256, 256},    // filled, not cut
+		{256, 257, 512},    // cut: doubles
+		{512, 300, 512},    // over half: kept
+		{512, 255, 256},    // under half: halves
+		{1024, 10, 512},    // one step at a time
+		{4096, 9000, 4096}, // at the ceiling
+		{2048, 5000, 4096},
+	} {
+		if got := formedLimit(c.limit, c.wrote); got != c.want {
+			t.Errorf("formedLimit(%d, %d) = %d, want %d", c.limit, c.wrote, got, c.want)
+		}
+	}
+}
+
+// Under sustained writes a stream's formed chunks grow, and shrink back
+// when the writes do: a quiet stream's first batch of 500 is cut at 256
+// (a credit's chunk stays small), the next write of 600 goes in chunks of
+// up to 512, a small write shrinks the limit again, one step.
+func TestStreamFormedChunksGrowWithWrites(t *testing.T) {
+	s, _ := openFormed(t)
+	n := 0
+	write := func(count int) {
+		t.Helper()
+		var ms []*message.Message
+		for range count {
+			ms = append(ms, message.NewAMQP10("s", "", []byte(fmt.Sprint("m", n))))
+			n++
+		}
+		done := make(chan error, 1)
+		s.AppendAll([]Append{{Msgs: ms, Done: func(err error) { done <- err }}})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, count := range []int{500, 600, 100, 400} {
+		write(count)
+	}
+	k := &chunkSink{credit: 100}
+	if err := s.Consume(k, Offset{Kind: First}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// 500 at 256: 256 and 244, the limit 512; 600: 512 and 88, 1024;
+	// 100: 100, 512; 400: 400, 512.
+	want := "[chunk 0 0 255 chunk 256 256 499 chunk 500 500 1011 chunk 1012 1012 1099 chunk 1100 1100 1199 chunk 1200 1200 1599]"
+	waitFor(t, "every chunk", func() bool { return len(k.lines()) == 6 })
+	if got := fmt.Sprint(k.lines()); got != want {
+		t.Fatalf("chunks %s, want %s", got, want)
 	}
 }

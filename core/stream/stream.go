@@ -29,6 +29,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -83,6 +84,7 @@ type Stream struct {
 	lastChunk uint64            // the first offset of the last batch written
 	pending   []pending         // appended, not written yet
 	writing   bool
+	formed    int   // the most messages of the next write's formed chunks (formedLimit); the writer's
 	failed    error // the store refused a write: nothing more is taken
 	readers   map[queue.Consumer]*reader
 	deleted   bool
@@ -336,7 +338,7 @@ func (s *Stream) write() {
 		}
 		tx := s.cfg.Store.Begin()
 		first, placed := uint64(0), 0
-		c := chunk{form: s.cfg.Form}
+		c := chunk{form: s.cfg.Form, formed: s.formed}
 		for _, p := range batch {
 			if p.m == nil {
 				continue
@@ -351,6 +353,7 @@ func (s *Stream) write() {
 			}
 		}
 		s.placed(tx, &c)
+		s.formed = formedLimit(cmp.Or(s.formed, storage.FormedMessages), placed)
 		s.mu.Unlock()
 
 		err := tx.CommitWait()
@@ -379,16 +382,41 @@ type chunk struct {
 	newSegment bool               // recs[0] starts a segment
 	last       uint64             // the first offset of the chunk put last
 	form       storage.StreamForm // Config.Form
+	formed     int                // the most messages of a formed chunk; 0: storage.FormedMessages
 }
 
-// chunkRecords is the most records of a chunk as clients see one: a
-// credit brings at most that many (a Deliver), and the offset
-// specification last and the stream stats' last_chunk_id name the start
-// of the last such chunk, near the end however large the write that made
-// it. A stored chunk is as large as its write, since a reader takes a
-// chunk's records from any offset in it: what the clients see is the
-// stored chunk cut every chunkRecords from its start (lastChunkOf).
+// chunkRecords is the most records of a chunk as the offset
+// specification last and the stream stats' last_chunk_id count them:
+// they name the start of the last such chunk, near the end however large
+// the write that made it. A stored chunk is as large as its write (a
+// formed chunk as formedLimit allows), since a reader takes a chunk's
+// records from any offset in it: what they name is the stored chunk cut
+// every chunkRecords from its start (lastChunkOf). A reader sent a
+// formed chunk whole from inside it skips the records before its
+// offset, as clients do with RabbitMQ's chunks.
 const chunkRecords = 256
+
+// formedLimit is the most messages of a formed chunk a stream's next
+// write makes, given the last limit and how many messages that write
+// held. As RabbitMQ's stream writer (a gen_batch_server) grows its
+// batches while ingress is high and shrinks them as it falls, the limit
+// doubles after a write that had to be cut at it, up to
+// storage.MaxFormedMessages, and halves after one of less than half of
+// it, down to storage.FormedMessages: under sustained load a credit
+// brings larger chunks, fewer of them (one Deliver, one sendfile, one
+// credit each), while a quiet stream's first large batch is still cut at
+// storage.FormedMessages (the Go client's Manual Credit Strategy spec
+// drains one credit's chunk of a 500-message batch, at 10 ms a message,
+// within 3 s).
+func formedLimit(limit, wrote int) int {
+	switch {
+	case wrote > limit:
+		return min(2*limit, storage.MaxFormedMessages)
+	case 2*wrote < limit:
+		return max(limit/2, storage.FormedMessages)
+	}
+	return limit
+}
 
 // lastChunkOf is the start of the last chunk clients see of a stored
 // chunk that starts at start and ends before end.
@@ -402,7 +430,7 @@ func lastChunkOf(start, end uint64) uint64 {
 // put puts c's messages into tx and empties it.
 func (c *chunk) put(tx *storage.Txn, sid uint64) {
 	if len(c.recs) > 0 {
-		tx.PutStreamChunk(sid, c.newSegment, c.recs, c.form)
+		tx.PutStreamChunkOf(sid, c.newSegment, c.recs, c.form, cmp.Or(c.formed, storage.FormedMessages))
 		c.last = c.recs[0].Offset
 	}
 	c.recs, c.newSegment = c.recs[:0], false

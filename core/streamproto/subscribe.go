@@ -12,11 +12,13 @@ import (
 	"github.com/warrenmq/warren/protocol/stream"
 )
 
-// maxChunkRecords bounds the records of one chunk Warren sends (one
-// credit's worth). The stream reads a stored chunk whole, which holds a
-// write's messages, up to 4,096; clients count on a credit bringing a
-// few hundred at most (the Go client's "Manual Credit Strategy" spec
-// drains one credit's chunk at 10 ms a message within 3 s).
+// maxChunkRecords bounds the records of one chunk Warren builds from
+// messages read one by one (one credit's worth). The stream reads a
+// stored chunk whole, which holds a write's messages, up to 4,096;
+// clients count on a credit bringing a few hundred at most when nothing
+// is busy (the Go client's "Manual Credit Strategy" spec drains one
+// credit's chunk at 10 ms a message within 3 s). A formed chunk is sent
+// as stored, as large as core/stream's formedLimit let it grow.
 const maxChunkRecords = 256
 
 // subscription is one Subscribe: a stream.Reader of the stream's log on
