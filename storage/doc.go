@@ -475,7 +475,9 @@
 // length, first offset) and the messages, each with its timestamp; or,
 // for a formed chunk (format 6), the form its readers take whole (the
 // stream protocol's chunk, made by the writer: StreamForm), then what
-// the form does not hold of the messages. See streamlog.go for the
+// the form does not hold of the messages; a formed chunk holds at most
+// FormedMessages, or as many as its writer asks for up to
+// MaxFormedMessages (PutStreamChunkOf). See streamlog.go for the
 // layouts and the steps; the invariants are the body log's:
 //
 //   - A chunk is written before its index record is applied, and fsynced
