@@ -140,14 +140,17 @@ type Segment struct {
 // chunk of at most FormedMessages is stored in the form form makes of
 // it, which StreamChunk returns with its messages (streamlog.go).
 func (t *Txn) PutStreamChunk(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm) {
-	t.PutStreamChunkOf(sid, newSegment, recs, form, FormedMessages)
+	t.PutStreamChunkOf(sid, newSegment, recs, form, 0)
 }
 
 // PutStreamChunkOf is PutStreamChunk with formed chunks of at most
-// formed messages (1 to MaxFormedMessages; maxChunkBytes still bounds
-// them).
+// formed messages (up to MaxFormedMessages; maxChunkBytes still bounds
+// them); 0 or less is FormedMessages.
 func (t *Txn) PutStreamChunkOf(sid uint64, newSegment bool, recs []StreamRecord, form StreamForm, formed int) {
-	t.s.streams.placeChunks(sid, newSegment, recs, form, min(max(formed, 1), MaxFormedMessages), func(p *pendingChunk, first uint64, index []byte) {
+	if formed <= 0 {
+		formed = FormedMessages
+	}
+	t.s.streams.placeChunks(sid, newSegment, recs, form, min(formed, MaxFormedMessages), func(p *pendingChunk, first uint64, index []byte) {
 		t.chunks = append(t.chunks, p)
 		op := t.b.SetDeferred(streamKeyLen, len(index))
 		putStreamKey(op.Key, sid, streamChunk, first)

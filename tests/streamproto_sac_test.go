@@ -53,13 +53,7 @@ func TestStreamProtocolSingleActiveConsumer(t *testing.T) {
 	s := startWarren(t)
 	env := streamEnv(t, s)
 	name := streamName(t, s, "sac")
-	if err := env.DeclareStream(name, nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := env.NewProducer(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := declaredProducer(t, env, name)
 	sendConfirmed(t, p, "a", 10)
 
 	var updates sacUpdates
@@ -70,6 +64,7 @@ func TestStreamProtocolSingleActiveConsumer(t *testing.T) {
 		if i == 1 {
 			from = stream.OffsetSpecification{}.Offset(5) // where it takes over
 		}
+		var err error
 		consumers[i], err = env.NewConsumer(name, got[i].handle, stream.NewConsumerOptions().
 			SetConsumerName("group").SetManualCommit().
 			SetSingleActiveConsumer(stream.NewSingleActiveConsumer(updates.update(fmt.Sprint("c", i), from))))

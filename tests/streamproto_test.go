@@ -133,6 +133,20 @@ func streamEnv(t testing.TB, s *server) *stream.Environment {
 	return env
 }
 
+// declaredProducer declares the stream name through env and returns a
+// producer of it.
+func declaredProducer(t testing.TB, env *stream.Environment, name string) *stream.Producer {
+	t.Helper()
+	if err := env.DeclareStream(name, nil); err != nil {
+		t.Fatalf("declare %s: %v", name, err)
+	}
+	p, err := env.NewProducer(name, nil)
+	if err != nil {
+		t.Fatalf("producer of %s: %v", name, err)
+	}
+	return p
+}
+
 // collector gathers a stream consumer's messages with their offsets.
 type collector struct {
 	mu       sync.Mutex
@@ -486,13 +500,7 @@ func TestStreamProtocolProducerHearsOfDeletion(t *testing.T) {
 	s := startStreams(t)
 	env := streamEnv(t, s)
 	name := streamName(t, s, "deleted")
-	if err := env.DeclareStream(name, nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := env.NewProducer(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := declaredProducer(t, env, name)
 	closed := p.NotifyClose()
 	_, ch := channel(t, s)
 	if _, err := ch.QueueDelete(name, false, false, false); err != nil {
@@ -909,13 +917,7 @@ func TestStreamProtocolConsumersShareChunks(t *testing.T) {
 	s := startWarren(t)
 	env := streamEnv(t, s)
 	name := streamName(t, s, "share")
-	if err := env.DeclareStream(name, nil); err != nil {
-		t.Fatalf("declare: %v", err)
-	}
-	p, err := env.NewProducer(name, nil)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
+	p := declaredProducer(t, env, name)
 	const n = 3000
 	sendConfirmed(t, p, "m", n)
 	cs := make([]*collector, 3)
@@ -975,25 +977,22 @@ func TestStreamProtocolTuneAnsweredWithTune(t *testing.T) {
 // reader writes a Credit's chunks itself only as far as the socket takes
 // them without waiting, and leaves the rest (a chunk cut mid-file, the
 // frames queued after it) to the writer. The client's receive buffer is
-// small and it asks for 16 MB at once, so the socket fills.
+// small and it asks for 16 MB at once, so the socket fills. (Not smaller
+// than a few segments: on loopback a segment is 64 KB, and a receive
+// buffer under one never advertises a window update, leaving the sender
+// to TCP's backed-off zero-window probes: seconds a chunk.)
 func TestStreamProtocolSlowReaderGetsEveryChunk(t *testing.T) {
 	s := startStreams(t)
 	env := streamEnv(t, s)
 	name := streamName(t, s, "slow-reader")
-	if err := env.DeclareStream(name, nil); err != nil {
-		t.Fatalf("declare: %v", err)
-	}
-	p, err := env.NewProducer(name, nil)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
+	p := declaredProducer(t, env, name)
 	const n = 4000
 	pad := strings.Repeat("x", 4000)
 	body := func(i int) string { return fmt.Sprintf("m-%06d-%s", i, pad) }
 	sendConfirmedBodies(t, p, n, func(i int) []byte { return []byte(body(i)) })
 
 	c := dialStream(t, s)
-	if err := c.nc.(*net.TCPConn).SetReadBuffer(16 << 10); err != nil {
+	if err := c.nc.(*net.TCPConn).SetReadBuffer(256 << 10); err != nil {
 		t.Fatal(err)
 	}
 	if code := c.call(&wire.Subscribe{SubscriptionID: 1, Stream: name, Offset: wire.OffsetSpec{Type: wire.OffsetFirst}, Credit: 1}); code != wire.CodeOK {

@@ -103,13 +103,7 @@ func TestStreamProtocolOverTLS(t *testing.T) {
 	}
 	defer env.Close()
 	name := uniq(t, "tls")
-	if err := env.DeclareStream(name, nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := env.NewProducer(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := declaredProducer(t, env, name)
 	defer p.Close()
 	sendConfirmed(t, p, "tls", 10)
 	got := readStreamBodies(t, env, name, 10)

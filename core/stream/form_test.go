@@ -2,9 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -41,6 +43,19 @@ func openFormed(t *testing.T) (*Stream, *storage.Store) {
 		st.Close()
 	})
 	return s, st
+}
+
+// appendWait appends ms as one write and waits until it is stored, for
+// at most 10 s.
+func appendWait(s *Stream, ms []*message.Message) error {
+	done := make(chan error, 1)
+	s.AppendAll([]Append{{Msgs: ms, Done: func(err error) { done <- err }}})
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		return errors.New("the append was not stored within 10 s")
+	}
 }
 
 // chunkSink is a ChunkReader with a credit of chunks (or Read rounds),
@@ -202,9 +217,7 @@ func TestStreamPullRacesDelivery(t *testing.T) {
 			for i := range batch {
 				ms = append(ms, message.NewAMQP10("s", "", []byte(fmt.Sprint("m", b*batch+i))))
 			}
-			done := make(chan error, 1)
-			s.AppendAll([]Append{{Msgs: ms, Done: func(err error) { done <- err }}})
-			if err := <-done; err != nil {
+			if err := appendWait(s, ms); err != nil {
 				t.Error(err)
 				return
 			}
@@ -280,9 +293,7 @@ func TestStreamFormedChunksGrowWithWrites(t *testing.T) {
 			ms = append(ms, message.NewAMQP10("s", "", []byte(fmt.Sprint("m", n))))
 			n++
 		}
-		done := make(chan error, 1)
-		s.AppendAll([]Append{{Msgs: ms, Done: func(err error) { done <- err }}})
-		if err := <-done; err != nil {
+		if err := appendWait(s, ms); err != nil {
 			t.Fatal(err)
 		}
 	}

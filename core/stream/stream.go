@@ -29,7 +29,6 @@
 package stream
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -199,7 +198,7 @@ func Open(cfg Config) (*Stream, error) {
 		return nil, fmt.Errorf("stream %q in vhost %q: %w", cfg.Name, cfg.VHost, err)
 	}
 	s := &Stream{Name: cfg.Name, VHost: cfg.VHost, cfg: cfg, segments: segs, readers: map[queue.Consumer]*reader{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		formed: storage.FormedMessages, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if n := len(segs); n > 0 {
 		s.next = segs[n-1].Last + 1
 		s.stable, s.lastChunk = s.next, segs[n-1].Last
@@ -353,7 +352,7 @@ func (s *Stream) write() {
 			}
 		}
 		s.placed(tx, &c)
-		s.formed = formedLimit(cmp.Or(s.formed, storage.FormedMessages), placed)
+		s.formed = formedLimit(s.formed, placed)
 		s.mu.Unlock()
 
 		err := tx.CommitWait()
@@ -382,7 +381,7 @@ type chunk struct {
 	newSegment bool               // recs[0] starts a segment
 	last       uint64             // the first offset of the chunk put last
 	form       storage.StreamForm // Config.Form
-	formed     int                // the most messages of a formed chunk; 0: storage.FormedMessages
+	formed     int                // the most messages of a formed chunk (0: storage's default)
 }
 
 // chunkRecords is the most records of a chunk as the offset
@@ -430,7 +429,7 @@ func lastChunkOf(start, end uint64) uint64 {
 // put puts c's messages into tx and empties it.
 func (c *chunk) put(tx *storage.Txn, sid uint64) {
 	if len(c.recs) > 0 {
-		tx.PutStreamChunkOf(sid, c.newSegment, c.recs, c.form, cmp.Or(c.formed, storage.FormedMessages))
+		tx.PutStreamChunkOf(sid, c.newSegment, c.recs, c.form, c.formed)
 		c.last = c.recs[0].Offset
 	}
 	c.recs, c.newSegment = c.recs[:0], false

@@ -127,9 +127,7 @@ func (o *outbound) stop() {
 	files := o.files
 	o.files = nil
 	o.mu.Unlock()
-	for _, f := range files {
-		f.fc.Release()
-	}
+	release(files)
 }
 
 // sendClose queues a Close as the last frame.
