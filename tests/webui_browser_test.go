@@ -192,6 +192,15 @@ func waitVisible(css string) chromedp.Action[chromedp.Void] {
 }
 func click(css string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(css)) }
 
+// clickFound clicks css in the page's own script, found and clicked in
+// one step, once it is there: for an element a refresh may replace
+// between chromedp's query and its click ("Could not find node with
+// given id").
+func clickFound(css string) chromedp.Action[chromedp.Void] {
+	b, _ := json.Marshal(css)
+	return pollJS(fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) return false; el.click(); return true; })()`, b))
+}
+
 // setValue sets a field's value as a script would, with a change event;
 // chromedp.SetValue refuses an empty value.
 func setValue(css, v string) chromedp.Action[chromedp.Void] {

@@ -707,8 +707,8 @@ func (f *uiFixture) plugin(t *testing.T) {
 		t.Errorf("disabling a plugin in use shows %q, want the API's refusal", m)
 	}
 	f.br.do(t, "forced disable",
-		click(`#plugins-force`),
-		click(`#plugin-disable-consistent-hash`),
+		clickFound(`#plugins-force`),
+		clickFound(`#plugin-disable-consistent-hash`),
 		waitVisible(`#plugin-consistent-hash[data-enabled="false"]`),
 		waitVisible(`#plugins-msg[data-kind="ok"]`),
 	)
