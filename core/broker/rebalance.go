@@ -17,7 +17,8 @@ import (
 // running that leads fewest, until none leads more than its share or no
 // member can take one. The leaders move by Raft's leadership transfer,
 // one request per queue; Rebalance then waits, up to ctx's deadline, for
-// the groups to report their new leaders, and counts them.
+// the groups to report their new leaders, asking again where a transfer
+// did not happen, and counts them.
 
 // RebalanceRow is one node's count of leaders after a rebalance.
 type RebalanceRow struct {
@@ -153,9 +154,18 @@ func (b *Broker) ledQueues(types []string, vp, qp *regexp.Regexp) []ledQueue {
 	return out
 }
 
+// reaskLeader is how long a moved queue may keep its old leader before
+// the transfer is asked again: Raft drops a transfer silently (a message
+// lost, a follower that knew no leader, a transferee that did not catch
+// up within an election timeout), and rabbitmq-queues rebalance is
+// expected to end balanced when every member is running.
+const reaskLeader = time.Second
+
 // awaitLeaders waits, until ctx is done, for the moved queues' groups to
-// report their new leaders.
+// report their new leaders, asking again for those that have not moved
+// after reaskLeader.
 func (b *Broker) awaitLeaders(ctx context.Context, moved []ledQueue) {
+	asked := time.Now()
 	for len(moved) > 0 {
 		moved = slices.DeleteFunc(moved, func(q ledQueue) bool {
 			v, ok := b.VHost(q.vhost)
@@ -171,6 +181,17 @@ func (b *Broker) awaitLeaders(ctx context.Context, moved []ledQueue) {
 		})
 		if len(moved) == 0 {
 			return
+		}
+		if time.Since(asked) >= reaskLeader {
+			asked = time.Now()
+			for _, q := range moved {
+				if v, ok := b.VHost(q.vhost); ok {
+					if err := v.LeadQueue(q.name, q.leader); err != nil {
+						b.log.Debug().Err(err).Str("vhost", q.vhost).Str("queue", q.name).Str("to", q.leader).
+							Msg("rebalance: asking again for the queue's leader to move")
+					}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
