@@ -20,27 +20,63 @@ import (
 // one is acked.
 func publishAllConfirmed(t *testing.T, nd *clusterNode, queue, prefix string, n int) {
 	t.Helper()
+	publishPadded(t, nd, queue, prefix, 0, n, 0)
+}
+
+// publishPastSnapshots publishes 6,000 confirmed messages that take a
+// stream's members past a snapshot and past the entries kept behind it
+// (core/cluster's keepEntries, 64), however the members batch appends
+// into entries: the first 100 one at a time, each waited for (an entry
+// each), then the rest, of 2 KiB, 12 MiB in all, past the bytes after
+// which a member snapshots (core/stream's snapshotBytes, 8 MiB).
+func publishPastSnapshots(t *testing.T, nd *clusterNode, queue, prefix string) {
+	t.Helper()
+	conn, ch := nd.dial(t)
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		c, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, false, false, amqp.Publishing{Body: fmt.Appendf(nil, "%s-%d", prefix, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Wait() {
+			t.Fatalf("publish %d of %s was nacked", i, prefix)
+		}
+	}
+	conn.Close()
+	publishPadded(t, nd, queue, prefix, 100, 6000, 2<<10)
+}
+
+// publishPadded is publishAllConfirmed of the messages from to n, with
+// bodies padded with dots to size bytes.
+func publishPadded(t *testing.T, nd *clusterNode, queue, prefix string, from, n, size int) {
+	t.Helper()
 	conn, ch := nd.dial(t)
 	defer conn.Close()
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, n))
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, n-from))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i := range n {
-		if err := ch.PublishWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: fmt.Appendf(nil, "%s-%d", prefix, i)}); err != nil {
+	for i := from; i < n; i++ {
+		body := fmt.Appendf(nil, "%s-%d", prefix, i)
+		for len(body) < size {
+			body = append(body, '.')
+		}
+		if err := ch.PublishWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: body}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := range n {
+	for i := from; i < n; i++ {
 		select {
 		case c := <-confirms:
 			if !c.Ack {
 				t.Fatalf("publish %d of %s was nacked", i, prefix)
 			}
 		case <-ctx.Done():
-			t.Fatalf("%d of %d confirms", i, n)
+			t.Fatalf("%d of %d confirms", i-from, n-from)
 		}
 	}
 }
@@ -121,7 +157,7 @@ func TestClusterStream(t *testing.T) {
 	// n2 misses enough that the others' logs let its entries go: back,
 	// it takes a snapshot and copies what it lacks.
 	n2.stop(syscall.SIGKILL)
-	publishAllConfirmed(t, n1, "events", "c", 6000)
+	publishPastSnapshots(t, n1, "events", "c")
 	n2.restart(t)
 	all := readStream(t, n1, "events", 6600)
 	sameLog(t, "n1 and n2 after n2's restart", all, readStream(t, n2, "events", 6600))
@@ -253,7 +289,7 @@ func TestClusterStreamReplicaCopiesPastOneFetch(t *testing.T) {
 		}
 	}
 	n2.stop(syscall.SIGKILL)
-	publishAllConfirmed(t, n1, "big-first", "small", 6000)
+	publishPastSnapshots(t, n1, "big-first", "small")
 	n2.restart(t)
 	want := readStream(t, n1, "big-first", big+6000)
 	sameLog(t, "n1 and n2 after n2's restart", want, readStream(t, n2, "big-first", big+6000))

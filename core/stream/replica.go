@@ -17,8 +17,10 @@ import (
 // (cluster.GroupMachine) and the group its Log.
 //
 //   - Append proposes the message (with its timestamp, so every replica
-//     stores the same) and confirms it once the entry is committed, that
-//     is on a majority's disk, and applied here.
+//     stores the same), with whatever else was appended while the last
+//     entries were in flight, and confirms it once the entry is
+//     committed, that is on a majority's disk, and applied here. Every
+//     replica stores an entry's messages in the same chunks.
 //   - Every replica applies every entry the same way: the same offsets,
 //     the same segments. What Apply stores is not synced: the entry stays
 //     in the group's log, in the same store, until a snapshot (written
@@ -62,8 +64,8 @@ const fetchBytes = 4 << 20
 // (the segment records), so they only bound how long the log grows, and
 // the messages it holds twice; the bytes keep the log's entries within
 // the store's memtable (32 MiB at most), so that the log's compaction
-// deletes them before a flush writes them out: a batched Publish frame
-// makes entries of a hundred messages.
+// deletes them before a flush writes them out: under load an entry
+// carries up to proposalBytes of appends.
 const (
 	snapshotEvery = 4096
 	snapshotBytes = 8 << 20
@@ -83,28 +85,94 @@ func (s *Stream) SetReplica(log Log, fetch Fetch) {
 	}
 }
 
-// propose is AppendFrom for a replica: the resend is recognised where the
-// entry is applied, by every replica alike.
-func (s *Stream) propose(ms []*message.Message, w Writer, done func(error)) {
-	var entry []byte
-	if w.Name == "" && len(ms) == 1 {
-		entry = encodeAppend(s.cfg.Now().UnixMilli(), ms[0])
-	} else {
-		entry = encodeAppendFrom(s.cfg.Now().UnixMilli(), w, ms)
-	}
-	s.log.Propose(entry, func(_ uint64, err error) { done(err) })
+// A replica's appends are proposed a batch at a time, as the one-node
+// writer writes them: at most proposalsInFlight entries are in flight,
+// and the next carries every append queued meanwhile, up to
+// proposalBytes. A chunk is one entry's messages, so under load the
+// replicas' chunks grow as the one-node writer's do, and a consumer
+// reading a replica pays the per-chunk cost every few hundred messages,
+// not every Publish frame. Appends are proposed in the order they were
+// queued: one goroutine at a time proposes (proposing), so the group
+// takes them, and applies them, in that order.
+const (
+	proposalsInFlight = 2
+	proposalBytes     = 1 << 20 // the group's MaxSizePerMsg
+)
+
+// queueProposal queues appends for the group and proposes what the window
+// allows. It is AppendBatchFrom and AppendAll for a replica: a resend is
+// recognised where the entry is applied, by every replica alike.
+func (s *Stream) queueProposal(as ...Append) {
+	s.mu.Lock()
+	s.proposals = append(s.proposals, as...)
+	s.mu.Unlock()
+	s.proposeQueued()
 }
 
-// proposeAll is AppendAll for a replica: one entry carries every append,
-// so a batch costs the group one entry, one apply and one chunk rather
-// than one of each per publishing id.
-func (s *Stream) proposeAll(as []Append) {
-	entry := encodeAppendBatch(s.cfg.Now().UnixMilli(), as)
-	s.log.Propose(entry, func(_ uint64, err error) {
-		for _, a := range as {
-			a.Done(err)
+// proposeQueued proposes queued appends while fewer than
+// proposalsInFlight entries are in flight; it returns at once if another
+// goroutine is proposing, which then proposes these too.
+func (s *Stream) proposeQueued() {
+	s.mu.Lock()
+	if s.proposing {
+		s.mu.Unlock()
+		return
+	}
+	s.proposing = true
+	for {
+		batch := s.nextProposal()
+		if batch == nil {
+			s.proposing = false
+			s.mu.Unlock()
+			return
 		}
-	})
+		s.mu.Unlock()
+		// done may run before Propose returns (a stopped group): it
+		// then finds proposing set and leaves the rest to this loop.
+		s.log.Propose(encodeAppends(s.cfg.Now().UnixMilli(), batch), func(_ uint64, err error) {
+			for _, a := range batch {
+				a.Done(err)
+			}
+			s.mu.Lock()
+			s.inFlight--
+			s.mu.Unlock()
+			s.proposeQueued()
+		})
+		s.mu.Lock()
+	}
+}
+
+// nextProposal takes the queued appends of the next entry, and counts it
+// in flight, if the window allows one; mu is held.
+func (s *Stream) nextProposal() []Append {
+	if len(s.proposals) == 0 || s.inFlight >= proposalsInFlight {
+		return nil
+	}
+	n, size := 1, partSize(s.proposals[0].Writer, s.proposals[0].Msgs)
+	for ; n < len(s.proposals); n++ {
+		if size += partSize(s.proposals[n].Writer, s.proposals[n].Msgs); size > proposalBytes {
+			break
+		}
+	}
+	batch := slices.Clone(s.proposals[:n])
+	clear(s.proposals[:n])
+	if s.proposals = s.proposals[n:]; len(s.proposals) == 0 {
+		s.proposals = s.proposals[:0:0]
+	}
+	s.inFlight++
+	return batch
+}
+
+// encodeAppends is the log entry of appends: the smallest kind that
+// carries them.
+func encodeAppends(ts int64, as []Append) []byte {
+	switch {
+	case len(as) == 1 && as[0].Writer.Name == "" && len(as[0].Msgs) == 1:
+		return encodeAppend(ts, as[0].Msgs[0])
+	case len(as) == 1:
+		return encodeAppendFrom(ts, as[0].Writer, as[0].Msgs)
+	}
+	return encodeAppendBatch(ts, as)
 }
 
 // The kinds (and versions) of log entry, and the versions of a snapshot:

@@ -246,3 +246,109 @@ func TestAppendEntryRoundTrip(t *testing.T) {
 		t.Fatal("a malformed entry decoded")
 	}
 }
+
+// heldGroup is a group that commits nothing until the test answers:
+// proposals wait, in order, for answer.
+type heldGroup struct {
+	mu      sync.Mutex
+	entries [][]byte
+	dones   []func(uint64, error)
+	applied int
+	s       *Stream
+}
+
+func (g *heldGroup) Propose(entry []byte, done func(uint64, error)) {
+	g.mu.Lock()
+	g.entries, g.dones = append(g.entries, entry), append(g.dones, done)
+	g.mu.Unlock()
+}
+
+func (g *heldGroup) proposed() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.entries)
+}
+
+// answer commits and applies the oldest proposal not answered yet.
+func (g *heldGroup) answer(t *testing.T) logEntry {
+	t.Helper()
+	g.mu.Lock()
+	i := g.applied
+	g.applied++
+	entry, done := g.entries[i], g.dones[i]
+	g.mu.Unlock()
+	e, err := decodeEntry(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done(uint64(i+1), g.s.Apply(uint64(i+1), entry))
+	return e
+}
+
+// messagesIn counts an entry's messages.
+func messagesIn(e logEntry) (n int) {
+	for _, p := range e.parts {
+		n += len(p.ms)
+	}
+	return n
+}
+
+// A replica's appends queued while two entries are in flight go to the
+// group as one entry once one of the two is answered, in the order they
+// were queued, up to proposalBytes an entry; each append's done runs
+// once its entry is applied.
+func TestReplicaProposesWhatQueuedWhileInFlight(t *testing.T) {
+	s, _ := openFormed(t)
+	g := &heldGroup{s: s}
+	s.SetReplica(g, nil)
+	var confirmed atomic.Int32
+	appendOne := func(i int, w Writer, size int) {
+		body := fmt.Sprint("m", i)
+		if size > len(body) {
+			body += string(make([]byte, size-len(body)))
+		}
+		m, err := message.New("", "s", 0, nil, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.AppendFrom(m, w, func(err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			confirmed.Add(1)
+		})
+	}
+	appendOne(0, Writer{}, 0)
+	appendOne(1, Writer{}, 0)
+	if g.proposed() != proposalsInFlight {
+		t.Fatalf("%d entries proposed, want %d", g.proposed(), proposalsInFlight)
+	}
+	for i := 2; i < 10; i++ {
+		appendOne(i, Writer{Name: "p", Seq: uint64(i)}, 0)
+	}
+	// Four bodies of 400 KB: two fit an entry.
+	for i := 10; i < 14; i++ {
+		appendOne(i, Writer{Name: "p", Seq: uint64(i)}, 400<<10)
+	}
+	if g.proposed() != 2 || confirmed.Load() != 0 {
+		t.Fatalf("%d entries proposed, %d confirmed, before an answer", g.proposed(), confirmed.Load())
+	}
+	if e := g.answer(t); messagesIn(e) != 1 || confirmed.Load() != 1 {
+		t.Fatalf("the first entry held %d messages, %d confirmed", messagesIn(e), confirmed.Load())
+	}
+	var sizes []int
+	for g.applied < g.proposed() {
+		sizes = append(sizes, messagesIn(g.answer(t)))
+	}
+	// The second entry (m1), then m2..m11 (m10 and m11 of 400 KB: m12
+	// would pass 1 MiB), then m12 and m13.
+	if fmt.Sprint(sizes) != "[1 10 2]" || confirmed.Load() != 14 {
+		t.Fatalf("entries of %v messages, %d confirmed", sizes, confirmed.Load())
+	}
+	got := readAll(t, s, 14)
+	for i, b := range got {
+		if want := fmt.Sprintf("m%d", i); len(b) <= len(want) || b[:len(want)] != want || b[len(want)] >= '0' && b[len(want)] <= '9' {
+			t.Fatalf("message %d is %.10q, want %s…", i, b, want)
+		}
+	}
+}

@@ -106,6 +106,12 @@ type Stream struct {
 	appliedBytes     int
 	holeFrom, holeTo uint64
 	filling          bool
+	// proposals are appends queued for the group, inFlight the entries
+	// proposed and not yet answered, proposing whether a goroutine is
+	// proposing (queueProposal).
+	proposals []Append
+	inFlight  int
+	proposing bool
 	// cache is the chunks run's goroutine read last, shared by the readers
 	// at the same place (chunkAt); cacheNext the one replaced next.
 	cache     [chunkCache][]entry
@@ -249,7 +255,7 @@ func (s *Stream) AppendBatchFrom(ms []*message.Message, w Writer, done func(erro
 	}
 	if s.log != nil {
 		s.mu.Unlock()
-		s.propose(ms, w, done)
+		s.queueProposal(Append{Msgs: ms, Writer: w, Done: done})
 		return
 	}
 	ts := s.cfg.Now().UnixMilli()
@@ -287,7 +293,8 @@ type Append struct {
 
 // AppendAll is AppendBatchFrom for several appends at once (a
 // stream-protocol Publish frame's): each is stored, or dropped as a
-// resend, in order. A replica proposes them as one log entry.
+// resend, in order. A replica proposes them in one log entry, with any
+// others queued meanwhile (queueProposal).
 func (s *Stream) AppendAll(as []Append) {
 	s.mu.Lock()
 	err, replicated := s.refusing(), s.log != nil
@@ -297,8 +304,8 @@ func (s *Stream) AppendAll(as []Append) {
 		for _, a := range as {
 			a.Done(err)
 		}
-	case replicated && len(as) > 1:
-		s.proposeAll(as)
+	case replicated:
+		s.queueProposal(as...)
 	default:
 		for _, a := range as {
 			s.AppendBatchFrom(a.Msgs, a.Writer, a.Done)
