@@ -19,8 +19,10 @@ import (
 //   - Append proposes the message (with its timestamp, so every replica
 //     stores the same), with whatever else was appended while the last
 //     entries were in flight, and confirms it once the entry is
-//     committed, that is on a majority's disk, and applied here. Every
-//     replica stores an entry's messages in the same chunks.
+//     committed, that is on a majority's disk, and applied here. A
+//     replica stores an entry's messages as the one-node writer stores
+//     a write's, its formed chunks growing with the entries
+//     (formedLimit); chunks are each replica's own, offsets the same.
 //   - Every replica applies every entry the same way: the same offsets,
 //     the same segments. What Apply stores is not synced: the entry stays
 //     in the group's log, in the same store, until a snapshot (written
@@ -413,7 +415,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 		// is dropped: every replica has taken the same sequences, so
 		// each drops it alike.
 		first := s.next
-		c := chunk{form: s.cfg.Form}
+		c := chunk{form: s.cfg.Form, formed: s.formed}
 		for _, p := range e.parts {
 			if s.resend(p.writer) {
 				continue
@@ -428,6 +430,7 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 			}
 		}
 		s.placed(tx, &c)
+		s.formed = formedLimit(s.formed, int(s.next-first))
 		if s.next > first {
 			s.lastChunk = lastChunkOf(c.last, s.next)
 			s.settle()

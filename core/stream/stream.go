@@ -83,7 +83,7 @@ type Stream struct {
 	lastChunk uint64            // the first offset of the last batch written
 	pending   []pending         // appended, not written yet
 	writing   bool
-	formed    int   // the most messages of the next write's formed chunks (formedLimit); the writer's
+	formed    int   // the most messages of the next write's formed chunks (formedLimit); the writer's (a replica's: the applier's)
 	failed    error // the store refused a write: nothing more is taken
 	readers   map[queue.Consumer]*reader
 	deleted   bool
