@@ -361,15 +361,21 @@ func AppendMessage(b []byte, m *Message) []byte {
 	return b
 }
 
+// MessageLen is the length of m's encoding, as AppendMessage writes it.
+func MessageLen(m *Message) int { return messageLen(m) }
+
 // DecodeMessage decodes what AppendMessage wrote, all of b; m's fields
 // alias b.
 func DecodeMessage(b []byte) (*Message, error) {
 	m := new(Message)
-	if err := decodeMessage(b, m); err != nil {
+	if err := DecodeMessageInto(b, m); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
+
+// DecodeMessageInto is DecodeMessage into m.
+func DecodeMessageInto(b []byte, m *Message) error { return decodeMessage(b, m) }
 
 // DeleteStream deletes everything a stream stored; its files go once the
 // Txn is synced.

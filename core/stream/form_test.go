@@ -282,9 +282,20 @@ func TestFormedLimit(t *testing.T) {
 // Under sustained writes a stream's formed chunks grow, and shrink back
 // when the writes do: a quiet stream's first batch of 500 is cut at 256
 // (a credit's chunk stays small), the next write of 600 goes in chunks of
-// up to 512, a small write shrinks the limit again, one step.
+// up to 512, a small write shrinks the limit again, one step. A replica
+// does the same with the entries it applies.
 func TestStreamFormedChunksGrowWithWrites(t *testing.T) {
-	s, _ := openFormed(t)
+	t.Run("one node", func(t *testing.T) {
+		s, _ := openFormed(t)
+		checkFormedChunksGrow(t, s)
+	})
+	t.Run("replica", func(t *testing.T) {
+		g, _ := newReplicas(t, 1, Config{Form: testForm})
+		checkFormedChunksGrow(t, g.replicas[0])
+	})
+}
+
+func checkFormedChunksGrow(t *testing.T, s *Stream) {
 	n := 0
 	write := func(count int) {
 		t.Helper()

@@ -135,8 +135,12 @@ func (s *Stream) proposeQueued() {
 			for _, a := range batch {
 				a.Done(err)
 			}
+			clear(batch)
 			s.mu.Lock()
 			s.inFlight--
+			if cap(batch) > cap(s.spareProposals) {
+				s.spareProposals = batch[:0]
+			}
 			s.mu.Unlock()
 			s.proposeQueued()
 		})
@@ -156,10 +160,16 @@ func (s *Stream) nextProposal() []Append {
 			break
 		}
 	}
-	batch := slices.Clone(s.proposals[:n])
-	clear(s.proposals[:n])
-	if s.proposals = s.proposals[n:]; len(s.proposals) == 0 {
-		s.proposals = s.proposals[:0:0]
+	var batch []Append
+	if n == len(s.proposals) {
+		// All of them, the common case: the queue's array goes with
+		// them, and the spare one an answered batch left takes its
+		// place.
+		batch, s.proposals, s.spareProposals = s.proposals, s.spareProposals, nil
+	} else {
+		batch = slices.Clone(s.proposals[:n])
+		s.proposals = s.proposals[:copy(s.proposals, s.proposals[n:])]
+		clear(s.proposals[len(s.proposals) : len(s.proposals)+n])
 	}
 	s.inFlight++
 	return batch
@@ -194,11 +204,11 @@ const (
 
 // encodeAppend is an append entry: kind, timestamp, then the message.
 func encodeAppend(ts int64, m *message.Message) []byte {
-	sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
-	b := make([]byte, 9, 9+64+len(m.Props)+len(m.Body))
+	sm := storedForm(m)
+	b := make([]byte, 9, 9+storage.MessageLen(sm))
 	b[0] = entryAppend
 	binary.BigEndian.PutUint64(b[1:], uint64(ts))
-	return storage.AppendMessage(b, &sm)
+	return storage.AppendMessage(b, sm)
 }
 
 // encodeAppendFrom is an append entry of a publisher's messages under one
@@ -216,7 +226,7 @@ func encodeAppendFrom(ts int64, w Writer, ms []*message.Message) []byte {
 // count (uvarint), then each append as entryAppendFrom carries its one
 // after the timestamp.
 func encodeAppendBatch(ts int64, as []Append) []byte {
-	size := 9 + binary.MaxVarintLen64
+	size := 9 + uvarintLen(len(as))
 	for _, a := range as {
 		size += partSize(a.Writer, a.Msgs)
 	}
@@ -230,13 +240,24 @@ func encodeAppendBatch(ts int64, as []Append) []byte {
 	return b
 }
 
-// partSize bounds appendPart's length.
+// partSize is appendPart's length.
 func partSize(w Writer, ms []*message.Message) int {
-	size := 2*binary.MaxVarintLen64 + len(w.Name) + 8
+	size := uvarintLen(len(w.Name)) + len(w.Name) + 8 + uvarintLen(len(ms))
 	for _, m := range ms {
-		size += binary.MaxVarintLen64 + 64 + len(m.Exchange) + len(m.RoutingKey) + len(m.Props) + len(m.Body)
+		n := storage.MessageLen(storedForm(m))
+		size += uvarintLen(n) + n
 	}
 	return size
+}
+
+// storedForm is m as a log entry carries it.
+func storedForm(m *message.Message) *storage.Message {
+	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
+}
+
+func uvarintLen(n int) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], uint64(n))
 }
 
 // appendPart appends a publisher's messages under one sequence: the
@@ -246,11 +267,10 @@ func appendPart(b []byte, w Writer, ms []*message.Message) []byte {
 	b = appendName(b, w.Name)
 	b = binary.BigEndian.AppendUint64(b, w.Seq)
 	b = binary.AppendUvarint(b, uint64(len(ms)))
-	var one []byte
 	for _, m := range ms {
-		sm := storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
-		one = storage.AppendMessage(one[:0], &sm)
-		b = append(binary.AppendUvarint(b, uint64(len(one))), one...)
+		sm := storedForm(m)
+		b = binary.AppendUvarint(b, uint64(storage.MessageLen(sm)))
+		b = storage.AppendMessage(b, sm)
 	}
 	return b
 }
@@ -291,7 +311,7 @@ type logEntry struct {
 // part is one append of an entry: messages under a publisher's sequence.
 type part struct {
 	writer Writer
-	ms     []*storage.Message // their fields alias the entry
+	ms     []storage.Message // their fields alias the entry
 }
 
 // decodeEntry reads any log entry.
@@ -308,9 +328,8 @@ func decodeEntry(b []byte) (logEntry, error) {
 		e.ts = int64(binary.BigEndian.Uint64(b[1:]))
 		rest := b[9:]
 		if e.kind == entryAppend {
-			m, err := storage.DecodeMessage(rest)
-			e.parts = []part{{ms: []*storage.Message{m}}}
-			return e, err
+			e.parts = []part{{ms: make([]storage.Message, 1)}}
+			return e, storage.DecodeMessageInto(rest, &e.parts[0].ms[0])
 		}
 		parts := uint64(1)
 		if e.kind == entryAppendBatch {
@@ -356,16 +375,18 @@ func readPart(b []byte) (part, []byte, error) {
 	if k <= 0 || count > uint64(len(rest)) {
 		return part{}, nil, errBadEntry
 	}
+	// One array of the part's messages; a message takes 6 bytes at
+	// least, which bounds it whatever count says.
+	p.ms = make([]storage.Message, min(count, uint64(len(rest)/6)))[:0]
 	for range count {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || n > uint64(len(rest)-k) {
 			return part{}, nil, errBadEntry
 		}
-		m, err := storage.DecodeMessage(rest[k : k+int(n)])
-		if err != nil {
+		p.ms = append(p.ms, storage.Message{})
+		if err := storage.DecodeMessageInto(rest[k:k+int(n)], &p.ms[len(p.ms)-1]); err != nil {
 			return part{}, nil, err
 		}
-		p.ms = append(p.ms, m)
 		rest = rest[k+int(n):]
 	}
 	return p, rest, nil
@@ -381,7 +402,7 @@ func decodeAppend(b []byte) (int64, *storage.Message, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return e.ts, e.parts[0].ms[0], nil
+	return e.ts, &e.parts[0].ms[0], nil
 }
 
 // Apply stores the entry committed at index (cluster.GroupMachine).
@@ -420,8 +441,8 @@ func (s *Stream) Apply(index uint64, cmd []byte) error {
 			if s.resend(p.writer) {
 				continue
 			}
-			for _, m := range p.ms {
-				s.place(tx, &c, s.next, e.ts, m)
+			for i := range p.ms {
+				s.place(tx, &c, s.next, e.ts, &p.ms[i])
 				s.next++
 			}
 			if p.writer.Name != "" {

@@ -108,10 +108,12 @@ type Stream struct {
 	filling          bool
 	// proposals are appends queued for the group, inFlight the entries
 	// proposed and not yet answered, proposing whether a goroutine is
-	// proposing (queueProposal).
-	proposals []Append
-	inFlight  int
-	proposing bool
+	// proposing (queueProposal); spareProposals is an answered batch's
+	// array, empty, for the queue to take next.
+	proposals      []Append
+	spareProposals []Append
+	inFlight       int
+	proposing      bool
 	// cache is the chunks run's goroutine read last, shared by the readers
 	// at the same place (chunkAt); cacheNext the one replaced next.
 	cache     [chunkCache][]entry
