@@ -268,6 +268,7 @@ type Group struct {
 	cache     *entryCache // cfg.Log is it
 	rn        *raft.RawNode
 	applied   uint64
+	tail      appliedTail // the sizes of the last entries applied
 	snapIndex uint64
 	conf      *raftpb.ConfState
 	lead      uint64
@@ -1436,6 +1437,7 @@ func (g *Group) ready(rd raft.Ready) error {
 		}
 		g.apply(e)
 		g.applied = e.GetIndex()
+		g.tail.note(e.GetIndex(), len(e.GetData()))
 	}
 	lead, term := g.lead, g.term
 	if ss := rd.SoftState; ss != nil {
@@ -1601,19 +1603,58 @@ func (g *Group) snapshot() error {
 // is keeping up has still to get (a busy group's followers may be
 // hundreds behind), up to lagKept of them: a snapshot costs a follower
 // more than the entries do (a stream's replica copies the messages it
-// lacks).
+// lacks). The few are keepEntries, or fewer when they would pass
+// keepBytes: a stream's entries carry up to 1 MiB of messages each, and
+// 64 of them outlived the store's memtable, to be flushed and compacted
+// away for nothing.
 const (
 	keepEntries = 64
+	keepBytes   = 4 << 20
 	lagKept     = 16384
 )
+
+// appliedTail is the indexes and sizes of the last keepEntries entries
+// applied, oldest first; the loop's.
+type appliedTail struct {
+	index []uint64
+	size  []int
+}
+
+func (t *appliedTail) note(index uint64, size int) {
+	if len(t.index) == keepEntries {
+		copy(t.index, t.index[1:])
+		copy(t.size, t.size[1:])
+		t.index, t.size = t.index[:keepEntries-1], t.size[:keepEntries-1]
+	}
+	t.index, t.size = append(t.index, index), append(t.size, size)
+}
+
+// keptFrom is the first of the last entries applied that keepBytes
+// holds, 0 when it holds them all.
+func (t *appliedTail) keptFrom() uint64 {
+	bytes := 0
+	for i := len(t.index) - 1; i >= 0; i-- {
+		if bytes += t.size[i]; bytes > keepBytes {
+			return t.index[i] + 1
+		}
+	}
+	return 0
+}
 
 // compactTo is the index the log may be compacted to after a snapshot
 // at applied (0: none); the loop's.
 func (g *Group) compactTo() uint64 {
-	if g.applied <= keepEntries {
+	from := g.tail.keptFrom()
+	if g.applied <= keepEntries && from == 0 {
 		return 0
 	}
-	to := g.applied - keepEntries
+	to := uint64(0)
+	if g.applied > keepEntries {
+		to = g.applied - keepEntries
+	}
+	if from > to+1 {
+		to = from - 1
+	}
 	if g.rn.BasicStatus().RaftState != raft.StateLeader {
 		return to
 	}
