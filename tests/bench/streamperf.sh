@@ -20,6 +20,25 @@ build_perf() {
 # ticks is the CPU ticks the processes pids have used.
 ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
 
+# settle_disk starts every run from the same state of the machine's
+# memory: nothing left to write back, and no page freed recently. On this
+# VM a page of the page cache costs about 9 us of kernel CPU per KiB the
+# first time it is written, unless it reuses memory freed in the last few
+# seconds (after that the host has it back): dd writing 3 GiB took 27 s
+# of system time, 3.3 s right after 3 GiB were deleted, 31 s again 30 s
+# after. A run that happened to start just after files were deleted (the
+# last script's work directory, the caches dropped) wrote its streams at
+# a fraction of the cost, so whichever broker and scenario came first
+# looked up to twice as cheap. So: write back, drop the clean cache, and
+# wait SETTLE seconds (45 by default; 0 skips it all) for the host to take
+# the freed pages back.
+settle_disk() {
+	[ "${SETTLE:-45}" != 0 ] || return 0
+	sync
+	echo 1 >/proc/sys/vm/drop_caches
+	sleep "${SETTLE:-45}"
+}
+
 # perf_run runs perfTest for DURATION seconds, one publisher in batches of
 # 100, against the broker on localhost:port, and prints the rates it
 # reports with the CPU of pids per message published:
@@ -30,6 +49,7 @@ perf_run() {
 	shift 6
 	local stream="bench-$broker-$scenario-$RANDOM" hz t0 t1 line pub conf cons lat cpu
 	hz=$(getconf CLK_TCK)
+	settle_disk
 	t0=$(ticks "$@")
 	line=$("$work/perf" --uris "rabbitmq-stream://guest:guest@localhost:$port/" --streams "$stream" \
 		--publishers 1 --consumers "$consumers" --batch-size 100 --fixed-body "$body" --rate "$rate" --time "$DURATION" \

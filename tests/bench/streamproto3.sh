@@ -13,7 +13,8 @@
 #   DURATION=20 tests/bench/streamproto3.sh      (as root)
 #
 # SCENARIOS as in streamproto.sh ("name,consumers,body"); ONLY=warren
-# leaves RabbitMQ out, for trying a change.
+# leaves RabbitMQ out, for trying a change; PROFILE=DIR writes each Warren
+# node's CPU profile of the whole run to DIR/wN.pprof.
 #
 # Warren: AMQP 5701..5703, stream 5721..5723, cluster 5711..5713.
 # RabbitMQ: AMQP 5681..5683, stream 5591..5593, nodes s1..s3@localhost.
@@ -62,7 +63,9 @@ for i in 1 2 3; do
 	[ "$i" -gt 1 ] && seeds='"127.0.0.1:5711"'
 	printf '[admin]\nlisten = ""\n[stream]\nlisten = ["127.0.0.1:572%s"]\n[cluster]\nnode_name = "w%s"\nlisten = "127.0.0.1:571%s"\nseeds = [%s]\nsecret = "a secret of sixteen+"\n' \
 		"$i" "$i" "$i" "$seeds" >"$d/broker.toml"
-	"$work/warren" -config "$d/broker.toml" -listen "127.0.0.1:570$i" -data "$d/data" >"$d/log" 2>&1 &
+	profile=()
+	[ -z "${PROFILE:-}" ] || profile=(-cpuprofile "$PROFILE/w$i.pprof")
+	"$work/warren" -config "$d/broker.toml" -listen "127.0.0.1:570$i" -data "$d/data" "${profile[@]}" >"$d/log" 2>&1 &
 	echo $! >"$d/pid"
 	wait_port "572$i" || { echo "warren w$i did not start" >&2; tail "$d/log" >&2; exit 1; }
 done
