@@ -481,13 +481,27 @@ func (w *raftWrite) commit() error {
 	return nil
 }
 
+// set puts m's encoding under key in the write's batch and returns its
+// length. m is encoded straight into the batch: a stream's entries carry up to a
+// MiB of messages, which proto.Marshal would allocate, zero and copy once
+// more on their way in.
 func (w *raftWrite) set(key []byte, m proto.Message) (int, error) {
-	v, err := proto.Marshal(m)
+	size := proto.Size(m)
+	op := w.t.b.SetDeferred(len(key), size)
+	copy(op.Key, key)
+	v, err := proto.MarshalOptions{}.MarshalAppend(op.Value[:0], m)
+	if err == nil && (len(v) != size || size > 0 && &v[0] != &op.Value[0]) {
+		err = fmt.Errorf("encoded %d bytes, sized %d", len(v), size)
+	}
 	if err != nil {
+		// The batch holds the key with a value never written: the
+		// caller aborts the write, which drops the batch.
 		return 0, fmt.Errorf("storage: raft group %d: %w", w.l.group, err)
 	}
-	w.t.b.Set(key, v, nil)
-	return len(v), nil
+	if err := op.Finish(); err != nil {
+		return 0, fmt.Errorf("storage: raft group %d: %w", w.l.group, err)
+	}
+	return size, nil
 }
 
 // setDummy writes the dummy entry at index: only its index and term, as

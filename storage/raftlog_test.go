@@ -682,26 +682,32 @@ func TestRaftLogConcurrentReads(t *testing.T) {
 }
 
 // BenchmarkRaftLogSave is one Ready's persistence on the real disk: one
-// entry of 200 bytes and the hard state, fsynced before Save returns.
+// entry of 200 bytes (a quorum queue's) or 1 MiB (a busy stream's) and
+// the hard state, fsynced before Save returns.
 func BenchmarkRaftLogSave(b *testing.B) {
-	s := openBench(b, benchDir(b), SyncAlways)
-	defer s.Close()
-	l, err := s.RaftLog(1)
-	if err != nil {
-		b.Fatal(err)
+	for _, size := range []int{200, 1 << 20} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			s := openBench(b, benchDir(b), SyncAlways)
+			defer s.Close()
+			l, err := s.RaftLog(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data := make([]byte, size)
+			syncs0 := s.c.stats.syncs.Load()
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := uint64(1); i <= uint64(b.N); i++ {
+				hs := &raftpb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(i - 1)}
+				if err := l.Save(hs, []*raftpb.Entry{{Index: proto.Uint64(i), Term: proto.Uint64(1), Data: data}}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(s.c.stats.syncs.Load()-syncs0)/float64(b.N), "fsyncs/op")
+		})
 	}
-	data := make([]byte, 200)
-	syncs0 := s.c.stats.syncs.Load()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := uint64(1); i <= uint64(b.N); i++ {
-		hs := &raftpb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(i - 1)}
-		if err := l.Save(hs, []*raftpb.Entry{{Index: proto.Uint64(i), Term: proto.Uint64(1), Data: data}}, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(s.c.stats.syncs.Load()-syncs0)/float64(b.N), "fsyncs/op")
 }
 
 // raftBenchSize is the number of entries of the read benchmarks' log.
