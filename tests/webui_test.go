@@ -275,15 +275,20 @@ func (f *uiFixture) queuePagePublishGetPurge(t *testing.T) {
 	}
 	// Six small messages and their bookkeeping (about 200 bytes each,
 	// core/queue's entryMemory): a figure in bytes or KiB, once the page
-	// has shown the queue again after the publish (it is empty while the
-	// page reloads).
-	f.br.do(t, "the queue's memory shown",
-		pollJS(`/^[0-9.]+ (B|KiB)$/.test(document.querySelector("#queue-memory").textContent)`),
-	)
-	if m := f.br.text(t, `#queue-memory`); !regexp.MustCompile(`^[0-9.]+ (B|KiB)$`).MatchString(m) {
+	// has shown the queue again after the publish. Both figures are read
+	// in one evaluation: the page refreshes the queue on a timer and is
+	// empty while it reloads, so a second read could catch it between.
+	shown := value(t, f.br, "the queue's memory and utilisation shown", chromedp.Poll[[]string](`(() => {
+		const m = document.querySelector("#queue-memory").textContent, u = document.querySelector("#queue-utilisation").textContent;
+		return /^[0-9.]+ (B|KiB)$/.test(m) && u !== "" ? [m, u] : false;
+	})()`))
+	if len(shown) != 2 {
+		t.Fatalf("the page showed %q", shown)
+	}
+	if m := shown[0]; !regexp.MustCompile(`^[0-9.]+ (B|KiB)$`).MatchString(m) {
 		t.Errorf("ui-events' memory shows %q, want what its messages take", m)
 	}
-	if u := f.br.text(t, `#queue-utilisation`); u != "0%" {
+	if u := shown[1]; u != "0%" {
 		t.Errorf("ui-events, without consumers, shows a consumer utilisation of %q, want 0%% as RabbitMQ", u)
 	}
 	f.br.do(t, "get",
