@@ -24,6 +24,10 @@
 //     applied), under mu. A Pull delivers to one reader in its caller's
 //     goroutine; a reader is served by one goroutine at a time (its busy
 //     flag, set and cleared under mu).
+//   - A replica proposes its appends in the order they were appended:
+//     one goroutine at a time proposes (proposing, under mu), at most
+//     proposalsInFlight entries are in flight, and Propose is called
+//     with mu released (its answer may come before it returns).
 //   - Deliveries are made under mu, as a queue makes them under its lock
 //     (queue.Consumer's contract); the store is read with mu released.
 package stream
