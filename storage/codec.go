@@ -64,7 +64,10 @@ const (
 
 var errBadValue = errors.New("malformed value")
 
-func uvarintLen(x uint64) int {
+// UvarintLen is the length of x's uvarint encoding (binary.PutUvarint), by
+// which the store's encodings, and the stream entries that carry them,
+// are sized before they are written.
+func UvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {
 		x >>= 7
@@ -75,9 +78,9 @@ func uvarintLen(x uint64) int {
 
 // messageLen is the encoded length of m.
 func messageLen(m *Message) int {
-	return uvarintLen(uint64(len(m.Exchange))) + len(m.Exchange) +
-		uvarintLen(uint64(len(m.RoutingKey))) + len(m.RoutingKey) +
-		2 + uvarintLen(uint64(len(m.Props))) + len(m.Props) + len(m.Body)
+	return UvarintLen(uint64(len(m.Exchange))) + len(m.Exchange) +
+		UvarintLen(uint64(len(m.RoutingKey))) + len(m.RoutingKey) +
+		2 + UvarintLen(uint64(len(m.Props))) + len(m.Props) + len(m.Body)
 }
 
 // putMessage encodes m into b, which is exactly messageLen(m) long:
@@ -98,7 +101,7 @@ func putMessage(b []byte, m *Message) {
 // loggedMessageLen is the encoded length of shared message m whose body is
 // at r in the body log.
 func loggedMessageLen(m *Message, r BodyRef) int {
-	return uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len)) + messageLen(m) - len(m.Body)
+	return UvarintLen(uint64(r.Seg)) + UvarintLen(uint64(r.Off)) + UvarintLen(uint64(r.Len)) + messageLen(m) - len(m.Body)
 }
 
 // putLoggedMessage encodes m, whose body is at r, into b, which is exactly
@@ -169,16 +172,16 @@ func aliasString(b []byte) string {
 
 // entryHeaderLen is the encoded length of e's header (all but the message).
 func entryHeaderLen(e *Entry) int {
-	n := 1 + uvarintLen(uint64(e.Deliveries))
+	n := 1 + UvarintLen(uint64(e.Deliveries))
 	if e.ExpiresAt != 0 {
 		n += 8
 	}
 	if e.MsgID != 0 {
-		n += 8 + uvarintLen(uint64(sharedBodyLen(e)))
+		n += 8 + UvarintLen(uint64(sharedBodyLen(e)))
 	} else if r := e.Spill; r.Spilled() {
-		n += uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len))
+		n += UvarintLen(uint64(r.Seg)) + UvarintLen(uint64(r.Off)) + UvarintLen(uint64(r.Len))
 	} else if r := e.Logged; r.Logged() {
-		n += uvarintLen(uint64(r.Seg)) + uvarintLen(uint64(r.Off)) + uvarintLen(uint64(r.Len))
+		n += UvarintLen(uint64(r.Seg)) + UvarintLen(uint64(r.Off)) + UvarintLen(uint64(r.Len))
 	}
 	return n
 }

@@ -875,7 +875,7 @@ func (t *Txn) putEntry(qid uint64, prio uint8, seq uint64, e *Entry) {
 // replaces an earlier one; ScanQueue reports the entry as delivered with
 // the larger of the two counts.
 func (t *Txn) MarkDelivered(qid uint64, prio uint8, seq uint64, deliveries uint32) {
-	op := t.b.SetDeferred(markKeyLen, uvarintLen(uint64(deliveries)))
+	op := t.b.SetDeferred(markKeyLen, UvarintLen(uint64(deliveries)))
 	putMarkKey(op.Key, qid, prio, seq)
 	binary.PutUvarint(op.Value, uint64(deliveries))
 	op.Finish()

@@ -1614,26 +1614,26 @@ const (
 )
 
 // appliedTail is the indexes and sizes of the last keepEntries entries
-// applied, oldest first; the loop's.
+// applied, in a ring: the newest at next-1; the loop's.
 type appliedTail struct {
-	index []uint64
-	size  []int
+	index [keepEntries]uint64
+	size  [keepEntries]int
+	next  int // where the next entry goes
+	held  int // how many it holds, up to keepEntries
 }
 
 func (t *appliedTail) note(index uint64, size int) {
-	if len(t.index) == keepEntries {
-		copy(t.index, t.index[1:])
-		copy(t.size, t.size[1:])
-		t.index, t.size = t.index[:keepEntries-1], t.size[:keepEntries-1]
-	}
-	t.index, t.size = append(t.index, index), append(t.size, size)
+	t.index[t.next], t.size[t.next] = index, size
+	t.next = (t.next + 1) % keepEntries
+	t.held = min(t.held+1, keepEntries)
 }
 
 // keptFrom is the first of the last entries applied that keepBytes
 // holds, 0 when it holds them all.
 func (t *appliedTail) keptFrom() uint64 {
 	bytes := 0
-	for i := len(t.index) - 1; i >= 0; i-- {
+	for k := 1; k <= t.held; k++ {
+		i := (t.next - k + keepEntries) % keepEntries
 		if bytes += t.size[i]; bytes > keepBytes {
 			return t.index[i] + 1
 		}
@@ -1644,16 +1644,15 @@ func (t *appliedTail) keptFrom() uint64 {
 // compactTo is the index the log may be compacted to after a snapshot
 // at applied (0: none); the loop's.
 func (g *Group) compactTo() uint64 {
-	from := g.tail.keptFrom()
-	if g.applied <= keepEntries && from == 0 {
-		return 0
-	}
 	to := uint64(0)
 	if g.applied > keepEntries {
 		to = g.applied - keepEntries
 	}
-	if from > to+1 {
+	if from := g.tail.keptFrom(); from > to+1 {
 		to = from - 1
+	}
+	if to == 0 {
+		return 0
 	}
 	if g.rn.BasicStatus().RaftState != raft.StateLeader {
 		return to

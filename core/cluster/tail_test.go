@@ -22,8 +22,8 @@ func TestAppliedTailKeepsBytes(t *testing.T) {
 			for i := 1; i <= tc.entries; i++ {
 				tail.note(uint64(i), tc.size)
 			}
-			if len(tail.index) > keepEntries {
-				t.Fatalf("it holds %d entries", len(tail.index))
+			if tail.held != min(tc.entries, keepEntries) {
+				t.Fatalf("it holds %d entries", tail.held)
 			}
 			if got := tail.keptFrom(); got != tc.want {
 				t.Fatalf("kept from %d, want %d", got, tc.want)

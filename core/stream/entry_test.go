@@ -29,11 +29,15 @@ func TestEntriesRoundTrip(t *testing.T) {
 		len(e.parts[0].ms) != 2 || string(e.parts[0].ms[0].Body) != "body" || string(e.parts[0].ms[1].Body) != "second" || e.parts[0].ms[1].Exchange != "y" {
 		t.Fatalf("append from a publisher read back %+v (%v)", e, err)
 	}
-	e, err = decodeEntry(encodeAppendBatch(6, []Append{
+	batch := batchEntry(6, []Append{
 		{Msgs: []*message.Message{m}, Writer: Writer{Name: "pub-1", Seq: 78}},
 		{Msgs: []*message.Message{m2, m}, Writer: Writer{}},
 		{Msgs: []*message.Message{m2}, Writer: Writer{Name: "pub-2", Seq: 1}},
-	}))
+	})
+	if len(batch) != cap(batch) {
+		t.Fatalf("a batch of appends sized %d, encoded in %d", cap(batch), len(batch))
+	}
+	e, err = decodeEntry(batch)
 	if err != nil || e.kind != entryAppendBatch || e.ts != 6 || len(e.parts) != 3 ||
 		e.parts[0].writer != (Writer{Name: "pub-1", Seq: 78}) || len(e.parts[0].ms) != 1 || string(e.parts[0].ms[0].Body) != "body" ||
 		e.parts[1].writer != (Writer{}) || len(e.parts[1].ms) != 2 || string(e.parts[1].ms[0].Body) != "second" ||
@@ -86,7 +90,7 @@ func FuzzDecodeEntries(f *testing.F) {
 	f.Add(encodeAppend(7, m))
 	f.Add(encodeAppendFrom(7, Writer{Name: "p", Seq: 1}, []*message.Message{m, m}))
 	f.Add(encodeTrackOffset("c", 3))
-	f.Add(encodeAppendBatch(7, []Append{{Msgs: []*message.Message{m}, Writer: Writer{Name: "p", Seq: 2}}, {Msgs: []*message.Message{m, m}}}))
+	f.Add(batchEntry(7, []Append{{Msgs: []*message.Message{m}, Writer: Writer{Name: "p", Seq: 2}}, {Msgs: []*message.Message{m, m}}}))
 	f.Add(encodeSnapshot(3, []storage.Segment{{First: 1, Last: 2, Count: 2}}, storage.Tracking{Sequences: map[string]uint64{"p": 1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if next, segs, tracked, err := decodeSnapshot(b); err == nil {
@@ -97,4 +101,13 @@ func FuzzDecodeEntries(f *testing.F) {
 		}
 		_, _ = decodeEntry(b)
 	})
+}
+
+// batchEntry is encodeAppendBatch of as, sized as nextProposal sizes it.
+func batchEntry(ts int64, as []Append) []byte {
+	size := 0
+	for _, a := range as {
+		size += partSize(a.Writer, a.Msgs)
+	}
+	return encodeAppendBatch(ts, as, size)
 }

@@ -122,7 +122,7 @@ func (s *Stream) proposeQueued() {
 	}
 	s.proposing = true
 	for {
-		batch := s.nextProposal()
+		batch, size := s.nextProposal()
 		if batch == nil {
 			s.proposing = false
 			s.mu.Unlock()
@@ -131,7 +131,7 @@ func (s *Stream) proposeQueued() {
 		s.mu.Unlock()
 		// done may run before Propose returns (a stopped group): it
 		// then finds proposing set and leaves the rest to this loop.
-		s.log.Propose(encodeAppends(s.cfg.Now().UnixMilli(), batch), func(_ uint64, err error) {
+		s.log.Propose(encodeAppends(s.cfg.Now().UnixMilli(), batch, size), func(_ uint64, err error) {
 			for _, a := range batch {
 				a.Done(err)
 			}
@@ -149,16 +149,19 @@ func (s *Stream) proposeQueued() {
 }
 
 // nextProposal takes the queued appends of the next entry, and counts it
-// in flight, if the window allows one; mu is held.
-func (s *Stream) nextProposal() []Append {
+// in flight, if the window allows one; it returns them with the sum of
+// their partSize. mu is held.
+func (s *Stream) nextProposal() ([]Append, int) {
 	if len(s.proposals) == 0 || s.inFlight >= proposalsInFlight {
-		return nil
+		return nil, 0
 	}
 	n, size := 1, partSize(s.proposals[0].Writer, s.proposals[0].Msgs)
 	for ; n < len(s.proposals); n++ {
-		if size += partSize(s.proposals[n].Writer, s.proposals[n].Msgs); size > proposalBytes {
+		next := partSize(s.proposals[n].Writer, s.proposals[n].Msgs)
+		if size+next > proposalBytes {
 			break
 		}
+		size += next
 	}
 	var batch []Append
 	if n == len(s.proposals) {
@@ -172,19 +175,19 @@ func (s *Stream) nextProposal() []Append {
 		clear(s.proposals[len(s.proposals) : len(s.proposals)+n])
 	}
 	s.inFlight++
-	return batch
+	return batch, size
 }
 
-// encodeAppends is the log entry of appends: the smallest kind that
-// carries them.
-func encodeAppends(ts int64, as []Append) []byte {
+// encodeAppends is the log entry of appends whose partSizes sum to
+// partsSize: the smallest kind that carries them.
+func encodeAppends(ts int64, as []Append, partsSize int) []byte {
 	switch {
 	case len(as) == 1 && as[0].Writer.Name == "" && len(as[0].Msgs) == 1:
 		return encodeAppend(ts, as[0].Msgs[0])
 	case len(as) == 1:
 		return encodeAppendFrom(ts, as[0].Writer, as[0].Msgs)
 	}
-	return encodeAppendBatch(ts, as)
+	return encodeAppendBatch(ts, as, partsSize)
 }
 
 // The kinds (and versions) of log entry, and the versions of a snapshot:
@@ -224,13 +227,9 @@ func encodeAppendFrom(ts int64, w Writer, ms []*message.Message) []byte {
 
 // encodeAppendBatch is an entry of several appends: kind, timestamp, a
 // count (uvarint), then each append as entryAppendFrom carries its one
-// after the timestamp.
-func encodeAppendBatch(ts int64, as []Append) []byte {
-	size := 9 + uvarintLen(len(as))
-	for _, a := range as {
-		size += partSize(a.Writer, a.Msgs)
-	}
-	b := make([]byte, 9, size)
+// after the timestamp. partsSize is the sum of their partSize.
+func encodeAppendBatch(ts int64, as []Append, partsSize int) []byte {
+	b := make([]byte, 9, 9+storage.UvarintLen(uint64(len(as)))+partsSize)
 	b[0] = entryAppendBatch
 	binary.BigEndian.PutUint64(b[1:], uint64(ts))
 	b = binary.AppendUvarint(b, uint64(len(as)))
@@ -242,10 +241,10 @@ func encodeAppendBatch(ts int64, as []Append) []byte {
 
 // partSize is appendPart's length.
 func partSize(w Writer, ms []*message.Message) int {
-	size := uvarintLen(len(w.Name)) + len(w.Name) + 8 + uvarintLen(len(ms))
+	size := storage.UvarintLen(uint64(len(w.Name))) + len(w.Name) + 8 + storage.UvarintLen(uint64(len(ms)))
 	for _, m := range ms {
 		n := storage.MessageLen(storedForm(m))
-		size += uvarintLen(n) + n
+		size += storage.UvarintLen(uint64(n)) + n
 	}
 	return size
 }
@@ -253,11 +252,6 @@ func partSize(w Writer, ms []*message.Message) int {
 // storedForm is m as a log entry carries it.
 func storedForm(m *message.Message) *storage.Message {
 	return &storage.Message{Exchange: m.Exchange, RoutingKey: m.RoutingKey, Flags: m.Flags, Props: m.Props, Body: m.Body}
-}
-
-func uvarintLen(n int) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], uint64(n))
 }
 
 // appendPart appends a publisher's messages under one sequence: the
