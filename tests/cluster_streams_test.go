@@ -35,13 +35,15 @@ func publishPastSnapshots(t *testing.T, nd *clusterNode, queue, prefix string) {
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for i := range 100 {
-		c, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, false, false, amqp.Publishing{Body: fmt.Appendf(nil, "%s-%d", prefix, i)})
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: fmt.Appendf(nil, "%s-%d", prefix, i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.Wait() {
-			t.Fatalf("publish %d of %s was nacked", i, prefix)
+		if ok, err := c.WaitContext(ctx); !ok || err != nil {
+			t.Fatalf("publish %d of %s: acked %v, %v", i, prefix, ok, err)
 		}
 	}
 	conn.Close()
@@ -278,14 +280,16 @@ func TestClusterStreamReplicaCopiesPastOneFetch(t *testing.T) {
 	}
 	const big = 40
 	body := make([]byte, 128<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for i := range big {
 		copy(body, fmt.Sprintf("big-%d", i))
-		c, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", "big-first", false, false, amqp.Publishing{Body: body})
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", "big-first", false, false, amqp.Publishing{Body: body})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !c.Wait() {
-			t.Fatalf("big message %d nacked", i)
+		if ok, err := c.WaitContext(ctx); !ok || err != nil {
+			t.Fatalf("big message %d: acked %v, %v", i, ok, err)
 		}
 	}
 	n2.stop(syscall.SIGKILL)
