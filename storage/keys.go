@@ -49,12 +49,17 @@ const (
 	// KindOperatorPolicy is per vhost, keyed by name: the operator
 	// policies, whose names are apart from the policies'.
 	KindOperatorPolicy Kind = 11
+	// KindVHostParameter is per vhost, keyed by component + "/" + name:
+	// a runtime parameter of a component (shovel), whose names never
+	// hold "/".
+	KindVHostParameter Kind = 12
 )
 
 var kindNames = [...]string{
 	KindVHost: "vhost", KindUser: "user", KindPermission: "permission", KindExchange: "exchange",
 	KindQueue: "queue", KindBinding: "binding", KindPolicy: "policy", KindPlugin: "plugin",
 	KindParameter: "parameter", KindTopicPermission: "topic permission", KindOperatorPolicy: "operator policy",
+	KindVHostParameter: "vhost parameter",
 }
 
 func (k Kind) String() string {
@@ -64,7 +69,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= KindVHost && k <= KindOperatorPolicy }
+func (k Kind) valid() bool { return k >= KindVHost && k <= KindVHostParameter }
 
 // global reports whether records of kind k are keyed by name alone.
 func (k Kind) global() bool {
@@ -72,7 +77,7 @@ func (k Kind) global() bool {
 }
 
 // perVHostKinds are the kinds DeleteVHost removes.
-var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission, KindOperatorPolicy}
+var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission, KindOperatorPolicy, KindVHostParameter}
 
 // Name components in metadata keys are escaped so that no name can collide
 // with another and key order is the names' byte order: a 0x00 byte becomes

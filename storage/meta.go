@@ -68,8 +68,8 @@ func (s *Store) putMeta(key []byte, rec protocol.Table) error {
 }
 
 // DeleteVHost deletes a vhost's record and, in the same batch, everything
-// stored under it: its exchanges, queues, bindings, policies and
-// permissions (range deletions), and the entries of the queues in queueIDs
+// stored under it: its exchanges, queues, bindings, policies,
+// permissions and parameters (range deletions), and the entries of the queues in queueIDs
 // (as DeleteQueue does, dropping their references to shared messages) or
 // the messages of the streams among them.
 func (s *Store) DeleteVHost(vhost string, queueIDs []uint64) error {

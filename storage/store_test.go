@@ -215,6 +215,8 @@ func TestMetaRoundTrip(t *testing.T) {
 		{KindQueue, "/a", "b"},
 		{KindQueue, long, "q"},
 		{KindPolicy, "/", "ttl"},
+		{KindVHostParameter, "/", "shovel/a/b"},
+		{KindVHostParameter, "/a", "shovel/s"},
 	}
 	for i, r := range recs {
 		tab := awkwardTable()
@@ -253,6 +255,8 @@ func TestMetaRoundTrip(t *testing.T) {
 	check(KindPermission, "", []string{"/|guest"})
 	check(KindPolicy, "/", []string{"/|ttl"})
 	check(KindPolicy, "/a", nil)
+	check(KindVHostParameter, "/", []string{"/|shovel/a/b"})
+	check(KindVHostParameter, "", []string{"/|shovel/a/b", "/a|shovel/s"})
 
 	// Replace and delete.
 	if err := s.PutMeta(KindExchange, "/", "a/b", protocol.Table{"i": int64(99)}); err != nil {
@@ -346,6 +350,7 @@ func TestDeleteVHost(t *testing.T) {
 		must(t, s.PutMeta(KindQueue, v, "q", nil))
 		must(t, s.PutMeta(KindPolicy, v, "p", nil))
 		must(t, s.PutMeta(KindPermission, v, "guest", nil))
+		must(t, s.PutMeta(KindVHostParameter, v, "shovel/s", nil))
 		must(t, s.PutBinding(v, 1, nil))
 	}
 	txn := s.Begin()
@@ -363,7 +368,7 @@ func TestDeleteVHost(t *testing.T) {
 			t.Errorf("left after DeleteVHost: %s", l)
 		}
 	}
-	for _, want := range []string{`meta vhost name="/x"`, `meta queue vhost="/x" name="q"`, `meta binding vhost="/x" seq=1`, "message 100", "entry q=2 "} {
+	for _, want := range []string{`meta vhost name="/x"`, `meta queue vhost="/x" name="q"`, `meta binding vhost="/x" seq=1`, `meta vhost parameter vhost="/x" name="shovel/s"`, "message 100", "entry q=2 "} {
 		if !strings.Contains(dump.String(), want) {
 			t.Errorf("DeleteVHost deleted %s:\n%s", want, dump.String())
 		}

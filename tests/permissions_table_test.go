@@ -403,6 +403,17 @@ var adminRows = []adminRow{
 	{route: "POST /api/warren/quorum/rebalance", path: "/api/warren/quorum/rebalance", body: `{"type":"quorum","queue_pattern":"^perm-none$"}`, tag: "administrator", ok: 200, warrenOnly: true},
 	{route: "POST /api/rebalance/queues", path: "/api/rebalance/queues", tag: "administrator", ok: 204},
 
+	// The shovel plugin's status routes: monitoring reads them, as in
+	// RabbitMQ; restarting or deleting a shovel asks policymaker, as its
+	// parameter does (RabbitMQ 3.10.8 asks monitoring: warrenOnly). A
+	// reference without rabbitmq_shovel_management has none of them.
+	{route: "GET /api/shovels", path: "/api/shovels", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "GET /api/shovels/{vhost}", path: "/api/shovels/{v}", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "GET /api/shovels/vhost/{vhost}/{name}", path: "/api/shovels/vhost/{v}/perm-no-such-shovel", tag: "monitoring", ok: 404, warrenOnly: true},
+	{route: "DELETE /api/shovels/vhost/{vhost}/{name}", path: "/api/shovels/vhost/{v}/perm-no-such-shovel", tag: "policymaker", ok: 404, warrenOnly: true},
+	{route: "DELETE /api/shovels/vhost/{vhost}/{name}/restart", path: "/api/shovels/vhost/{v}/perm-no-such-shovel/restart", tag: "policymaker", ok: 404,
+		warrenOnly: true},
+
 	{route: "GET /api/definitions", path: "/api/definitions", tag: "administrator", ok: 200},
 	{route: "GET /api/definitions/{vhost}", path: "/api/definitions/{v}", tag: "administrator", ok: 200},
 	{route: "POST /api/definitions", path: "/api/definitions", body: `{}`, tag: "administrator", ok: 204},

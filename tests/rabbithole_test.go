@@ -14,8 +14,8 @@ import (
 
 // TestRabbitHole makes every call of rabbit-hole v2.12.0 (the Go client of
 // RabbitMQ's management API that the Terraform provider and the
-// Kubernetes operators are built on) whose feature Warren has: shovels
-// and federation are left out until Warren has them. Each must answer
+// Kubernetes operators are built on) whose feature Warren has
+// (federation is left out until Warren has it). Each must answer
 // without an error, against Warren and against RabbitMQ 3.10.8
 // (WARREN_REFERENCE_ADMIN_URL) alike; a failure names the call.
 func TestRabbitHole(t *testing.T) {
@@ -259,6 +259,40 @@ func TestRabbitHole(t *testing.T) {
 		{"CloseConnection", func() error { return ok(rh.CloseConnection(connName)) }},
 		{"DeleteUser", func() error { return ok(rh.DeleteUser(user)) }},
 		{"DeleteVhost", func() error { return ok(rh.DeleteVhost(other)) }},
+	}
+	// The shovel plugin's calls, where the broker has it (a reference
+	// without rabbitmq_shovel_management answers 404 to /api/shovels).
+	if r := m.call("GET", "/api/shovels", ""); r.status == 200 {
+		local := "amqp:///" + esc(vh)
+		shovels := []struct {
+			name string
+			call func() error
+		}{
+			{"DeclareShovel", func() error {
+				return ok(rh.DeclareShovel(vh, "rh-shovel", rabbithole.ShovelDefinition{SourceURI: rabbithole.URISet{local}, SourceQueue: "rh-shovelled",
+					DestinationURI: rabbithole.URISet{local}, DestinationQueue: "rh-shovelled-to", AckMode: "on-confirm", SourceDeleteAfter: "never"}))
+			}},
+			{"ListShovels", func() error { return ok(rh.ListShovels()) }},
+			{"ListShovelsIn", func() error { return ok(rh.ListShovelsIn(vh)) }},
+			{"GetShovel", func() error {
+				s, err := rh.GetShovel(vh, "rh-shovel")
+				if err == nil && s.Definition.SourceQueue != "rh-shovelled" {
+					err = fmt.Errorf("read back %+v", s.Definition)
+				}
+				return err
+			}},
+			{"ListShovelStatus", func() error {
+				var st []rabbithole.ShovelStatus
+				waitFor(t, "the shovel running", func() bool {
+					var err error
+					st, err = rh.ListShovelStatus(vh)
+					return err == nil && len(st) == 1 && st[0].State == "running"
+				})
+				return nil
+			}},
+			{"DeleteShovel", func() error { return ok(rh.DeleteShovel(vh, "rh-shovel")) }},
+		}
+		calls = append(calls[:len(calls)-1], append(shovels, calls[len(calls)-1])...)
 	}
 	var failed []string
 	for _, c := range calls {

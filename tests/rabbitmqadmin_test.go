@@ -97,6 +97,11 @@ func TestRabbitmqadmin(t *testing.T) {
 	if out := run("list", "vhost_limits"); strings.Contains(out, "admin-vh") {
 		t.Fatalf("vhost limits still listed after delete parameter:\n%s", out)
 	}
+	// A dynamic shovel, declared as RabbitMQ's shovel guide declares one.
+	run("-V", "admin-vh", "declare", "parameter", "component=shovel", "name=admin-shovel",
+		`value={"src-uri":"amqp:///admin-vh","src-queue":"admin-from","dest-uri":"amqp:///admin-vh","dest-queue":"admin-to"}`)
+	expect(run("list", "parameters"), "shovel", "admin-shovel")
+	run("-V", "admin-vh", "delete", "parameter", "component=shovel", "name=admin-shovel")
 
 	expect(run("publish", "exchange=admin-x", "routing_key=k", "payload=hello"), "Message published")
 	expect(run("get", "queue=admin-q", "ackmode=ack_requeue_true"), "hello")

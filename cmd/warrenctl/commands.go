@@ -372,6 +372,29 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/global-parameters/"+url.PathEscape(args[0]), nil)
 		}},
+	"list_parameters": {form: "list_parameters [-p VHOST]", max: 0, run: listParameters},
+	"set_parameter": {form: "set_parameter [-p VHOST] COMPONENT NAME VALUE", min: 3, max: 3,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			var value any
+			if err := json.Unmarshal([]byte(args[2]), &value); err != nil {
+				return fmt.Errorf("value %q is not JSON: %v", args[2], err)
+			}
+			return c.do("PUT", parameterPath(o, args[0], args[1]), map[string]any{"value": value})
+		}},
+	"clear_parameter": {form: "clear_parameter [-p VHOST] COMPONENT NAME", min: 2, max: 2,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", parameterPath(o, args[0], args[1]), nil)
+		}},
+	"shovel_status": {form: "shovel_status", max: 0,
+		run: table("/api/shovels", "name", "vhost", "type", "state", "src_uri", "src_queue", "dest_uri", "dest_queue", "reason", "timestamp")},
+	"delete_shovel": {form: "delete_shovel [-p VHOST] NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/shovels/vhost/"+vhostPath(o)+"/"+url.PathEscape(args[0]), nil)
+		}},
+	"restart_shovel": {form: "restart_shovel [-p VHOST] NAME", min: 1, max: 1,
+		run: func(c *client, o *opts, out io.Writer, args []string) error {
+			return c.do("DELETE", "/api/shovels/vhost/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/restart", nil)
+		}},
 	"list_operator_policies": {form: "list_operator_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/operator-policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},
@@ -411,6 +434,27 @@ var commands = map[string]command{
 			return quorumChanges(c, o, out, "/api/warren/quorum/shrink", map[string]string{"node": args[0]},
 				"Shrinking quorum queues on "+args[0]+"...")
 		}},
+}
+
+func parameterPath(o *opts, component, name string) string {
+	return "/api/parameters/" + url.PathEscape(component) + "/" + vhostPath(o) + "/" + url.PathEscape(name)
+}
+
+// listParameters lists a vhost's runtime parameters (its limits, and
+// the registered components'), as rabbitmqctl list_parameters does.
+func listParameters(c *client, o *opts, out io.Writer, _ []string) error {
+	var params []map[string]any
+	if err := c.get("/api/parameters", &params); err != nil {
+		return err
+	}
+	cols := []string{"component", "name", "value"}
+	var rows [][]any
+	for _, p := range params {
+		if p["vhost"] == o.vhost {
+			rows = append(rows, []any{p["component"], p["name"], p["value"]})
+		}
+	}
+	return output(out, o, "Listing runtime parameters for vhost "+o.vhost+" ...", cols, rows)
 }
 
 // rebalance moves the leaders of replicated queues so that each node

@@ -78,6 +78,11 @@ Policies:
   list_global_parameters
   set_global_parameter NAME VALUE
   clear_global_parameter NAME
+  list_parameters [-p VHOST]
+  set_parameter [-p VHOST] COMPONENT NAME VALUE (VALUE a JSON object)
+  clear_parameter [-p VHOST] COMPONENT NAME
+  shovel_status | delete_shovel [-p VHOST] NAME | restart_shovel [-p VHOST] NAME
+  (a shovel is a parameter: set_parameter shovel NAME '{"src-uri": ...}')
   set_operator_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_operator_policy [-p VHOST] NAME
 Cluster:

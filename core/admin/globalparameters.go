@@ -54,7 +54,9 @@ func (a *api) globalParameter(c *call) (any, error) {
 	return nil, errNotFound
 }
 
-func (a *api) putGlobalParameter(c *call) (any, error) {
+// parameterValue reads a parameter's request body, {"value": ...}, as
+// RabbitMQ does: the value is any JSON, its numbers kept exact.
+func parameterValue(c *call) (any, error) {
 	var body struct {
 		Value json.RawMessage `json:"value"`
 	}
@@ -69,6 +71,14 @@ func (a *api) putGlobalParameter(c *call) (any, error) {
 	var value any
 	if err := dec.Decode(&value); err != nil {
 		return nil, badRequest("field 'value': %v", err)
+	}
+	return value, nil
+}
+
+func (a *api) putGlobalParameter(c *call) (any, error) {
+	value, err := parameterValue(c)
+	if err != nil {
+		return nil, err
 	}
 	name := c.path("name")
 	_, existed := a.b.GlobalParameters()[name]

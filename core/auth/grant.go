@@ -228,3 +228,17 @@ func (g Grant) topic(perm, name, routingKey string) error {
 // (a delayed-message exchange's): they are messages on their way through
 // it, which binding from it would read.
 func (g Grant) ReadHeld(name string) error { return g.read(KindExchange, name) }
+
+// BrokerUser is the name the broker's own connections to itself go by
+// (a shovel's local end made without credentials), as RabbitMQ's direct
+// connections without a user are "none".
+const BrokerUser = "none"
+
+// BrokerGrant is the broker's own rights in a vhost: every one, for the
+// connections it makes to itself. Who may make it do so is checked where
+// they ask (a shovel's definition names a vhost its author may use).
+func BrokerGrant(vhost string) Grant {
+	return Grant{User: BrokerUser, VHost: vhost, perm: allowAll}
+}
+
+var allowAll = &Permission{Configure: ".*", Write: ".*", Read: ".*", configure: matchAll, write: matchAll, read: matchAll}

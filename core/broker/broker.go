@@ -37,6 +37,7 @@ import (
 	"github.com/warrenmq/warren/core/queuetype"
 	"github.com/warrenmq/warren/core/quorumqueue"
 	"github.com/warrenmq/warren/core/reply"
+	"github.com/warrenmq/warren/core/shovel"
 	"github.com/warrenmq/warren/core/stats"
 	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/core/streamqueue"
@@ -99,6 +100,7 @@ type Broker struct {
 
 	// streams serves RabbitMQ's stream protocol (streams.go).
 	streams *streamproto.Server
+	shovels *shovel.Manager
 
 	listeners []net.Listener
 	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
@@ -106,6 +108,7 @@ type Broker struct {
 	listenerInfo atomic.Pointer[[]Listener] // copied on write
 	clusterName  atomic.Pointer[string]
 	globals      atomic.Pointer[map[string]any] // global parameters beside cluster_name (node.go)
+	vparams      vhostParams                    // vhost parameters of registered components (vhostparams.go)
 	// cluster is this node's member of the metadata Raft group; nil on a
 	// node of its own (replicated.go).
 	cluster atomic.Pointer[cluster.Node]
@@ -162,6 +165,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		history:    stats.NewHistory(historyLength),
 		started:    time.Now(),
 	}
+	b.vparams.changed = make(chan struct{}, 1)
 	if !cfg.Cluster.Enabled() {
 		b.groups.Store(cluster.NewGroups(log))
 	}
@@ -187,6 +191,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Bodies:  message.NewBodies(pooledBodies),
 	}
 	b.streams = newStreamServer(cfg, log, b)
+	b.newShovels()
 	if err := b.openStore(); err != nil {
 		return nil, err
 	}
@@ -321,7 +326,12 @@ func (b *Broker) applyDeleteVHost(name string) error {
 	v.Close()
 	b.retired.AddValues(v.Counters.Values())
 	b.users.ClearVHost(name)
-	if err := b.store.DeleteVHost(name, ids); err != nil {
+	hadParams := b.dropVHostParameters(name)
+	err := b.store.DeleteVHost(name, ids)
+	if hadParams {
+		b.vhostParametersChanged()
+	}
+	if err != nil {
 		return reply.Internal("could not delete vhost '%s' from the store: %v", name, err)
 	}
 	return nil
@@ -361,6 +371,7 @@ func (b *Broker) Start() error {
 	go b.watchResources()
 	go b.sampleStats()
 	b.startProfiling()
+	b.startShovels()
 	return nil
 }
 
@@ -470,6 +481,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	b.stopProfiling()
 	close(b.stop)
+	b.shovels.Stop() // before the connections it makes are closed under it
 	streamsClosed := make(chan bool, 1)
 	go func() { streamsClosed <- b.streams.CloseAll("broker shutdown", start.Add(budget/2)) }()
 	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {

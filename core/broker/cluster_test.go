@@ -16,6 +16,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,17 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, nodes, "cluster name", func(b *Broker) bool { return b.ClusterName() == "rabbits" })
+	// A component's parameter, checked where it is set (the only node
+	// that registered it), held by every node.
+	n2.RegisterParameterComponent("fake", &fakeComponent{})
+	var n3Watched atomic.Int64
+	n3.WatchVHostParameters(func() { n3Watched.Add(1) })
+	poll.Until(t, 5*time.Second, "n3's watcher called at registration", func() bool { return n3Watched.Load() == 1 })
+	if _, err := n2.SetVHostParameter("orders", "fake", "s", protocol.Table{"src-uri": "amqp://"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, nodes, "a component's parameter", func(b *Broker) bool { _, ok := b.LookupVHostParameter("orders", "fake", "s"); return ok })
+	poll.Until(t, 5*time.Second, "n3's watcher told of it", func() bool { return n3Watched.Load() >= 2 })
 
 	// A change that the state refuses is refused on the node it was made
 	// on, with the same answer a node of its own gives.
@@ -168,6 +180,7 @@ func TestClusterReplicatesDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, nodes, "vhost orders gone", func(b *Broker) bool { _, ok := b.VHost("orders"); return !ok })
+	eventually(t, nodes, "its parameter gone", func(b *Broker) bool { return len(b.VHostParameters("", "")) == 0 })
 }
 
 // TestClusterNodeCatchesUpAfterRestart: what changed while a node was down
@@ -233,6 +246,14 @@ func TestClusterMinorityRefusesChanges(t *testing.T) {
 // snapshot's definitions exactly, what it had of its own removed.
 func TestMetaSnapshotRestore(t *testing.T) {
 	src, dst := testBroker(t, t.TempDir()), testBroker(t, t.TempDir())
+	src.RegisterParameterComponent("fake", &fakeComponent{})
+	dst.RegisterParameterComponent("fake", &fakeComponent{})
+	var dstWatched atomic.Int64
+	dst.WatchVHostParameters(func() { dstWatched.Add(1) })
+	setParam := func(b *Broker, vh, name, uri string) error {
+		_, err := b.SetVHostParameter(vh, "fake", name, protocol.Table{"src-uri": uri}, "")
+		return err
+	}
 	pw := "pw"
 	for _, err := range []error{
 		src.PutUser("kept", &pw, []string{"monitoring"}),
@@ -243,10 +264,15 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		src.SetVHostMetadata("v", topology.Metadata{Description: "kept", Tags: []string{"t"}}),
 		src.SetPolicy("v", "p", ".*", policy.All, 3, protocol.Table{"message-ttl": int64(1000)}),
 		src.SetClusterName("snap"),
+		setParam(src, "v", "kept", "amqp://a"),
+		setParam(src, "/", "changed", "amqp://new"),
 		dst.PutUser("dropped", &pw, nil),
 		func() error { _, err := dst.AddVHost("gone"); return err }(),
 		dst.PutUser("kept", &pw, nil),
 		dst.SetTopicPermission("/", "kept", "amq.topic", "^dropped", ""),
+		setParam(dst, "/", "dropped", "amqp://d"),
+		setParam(dst, "/", "changed", "amqp://old"),
+		setParam(dst, "gone", "dropped", "amqp://g"),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -258,8 +284,14 @@ func TestMetaSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	poll.Until(t, 5*time.Second, "dst's watcher called at registration", func() bool { return dstWatched.Load() > 0 })
+	watchedBefore := dstWatched.Load()
 	if err := (metaState{b: dst, log: dstLog}).Restore(17, data); err != nil {
 		t.Fatal(err)
+	}
+	poll.Until(t, 5*time.Second, "dst's watcher called after the restore", func() bool { return dstWatched.Load() > watchedBefore })
+	if got := paramNames(dst.VHostParameters("", "")); !reflect.DeepEqual(got, paramNames(src.VHostParameters("", ""))) || len(got) != 2 {
+		t.Fatalf("after restoring, parameters %q", got)
 	}
 	if dstLog.Applied() != 17 {
 		t.Errorf("applied %d after restoring a snapshot at 17", dstLog.Applied())
@@ -678,6 +710,10 @@ func TestJoinCluster(t *testing.T) {
 	if _, err := b.AddVHost("b-only"); err != nil {
 		t.Fatal(err)
 	}
+	b.RegisterParameterComponent("fake", &fakeComponent{})
+	if _, err := b.SetVHostParameter("/", "fake", "b-only", protocol.Table{"src-uri": "amqp://"}, ""); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := testBroker(t, t.TempDir()).JoinCluster(a.listen); err == nil || !strings.Contains(err.Error(), "[cluster]") {
 		t.Fatalf("join_cluster on a node without [cluster]: %v", err)
@@ -693,6 +729,9 @@ func TestJoinCluster(t *testing.T) {
 	}
 	if _, ok := b.VHost("b-only"); ok {
 		t.Fatal("b kept its own vhost through the reset")
+	}
+	if ps := b.VHostParameters("", ""); len(ps) != 0 {
+		t.Fatalf("b kept its own parameters through the reset: %v", ps)
 	}
 	if got := len(a.Cluster().Members()); got != 2 {
 		t.Fatalf("a has %d members, want 2", got)

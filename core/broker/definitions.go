@@ -19,9 +19,10 @@ package broker
 // own; product_name and product_version say Warren. global_parameters
 // holds cluster_name once an operator has set it (and it is the one global
 // parameter an import applies); topic_permissions each user's topic
-// permissions; parameters each vhost's limits (component vhost-limits).
-// Users carry their limits. Left out, as RabbitMQ leaves them
-// out: the default exchange, the amq.* exchanges, exclusive queues (they
+// permissions; parameters each vhost's limits (component vhost-limits),
+// operator policies and the parameters of the components registered
+// (RegisterParameterComponent). Users carry their limits. Left out, as
+// RabbitMQ leaves them out: the default exchange, the amq.* exchanges, exclusive queues (they
 // cannot outlive their connection) and, unlike RabbitMQ, bindings to
 // exclusive queues, which could not be imported without them. Lists are
 // sorted (users, vhosts, and per vhost by name; bindings in the order they
@@ -47,7 +48,8 @@ package broker
 // queue's or exchange's name must pass core/names' check.
 //
 // Then it is applied in dependency order: vhosts, users, permissions,
-// policies, exchanges, queues, bindings. What exists already and is the
+// policies, exchanges, queues, bindings, components' parameters (a
+// shovel finds its queues), vhost limits. What exists already and is the
 // same is left alone (a no-op); a user's password hash and tags are
 // replaced, as in RabbitMQ. Applying makes the same calls the admin API
 // and clients do, each stored as it is made, so applying can still fail
@@ -77,12 +79,12 @@ package broker
 // Warren exports had. Skipped with a log line each, never silently: as
 // RabbitMQ does, queues and exchanges named amq.* and the default
 // exchange; RabbitMQ's own internal_cluster_id. Refused, by name: a
-// parameter of a component Warren does not have (shovel,
-// federation-upstream), a hashing algorithm other than RabbitMQ's three,
-// a hash of the wrong length for its algorithm, an unknown queue type and
-// a policy key Warren does not apply: they would import something that
-// cannot work (RabbitMQ 3.10.8 stores an unknown algorithm, and its users
-// then cannot log in).
+// parameter of a component not registered (federation-upstream) or one
+// its component's check refuses, a hashing algorithm other than
+// RabbitMQ's three, a hash of the wrong length for its algorithm, an
+// unknown queue type and a policy key Warren does not apply: they would
+// import something that cannot work (RabbitMQ 3.10.8 stores an unknown
+// algorithm, and its users then cannot log in).
 //
 // An import scoped to one vhost (POST /api/definitions/{vhost}) reads only
 // policies, queues, exchanges, bindings and parameters, puts them all in
@@ -163,9 +165,10 @@ type TopicPermission struct {
 const operatorPolicyComponent = "operator_policy"
 
 // ParameterDefinition is a RabbitMQ runtime parameter: of Warren's, a
-// vhost's limits (component vhost-limits, named limits) and an operator
-// policy (operatorPolicyComponent); shovels and federation upstreams are
-// not Warren's yet.
+// vhost's limits (component vhost-limits, named limits), an operator
+// policy (operatorPolicyComponent) and a parameter of a registered
+// component (VHostParameter); a component not registered
+// (federation-upstream) is not Warren's.
 type ParameterDefinition struct {
 	Value     any    `json:"value"`
 	VHost     string `json:"vhost,omitempty"`

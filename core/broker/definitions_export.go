@@ -51,7 +51,7 @@ func (b *Broker) ExportDefinitions() *Definitions {
 			continue // deleted meanwhile
 		}
 		d.VHosts = append(d.VHosts, VHostDefinition{Name: name})
-		part := exportVHost(v, true)
+		part := exportVHost(v, true, b.VHostParameters(name, ""))
 		d.Parameters = append(d.Parameters, part.Parameters...)
 		d.Policies = append(d.Policies, part.Policies...)
 		d.Queues = append(d.Queues, part.Queues...)
@@ -68,13 +68,14 @@ func (b *Broker) ExportVHostDefinitions(name string) (*VHostDefinitions, error) 
 	if !ok {
 		return nil, reply.NotFound("no vhost '%s'", name)
 	}
-	return exportVHost(v, false), nil
+	return exportVHost(v, false, b.VHostParameters(name, "")), nil
 }
 
-// exportVHost lists a vhost's policies, queues, exchanges and bindings;
-// withVHost puts the vhost's name in queues, exchanges and bindings, as the
-// whole broker's export has it.
-func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
+// exportVHost lists a vhost's parameters (params: its components'),
+// policies, queues, exchanges and bindings; withVHost puts the vhost's
+// name in parameters, queues, exchanges and bindings, as the whole
+// broker's export has it.
+func exportVHost(v *vhost.VHost, withVHost bool, params []VHostParameter) *VHostDefinitions {
 	d := &VHostDefinitions{RabbitVersion: DefinitionsFormat, Parameters: []ParameterDefinition{},
 		Policies: []PolicyDefinition{}, Queues: []QueueDefinition{}, Exchanges: []ExchangeDefinition{},
 		Bindings: []BindingDefinition{}}
@@ -96,6 +97,9 @@ func exportVHost(v *vhost.VHost, withVHost bool) *VHostDefinitions {
 		d.Parameters = append(d.Parameters, ParameterDefinition{VHost: name, Component: operatorPolicyComponent, Name: p.Name,
 			Value: map[string]any{"pattern": p.Pattern, "definition": tablejson.Render(p.Definition), "priority": p.Priority,
 				"apply-to": string(p.ApplyTo)}})
+	}
+	for _, p := range params { // sorted by component and name
+		d.Parameters = append(d.Parameters, ParameterDefinition{VHost: name, Component: p.Component, Name: p.Name, Value: tablejson.Render(p.Value)})
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.

@@ -81,6 +81,7 @@ type importPlan struct {
 	permissions []permissionPlan
 	topicPerms  []topicPermissionRecord
 	vhostLimits []vhostLimitsPlan
+	vhostParams []VHostParameter // registered components' parameters
 	policies    []policyPlan
 	exchanges   []exchange.Definition
 	queues      []queuePlan
@@ -408,11 +409,12 @@ func (pl *planner) topicPermission(o *object) {
 	pl.plan.topicPerms = append(pl.plan.topicPerms, topicPermissionRecord{VHost: vh, User: user, Exchange: x, Write: w, Read: r})
 }
 
-// parameter takes a vhost's limits (component vhost-limits) and an
+// parameter takes a vhost's limits (component vhost-limits), an
 // operator policy (component operator_policy, as RabbitMQ 3.10.8 exports
-// them). The other components are RabbitMQ plugins' (shovels, federation
-// upstreams) that Warren does not have: refused by name, since importing
-// the rest without them would leave a broker that silently does less.
+// them) and a registered component's parameter, which its Check passed.
+// A component not registered is a RabbitMQ plugin's Warren does not have
+// (federation-upstream): refused by name, since importing the rest
+// without it would leave a broker that silently does less.
 func (pl *planner) parameter(o *object) {
 	component, name := o.str("component", false), o.str("name", false)
 	switch component {
@@ -432,7 +434,7 @@ func (pl *planner) parameter(o *object) {
 		return
 	default:
 		o.entity = fmt.Sprintf("parameter '%s' of component '%s' in vhost '%s'", name, component, pl.vhostOf(o, false))
-		o.bad("component", "Warren has no component '%s' (it has vhost-limits and operator_policy)", component)
+		pl.componentParameter(o, component)
 		return
 	}
 	o.entity = fmt.Sprintf("limits of vhost '%s'", pl.vhostOf(o, false))
@@ -446,6 +448,37 @@ func (pl *planner) parameter(o *object) {
 		o.bad("value", "%s", reason(err))
 	}
 	pl.plan.vhostLimits = append(pl.plan.vhostLimits, vhostLimitsPlan{vhost: vh, limits: l})
+}
+
+// componentParameter plans a parameter of a registered component.
+func (pl *planner) componentParameter(o *object, component string) {
+	c, ok := pl.b.parameterComponent(component)
+	if !ok {
+		has := append([]string{"vhost-limits", operatorPolicyComponent}, pl.b.ParameterComponents()...)
+		o.bad("component", "Warren has no component '%s' (it has %s)", component, strings.Join(has, ", "))
+		return
+	}
+	name := o.name("name")
+	vh := pl.vhostOf(o, true)
+	raw, isObject := o.m["value"].(map[string]any)
+	if !isObject {
+		o.bad("value", "must be an object, not %s", jsonKind(o.m["value"]))
+		return
+	}
+	value, err := tableFromJSON(raw)
+	if err != nil {
+		o.bad("value", "%v", err)
+		return
+	}
+	if name == "" || vh == "" {
+		return
+	}
+	value = nonNil(value)
+	if err := c.Check(vh, name, value, ""); err != nil {
+		o.bad("value", "%v", err)
+		return
+	}
+	pl.plan.vhostParams = append(pl.plan.vhostParams, VHostParameter{VHost: vh, Component: component, Name: name, Value: value})
 }
 
 func (pl *planner) policy(o *object)         { pl.anyPolicy(o, false) }
@@ -813,6 +846,13 @@ func (b *Broker) apply(plan *importPlan) error {
 			return failed(fmt.Sprintf("binding from exchange '%s' to %s '%s' in vhost '%s'", bd.source, bd.dest.Kind, bd.dest.Name, bd.vhost), err)
 		}
 		rest = rest[run:]
+	}
+	// After the topology, so that a component (a shovel) finds what its
+	// parameter names.
+	for _, p := range plan.vhostParams {
+		if _, err := b.SetVHostParameter(p.VHost, p.Component, p.Name, p.Value, ""); err != nil {
+			return failed(fmt.Sprintf("parameter '%s' of component '%s' in vhost '%s'", p.Name, p.Component, p.VHost), err)
+		}
 	}
 	// Limits last: the document's own queues and connections are not
 	// refused by the limits it sets, so what was checked is what applies.

@@ -76,6 +76,13 @@ func (b *Broker) reset() error {
 	if err := b.applyClearGlobalParameter(ParamClusterName); err != nil {
 		return err
 	}
+	// Deleting their vhosts dropped the vhosts' parameters; this is for
+	// any left over.
+	for _, p := range b.VHostParameters("", "") {
+		if err := b.applyClearVHostParameter(p.VHost, p.Component, p.Name); err != nil {
+			return err
+		}
+	}
 	if err := b.store.DeleteRaftLog(metaGroup); err != nil {
 		return err
 	}

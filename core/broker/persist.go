@@ -17,8 +17,9 @@ import (
 // order where everything finds what it refers to: recovery of the message
 // index first (keeping only durable queues' entries), then vhosts, users
 // and permissions, and per vhost its policies, exchanges, queues with their
-// messages, and bindings in creation order. A data directory that has
-// never held a vhost or a user gets the configured defaults, stored.
+// messages, and bindings in creation order, then the vhosts' parameters.
+// A data directory that has never held a vhost or a user gets the
+// configured defaults, stored.
 func (b *Broker) openStore() error {
 	cfg := b.cfg.Storage
 	sync := storage.SyncAlways
@@ -119,6 +120,9 @@ func (b *Broker) restore(start time.Time) error {
 				v.SetMetadata(topology.Metadata{Description: rec.Description, Tags: rec.Tags})
 			}
 		}
+	}
+	if err := b.restoreVHostParameters(); err != nil {
+		return err
 	}
 	held, err := b.restoreHeld()
 	if err != nil {

@@ -294,6 +294,47 @@ func readGlobalParameterRecord(t protocol.Table) (globalParameterRecord, error) 
 	return globalParameterRecord{Value: v}, r.Err()
 }
 
+// vhostParameterRecord is a stored vhost parameter
+// (storage.KindVHostParameter, keyed by vhost and component/name): its
+// value; and one of a snapshot or of a set_vhost_parameter change, which
+// name it.
+type vhostParameterRecord struct {
+	VHost, Component, Name string
+	Value                  protocol.Table
+}
+
+func (r vhostParameterRecord) Table() protocol.Table {
+	t := protocol.Table{tablerec.VersionKey: int64(recordVersion)}
+	r.put(t)
+	return t
+}
+
+func (r vhostParameterRecord) put(t protocol.Table) {
+	t["value"] = nonNil(r.Value)
+	if r.VHost != "" || r.Component != "" || r.Name != "" {
+		t["vhost"], t["component"], t["name"] = r.VHost, r.Component, r.Name
+	}
+}
+
+func readVHostParameterRecord(t protocol.Table) (vhostParameterRecord, error) {
+	r := tablerec.Open("vhost parameter record", t, recordVersion)
+	rec := readVHostParameter(r, t, false)
+	return rec, r.Err()
+}
+
+// readVHostParameter reads a parameter's value and, named (a change's, a
+// snapshot's), its vhost, component and name.
+func readVHostParameter(r *tablerec.Reader, t protocol.Table, named bool) vhostParameterRecord {
+	if _, ok := t["value"]; !ok {
+		r.Fail("value", "a table", nil)
+	}
+	rec := vhostParameterRecord{Value: nonNil(r.Table("value"))}
+	if named {
+		rec.VHost, rec.Component, rec.Name = r.String("vhost"), r.String("component"), r.String("name")
+	}
+	return rec
+}
+
 func nonNil(t protocol.Table) protocol.Table {
 	if t == nil {
 		return protocol.Table{}
@@ -357,6 +398,10 @@ type (
 		Name     string
 		Settings protocol.Table
 	}
+	// setVHostParameter and clearVHostParameter are a registered
+	// component's parameters (vhostparams.go).
+	setVHostParameter   struct{ Param vhostParameterRecord }
+	clearVHostParameter struct{ VHost, Component, Name string }
 	// topologyChange is a vhost's command (core/topology).
 	topologyChange struct {
 		VHost   string
@@ -379,6 +424,8 @@ func (c clearPolicy) op() string        { return pick(c.Operator, opClearOperato
 func (setClusterName) op() string       { return opSetClusterName }
 func (setGlobalParameter) op() string   { return opSetGlobalParameter }
 func (clearGlobalParameter) op() string { return opClearGlobalParameter }
+func (setVHostParameter) op() string    { return opSetVHostParameter }
+func (clearVHostParameter) op() string  { return opClearVHostParameter }
 func (syncChange) op() string           { return opSync }
 func (enablePlugin) op() string         { return opEnablePlugin }
 func (disablePlugin) op() string        { return opDisablePlugin }
@@ -435,6 +482,10 @@ func changeTable(c definitionsChange) protocol.Table {
 		t["name"], t["value"] = c.Name, c.Value
 	case clearGlobalParameter:
 		t["name"] = c.Name
+	case setVHostParameter:
+		c.Param.put(t)
+	case clearVHostParameter:
+		t["vhost"], t["component"], t["name"] = c.VHost, c.Component, c.Name
 	case enablePlugin:
 		t["name"] = c.Name
 	case disablePlugin:
@@ -498,6 +549,10 @@ func readChange(t protocol.Table) (definitionsChange, error) {
 		c = setGlobalParameter{Name: r.String("name"), Value: v}
 	case opClearGlobalParameter:
 		c = clearGlobalParameter{Name: r.String("name")}
+	case opSetVHostParameter:
+		c = setVHostParameter{Param: readVHostParameter(r, t, true)}
+	case opClearVHostParameter:
+		c = clearVHostParameter{VHost: r.String("vhost"), Component: r.String("component"), Name: r.String("name")}
 	case opSync:
 		c = syncChange{}
 	case opEnablePlugin:
@@ -536,6 +591,9 @@ type metaSnapshot struct {
 	// cluster_name, by name; absent from snapshots of releases before
 	// them.
 	GlobalParameters map[string]any
+	// VHostParameters ("vhost_parameters") are registered components'
+	// parameters; absent from snapshots of releases before them.
+	VHostParameters []vhostParameterRecord
 }
 
 func (s metaSnapshot) Table() protocol.Table {
@@ -566,6 +624,13 @@ func (s metaSnapshot) Table() protocol.Table {
 	if len(s.GlobalParameters) > 0 {
 		t["global_parameters"] = protocol.Table(s.GlobalParameters)
 	}
+	if len(s.VHostParameters) > 0 {
+		params := make([]any, 0, len(s.VHostParameters))
+		for _, p := range s.VHostParameters {
+			params = append(params, p.Table())
+		}
+		t["vhost_parameters"] = params
+	}
 	if len(s.VHostLimits) > 0 {
 		lt := protocol.Table{}
 		for vh, l := range s.VHostLimits {
@@ -592,6 +657,7 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 	if _, ok := t["topic_permissions"]; ok {
 		topicPerms = r.Tables("topic_permissions")
 	}
+	vparams := r.Tables("vhost_parameters")
 	for vh, x := range r.Table("vhost_metadata") {
 		mt, ok := x.(protocol.Table)
 		if !ok {
@@ -634,6 +700,14 @@ func readMetaSnapshot(t protocol.Table) (metaSnapshot, error) {
 			return s, err
 		}
 		s.TopicPermissions = append(s.TopicPermissions, rec)
+	}
+	for _, p := range vparams {
+		pr := tablerec.Open("vhost parameter of a snapshot", p, recordVersion)
+		rec := readVHostParameter(pr, p, true)
+		if err := pr.Err(); err != nil {
+			return s, err
+		}
+		s.VHostParameters = append(s.VHostParameters, rec)
 	}
 	for _, u := range users {
 		rec, err := readUserRecord(u)

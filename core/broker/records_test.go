@@ -45,6 +45,10 @@ func someChanges() []definitionsChange {
 		clearPolicy{VHost: "/", Name: "p", Operator: true},
 		setGlobalParameter{Name: "g", Value: protocol.Table{"a": int64(1)}},
 		clearGlobalParameter{Name: "g"},
+		setVHostParameter{Param: vhostParameterRecord{VHost: "/", Component: "shovel", Name: "s/1",
+			Value: protocol.Table{"src-uri": "amqp://", "n": int64(1), "l": []any{"a"}, "t": protocol.Table{"k": 1.5}}}},
+		setVHostParameter{Param: vhostParameterRecord{VHost: "/", Component: "shovel", Name: "empty", Value: protocol.Table{}}},
+		clearVHostParameter{VHost: "/", Component: "shovel", Name: "s/1"},
 		setClusterName{Name: "rabbit@here"},
 		syncChange{},
 		enablePlugin{Name: "delayed_message"},
@@ -93,6 +97,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if got, err := readClusterNameRecord(throughBytes(t, clusterNameRecord{Value: "c"}.Table())); err != nil || got.Value != "c" {
 		t.Fatalf("cluster name %#v (%v)", got, err)
 	}
+	vp := vhostParameterRecord{Value: protocol.Table{"src-uri": "amqp://", "n": int64(2)}}
+	if got, err := readVHostParameterRecord(throughBytes(t, vp.Table())); err != nil || !reflect.DeepEqual(got, vp) {
+		t.Fatalf("vhost parameter %#v (%v)", got, err)
+	}
 	snap := metaSnapshot{
 		Users:            []userRecord{{Name: "guest", PasswordHash: "x", Hashing: auth.SHA256, Tags: []string{"administrator"}}},
 		Permissions:      []permissionRecord{{VHost: "/", User: "guest", Configure: ".*", Write: ".*", Read: ".*"}},
@@ -106,6 +114,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 		Plugins:          []string{"delayed_message"},
 		ClusterName:      "c",
 		GlobalParameters: map[string]any{"g": protocol.Table{"a": int64(1)}, "n": "x"},
+		VHostParameters: []vhostParameterRecord{{VHost: "/", Component: "shovel", Name: "s", Value: protocol.Table{"src-uri": "amqp://"}},
+			{VHost: "v", Component: "shovel", Name: "e", Value: protocol.Table{}}},
 	}
 	got, err := readMetaSnapshot(throughBytes(t, snap.Table()))
 	if err != nil || !reflect.DeepEqual(got, snap) {
@@ -150,7 +160,7 @@ func TestRecordsOfBeforeVersions(t *testing.T) {
 		"vhosts":      []any{"/"}, "policies": []any{}, "topology": protocol.Table{"/": protocol.Table{}}, "plugins": []any{}, "cluster_name": "c"}
 	snap, err := readMetaSnapshot(throughBytes(t, old))
 	if err != nil || len(snap.Users) != 1 || snap.Users[0].Name != "g" || len(snap.Permissions) != 1 || snap.ClusterName != "c" ||
-		snap.TopicPermissions != nil ||
+		snap.TopicPermissions != nil || snap.VHostParameters != nil ||
 		len(snap.VHosts) != 1 || len(snap.Topology) != 1 {
 		t.Fatalf("an old snapshot read as %#v (%v)", snap, err)
 	}
@@ -173,6 +183,12 @@ func TestRecordsRefuseWhatTheyCannotRead(t *testing.T) {
 	}
 	if _, err := readPermissionRecord(protocol.Table{"configure": ".*", "wirte": ".*", "read": ".*"}); err == nil || !strings.Contains(err.Error(), `"write"`) {
 		t.Fatalf("a misspelt field: %v", err)
+	}
+	if _, err := readChange(protocol.Table{"op": "set_vhost_parameter", "vhost": "/", "component": "c", "name": "n"}); err == nil || !strings.Contains(err.Error(), `"value"`) {
+		t.Fatalf("a parameter without a value: %v", err)
+	}
+	if _, err := readVHostParameterRecord(protocol.Table{"value": "x"}); err == nil {
+		t.Fatal("a parameter whose value is no table was read")
 	}
 	snap := metaSnapshot{Policies: []setPolicy{{VHost: "/", Name: "p"}}}.Table()
 	snap["policies"] = []any{changeTable(addVHost{Name: "v"})}

@@ -17,7 +17,7 @@ import (
 )
 
 // Broker-wide definitions (users, permissions, vhosts, policies, the
-// cluster name) change through change: on a node of its own a change is
+// cluster name, parameters) change through change: on a node of its own a change is
 // applied at once, as it always was; in a cluster it is a command of the
 // metadata Raft group, applied on every node in the same order and
 // answered once this node has applied it. The command is a
@@ -60,6 +60,11 @@ const (
 	opSetGlobalParameter   = "set_global_parameter"
 	opClearGlobalParameter = "clear_global_parameter"
 	opSync                 = "sync" // changes nothing (proposed by earlier versions' Sync)
+
+	// set_vhost_parameter and clear_vhost_parameter: a node of an
+	// earlier release refuses them by name (readChange).
+	opSetVHostParameter   = "set_vhost_parameter"
+	opClearVHostParameter = "clear_vhost_parameter"
 )
 
 // errNoQuorum is what a change the cluster could not commit answers.
@@ -146,6 +151,10 @@ func (b *Broker) carryOut(c definitionsChange) error {
 		return b.applySetGlobalParameter(c.Name, c.Value)
 	case clearGlobalParameter:
 		return b.applyClearGlobalParameter(c.Name)
+	case setVHostParameter:
+		return b.applySetVHostParameter(c.Param)
+	case clearVHostParameter:
+		return b.applyClearVHostParameter(c.VHost, c.Component, c.Name)
 	case syncChange:
 		return nil
 	case enablePlugin:
@@ -230,6 +239,9 @@ func (m metaState) Snapshot() ([]byte, error) {
 		snap.ClusterName = *n
 	}
 	snap.GlobalParameters = b.GlobalParameters()
+	for _, p := range b.VHostParameters("", "") {
+		snap.VHostParameters = append(snap.VHostParameters, vhostParameterRecord{VHost: p.VHost, Component: p.Component, Name: p.Name, Value: p.Value})
+	}
 	for _, name := range snap.VHosts {
 		if v, ok := b.VHost(name); ok {
 			if l := v.Limits(); len(l) > 0 {
@@ -354,6 +366,20 @@ func (m metaState) Restore(index uint64, data []byte) error {
 						return err
 					}
 				}
+			}
+		}
+	}
+	keepParams := map[vparamKey]bool{}
+	for _, p := range snap.VHostParameters {
+		keepParams[vparamKey{p.VHost, p.Component, p.Name}] = true
+		if err := b.applySetVHostParameter(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range b.VHostParameters("", "") {
+		if !keepParams[vparamKey{p.VHost, p.Component, p.Name}] {
+			if err := b.applyClearVHostParameter(p.VHost, p.Component, p.Name); err != nil {
+				return err
 			}
 		}
 	}

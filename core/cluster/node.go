@@ -1105,3 +1105,6 @@ func (n *Node) Alive(name string) bool {
 	m, ok := n.memberNamed(name)
 	return ok && (m.ID == n.id || n.tr.alive(m.ID))
 }
+
+// IsLeader reports whether this node leads the metadata group now.
+func (n *Node) IsLeader() bool { return n.raft.Status().RaftState == raft.StateLeader }

@@ -52,6 +52,7 @@ type Conn struct {
 	caps        capabilities
 	user        *auth.User
 	grant       auth.Grant // the user's rights in vh
+	origin      origin     // set before run
 	vh          *vhost.VHost
 
 	// Under srv.mu: counted in the server's handshaking or opened total.

@@ -175,6 +175,10 @@ func (c *Conn) refuse(e *reply.Error) error {
 }
 
 func (c *Conn) authenticate(m *protocol.ConnectionStartOk) error {
+	if c.origin == localAsBroker {
+		c.user = &auth.User{Name: auth.BrokerUser}
+		return nil
+	}
 	var user, password string
 	var err error
 	switch m.Mechanism {
@@ -186,7 +190,7 @@ func (c *Conn) authenticate(m *protocol.ConnectionStartOk) error {
 		return c.refuse(reply.CommandInvalid("unknown authentication mechanism '%s'", m.Mechanism))
 	}
 	if err == nil {
-		c.user, err = c.srv.Users.Login(user, password, isLoopback(c.nc.RemoteAddr()))
+		c.user, err = c.srv.Users.Login(user, password, c.origin != fromNetwork || isLoopback(c.nc.RemoteAddr()))
 	}
 	if err != nil {
 		c.log.Warn().Str("user", user).Str("mechanism", m.Mechanism).Err(err).Msg("login refused")
@@ -271,6 +275,9 @@ func (c *Conn) open(name string) error {
 		return c.refuse(reply.New(protocol.NotAllowed, "vhost %s not found", name))
 	}
 	grant, ok := c.srv.Users.Grant(name, c.user.Name)
+	if c.origin == localAsBroker {
+		grant, ok = auth.BrokerGrant(name), true
+	}
 	if !ok {
 		return c.refuse(reply.New(protocol.NotAllowed, "access to vhost '%s' refused for user '%s'", name, c.user.Name))
 	}

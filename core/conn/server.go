@@ -141,10 +141,24 @@ func (s *Server) Churn() Churn {
 
 // Serve runs one client connection to its end.
 func (s *Server) Serve(nc net.Conn) {
+	s.serve(nc, fromNetwork)
+}
+
+// origin is where a connection comes from, for its login.
+type origin uint8
+
+const (
+	fromNetwork   origin = iota
+	localAsUser          // the broker's own, logging in with credentials
+	localAsBroker        // the broker's own, as the broker (auth.BrokerGrant)
+)
+
+func (s *Server) serve(nc net.Conn, from origin) {
 	c := s.newConn(nc)
 	if c == nil {
 		return
 	}
+	c.origin = from
 	defer s.forget(c)
 	c.run()
 }

@@ -74,6 +74,8 @@ const (
 	remoteConsuming
 	replyToTokens
 	storageCallbacks
+	shovelManager
+	shovelWorker
 	numRanks
 )
 
@@ -153,6 +155,8 @@ var ranks = [numRanks]rank{
 	remoteConsuming:           {name: "remote.Consuming.mu"},
 	replyToTokens:             {name: "replyto.Tokens.mu"},
 	storageCallbacks:          {name: "storage.committer.cb.mu"},
+	shovelManager:             {name: "shovel.Manager.mu"},
+	shovelWorker:              {name: "shovel.worker.mu"},
 }
 
 // Ranked is a lock's rank as a type: the type argument of Mutex and
@@ -207,6 +211,8 @@ type (
 	StorageStreamLogs         struct{}
 	StorageClose              struct{}
 	MessageBodies             struct{}
+	ShovelManager             struct{}
+	ShovelWorker              struct{}
 	ConnServer                struct{}
 	ConnConsumers             struct{}
 	ConnLive                  struct{}
@@ -299,3 +305,5 @@ func (VHostForwarding) rankID() rankID           { return vhostForwarding }
 func (RemoteConsuming) rankID() rankID           { return remoteConsuming }
 func (ReplyToTokens) rankID() rankID             { return replyToTokens }
 func (StorageCallbacks) rankID() rankID          { return storageCallbacks }
+func (ShovelManager) rankID() rankID             { return shovelManager }
+func (ShovelWorker) rankID() rankID              { return shovelWorker }

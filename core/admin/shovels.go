@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"github.com/warrenmq/warren/core/shovel"
+)
+
+// The shovels' status, as RabbitMQ 3.10.8's rabbitmq_shovel_management
+// serves it: each shovel this node runs, with its state (starting,
+// running, terminated and why), in the vhosts the user may use. A
+// monitoring user reads it, as in RabbitMQ. Restarting or deleting a
+// shovel through these routes changes what the broker does, so it asks
+// what changing its parameter asks (policymaker), where RabbitMQ asks
+// only monitoring.
+func (a *api) routeShovels(mux *router) {
+	a.handle(mux, "GET /api/shovels", monitoring, a.shovels)
+	a.handle(mux, "GET /api/shovels/{vhost}", monitoring, a.shovels)
+	a.handle(mux, "GET /api/shovels/vhost/{vhost}/{name}", monitoring, a.shovel)
+	a.handle(mux, "DELETE /api/shovels/vhost/{vhost}/{name}", policymaker, a.deleteShovel)
+	a.handle(mux, "DELETE /api/shovels/vhost/{vhost}/{name}/restart", policymaker, a.restartShovel)
+}
+
+// shovelJSON is a shovel's status, in RabbitMQ's order.
+type shovelJSON struct {
+	Node            string  `json:"node"`
+	Timestamp       string  `json:"timestamp"`
+	Name            string  `json:"name"`
+	VHost           string  `json:"vhost"`
+	Type            string  `json:"type"`
+	State           string  `json:"state"`
+	Reason          string  `json:"reason,omitempty"`
+	SrcURI          string  `json:"src_uri,omitempty"`
+	SrcProtocol     string  `json:"src_protocol,omitempty"`
+	DestProtocol    string  `json:"dest_protocol,omitempty"`
+	DestURI         string  `json:"dest_uri,omitempty"`
+	SrcQueue        string  `json:"src_queue,omitempty"`
+	SrcExchange     string  `json:"src_exchange,omitempty"`
+	SrcExchangeKey  *string `json:"src_exchange_key,omitempty"`
+	DestExchange    *string `json:"dest_exchange,omitempty"`
+	DestExchangeKey *string `json:"dest_exchange_key,omitempty"`
+	DestQueue       string  `json:"dest_queue,omitempty"`
+}
+
+func (a *api) shovelView(s shovel.Status) shovelJSON {
+	j := shovelJSON{Node: a.b.NodeName(), Timestamp: s.Since.Format("2006-01-02 15:04:05"), Name: s.Name, VHost: s.VHost,
+		Type: "dynamic", State: s.State, Reason: s.Reason}
+	if s.State == shovel.Running {
+		j.SrcURI, j.DestURI, j.SrcProtocol, j.DestProtocol = s.SrcURI, s.DestURI, "amqp091", "amqp091"
+		j.SrcQueue, j.SrcExchange, j.DestQueue = s.SrcQueue, s.SrcExchange, s.DestQueue
+		if s.SrcExchange != "" {
+			j.SrcExchangeKey = &s.SrcExchangeKey
+		}
+		j.DestExchange, j.DestExchangeKey = s.DestExchange, s.DestExchangeKey
+	}
+	return j
+}
+
+// shovelList is the shovels of the path's vhost, or of every vhost the
+// user may use.
+func (a *api) shovelList(c *call) ([]shovelJSON, error) {
+	only, err := c.pathVHost()
+	if err != nil {
+		return nil, err
+	}
+	out := []shovelJSON{}
+	for _, s := range a.b.Shovels().Statuses() {
+		if (only == "" || s.VHost == only) && c.mayUse(s.VHost) {
+			out = append(out, a.shovelView(s))
+		}
+	}
+	return out, nil
+}
+
+func (a *api) shovels(c *call) (any, error) { return a.shovelList(c) }
+
+func (a *api) shovel(c *call) (any, error) {
+	list, err := a.shovelList(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range list {
+		if s.Name == c.path("name") {
+			return s, nil
+		}
+	}
+	return nil, errNotFound
+}
+
+// deleteShovel deletes a shovel's parameter, as RabbitMQ's delete_shovel.
+func (a *api) deleteShovel(c *call) (any, error) {
+	if _, err := a.shovel(c); err != nil {
+		return nil, err
+	}
+	return nil, a.b.ClearVHostParameter(c.path("vhost"), shovel.Component, c.path("name"))
+}
+
+func (a *api) restartShovel(c *call) (any, error) {
+	if _, err := c.pathVHost(); err != nil {
+		return nil, err
+	}
+	if !a.b.Shovels().Restart(c.path("vhost"), c.path("name")) {
+		return nil, errNotFound
+	}
+	return nil, nil
+}

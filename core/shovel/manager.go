@@ -1,0 +1,197 @@
+package shovel
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/internal/lockorder"
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Manager runs a node's dynamic shovels: Sync is told which shovel
+// parameters exist and whether this node is the one to run them, and
+// starts, restarts and stops workers to match.
+type Manager struct {
+	Log zerolog.Logger
+	// Local connects to this broker (conn.Server.DialLocal), for the
+	// URIs without a host.
+	Local func(asBroker bool) (net.Conn, error)
+	// ClusterName names the cluster in forwarding headers.
+	ClusterName func() string
+	// Clear deletes a shovel's parameter, when its delete-after is met.
+	Clear func(vhost, name string) error
+	// MayUseVHost says whether a user may open a vhost, for a
+	// definition's local URIs (Check).
+	MayUseVHost func(user, vhost string) bool
+
+	mu      lockorder.Mutex[lockorder.ShovelManager]
+	workers map[key2]*worker
+	stopped bool
+}
+
+type key2 struct{ vhost, name string }
+
+// Param is one shovel parameter.
+type Param struct {
+	VHost, Name string
+	Value       protocol.Table
+}
+
+// Check checks a shovel parameter before it is set, as RabbitMQ's
+// rabbit_shovel_parameters:validate: the definition, and that the user
+// setting it may use the vhosts its local URIs name.
+func (m *Manager) Check(vhost, name string, value protocol.Table, user string) error {
+	d, err := Parse(value)
+	if err != nil {
+		return err
+	}
+	if user == "" || m.MayUseVHost == nil {
+		return nil
+	}
+	for _, s := range slices.Concat(d.SrcURIs, d.DestURIs) {
+		u, _ := ParseURI(s)
+		if u.local && !u.hasUser && !m.MayUseVHost(user, u.vhost) {
+			return fmt.Errorf("user %q may not connect to vhost %q", user, u.vhost)
+		}
+	}
+	return nil
+}
+
+// Sync makes the running shovels those of params when run is set (this
+// node runs the shovels), none otherwise. A shovel whose definition
+// changed is restarted; one that cannot be read (a parameter set by a
+// node that reads it differently) is shown terminated.
+func (m *Manager) Sync(params []Param, run bool) {
+	var stop []*worker
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	want := map[key2]Param{}
+	if run {
+		for _, p := range params {
+			want[key2{p.VHost, p.Name}] = p
+		}
+	}
+	for k, w := range m.workers {
+		if p, ok := want[k]; !ok || !reflect.DeepEqual(p.Value, w.value) {
+			stop = append(stop, w)
+			delete(m.workers, k)
+		}
+	}
+	for k, p := range want {
+		if _, ok := m.workers[k]; !ok {
+			m.start(p)
+		}
+	}
+	m.mu.Unlock()
+	for _, w := range stop {
+		w.cancel()
+		<-w.done
+	}
+}
+
+// start starts p's worker; m.mu is held.
+func (m *Manager) start(p Param) {
+	if m.workers == nil {
+		m.workers = map[key2]*worker{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{m: m, vhost: p.VHost, name: p.Name, value: p.Value, cancel: cancel, done: make(chan struct{}),
+		log: m.Log.With().Str("shovel", p.Name).Str("vhost", p.VHost).Logger()}
+	w.status = Status{VHost: p.VHost, Name: p.Name, State: Starting}
+	m.workers[key2{p.VHost, p.Name}] = w
+	d, err := Parse(p.Value)
+	if err != nil {
+		w.status.State, w.status.Reason = Terminated, "its definition cannot be read: "+strings.ReplaceAll(err.Error(), "\n", "; ")
+		close(w.done)
+		return
+	}
+	w.def = d
+	go w.run(ctx)
+}
+
+// Restart stops a running shovel and starts it again, as RabbitMQ's
+// restart_shovel; false when this node runs no such shovel.
+func (m *Manager) Restart(vhost, name string) bool {
+	m.mu.Lock()
+	w, ok := m.workers[key2{vhost, name}]
+	if ok {
+		delete(m.workers, key2{vhost, name})
+	}
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.cancel()
+	<-w.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, again := m.workers[key2{vhost, name}]; !again && !m.stopped {
+		m.start(Param{VHost: vhost, Name: name, Value: w.value})
+	}
+	return true
+}
+
+// completed ends a worker whose transfer is done: its parameter is
+// cleared, and the Sync that follows finds it gone.
+func (m *Manager) completed(w *worker) {
+	if err := m.Clear(w.vhost, w.name); err != nil {
+		w.log.Error().Err(err).Msg("could not delete the completed shovel's parameter")
+		w.set(func(s *Status) {
+			s.State, s.Reason = Terminated, "completed, but its parameter could not be deleted: "+err.Error()
+		})
+	}
+}
+
+// Statuses are the shovels this node runs, by vhost and name.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	ws := make([]*worker, 0, len(m.workers))
+	for _, w := range m.workers {
+		ws = append(ws, w)
+	}
+	m.mu.Unlock()
+	out := make([]Status, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.Status())
+	}
+	slices.SortFunc(out, func(a, b Status) int {
+		return strings.Compare(a.VHost+"\x00"+a.Name, b.VHost+"\x00"+b.Name)
+	})
+	return out
+}
+
+// Stop stops every shovel, for the broker's shutdown; Sync does nothing
+// after it.
+func (m *Manager) Stop() {
+	m.mu.Lock()
+	m.stopped = true
+	ws := m.workers
+	m.workers = nil
+	m.mu.Unlock()
+	for _, w := range ws {
+		w.cancel()
+	}
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+func (m *Manager) dialer(name string) dialer {
+	return dialer{Local: m.Local, Name: "Shovel " + name}
+}
+
+func (m *Manager) clusterName() string {
+	if m.ClusterName == nil {
+		return ""
+	}
+	return m.ClusterName()
+}
