@@ -259,7 +259,8 @@ func (w *worker) shovel(ctx context.Context) error {
 		return errCompleted
 	}
 	cancelled := src.ch.NotifyCancel(make(chan string, 1))
-	deliveries, err := src.ch.Consume(queue, "", d.AckMode == NoAck, false, false, false, amqp.Table(d.SrcConsumerArgs))
+	tag := "Shovel " + w.name
+	deliveries, err := src.ch.Consume(queue, tag, d.AckMode == NoAck, false, false, false, amqp.Table(d.SrcConsumerArgs))
 	if err != nil {
 		return fmt.Errorf("consuming from the source queue '%s': %w", queue, err)
 	}
@@ -281,6 +282,7 @@ func (w *worker) shovel(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			w.drain(src, tag, pending)
 			return ctx.Err()
 		case m, ok := <-deliveries:
 			if !ok {
@@ -340,6 +342,39 @@ func (w *worker) shovel(ctx context.Context) error {
 		}
 		if remaining == 0 {
 			return errCompleted
+		}
+	}
+}
+
+// drainFor bounds how long a stopping shovel waits for the confirms of
+// what it published.
+const drainFor = 2 * time.Second
+
+// drain ends a shovel that is stopped (its parameter changed or cleared,
+// a restart, the broker's shutdown) without duplicates: it stops the
+// source's deliveries, then acks at the source what the destination
+// confirms within drainFor. Only what stays unconfirmed is redelivered
+// by the source, and published again by the shovel's next run.
+func (w *worker) drain(src *end, tag string, pending []inflight) {
+	if err := src.ch.Cancel(tag, false); err != nil || len(pending) == 0 {
+		return
+	}
+	t := time.NewTimer(drainFor)
+	defer t.Stop()
+	for _, p := range pending {
+		select {
+		case <-p.confirm.Done():
+		case <-t.C:
+			return
+		}
+		var err error
+		if p.confirm.Acked() {
+			err = src.ch.Ack(p.tag, false)
+		} else {
+			err = src.ch.Nack(p.tag, false, true)
+		}
+		if err != nil {
+			return
 		}
 	}
 }
