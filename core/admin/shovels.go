@@ -1,8 +1,15 @@
 package admin
 
 import (
+	"context"
+	"time"
+
+	"github.com/warrenmq/warren/core/broker"
 	"github.com/warrenmq/warren/core/shovel"
 )
+
+// callTimeout bounds a request that another node carries out.
+const callTimeout = 10 * time.Second
 
 // The shovels' status, as RabbitMQ 3.10.8's rabbitmq_shovel_management
 // serves it: each shovel this node runs, with its state (starting,
@@ -40,8 +47,8 @@ type shovelJSON struct {
 	DestQueue       string  `json:"dest_queue,omitempty"`
 }
 
-func (a *api) shovelView(s shovel.Status) shovelJSON {
-	j := shovelJSON{Node: a.b.NodeName(), Timestamp: s.Since.Format("2006-01-02 15:04:05"), Name: s.Name, VHost: s.VHost,
+func shovelView(s broker.ShovelStatus) shovelJSON {
+	j := shovelJSON{Node: s.Node, Timestamp: s.Since.Format("2006-01-02 15:04:05"), Name: s.Name, VHost: s.VHost,
 		Type: "dynamic", State: s.State, Reason: s.Reason}
 	if s.State == shovel.Running {
 		j.SrcURI, j.DestURI, j.SrcProtocol, j.DestProtocol = s.SrcURI, s.DestURI, "amqp091", "amqp091"
@@ -61,10 +68,14 @@ func (a *api) shovelList(c *call) ([]shovelJSON, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every node's, as RabbitMQ gathers them; a member that does not
+	// answer within a second is left out.
+	ctx, cancel := context.WithTimeout(c.r.Context(), time.Second)
+	defer cancel()
 	out := []shovelJSON{}
-	for _, s := range a.b.Shovels().Statuses() {
+	for _, s := range a.b.ClusterShovels(ctx) {
 		if (only == "" || s.VHost == only) && c.mayUse(s.VHost) {
-			out = append(out, a.shovelView(s))
+			out = append(out, shovelView(s))
 		}
 	}
 	return out, nil
@@ -97,7 +108,13 @@ func (a *api) restartShovel(c *call) (any, error) {
 	if _, err := c.pathVHost(); err != nil {
 		return nil, err
 	}
-	if !a.b.Shovels().Restart(c.path("vhost"), c.path("name")) {
+	ctx, cancel := context.WithTimeout(c.r.Context(), callTimeout)
+	defer cancel()
+	restarted, err := a.b.RestartShovel(ctx, c.path("vhost"), c.path("name"))
+	if err != nil {
+		return nil, err
+	}
+	if !restarted {
 		return nil, errNotFound
 	}
 	return nil, nil

@@ -33,6 +33,10 @@ const (
 	callClients byte = 5
 	callStream  byte = 6 // the stream protocol's advertised host and port (streams.go)
 	callSAC     byte = 7 // a single-active-consumer message (streams.go)
+	// callShovels asks for the shovels a node runs, callShovelRestart
+	// restarts one there (shovels.go).
+	callShovels       byte = 8
+	callShovelRestart byte = 9
 )
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
@@ -116,6 +120,10 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 		return json.Marshal(b.streamEndpointHere())
 	case callSAC:
 		return nil, b.streams.HandleSAC(payload[1:])
+	case callShovels:
+		return json.Marshal(b.shovels.Statuses())
+	case callShovelRestart:
+		return b.answerShovelRestart(payload[1:])
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

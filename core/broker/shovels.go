@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/warrenmq/warren/core/shovel"
@@ -77,4 +81,80 @@ func (b *Broker) syncShovels() {
 	}
 	n := b.cluster.Load()
 	b.shovels.Sync(params, n == nil || n.IsLeader())
+}
+
+// ShovelStatus is a shovel's status and the node that runs it.
+type ShovelStatus struct {
+	Node string
+	shovel.Status
+}
+
+// ClusterShovels are the shovels every node runs, as RabbitMQ's
+// /api/shovels gathers them from each node: this node's, and each
+// member's that answers within ctx (one that does not is left out).
+func (b *Broker) ClusterShovels(ctx context.Context) []ShovelStatus {
+	var out []ShovelStatus
+	for _, s := range b.shovels.Statuses() {
+		out = append(out, ShovelStatus{Node: b.NodeName(), Status: s})
+	}
+	n := b.cluster.Load()
+	if n == nil {
+		return out
+	}
+	var others []string
+	for _, m := range n.Members() {
+		if m.Name != b.NodeName() {
+			others = append(others, m.Name)
+		}
+	}
+	answers := make([][]shovel.Status, len(others))
+	var wg sync.WaitGroup
+	for i, name := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = askMember[[]shovel.Status](ctx, b, name, callShovels, "shovels")
+		}()
+	}
+	wg.Wait()
+	for i, name := range others {
+		for _, s := range answers[i] {
+			out = append(out, ShovelStatus{Node: name, Status: s})
+		}
+	}
+	return out
+}
+
+// RestartShovel restarts a shovel on the node that runs it; false when
+// no node that answers within ctx runs it.
+func (b *Broker) RestartShovel(ctx context.Context, vhost, name string) (bool, error) {
+	if b.shovels.Restart(vhost, name) {
+		return true, nil
+	}
+	n := b.cluster.Load()
+	if n == nil {
+		return false, nil
+	}
+	payload, err := json.Marshal([2]string{vhost, name})
+	if err != nil {
+		return false, err
+	}
+	for _, m := range n.Members() {
+		if m.Name == b.NodeName() {
+			continue
+		}
+		answer, err := n.Call(ctx, m.Name, append([]byte{callShovelRestart}, payload...))
+		if err == nil && string(answer) == "true" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (b *Broker) answerShovelRestart(payload []byte) ([]byte, error) {
+	var which [2]string
+	if err := json.Unmarshal(payload, &which); err != nil {
+		return nil, fmt.Errorf("a shovel restart call: %w", err)
+	}
+	return json.Marshal(b.shovels.Restart(which[0], which[1]))
 }
