@@ -107,12 +107,11 @@ func shovelRounds() int {
 // the shovel acked, whose ack died with the source before the source
 // stored it, comes again after the restart (with every AMQP 0-9-1
 // shovel, RabbitMQ's too: nothing tells the copy from a message
-// published twice). At most the source's prefetch window can be, per
-// kill; those are counted, as is the order the redeliveries break.
+// published twice); those are counted, as is the order the redeliveries
+// break (failOnShovelProblems).
 func TestShovelLosesNothingThroughKillsAndRestarts(t *testing.T) {
 	sp := startShovelPair(t, "on-confirm")
-	rounds := shovelRounds()
-	for round := range rounds {
+	for round := range shovelRounds() {
 		sp.confirmsPass(t, 3000)
 		sp.src.stop(syscall.SIGKILL)
 		sp.src = startProcess(t, sp.srcDir, "-listen", sp.srcListen)
@@ -123,10 +122,20 @@ func TestShovelLosesNothingThroughKillsAndRestarts(t *testing.T) {
 	}
 	sp.confirmsPass(t, 3000)
 	sp.finish(t)
-	failOnProblems(t, sp.check, "delivered as new again", "out of order")
-	if dups := sp.check.Report().Count["delivered as new again"]; dups > rounds*shovelPrefetch {
-		t.Fatalf("%d duplicates from %d kills of the source: more than its prefetch window (%d) each", dups, rounds, shovelPrefetch)
-	}
+	failOnShovelProblems(t, sp.check)
+}
+
+// failOnShovelProblems fails on a loss. A kill of a shovel's source may
+// make copies: a message the destination confirmed and the shovel acked,
+// whose ack the killed source had not stored yet, comes again. The
+// checker sees a copy as a message delivered as new again (after an ack,
+// if it came late), and the source's redeliveries break the order; how
+// many there are depends on how lazily the source stores acks (RabbitMQ's
+// classic queues: a journal flushed now and then), so they are logged,
+// not bounded.
+func failOnShovelProblems(t *testing.T, check *losscheck.Checker) {
+	t.Helper()
+	failOnProblems(t, check, "delivered as new again", "acked, then redelivered", "out of order")
 }
 
 // A shovel stopped on purpose (its node shut down, a restart through the

@@ -65,36 +65,47 @@ func (m *Manager) Check(vhost, name string, value protocol.Table, user string) e
 
 // Sync makes the running shovels those of params when run is set (this
 // node runs the shovels), none otherwise. A shovel whose definition
-// changed is restarted; one that cannot be read (a parameter set by a
-// node that reads it differently) is shown terminated.
+// changed is stopped, then started again; one that cannot be read (a
+// parameter set by a node that reads it differently) is shown
+// terminated. A stopping shovel is listed until it has stopped, so that
+// one no longer listed moves nothing.
 func (m *Manager) Sync(params []Param, run bool) {
-	var stop []*worker
-	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
-		return
-	}
 	want := map[key2]Param{}
 	if run {
 		for _, p := range params {
 			want[key2{p.VHost, p.Name}] = p
 		}
 	}
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
+	var stop []*worker
 	for k, w := range m.workers {
 		if p, ok := want[k]; !ok || !reflect.DeepEqual(p.Value, w.value) {
 			stop = append(stop, w)
-			delete(m.workers, k)
-		}
-	}
-	for k, p := range want {
-		if _, ok := m.workers[k]; !ok {
-			m.start(p)
 		}
 	}
 	m.mu.Unlock()
 	for _, w := range stop {
 		w.cancel()
 		<-w.done
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range stop {
+		if k := (key2{w.vhost, w.name}); m.workers[k] == w {
+			delete(m.workers, k)
+		}
+	}
+	if m.stopped {
+		return
+	}
+	for k, p := range want {
+		if _, ok := m.workers[k]; !ok {
+			m.start(p)
+		}
 	}
 }
 

@@ -397,15 +397,33 @@ func (w *worker) stopped(src, dst *end, cancelled <-chan string) error {
 	return w.failed(src, dst, "consuming", errors.New("the source stopped delivering"))
 }
 
-// failed names the end that failed, if one did, else err.
+// failed names the end that failed, if one did, else err. A failed
+// call learns that a channel or connection is closed before its close
+// notification (with the broker's reason) comes, so it waits a moment
+// for that.
 func (w *worker) failed(src, dst *end, doing string, err error) error {
-	if e := dst.reason("destination"); e != nil {
-		return e
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		if e := dst.reason("destination"); e != nil {
+			return e
+		}
+		if e := src.reason("source"); e != nil {
+			return e
+		}
+		select {
+		case e := <-dst.closed:
+			dst.note("destination", "connection", e)
+		case e := <-dst.chDone:
+			dst.note("destination", "channel", e)
+		case e := <-src.closed:
+			src.note("source", "connection", e)
+		case e := <-src.chDone:
+			src.note("source", "channel", e)
+		case <-t.C:
+			return fmt.Errorf("%s: %w", doing, err)
+		}
 	}
-	if e := src.reason("source"); e != nil {
-		return e
-	}
-	return fmt.Errorf("%s: %w", doing, err)
 }
 
 // publishing is what the shovel publishes for a delivery: its exchange
