@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +31,7 @@ type rabbitNode struct {
 	name     string // node name, name@localhost
 	dir      string
 	amqpPort int
+	admin    string // http://host:port of its management API, with rabbitmq_management
 	plugins  []string
 	log      *os.File
 }
@@ -61,6 +64,12 @@ func startRabbitMQ(t *testing.T, plugins ...string) *rabbitNode {
 	port, _ := strconv.Atoi(strings.Split(freeAddr(t), ":")[1])
 	r := &rabbitNode{t: t, name: fmt.Sprintf("wt%d", rand.Uint32()), dir: dir, amqpPort: port, plugins: plugins}
 	conf := fmt.Sprintf("listeners.tcp.1 = 127.0.0.1:%d\nloopback_users = none\ndisk_free_limit.absolute = 1MB\n", port)
+	if slices.Contains(plugins, "rabbitmq_management") {
+		addr := freeAddr(t)
+		host, mport, _ := net.SplitHostPort(addr)
+		conf += fmt.Sprintf("management.tcp.ip = %s\nmanagement.tcp.port = %s\n", host, mport)
+		r.admin = "http://" + addr
+	}
 	write := func(name, text string) {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
@@ -112,6 +121,13 @@ func (r *rabbitNode) start() {
 			return false
 		}
 		c.Close()
+		if r.admin != "" {
+			resp, err := http.Get(r.admin + "/api/overview")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+		}
 		return true
 	})
 }
