@@ -11,6 +11,7 @@ import * as queue from "./page-queue.js";
 import * as exchange from "./page-exchange.js";
 import * as admin from "./page-admin.js";
 import * as plugins from "./page-plugins.js";
+import * as shovels from "./page-shovels.js";
 import * as definitions from "./page-definitions.js";
 import * as detail from "./page-detail.js";
 
@@ -48,13 +49,14 @@ const pages = {
   cluster: admin.cluster,
   policies: admin.policies,
   plugins: plugins.render,
+  shovels: shovels.render,
   definitions: definitions.render,
 };
 
 const nav = [
   ["overview", "Overview"], ["connections", "Connections"], ["channels", "Channels"],
   ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
-  ["streams", "Streams"],
+  ["streams", "Streams"], ["shovels", "Shovels"],
   ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
 ];
 const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies", "cluster"]);
@@ -120,12 +122,12 @@ async function show() {
 
 // visibleNav leaves out what the user's tags would be refused: the admin
 // pages but policies need administrator, policies policymaker, plugins
-// monitoring, definitions administrator.
+// and shovels monitoring, definitions administrator.
 function visibleNav() {
   const may = api.can();
   return nav.flatMap(([p, label]) => {
     if (p === "users") return may.admin ? [[p, label]] : may.policies ? [["policies", "Policies"]] : [];
-    if (p === "plugins" && !may.monitor) return [];
+    if ((p === "plugins" || p === "shovels") && !may.monitor) return [];
     if (p === "definitions" && !may.admin) return [];
     return [[p, label]];
   });
