@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/warren/core/shovel"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Dynamic shovels (core/shovel) are parameters of component shovel. One
@@ -29,6 +30,10 @@ func (b *Broker) newShovels() {
 		ClusterName: b.ClusterName,
 		Clear: func(vhost, name string) error {
 			return b.ClearVHostParameter(vhost, shovel.Component, name)
+		},
+		Lookup: func(vhost, name string) (protocol.Table, bool) {
+			p, ok := b.LookupVHostParameter(vhost, shovel.Component, name)
+			return p.Value, ok
 		},
 		MayUseVHost: func(user, vhost string) bool {
 			_, ok := b.users.Permission(vhost, user)

@@ -24,8 +24,10 @@ type Manager struct {
 	Local func(asBroker bool) (net.Conn, error)
 	// ClusterName names the cluster in forwarding headers.
 	ClusterName func() string
-	// Clear deletes a shovel's parameter, when its delete-after is met.
-	Clear func(vhost, name string) error
+	// Clear deletes a shovel's parameter, when its delete-after is met;
+	// Lookup reads one as it is now.
+	Clear  func(vhost, name string) error
+	Lookup func(vhost, name string) (protocol.Table, bool)
 	// MayUseVHost says whether a user may open a vhost, for a
 	// definition's local URIs (Check).
 	MayUseVHost func(user, vhost string) bool
@@ -129,24 +131,31 @@ func (m *Manager) start(p Param) {
 	go w.run(ctx)
 }
 
-// Restart stops a running shovel and starts it again, as RabbitMQ's
-// restart_shovel; false when this node runs no such shovel.
+// Restart stops a running shovel and starts it again with its
+// parameter as it is now, as RabbitMQ's restart_shovel; false when this
+// node runs no such shovel or its parameter is gone (a deleted shovel
+// still stopping).
 func (m *Manager) Restart(vhost, name string) bool {
+	k := key2{vhost, name}
 	m.mu.Lock()
-	w, ok := m.workers[key2{vhost, name}]
-	if ok {
-		delete(m.workers, key2{vhost, name})
-	}
+	w, ok := m.workers[k]
 	m.mu.Unlock()
 	if !ok {
+		return false
+	}
+	value, exists := m.Lookup(vhost, name)
+	if !exists {
 		return false
 	}
 	w.cancel()
 	<-w.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, again := m.workers[key2{vhost, name}]; !again && !m.stopped {
-		m.start(Param{VHost: vhost, Name: name, Value: w.value})
+	if m.workers[k] == w {
+		delete(m.workers, k)
+	}
+	if _, again := m.workers[k]; !again && !m.stopped {
+		m.start(Param{VHost: vhost, Name: name, Value: value})
 	}
 	return true
 }
