@@ -46,11 +46,13 @@ func TestMigrationFromRabbitMQ(t *testing.T) {
 	check := losscheck.New()
 	check.Pace(200 * time.Microsecond)
 	var wg sync.WaitGroup
-	run := func(f func(stop chan struct{})) chan struct{} {
-		stop := make(chan struct{})
+	// run starts a client; its stop function returns once the client has
+	// (a publisher's confirms all in).
+	run := func(f func(stop chan struct{})) func() {
+		stop, done := make(chan struct{}), make(chan struct{})
 		wg.Add(1)
-		go func() { defer wg.Done(); f(stop) }()
-		return stop
+		go func() { defer wg.Done(); defer close(done); f(stop) }()
+		return func() { close(stop); <-done }
 	}
 	onRabbit := func() []string { return []string{r.url()} }
 	onWarren := func() []string { return []string{m.s.url} }
@@ -94,11 +96,11 @@ func TestMigrationFromRabbitMQ(t *testing.T) {
 
 	// 3. Consumers move to Warren, then 4. producers.
 	stopConsumerW := run(func(stop chan struct{}) { check.Consume("c-warren", "orders.new", 50, onWarren, stop) })
-	close(stopConsumerR)
+	stopConsumerR()
 	confirmed("on-rabbitmq", 1000)
 	stopProducerW := run(func(stop chan struct{}) { check.Publish("on-warren", "orders.new", 32, onWarren, stop) })
 	confirmed("on-warren", 500)
-	close(stopProducerR)
+	stopProducerR()
 	confirmed("on-warren", 1000)
 
 	// 5. Once RabbitMQ's queue is empty, the shovel goes.
@@ -113,9 +115,9 @@ func TestMigrationFromRabbitMQ(t *testing.T) {
 		return err == nil && q.Messages == 0 && q.Consumers == 1
 	})
 	m.expect("DELETE", "/api/parameters/shovel/%2F/from-rabbitmq", "", 204)
-	close(stopProducerW)
+	stopProducerW()
 	poll.Until(t, 60*time.Second, "every confirmed message consumed", check.Drained)
-	close(stopConsumerW)
+	stopConsumerW()
 	wg.Wait()
 	failOnShovelProblems(t, check)
 }

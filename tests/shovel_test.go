@@ -9,6 +9,10 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rs/zerolog"
+
+	"github.com/warrenmq/warren/core/broker"
+	"github.com/warrenmq/warren/core/config"
 )
 
 // Dynamic shovels (issue 34): runtime parameters of component shovel,
@@ -339,5 +343,53 @@ func TestShovelInDefinitions(t *testing.T) {
 	bad := fmt.Sprintf(`{"parameters":[{"vhost":%q,"component":"shovel","name":"d3","value":{"src-queue":"dq"}}]}`, m.vhost)
 	if r := m.call("POST", "/api/definitions", bad); r.status != 400 || !strings.Contains(r.body, "src-uri") {
 		t.Fatalf("import of a bad shovel: %d %s", r.status, r.body)
+	}
+}
+
+// A static shovel (broker.toml's [[shovels]]) runs from the broker's
+// start, shows as static, restarts, and cannot be deleted through the
+// API; a bad definition stops start-up naming the shovel and the key.
+func TestStaticShovel(t *testing.T) {
+	def := map[string]any{"src-uri": "amqp://", "src-queue": "static-from", "dest-uri": "amqp://", "dest-queue": "static-to",
+		"dest-add-forward-headers": true}
+	m := startMgmt(t, func(c *config.Config) {
+		c.Shovels = []config.Shovel{{Name: "boot", Definition: def}}
+	})
+	if !m.isWarren() {
+		t.Skip("tests Warren's configuration")
+	}
+	c, err := amqp.Dial(m.s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ch, _ := c.Channel()
+	var all []shovelStatus
+	waitFor(t, "the static shovel running", func() bool {
+		all = nil
+		m.expect("GET", "/api/shovels", "", 200).json(t, &all)
+		return len(all) == 1 && all[0].State == "running"
+	})
+	if all[0].Type != "static" || all[0].Name != "boot" || all[0].VHost != "/" {
+		t.Fatalf("status %+v", all[0])
+	}
+	publish(t, ch, "", "static-from", body("hello"))
+	waitCount(t, ch, "static-to", 1)
+	d := get(t, ch, "static-to")
+	if hop, _ := d.Headers["x-shovelled"].([]any); len(hop) != 1 || hop[0].(amqp.Table)["shovel-type"] != "static" {
+		t.Fatalf("x-shovelled = %v", d.Headers["x-shovelled"])
+	}
+	m.expect("DELETE", "/api/shovels/vhost/%2F/boot/restart", "", 204)
+	r := m.call("DELETE", "/api/shovels/vhost/%2F/boot", "")
+	if r.status != 400 || !strings.Contains(r.body, "static") {
+		t.Fatalf("deleting a static shovel: %d %s", r.status, r.body)
+	}
+
+	cfg := config.Default()
+	cfg.Storage.DataDir = t.TempDir()
+	cfg.Shovels = []config.Shovel{{Name: "bad", Definition: map[string]any{"src-uri": "amqp://", "src-queue": "q", "ack-mode": "later"}}}
+	if _, err := broker.New(cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `"bad"`) ||
+		!strings.Contains(err.Error(), "dest-uri") || !strings.Contains(err.Error(), "ack-mode") {
+		t.Fatalf("a bad static shovel: %v", err)
 	}
 }

@@ -49,7 +49,7 @@ type shovelJSON struct {
 
 func shovelView(s broker.ShovelStatus) shovelJSON {
 	j := shovelJSON{Node: s.Node, Timestamp: s.Since.Format("2006-01-02 15:04:05"), Name: s.Name, VHost: s.VHost,
-		Type: "dynamic", State: s.State, Reason: s.Reason}
+		Type: s.Type, State: s.State, Reason: s.Reason}
 	if s.State == shovel.Running {
 		j.SrcURI, j.DestURI, j.SrcProtocol, j.DestProtocol = s.SrcURI, s.DestURI, "amqp091", "amqp091"
 		j.SrcQueue, j.SrcExchange, j.DestQueue = s.SrcQueue, s.SrcExchange, s.DestQueue
@@ -96,10 +96,15 @@ func (a *api) shovel(c *call) (any, error) {
 	return nil, errNotFound
 }
 
-// deleteShovel deletes a shovel's parameter, as RabbitMQ's delete_shovel.
+// deleteShovel deletes a shovel's parameter, as RabbitMQ's delete_shovel;
+// a static shovel has none (it is the configuration's).
 func (a *api) deleteShovel(c *call) (any, error) {
-	if _, err := a.shovel(c); err != nil {
+	s, err := a.shovel(c)
+	if err != nil {
 		return nil, err
+	}
+	if s.(shovelJSON).Type == shovel.Static {
+		return nil, badRequest("shovel '%s' is static (broker.toml's [[shovels]]): change the configuration to remove it", c.path("name"))
 	}
 	return nil, a.b.ClearVHostParameter(c.path("vhost"), shovel.Component, c.path("name"))
 }

@@ -152,6 +152,9 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if _, err := staticShovels(cfg); err != nil {
+		return nil, err
+	}
 	b := &Broker{
 		cfg:        cfg,
 		log:        log,

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/shovel"
 	"github.com/warrenmq/warren/protocol"
 )
 
-// Dynamic shovels (core/shovel) are parameters of component shovel. One
-// node runs them all: a node of its own, or the metadata group's leader
+// Dynamic shovels (core/shovel) are parameters of component shovel;
+// static ones are broker.toml's [[shovels]], run by the node whose file
+// names them, from its start. One node runs the dynamic ones: a node of its own, or the metadata group's leader
 // in a cluster, so that a shovel moves to another node when its node
 // goes (the group elects another leader, whose next look starts them).
 // A node that stops leading stops its shovels at its next look; for that
@@ -43,6 +46,52 @@ func (b *Broker) newShovels() {
 	b.RegisterParameterComponent(shovel.Component, b.shovels)
 }
 
+// staticShovels reads broker.toml's [[shovels]] as the shovel package
+// takes them, checking each definition: one it refuses stops start-up
+// with an error naming the shovel and the key.
+func staticShovels(cfg config.Config) ([]shovel.Param, error) {
+	var out []shovel.Param
+	for _, sh := range cfg.Shovels {
+		vh := sh.VHost
+		if vh == "" {
+			vh = "/"
+		}
+		value, _ := tomlValue(sh.Definition).(protocol.Table)
+		if _, err := shovel.Parse(value); err != nil {
+			return nil, fmt.Errorf("shovels: %q: %s", sh.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+		out = append(out, shovel.Param{VHost: vh, Name: sh.Name, Value: value})
+	}
+	return out, nil
+}
+
+// tomlValue is a TOML value as a field table holds it.
+func tomlValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		t := protocol.Table{}
+		for k, e := range x {
+			t[k] = tomlValue(e)
+		}
+		return t
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = tomlValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = tomlValue(e)
+		}
+		return out
+	case int64, float64, bool, string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
 // Shovels is the node's shovel manager.
 func (b *Broker) Shovels() *shovel.Manager { return b.shovels }
 
@@ -50,6 +99,10 @@ func (b *Broker) Shovels() *shovel.Manager { return b.shovels }
 // goroutine (so that one Sync at a time decides): on every change of the
 // parameters, and in a cluster every leaderLook.
 func (b *Broker) startShovels() {
+	statics, _ := staticShovels(b.cfg) // checked by New
+	if err := b.shovels.StartStatic(statics); err != nil {
+		b.log.Error().Err(err).Msg("static shovels not started")
+	}
 	nudge := make(chan struct{}, 1)
 	b.WatchVHostParameters(func() {
 		select {

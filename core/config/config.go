@@ -46,6 +46,18 @@ type Config struct {
 	Plugins     Plugins     `toml:"plugins"`
 	Definitions Definitions `toml:"definitions"`
 	Cluster     Cluster     `toml:"cluster"`
+	// Shovels are static shovels ([[shovels]]), RabbitMQ's shovels of
+	// its advanced.config: started with the node, not stored.
+	Shovels []Shovel `toml:"shovels"`
+}
+
+// Shovel is a static shovel: a name, the vhost it is listed in, and its
+// definition with the keys of a dynamic shovel's parameter (src-uri,
+// src-queue, dest-uri, ack-mode ...), checked when the broker starts.
+type Shovel struct {
+	Name       string         `toml:"name"`
+	VHost      string         `toml:"vhost"` // "" is "/"
+	Definition map[string]any `toml:"definition"`
 }
 
 type Log struct {
@@ -404,6 +416,18 @@ const (
 // Validate checks values the types alone do not: every setting's sign,
 // zero and range. The first bad one is named, with what it may be.
 func (c *Config) Validate() error {
+	seen := map[string]bool{}
+	for i, sh := range c.Shovels {
+		switch {
+		case sh.Name == "":
+			return fmt.Errorf("shovels[%d]: a shovel needs a name", i)
+		case seen[sh.VHost+"\x00"+sh.Name]:
+			return fmt.Errorf("shovels[%d]: a second shovel named %q", i, sh.Name)
+		case len(sh.Definition) == 0:
+			return fmt.Errorf("shovels[%d] (%s): a shovel needs a definition ([shovels.definition], with src-uri, dest-uri ...)", i, sh.Name)
+		}
+		seen[sh.VHost+"\x00"+sh.Name] = true
+	}
 	if n, cn := c.NodeName, c.Cluster.NodeName; n != "" && cn != "" && n != cn {
 		return fmt.Errorf("node_name: %q differs from cluster.node_name %q; a node has one name", n, cn)
 	}

@@ -286,3 +286,25 @@ func TestNodeName(t *testing.T) {
 		}
 	}
 }
+
+// Static shovels: named, one name once per vhost, with a definition
+// (which the broker checks key by key when it starts).
+func TestStaticShovels(t *testing.T) {
+	good := "[[shovels]]\nname = \"s\"\n[shovels.definition]\n\"src-uri\" = \"amqp://\"\n\"src-queue\" = \"q\"\n\"dest-uri\" = \"amqp://\"\n\"src-prefetch-count\" = 10\n"
+	c, err := Parse("broker.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Shovels) != 1 || c.Shovels[0].Name != "s" || c.Shovels[0].Definition["src-prefetch-count"] != int64(10) {
+		t.Fatalf("shovels: %+v", c.Shovels)
+	}
+	for src, want := range map[string]string{
+		"[[shovels]]\n[shovels.definition]\n\"src-uri\" = \"amqp://\"\n": "shovels[0]: a shovel needs a name",
+		"[[shovels]]\nname = \"s\"\n":                                    "shovels[0] (s): a shovel needs a definition",
+		good + good:                                                      `shovels[1]: a second shovel named "s"`,
+	} {
+		if _, err := Parse("broker.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %q", src, err, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package shovel
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"slices"
@@ -33,7 +34,8 @@ type Manager struct {
 	MayUseVHost func(user, vhost string) bool
 
 	mu      lockorder.Mutex[lockorder.ShovelManager]
-	workers map[key2]*worker
+	workers map[key2]*worker // the dynamic shovels, which Sync keeps
+	static  map[key2]*worker // broker.toml's, which it leaves alone
 	stopped bool
 }
 
@@ -111,16 +113,41 @@ func (m *Manager) Sync(params []Param, run bool) {
 	}
 }
 
-// start starts p's worker; m.mu is held.
-func (m *Manager) start(p Param) {
-	if m.workers == nil {
-		m.workers = map[key2]*worker{}
+// StartStatic starts the node's static shovels (broker.toml's), which
+// run on this node whatever Sync is told; a definition Parse refuses is
+// an error naming the shovel, and none is started.
+func (m *Manager) StartStatic(params []Param) error {
+	for _, p := range params {
+		if _, err := Parse(p.Value); err != nil {
+			return fmt.Errorf("static shovel %q: %s", p.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range params {
+		m.startIn(&m.static, Static, p)
+	}
+	return nil
+}
+
+// start starts p's worker as a dynamic shovel; m.mu is held.
+func (m *Manager) start(p Param) { m.startIn(&m.workers, Dynamic, p) }
+
+// The types of shovel, as RabbitMQ names them.
+const (
+	Dynamic = "dynamic"
+	Static  = "static"
+)
+
+func (m *Manager) startIn(into *map[key2]*worker, typ string, p Param) {
+	if *into == nil {
+		*into = map[key2]*worker{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{m: m, vhost: p.VHost, name: p.Name, value: p.Value, cancel: cancel, done: make(chan struct{}),
-		log: m.Log.With().Str("shovel", p.Name).Str("vhost", p.VHost).Logger()}
-	w.status = Status{VHost: p.VHost, Name: p.Name, State: Starting}
-	m.workers[key2{p.VHost, p.Name}] = w
+	w := &worker{m: m, vhost: p.VHost, name: p.Name, value: p.Value, typ: typ, cancel: cancel, done: make(chan struct{}),
+		log: m.Log.With().Str("shovel", p.Name).Str("vhost", p.VHost).Str("type", typ).Logger()}
+	w.status = Status{VHost: p.VHost, Name: p.Name, Type: typ, State: Starting}
+	(*into)[key2{p.VHost, p.Name}] = w
 	d, err := Parse(p.Value)
 	if err != nil {
 		w.status.State, w.status.Reason = Terminated, "its definition cannot be read: "+strings.ReplaceAll(err.Error(), "\n", "; ")
@@ -138,6 +165,17 @@ func (m *Manager) start(p Param) {
 func (m *Manager) Restart(vhost, name string) bool {
 	k := key2{vhost, name}
 	m.mu.Lock()
+	if w, ok := m.static[k]; ok {
+		m.mu.Unlock()
+		w.cancel()
+		<-w.done
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.static[k] == w && !m.stopped {
+			m.startIn(&m.static, Static, Param{VHost: vhost, Name: name, Value: w.value})
+		}
+		return true
+	}
 	w, ok := m.workers[k]
 	m.mu.Unlock()
 	if !ok {
@@ -163,6 +201,14 @@ func (m *Manager) Restart(vhost, name string) bool {
 // completed ends a worker whose transfer is done: its parameter is
 // cleared, and the Sync that follows finds it gone.
 func (m *Manager) completed(w *worker) {
+	if w.typ == Static {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if k := (key2{w.vhost, w.name}); m.static[k] == w {
+			delete(m.static, k)
+		}
+		return
+	}
 	if err := m.Clear(w.vhost, w.name); err != nil {
 		w.log.Error().Err(err).Msg("could not delete the completed shovel's parameter")
 		w.set(func(s *Status) {
@@ -174,8 +220,11 @@ func (m *Manager) completed(w *worker) {
 // Statuses are the shovels this node runs, by vhost and name.
 func (m *Manager) Statuses() []Status {
 	m.mu.Lock()
-	ws := make([]*worker, 0, len(m.workers))
+	ws := make([]*worker, 0, len(m.workers)+len(m.static))
 	for _, w := range m.workers {
+		ws = append(ws, w)
+	}
+	for _, w := range m.static {
 		ws = append(ws, w)
 	}
 	m.mu.Unlock()
@@ -194,8 +243,9 @@ func (m *Manager) Statuses() []Status {
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	m.stopped = true
-	ws := m.workers
-	m.workers = nil
+	ws := slices.Collect(maps.Values(m.workers))
+	ws = append(ws, slices.Collect(maps.Values(m.static))...)
+	m.workers, m.static = nil, nil
 	m.mu.Unlock()
 	for _, w := range ws {
 		w.cancel()

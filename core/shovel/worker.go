@@ -24,6 +24,7 @@ const (
 // Status is a shovel's state as /api/shovels shows it.
 type Status struct {
 	VHost, Name string
+	Type        string // Dynamic or Static
 	State       string // Starting, Running or Terminated
 	Reason      string // why it terminated
 	Since       time.Time
@@ -45,6 +46,7 @@ type worker struct {
 	vhost, name string
 	def         Definition
 	value       protocol.Table // the parameter it runs, to tell a change
+	typ         string         // Dynamic or Static
 	log         zerolog.Logger
 
 	cancel context.CancelFunc
@@ -478,7 +480,7 @@ func (w *worker) forwardHeaders(src, dst URI) amqp.Table {
 		return nil
 	}
 	t := amqp.Table{
-		"shovelled-by": w.m.clusterName(), "shovel-type": "dynamic", "shovel-name": w.name, "shovel-vhost": w.vhost,
+		"shovelled-by": w.m.clusterName(), "shovel-type": w.typ, "shovel-name": w.name, "shovel-vhost": w.vhost,
 		"src-uri": src.Redacted(), "dest-uri": dst.Redacted(),
 	}
 	if d.SrcQueue != "" {
