@@ -319,24 +319,10 @@ func (w *worker) shovel(ctx context.Context) error {
 				unpublished--
 			}
 		case <-confirmed:
-			n := 0
-			for ; n < len(pending); n++ {
-				p := pending[n]
-				select {
-				case <-p.confirm.Done():
-				default:
-					goto settled
-				}
-				if p.confirm.Acked() {
-					err = src.ch.Ack(p.tag, false)
-				} else {
-					err = src.ch.Nack(p.tag, false, true)
-				}
-				if err != nil {
-					return w.failed(src, dst, "acking", err)
-				}
+			n := settled(pending)
+			if err := settle(src.ch, pending[:n]); err != nil {
+				return w.failed(src, dst, "acking", err)
 			}
-		settled:
 			pending = pending[n:]
 			if remaining > 0 {
 				remaining -= int64(min(int64(n), remaining))
@@ -346,6 +332,50 @@ func (w *worker) shovel(ctx context.Context) error {
 			return errCompleted
 		}
 	}
+}
+
+// settled counts the publishes at the head of pending whose confirms
+// came.
+func settled(pending []inflight) int {
+	for n, p := range pending {
+		select {
+		case <-p.confirm.Done():
+		default:
+			return n
+		}
+	}
+	return len(pending)
+}
+
+// settle acks (or nacks, requeueing) at the source what the destination
+// confirmed (or refused). A run of confirms is one ack with multiple set:
+// the source's deliveries are published in the order of their tags and
+// confirmed in publish order, so everything up to the last tag is
+// confirmed, but for the deliveries a finished transfer left unpublished,
+// which come after every published one.
+func settle(src *amqp.Channel, done []inflight) error {
+	if len(done) == 0 {
+		return nil
+	}
+	allAcked := true
+	for _, p := range done {
+		allAcked = allAcked && p.confirm.Acked()
+	}
+	if allAcked {
+		return src.Ack(done[len(done)-1].tag, true)
+	}
+	for _, p := range done {
+		var err error
+		if p.confirm.Acked() {
+			err = src.Ack(p.tag, false)
+		} else {
+			err = src.Nack(p.tag, false, true)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // drainFor bounds how long a stopping shovel waits for the confirms of
@@ -363,21 +393,17 @@ func (w *worker) drain(src *end, tag string, pending []inflight) {
 	}
 	t := time.NewTimer(drainFor)
 	defer t.Stop()
-	for _, p := range pending {
+	for len(pending) > 0 {
 		select {
-		case <-p.confirm.Done():
+		case <-pending[0].confirm.Done():
 		case <-t.C:
 			return
 		}
-		var err error
-		if p.confirm.Acked() {
-			err = src.ch.Ack(p.tag, false)
-		} else {
-			err = src.ch.Nack(p.tag, false, true)
-		}
-		if err != nil {
+		n := settled(pending)
+		if settle(src.ch, pending[:n]) != nil {
 			return
 		}
+		pending = pending[n:]
 	}
 }
 
