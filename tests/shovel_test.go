@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -392,4 +393,82 @@ func TestStaticShovel(t *testing.T) {
 		!strings.Contains(err.Error(), "dest-uri") || !strings.Contains(err.Error(), "ack-mode") {
 		t.Fatalf("a bad static shovel: %v", err)
 	}
+}
+
+// A destination queue that is full and rejects publishes nacks them: the
+// shovel puts them back in the source, stops with the reason, and tries
+// again after its reconnect delay, neither spinning nor losing any; once
+// the destination has room it moves the rest.
+func TestShovelStopsOnARefusingQueue(t *testing.T) {
+	m := startWarrenMgmt(t)
+	_, ch := m.channel()
+	if _, err := ch.QueueDeclare("full", true, false, false, false, amqp.Table{"x-max-length": int32(5), "x-overflow": "reject-publish"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("waiting", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		publish(t, ch, "", "waiting", body(fmt.Sprint(i)))
+	}
+	m.setShovel("nack", map[string]any{"src-uri": m.localURI(), "src-queue": "waiting", "dest-uri": m.localURI(), "dest-queue": "full",
+		"reconnect-delay": 1}, 201)
+	s := m.waitShovel("nack", "terminated")
+	if !strings.Contains(s.Reason, "refused") {
+		t.Fatalf("terminated with reason %q", s.Reason)
+	}
+	waitCount(t, ch, "full", 5)
+	waitCount(t, ch, "waiting", 15)
+	var got []string
+	waitFor(t, "every message moved as the destination makes room", func() bool {
+		got = append(got, drain(t, ch, "full")...)
+		return len(got) == 20
+	})
+	slices.Sort(got)
+	want := seq(0, 20)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("moved %v", got)
+	}
+}
+
+// A shovel to a broker over TLS (amqps), its CA given in the URI as
+// RabbitMQ's URIs give it (cacertfile); with verify_none a certificate
+// the URI does not vouch for is taken, and without it refused.
+func TestShovelOverTLS(t *testing.T) {
+	certFile, keyFile, pool := writeSelfSigned(t)
+	remote := startWarren(t, func(c *config.Config) {
+		c.AMQP.Listen = nil
+		c.AMQPS = config.AMQPS{Listen: config.Addrs{"127.0.0.1:0"}, CertFile: certFile, KeyFile: keyFile}
+	})
+	m := startWarrenMgmt(t)
+	_, ch := m.channel()
+	if _, err := ch.QueueDeclare("to-tls", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		publish(t, ch, "", "to-tls", body(fmt.Sprint(i)))
+	}
+	addr := remote.b.Addr().String()
+	m.setShovel("no-ca", map[string]any{"src-uri": m.localURI(), "src-queue": "to-tls",
+		"dest-uri": "amqps://guest:guest@" + addr + "/", "dest-queue": "over-tls", "reconnect-delay": 60}, 201)
+	if s := m.waitShovel("no-ca", "terminated"); !strings.Contains(s.Reason, "certificate") {
+		t.Fatalf("a server certificate nobody vouched for: terminated with %q", s.Reason)
+	}
+	m.expect("DELETE", "/api/parameters/shovel/"+m.v()+"/no-ca", "", 204)
+	m.setShovel("with-ca", map[string]any{"src-uri": m.localURI(), "src-queue": "to-tls",
+		"dest-uri": "amqps://guest:guest@" + addr + "/?cacertfile=" + certFile, "dest-queue": "over-tls"}, 201)
+	m.waitShovel("with-ca", "running")
+	c, err := amqp.DialTLS("amqps://guest:guest@"+addr+"/", &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rch, _ := c.Channel()
+	waitCount(t, rch, "over-tls", 10)
+	m.expect("DELETE", "/api/parameters/shovel/"+m.v()+"/with-ca", "", 204)
+	publish(t, ch, "", "to-tls", body("unverified"))
+	m.setShovel("insecure", map[string]any{"src-uri": m.localURI(), "src-queue": "to-tls",
+		"dest-uri": "amqps://guest:guest@" + addr + "/?verify=verify_none", "dest-queue": "over-tls"}, 201)
+	waitCount(t, rch, "over-tls", 11)
 }

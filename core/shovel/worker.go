@@ -320,8 +320,16 @@ func (w *worker) shovel(ctx context.Context) error {
 			}
 		case <-confirmed:
 			n := settled(pending)
-			if err := settle(src.ch, pending[:n]); err != nil {
+			refused, err := settle(src.ch, pending[:n])
+			if err != nil {
 				return w.failed(src, dst, "acking", err)
+			}
+			if refused > 0 {
+				// Publishing them again at once would spin; the shovel
+				// stops (settling what else was confirmed, so as not to
+				// copy it) and tries again after its reconnect delay.
+				w.drain(src, tag, pending[n:])
+				return fmt.Errorf("the destination refused %d message(s) (basic.nack: a full queue that rejects publishes, or a failing queue); they are back in the source", refused)
 			}
 			pending = pending[n:]
 			if remaining > 0 {
@@ -348,34 +356,34 @@ func settled(pending []inflight) int {
 }
 
 // settle acks (or nacks, requeueing) at the source what the destination
-// confirmed (or refused). A run of confirms is one ack with multiple set:
-// the source's deliveries are published in the order of their tags and
-// confirmed in publish order, so everything up to the last tag is
-// confirmed, but for the deliveries a finished transfer left unpublished,
-// which come after every published one.
-func settle(src *amqp.Channel, done []inflight) error {
+// confirmed (or refused), and counts the refused. A run of confirms is
+// one ack with multiple set: the source's deliveries are published in the
+// order of their tags and confirmed in publish order, so everything up to
+// the last tag is confirmed, but for the deliveries a finished transfer
+// left unpublished, which come after every published one.
+func settle(src *amqp.Channel, done []inflight) (refused int, err error) {
 	if len(done) == 0 {
-		return nil
-	}
-	allAcked := true
-	for _, p := range done {
-		allAcked = allAcked && p.confirm.Acked()
-	}
-	if allAcked {
-		return src.Ack(done[len(done)-1].tag, true)
+		return 0, nil
 	}
 	for _, p := range done {
-		var err error
+		if !p.confirm.Acked() {
+			refused++
+		}
+	}
+	if refused == 0 {
+		return 0, src.Ack(done[len(done)-1].tag, true)
+	}
+	for _, p := range done {
 		if p.confirm.Acked() {
 			err = src.Ack(p.tag, false)
 		} else {
 			err = src.Nack(p.tag, false, true)
 		}
 		if err != nil {
-			return err
+			return refused, err
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // drainFor bounds how long a stopping shovel waits for the confirms of
@@ -400,7 +408,7 @@ func (w *worker) drain(src *end, tag string, pending []inflight) {
 			return
 		}
 		n := settled(pending)
-		if settle(src.ch, pending[:n]) != nil {
+		if _, err := settle(src.ch, pending[:n]); err != nil {
 			return
 		}
 		pending = pending[n:]
