@@ -472,3 +472,32 @@ func TestShovelOverTLS(t *testing.T) {
 		"dest-uri": "amqps://guest:guest@" + addr + "/?verify=verify_none", "dest-queue": "over-tls"}, 201)
 	waitCount(t, rch, "over-tls", 11)
 }
+
+// A destination under a resource alarm blocks the shovel's connection:
+// the status says so (blocked_status, as RabbitMQ 3.12's), and once the
+// alarm clears the shovel moves everything.
+func TestShovelShowsABlockedDestination(t *testing.T) {
+	m := startWarrenMgmt(t)
+	_, ch := m.channel()
+	if _, err := ch.QueueDeclare("before-alarm", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		publish(t, ch, "", "before-alarm", body(fmt.Sprint(i)))
+	}
+	waitCount(t, ch, "before-alarm", 100)
+	m.s.b.Alarm().Set(true, "memory")
+	m.setShovel("blocked", map[string]any{"src-uri": m.localURI(), "src-queue": "before-alarm", "dest-uri": m.localURI(), "dest-queue": "after-alarm"}, 201)
+	waitFor(t, "the shovel shown blocked", func() bool {
+		var all []map[string]any
+		m.expect("GET", "/api/shovels/"+m.v(), "", 200).json(t, &all)
+		return len(all) == 1 && all[0]["blocked_status"] == "blocked" && strings.Contains(fmt.Sprint(all[0]["reason"]), "blocked")
+	})
+	m.s.b.Alarm().Set(false, "")
+	waitCount(t, ch, "after-alarm", 100)
+	waitFor(t, "the shovel shown running", func() bool {
+		var all []map[string]any
+		m.expect("GET", "/api/shovels/"+m.v(), "", 200).json(t, &all)
+		return len(all) == 1 && all[0]["blocked_status"] == "running"
+	})
+}

@@ -34,6 +34,7 @@ type shovelJSON struct {
 	VHost           string  `json:"vhost"`
 	Type            string  `json:"type"`
 	State           string  `json:"state"`
+	BlockedStatus   string  `json:"blocked_status,omitempty"` // as RabbitMQ 3.12+: running or blocked
 	Reason          string  `json:"reason,omitempty"`
 	SrcURI          string  `json:"src_uri,omitempty"`
 	SrcProtocol     string  `json:"src_protocol,omitempty"`
@@ -51,6 +52,10 @@ func shovelView(s broker.ShovelStatus) shovelJSON {
 	j := shovelJSON{Node: s.Node, Timestamp: s.Since.Format("2006-01-02 15:04:05"), Name: s.Name, VHost: s.VHost,
 		Type: s.Type, State: s.State, Reason: s.Reason}
 	if s.State == shovel.Running {
+		j.BlockedStatus = "running"
+		if s.Blocked != "" {
+			j.BlockedStatus, j.Reason = "blocked", s.Blocked
+		}
 		j.SrcURI, j.DestURI, j.SrcProtocol, j.DestProtocol = s.SrcURI, s.DestURI, "amqp091", "amqp091"
 		j.SrcQueue, j.SrcExchange, j.DestQueue = s.SrcQueue, s.SrcExchange, s.DestQueue
 		if s.SrcExchange != "" {

@@ -27,7 +27,10 @@ type Status struct {
 	Type        string // Dynamic or Static
 	State       string // Starting, Running or Terminated
 	Reason      string // why it terminated
-	Since       time.Time
+	// Blocked is why the destination blocked the shovel's connection
+	// (connection.blocked: a resource alarm) while it does; "" when not.
+	Blocked string
+	Since   time.Time
 	// Where it moves messages from and to, once it runs: the URIs
 	// without credentials, and its definition's endpoints.
 	SrcURI, DestURI                       string
@@ -72,7 +75,7 @@ func (w *worker) Status() Status {
 func (w *worker) run(ctx context.Context) {
 	defer close(w.done)
 	for {
-		w.set(func(s *Status) { s.State, s.Reason = Starting, "" })
+		w.set(func(s *Status) { s.State, s.Reason, s.Blocked = Starting, "", "" })
 		err := w.shovel(ctx)
 		if ctx.Err() != nil {
 			return
@@ -85,7 +88,7 @@ func (w *worker) run(ctx context.Context) {
 			return
 		}
 		w.log.Error().Err(err).Dur("retry_in", w.def.ReconnectDelay).Msg("shovel terminated")
-		w.set(func(s *Status) { s.State, s.Reason = Terminated, err.Error() })
+		w.set(func(s *Status) { s.State, s.Reason, s.Blocked = Terminated, err.Error(), "" })
 		if w.def.ReconnectDelay <= 0 {
 			// RabbitMQ does not restart a shovel whose delay is 0.
 			<-ctx.Done()
@@ -274,6 +277,19 @@ func (w *worker) shovel(ctx context.Context) error {
 	})
 	w.log.Info().Str("src", src.uri.Redacted()).Str("dest", dst.uri.Redacted()).Msg("shovel running")
 
+	// The destination's connection.blocked is followed on a goroutine of
+	// its own: a blocked publish holds the loop below until unblocked.
+	blocked := dst.conn.NotifyBlocked(make(chan amqp.Blocking, 1))
+	go func() {
+		for b := range blocked { // closed with the connection
+			w.set(func(s *Status) {
+				s.Blocked = ""
+				if b.Active {
+					s.Blocked = "the destination blocked the shovel's connection: " + b.Reason
+				}
+			})
+		}
+	}()
 	fwd := w.forwardHeaders(src.uri, dst.uri)
 	unpublished := remaining // messages left to publish; -1: no end
 	var pending []inflight

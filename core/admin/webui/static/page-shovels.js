@@ -20,7 +20,10 @@ export async function render(ctx) {
     columns: [
       { label: "Name", key: "name", render: (s) => s.name },
       { label: "Virtual host", key: "vhost", render: (s) => s.vhost },
-      { label: "State", key: "state", render: (s) => h("span", { className: "badge state-" + s.state }, s.state) },
+      { label: "State", key: "state", render: (s) => {
+        const state = s.blocked_status === "blocked" ? "blocked" : s.state;
+        return h("span", { className: "badge state-" + state }, state);
+      } },
       { label: "Source", render: (s) => [s.src_uri, endpoint(s.src_queue, s.src_exchange, s.src_exchange_key)].filter(Boolean).join(" ") },
       { label: "Destination", render: (s) => [s.dest_uri, endpoint(s.dest_queue, s.dest_exchange, s.dest_exchange_key)].filter(Boolean).join(" ") },
       { label: "Reason", key: "reason", render: (s) => s.reason || "" },
