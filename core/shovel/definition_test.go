@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -76,5 +78,18 @@ func TestParseURI(t *testing.T) {
 		if u.vhost != tc.vhost || u.local != tc.local || u.hasUser != tc.user || u.Redacted() != tc.redacted {
 			t.Errorf("%s: vhost %q local %v user %v redacted %q", tc.uri, u.vhost, u.local, u.hasUser, u.Redacted())
 		}
+	}
+}
+
+// Queue and consumer arguments reach amqp091-go as its own tables, at
+// every level, which its validation asks.
+func TestClientTable(t *testing.T) {
+	in := protocol.Table{"x-max-length": int64(5), "nested": protocol.Table{"a": []any{protocol.Table{"b": "c"}}}}
+	out := clientTable(in)
+	if err := out.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out["nested"].(amqp.Table)["a"].([]any)[0].(amqp.Table); !ok {
+		t.Fatalf("nested table not converted: %#v", out)
 	}
 }

@@ -194,7 +194,7 @@ func ensureQueue(c *amqp.Connection, queue string, args protocol.Table) error {
 		return err
 	}
 	defer ch.Close()
-	_, err = ch.QueueDeclare(queue, true, false, false, false, amqp.Table(args))
+	_, err = ch.QueueDeclare(queue, true, false, false, false, clientTable(args))
 	return err
 }
 
@@ -265,7 +265,7 @@ func (w *worker) shovel(ctx context.Context) error {
 	}
 	cancelled := src.ch.NotifyCancel(make(chan string, 1))
 	tag := "Shovel " + w.name
-	deliveries, err := src.ch.Consume(queue, tag, d.AckMode == NoAck, false, false, false, amqp.Table(d.SrcConsumerArgs))
+	deliveries, err := src.ch.Consume(queue, tag, d.AckMode == NoAck, false, false, false, clientTable(d.SrcConsumerArgs))
 	if err != nil {
 		return fmt.Errorf("consuming from the source queue '%s': %w", queue, err)
 	}
@@ -548,6 +548,33 @@ func (w *worker) forwardHeaders(src, dst URI) amqp.Table {
 		t["dest-exchange-key"] = *d.DestExchangeKey
 	}
 	return t
+}
+
+// clientTable is a definition's table (queue or consumer arguments) as
+// amqp091-go takes it: its own Table type at every level.
+func clientTable(t protocol.Table) amqp.Table {
+	if t == nil {
+		return nil
+	}
+	out := amqp.Table{}
+	for k, v := range t {
+		out[k] = clientValue(v)
+	}
+	return out
+}
+
+func clientValue(v any) any {
+	switch x := v.(type) {
+	case protocol.Table:
+		return clientTable(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = clientValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // setProperties sets the definition's publish properties (checked by
