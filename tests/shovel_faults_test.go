@@ -72,7 +72,7 @@ func startShovelPair(t *testing.T, ackMode string) *shovelPair {
 func (sp *shovelPair) confirmsPass(t *testing.T, n int) {
 	t.Helper()
 	target := sp.check.Confirms("p") + n
-	poll.Until(t, 60*time.Second, strconv.Itoa(n)+" more confirms", func() bool { return sp.check.Confirms("p") >= target })
+	poll.Until(t, max(60*time.Second, time.Duration(n)*time.Millisecond), strconv.Itoa(n)+" more confirms", func() bool { return sp.check.Confirms("p") >= target })
 }
 
 // finish stops the publisher, waits for every confirmed message to reach
@@ -88,7 +88,7 @@ func (sp *shovelPair) finish(t *testing.T) {
 		sp.check.Consume("c2", "to", 100, func() []string { return []string{"amqp://guest:guest@" + sp.dstListen + "/"} }, consumerStop)
 	}()
 	defer func() { close(consumerStop); <-done }()
-	poll.Until(t, 90*time.Second, "every confirmed message delivered through the shovel", sp.check.Drained)
+	poll.Until(t, 5*time.Minute, "every confirmed message delivered through the shovel", sp.check.Drained)
 }
 
 // shovelRounds is how many times the source is killed (kill -9) and the
