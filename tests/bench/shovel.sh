@@ -10,7 +10,9 @@
 #   N=100000 SIZE=1024 MODES="on-confirm on-publish no-ack" tests/bench/shovel.sh
 #
 # Ports: Warren 5701/5702 (admin 15701/15702), RabbitMQ 5711/5712
-# (management 15712); everything under /tmp/shovelbench.
+# (management 15712); everything under /tmp/shovelbench. The URIs name
+# no vhost: RabbitMQ reads a path of "/" as the vhost "" (the default
+# vhost is %2F), where amqp091-go and Warren read it as "/".
 set -e
 cd "$(dirname "$0")/../.."
 N=${N:-100000}
@@ -32,7 +34,7 @@ settle_disk() {
 
 start_warren() { # i
 	mkdir -p $W/w$1
-	$W/warren -listen 127.0.0.1:570$1 -admin 127.0.0.1:1570$1 -data $W/w$1 >$W/w$1.log 2>&1 &
+	$W/warren -listen 127.0.0.1:570$1 -admin 127.0.0.1:1570$1 -stream 127.0.0.1:572$1 -data $W/w$1 >$W/w$1.log 2>&1 &
 	echo $! >$W/w$1.pid
 	for _ in $(seq 100); do grep -q "Warren started" $W/w$1.log && return; sleep 0.1; done
 	echo "warren $1 did not start" >&2; exit 1
@@ -65,10 +67,10 @@ start_rabbit 2 rabbitmq_management,rabbitmq_shovel,rabbitmq_shovel_management
 WP="$(cat $W/w1.pid) $(cat $W/w2.pid)"
 RP="$(cat $W/r1/pid) $(cat $W/r2/pid)"
 WRP="$(cat $W/r1/pid) $(cat $W/w2.pid)"
-w1=amqp://guest:guest@127.0.0.1:5701/
-w2=amqp://guest:guest@127.0.0.1:5702/
-r1=amqp://guest:guest@127.0.0.1:5711/
-r2=amqp://guest:guest@127.0.0.1:5712/
+w1=amqp://guest:guest@127.0.0.1:5701
+w2=amqp://guest:guest@127.0.0.1:5702
+r1=amqp://guest:guest@127.0.0.1:5711
+r2=amqp://guest:guest@127.0.0.1:5712
 echo "N=$N SIZE=$SIZE, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for mode in $MODES; do
 	settle_disk
