@@ -23,14 +23,26 @@
 // order, so the worker keeps its unconfirmed publishes in a FIFO and
 // settles from its head.
 //
+// A shovel stopped on purpose (a changed or cleared parameter, a
+// restart, the broker's shutdown) first cancels its consumer and acks
+// what the destination confirms within a moment, so it copies nothing;
+// only a failure of the source after the destination confirmed (a kill
+// before the source stored the ack) can make a copy. A destination that
+// nacks (a full queue that rejects publishes) stops the shovel rather
+// than have it publish the same messages again and again.
+//
 // # Running, failing, restarting
 //
-// A Manager runs one worker goroutine per shovel on the node that Sync
-// is told runs them (in a cluster, the broker picks one node). A worker
-// that loses either end reports terminated with the reason and starts
-// again after reconnect-delay (never, when that is 0, as RabbitMQ); its
-// URIs are tried in random order, then the others. A shovel with a
-// delete-after stops once it moved that many messages (queue-length: the
-// source queue's length when it started) and clears its own parameter.
-// A changed parameter restarts the shovel; a cleared one stops it.
+// A Manager runs one worker goroutine per shovel: the dynamic ones on
+// the node that Sync is told runs them (in a cluster, the broker picks
+// one node), the static ones (broker.toml's, StartStatic) on the node
+// whose configuration names them. A worker that loses either end reports
+// terminated with the reason and starts again after reconnect-delay
+// (never, when that is 0, as RabbitMQ); its URIs are tried in random
+// order, then the others. A destination's connection.blocked shows in
+// the status while it lasts. A shovel with a delete-after stops once it
+// moved that many messages (queue-length: the source queue's length when
+// it started) and clears its own parameter. A changed parameter restarts
+// the shovel, stopped first; a cleared one stops it, and it is listed
+// until it has stopped.
 package shovel
