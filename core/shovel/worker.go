@@ -341,6 +341,14 @@ func (w *worker) shovel(ctx context.Context) error {
 				return w.failed(src, dst, "acking", err)
 			}
 			if refused > 0 {
+				// A closing channel or connection nacks what it had not
+				// confirmed, after it told its close: that is the reason.
+				if e := dst.reason("destination"); e != nil {
+					return e
+				}
+				if e := src.reason("source"); e != nil {
+					return e
+				}
 				// Publishing them again at once would spin; the shovel
 				// stops (settling what else was confirmed, so as not to
 				// copy it) and tries again after its reconnect delay.
