@@ -75,6 +75,22 @@ func TestShovelFromRabbitMQThroughItsKills(t *testing.T) {
 		defer close(done)
 		check.Consume("c2", "to", 100, func() []string { return []string{m.amqpURL()} }, drain)
 	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("checker: %s", check.Report())
+			t.Logf("shovels: %s", m.call("GET", "/api/shovels", "").body)
+			t.Logf("Warren's queue: %s", m.call("GET", "/api/queues/"+m.v()+"/to", "").body)
+			if c, err := amqp.Dial(r.url()); err == nil {
+				ch, _ := c.Channel()
+				q, err := ch.QueueDeclarePassive("from", true, false, false, false, nil)
+				t.Logf("RabbitMQ's queue: %d messages, %d consumers (%v)", q.Messages, q.Consumers, err)
+				c.Close()
+			}
+			for _, l := range check.Report().Lost {
+				t.Log(check.History(l))
+			}
+		}
+	})
 	poll.Until(t, 90*time.Second, "every message RabbitMQ confirmed in Warren", check.Drained)
 	close(drain)
 	<-done
