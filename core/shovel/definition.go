@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warrenmq/warren/core/amqpclient"
+	"github.com/warrenmq/warren/core/paramcheck"
 	"github.com/warrenmq/warren/protocol"
 )
 
@@ -69,44 +71,37 @@ const (
 	defaultReconnectDelay = time.Second
 )
 
-// key is one accepted key of a definition and how its value is checked.
-type key struct {
-	name      string
-	mandatory bool
-	check     func(name string, v any) error
-}
-
 var (
-	commonKeys = []key{
-		{"reconnect-delay", false, isNumber},
-		{"ack-mode", false, oneOf("no-ack", "on-publish", "on-confirm")},
-		{"src-protocol", false, oneOf("amqp10", "amqp091")},
-		{"dest-protocol", false, oneOf("amqp10", "amqp091")},
+	commonKeys = []paramcheck.Key{
+		paramcheck.Optional("reconnect-delay", paramcheck.Number),
+		paramcheck.Optional("ack-mode", paramcheck.OneOf("no-ack", "on-publish", "on-confirm")),
+		paramcheck.Optional("src-protocol", paramcheck.OneOf("amqp10", "amqp091")),
+		paramcheck.Optional("dest-protocol", paramcheck.OneOf("amqp10", "amqp091")),
 	}
-	srcKeys = []key{
-		{"src-uri", true, isURIs},
-		{"src-exchange", false, isString},
-		{"src-exchange-key", false, isString},
-		{"src-queue", false, isString},
-		{"src-queue-args", false, isTable},
-		{"src-consumer-args", false, isTable},
-		{"prefetch-count", false, isNumber},
-		{"src-prefetch-count", false, isNumber},
-		{"delete-after", false, isDeleteAfter}, // before 3.7
-		{"src-delete-after", false, isDeleteAfter},
+	srcKeys = []paramcheck.Key{
+		paramcheck.Mandatory("src-uri", amqpclient.CheckURIs),
+		paramcheck.Optional("src-exchange", paramcheck.String),
+		paramcheck.Optional("src-exchange-key", paramcheck.String),
+		paramcheck.Optional("src-queue", paramcheck.String),
+		paramcheck.Optional("src-queue-args", paramcheck.Table),
+		paramcheck.Optional("src-consumer-args", paramcheck.Table),
+		paramcheck.Optional("prefetch-count", paramcheck.Number),
+		paramcheck.Optional("src-prefetch-count", paramcheck.Number),
+		paramcheck.Optional("delete-after", isDeleteAfter), // before 3.7
+		paramcheck.Optional("src-delete-after", isDeleteAfter),
 	}
-	destKeys = []key{
-		{"dest-uri", true, isURIs},
-		{"dest-exchange", false, isString},
-		{"dest-exchange-key", false, isString},
-		{"dest-queue", false, isQueueName},
-		{"dest-queue-args", false, isTable},
-		{"add-forward-headers", false, isBool}, // before 3.7
-		{"add-timestamp-header", false, isBool},
-		{"dest-add-forward-headers", false, isBool},
-		{"dest-add-timestamp-header", false, isBool},
-		{"publish-properties", false, isProperties},
-		{"dest-publish-properties", false, isProperties},
+	destKeys = []paramcheck.Key{
+		paramcheck.Mandatory("dest-uri", amqpclient.CheckURIs),
+		paramcheck.Optional("dest-exchange", paramcheck.String),
+		paramcheck.Optional("dest-exchange-key", paramcheck.String),
+		paramcheck.Optional("dest-queue", isQueueName),
+		paramcheck.Optional("dest-queue-args", paramcheck.Table),
+		paramcheck.Optional("add-forward-headers", paramcheck.Bool), // before 3.7
+		paramcheck.Optional("add-timestamp-header", paramcheck.Bool),
+		paramcheck.Optional("dest-add-forward-headers", paramcheck.Bool),
+		paramcheck.Optional("dest-add-timestamp-header", paramcheck.Bool),
+		paramcheck.Optional("publish-properties", isProperties),
+		paramcheck.Optional("dest-publish-properties", isProperties),
 	}
 )
 
@@ -130,29 +125,7 @@ func Parse(v protocol.Table) (Definition, error) {
 	if _, isCount := deleteAfterOf(v); isCount && v["ack-mode"] == "no-ack" {
 		errs = append(errs, "Cannot specify 'no-ack' and numerical 'delete-after'")
 	}
-	seen := map[string]bool{}
-	for _, k := range slices.Concat(commonKeys, srcKeys, destKeys) {
-		seen[k.name] = true
-		x, ok := v[k.name]
-		switch {
-		case !ok && k.mandatory:
-			errs = append(errs, fmt.Sprintf("Key %q not found in shovel", k.name))
-		case ok:
-			if err := k.check(k.name, x); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-	}
-	var unknown []string
-	for k := range v {
-		if !seen[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		errs = append(errs, fmt.Sprintf("Unrecognised terms %s in shovel", strings.Join(unknown, ", ")))
-	}
+	errs = append(errs, paramcheck.Proplist("shovel", slices.Concat(commonKeys, srcKeys, destKeys), v)...)
 	if len(errs) > 0 {
 		return Definition{}, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
@@ -162,7 +135,7 @@ func Parse(v protocol.Table) (Definition, error) {
 // read reads a checked value.
 func read(v protocol.Table) Definition {
 	d := Definition{
-		SrcURIs: uris(v["src-uri"]), DestURIs: uris(v["dest-uri"]),
+		SrcURIs: amqpclient.URIs(v["src-uri"]), DestURIs: amqpclient.URIs(v["dest-uri"]),
 		SrcQueue: str(v, "src-queue"), SrcExchange: str(v, "src-exchange"), SrcExchangeKey: str(v, "src-exchange-key"),
 		SrcQueueArgs: table(v, "src-queue-args"), SrcConsumerArgs: table(v, "src-consumer-args"),
 		SrcPrefetch: defaultPrefetch,
@@ -170,7 +143,7 @@ func read(v protocol.Table) Definition {
 		AckMode: OnConfirm, ReconnectDelay: defaultReconnectDelay,
 	}
 	for _, k := range []string{"prefetch-count", "src-prefetch-count"} {
-		if n, ok := number(v[k]); ok {
+		if n, ok := paramcheck.NumberOf(v[k]); ok {
 			d.SrcPrefetch = int(max(0, min(n, math.MaxUint16)))
 		}
 	}
@@ -190,7 +163,7 @@ func read(v protocol.Table) Definition {
 	if s, ok := v["ack-mode"].(string); ok {
 		d.AckMode = AckMode(s)
 	}
-	if n, ok := number(v["reconnect-delay"]); ok {
+	if n, ok := paramcheck.NumberOf(v["reconnect-delay"]); ok {
 		d.ReconnectDelay = time.Duration(max(0, n) * float64(time.Second))
 	}
 	return d
@@ -238,78 +211,14 @@ func table(v protocol.Table, k string) protocol.Table {
 	return t
 }
 
-func uris(x any) []string {
-	if s, ok := x.(string); ok {
-		return []string{s}
-	}
-	var out []string
-	for _, e := range x.([]any) {
-		out = append(out, e.(string))
-	}
-	return out
-}
-
-func number(x any) (float64, bool) {
-	switch n := x.(type) {
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
-// The checks, in rabbit_parameter_validation's words.
-
-func isNumber(name string, x any) error {
-	if _, ok := number(x); !ok {
-		return fmt.Errorf("%s should be a number, actually was %s", name, show(x))
-	}
-	return nil
-}
-
-func isString(name string, x any) error {
-	if _, ok := x.(string); !ok {
-		return fmt.Errorf("%s should be binary, actually was %s", name, show(x))
-	}
-	return nil
-}
-
 func isQueueName(name string, x any) error {
-	if err := isString(name, x); err != nil {
+	if err := paramcheck.String(name, x); err != nil {
 		return err
 	}
 	if s := x.(string); len(s) > 255 {
 		return fmt.Errorf("%s should be less than 255 bytes, actually was %d", name, len(s))
 	}
 	return nil
-}
-
-func isBool(name string, x any) error {
-	if _, ok := x.(bool); !ok {
-		return fmt.Errorf("%s should be boolean, actually was %s", name, show(x))
-	}
-	return nil
-}
-
-func isTable(name string, x any) error {
-	if _, ok := x.(protocol.Table); !ok {
-		return fmt.Errorf("%s should be an object, actually was %s", name, show(x))
-	}
-	return nil
-}
-
-func oneOf(options ...string) func(string, any) error {
-	return func(name string, x any) error {
-		s, ok := x.(string)
-		if !ok {
-			return fmt.Errorf("%s should be binary, actually was %s", name, show(x))
-		}
-		if !slices.Contains(options, s) {
-			return fmt.Errorf("%s should be one of %s, actually was %q", name, strings.Join(options, ", "), s)
-		}
-		return nil
-	}
 }
 
 func isDeleteAfter(name string, x any) error {
@@ -323,31 +232,7 @@ func isDeleteAfter(name string, x any) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s should be a number greater than or equal to 0, \"never\" or \"queue-length\", actually was %s", name, show(x))
-}
-
-func isURIs(name string, x any) error {
-	switch x := x.(type) {
-	case string:
-		if _, err := ParseURI(x); err != nil {
-			return fmt.Errorf("%q not a valid URI: %v", x, err)
-		}
-		return nil
-	case []any:
-		if len(x) == 0 {
-			return fmt.Errorf("%s should name at least one URI", name)
-		}
-		for _, e := range x {
-			if err := isURIs(name, e); err != nil {
-				return err
-			}
-			if _, ok := e.(string); !ok {
-				return fmt.Errorf("%s should be a URI or a list of URIs, actually held %s", name, show(e))
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("%s should be list, actually was %s", name, show(x))
+	return fmt.Errorf("%s should be a number greater than or equal to 0, \"never\" or \"queue-length\", actually was %s", name, paramcheck.Show(x))
 }
 
 // properties are the publish properties a destination may set, with
@@ -361,7 +246,7 @@ var properties = map[string]bool{
 func isProperties(name string, x any) error {
 	t, ok := x.(protocol.Table)
 	if !ok {
-		return fmt.Errorf("%s not a list %s", name, show(x))
+		return fmt.Errorf("%s not a list %s", name, paramcheck.Show(x))
 	}
 	for _, k := range slices.Sorted(maps.Keys(t)) {
 		isNum, known := properties[k]
@@ -369,29 +254,14 @@ func isProperties(name string, x any) error {
 		case !known:
 			return fmt.Errorf("Unrecognised terms %s in %s", k, name)
 		case isNum:
-			if err := isNumber(k, t[k]); err != nil {
+			if err := paramcheck.Number(k, t[k]); err != nil {
 				return err
 			}
 		default:
-			if err := isString(k, t[k]); err != nil {
+			if err := paramcheck.String(k, t[k]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// show renders a value in an error as JSON would have it.
-func show(x any) string {
-	switch x := x.(type) {
-	case string:
-		return fmt.Sprintf("%q", x)
-	case nil:
-		return "null"
-	case protocol.Table:
-		return "an object"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprint(x)
 }

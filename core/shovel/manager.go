@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/amqpclient"
 	"github.com/warrenmq/warren/internal/lockorder"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -59,9 +60,9 @@ func (m *Manager) Check(vhost, name string, value protocol.Table, user string) e
 		return nil
 	}
 	for _, s := range slices.Concat(d.SrcURIs, d.DestURIs) {
-		u, _ := ParseURI(s)
-		if u.local && !u.hasUser && !m.MayUseVHost(user, u.vhost) {
-			return fmt.Errorf("user %q may not connect to vhost %q", user, u.vhost)
+		u, _ := amqpclient.ParseURI(s)
+		if u.Local() && !u.HasUser() && !m.MayUseVHost(user, u.VHost()) {
+			return fmt.Errorf("user %q may not connect to vhost %q", user, u.VHost())
 		}
 	}
 	return nil
@@ -255,8 +256,8 @@ func (m *Manager) Stop() {
 	}
 }
 
-func (m *Manager) dialer(name string) dialer {
-	return dialer{Local: m.Local, Name: "Shovel " + name}
+func (m *Manager) dialer(name string) amqpclient.Dialer {
+	return amqpclient.Dialer{Local: m.Local, Name: "Shovel " + name}
 }
 
 func (m *Manager) clusterName() string {

@@ -10,6 +10,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/rs/zerolog"
 
+	"github.com/warrenmq/warren/core/amqpclient"
+	"github.com/warrenmq/warren/core/paramcheck"
 	"github.com/warrenmq/warren/internal/lockorder"
 	"github.com/warrenmq/warren/protocol"
 )
@@ -108,7 +110,7 @@ func (w *worker) run(ctx context.Context) {
 type end struct {
 	conn   *amqp.Connection
 	ch     *amqp.Channel
-	uri    URI
+	uri    amqpclient.URI
 	closed chan *amqp.Error // the connection's
 	chDone chan *amqp.Error // the channel's
 	why    error            // why it stopped, once known
@@ -152,12 +154,12 @@ func (w *worker) connect(uris []string, which string) (*end, error) {
 	order := rand.Perm(len(uris))
 	var errs []error
 	for _, i := range order {
-		u, err := ParseURI(uris[i])
+		u, err := amqpclient.ParseURI(uris[i])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c, err := w.m.dialer(w.name).dial(u)
+		c, err := w.m.dialer(w.name).Dial(u)
 		if err != nil {
 			w.log.Warn().Str("uri", u.Redacted()).Err(err).Msgf("shovel could not connect to its %s", which)
 			errs = append(errs, fmt.Errorf("%s: %w", u.Redacted(), err))
@@ -194,7 +196,7 @@ func ensureQueue(c *amqp.Connection, queue string, args protocol.Table) error {
 		return err
 	}
 	defer ch.Close()
-	_, err = ch.QueueDeclare(queue, true, false, false, false, clientTable(args))
+	_, err = ch.QueueDeclare(queue, true, false, false, false, amqpclient.Table(args))
 	return err
 }
 
@@ -265,7 +267,7 @@ func (w *worker) shovel(ctx context.Context) error {
 	}
 	cancelled := src.ch.NotifyCancel(make(chan string, 1))
 	tag := "Shovel " + w.name
-	deliveries, err := src.ch.Consume(queue, tag, d.AckMode == NoAck, false, false, false, clientTable(d.SrcConsumerArgs))
+	deliveries, err := src.ch.Consume(queue, tag, d.AckMode == NoAck, false, false, false, amqpclient.Table(d.SrcConsumerArgs))
 	if err != nil {
 		return fmt.Errorf("consuming from the source queue '%s': %w", queue, err)
 	}
@@ -532,7 +534,7 @@ func (w *worker) publishing(m amqp.Delivery, fwd amqp.Table) (exchange, key stri
 // forwardHeaders is the x-shovelled entry a shovel that adds forwarding
 // headers puts on each message, as RabbitMQ's: who shovelled it, and
 // from where to where; nil when it adds none.
-func (w *worker) forwardHeaders(src, dst URI) amqp.Table {
+func (w *worker) forwardHeaders(src, dst amqpclient.URI) amqp.Table {
 	d := &w.def
 	if !d.AddForwardHeaders {
 		return nil
@@ -558,39 +560,12 @@ func (w *worker) forwardHeaders(src, dst URI) amqp.Table {
 	return t
 }
 
-// clientTable is a definition's table (queue or consumer arguments) as
-// amqp091-go takes it: its own Table type at every level.
-func clientTable(t protocol.Table) amqp.Table {
-	if t == nil {
-		return nil
-	}
-	out := amqp.Table{}
-	for k, v := range t {
-		out[k] = clientValue(v)
-	}
-	return out
-}
-
-func clientValue(v any) any {
-	switch x := v.(type) {
-	case protocol.Table:
-		return clientTable(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = clientValue(e)
-		}
-		return out
-	}
-	return v
-}
-
 // setProperties sets the definition's publish properties (checked by
 // Parse: strings and numbers of the right keys).
 func setProperties(p *amqp.Publishing, props protocol.Table) {
 	for k, v := range props {
 		s, _ := v.(string)
-		n, _ := number(v)
+		n, _ := paramcheck.NumberOf(v)
 		switch k {
 		case "content_type":
 			p.ContentType = s

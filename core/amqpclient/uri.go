@@ -1,4 +1,4 @@
-package shovel
+package amqpclient
 
 import (
 	"crypto/tls"
@@ -77,6 +77,12 @@ func (u URI) clientForm() string {
 	return p.String()
 }
 
+// Local says the URI is this broker's (no host); HasUser that it
+// names a user; VHost is the vhost it names ("/" when none).
+func (u URI) Local() bool   { return u.local }
+func (u URI) HasUser() bool { return u.hasUser }
+func (u URI) VHost() string { return u.vhost }
+
 // Redacted is the URI without its credentials, as RabbitMQ shows it
 // (amqp_uri:remove_credentials): scheme, host, port and path.
 func (u URI) Redacted() string {
@@ -87,16 +93,17 @@ func (u URI) Redacted() string {
 	return p.Scheme + "://" + p.Host + p.EscapedPath()
 }
 
-// dialer makes a connection to a URI: Local serves this broker's end of
+// Dialer makes a connection to a URI: Local serves this broker's end of
 // a local one.
-type dialer struct {
+type Dialer struct {
 	// Local returns the client's end of a connection this broker serves
 	// (conn.Server.ServeLocal); asBroker as there.
 	Local func(asBroker bool) (net.Conn, error)
 	Name  string // the connection's name, as its client properties carry it
 }
 
-func (d dialer) dial(u URI) (*amqp.Connection, error) {
+// Dial connects to u.
+func (d Dialer) Dial(u URI) (*amqp.Connection, error) {
 	cfg := amqp.Config{Properties: amqp.NewConnectionProperties()}
 	cfg.Properties["connection_name"] = d.Name
 	if !u.local {

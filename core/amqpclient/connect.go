@@ -1,0 +1,112 @@
+package amqpclient
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/protocol"
+)
+
+// Connect opens a connection to one of uris: one at random, then the
+// others, as RabbitMQ's shovels and federation links try them. The
+// error names each URI tried (without credentials) and why it failed.
+func Connect(d Dialer, uris []string) (*amqp.Connection, URI, error) {
+	var errs []error
+	for _, i := range rand.Perm(len(uris)) {
+		u, err := ParseURI(uris[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, err := d.Dial(u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u.Redacted(), err))
+			continue
+		}
+		return c, u, nil
+	}
+	return nil, URI{}, errors.Join(errs...)
+}
+
+// CheckURIs checks a definition's URI key (name) as RabbitMQ's
+// parameter validation does: a URI, or a non-empty list of them.
+func CheckURIs(name string, x any) error {
+	switch x := x.(type) {
+	case string:
+		if _, err := ParseURI(x); err != nil {
+			return fmt.Errorf("%q not a valid URI: %v", x, err)
+		}
+		return nil
+	case []any:
+		if len(x) == 0 {
+			return fmt.Errorf("%s should name at least one URI", name)
+		}
+		for _, e := range x {
+			if _, ok := e.(string); !ok {
+				return fmt.Errorf("%s should be a URI or a list of URIs, actually held %s", name, show(e))
+			}
+			if err := CheckURIs(name, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s should be list, actually was %s", name, show(x))
+}
+
+// URIs is a checked URI key's value as a list.
+func URIs(x any) []string {
+	if s, ok := x.(string); ok {
+		return []string{s}
+	}
+	var out []string
+	for _, e := range x.([]any) {
+		out = append(out, e.(string))
+	}
+	return out
+}
+
+// Table is a field table as amqp091-go takes it: its own Table type at
+// every level.
+func Table(t protocol.Table) amqp.Table {
+	if t == nil {
+		return nil
+	}
+	out := amqp.Table{}
+	for k, v := range t {
+		out[k] = value(v)
+	}
+	return out
+}
+
+func value(v any) any {
+	switch x := v.(type) {
+	case protocol.Table:
+		return Table(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = value(e)
+		}
+		return out
+	}
+	return v
+}
+
+// show renders a value in an error as JSON would have it.
+func show(x any) string {
+	switch x := x.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case nil:
+		return "null"
+	case protocol.Table:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprint(x)
+}
