@@ -89,18 +89,35 @@ func (c *Checker) publishOn(conn *amqp.Connection, node, name string, epoch int,
 		return
 	}
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, inflight))
+	// A return comes before its message's confirm, on the same channel:
+	// the client hands it over before the confirm.
+	returns := ch.NotifyReturn(make(chan amqp.Return, inflight))
 	var mu sync.Mutex
 	sent := map[uint64]string{}
 	slots := make(chan struct{}, inflight)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		returned := map[string]bool{}
 		for conf := range confirms {
+			for more := true; more; {
+				select {
+				case r, ok := <-returns:
+					if ok {
+						returned[string(r.Body)] = true
+					} else {
+						more = false
+					}
+				default:
+					more = false
+				}
+			}
 			mu.Lock()
 			body := sent[conf.DeliveryTag]
 			delete(sent, conf.DeliveryTag)
 			mu.Unlock()
-			c.answered(body, conf.Ack)
+			c.answered(body, conf.Ack, returned[body])
+			delete(returned, body)
 			<-slots
 		}
 	}()
@@ -123,7 +140,7 @@ func (c *Checker) publishOn(conn *amqp.Connection, node, name string, epoch int,
 		sent[ch.GetNextPublishSeqNo()] = body
 		mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := ch.PublishWithContext(ctx, "", queue, false, false, amqp.Publishing{Body: []byte(body), DeliveryMode: amqp.Persistent})
+		err := ch.PublishWithContext(ctx, "", queue, true, false, amqp.Publishing{Body: []byte(body), DeliveryMode: amqp.Persistent})
 		cancel()
 		if err != nil {
 			return

@@ -30,6 +30,10 @@
 //     no fault touched from its publish to its nack.
 //   - NeverPublished: a delivery of a message nobody published.
 //
+// Publishers publish with mandatory set: a message the broker returns
+// (no queue took it) and then confirms is counted returned, not
+// confirmed, since a confirm says nothing of a message no queue holds.
+//
 // A message that was published but not confirmed may be delivered or not;
 // one delivered again with the redelivered flag before its ack settled is
 // not a fault either.
@@ -80,6 +84,7 @@ type publish struct {
 	answered  time.Time
 	confirmed bool
 	nacked    bool
+	returned  bool // returned unroutable before its confirm
 }
 
 type delivery struct {
@@ -176,10 +181,16 @@ func (c *Checker) sent(body, publisher string, epoch, seq int, node string) {
 	c.publishes[body] = &publish{publisher: publisher, epoch: epoch, seq: seq, node: node, sent: time.Now()}
 }
 
-func (c *Checker) answered(body string, ok bool) {
+// answered records a publish's confirm (ok) or nack; returned says the
+// broker returned it first, unroutable.
+func (c *Checker) answered(body string, ok, returned bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.publishes[body]; p != nil {
+		if returned {
+			p.answered, p.returned = time.Now(), true
+			return
+		}
 		if ok && !p.confirmed && len(c.deliveries[body]) == 0 {
 			c.undelivered++
 		}
@@ -230,6 +241,7 @@ func (c *Checker) closed(consumer string) {
 // examples (at most maxExamples), Count how many of each there were.
 type Report struct {
 	Published, Confirmed, Nacked, Delivered int
+	Returned                                int // unroutable: no queue took them
 	Lost                                    []string
 	Problems                                []string
 	Count                                   map[string]int
@@ -248,6 +260,9 @@ func (r Report) String() string {
 	s := fmt.Sprintf("%d published, %d confirmed, %d nacked, %d delivered, %d lost", r.Published, r.Confirmed, r.Nacked, r.Delivered, r.Count["lost"])
 	if len(r.Lost) > 0 {
 		s += " (" + strings.Join(r.Lost, ", ") + ")"
+	}
+	if r.Returned > 0 {
+		s += fmt.Sprintf("; %d returned unroutable", r.Returned)
 	}
 	var kinds []string
 	for k, n := range r.Count {
@@ -296,6 +311,8 @@ func (c *Checker) Report() Report {
 			if c.cutOff(p.node, p.sent, p.answered) {
 				add("minority confirm", "%s published through %s while it was cut off, confirmed after %v", body, p.node, p.answered.Sub(p.sent).Round(time.Millisecond))
 			}
+		case p.returned:
+			r.Returned++
 		case p.nacked:
 			r.Nacked++
 			switch {

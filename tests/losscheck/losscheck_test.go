@@ -106,13 +106,19 @@ func TestDrainedAgreesWithTheReport(t *testing.T) {
 	c.sent("a", "p", 1, 1, "n1")
 	c.sent("b", "p", 1, 2, "n1")
 	c.sent("c", "p", 1, 3, "n1")
+	c.sent("d", "p", 1, 4, "n1")
 	agree("sending")
-	c.answered("a", true)
+	c.answered("d", true, true) // returned unroutable, then confirmed
+	agree("d returned")
+	if r := c.Report(); r.Returned != 1 || r.Confirmed != 0 {
+		t.Fatalf("a returned message counts as returned, not confirmed: %s", r)
+	}
+	c.answered("a", true, false)
 	agree("a confirmed")
 	c.delivered("c1", "n1", "b", false) // delivered before its confirm
-	c.answered("b", true)
+	c.answered("b", true, false)
 	agree("b confirmed after its delivery")
-	c.answered("c", false)
+	c.answered("c", false, false)
 	agree("c nacked")
 	c.delivered("c1", "n1", "a", false)
 	agree("a delivered")
