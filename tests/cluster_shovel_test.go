@@ -10,18 +10,52 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// shovelsSeenBy is /api/shovels through node n.
-func shovelsSeenBy(t *testing.T, n *clusterNode) []shovelStatus {
+// seenBy is the list an admin route (path) answers through node n.
+func seenBy[T any](t *testing.T, n *clusterNode, path string) []T {
 	t.Helper()
-	code, body := adminGet(t, "http://"+n.admin+"/api/shovels", "guest", "guest")
+	code, body := adminGet(t, "http://"+n.admin+path, "guest", "guest")
 	if code != 200 {
-		t.Fatalf("GET /api/shovels through %s: %d %s", n.name, code, body)
+		t.Fatalf("GET %s through %s: %d %s", path, n.name, code, body)
 	}
-	var out []shovelStatus
+	var out []T
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// takeEach gets from queue through node n until it has taken n distinct
+// messages, and says which came more than once.
+func takeEach(t *testing.T, n *clusterNode, queue string, want int) (got map[string]int, twice []string) {
+	t.Helper()
+	_, ch := n.dial(t)
+	got = map[string]int{}
+	waitUntil(t, fmt.Sprintf("%d messages in %s", want, queue), func() bool {
+		for {
+			d, ok, err := ch.Get(queue, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			got[string(d.Body)]++
+		}
+		return len(got) == want
+	})
+	for body, k := range got {
+		if k > 1 {
+			twice = append(twice, body)
+		}
+	}
+	slices.Sort(twice)
+	return got, twice
+}
+
+// shovelsSeenBy is /api/shovels through node n.
+func shovelsSeenBy(t *testing.T, n *clusterNode) []shovelStatus {
+	t.Helper()
+	return seenBy[shovelStatus](t, n, "/api/shovels")
 }
 
 // In a cluster one node runs a shovel, every node shows it in
@@ -86,28 +120,7 @@ func TestClusterShovelMovesWhenItsNodeDies(t *testing.T) {
 		ss := shovelsSeenBy(t, survivor)
 		return len(ss) == 1 && ss[0].State == "running" && ss[0].Node != runner
 	})
-	_, sch := survivor.dial(t)
-	got := map[string]int{}
-	waitUntil(t, "every message moved", func() bool {
-		for {
-			d, ok, err := sch.Get("to", true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				break
-			}
-			got[string(d.Body)]++
-		}
-		return len(got) == 1000
-	})
-	var dups []string
-	for body, n := range got {
-		if n > 1 {
-			dups = append(dups, body)
-		}
-	}
-	slices.Sort(dups)
+	got, dups := takeEach(t, survivor, "to", 1000)
 	t.Logf("%d messages moved, %d of them twice (published by the killed node's shovel, not yet acked at the source): %v", len(got), len(dups), dups)
 	byName[runner].restart(t)
 	waitUntil(t, "the killed node back", func() bool { return len(survivor.running(t)) == 3 })

@@ -208,8 +208,8 @@ func TestMgmtGlobalParameters(t *testing.T) {
 func TestMgmtParameters(t *testing.T) {
 	m := startMgmt(t)
 	p := "/api/parameters/vhost-limits/" + m.v() + "/limits"
-	m.expectError(m.call("PUT", "/api/parameters/federation-upstream/"+m.v()+"/s1", `{"value":{"uri":"amqp://"}}`), 400, "bad_request",
-		"Validation failed\n\ncomponent federation-upstream not found\n")
+	m.expectError(m.call("PUT", "/api/parameters/no-such-component/"+m.v()+"/s1", `{"value":{"uri":"amqp://"}}`), 400, "bad_request",
+		"Validation failed\n\ncomponent no-such-component not found\n")
 	m.expect("GET", "/api/parameters/vhost-limits/"+m.v(), "", 200).expectBody(t, "[]")
 	m.expectNotFound("GET", p)
 	m.expectNotFound("DELETE", p)

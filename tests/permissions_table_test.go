@@ -414,6 +414,17 @@ var adminRows = []adminRow{
 	{route: "DELETE /api/shovels/vhost/{vhost}/{name}/restart", path: "/api/shovels/vhost/{v}/perm-no-such-shovel/restart", tag: "policymaker", ok: 404,
 		warrenOnly: true},
 
+	// The federation plugin's status routes, the same way: monitoring
+	// reads them; restarting a link asks policymaker, as its upstream's
+	// parameter does (RabbitMQ 3.10.8 asks monitoring: warrenOnly). A
+	// reference without rabbitmq_federation_management has none of them.
+	{route: "GET /api/federation-links", path: "/api/federation-links", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "GET /api/federation-links/state/down", path: "/api/federation-links/state/down", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "GET /api/federation-links/{vhost}", path: "/api/federation-links/{v}", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "GET /api/federation-links/{vhost}/state/down", path: "/api/federation-links/{v}/state/down", tag: "monitoring", ok: 200, warrenOnly: true},
+	{route: "DELETE /api/federation-links/vhost/{vhost}/{id}/{node}/restart", path: "/api/federation-links/vhost/{v}/perm-no-such-link/perm-no-such-node/restart",
+		tag: "policymaker", ok: 404, warrenOnly: true},
+
 	{route: "GET /api/definitions", path: "/api/definitions", tag: "administrator", ok: 200},
 	{route: "GET /api/definitions/{vhost}", path: "/api/definitions/{v}", tag: "administrator", ok: 200},
 	{route: "POST /api/definitions", path: "/api/definitions", body: `{}`, tag: "administrator", ok: 204},

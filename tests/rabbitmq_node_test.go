@@ -44,6 +44,31 @@ const rabbitServer = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 // into a failure.
 func startRabbitMQ(t *testing.T, plugins ...string) *rabbitNode {
 	t.Helper()
+	r := newRabbitNode(t, plugins)
+	r.start()
+	return r
+}
+
+// startRabbitMQs starts n private RabbitMQ nodes at once, each as
+// startRabbitMQ starts one, and waits until all take connections: their
+// boots overlap.
+func startRabbitMQs(t *testing.T, n int, plugins ...string) []*rabbitNode {
+	t.Helper()
+	rs := make([]*rabbitNode, n)
+	for i := range rs {
+		rs[i] = newRabbitNode(t, plugins)
+		rs[i].launch()
+	}
+	for _, r := range rs {
+		r.awaitUp()
+	}
+	return rs
+}
+
+// newRabbitNode makes a node's directories and configuration, and kills
+// it when the test ends; start runs it.
+func newRabbitNode(t *testing.T, plugins []string) *rabbitNode {
+	t.Helper()
 	skipReference(t)
 	if _, err := os.Stat(rabbitServer); err != nil {
 		skipFor(t, "rabbitmq", "RabbitMQ (Debian's rabbitmq-server) is not installed")
@@ -88,13 +113,19 @@ func startRabbitMQ(t *testing.T, plugins ...string) *rabbitNode {
 		}
 		os.RemoveAll(dir)
 	})
-	r.start()
 	return r
 }
 
 // start starts the node on its directories and waits until it takes
 // AMQP connections.
 func (r *rabbitNode) start() {
+	r.t.Helper()
+	r.launch()
+	r.awaitUp()
+}
+
+// launch starts the node's process.
+func (r *rabbitNode) launch() {
 	r.t.Helper()
 	distPort := strings.Split(freeAddr(r.t), ":")[1]
 	env := []string{
@@ -115,6 +146,12 @@ func (r *rabbitNode) start() {
 		r.t.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); out.Close() }()
+}
+
+// awaitUp waits until the launched node takes AMQP connections (and, with
+// rabbitmq_management, answers on its API).
+func (r *rabbitNode) awaitUp() {
+	r.t.Helper()
 	poll.Until(r.t, 90*time.Second, "RabbitMQ node "+r.name+" taking connections", func() bool {
 		c, err := amqp.Dial(r.url())
 		if err != nil {

@@ -102,6 +102,15 @@ func TestRabbitmqadmin(t *testing.T) {
 		`value={"src-uri":"amqp:///admin-vh","src-queue":"admin-from","dest-uri":"amqp:///admin-vh","dest-queue":"admin-to"}`)
 	expect(run("list", "parameters"), "shovel", "admin-shovel")
 	run("-V", "admin-vh", "delete", "parameter", "component=shovel", "name=admin-shovel")
+	// A federation upstream, as RabbitMQ's federation guide declares one
+	// (no policy uses it, so nothing connects to it).
+	run("-V", "admin-vh", "declare", "parameter", "component=federation-upstream", "name=admin-upstream",
+		`value={"uri":"amqp://admin-upstream.invalid","expires":3600000}`)
+	expect(run("list", "parameters"), "federation-upstream", "admin-upstream", "amqp://admin-upstream.invalid")
+	run("-V", "admin-vh", "delete", "parameter", "component=federation-upstream", "name=admin-upstream")
+	if out := run("list", "parameters"); strings.Contains(out, "admin-upstream") {
+		t.Fatalf("the upstream still listed after delete parameter:\n%s", out)
+	}
 
 	expect(run("publish", "exchange=admin-x", "routing_key=k", "payload=hello"), "Message published")
 	expect(run("get", "queue=admin-q", "ackmode=ack_requeue_true"), "hello")

@@ -395,6 +395,8 @@ var commands = map[string]command{
 		run: func(c *client, o *opts, out io.Writer, args []string) error {
 			return c.do("DELETE", "/api/shovels/vhost/"+vhostPath(o)+"/"+url.PathEscape(args[0])+"/restart", nil)
 		}},
+	"federation_status":       {form: "federation_status [--only-down]", max: 0, run: federationStatus},
+	"restart_federation_link": {form: "restart_federation_link ID", min: 1, max: 1, run: restartFederationLink},
 	"list_operator_policies": {form: "list_operator_policies [-p VHOST]", run: func(c *client, o *opts, out io.Writer, args []string) error {
 		return table("/api/operator-policies/"+vhostPath(o), "name", "pattern", "apply-to", "priority", "definition")(c, o, out, args)
 	}},

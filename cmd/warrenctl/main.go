@@ -83,6 +83,8 @@ Policies:
   clear_parameter [-p VHOST] COMPONENT NAME
   shovel_status | delete_shovel [-p VHOST] NAME | restart_shovel [-p VHOST] NAME
   (a shovel is a parameter: set_parameter shovel NAME '{"src-uri": ...}')
+  federation_status [--only-down] | restart_federation_link ID (an id federation_status lists)
+  (an upstream is a parameter: set_parameter federation-upstream NAME '{"uri": ...}')
   set_operator_policy [-p VHOST] [--priority N] [--apply-to queues|exchanges|all] NAME PATTERN DEFINITION
   clear_operator_policy [-p VHOST] NAME
 Cluster:
@@ -131,6 +133,7 @@ type opts struct {
 	priority                            int
 	timeout                             time.Duration
 	force, ifEmpty, ifUnused            bool
+	onlyDown                            bool // federation_status's
 	quiet, silent                       bool
 	args                                []string
 }
@@ -144,6 +147,8 @@ func (o *opts) boolFlag(name string) *bool {
 		return &o.ifEmpty
 	case "if-unused":
 		return &o.ifUnused
+	case "only-down":
+		return &o.onlyDown
 	case "q", "quiet":
 		return &o.quiet
 	case "s", "silent":

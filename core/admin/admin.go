@@ -141,6 +141,7 @@ func routes(a *api) *router {
 	a.routeQuorum(mux)
 	a.routeDefinitions(mux)
 	a.routeShovels(mux)
+	a.routeFederation(mux)
 	a.routePprof(mux)
 	a.handle(mux, "GET /api/extensions", management, func(*call) (any, error) { return []any{}, nil }) // no UI extensions
 	// The login page asks it before anyone has logged in: no OAuth here.

@@ -63,7 +63,7 @@ func (a *api) parameterList(c *call) ([]broker.ParameterDefinition, error) {
 }
 
 func parameterJSON(p broker.VHostParameter) broker.ParameterDefinition {
-	return broker.ParameterDefinition{Value: tablejson.Render(p.Value), VHost: p.VHost, Component: p.Component, Name: p.Name}
+	return broker.ParameterDefinition{Value: tablejson.Value(p.Value), VHost: p.VHost, Component: p.Component, Name: p.Name}
 }
 
 // isComponent reports whether a part of Warren registered the component.
@@ -161,11 +161,12 @@ func (a *api) putComponentParameter(c *call, comp string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, ok := value.(map[string]any)
-	if !ok {
-		return nil, badRequest("Validation failed\n\nthe value of a %s parameter must be a JSON object\n", comp)
+	switch value.(type) {
+	case map[string]any, []any:
+	default:
+		return nil, badRequest("Validation failed\n\nthe value of a %s parameter must be a JSON object or list\n", comp)
 	}
-	created, err := a.b.SetVHostParameter(v.Name, comp, c.path("name"), amqpTable(obj), c.u.Name)
+	created, err := a.b.SetVHostParameter(v.Name, comp, c.path("name"), amqpValue(value), c.u.Name)
 	if err != nil {
 		return nil, err
 	}

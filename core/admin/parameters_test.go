@@ -18,12 +18,14 @@ type fakeComponent struct {
 	user string
 }
 
-func (f *fakeComponent) Check(vhost, name string, value protocol.Table, user string) error {
+func (f *fakeComponent) Check(vhost, name string, value any, user string) error {
 	f.mu.Lock()
 	f.user = user
 	f.mu.Unlock()
-	if _, ok := value["src-uri"]; !ok {
-		return errors.New(`Key "src-uri" not found in fake`)
+	if t, isObject := value.(protocol.Table); isObject { // a list is taken as it is
+		if _, ok := t["src-uri"]; !ok {
+			return errors.New(`Key "src-uri" not found in fake`)
+		}
 	}
 	return nil
 }
@@ -66,17 +68,17 @@ func TestComponentParameters(t *testing.T) {
 	expect(as("GET", "/api/parameters/fake", ""), 200, `[{"value":{"src-uri":"amqp://b"},"vhost":"/","component":"fake","name":"s1"}]`)
 	expect(as("GET", "/api/parameters/fake/%2F", ""), 200, `[{"value":{"src-uri":"amqp://b"},"vhost":"/","component":"fake","name":"s1"}]`)
 	expect(as("GET", "/api/parameters/vhost-limits/%2F", ""), 200, `[{"value":{"max-queues":10},"vhost":"/","component":"vhost-limits","name":"limits"}]`)
-	expect(as("GET", "/api/parameters/federation-upstream", ""), 200, `[]`)
+	expect(as("GET", "/api/parameters/no-such-component", ""), 200, `[]`)
 
 	// Refusals: RabbitMQ's words, a component's own.
 	expect(as("PUT", p, `{"value":{"dest-uri":"x"}}`), 400, `{"error":"bad_request","reason":"Validation failed\n\nKey \"src-uri\" not found in fake\n"}`)
 	expect(as("PUT", p, `{"value":"amqp://"}`), 400, "")
 	expect(as("PUT", p, `{"nov":1}`), 400, `{"error":"bad_request","reason":"[{key_missing,value}]"}`)
-	expect(as("PUT", "/api/parameters/federation-upstream/%2F/s1", `{"value":{"uri":"amqp://"}}`), 400,
-		`{"error":"bad_request","reason":"Validation failed\n\ncomponent federation-upstream not found\n"}`)
+	expect(as("PUT", "/api/parameters/no-such-component/%2F/s1", `{"value":{"uri":"amqp://"}}`), 400,
+		`{"error":"bad_request","reason":"Validation failed\n\ncomponent no-such-component not found\n"}`)
 	expect(as("PUT", "/api/parameters/fake/nowhere/s1", `{"value":{"src-uri":"amqp://"}}`), 404, "")
-	expect(as("DELETE", "/api/parameters/federation-upstream/%2F/s1", ""), 404, "")
-	if p, _ := b.LookupVHostParameter("/", "fake", "s1"); p.Value["src-uri"] != "amqp://b" {
+	expect(as("DELETE", "/api/parameters/no-such-component/%2F/s1", ""), 404, "")
+	if p, _ := b.LookupVHostParameter("/", "fake", "s1"); p.Value.(protocol.Table)["src-uri"] != "amqp://b" {
 		t.Fatalf("a refused value changed the parameter: %v", p.Value)
 	}
 

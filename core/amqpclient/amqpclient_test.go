@@ -41,3 +41,17 @@ func TestClientTable(t *testing.T) {
 		t.Fatalf("nested table not converted: %#v", out)
 	}
 }
+
+// A federation upstream's URI without a path is in the federated
+// exchange's vhost; "/" and a named vhost are what they say.
+func TestOrVHost(t *testing.T) {
+	for uri, want := range map[string]string{"amqp://h": "down", "amqp://h/": "/", "amqp://h/up": "up", "amqp://": "down", "amqp:///x": "x"} {
+		u, err := ParseURI(uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.OrVHost("down").VHost(); got != want {
+			t.Errorf("%s: %q, want %q", uri, got, want)
+		}
+	}
+}

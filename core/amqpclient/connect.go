@@ -14,13 +14,24 @@ import (
 // others, as RabbitMQ's shovels and federation links try them. The
 // error names each URI tried (without credentials) and why it failed.
 func Connect(d Dialer, uris []string) (*amqp.Connection, URI, error) {
+	return ConnectIn(d, uris, "")
+}
+
+// ConnectIn is Connect with the vhost of a URI that names none (URI.OrVHost);
+// "" leaves it "/". On failure the URI is the last one tried.
+func ConnectIn(d Dialer, uris []string, vhost string) (*amqp.Connection, URI, error) {
 	var errs []error
+	var last URI
 	for _, i := range rand.Perm(len(uris)) {
 		u, err := ParseURI(uris[i])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		if vhost != "" {
+			u = u.OrVHost(vhost)
+		}
+		last = u
 		c, err := d.Dial(u)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u.Redacted(), err))
@@ -28,7 +39,7 @@ func Connect(d Dialer, uris []string) (*amqp.Connection, URI, error) {
 		}
 		return c, u, nil
 	}
-	return nil, URI{}, errors.Join(errs...)
+	return nil, last, errors.Join(errs...)
 }
 
 // CheckURIs checks a definition's URI key (name) as RabbitMQ's
@@ -90,6 +101,35 @@ func value(v any) any {
 		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = value(e)
+		}
+		return out
+	}
+	return v
+}
+
+// FromClient is a table amqp091-go decoded as the broker's code reads
+// tables: protocol.Table at every level.
+func FromClient(t amqp.Table) protocol.Table {
+	if t == nil {
+		return nil
+	}
+	out := protocol.Table{}
+	for k, v := range t {
+		out[k] = fromClient(v)
+	}
+	return out
+}
+
+func fromClient(v any) any {
+	switch x := v.(type) {
+	case amqp.Table:
+		return FromClient(x)
+	case map[string]any:
+		return FromClient(amqp.Table(x))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fromClient(e)
 		}
 		return out
 	}

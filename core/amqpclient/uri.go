@@ -22,6 +22,7 @@ type URI struct {
 	local    bool
 	hasUser  bool
 	vhost    string
+	named    bool // the URI names its vhost (it has a path)
 	insecure bool // verify=verify_none
 }
 
@@ -38,12 +39,17 @@ func ParseURI(s string) (URI, error) {
 	if out.local && u.Port() != "" {
 		return URI{}, errors.New("a port needs a host")
 	}
-	if rest, ok := strings.CutPrefix(u.EscapedPath(), "/"); ok && rest != "" {
-		if strings.Contains(rest, "/") {
-			return URI{}, fmt.Errorf("invalid vhost %q (a '/' in it is written %%2F)", rest)
-		}
-		if out.vhost, err = url.PathUnescape(rest); err != nil {
-			return URI{}, err
+	// A path names the vhost; "/" alone is the vhost "/" (RabbitMQ reads
+	// it as ""), and no path leaves the caller's default (OrVHost).
+	if rest, ok := strings.CutPrefix(u.EscapedPath(), "/"); ok {
+		out.named = true
+		if rest != "" {
+			if strings.Contains(rest, "/") {
+				return URI{}, fmt.Errorf("invalid vhost %q (a '/' in it is written %%2F)", rest)
+			}
+			if out.vhost, err = url.PathUnescape(rest); err != nil {
+				return URI{}, err
+			}
 		}
 	}
 	switch v := u.Query().Get("verify"); v {
@@ -83,6 +89,16 @@ func (u URI) Local() bool   { return u.local }
 func (u URI) HasUser() bool { return u.hasUser }
 func (u URI) VHost() string { return u.vhost }
 
+// OrVHost is u in vhost when u names none ("amqp://host"), as a
+// federation upstream's URI without a path is in the federated
+// exchange's or queue's vhost.
+func (u URI) OrVHost(vhost string) URI {
+	if !u.named {
+		u.vhost = vhost
+	}
+	return u
+}
+
 // Redacted is the URI without its credentials, as RabbitMQ shows it
 // (amqp_uri:remove_credentials): scheme, host, port and path.
 func (u URI) Redacted() string {
@@ -113,6 +129,9 @@ func (d Dialer) Dial(u URI) (*amqp.Connection, error) {
 				return nil, err
 			}
 			cfg.TLSClientConfig = tc
+		}
+		if !u.named {
+			cfg.Vhost = u.vhost
 		}
 		return amqp.DialConfig(u.clientForm(), cfg)
 	}

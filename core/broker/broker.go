@@ -31,6 +31,7 @@ import (
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/conn"
 	"github.com/warrenmq/warren/core/exchange"
+	"github.com/warrenmq/warren/core/federation"
 	"github.com/warrenmq/warren/core/message"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
@@ -101,6 +102,10 @@ type Broker struct {
 	// streams serves RabbitMQ's stream protocol (streams.go).
 	streams *streamproto.Server
 	shovels *shovel.Manager
+	// federation runs the federation links of this node (federation.go);
+	// federationNudge wakes the goroutine that decides which.
+	federation      *federation.Manager
+	federationNudge chan struct{}
 
 	listeners []net.Listener
 	// listenerInfo records each listener's protocol ("amqp", "amqp/ssl",
@@ -192,9 +197,14 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		Log:     log,
 		Version: Version,
 		Bodies:  message.NewBodies(pooledBodies),
+		// b.ClusterName reads an atomic: no lock of the broker's.
+		ClusterName: b.ClusterName,
 	}
 	b.streams = newStreamServer(cfg, log, b)
 	b.newShovels()
+	if err := b.newFederation(); err != nil {
+		return nil, err
+	}
 	if err := b.openStore(); err != nil {
 		return nil, err
 	}
@@ -301,6 +311,7 @@ func (b *Broker) newVHost(name string) *vhost.VHost {
 		return v
 	}
 	c := vhost.Config{Name: name, Types: b.types, QueueTypes: b.queueTypes, Logger: b.log, Store: b.store, Bodies: b.srv.Bodies,
+		Changed: b.topologyChanged,
 		Memory: queue.MemoryLimit{Messages: b.cfg.Storage.QueueMemoryMessages, Bytes: int64(b.cfg.Storage.QueueMemoryBytes),
 			StoredMessages: b.cfg.Storage.QueueMemoryStoredMessages, StoredBytes: int64(b.cfg.Storage.QueueMemoryStoredBytes), Node: b.paging}}
 	if b.cfg.Cluster.Enabled() {
@@ -375,6 +386,7 @@ func (b *Broker) Start() error {
 	go b.sampleStats()
 	b.startProfiling()
 	b.startShovels()
+	b.startFederation()
 	return nil
 }
 
@@ -485,6 +497,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.stopProfiling()
 	close(b.stop)
 	b.shovels.Stop() // before the connections it makes are closed under it
+	b.federation.Stop()
 	streamsClosed := make(chan bool, 1)
 	go func() { streamsClosed <- b.streams.CloseAll("broker shutdown", start.Add(budget/2)) }()
 	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {

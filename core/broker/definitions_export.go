@@ -99,7 +99,7 @@ func exportVHost(v *vhost.VHost, withVHost bool, params []VHostParameter) *VHost
 				"apply-to": string(p.ApplyTo)}})
 	}
 	for _, p := range params { // sorted by component and name
-		d.Parameters = append(d.Parameters, ParameterDefinition{VHost: name, Component: p.Component, Name: p.Name, Value: tablejson.Render(p.Value)})
+		d.Parameters = append(d.Parameters, ParameterDefinition{VHost: name, Component: p.Component, Name: p.Name, Value: tablejson.Value(p.Value)})
 	}
 	// Bindings are kept only to queues in the export: not to exclusive
 	// queues, nor to a queue declared after the listing.

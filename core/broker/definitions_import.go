@@ -460,12 +460,14 @@ func (pl *planner) componentParameter(o *object, component string) {
 	}
 	name := o.name("name")
 	vh := pl.vhostOf(o, true)
-	raw, isObject := o.m["value"].(map[string]any)
-	if !isObject {
-		o.bad("value", "must be an object, not %s", jsonKind(o.m["value"]))
+	raw := o.m["value"]
+	switch raw.(type) {
+	case map[string]any, []any:
+	default:
+		o.bad("value", "must be an object or a list, not %s", jsonKind(raw))
 		return
 	}
-	value, err := tableFromJSON(raw)
+	value, err := valueFromJSON(raw)
 	if err != nil {
 		o.bad("value", "%v", err)
 		return
@@ -473,7 +475,7 @@ func (pl *planner) componentParameter(o *object, component string) {
 	if name == "" || vh == "" {
 		return
 	}
-	value = nonNil(value)
+	value = nonNilValue(value)
 	if err := c.Check(vh, name, value, ""); err != nil {
 		o.bad("value", "%v", err)
 		return

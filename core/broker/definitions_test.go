@@ -211,7 +211,7 @@ func TestImportRefusesBadValuesBeforeApplyingAny(t *testing.T) {
 		{`"bindings": [{"source": "nope", "vhost": "v1", "destination": "q1", "destination_type": "queue", "routing_key": ""}]`, "binding from exchange 'nope' to queue 'q1' in vhost 'v1'", "source"},
 		{`"bindings": [{"source": "x1", "vhost": "v1", "destination": "q1", "destination_type": "thing", "routing_key": ""}]`, "in vhost 'v1'", "destination_type"},
 		{`"bindings": {}`, "bindings", "must be a list"},
-		{`"parameters": [{"vhost": "v1", "component": "federation-upstream", "name": "u1", "value": {"uri": "amqp://"}}]`, "parameter 'u1' of component 'federation-upstream' in vhost 'v1'", "no component 'federation-upstream'"},
+		{`"parameters": [{"vhost": "v1", "component": "no-such-component", "name": "u1", "value": {"uri": "amqp://"}}]`, "parameter 'u1' of component 'no-such-component' in vhost 'v1'", "no component 'no-such-component'"},
 		{`"parameters": [{"vhost": "v1", "component": "shovel", "name": "s1", "value": {"src-uri": "amqp://"}}]`, "parameter 's1' of component 'shovel' in vhost 'v1'", `Key "dest-uri" not found in shovel`},
 		{`"parameters": [{"vhost": "v1", "component": "operator_policy", "name": "op", "value": {"pattern": ".*", "definition": {"alternate-exchange": "x"}}}]`, "operator policy 'op' in vhost 'v1'", "alternate-exchange"},
 		{`"parameters": [{"vhost": "v1", "component": "operator_policy", "name": "op", "value": 3}]`, "operator policy 'op' in vhost 'v1'", "value"},

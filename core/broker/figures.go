@@ -37,6 +37,10 @@ const (
 	// restarts one there (shovels.go).
 	callShovels       byte = 8
 	callShovelRestart byte = 9
+	// callFederationLinks asks for the federation links a node runs,
+	// callFederationRestart restarts one there (federation.go).
+	callFederationLinks   byte = 10
+	callFederationRestart byte = 11
 )
 
 // MemberFigures asks a cluster member for its figures, as RabbitMQ's
@@ -104,6 +108,65 @@ func askMember[T any](ctx context.Context, b *Broker, name string, call byte, wh
 	return v, nil
 }
 
+// fromEveryNode is a list every node holds (a node's shovels, its
+// federation links): here, this node's (mine); from each other member,
+// its answer to call within ctx (one that does not answer is left out).
+// Each item comes with the name of the node that gave it.
+func fromEveryNode[T any](ctx context.Context, b *Broker, mine []T, call byte, what string) (items []T, nodes []string) {
+	for _, x := range mine {
+		items, nodes = append(items, x), append(nodes, b.NodeName())
+	}
+	n := b.cluster.Load()
+	if n == nil {
+		return items, nodes
+	}
+	var others []string
+	for _, m := range n.Members() {
+		if m.Name != b.NodeName() {
+			others = append(others, m.Name)
+		}
+	}
+	answers := make([][]T, len(others))
+	var wg sync.WaitGroup
+	for i, name := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = askMember[[]T](ctx, b, name, call, what)
+		}()
+	}
+	wg.Wait()
+	for i, name := range others {
+		for _, x := range answers[i] {
+			items, nodes = append(items, x), append(nodes, name)
+		}
+	}
+	return items, nodes
+}
+
+// askOthers sends call with payload to each other member in turn until
+// one answers "true" (it did what was asked): false when none did.
+func askOthers(ctx context.Context, b *Broker, call byte, payload any) (bool, error) {
+	n := b.cluster.Load()
+	if n == nil {
+		return false, nil
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range n.Members() {
+		if m.Name == b.NodeName() {
+			continue
+		}
+		answer, err := n.Call(ctx, m.Name, append([]byte{call}, body...))
+		if err == nil && string(answer) == "true" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // handleCall answers another node's call.
 func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 	if len(payload) == 0 {
@@ -124,6 +187,10 @@ func (b *Broker) handleCall(_ uint64, payload []byte) ([]byte, error) {
 		return json.Marshal(b.shovels.Statuses())
 	case callShovelRestart:
 		return b.answerShovelRestart(payload[1:])
+	case callFederationLinks:
+		return json.Marshal(b.federation.Statuses())
+	case callFederationRestart:
+		return b.answerFederationRestart(payload[1:])
 	case callTopology:
 		return b.answerTopology(payload[1:])
 	case callDeliver:

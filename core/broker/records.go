@@ -300,7 +300,7 @@ func readGlobalParameterRecord(t protocol.Table) (globalParameterRecord, error) 
 // name it.
 type vhostParameterRecord struct {
 	VHost, Component, Name string
-	Value                  protocol.Table
+	Value                  any // protocol.Table or []any
 }
 
 func (r vhostParameterRecord) Table() protocol.Table {
@@ -310,7 +310,7 @@ func (r vhostParameterRecord) Table() protocol.Table {
 }
 
 func (r vhostParameterRecord) put(t protocol.Table) {
-	t["value"] = nonNil(r.Value)
+	t["value"] = nonNilValue(r.Value)
 	if r.VHost != "" || r.Component != "" || r.Name != "" {
 		t["vhost"], t["component"], t["name"] = r.VHost, r.Component, r.Name
 	}
@@ -325,14 +325,28 @@ func readVHostParameterRecord(t protocol.Table) (vhostParameterRecord, error) {
 // readVHostParameter reads a parameter's value and, named (a change's, a
 // snapshot's), its vhost, component and name.
 func readVHostParameter(r *tablerec.Reader, t protocol.Table, named bool) vhostParameterRecord {
-	if _, ok := t["value"]; !ok {
-		r.Fail("value", "a table", nil)
+	var rec vhostParameterRecord
+	switch v := t["value"].(type) {
+	case protocol.Table, []any:
+		rec.Value = nonNilValue(v)
+	default:
+		r.Fail("value", "a table or an array", v)
 	}
-	rec := vhostParameterRecord{Value: nonNil(r.Table("value"))}
 	if named {
 		rec.VHost, rec.Component, rec.Name = r.String("vhost"), r.String("component"), r.String("name")
 	}
 	return rec
+}
+
+// nonNilValue is a parameter's value, an empty table for none.
+func nonNilValue(v any) any {
+	switch x := v.(type) {
+	case protocol.Table:
+		return nonNil(x)
+	case []any:
+		return x
+	}
+	return protocol.Table{}
 }
 
 func nonNil(t protocol.Table) protocol.Table {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/warrenmq/warren/core/config"
@@ -36,7 +35,8 @@ func (b *Broker) newShovels() {
 		},
 		Lookup: func(vhost, name string) (protocol.Table, bool) {
 			p, ok := b.LookupVHostParameter(vhost, shovel.Component, name)
-			return p.Value, ok
+			t, _ := p.Value.(protocol.Table)
+			return t, ok
 		},
 		MayUseVHost: func(user, vhost string) bool {
 			_, ok := b.users.Permission(vhost, user)
@@ -135,7 +135,8 @@ func (b *Broker) startShovels() {
 func (b *Broker) syncShovels() {
 	var params []shovel.Param
 	for _, p := range b.VHostParameters("", shovel.Component) {
-		params = append(params, shovel.Param{VHost: p.VHost, Name: p.Name, Value: p.Value})
+		t, _ := p.Value.(protocol.Table) // checked when set
+		params = append(params, shovel.Param{VHost: p.VHost, Name: p.Name, Value: t})
 	}
 	n := b.cluster.Load()
 	b.shovels.Sync(params, n == nil || n.IsLeader())
@@ -151,34 +152,10 @@ type ShovelStatus struct {
 // /api/shovels gathers them from each node: this node's, and each
 // member's that answers within ctx (one that does not is left out).
 func (b *Broker) ClusterShovels(ctx context.Context) []ShovelStatus {
-	var out []ShovelStatus
-	for _, s := range b.shovels.Statuses() {
-		out = append(out, ShovelStatus{Node: b.NodeName(), Status: s})
-	}
-	n := b.cluster.Load()
-	if n == nil {
-		return out
-	}
-	var others []string
-	for _, m := range n.Members() {
-		if m.Name != b.NodeName() {
-			others = append(others, m.Name)
-		}
-	}
-	answers := make([][]shovel.Status, len(others))
-	var wg sync.WaitGroup
-	for i, name := range others {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i], _ = askMember[[]shovel.Status](ctx, b, name, callShovels, "shovels")
-		}()
-	}
-	wg.Wait()
-	for i, name := range others {
-		for _, s := range answers[i] {
-			out = append(out, ShovelStatus{Node: name, Status: s})
-		}
+	items, nodes := fromEveryNode(ctx, b, b.shovels.Statuses(), callShovels, "shovels")
+	out := make([]ShovelStatus, len(items))
+	for i, s := range items {
+		out[i] = ShovelStatus{Node: nodes[i], Status: s}
 	}
 	return out
 }
@@ -189,24 +166,7 @@ func (b *Broker) RestartShovel(ctx context.Context, vhost, name string) (bool, e
 	if b.shovels.Restart(vhost, name) {
 		return true, nil
 	}
-	n := b.cluster.Load()
-	if n == nil {
-		return false, nil
-	}
-	payload, err := json.Marshal([2]string{vhost, name})
-	if err != nil {
-		return false, err
-	}
-	for _, m := range n.Members() {
-		if m.Name == b.NodeName() {
-			continue
-		}
-		answer, err := n.Call(ctx, m.Name, append([]byte{callShovelRestart}, payload...))
-		if err == nil && string(answer) == "true" {
-			return true, nil
-		}
-	}
-	return false, nil
+	return askOthers(ctx, b, callShovelRestart, [2]string{vhost, name})
 }
 
 func (b *Broker) answerShovelRestart(payload []byte) ([]byte, error) {

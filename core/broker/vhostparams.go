@@ -18,7 +18,8 @@ import (
 
 // Runtime parameters of vhosts, as RabbitMQ's rabbit_runtime_parameters
 // keeps them for its plugins' components (shovel, federation-upstream):
-// a value (a JSON object) per vhost, component and name. A part of the
+// a value (a JSON object, or a list as a federation-upstream-set's) per
+// vhost, component and name. A part of the
 // broker registers a component and checks its values; the broker stores
 // and replicates them like the global parameters (node.go), through the
 // metadata group, and tells the watchers when they changed, so that the
@@ -34,7 +35,10 @@ import (
 // part of the broker registered.
 type VHostParameter struct {
 	VHost, Component, Name string
-	Value                  protocol.Table // as the API's JSON object, numbers int64 or float64, objects protocol.Table, lists []any
+	// Value is the API's JSON value: an object (protocol.Table) or a list
+	// ([]any); numbers int64 or float64, objects protocol.Table, lists
+	// []any within.
+	Value any
 }
 
 // ParameterComponent checks a component's values before they are set (on
@@ -43,7 +47,7 @@ type ParameterComponent interface {
 	// Check returns nil or an error whose text names the bad key in
 	// RabbitMQ's words (e.g. `Key "src-uri" not found in shovel`); user is
 	// the acting user's name ("" when none, e.g. boot or an import).
-	Check(vhost, name string, value protocol.Table, user string) error
+	Check(vhost, name string, value any, user string) error
 }
 
 type vparamKey struct{ vhost, component, name string }
@@ -116,7 +120,7 @@ func validationFailed(format string, args ...any) error {
 // unknown component or a bad value is refused in RabbitMQ's words
 // ("Validation failed ..."), a missing vhost is not found. Setting the
 // value it has already changes nothing and tells no watcher.
-func (b *Broker) SetVHostParameter(vhost, component, name string, value protocol.Table, user string) (created bool, err error) {
+func (b *Broker) SetVHostParameter(vhost, component, name string, value any, user string) (created bool, err error) {
 	c, ok := b.parameterComponent(component)
 	if !ok {
 		return false, validationFailed("component %s not found", component)
@@ -129,11 +133,10 @@ func (b *Broker) SetVHostParameter(vhost, component, name string, value protocol
 	}
 	// As the store and the log give it back, so that what Check sees, what
 	// this node holds and what the others hold are the same.
-	value, err = tablerec.Reencode(nonNil(value))
+	value, err = reencodeValue(value)
 	if err != nil {
 		return false, validationFailed("the value of parameter %s cannot be stored: %v", name, err)
 	}
-	value = nonNil(value)
 	if err := c.Check(vhost, name, value, user); err != nil {
 		return false, validationFailed("%v", err)
 	}
@@ -238,7 +241,7 @@ func (b *Broker) applySetVHostParameter(r vhostParameterRecord) error {
 	if _, ok := b.VHost(r.VHost); !ok {
 		return reply.NotFound("no vhost '%s'", r.VHost)
 	}
-	p := VHostParameter{VHost: r.VHost, Component: r.Component, Name: r.Name, Value: nonNil(r.Value)}
+	p := VHostParameter{VHost: r.VHost, Component: r.Component, Name: r.Name, Value: nonNilValue(r.Value)}
 	k := vparamKey{p.VHost, p.Component, p.Name}
 	if old, ok := b.LookupVHostParameter(p.VHost, p.Component, p.Name); ok && reflect.DeepEqual(old.Value, p.Value) {
 		return nil // as RabbitMQ: the same value again is no change
@@ -315,8 +318,18 @@ func (b *Broker) restoreVHostParameters() error {
 			b.log.Warn().Str("vhost", r.VHost).Str("component", component).Str("name", name).Msg("stored parameter of a vhost that is gone ignored")
 			continue
 		}
-		m[vparamKey{r.VHost, component, name}] = VHostParameter{VHost: r.VHost, Component: component, Name: name, Value: nonNil(rec.Value)}
+		m[vparamKey{r.VHost, component, name}] = VHostParameter{VHost: r.VHost, Component: component, Name: name, Value: nonNilValue(rec.Value)}
 	}
 	b.vparams.params.Store(&m)
 	return nil
+}
+
+// reencodeValue is a parameter's value (an object or a list) as the
+// store gives it back.
+func reencodeValue(v any) (any, error) {
+	t, err := tablerec.Reencode(protocol.Table{"value": nonNilValue(v)})
+	if err != nil {
+		return nil, err
+	}
+	return nonNilValue(t["value"]), nil
 }

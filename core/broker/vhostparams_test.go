@@ -23,12 +23,14 @@ type fakeComponent struct {
 	users []string // the acting users Check was given
 }
 
-func (f *fakeComponent) Check(vhost, name string, value protocol.Table, user string) error {
+func (f *fakeComponent) Check(vhost, name string, value any, user string) error {
 	f.mu.Lock()
 	f.users = append(f.users, user)
 	f.mu.Unlock()
-	if _, ok := value["src-uri"]; !ok {
-		return errors.New(`Key "src-uri" not found in fake`)
+	if t, isObject := value.(protocol.Table); isObject { // a list is taken as it is
+		if _, ok := t["src-uri"]; !ok {
+			return errors.New(`Key "src-uri" not found in fake`)
+		}
 	}
 	return nil
 }
@@ -65,7 +67,7 @@ func TestVHostParametersSetListClear(t *testing.T) {
 	fake := &fakeComponent{}
 	b.RegisterParameterComponent("fake", fake)
 	b.RegisterParameterComponent("other", &fakeComponent{})
-	if got := b.ParameterComponents(); !reflect.DeepEqual(got, []string{"fake", "other", "shovel"}) {
+	if got := b.ParameterComponents(); !reflect.DeepEqual(got, []string{"fake", "federation-upstream", "federation-upstream-set", "other", "shovel"}) {
 		t.Fatalf("components %v", got)
 	}
 	mustAddVHost(t, b, "v")
@@ -87,12 +89,18 @@ func TestVHostParametersSetListClear(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A value may be a list, as a federation-upstream-set's is.
+	set := []any{protocol.Table{"upstream": "a", "max-hops": int64(2)}, protocol.Table{"upstream": "b"}}
+	if _, err := b.SetVHostParameter("v", "fake", "set", set, ""); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{`//fake/b={"src-uri":"b"}`, `//other/a={"src-uri":"a"}`, `v/fake/a={"src-uri":"a"}`,
-		`v/fake/s1={"f":1.5,"list":["a",1],"n":3,"nested":{"k":"v"},"ok":true,"src-uri":"amqp://"}`}
+		`v/fake/s1={"f":1.5,"list":["a",1],"n":3,"nested":{"k":"v"},"ok":true,"src-uri":"amqp://"}`,
+		`v/fake/set=[{"max-hops":2,"upstream":"a"},{"upstream":"b"}]`}
 	if got := paramNames(b.VHostParameters("", "")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("all parameters\n got %q\nwant %q", got, want)
 	}
-	if got := paramNames(b.VHostParameters("v", "")); len(got) != 2 {
+	if got := paramNames(b.VHostParameters("v", "")); len(got) != 3 {
 		t.Fatalf("vhost v's: %q", got)
 	}
 	if got := paramNames(b.VHostParameters("", "other")); len(got) != 1 {
@@ -108,7 +116,7 @@ func TestVHostParametersSetListClear(t *testing.T) {
 		code           uint16
 		text           string
 	}{
-		{"v", "federation-upstream", "x", protocol.Table{"uri": "u"}, protocol.PreconditionFailed, "Validation failed\n\ncomponent federation-upstream not found\n"},
+		{"v", "no-such-component", "x", protocol.Table{"uri": "u"}, protocol.PreconditionFailed, "Validation failed\n\ncomponent no-such-component not found\n"},
 		{"v", "fake", "x", protocol.Table{"dest-uri": "u"}, protocol.PreconditionFailed, "Validation failed\n\nKey \"src-uri\" not found in fake\n"},
 		{"v", "fake", "", protocol.Table{"src-uri": "u"}, protocol.PreconditionFailed, "Validation failed"},
 		{"nowhere", "fake", "x", protocol.Table{"src-uri": "u"}, protocol.NotFound, "no vhost 'nowhere'"},
@@ -120,7 +128,7 @@ func TestVHostParametersSetListClear(t *testing.T) {
 			t.Errorf("%+v: %v, want %d %q", r, err, r.code, r.text)
 		}
 	}
-	if len(b.VHostParameters("", "")) != 4 {
+	if len(b.VHostParameters("", "")) != 5 {
 		t.Fatal("a refused parameter was set")
 	}
 
@@ -137,9 +145,12 @@ func TestVHostParametersSetListClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = testBroker(t, dir)
-	want = []string{want[0], want[2], want[3]}
+	want = []string{want[0], want[2], want[3], want[4]}
 	if got := paramNames(b.VHostParameters("", "")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a restart\n got %q\nwant %q", got, want)
+	}
+	if p, _ := b.LookupVHostParameter("v", "fake", "set"); !reflect.DeepEqual(p.Value, set) {
+		t.Fatalf("after a restart the list is %#v, want %#v", p.Value, set)
 	}
 	if p, _ := b.LookupVHostParameter("v", "fake", "s1"); !reflect.DeepEqual(p.Value, value) {
 		t.Fatalf("after a restart the value is %#v, want %#v", p.Value, value)
@@ -282,7 +293,7 @@ func TestVHostParametersInDefinitions(t *testing.T) {
 		{`{"vhost": "v", "component": "fake", "name": "bad", "value": {"dest-uri": "x"}}`, `parameter 'bad' of component 'fake' in vhost 'v': value: Key "src-uri" not found in fake`},
 		{`{"vhost": "v", "component": "fake", "name": "bad", "value": 3}`, `parameter 'bad' of component 'fake' in vhost 'v': value: must be an object`},
 		{`{"vhost": "nowhere", "component": "fake", "name": "bad", "value": {"src-uri": "x"}}`, `parameter 'bad' of component 'fake' in vhost 'nowhere': vhost`},
-		{`{"vhost": "v", "component": "federation-upstream", "name": "up", "value": {"uri": "x"}}`, `no component 'federation-upstream' (it has vhost-limits, operator_policy, fake, shovel)`},
+		{`{"vhost": "v", "component": "no-such-component", "name": "up", "value": {"uri": "x"}}`, `no component 'no-such-component' (it has vhost-limits, operator_policy, fake, federation-upstream, federation-upstream-set, shovel)`},
 	} {
 		err := b.ImportDefinitions(context.Background(), []byte(`{"parameters": [`+c.param+`]}`), "")
 		if !errors.Is(err, ErrInvalidDefinitions) || !strings.Contains(err.Error(), c.want) {

@@ -325,7 +325,8 @@ func (cq *Queue) HandleCall(op string, req protocol.Table) (protocol.Table, erro
 	case queuetype.CallQueueCounts:
 		st := q.Stats()
 		return protocol.Table{"messages": int64(st.Ready), "consumers": int64(st.Consumers), "bytes": st.ReadyBytes,
-			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate}, nil
+			"unacked": int64(st.Unacked), "ready_rate": st.ReadyRate, "unacked_rate": st.UnackedRate,
+			"max_priority": int64(st.MaxPriority)}, nil
 	}
 	return nil, reply.Internal("unknown call %q (a node of a newer version?)", op)
 }

@@ -69,13 +69,17 @@ func (c *Conn) handshake() error {
 }
 
 func (c *Conn) serverProperties() protocol.Table {
+	cluster := "warren"
+	if c.srv.ClusterName != nil {
+		cluster = c.srv.ClusterName()
+	}
 	return protocol.Table{
 		"product":      Product,
 		"version":      c.srv.Version,
 		"platform":     "Go",
 		"copyright":    "The Warren developers",
 		"information":  "An AMQP 0-9-1 broker with WebAssembly exchange types",
-		"cluster_name": "warren",
+		"cluster_name": cluster,
 		"capabilities": protocol.Table{
 			"publisher_confirms":           true,
 			"exchange_exchange_bindings":   true,

@@ -95,11 +95,16 @@ type Server struct {
 	Alarm   *Alarm
 	Log     zerolog.Logger
 	Version string
+	// ClusterName is the name connection.start gives clients
+	// (cluster_name), which federation links use to tell brokers apart;
+	// nil: "warren".
+	ClusterName func() string
 	// Bodies, when set, lends the buffers large bodies are read into
 	// (message.Bodies); without it each is allocated.
 	Bodies *message.Bodies
 
 	nextID atomic.Uint64
+	locals atomic.Uint64 // local connections made (DialLocal)
 	mu     lockorder.Mutex[lockorder.ConnServer]
 	conns  map[*Conn]struct{} // every socket being served
 	// handshaking counts conns not yet done with the handshake, opened

@@ -41,8 +41,10 @@ type Policy struct {
 
 // ExchangeKeys and QueueKeys are the definition keys Warren acts on.
 var (
-	ExchangeKeys = map[string]bool{"alternate-exchange": true}
-	QueueKeys    = map[string]bool{
+	ExchangeKeys = map[string]bool{"alternate-exchange": true,
+		"federation-upstream": true, "federation-upstream-set": true, "federation-upstream-pattern": true}
+	QueueKeys = map[string]bool{
+		"federation-upstream": true, "federation-upstream-set": true, "federation-upstream-pattern": true,
 		"dead-letter-exchange": true, "dead-letter-routing-key": true, "message-ttl": true,
 		"expires": true, "max-length": true, "max-length-bytes": true, "overflow": true,
 		"delivery-limit": true, "queue-mode": true,
@@ -64,6 +66,9 @@ func New(name, pattern string, applyTo ApplyTo, priority int, def protocol.Table
 		if err := checkValue(k, def[k]); err != nil {
 			return nil, fmt.Errorf("policy %q: %w", name, err)
 		}
+	}
+	if err := checkFederation(def); err != nil {
+		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	return p, nil
 }

@@ -105,6 +105,13 @@ func TestNewChecksDefinitionValues(t *testing.T) {
 		{protocol.Table{"stream-max-segment-size-bytes": int64(3_000_000_001)}, false},
 		{protocol.Table{"stream-max-segment-size-bytes": int64(3_000_000_000)}, true},
 		{protocol.Table{"stream-max-segment-size-bytes": float64(1 << 62)}, false},
+		// Federation's keys, as rabbit_federation_parameters checks them.
+		{protocol.Table{"federation-upstream": "east"}, true},
+		{protocol.Table{"federation-upstream": int64(1)}, false},
+		{protocol.Table{"federation-upstream-set": "all"}, true},
+		{protocol.Table{"federation-upstream-pattern": "^e"}, true},
+		{protocol.Table{"federation-upstream-pattern": "(("}, false},
+		{protocol.Table{"federation-upstream": "east", "federation-upstream-set": "all"}, false},
 	}
 	for _, c := range cases {
 		_, err := New("p", ".*", All, 0, c.def)

@@ -2,8 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/warrenmq/warren/core/queue"
+	"github.com/warrenmq/warren/protocol"
 )
 
 // Every way of setting a policy (the admin API, warrenctl set_policy which
@@ -56,10 +58,41 @@ func checkValue(key string, v any) error {
 		if !ok || (s != "default" && s != "lazy") {
 			return fmt.Errorf("%s: %s is not a valid queue mode (default or lazy)", key, show(v))
 		}
+	case "federation-upstream":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: %s is not a valid federation upstream name", key, show(v))
+		}
+	case "federation-upstream-set":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: %s is not a valid federation upstream set name", key, show(v))
+		}
+	case "federation-upstream-pattern":
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s: %s is not a valid federation upstream pattern name", key, show(v))
+		}
+		if _, err := regexp.Compile(s); err != nil {
+			return fmt.Errorf("%s: could not compile pattern %s to a regular expression. Error: %v", key, s, err)
+		}
 	case "alternate-exchange", "dead-letter-exchange", "dead-letter-routing-key":
 		if _, ok := v.(string); !ok {
 			return fmt.Errorf("%s: %s is not a string", key, show(v))
 		}
+	}
+	return nil
+}
+
+// checkFederation refuses a definition that names its upstreams more
+// than one way, as RabbitMQ does.
+func checkFederation(def protocol.Table) error {
+	n := 0
+	for _, k := range []string{"federation-upstream", "federation-upstream-set", "federation-upstream-pattern"} {
+		if _, ok := def[k]; ok {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("cannot specify federation-upstream, federation-upstream-set or federation-upstream-pattern together")
 	}
 	return nil
 }

@@ -946,6 +946,12 @@ type Stats struct {
 	ReadyBytes int64
 	Unacked    int
 	Consumers  int
+	// MaxPriority is the highest priority (x-priority) of the consumers,
+	// when there are any: a federated queue pulls from its upstream only
+	// while a consumer of priority 0 or more (not another broker's
+	// federation link, which consumes at -1) waits. A type that does
+	// not keep priorities reports 0.
+	MaxPriority int
 
 	ReadyRate, UnackedRate float64
 	// ConsumerUtilisation is the share of the last statistics interval
@@ -968,6 +974,9 @@ func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := Stats{Ready: q.ready, ReadyBytes: q.readyBytes, Unacked: q.unacked, Consumers: len(q.consumers)}
+	if len(q.prios) > 0 {
+		st.MaxPriority = slices.Max(q.prios)
+	}
 	if dt := q.depth.Seconds(); dt > 0 {
 		st.ReadyRate = float64(q.depth.Last[0]-q.depth.Prev[0]) / dt
 		st.UnackedRate = float64(q.depth.Last[1]-q.depth.Prev[1]) / dt

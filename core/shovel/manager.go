@@ -51,8 +51,12 @@ type Param struct {
 // Check checks a shovel parameter before it is set, as RabbitMQ's
 // rabbit_shovel_parameters:validate: the definition, and that the user
 // setting it may use the vhosts its local URIs name.
-func (m *Manager) Check(vhost, name string, value protocol.Table, user string) error {
-	d, err := Parse(value)
+func (m *Manager) Check(vhost, name string, value any, user string) error {
+	t, ok := value.(protocol.Table)
+	if !ok {
+		return fmt.Errorf("the value of a %s parameter must be an object", Component)
+	}
+	d, err := Parse(t)
 	if err != nil {
 		return err
 	}

@@ -228,6 +228,7 @@ func (v *VHost) installBinding(nb pendingBinding) error {
 	}
 	bound.Add(b)
 	v.mu.Unlock()
+	v.touch()
 	return nil
 }
 
@@ -330,6 +331,7 @@ func (v *VHost) unbind(source string, dest exchange.Destination, key string, arg
 // routers' and the vhost's sets), so a source's lock is held for its own
 // bindings' removal only.
 func (v *VHost) removeBindings(bs []*exchange.Binding) {
+	defer v.touch()
 	bySource := make(map[string][]*exchange.Binding)
 	var sources []string // in first-seen order, so auto-deletes happen in a fixed order
 	var stored []*exchange.Binding

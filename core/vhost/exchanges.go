@@ -170,6 +170,7 @@ func (v *VHost) declareExchange(def exchange.Definition) (*Exchange, error) {
 	v.mu.Lock()
 	v.exchanges[def.Name] = x
 	v.mu.Unlock()
+	v.touch()
 	return x, nil
 }
 
@@ -233,6 +234,7 @@ func (v *VHost) deleteExchange(x *Exchange) {
 	x.mu.Lock()
 	x.deleted = true
 	x.mu.Unlock()
+	v.touch()
 	// Its held messages go with it, as with RabbitMQ's plugin: before the
 	// stored exchange, so that a crash in between leaves no held message
 	// of an exchange that is gone.

@@ -60,6 +60,7 @@ func (v *VHost) restoreExchange(def exchange.Definition) {
 	v.mu.Lock()
 	v.exchanges[def.Name] = x
 	v.mu.Unlock()
+	v.touch()
 }
 
 // RestoreQueue recreates a stored queue under its stored id; its type

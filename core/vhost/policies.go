@@ -95,6 +95,7 @@ func (v *VHost) queuePolicy(name string) *policy.Policy {
 // defMu is held, nothing else. Applying a queue limit can dead-letter,
 // which routes, so no lock but defMu may be held here.
 func (v *VHost) applyPolicies() {
+	defer v.touch()
 	for _, x := range v.exchangeList() {
 		if x.Name != "" {
 			v.applyExchangePolicy(x)

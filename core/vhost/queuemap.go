@@ -71,6 +71,7 @@ func localOnly(t queuetype.Queue) bool {
 // to the maps; defMu is held. A queue homed elsewhere whose name a local
 // exclusive queue holds here waits behind it (shadowed, cluster.go).
 func (v *VHost) register(t queuetype.Queue) {
+	defer v.touch()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	name := t.Name()
@@ -102,6 +103,7 @@ func (v *VHost) unregister(t queuetype.Queue) {
 // that is not t (another incarnation) stays; a queue homed elsewhere that
 // t shadowed takes its place.
 func (v *VHost) forget(t queuetype.Queue) {
+	defer v.touch()
 	name := t.Name()
 	v.mu.Lock()
 	if v.shadowed[name] == t {

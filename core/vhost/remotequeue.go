@@ -62,5 +62,6 @@ func (v *VHost) remoteStats(rq *queuetype.RemoteQueue) (queue.Stats, error) {
 	}
 	f := func(k string) float64 { x, _ := ans[k].(float64); return x }
 	return queue.Stats{Ready: int(remote.Int(ans, "messages")), ReadyBytes: int64(remote.Int(ans, "bytes")), Unacked: int(remote.Int(ans, "unacked")),
-		Consumers: int(remote.Int(ans, "consumers")), ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
+		Consumers: int(remote.Int(ans, "consumers")), MaxPriority: int(remote.Int(ans, "max_priority")),
+		ReadyRate: f("ready_rate"), UnackedRate: f("unacked_rate")}, nil
 }

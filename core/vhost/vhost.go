@@ -120,6 +120,7 @@ type VHost struct {
 	queueTypes *queuetype.Types
 	groups     *cluster.Groups // runs replicated queues' groups; nil: none here
 	closing    chan struct{}   // closed by Close: ends the loops of Host.Every
+	changed    func()          // Config.Changed
 	loops      sync.Map        // Host.Every's loops by name
 
 	// consuming is consuming across nodes (core/remote); idle on a node
@@ -147,6 +148,11 @@ type Config struct {
 	// QueueTypes are the queue types it serves; nil: none (it declares
 	// no queue).
 	QueueTypes *queuetype.Types
+	// Changed, when set, is called after an exchange, a queue, a binding
+	// or the policies changed (watch.go). It is called with the vhost's
+	// locks held, so it must not block nor call the vhost: a
+	// non-blocking send that wakes a goroutine of the caller's.
+	Changed func()
 }
 
 // New creates a vhost with the default and predeclared exchanges.
@@ -169,6 +175,7 @@ func New(c Config) *VHost {
 		queueTypes: c.QueueTypes,
 		groups:     c.Groups,
 		closing:    make(chan struct{}),
+		changed:    c.Changed,
 	}
 	v.holds = v.newHold()
 	v.consuming = remote.New(c.Name, c.Cluster, v.log)

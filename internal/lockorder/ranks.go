@@ -76,6 +76,8 @@ const (
 	storageCallbacks
 	shovelManager
 	shovelWorker
+	federationManager
+	federationLink
 	numRanks
 )
 
@@ -157,6 +159,8 @@ var ranks = [numRanks]rank{
 	storageCallbacks:          {name: "storage.committer.cb.mu"},
 	shovelManager:             {name: "shovel.Manager.mu"},
 	shovelWorker:              {name: "shovel.worker.mu"},
+	federationManager:         {name: "federation.Manager.mu"},
+	federationLink:            {name: "federation.link.mu"},
 }
 
 // Ranked is a lock's rank as a type: the type argument of Mutex and
@@ -213,6 +217,8 @@ type (
 	MessageBodies             struct{}
 	ShovelManager             struct{}
 	ShovelWorker              struct{}
+	FederationManager         struct{}
+	FederationLink            struct{}
 	ConnServer                struct{}
 	ConnConsumers             struct{}
 	ConnLive                  struct{}
@@ -307,3 +313,5 @@ func (ReplyToTokens) rankID() rankID             { return replyToTokens }
 func (StorageCallbacks) rankID() rankID          { return storageCallbacks }
 func (ShovelManager) rankID() rankID             { return shovelManager }
 func (ShovelWorker) rankID() rankID              { return shovelWorker }
+func (FederationManager) rankID() rankID         { return federationManager }
+func (FederationLink) rankID() rankID            { return federationLink }

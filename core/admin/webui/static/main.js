@@ -12,6 +12,7 @@ import * as exchange from "./page-exchange.js";
 import * as admin from "./page-admin.js";
 import * as plugins from "./page-plugins.js";
 import * as shovels from "./page-shovels.js";
+import * as federation from "./page-federation.js";
 import * as definitions from "./page-definitions.js";
 import * as detail from "./page-detail.js";
 
@@ -50,13 +51,14 @@ const pages = {
   policies: admin.policies,
   plugins: plugins.render,
   shovels: shovels.render,
+  federation: federation.render,
   definitions: definitions.render,
 };
 
 const nav = [
   ["overview", "Overview"], ["connections", "Connections"], ["channels", "Channels"],
   ["exchanges", "Exchanges"], ["queues", "Queues"], ["consumers", "Consumers"],
-  ["streams", "Streams"], ["shovels", "Shovels"],
+  ["streams", "Streams"], ["shovels", "Shovels"], ["federation", "Federation"],
   ["users", "Admin"], ["plugins", "Plugins"], ["definitions", "Definitions"],
 ];
 const adminPages = new Set(["users", "vhosts", "permissions", "limits", "policies", "cluster"]);
@@ -122,12 +124,14 @@ async function show() {
 
 // visibleNav leaves out what the user's tags would be refused: the admin
 // pages but policies need administrator, policies policymaker, plugins
-// and shovels monitoring, definitions administrator.
+// and shovels monitoring, federation monitoring or policymaker (its links
+// need the one, its upstreams the other), definitions administrator.
 function visibleNav() {
   const may = api.can();
   return nav.flatMap(([p, label]) => {
     if (p === "users") return may.admin ? [[p, label]] : may.policies ? [["policies", "Policies"]] : [];
     if ((p === "plugins" || p === "shovels") && !may.monitor) return [];
+    if (p === "federation" && !may.monitor && !may.policies) return [];
     if (p === "definitions" && !may.admin) return [];
     return [[p, label]];
   });
