@@ -1073,3 +1073,25 @@ func TestFederationInDefinitions(t *testing.T) {
 		t.Fatalf("import of a bad upstream: %d %s", r.status, r.body)
 	}
 }
+
+// An upstream URI with no host is this broker, reached as the broker
+// itself: whoever sets one may only name a vhost they may use, as for
+// shovels (RabbitMQ 3.10.8 does not check).
+func TestFederationUpstreamOnThisBrokerIsChecked(t *testing.T) {
+	m := startWarrenMgmt(t)
+	other := uniq(t, "vh-other")
+	m.expect("PUT", "/api/vhosts/"+esc(other), "", 201)
+	t.Cleanup(func() { m.call("DELETE", "/api/vhosts/"+esc(other), "") })
+	m.addUser("fpm", "fpm", "policymaker", m.vhost)
+	put := func(name, uri string) response {
+		return m.callAs("fpm", "fpm", "PUT", "/api/parameters/federation-upstream/"+m.v()+"/"+name, `{"value":{"uri":"`+uri+`"}}`, nil)
+	}
+	if r := put("sneaky", "amqp:///"+esc(other)); r.status != 400 || !strings.Contains(r.body, "may not connect to vhost") {
+		t.Fatalf("an upstream in a vhost the user may not use: %d %s", r.status, r.body)
+	}
+	for name, uri := range map[string]string{"own": "amqp:///" + m.v(), "default": "amqp://", "remote": "amqp://u:p@elsewhere/" + esc(other)} {
+		if r := put(name, uri); r.status != 201 {
+			t.Fatalf("%s (%s): %d %s", name, uri, r.status, r.body)
+		}
+	}
+}

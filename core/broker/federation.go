@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warrenmq/warren/core/amqpclient"
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/federation"
 	"github.com/warrenmq/warren/core/vhost"
@@ -78,15 +79,39 @@ func (b *Broker) newFederation() error {
 		Downstream:  downstream{b},
 	}
 	b.federationNudge = make(chan struct{}, 1)
-	b.RegisterParameterComponent(federation.UpstreamComponent, checker(federation.CheckUpstream))
-	b.RegisterParameterComponent(federation.SetComponent, checker(federation.CheckSet))
+	b.RegisterParameterComponent(federation.UpstreamComponent, upstreamComponent{b})
+	b.RegisterParameterComponent(federation.SetComponent, setComponent{})
 	return b.types.Register(federation.UpstreamExchangeType{})
 }
 
-// checker is a component whose values one function checks.
-type checker func(name string, value any) error
+// upstreamComponent checks federation-upstream parameters: RabbitMQ's
+// checks, and, as for shovels, that whoever sets one may use the vhost a
+// URI with no host names (such a link connects as the broker itself).
+type upstreamComponent struct{ b *Broker }
 
-func (c checker) Check(vhost, name string, value any, user string) error { return c(name, value) }
+func (c upstreamComponent) Check(vhost, name string, value any, user string) error {
+	if err := federation.CheckUpstream(name, value); err != nil {
+		return err
+	}
+	if user == "" {
+		return nil
+	}
+	for _, s := range amqpclient.URIs(value.(protocol.Table)["uri"]) {
+		u, _ := amqpclient.ParseURI(s)
+		u = u.OrVHost(vhost)
+		if _, ok := c.b.users.Permission(u.VHost(), user); u.Local() && !u.HasUser() && !ok {
+			return fmt.Errorf("user %q may not connect to vhost %q", user, u.VHost())
+		}
+	}
+	return nil
+}
+
+// setComponent checks federation-upstream-set parameters.
+type setComponent struct{}
+
+func (setComponent) Check(vhost, name string, value any, user string) error {
+	return federation.CheckSet(name, value)
+}
 
 // topologyChanged is every vhost's Config.Changed: it wakes the
 // federation goroutine, never blocking (it runs under vhost locks).

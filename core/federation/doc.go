@@ -59,6 +59,9 @@
 // by the upstream's expires and message-ttl); only a link that is no
 // longer wanted (its policy, upstream or exchange gone) deletes it, unless
 // resource-cleanup-mode is never. RabbitMQ deletes it on shutdown too.
-// The keys ha-policy, bind-nowait and channel-use-mode are accepted and
+// An upstream whose URI has no host is this broker, reached as the
+// broker itself, so whoever sets it must be allowed the vhost it names
+// (checked by the broker, as for shovels; RabbitMQ does not check). The
+// keys ha-policy, bind-nowait and channel-use-mode are accepted and
 // change nothing.
 package federation

@@ -96,6 +96,9 @@ func (l *link) exchangeLink(ctx context.Context, def exchange.Definition, e *end
 	}
 	l.setRunning(e)
 	l.log.Info().Str("uri", e.uri.Redacted()).Msg("federation link running")
+	if e.cname == cluster && upVHost == l.spec.VHost {
+		l.log.Warn().Str("cluster_name", cluster).Msg("the upstream has this broker's cluster name and vhost: a message that crosses more than one link is taken for one that came back, and dropped; give each broker its own cluster_name")
+	}
 
 	entry := protocol.Table{"uri": e.uri.Redacted(), "exchange": l.spec.Name}
 	if e.cname != "" {
