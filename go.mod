@@ -20,6 +20,8 @@ require (
 )
 
 require (
+	github.com/eclipse/paho.golang v0.23.0
+	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/michaelklishin/rabbit-hole/v2 v2.12.0
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/rabbitmq/rabbitmq-stream-go-client v1.8.3

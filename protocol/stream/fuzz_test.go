@@ -68,8 +68,8 @@ func readAll(t *testing.T, rd io.Reader) [][]byte {
 	var frames [][]byte
 	for {
 		frame, err := r.ReadFrame()
-		if len(r.buf) > 2*(InitialFrameMax+sizePrefix) {
-			t.Fatalf("buffer grew to %d", len(r.buf))
+		if r.in.Size() > 2*(InitialFrameMax+sizePrefix) {
+			t.Fatalf("buffer grew to %d", r.in.Size())
 		}
 		if err != nil {
 			var fe *FrameTooLargeError

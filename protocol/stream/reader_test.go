@@ -47,8 +47,8 @@ func TestFrameReaderLargeFrame(t *testing.T) {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 	}
-	if len(r.buf) > 2*(DefaultFrameMax+sizePrefix) {
-		t.Fatalf("buffer grew to %d", len(r.buf))
+	if r.in.Size() > 2*(DefaultFrameMax+sizePrefix) {
+		t.Fatalf("buffer grew to %d", r.in.Size())
 	}
 }
 
@@ -63,8 +63,8 @@ func TestFrameReaderTooLarge(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "8193") || !strings.Contains(msg, "8192") {
 		t.Fatalf("%q does not name the size and the limit", msg)
 	}
-	if len(r.buf) != initialBufferSize {
-		t.Fatalf("buffer grew to %d for a refused frame", len(r.buf))
+	if r.in.Size() != initialBufferSize {
+		t.Fatalf("buffer grew to %d for a refused frame", r.in.Size())
 	}
 	// The largest frame the limit allows is accepted.
 	r = NewFrameReader(bytes.NewReader(append(mustHex("00002000"), make([]byte, 8192)...)), InitialFrameMax)
