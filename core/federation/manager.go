@@ -74,9 +74,10 @@ type Manager struct {
 	ClusterName func() string
 	Downstream  Downstream
 
-	mu    lockorder.Mutex[lockorder.FederationManager]
-	links map[linkKey]*link
-	wg    sync.WaitGroup
+	mu      lockorder.Mutex[lockorder.FederationManager]
+	links   map[linkKey]*link
+	stopped bool // Stop was called: Sync starts nothing more
+	wg      sync.WaitGroup
 }
 
 // Sync makes the running links those of specs: a link no longer wanted
@@ -90,6 +91,10 @@ func (m *Manager) Sync(specs []Spec) {
 		want[s.key()] = s
 	}
 	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
 	if m.links == nil {
 		m.links = map[linkKey]*link{}
 	}
@@ -175,11 +180,12 @@ func (m *Manager) Restart(vhost, id string) bool {
 
 // Stop stops every link, leaving what they declared upstream (the
 // upstream queue keeps what is published while this broker is down),
-// and waits for them.
+// and waits for them; a Sync after it starts nothing (the broker's
+// shutdown may race its last one).
 func (m *Manager) Stop() {
 	m.mu.Lock()
 	links := m.links
-	m.links = nil
+	m.links, m.stopped = nil, true
 	m.mu.Unlock()
 	for _, l := range links {
 		l.cancel()
