@@ -475,6 +475,7 @@ func TestDefinitionsLoadFile(t *testing.T) {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = nil
+	cfg.MQTT.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	cfg.Definitions.LoadFile = bad

@@ -97,6 +97,7 @@ func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = config.Addrs{"127.0.0.1:0"}
+	cfg.MQTT.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	cfg.Plugins.CacheDir = sharedWasmCache(t)

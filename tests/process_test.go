@@ -80,7 +80,7 @@ func startProcessWith(t testing.TB, dataDir, extraConfig string, extraArgs ...st
 func startBinary(t testing.TB, bin, dataDir, extraConfig string, extraArgs ...string) *process {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "broker.toml")
-	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[stream]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
+	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[stream]\nlisten = \"127.0.0.1:0\"\n[mqtt]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

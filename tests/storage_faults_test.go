@@ -117,7 +117,7 @@ func freeBytes(t *testing.T, dir string) uint64 {
 func launchProcess(t *testing.T, dataDir, extraConfig string) (p *process, ready chan struct{}) {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "broker.toml")
-	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[stream]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
+	text := "[admin]\nlisten = \"127.0.0.1:0\"\n[stream]\nlisten = \"127.0.0.1:0\"\n[mqtt]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"debug\"\n" + extraConfig
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,7 @@ func TestStreamProtocolOverTLS(t *testing.T) {
 	s := startWarren(t, func(c *config.Config) {
 		c.AMQPS = config.AMQPS{CertFile: certFile, KeyFile: keyFile}
 		c.Stream.Listen = nil
+		c.MQTT.Listen = nil
 		c.Stream.TLSListen = config.Addrs{"127.0.0.1:0"}
 		c.Stream.AdvertisedHost = "127.0.0.1" // the certificate's name
 	})

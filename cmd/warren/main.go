@@ -50,6 +50,7 @@ func run() error {
 	flag.Var(&listen, "listen", "AMQP listen address, overriding amqp.listen; repeat it to listen on several")
 	adminAddr := flag.String("admin", "", `admin API and web UI listen address, overriding admin.listen ("off" disables it)`)
 	streamAddr := flag.String("stream", "", `stream protocol listen address, overriding stream.listen ("off" disables it)`)
+	mqttAddr := flag.String("mqtt", "", `MQTT listen address, overriding mqtt.listen ("off" disables it)`)
 	dataDir := flag.String("data", "", "data directory, overriding storage.data_dir")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown (for performance work)")
@@ -82,6 +83,13 @@ func run() error {
 		cfg.Stream.Listen = nil
 	default:
 		cfg.Stream.Listen = config.Addrs{*streamAddr}
+	}
+	switch *mqttAddr {
+	case "":
+	case "off":
+		cfg.MQTT.Listen = nil
+	default:
+		cfg.MQTT.Listen = config.Addrs{*mqttAddr}
 	}
 	if *dataDir != "" {
 		cfg.Storage.DataDir = *dataDir

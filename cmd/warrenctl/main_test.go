@@ -34,6 +34,7 @@ func newBroker(t *testing.T, tweak ...func(*config.Config)) (*broker.Broker, str
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = nil
+	cfg.MQTT.Listen = nil
 	cfg.Storage.DataDir = t.TempDir()
 	for _, f := range tweak {
 		f(&cfg)

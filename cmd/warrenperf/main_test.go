@@ -92,6 +92,7 @@ func startBroker(t *testing.T, stream config.Addrs) *broker.Broker {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = stream
+	cfg.MQTT.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	b, err := broker.New(cfg, zerolog.New(io.Discard))

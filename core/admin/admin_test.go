@@ -28,6 +28,7 @@ func newBroker(t testing.TB, tweak ...func(*config.Config)) *broker.Broker {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = nil
+	cfg.MQTT.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = t.TempDir()
 	for _, f := range tweak {

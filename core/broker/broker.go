@@ -40,6 +40,7 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/shovel"
 	"github.com/warrenmq/warren/core/stats"
+	"github.com/warrenmq/warren/core/mqtt"
 	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/core/streamqueue"
 	"github.com/warrenmq/warren/core/vhost"
@@ -101,6 +102,8 @@ type Broker struct {
 
 	// streams serves RabbitMQ's stream protocol (streams.go).
 	streams *streamproto.Server
+	// mqtt serves MQTT 3.1.1 and 5.0 (mqtt.go).
+	mqtt *mqtt.Server
 	shovels *shovel.Manager
 	// federation runs the federation links of this node (federation.go);
 	// federationNudge wakes the goroutine that decides which.
@@ -201,6 +204,7 @@ func New(cfg config.Config, log zerolog.Logger) (*Broker, error) {
 		ClusterName: b.ClusterName,
 	}
 	b.streams = newStreamServer(cfg, log, b)
+	b.mqtt = newMQTTServer(cfg, log, b)
 	b.newShovels()
 	if err := b.newFederation(); err != nil {
 		return nil, err
@@ -380,6 +384,10 @@ func (b *Broker) Start() error {
 		b.closeListeners()
 		return err
 	}
+	if err := b.startMQTTListeners(); err != nil {
+		b.closeListeners()
+		return err
+	}
 	b.wg.Add(2)
 	b.watching.Store(true)
 	go b.watchResources()
@@ -500,11 +508,16 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.federation.Stop()
 	streamsClosed := make(chan bool, 1)
 	go func() { streamsClosed <- b.streams.CloseAll("broker shutdown", start.Add(budget/2)) }()
+	mqttClosed := make(chan bool, 1)
+	go func() { mqttClosed <- b.mqtt.CloseAll(start.Add(budget / 2)) }()
 	if !b.srv.CloseAll("shutdown", start.Add(budget/2), start.Add(budget*3/4)) {
 		b.log.Warn().Msg("shutdown: some connections are still busy in the broker; stopping without them")
 	}
 	if !<-streamsClosed {
 		b.log.Warn().Msg("shutdown: some stream connections did not close in time; their sockets were closed")
+	}
+	if !<-mqttClosed {
+		b.log.Warn().Msg("shutdown: some MQTT connections did not close in time; their sockets were closed")
 	}
 
 	done := make(chan struct{})

@@ -620,6 +620,7 @@ func benchBroker(b *testing.B, cluster func(*config.Config)) *Broker {
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = nil
+	cfg.MQTT.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = b.TempDir()
 	if cluster != nil {

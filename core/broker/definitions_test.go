@@ -35,6 +35,7 @@ func tryBroker(t testing.TB, dir string, tweak ...func(*config.Config)) (*Broker
 	cfg := config.Default()
 	cfg.AMQP.Listen = config.Addrs{"127.0.0.1:0"}
 	cfg.Stream.Listen = nil
+	cfg.MQTT.Listen = nil
 	cfg.Admin.Listen = ""
 	cfg.Storage.DataDir = dir
 	for _, f := range tweak {

@@ -39,6 +39,7 @@ type Config struct {
 	AMQPS       AMQPS       `toml:"amqps"`
 	Admin       Admin       `toml:"admin"`
 	Stream      Stream      `toml:"stream"`
+	MQTT        MQTT        `toml:"mqtt"`
 	Storage     Storage     `toml:"storage"`
 	Defaults    Defaults    `toml:"defaults"`
 	Limits      Limits      `toml:"limits"`
@@ -125,6 +126,56 @@ func (s Stream) validate() error {
 	}
 	if s.MaxUnconfirmed < 1 {
 		return fmt.Errorf("stream.max_unconfirmed: %d must be at least 1", s.MaxUnconfirmed)
+	}
+	return nil
+}
+
+// MQTT is MQTT 3.1, 3.1.1 and 5.0 (core/mqtt), on by default, mapped
+// onto a vhost's topic exchange as RabbitMQ's rabbitmq_mqtt plugin maps
+// it; its keys are that plugin's (mqtt.vhost, mqtt.exchange, ...).
+type MQTT struct {
+	// Listen is where MQTT connections are taken (1883); none disables
+	// MQTT.
+	Listen Addrs `toml:"listen"`
+	// VHost is the vhost of a client whose user name names none
+	// ("vhost:user" names one).
+	VHost string `toml:"vhost"`
+	// Exchange is the topic exchange MQTT topics are routing keys of.
+	Exchange string `toml:"exchange"`
+	// AllowAnonymous lets a client without a user name in as
+	// defaults.user (RabbitMQ's mqtt.allow_anonymous with its
+	// default_user and default_pass); that user's loopback-only rule
+	// still applies.
+	AllowAnonymous bool `toml:"allow_anonymous"`
+	// Prefetch bounds a connection's QoS 1 deliveries not acknowledged.
+	Prefetch int `toml:"prefetch"`
+	// MaxPacketSize is the largest packet taken once a client is in
+	// (RabbitMQ's max_packet_size_authenticated); before, 64 KiB.
+	MaxPacketSize Size `toml:"max_packet_size"`
+	// SubscriptionTTL is how long a persistent session's queues outlive
+	// their last connection (x-expires; RabbitMQ's subscription_ttl), and
+	// the most an MQTT 5 Session Expiry Interval is granted; 0 keeps
+	// them for ever.
+	SubscriptionTTL Duration `toml:"subscription_ttl"`
+}
+
+func (m MQTT) validate() error {
+	for _, a := range m.Listen {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("mqtt.listen: %q is not host:port (%v)", a, err)
+		}
+	}
+	if m.Exchange == "" {
+		return errors.New("mqtt.exchange: must name an exchange (the default exchange routes by queue name)")
+	}
+	if m.Prefetch < 1 || m.Prefetch > math.MaxUint16 {
+		return fmt.Errorf("mqtt.prefetch: %d must be between 1 and %d", m.Prefetch, math.MaxUint16)
+	}
+	if m.MaxPacketSize < 64<<10 || m.MaxPacketSize > 1<<28-1+5 {
+		return fmt.Errorf("mqtt.max_packet_size: %d must be between 64KiB and 256MiB", uint64(m.MaxPacketSize))
+	}
+	if ttl := time.Duration(m.SubscriptionTTL); ttl < 0 || ttl%time.Millisecond != 0 || ttl > 10*365*24*time.Hour {
+		return fmt.Errorf("mqtt.subscription_ttl: %v must be whole milliseconds, up to ten years, 0s for none", ttl)
 	}
 	return nil
 }
@@ -285,6 +336,8 @@ func Default() Config {
 			MaxBodySize: defaultMaxBodySize},
 		Stream: Stream{Listen: Addrs{"127.0.0.1:5552"}, FrameMax: 1 << 20, Heartbeat: Duration(60 * time.Second),
 			MaxUnconfirmed: 10_000},
+		MQTT: MQTT{Listen: Addrs{"127.0.0.1:1883"}, VHost: "/", Exchange: "amq.topic", AllowAnonymous: true, Prefetch: 10,
+			MaxPacketSize: 16 << 20, SubscriptionTTL: Duration(24 * time.Hour)},
 		Storage: Storage{DataDir: "./data", Sync: "always", SyncInterval: Duration(time.Second), WALDamage: "refuse",
 			QueueMemoryStoredMessages: 65536, QueueMemoryStoredBytes: 64 << 20, CacheSize: 64 << 20,
 			BodyLogMin: 256 << 10},
@@ -465,6 +518,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Stream.TLSListen) > 0 && (c.AMQPS.CertFile == "" || c.AMQPS.KeyFile == "") {
 		return errors.New("stream.tls_listen: needs amqps.cert_file and amqps.key_file")
+	}
+	if err := c.MQTT.validate(); err != nil {
+		return err
 	}
 	if err := c.Admin.validate(); err != nil {
 		return err

@@ -33,8 +33,11 @@ const (
 	streamprotoOutbound
 	remoteSource
 	connChannel
+	mqttDeliver
 	connConfirms
+	mqttConfirms
 	connOutbound
+	mqttOutbound
 	remoteConsumer
 	clusterConf
 	storageRaftLogs
@@ -49,6 +52,7 @@ const (
 	messageBodies
 	connServer
 	streamprotoServer
+	mqttServer
 	streamprotoConn
 	streamprotoSACCoordinator
 	streamprotoSACOutboxes
@@ -116,8 +120,11 @@ var ranks = [numRanks]rank{
 	streamprotoOutbound:       {name: "streamproto.outbound.mu"},
 	remoteSource:              {name: "remote.Source.mu"},
 	connChannel:               {name: "conn.channel.mu"},
+	mqttDeliver:               {name: "mqtt.Conn.deliverMu"},
 	connConfirms:              {name: "conn.confirms.mu"},
+	mqttConfirms:              {name: "mqtt.confirms.mu"},
 	connOutbound:              {name: "conn.outbound.mu"},
+	mqttOutbound:              {name: "mqtt.outbound.mu"},
 	remoteConsumer:            {name: "remote.consumer.mu"},
 	clusterConf:               {name: "cluster.Node.confMu"},
 	storageRaftLogs:           {name: "storage.Store.raftLogs.mu"},
@@ -132,6 +139,7 @@ var ranks = [numRanks]rank{
 	messageBodies:             {name: "message.Bodies.mu"},
 	connServer:                {name: "conn.Server.mu"},
 	streamprotoServer:         {name: "streamproto.Server.mu"},
+	mqttServer:                {name: "mqtt.Server.mu"},
 	streamprotoConn:           {name: "streamproto.Conn.mu"},
 	streamprotoSACCoordinator: {name: "streamproto.sacCoordinator.mu"},
 	streamprotoSACOutboxes:    {name: "streamproto.Server.outboxMu"},
@@ -219,6 +227,10 @@ type (
 	ShovelWorker              struct{}
 	FederationManager         struct{}
 	FederationLink            struct{}
+	MQTTDeliver               struct{}
+	MQTTConfirms              struct{}
+	MQTTOutbound              struct{}
+	MQTTServer                struct{}
 	ConnServer                struct{}
 	ConnConsumers             struct{}
 	ConnLive                  struct{}
@@ -315,3 +327,7 @@ func (ShovelManager) rankID() rankID             { return shovelManager }
 func (ShovelWorker) rankID() rankID              { return shovelWorker }
 func (FederationManager) rankID() rankID         { return federationManager }
 func (FederationLink) rankID() rankID            { return federationLink }
+func (MQTTDeliver) rankID() rankID               { return mqttDeliver }
+func (MQTTConfirms) rankID() rankID              { return mqttConfirms }
+func (MQTTOutbound) rankID() rankID              { return mqttOutbound }
+func (MQTTServer) rankID() rankID                { return mqttServer }
