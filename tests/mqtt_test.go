@@ -315,3 +315,35 @@ func TestMqttPermissions(t *testing.T) {
 		t.Fatalf("subscribe without write permission: %v", tok.(*paho.SubscribeToken).Result())
 	}
 }
+
+// MQTT connections are listed in /api/connections as RabbitMQ lists its
+// MQTT plugin's (protocol, client id, user, vhost), and closing one
+// there disconnects the client.
+func TestMqttConnectionsInTheAPI(t *testing.T) {
+	m := startWarrenMgmt(t)
+	c := mqttConnect(t, mqttOpts(t, m.s, "listed-client", true))
+	type row struct {
+		Name, Protocol, User, VHost string
+		ClientProperties           map[string]any `json:"client_properties"`
+		Timeout                    int
+	}
+	var mine row
+	waitFor(t, "the MQTT connection listed", func() bool {
+		var rows []row
+		m.expect("GET", "/api/connections", "", 200).json(t, &rows)
+		for _, r := range rows {
+			if r.ClientProperties["client_id"] == "listed-client" {
+				mine = r
+				return true
+			}
+		}
+		return false
+	})
+	if mine.Protocol != "MQTT 3.1.1" || mine.User != "guest" || mine.VHost != "/" || mine.Timeout != 30 {
+		t.Fatalf("the MQTT connection is listed as %+v", mine)
+	}
+	m.expect("GET", "/api/connections/"+esc(mine.Name), "", 200)
+	m.expect("GET", "/api/connections/"+esc(mine.Name)+"/channels", "", 200).expectBody(t, "[]")
+	m.expect("DELETE", "/api/connections/"+esc(mine.Name), "", 204)
+	waitFor(t, "the client disconnected", func() bool { return !c.IsConnectionOpen() })
+}

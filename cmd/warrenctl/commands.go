@@ -87,6 +87,18 @@ var listings = map[string]listing{
 		fields:  map[string]string{"conn_name": "name", "connection_state": "state", "heartbeat": "timeout"},
 		augment: countSubscriptions,
 	},
+	// The MQTT plugin's, as rabbitmqctl list_mqtt_connections names its
+	// columns: the MQTT connections among /api/connections.
+	"list_mqtt_connections": {
+		what:     "MQTT connections",
+		path:     func(*opts) string { return "/api/connections" },
+		keep:     func(r map[string]any) bool { p, _ := r["protocol"].(string); return strings.HasPrefix(p, "MQTT") },
+		defaults: []string{"client_id", "conn_name"},
+		columns: []string{"client_id", "conn_name", "connection_state", "host", "port", "peer_host", "peer_port",
+			"protocol", "user", "vhost", "keepalive", "subscriptions", "messages_unacknowledged"},
+		fields: map[string]string{"client_id": "client_properties.client_id", "conn_name": "name",
+			"connection_state": "state", "keepalive": "timeout", "subscriptions": "mqtt_subscriptions"},
+	},
 	"list_stream_consumers": {
 		what: "stream consumers", perVHost: true,
 		path: func(o *opts) string { return "/api/stream/consumers/" + vhostPath(o) },

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,8 @@ type listing struct {
 	// augment, when set, adds to the API's rows fields it does not have
 	// that a chosen column needs.
 	augment func(c *client, cols []string, raw []map[string]any) error
+	// keep, when set, says which of the API's rows are listed.
+	keep func(row map[string]any) bool
 }
 
 // rows fetches the listing and keeps the chosen columns, in order.
@@ -30,6 +33,9 @@ func (l listing) rows(c *client, o *opts, cols []string) ([][]any, error) {
 	var raw []map[string]any
 	if err := c.get(l.path(o), &raw); err != nil {
 		return nil, err
+	}
+	if l.keep != nil {
+		raw = slices.DeleteFunc(raw, func(r map[string]any) bool { return !l.keep(r) })
 	}
 	if l.augment != nil {
 		if err := l.augment(c, cols, raw); err != nil {

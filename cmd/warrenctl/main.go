@@ -45,6 +45,7 @@ Listings (columns optional, as rabbitmqctl's):
   list_bindings [-p VHOST] [COLUMN...]     list_connections [COLUMN...]
   list_channels [COLUMN...]                list_consumers [-p VHOST] [COLUMN...]
   list_stream_connections [COLUMN...]      list_stream_consumers [-p VHOST] [COLUMN...]
+  list_mqtt_connections [COLUMN...]
   list_stream_publishers [-p VHOST] [COLUMN...]
 Objects:
   close_connection NAME REASON | close_all_connections [-p VHOST] REASON

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/warrenmq/warren/core/conn"
+	"github.com/warrenmq/warren/core/mqtt"
 	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/internal/tablejson"
 )
@@ -112,11 +113,15 @@ func (a *api) visibleConnections(c *call) ([]conn.ConnInfo, error) {
 type connRow struct {
 	amqp   *conn.ConnInfo
 	stream *streamproto.ConnInfo
+	mqtt   *mqtt.ConnInfo
 }
 
 func (r connRow) name() string {
-	if r.amqp != nil {
+	switch {
+	case r.amqp != nil:
 		return r.amqp.Name
+	case r.mqtt != nil:
+		return r.mqtt.Name
 	}
 	return r.stream.Name
 }
@@ -133,18 +138,25 @@ func (a *api) connections(c *call) (any, error) {
 		return nil, err
 	}
 	streams := a.visibleStreamConnections(c, c.path("vhost"))
-	rows := make([]connRow, 0, len(cs)+len(streams))
+	mqtts := a.visibleMQTTConnections(c, c.path("vhost"))
+	rows := make([]connRow, 0, len(cs)+len(streams)+len(mqtts))
 	for i := range cs {
 		rows = append(rows, connRow{amqp: &cs[i]})
 	}
 	for i := range streams {
 		rows = append(rows, connRow{stream: &streams[i]})
 	}
+	for i := range mqtts {
+		rows = append(rows, connRow{mqtt: &mqtts[i]})
+	}
 	node := a.b.NodeName()
 	// Only the page's rows are rendered, unless the sort needs them all.
 	return list(rows, p, connectionLister, func(r connRow) any {
-		if r.amqp != nil {
+		switch {
+		case r.amqp != nil:
 			return a.connectionView(*r.amqp, node)
+		case r.mqtt != nil:
+			return mqttConnectionView(*r.mqtt, node)
 		}
 		return streamConnectionView(*r.stream, node)
 	})
@@ -180,6 +192,9 @@ func (a *api) connection(c *call) (any, error) {
 		if sc, ok := a.findAnyStreamConnection(c); ok {
 			return streamConnectionView(sc, a.b.NodeName()), nil
 		}
+		if mc, ok := a.findAnyMQTTConnection(c); ok {
+			return mqttConnectionView(mc, a.b.NodeName()), nil
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -195,6 +210,9 @@ func (a *api) closeConnection(c *call) (any, error) {
 	if errors.Is(err, errNotFound) {
 		if sc, ok := a.findAnyStreamConnection(c); ok {
 			return a.closeStream(c, sc)
+		}
+		if mc, ok := a.findAnyMQTTConnection(c); ok {
+			return a.closeMQTT(c, mc)
 		}
 	}
 	if err != nil {
@@ -271,6 +289,9 @@ func (a *api) visibleChannels(c *call) ([]conn.ChannelInfo, error) {
 		if _, err := a.findConnection(c); err != nil {
 			if _, ok := a.findAnyStreamConnection(c); ok && errors.Is(err, errNotFound) {
 				return nil, nil // a stream connection has no channels
+			}
+			if _, ok := a.findAnyMQTTConnection(c); ok && errors.Is(err, errNotFound) {
+				return nil, nil // nor an MQTT one
 			}
 			return nil, err
 		}
