@@ -324,8 +324,8 @@ func TestMqttConnectionsInTheAPI(t *testing.T) {
 	c := mqttConnect(t, mqttOpts(t, m.s, "listed-client", true))
 	type row struct {
 		Name, Protocol, User, VHost string
-		ClientProperties           map[string]any `json:"client_properties"`
-		Timeout                    int
+		ClientProperties            map[string]any `json:"client_properties"`
+		Timeout                     int
 	}
 	var mine row
 	waitFor(t, "the MQTT connection listed", func() bool {

@@ -55,14 +55,7 @@ func mqttConnectionView(ci mqtt.ConnInfo, node string) mqttConnectionJSON {
 // visibleMQTTConnections are the MQTT connections the user may see, of
 // vhostName when it is not "".
 func (a *api) visibleMQTTConnections(c *call, vhostName string) []mqtt.ConnInfo {
-	all := a.b.MQTT().Connections()
-	out := all[:0]
-	for _, ci := range all {
-		if (vhostName == "" || ci.VHost == vhostName) && c.seesConnection(ci.User, ci.VHost) {
-			out = append(out, ci)
-		}
-	}
-	return out
+	return visibleTo(c, a.b.MQTT().Connections(), vhostName, func(ci mqtt.ConnInfo) (string, string) { return ci.User, ci.VHost })
 }
 
 // findAnyMQTTConnection is the MQTT connection named by the path's name,

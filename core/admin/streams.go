@@ -77,10 +77,16 @@ func streamConnectionView(ci streamproto.ConnInfo, node string) streamConnection
 // visibleStreamConnections are the open stream connections the user may
 // see, of vhostName when it is not "".
 func (a *api) visibleStreamConnections(c *call, vhostName string) []streamproto.ConnInfo {
-	all := a.b.Streams().Connections()
+	return visibleTo(c, a.b.Streams().Connections(), vhostName, func(ci streamproto.ConnInfo) (string, string) { return ci.User, ci.VHost })
+}
+
+// visibleTo keeps the connections of another protocol (all, a fresh
+// list) that the user may see, of vhostName when it is not "";
+// owner gives a connection's user and vhost.
+func visibleTo[T any](c *call, all []T, vhostName string, owner func(T) (user, vhost string)) []T {
 	out := all[:0]
 	for _, ci := range all {
-		if (vhostName == "" || ci.VHost == vhostName) && c.seesConnection(ci.User, ci.VHost) {
+		if user, vh := owner(ci); (vhostName == "" || vh == vhostName) && c.seesConnection(user, vh) {
 			out = append(out, ci)
 		}
 	}

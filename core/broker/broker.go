@@ -33,6 +33,7 @@ import (
 	"github.com/warrenmq/warren/core/exchange"
 	"github.com/warrenmq/warren/core/federation"
 	"github.com/warrenmq/warren/core/message"
+	"github.com/warrenmq/warren/core/mqtt"
 	"github.com/warrenmq/warren/core/names"
 	"github.com/warrenmq/warren/core/queue"
 	"github.com/warrenmq/warren/core/queuetype"
@@ -40,7 +41,6 @@ import (
 	"github.com/warrenmq/warren/core/reply"
 	"github.com/warrenmq/warren/core/shovel"
 	"github.com/warrenmq/warren/core/stats"
-	"github.com/warrenmq/warren/core/mqtt"
 	"github.com/warrenmq/warren/core/streamproto"
 	"github.com/warrenmq/warren/core/streamqueue"
 	"github.com/warrenmq/warren/core/vhost"
@@ -103,7 +103,7 @@ type Broker struct {
 	// streams serves RabbitMQ's stream protocol (streams.go).
 	streams *streamproto.Server
 	// mqtt serves MQTT 3.1.1 and 5.0 (mqtt.go).
-	mqtt *mqtt.Server
+	mqtt    *mqtt.Server
 	shovels *shovel.Manager
 	// federation runs the federation links of this node (federation.go);
 	// federationNudge wakes the goroutine that decides which.
