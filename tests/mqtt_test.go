@@ -347,3 +347,26 @@ func TestMqttConnectionsInTheAPI(t *testing.T) {
 	m.expect("DELETE", "/api/connections/"+esc(mine.Name), "", 204)
 	waitFor(t, "the client disconnected", func() bool { return !c.IsConnectionOpen() })
 }
+
+// /metrics counts the MQTT connections, their subscriptions and their
+// QoS 1 deliveries waiting for PUBACK.
+func TestMqttMetrics(t *testing.T) {
+	m := startWarrenMgmt(t)
+	c := mqttConnect(t, mqttOpts(t, m.s, "metered", true))
+	mqttSubscribe(t, c, "meter/#", 1)
+	mqttSubscribe(t, c, "gauge/+", 0)
+	value := func(name string) float64 {
+		_, families := scrapeMetrics(t, m.s)
+		f := family(t, families, name)
+		if len(f.Metric) != 1 {
+			t.Fatalf("%s: %v", name, f.Metric)
+		}
+		return f.Metric[0].GetGauge().GetValue()
+	}
+	waitFor(t, "the connection and its two subscriptions counted", func() bool {
+		return value("warren_mqtt_connections") == 1 && value("warren_mqtt_subscriptions") == 2
+	})
+	if got := value("warren_mqtt_messages_unacknowledged"); got != 0 {
+		t.Fatalf("warren_mqtt_messages_unacknowledged = %v with nothing delivered", got)
+	}
+}

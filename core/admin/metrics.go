@@ -121,6 +121,11 @@ var (
 	streamConfirmed   = desc("warren_stream_messages_confirmed_total", "Of those, messages confirmed to the publisher.")
 	streamErrored     = desc("warren_stream_messages_errored_total", "Of those, messages refused with a publish error.")
 	streamConsumed    = desc("warren_stream_messages_consumed_total", "Messages delivered to stream-protocol subscriptions.")
+	// MQTT (core/mqtt): its connections past CONNECT, their sessions'
+	// topic filters, and their QoS 1 deliveries waiting for PUBACK.
+	mqttConnections   = desc("warren_mqtt_connections", "Open MQTT connections (past CONNECT).")
+	mqttSubscriptions = desc("warren_mqtt_subscriptions", "Topic filters the MQTT connections' sessions subscribe to.")
+	mqttUnacked       = desc("warren_mqtt_messages_unacknowledged", "QoS 1 deliveries to MQTT clients waiting for PUBACK.")
 
 	// Resources.
 	memoryUsed     = desc("warren_memory_used_bytes", "Memory as the memory alarm counts it: resident set less heap the Go runtime has freed.")
@@ -263,6 +268,17 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(streamConfirmed, totals.Confirmed)
 		counter(streamErrored, totals.Errored)
 		counter(streamConsumed, totals.Delivered)
+	}
+
+	if m := b.MQTT(); m != nil {
+		conns := m.Connections()
+		var subs, unacked int
+		for _, ci := range conns {
+			subs, unacked = subs+ci.Subscriptions, unacked+ci.Unacked
+		}
+		gauge(mqttConnections, float64(len(conns)))
+		gauge(mqttSubscriptions, float64(subs))
+		gauge(mqttUnacked, float64(unacked))
 	}
 
 	r := b.Resources()
