@@ -32,6 +32,7 @@ type rabbitNode struct {
 	dir      string
 	amqpPort int
 	admin    string // http://host:port of its management API, with rabbitmq_management
+	mqtt     string // host:port of its MQTT listener, with rabbitmq_mqtt
 	plugins  []string
 	log      *os.File
 }
@@ -94,6 +95,10 @@ func newRabbitNode(t *testing.T, plugins []string) *rabbitNode {
 		host, mport, _ := net.SplitHostPort(addr)
 		conf += fmt.Sprintf("management.tcp.ip = %s\nmanagement.tcp.port = %s\n", host, mport)
 		r.admin = "http://" + addr
+	}
+	if slices.Contains(plugins, "rabbitmq_mqtt") {
+		r.mqtt = freeAddr(t)
+		conf += fmt.Sprintf("mqtt.listeners.tcp.1 = %s\n", r.mqtt)
 	}
 	write := func(name, text string) {
 		p := filepath.Join(dir, name)
