@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +19,22 @@ func TestWebUIFederation(t *testing.T) {
 	br := startBrowser(t)
 	m := startWarrenMgmt(t)
 	t.Cleanup(func() { m.call("DELETE", "/api/parameters/federation-upstream/"+m.v()+"/ui-upstream", "") })
+	// A running link, to another broker's fed.ui.
+	other := startWarren(t)
+	_, och := channel(t, other)
+	_, ch := m.channel()
+	for _, c := range []*amqp.Channel{och, ch} {
+		if err := c.ExchangeDeclare("fed.ui", "fanout", true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.expect("PUT", "/api/parameters/federation-upstream/"+m.v()+"/ui-real", `{"value":{"uri":"`+other.url+`"}}`, 201)
+	m.expect("PUT", "/api/policies/"+m.v()+"/ui-fed", `{"pattern":"^fed\\.ui$","apply-to":"exchanges","definition":{"federation-upstream":"ui-real"}}`, 201)
+	waitFor(t, "the link running", func() bool {
+		var ls []struct{ Status string }
+		m.call("GET", "/api/federation-links/"+m.v(), "").json(t, &ls)
+		return len(ls) == 1 && ls[0].Status == "running"
+	})
 	login(t, br, m.base)
 	br.goTo(t, "federation")
 	br.do(t, "the federation page",
@@ -38,8 +55,11 @@ func TestWebUIFederation(t *testing.T) {
 		}
 	}
 	rows := br.text(t, `#federation-links tbody`)
-	if len(links) == 0 && !strings.Contains(rows, "No federation links.") {
-		t.Errorf("no links, but the table shows %q", rows)
+	if len(links) == 0 {
+		t.Fatalf("no links listed, with one running; the table shows %q", rows)
+	}
+	if !strings.Contains(rows, "ui-real") || !strings.Contains(rows, "running") {
+		t.Errorf("the links' table %q lacks the running link from ui-real", rows)
 	}
 	for _, l := range links {
 		if !strings.Contains(rows, l.VHost) || !strings.Contains(rows, l.Upstream) || !strings.Contains(rows, l.Node) {
