@@ -32,7 +32,8 @@
 //	                                   5 queue, 7 policy, 10 topic permissions
 //	                                   (name = user), 11 operator policy,
 //	                                   12 vhost parameter (name =
-//	                                   component/name)
+//	                                   component/name), 13 MQTT retained
+//	                                   message (name = topic)
 //	0x02 0x06 esc(vhost) seq(8)        binding, in creation (seq) order
 //	0x03 msgID(8)                      a message shared by several queues
 //	0x04 qid(8) prio(1) seq(8)         queue index entry

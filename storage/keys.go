@@ -53,13 +53,16 @@ const (
 	// a runtime parameter of a component (shovel), whose names never
 	// hold "/".
 	KindVHostParameter Kind = 12
+	// KindMQTTRetained is per vhost, keyed by topic: the MQTT message
+	// retained for it (core/mqtt), this node's own.
+	KindMQTTRetained Kind = 13
 )
 
 var kindNames = [...]string{
 	KindVHost: "vhost", KindUser: "user", KindPermission: "permission", KindExchange: "exchange",
 	KindQueue: "queue", KindBinding: "binding", KindPolicy: "policy", KindPlugin: "plugin",
 	KindParameter: "parameter", KindTopicPermission: "topic permission", KindOperatorPolicy: "operator policy",
-	KindVHostParameter: "vhost parameter",
+	KindVHostParameter: "vhost parameter", KindMQTTRetained: "mqtt retained message",
 }
 
 func (k Kind) String() string {
@@ -69,7 +72,7 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k >= KindVHost && k <= KindVHostParameter }
+func (k Kind) valid() bool { return k >= KindVHost && k <= KindMQTTRetained }
 
 // global reports whether records of kind k are keyed by name alone.
 func (k Kind) global() bool {
@@ -77,7 +80,7 @@ func (k Kind) global() bool {
 }
 
 // perVHostKinds are the kinds DeleteVHost removes.
-var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission, KindOperatorPolicy, KindVHostParameter}
+var perVHostKinds = [...]Kind{KindPermission, KindExchange, KindQueue, KindBinding, KindPolicy, KindTopicPermission, KindOperatorPolicy, KindVHostParameter, KindMQTTRetained}
 
 // Name components in metadata keys are escaped so that no name can collide
 // with another and key order is the names' byte order: a 0x00 byte becomes

@@ -276,9 +276,14 @@ func TestMgmtHealthChecks(t *testing.T) {
 	if failed.Status != "failed" || failed.Reason != "No active listener" || failed.Missing != 1.0 {
 		t.Errorf("port-listener/1: %+v", failed)
 	}
-	m.expect("GET", hc+"protocol-listener/mqtt", "", 503).json(t, &failed)
-	if failed.Status != "failed" || failed.Missing != "mqtt" {
-		t.Errorf("protocol-listener/mqtt: %+v", failed)
+	m.expect("GET", hc+"protocol-listener/stomp", "", 503).json(t, &failed)
+	if failed.Status != "failed" || failed.Missing != "stomp" {
+		t.Errorf("protocol-listener/stomp: %+v", failed)
+	}
+	if m.isWarren() {
+		if r := m.expect("GET", hc+"protocol-listener/mqtt", "", 200); r.body != `{"status":"ok","protocol":"mqtt"}` {
+			t.Errorf("protocol-listener/mqtt: %s", r.body)
+		}
 	}
 	m.expectError(m.call("GET", hc+"port-listener/abc", ""), 400, "bad_request", "Invalid port")
 	m.expectError(m.call("GET", hc+"certificate-expiration/1/bogus", ""), 400, "bad_request",

@@ -13,7 +13,8 @@ import (
 
 // MQTT 5.0 end to end, with Eclipse Paho's Go client for 5.0
 // (paho.golang): properties cross to AMQP 0-9-1 and back as RabbitMQ
-// 3.13 maps them, and what Warren does not do yet is said in CONNACK.
+// 3.13 maps them, retained messages keep theirs, and what Warren does not
+// do yet is said in CONNACK.
 
 // mqtt5Connect connects an MQTT 5 client as guest; received messages go
 // to the returned channel.
@@ -44,7 +45,7 @@ func TestMqtt5PropertiesCrossAMQP(t *testing.T) {
 	s := startWarren(t)
 	c, ack, got := mqtt5Connect(t, s, "v5-client")
 	if ack.ReasonCode != 0 || ack.Properties == nil || ack.Properties.MaximumQoS == nil || *ack.Properties.MaximumQoS != 1 ||
-		ack.Properties.RetainAvailable || ack.Properties.SharedSubAvailable {
+		!ack.Properties.RetainAvailable || ack.Properties.SharedSubAvailable {
 		t.Fatalf("CONNACK %+v %+v", ack, ack.Properties)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,5 +118,37 @@ func TestMqtt5RefusesWhatItLacks(t *testing.T) {
 	ack, err := c.Subscribe(ctx, &paho5.Subscribe{Subscriptions: []paho5.SubscribeOptions{{Topic: "jobs/urgent", QoS: 2}}})
 	if err != nil || len(ack.Reasons) != 1 || ack.Reasons[0] != 1 {
 		t.Fatalf("a QoS 2 subscription: %v %v, want granted QoS 1", ack, err)
+	}
+}
+
+// A retained MQTT 5 message keeps its properties, and Retain Handling 2
+// sends no retained message.
+func TestMqtt5Retained(t *testing.T) {
+	s := startWarren(t)
+	c, _, _ := mqtt5Connect(t, s, "v5-retainer")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	props := &paho5.PublishProperties{ContentType: "text/plain", User: paho5.UserProperties{{Key: "unit", Value: "C"}}}
+	if _, err := c.Publish(ctx, &paho5.Publish{Topic: "r5/temp", QoS: 1, Retain: true, Payload: []byte("21"), Properties: props}); err != nil {
+		t.Fatal(err)
+	}
+	sub, _, got := mqtt5Connect(t, s, "v5-late")
+	if _, err := sub.Subscribe(ctx, &paho5.Subscribe{Subscriptions: []paho5.SubscribeOptions{{Topic: "r5/#", QoS: 1, RetainHandling: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Subscribe(ctx, &paho5.Subscribe{Subscriptions: []paho5.SubscribeOptions{{Topic: "r5/temp", QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := mqtt5Receive(t, got)
+	if p.Topic != "r5/temp" || !p.Retain || string(p.Payload) != "21" || p.Properties == nil ||
+		p.Properties.ContentType != "text/plain" || p.Properties.User.Get("unit") != "C" {
+		t.Fatalf("the retained message came as %+v %+v", p, p.Properties)
+	}
+	// The fence: had Retain Handling 2 sent one, it would have come first.
+	if _, err := c.Publish(ctx, &paho5.Publish{Topic: "r5/fence", QoS: 1, Payload: []byte("end")}); err != nil {
+		t.Fatal(err)
+	}
+	if p := mqtt5Receive(t, got); p.Topic != "r5/fence" {
+		t.Fatalf("after the retained message came %s %q, want the fence", p.Topic, p.Payload)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/warren/internal/poll"
 )
 
 // A persistent MQTT session's QoS 1 messages outlive the broker: every
@@ -122,5 +124,29 @@ func TestMqttSessionCheckSeesALoss(t *testing.T) {
 	want, got, stolen := mqttSessionThroughRestart(t, syscall.SIGKILL, 50, true)
 	if lost := missing(want, got); len(lost) != 1 || lost[0] != stolen {
 		t.Fatalf("the check reported %v missing, want the stolen %s alone", lost, stolen)
+	}
+}
+
+// A retained message PUBACKed before a kill -9 is sent to a subscription
+// made after the restart.
+func TestMqttRetainedSurvivesKill(t *testing.T) {
+	skipReference(t)
+	dir, mqttAddr := t.TempDir(), freeAddr(t)
+	p := startProcess(t, dir, "-mqtt", mqttAddr)
+	pub := mqttProcessClient(t, mqttAddr, "keeper-pub", true, nil)
+	if tok := pub.Publish("site/gate", 1, true, "closed"); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+	pub.Disconnect(250)
+	p.stop(syscall.SIGKILL)
+	startProcess(t, dir, "-mqtt", mqttAddr)
+	got := make(chan string, 4)
+	sub := mqttProcessClient(t, mqttAddr, "keeper-sub", true, got)
+	defer sub.Disconnect(250)
+	if tok := sub.Subscribe("site/#", 1, nil); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("subscribe: %v", tok.Error())
+	}
+	if m := poll.Receive(t, 10*time.Second, "the retained message", got); m != "closed" {
+		t.Fatalf("after the restart the retained message is %q", m)
 	}
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,5 +369,54 @@ func TestMqttMetrics(t *testing.T) {
 	})
 	if got := value("warren_mqtt_messages_unacknowledged"); got != 0 {
 		t.Fatalf("warren_mqtt_messages_unacknowledged = %v with nothing delivered", got)
+	}
+}
+
+// Retained messages: kept per topic, the last replacing the one before,
+// sent with RETAIN to a new subscription whose filter matches them
+// (wildcards too), deleted by an empty retained message, and not sent
+// as retained to a subscription that was there when they came.
+func TestMqttRetained(t *testing.T) {
+	s := startWarren(t)
+	pub := mqttConnect(t, mqttOpts(t, s, "retainer", true))
+	live := mqttConnect(t, mqttOpts(t, s, "live", true))
+	liveGot := mqttSubscribe(t, live, "home/#", 1)
+	mqttWait(t, "retain", pub.Publish("home/kitchen/temp", 1, true, "20"))
+	mqttWait(t, "retain again", pub.Publish("home/kitchen/temp", 1, true, "21"))
+	mqttWait(t, "retain", pub.Publish("home/hall/temp", 0, true, "19"))
+	mqttWait(t, "retain", pub.Publish("home/hall/light", 1, true, "on"))
+	for range 4 {
+		if m := poll.Receive(t, 5*time.Second, "a message to the live subscription", liveGot); m.Retained() {
+			t.Fatalf("%s came to a subscription already there as retained", m.Topic())
+		}
+	}
+
+	late := mqttConnect(t, mqttOpts(t, s, "late", true))
+	got := mqttSubscribe(t, late, "home/+/temp", 1)
+	seen := map[string]string{}
+	for range 2 {
+		m := poll.Receive(t, 5*time.Second, "a retained temperature", got)
+		if !m.Retained() {
+			t.Fatalf("%s came without RETAIN", m.Topic())
+		}
+		seen[m.Topic()] = string(m.Payload())
+	}
+	if seen["home/kitchen/temp"] != "21" || seen["home/hall/temp"] != "19" {
+		t.Fatalf("retained %v, want the kitchen's last (21) and the hall's", seen)
+	}
+
+	// An empty retained message deletes the kitchen's; a fence shows
+	// nothing else came.
+	mqttWait(t, "delete", pub.Publish("home/kitchen/temp", 1, true, ""))
+	later := mqttConnect(t, mqttOpts(t, s, "later", true))
+	got = mqttSubscribe(t, later, "home/#", 1)
+	var topics []string
+	mqttWait(t, "fence", pub.Publish("home/fence", 1, false, "end"))
+	for m := poll.Receive(t, 5*time.Second, "the fence", got); m.Topic() != "home/fence"; m = poll.Receive(t, 5*time.Second, "the fence", got) {
+		topics = append(topics, m.Topic())
+	}
+	slices.Sort(topics)
+	if !slices.Equal(topics, []string{"home/hall/light", "home/hall/temp"}) {
+		t.Fatalf("after the delete a new subscription got retained %v", topics)
 	}
 }

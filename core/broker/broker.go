@@ -346,6 +346,7 @@ func (b *Broker) applyDeleteVHost(name string) error {
 	b.users.ClearVHost(name)
 	hadParams := b.dropVHostParameters(name)
 	err := b.store.DeleteVHost(name, ids)
+	b.mqtt.ForgetVHost(name) // its retained messages went with it
 	if hadParams {
 		b.vhostParametersChanged()
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/warrenmq/warren/core/config"
 	"github.com/warrenmq/warren/core/mqtt"
+	"github.com/warrenmq/warren/protocol"
+	"github.com/warrenmq/warren/storage"
 )
 
 // newMQTTServer builds the MQTT server from [mqtt]; its listeners open
@@ -27,11 +29,36 @@ func newMQTTServer(cfg config.Config, log zerolog.Logger, b *Broker) *mqtt.Serve
 			SubscriptionTTL:  time.Duration(cfg.MQTT.SubscriptionTTL),
 			HandshakeTimeout: time.Duration(cfg.Limits.HandshakeTimeout),
 		},
-		Users:  b.users,
-		VHosts: b,
-		Log:    log,
-		Admit:  b.srv.AdmitOther,
+		Users:    b.users,
+		VHosts:   b,
+		Log:      log,
+		Admit:    b.srv.AdmitOther,
+		Retained: retainedStore{b},
 	}
+}
+
+// retainedStore keeps MQTT retained messages in the store, node by node
+// (storage.KindMQTTRetained, removed with their vhost).
+type retainedStore struct{ b *Broker }
+
+func (r retainedStore) PutRetained(vhost, topic string, rec protocol.Table) error {
+	return r.b.store.PutMeta(storage.KindMQTTRetained, vhost, topic, rec)
+}
+
+func (r retainedStore) DeleteRetained(vhost, topic string) error {
+	return r.b.store.DeleteMeta(storage.KindMQTTRetained, vhost, topic)
+}
+
+func (r retainedStore) Retained(vhost string) (map[string]protocol.Table, error) {
+	recs, err := r.b.store.Meta(storage.KindMQTTRetained, vhost)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]protocol.Table, len(recs))
+	for _, rec := range recs {
+		out[rec.Name] = rec.Rec
+	}
+	return out, nil
 }
 
 // MQTT is the MQTT server, for the admin API's listings.

@@ -305,7 +305,7 @@ func (c *Conn) connect(m *mqtt.Connect) error {
 		return refuse(mqtt.ReasonBadAuthenticationMethod, "enhanced authentication is not supported")
 	}
 	if m.Will != nil && m.Version == mqtt.V5 {
-		if m.Will.Retain {
+		if m.Will.Retain && !c.srv.retaining() {
 			return refuse(mqtt.ReasonRetainNotSupported, "a retained will")
 		}
 		if m.Will.QoS > mqtt.QoS1 {
@@ -434,6 +434,10 @@ func (c *Conn) connackProperties(m *mqtt.Connect, assigned bool) mqtt.Properties
 		MaximumPacketSize:               uint32(c.srv.Settings.MaxPacketSize),
 	}
 	p.Zeros = mqtt.PropertySetOf(mqtt.PropRetainAvailable, mqtt.PropSharedSubscriptionAvailable, mqtt.PropSubscriptionIdentifierAvailable)
+	if c.srv.retaining() {
+		// Retain Available is 1 when absent.
+		p.Zeros = mqtt.PropertySetOf(mqtt.PropSharedSubscriptionAvailable, mqtt.PropSubscriptionIdentifierAvailable)
+	}
 	if assigned {
 		p.AssignedClientIdentifier = c.clientID
 	}

@@ -110,3 +110,43 @@ func TestQoSOfAMQPMessage(t *testing.T) {
 		t.Fatal("a message without x-mqtt-publish-qos is not QoS 1")
 	}
 }
+
+// Filters match topics as MQTT says, '$' topics kept from wildcards.
+func TestTopicMatches(t *testing.T) {
+	for _, tc := range []struct {
+		filter, topic string
+		want          bool
+	}{
+		{"a/b", "a/b", true},
+		{"a/b", "a/c", false},
+		{"a/+", "a/b", true},
+		{"a/+", "a/b/c", false},
+		{"a/#", "a", true},
+		{"a/#", "a/b/c", true},
+		{"#", "a/b", true},
+		{"+/+", "a/b", true},
+		{"+", "", true},
+		{"a/+/c", "a//c", true},
+		{"#", "$SYS/x", false},
+		{"+/x", "$SYS/x", false},
+		{"$SYS/#", "$SYS/x", true},
+		{"a/b/c", "a/b", false},
+	} {
+		if got := TopicMatches(tc.filter, tc.topic); got != tc.want {
+			t.Errorf("%q on %q: %v, want %v", tc.filter, tc.topic, got, tc.want)
+		}
+	}
+}
+
+// A retained message is stored as a record and read back the same.
+func TestRetainedRecord(t *testing.T) {
+	props := &mqtt.Properties{ContentType: "text/plain", ResponseTopic: "r/t", CorrelationData: []byte{1, 2},
+		PayloadFormatIndicator: 1, UserProperties: []mqtt.UserProperty{{Key: "a", Value: "1"}, {Key: "a", Value: "2"}}}
+	m := retainedOf("t/1", mqtt.QoS1, []byte("21"), props)
+	back := retainedFrom("t/1", m.record())
+	if back.qos != m.qos || string(back.payload) != "21" || back.props.ContentType != "text/plain" || back.props.ResponseTopic != "r/t" ||
+		string(back.props.CorrelationData) != "\x01\x02" || back.props.PayloadFormatIndicator != 1 || len(back.props.UserProperties) != 2 ||
+		back.props.UserProperties[1].Value != "2" || !back.expires.IsZero() {
+		t.Fatalf("read back as %+v", back)
+	}
+}

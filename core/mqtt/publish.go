@@ -26,7 +26,7 @@ func (c *Conn) publish(m *mqtt.Publish) error {
 			c.disconnect(mqtt.ReasonTopicAliasInvalid)
 			return errClosed
 		}
-		if m.Retain {
+		if m.Retain && !c.srv.retaining() {
 			c.log.Warn().Msg("closing MQTT connection: a retained PUBLISH, Retain Available being 0")
 			c.disconnect(mqtt.ReasonRetainNotSupported)
 			return errClosed
@@ -35,6 +35,9 @@ func (c *Conn) publish(m *mqtt.Publish) error {
 	var props *mqtt.Properties
 	if c.version == mqtt.V5 {
 		props = &m.Properties
+	}
+	if m.Retain {
+		c.retain(m.Topic, qos, m.Payload, props)
 	}
 	code, err := c.route(m.Topic, qos, m.Dup, props, m.Payload, qos == mqtt.QoS1, m.PacketID)
 	if err != nil {
@@ -45,18 +48,36 @@ func (c *Conn) publish(m *mqtt.Publish) error {
 	return nil
 }
 
+// mayPublish says whether the user may publish to topic: write on the
+// exchange, and the topic permission's write on the routing key.
+func (c *Conn) mayPublish(topic string) error {
+	exName := c.srv.Settings.Exchange
+	if err := c.grant.Publish(exName); err != nil {
+		return err
+	}
+	return c.grant.PublishTopic(exName, TopicToKey(topic))
+}
+
+// retain keeps a retained PUBLISH's (or will's) message for its topic,
+// or deletes it when the payload is empty, if the user may publish
+// there and retained messages are kept; a failure is logged, and the
+// message is still routed.
+func (c *Conn) retain(topic string, qos mqtt.QoS, payload []byte, props *mqtt.Properties) {
+	if !c.srv.retaining() || c.mayPublish(topic) != nil {
+		return
+	}
+	if err := c.srv.retained().set(c.vh.Name, retainedOf(topic, qos, payload, props)); err != nil {
+		c.log.Error().Err(err).Str("topic", topic).Msg("an MQTT retained message was not kept")
+	}
+}
+
 // route publishes one message to the exchange. With confirm, a PUBACK
 // for packetID is sent once its queues took it. An error ends the
 // connection, with code for MQTT 5, but for a refusal an MQTT 5 QoS 1
 // PUBACK can carry.
 func (c *Conn) route(topic string, qos mqtt.QoS, dup bool, props *mqtt.Properties, payload []byte, confirm bool, packetID uint16) (mqtt.ReasonCode, error) {
 	exName := c.srv.Settings.Exchange
-	key := TopicToKey(topic)
-	refused := c.grant.Publish(exName)
-	if refused == nil {
-		refused = c.grant.PublishTopic(exName, key)
-	}
-	if refused != nil {
+	if refused := c.mayPublish(topic); refused != nil {
 		if confirm && c.version == mqtt.V5 {
 			c.log.Warn().Err(refused).Str("topic", topic).Msg("MQTT PUBLISH refused")
 			c.confirms.settle(c.confirms.add(packetID), mqtt.ReasonNotAuthorized)
@@ -138,6 +159,9 @@ func (c *Conn) publishWill() {
 	var props *mqtt.Properties
 	if c.version == mqtt.V5 {
 		props = &w.Properties
+	}
+	if w.Retain {
+		c.retain(w.Topic, w.QoS, w.Payload, props)
 	}
 	if _, err := c.route(w.Topic, w.QoS, false, props, w.Payload, false, 0); err != nil {
 		c.log.Warn().Err(err).Str("topic", w.Topic).Msg("MQTT will not published")

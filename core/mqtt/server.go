@@ -52,7 +52,11 @@ type Server struct {
 	// and user's max-connections (shared with AMQP's); release uncounts
 	// it.
 	Admit func(vhost, user string) (release func(), refused error)
+	// Retained keeps retained messages (retain.go); nil: retained
+	// messages are not kept (routed as any other, refused in 5.0).
+	Retained RetainStore
 
+	retain retainer
 	nextID atomic.Uint64
 	mu     lockorder.Mutex[lockorder.MQTTServer]
 	conns  map[*Conn]struct{}
@@ -206,3 +210,16 @@ func (s *Server) Close(name string) bool {
 	found.kick(mqtt.ReasonAdministrativeAction, "closed by an operator")
 	return true
 }
+
+// retaining says whether retained messages are kept.
+func (s *Server) retaining() bool { return s.Retained != nil }
+
+// retainer is the server's retained messages, bound to its store.
+func (s *Server) retained() *retainer {
+	s.retain.store = s.Retained
+	return &s.retain
+}
+
+// ForgetVHost drops what the server holds of a deleted vhost (its
+// retained messages, whose records went with it).
+func (s *Server) ForgetVHost(name string) { s.retain.forget(name) }

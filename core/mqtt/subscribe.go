@@ -19,12 +19,67 @@ import (
 
 // subscribe runs SUBSCRIBE: each filter is granted QoS 0 or 1 (QoS 2 is
 // granted as 1, as 3.1.1 and 5.0 allow) or refused, in SUBACK.
+// Each filter granted is then sent the retained messages it matches,
+// after SUBACK (unless its 5.0 Retain Handling says not to).
 func (c *Conn) subscribe(m *mqtt.Subscribe) {
 	codes := make([]mqtt.ReasonCode, len(m.Subscriptions))
+	var sends []retainedSend
 	for i, sub := range m.Subscriptions {
+		_, had := c.subs[sub.Filter]
 		codes[i] = c.subscribeOne(sub)
+		if codes[i] > mqtt.ReasonCode(mqtt.QoS1) || !c.srv.retaining() ||
+			sub.RetainHandling == mqtt.RetainDoNotSend || (sub.RetainHandling == mqtt.RetainSendIfNew && had) {
+			continue
+		}
+		rs, err := c.srv.retained().matching(c.vh.Name, sub.Filter)
+		if err != nil {
+			c.log.Error().Err(err).Str("filter", sub.Filter).Msg("the MQTT retained messages could not be read")
+		}
+		for _, r := range rs {
+			sends = append(sends, retainedSend{r, mqtt.QoS(codes[i])})
+		}
 	}
 	c.out.send(&mqtt.Suback{PacketID: m.PacketID, ReasonCodes: codes})
+	for _, s := range sends {
+		c.deliverRetained(s.r, s.qos)
+	}
+}
+
+// retainedSend is a retained message due to a new subscription.
+type retainedSend struct {
+	r   *retained
+	qos mqtt.QoS
+}
+
+// deliverRetained writes a retained message to the client as a PUBLISH
+// with RETAIN. At QoS 1 it waits for its PUBACK as a delivery does, with
+// no queue to ack.
+func (c *Conn) deliverRetained(r *retained, qos mqtt.QoS) {
+	c.deliverMu.Lock()
+	defer c.deliverMu.Unlock()
+	if c.stopped {
+		return
+	}
+	p := r.publish(qos, c.version)
+	if p.QoS == mqtt.QoS1 {
+		p.PacketID = c.packetID()
+	}
+	o := c.out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped {
+		return
+	}
+	start := len(o.buf)
+	o.buf = p.Append(o.buf, c.version)
+	if c.maxOut > 0 && len(o.buf)-start > c.maxOut {
+		o.buf = o.buf[:start] // too large for the client ([MQTT-3.1.2-25])
+		return
+	}
+	if p.QoS == mqtt.QoS1 {
+		c.inflight[p.PacketID] = inflight{}
+	}
+	o.signal()
 }
 
 func (c *Conn) subscribeOne(sub mqtt.Subscription) mqtt.ReasonCode {
@@ -308,15 +363,21 @@ func (c *Conn) acked(packetID uint16) {
 	f, ok := c.inflight[packetID]
 	delete(c.inflight, packetID)
 	var kick []queuetype.Source
-	if ok && f.k.blocked {
-		f.k.blocked = false
-		kick = append(kick, f.k.q)
+	for _, k := range c.consumers {
+		// The consumer this frees credit for; any, for a retained
+		// message's, which had no queue.
+		if ok && k != nil && k.blocked && (f.k == k || f.k == nil) {
+			k.blocked = false
+			kick = append(kick, k.q)
+		}
 	}
 	c.deliverMu.Unlock()
 	if !ok {
 		return // an unknown packet id: nothing to do ([MQTT-4.3.2])
 	}
-	f.k.q.Ack([]queue.Entry{f.entry})
+	if f.k != nil {
+		f.k.q.Ack([]queue.Entry{f.entry})
+	}
 	kickEach(kick)
 }
 
@@ -342,7 +403,9 @@ func (c *Conn) stopConsuming() {
 	}
 	byQueue := map[*consumer][]queue.Entry{}
 	for _, f := range held {
-		byQueue[f.k] = append(byQueue[f.k], f.entry)
+		if f.k != nil { // not a retained message's
+			byQueue[f.k] = append(byQueue[f.k], f.entry)
+		}
 	}
 	for k, entries := range byQueue {
 		sortEntries(entries)

@@ -38,6 +38,7 @@ const (
 	mqttConfirms
 	connOutbound
 	mqttOutbound
+	mqttRetained
 	remoteConsumer
 	clusterConf
 	storageRaftLogs
@@ -125,6 +126,7 @@ var ranks = [numRanks]rank{
 	mqttConfirms:              {name: "mqtt.confirms.mu"},
 	connOutbound:              {name: "conn.outbound.mu"},
 	mqttOutbound:              {name: "mqtt.outbound.mu"},
+	mqttRetained:              {name: "mqtt.retainer.mu"},
 	remoteConsumer:            {name: "remote.consumer.mu"},
 	clusterConf:               {name: "cluster.Node.confMu"},
 	storageRaftLogs:           {name: "storage.Store.raftLogs.mu"},
@@ -230,6 +232,7 @@ type (
 	MQTTDeliver               struct{}
 	MQTTConfirms              struct{}
 	MQTTOutbound              struct{}
+	MQTTRetained              struct{}
 	MQTTServer                struct{}
 	ConnServer                struct{}
 	ConnConsumers             struct{}
@@ -329,5 +332,6 @@ func (FederationManager) rankID() rankID         { return federationManager }
 func (FederationLink) rankID() rankID            { return federationLink }
 func (MQTTDeliver) rankID() rankID               { return mqttDeliver }
 func (MQTTConfirms) rankID() rankID              { return mqttConfirms }
+func (MQTTRetained) rankID() rankID              { return mqttRetained }
 func (MQTTOutbound) rankID() rankID              { return mqttOutbound }
 func (MQTTServer) rankID() rankID                { return mqttServer }
