@@ -12,11 +12,9 @@
 //     default, as RabbitMQ's; that user's loopback-only rule still
 //     applies, so out of the box anonymous clients are taken from this
 //     host only). The user must be able to use the vhost.
-//
 //   - A topic is a routing key of mqtt.exchange (amq.topic): levels are
 //     words ('/' becomes '.', a '.' inside a level '/'), and in filters
 //     '+' becomes '*' and '#' stays '#' (TopicToKey, KeyToTopic).
-//
 //   - PUBLISH is a message to that exchange: QoS 1 persistent, QoS 0
 //     not, with RabbitMQ's x-mqtt-publish-qos and x-mqtt-dup headers.
 //     PUBACK goes once the message's queues took it, as an AMQP confirm:
@@ -24,7 +22,6 @@
 //     the other nodes answered when it was forwarded, and in the order
 //     of the PUBLISHes. Publishing needs write on the exchange and the
 //     topic permission's write on the routing key.
-//
 //   - A session's subscriptions are bindings to two queues,
 //     mqtt-subscription-<client id>qos0 and ...qos1 (SubscriptionQueue),
 //     by the QoS granted; the connection consumes both. A persistent
@@ -37,7 +34,6 @@
 //     kept. Subscribing needs configure, write and read on the queue,
 //     read on the exchange and the topic permission's read on the key;
 //     a refusal is that filter's failure in SUBACK.
-//
 //   - Deliveries are PUBLISHes of QoS min(subscription, message): a
 //     message's own QoS is its x-mqtt-publish-qos header, and 1 for a
 //     message published over AMQP without one. QoS 1 deliveries in
@@ -46,23 +42,19 @@
 //     when the connection ends go back to their queue, to be delivered
 //     again with DUP. A QoS 0 delivery from the QoS 1 queue is acked
 //     once written.
-//
 //   - QoS 2: SUBSCRIBE is granted QoS 1. A 3.1.1 PUBLISH of QoS 2 is
 //     taken as QoS 1 and answered with PUBACK, as RabbitMQ 3.10 does
 //     ("QoS2 publish (downgraded to QoS1)"); an MQTT 5 client is told
 //     Maximum QoS 1 in CONNACK, and a QoS 2 PUBLISH ends its connection
 //     with QoS not supported, as the specification says.
-//
 //   - A second CONNECT with a client id connected in the same vhost
 //     takes the session over: the first connection is closed (told
 //     Session taken over in 5.0), its will published, its deliveries
 //     requeued, and the new one proceeds once it is gone.
-//
 //   - The will is published when the connection ends without a
 //     DISCONNECT (or with 5.0's Disconnect with Will Message): a read
 //     error, a keep-alive of 1.5 periods without a packet, a protocol
 //     error, a takeover; not when the broker shuts down.
-//
 //   - MQTT 5 properties cross to AMQP as RabbitMQ 3.13 maps them:
 //     Content Type as content_type, Correlation Data as correlation_id
 //     (header x-correlation-id when it is not a short string), Response
@@ -70,7 +62,6 @@
 //     as string headers (a repeated name keeps its last value), Message
 //     Expiry Interval as expiration; and back to MQTT 5 subscribers,
 //     with the other string headers as User Properties.
-//
 //   - A PUBLISH or will with RETAIN is also kept for its topic in the
 //     vhost (an empty one deletes what its topic kept), in the broker's
 //     store, node by node as RabbitMQ keeps them (retain.go); a new
